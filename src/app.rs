@@ -1,0 +1,231 @@
+//! Start-up and shutdown: open the database and restore its records, bind the listener (falling
+//! back to a free port), write the port file, start the `http` thread; on a shutdown request
+//! (Ctrl-C, SIGTERM, or `Running::stop`) release every waiter, stop HTTP within a deadline and
+//! remove the port file.
+
+use std::io::{self, Write};
+use std::net::{TcpListener, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+
+use crate::config::{Config, Database};
+use crate::error::Error;
+use crate::http;
+use crate::ids;
+use crate::state::{Shared, State};
+use crate::store::{RecordKind, Store};
+
+/// How long shutdown waits for request threads to finish.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Why the server stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    Requested,
+    Signal(i32),
+}
+
+/// A running server.
+pub struct Running {
+    shared: Arc<Shared>,
+    server: Arc<tiny_http::Server>,
+    http: Option<JoinHandle<()>>,
+    port: u16,
+    fell_back_from: Option<u16>,
+    shutdown_tx: Sender<Shutdown>,
+    shutdown_rx: Receiver<Shutdown>,
+}
+
+/// Opens the store and rebuilds the persisted part of the state.
+fn open_database(db: &Database) -> Result<(Store, State), Error> {
+    let mut state = State::default();
+    let Database::File(path) = db else {
+        return Ok((Store::memory(), state));
+    };
+    let (store, recovered) =
+        Store::open(path).map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
+    let (mut n_records, mut n_history) = (0, 0);
+    for (kind, record) in recovered.records {
+        match kind {
+            RecordKind::CallRecord => {
+                state.calls.push_record(record);
+                n_records += 1;
+            }
+            RecordKind::History => {
+                state.calls.push_history(record);
+                n_history += 1;
+            }
+        }
+    }
+    if recovered.blobs + n_records + n_history > 0 {
+        log::info!(
+            "reopened {}: {} objects, {n_records} call records, {n_history} history entries",
+            path.display(),
+            recovered.blobs
+        );
+    }
+    if recovered.dropped_records > 0 || recovered.truncated_bytes > 0 {
+        log::warn!(
+            "database {}: dropped {} corrupt records and a torn tail of {} bytes",
+            path.display(),
+            recovered.dropped_records,
+            recovered.truncated_bytes
+        );
+    }
+    Ok((store, state))
+}
+
+/// Binds `host:port`; a port in use falls back to a free one (returned as the second value).
+fn bind(host: &str, port: u16) -> Result<(TcpListener, Option<u16>), Error> {
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::io(format!("cannot resolve --host {host}"), e))?
+        .collect();
+    let Some(addr) = addrs.first().copied() else {
+        return Err(Error::Config(format!("--host {host} resolves to no address")));
+    };
+    match TcpListener::bind(addr) {
+        Ok(l) => Ok((l, None)),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse && port != 0 => {
+            let mut any = addr;
+            any.set_port(0);
+            let l = TcpListener::bind(any).map_err(|e| Error::io(format!("cannot bind {any}"), e))?;
+            Ok((l, Some(port)))
+        }
+        Err(e) => Err(Error::io(format!("cannot bind {addr}"), e)),
+    }
+}
+
+fn write_port_file(path: &Path, port: u16) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Compat: bare digits, no newline, written after the bind (protocol doc §6).
+    std::fs::write(path, port.to_string())
+}
+
+fn remove_port_file(path: &Path, port: u16) {
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim() == port.to_string() => {
+            if let Err(e) = std::fs::remove_file(path) {
+                log::warn!("could not remove port file {}: {e}", path.display());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Starts the server: everything is ready to serve when this returns.
+pub fn start(config: Config) -> Result<Running, Error> {
+    let (store, state) = open_database(&config.database)?;
+    let (listener, fell_back_from) = bind(&config.host, config.port)?;
+    let port = listener.local_addr().map_err(|e| Error::io("cannot read the bound address", e))?.port();
+    let server = tiny_http::Server::from_listener(listener, None)
+        .map_err(|e| Error::Config(format!("cannot start the HTTP server: {e}")))?;
+    let server = Arc::new(server);
+    write_port_file(&config.port_file, port)
+        .map_err(|e| Error::io(format!("cannot write port file {}", config.port_file.display()), e))?;
+    let shared = Arc::new(Shared::new(config, store, state));
+    let http = http::spawn_http(shared.clone(), server.clone()).map_err(|e| Error::io("cannot start the http thread", e))?;
+    let (shutdown_tx, shutdown_rx) = unbounded();
+    Ok(Running { shared, server, http: Some(http), port, fell_back_from, shutdown_tx, shutdown_rx })
+}
+
+impl Running {
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The base URL clients use.
+    pub fn url(&self) -> String {
+        let host = &self.shared.config.host;
+        if host.contains(':') {
+            format!("http://[{}]:{}", host.trim_matches(|c| c == '[' || c == ']'), self.port)
+        } else {
+            format!("http://{host}:{}", self.port)
+        }
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A sender that asks the server to stop.
+    pub fn shutdown_sender(&self) -> Sender<Shutdown> {
+        self.shutdown_tx.clone()
+    }
+
+    /// The start-up banner lines (stderr; never stdout).
+    pub fn banner(&self) -> Vec<String> {
+        let config = &self.shared.config;
+        let mut lines = vec![format!("cideldill-server {}", env!("CARGO_PKG_VERSION"))];
+        if let Some(asked) = self.fell_back_from {
+            lines.push(format!("Port {asked} is occupied, using free port {} instead", self.port));
+        }
+        lines.push(format!("Server running on {}", self.url()));
+        lines.push(format!("Database: {}", config.database.describe()));
+        lines.push(format!("Port file: {}", config.port_file.display()));
+        lines
+    }
+
+    /// Blocks until a shutdown is requested, then stops.
+    pub fn wait(self) -> Result<(), Error> {
+        let reason = self.shutdown_rx.recv().unwrap_or(Shutdown::Requested);
+        log::info!("shutting down ({reason:?})");
+        self.stop();
+        Ok(())
+    }
+
+    /// Stops: refuses new work, releases waiting evals, stops HTTP, removes the port file.
+    pub fn stop(mut self) {
+        {
+            let mut st = self.shared.lock();
+            st.shutting_down = true;
+            st.repl.close_all(ids::now());
+        }
+        // One thread calls recv(), so one unblock() wakes it (tiny_http wakes one waiter per call).
+        self.server.unblock();
+        if let Some(handle) = self.http.take() {
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            let joiner = thread::Builder::new().name("http-join".into()).spawn(move || {
+                let _ = handle.join();
+                let _ = done_tx.send(());
+            });
+            if joiner.is_ok() && done_rx.recv_timeout(SHUTDOWN_DEADLINE).is_err() {
+                log::warn!("http: request threads still running after {SHUTDOWN_DEADLINE:?}; exiting anyway");
+            }
+        }
+        remove_port_file(&self.shared.config.port_file, self.port);
+    }
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub fn run(config: Config) -> Result<(), Error> {
+    let running = start(config)?;
+    {
+        let mut err = io::stderr().lock();
+        for line in running.banner() {
+            let _ = writeln!(err, "{line}");
+        }
+    }
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+        .map_err(|e| Error::io("cannot install signal handlers", e))?;
+    let handle = signals.handle();
+    let tx = running.shutdown_sender();
+    let signal_thread = thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let _ = tx.send(Shutdown::Signal(sig));
+            }
+        })
+        .map_err(|e| Error::io("cannot start the signal thread", e))?;
+    let result = running.wait();
+    handle.close();
+    let _ = signal_thread.join();
+    result
+}

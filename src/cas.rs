@@ -1,0 +1,211 @@
+//! Content addressing: CIDs (lowercase hex SHA-512 of the raw bytes) and validation of the
+//! `{cid, data, serialization_format}` items the clients send (protocol doc §3). Pure: it
+//! turns request JSON into verified blobs ready for the store, or into the exact 400 bodies
+//! the original server answers with.
+
+use base64::Engine;
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+use crate::error::ApiError;
+use crate::ids::hex;
+use crate::store::{Format, NewBlob};
+
+/// The CID of `bytes`: 128 lowercase hex characters of their SHA-512 digest.
+pub fn cid_of(bytes: &[u8]) -> String {
+    hex(&Sha512::digest(bytes))
+}
+
+/// Whether `s` has the shape of a CID (128 lowercase hex digits).
+pub fn looks_like_cid(s: &str) -> bool {
+    s.len() == 128 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Standard padded base64, as Python's `base64.b64encode` writes it.
+pub fn encode_base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes base64 exactly as CPython's non-strict `binascii.a2b_base64` (behind
+/// `base64.b64decode`) does: characters outside the alphabet are skipped, a complete pad
+/// sequence ends the input, and only an unfinished quantum fails ("Incorrect padding").
+pub fn decode_base64_lenient(text: &str) -> Option<Vec<u8>> {
+    fn value(c: u8) -> Option<u8> {
+        match c {
+            b'A'..=b'Z' => Some(c - b'A'),
+            b'a'..=b'z' => Some(c - b'a' + 26),
+            b'0'..=b'9' => Some(c - b'0' + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut quad_pos, mut pads, mut left) = (0u8, 0u8, 0u8);
+    for &c in text.as_bytes() {
+        if c == b'=' {
+            pads += 1;
+            if quad_pos >= 2 && quad_pos + pads >= 4 {
+                return Some(out);
+            }
+            continue;
+        }
+        let Some(v) = value(c) else { continue };
+        pads = 0;
+        match quad_pos {
+            0 => left = v,
+            1 => {
+                out.push((left << 2) | (v >> 4));
+                left = v & 0x0f;
+            }
+            2 => {
+                out.push((left << 4) | (v >> 2));
+                left = v & 0x03;
+            }
+            _ => {
+                out.push((left << 6) | v);
+                left = 0;
+            }
+        }
+        quad_pos = (quad_pos + 1) % 4;
+    }
+    (quad_pos == 0).then_some(out)
+}
+
+/// The serialization format named by an item's `serialization_format` field.
+/// Absent or null means dill, the Python client's only format.
+pub fn parse_format(value: Option<&Value>) -> Result<Format, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(Format::Dill),
+        Some(Value::String(s)) if s == "dill" => Ok(Format::Dill),
+        Some(Value::String(s)) if s == "json" => Ok(Format::Json),
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_serialization_format",
+            format!("serialization_format must be 'dill' or 'json', got {other}"),
+        )),
+    }
+}
+
+/// Verifies one payload (`cid` plus `data`) and returns the blob to store.
+///
+/// Returns `Ok(None)` when there is nothing to store: no `data`, or a `cid` that is not a
+/// string (the original skips those too). Errors are the original's 400 bodies:
+/// `invalid_serialization_format`, `invalid_json`, `invalid_dill`, `cid_mismatch`.
+pub fn verify_payload(
+    cid: Option<&Value>,
+    data: Option<&Value>,
+    format: Option<&Value>,
+) -> Result<Option<NewBlob>, ApiError> {
+    let (Some(Value::String(cid)), Some(data)) = (cid, data) else {
+        return Ok(None);
+    };
+    if data.is_null() {
+        return Ok(None);
+    }
+    let format = parse_format(format)?;
+    let bytes = match (format, data) {
+        (Format::Json, Value::String(text)) if serde_json::from_str::<Value>(text).is_ok() => {
+            text.as_bytes().to_vec()
+        }
+        (Format::Json, _) => {
+            return Err(ApiError::bad_request("invalid_json", "Invalid JSON payload"));
+        }
+        (Format::Dill, Value::String(text)) => match decode_base64_lenient(text) {
+            Some(bytes) => bytes,
+            None => return Err(ApiError::bad_request("invalid_dill", "Invalid dill payload")),
+        },
+        (Format::Dill, _) => {
+            return Err(ApiError::bad_request("invalid_dill", "Invalid dill payload"));
+        }
+    };
+    let actual = cid_of(&bytes);
+    if &actual != cid {
+        return Err(ApiError::bad_request(
+            "cid_mismatch",
+            "Provided CID does not match SHA-512 hash of data",
+        )
+        .with("expected_cid", actual)
+        .with("provided_cid", cid.as_str()));
+    }
+    Ok(Some(NewBlob { cid: actual, bytes, format: Some(format) }))
+}
+
+/// Verifies an item object (`{"cid", "data"?, "serialization_format"?}`); see [`verify_payload`].
+pub fn verify_item(item: &Value) -> Result<Option<NewBlob>, ApiError> {
+    verify_payload(item.get("cid"), item.get("data"), item.get("serialization_format"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cid_is_sha512_hex() {
+        assert_eq!(
+            cid_of(b"abc"),
+            "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
+             2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
+        );
+        assert!(looks_like_cid(&cid_of(b"")));
+        assert!(!looks_like_cid("ABC"));
+    }
+
+    #[test]
+    fn base64_decoding_is_lenient_like_python() {
+        assert_eq!(decode_base64_lenient("gARLCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
+        assert_eq!(decode_base64_lenient("gARL\nCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
+        assert_eq!(decode_base64_lenient("gAR!LCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
+        assert_eq!(decode_base64_lenient("QQ"), None, "missing padding fails");
+        assert_eq!(decode_base64_lenient("QQ=="), Some(b"A".to_vec()));
+        assert_eq!(decode_base64_lenient("QR=="), Some(b"A".to_vec()), "trailing bits ignored");
+        assert_eq!(decode_base64_lenient("QUJD="), Some(b"ABC".to_vec()));
+        assert_eq!(decode_base64_lenient("Q"), None);
+        assert_eq!(decode_base64_lenient(""), Some(vec![]));
+        // Cases checked against CPython 3.11's base64.b64decode.
+        assert_eq!(decode_base64_lenient("QQ==QUJD"), Some(b"A".to_vec()));
+        assert_eq!(decode_base64_lenient("QQ="), None);
+        assert_eq!(decode_base64_lenient("Q==="), None);
+        assert_eq!(decode_base64_lenient("QQ=a="), Some(b"A\x06".to_vec()));
+        assert_eq!(decode_base64_lenient("QUJ=D"), Some(b"AB".to_vec()));
+    }
+
+    #[test]
+    fn verify_accepts_matching_dill_and_json_items() {
+        let bytes = [0x80, 4, 0x4b, 10, 0x2e];
+        let item = json!({"cid": cid_of(&bytes), "data": "gARLCi4="});
+        let blob = verify_item(&item).unwrap().unwrap();
+        assert_eq!(blob.bytes, bytes);
+        assert_eq!(blob.format, Some(Format::Dill));
+
+        let item = json!({"cid": cid_of(b"[1, 2]"), "data": "[1, 2]", "serialization_format": "json"});
+        let blob = verify_item(&item).unwrap().unwrap();
+        assert_eq!(blob.bytes, b"[1, 2]");
+        assert_eq!(blob.format, Some(Format::Json));
+    }
+
+    #[test]
+    fn verify_skips_items_without_data_or_string_cid() {
+        assert!(verify_item(&json!({"cid": "x"})).unwrap().is_none());
+        assert!(verify_item(&json!({"cid": 5, "data": "gARLCi4="})).unwrap().is_none());
+        assert!(verify_item(&json!({"cid": "x", "data": null})).unwrap().is_none());
+    }
+
+    #[test]
+    fn verify_reports_the_original_error_bodies() {
+        let err = verify_item(&json!({"cid": "abc", "data": "gARLCi4="})).unwrap_err();
+        assert_eq!(err.status, 400);
+        assert_eq!(err.code(), "cid_mismatch");
+        assert_eq!(err.body["provided_cid"], "abc");
+        assert_eq!(err.body["expected_cid"], cid_of(&[0x80, 4, 0x4b, 10, 0x2e]));
+
+        let err = verify_item(&json!({"cid": "abc", "data": "Q"})).unwrap_err();
+        assert_eq!(err.code(), "invalid_dill");
+        let err = verify_item(&json!({"cid": "a", "data": "{", "serialization_format": "json"}))
+            .unwrap_err();
+        assert_eq!(err.code(), "invalid_json");
+        let err = verify_item(&json!({"cid": "a", "data": "x", "serialization_format": "yaml"}))
+            .unwrap_err();
+        assert_eq!(err.code(), "invalid_serialization_format");
+    }
+}

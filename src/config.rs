@@ -1,0 +1,268 @@
+//! Command-line flags and the resolved configuration. `Args` is what argh parses; `Config` is
+//! what the server runs with, every path and default resolved. Pure apart from reading the
+//! environment variables passed in through `Env`.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::error::Error;
+use crate::ids;
+
+/// Default port, as the original's.
+pub const DEFAULT_PORT: u16 = 5174;
+
+/// cideldill-server: a breakpoint server for Python programs instrumented with the CID el Dill
+/// client (cideldill_client). Calls of wrapped functions are reported here; the server decides
+/// whether each runs, pauses, is skipped, modified, replaced or raises.
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    /// address to bind (default 127.0.0.1; a non-loopback address also needs --allow-remote)
+    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    pub host: String,
+
+    /// port to listen on (default 5174; 0 picks any free port; a port already in use falls back
+    /// to a free one, and the port actually bound is written to the port file)
+    #[argh(option, default = "DEFAULT_PORT")]
+    pub port: u16,
+
+    /// keep everything in memory: nothing is written to disk
+    #[argh(switch)]
+    pub memory: bool,
+
+    /// database file (append-only log; created if missing, reopened with its objects, call
+    /// records and history if present). Default: a new file
+    /// $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home default ~/.cideldill)
+    #[argh(option)]
+    pub db: Option<PathBuf>,
+
+    /// file to write the bound port to (default $CIDELDILL_PORT_FILE, else $CIDELDILL_HOME/port,
+    /// else ~/.cideldill/port); removed on a clean exit
+    #[argh(option)]
+    pub port_file: Option<PathBuf>,
+
+    /// largest request body accepted, in MiB (default 64); larger requests get 413, and note that
+    /// the Python client exits when /api/call/start answers 413
+    #[argh(option, default = "64")]
+    pub max_body_mb: u64,
+
+    /// allow binding a non-loopback --host. The server relays code evaluation into the debugged
+    /// program and its HTTP library has no socket timeouts: never expose it to untrusted networks
+    #[argh(switch)]
+    pub allow_remote: bool,
+
+    /// seconds a REPL eval waits for the debugged program's answer (default 30)
+    #[argh(option, default = "30.0")]
+    pub repl_timeout_s: f64,
+
+    /// poll interval the server asks paused clients to use, in ms (default 100)
+    #[argh(option, default = "100")]
+    pub poll_interval_ms: u64,
+
+    /// poll timeout sent to paused clients, in ms (default 60000; clients only log it)
+    #[argh(option, default = "60000")]
+    pub poll_timeout_ms: u64,
+
+    /// print the version and exit
+    #[argh(switch)]
+    pub version: bool,
+}
+
+/// Where the server keeps its data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Database {
+    Memory,
+    File(PathBuf),
+}
+
+impl Database {
+    /// As the banner shows it: the path, or `:memory:`.
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Memory => ":memory:".into(),
+            Database::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub host: String,
+    pub port: u16,
+    pub database: Database,
+    pub port_file: PathBuf,
+    pub max_body_bytes: u64,
+    pub allow_remote: bool,
+    pub repl_timeout: Duration,
+    pub poll_interval_ms: u64,
+    pub poll_timeout_ms: u64,
+}
+
+/// The environment variables the configuration depends on.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    pub home: Option<PathBuf>,
+    pub cideldill_home: Option<PathBuf>,
+    pub cideldill_port_file: Option<PathBuf>,
+}
+
+impl Env {
+    /// Reads `HOME`, `CIDELDILL_HOME` and `CIDELDILL_PORT_FILE`; empty values count as unset.
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Env {
+            home: var("HOME"),
+            cideldill_home: var("CIDELDILL_HOME"),
+            cideldill_port_file: var("CIDELDILL_PORT_FILE"),
+        }
+    }
+
+    fn expand(&self, p: &Path) -> PathBuf {
+        match (p.strip_prefix("~"), &self.home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => p.to_path_buf(),
+        }
+    }
+
+    /// `$CIDELDILL_HOME`, else `~/.cideldill` (else `./.cideldill` with no home at all).
+    pub fn data_home(&self) -> PathBuf {
+        match (&self.cideldill_home, &self.home) {
+            (Some(h), _) => self.expand(h),
+            (None, Some(home)) => home.join(".cideldill"),
+            (None, None) => PathBuf::from(".cideldill"),
+        }
+    }
+
+    /// `$CIDELDILL_PORT_FILE`, else `$CIDELDILL_HOME/port`, else `~/.cideldill/port`.
+    pub fn port_file(&self) -> PathBuf {
+        match &self.cideldill_port_file {
+            Some(p) => self.expand(p),
+            None => self.data_home().join("port"),
+        }
+    }
+}
+
+/// Whether `host` names a loopback address.
+pub fn is_loopback_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+impl Config {
+    /// Resolves flags against the environment; `now` names a default database file.
+    pub fn from_args(args: &Args, env: &Env, now: f64) -> Result<Config, Error> {
+        if args.memory && args.db.is_some() {
+            return Err(Error::Config("--memory and --db cannot be used together".into()));
+        }
+        if !is_loopback_host(&args.host) && !args.allow_remote {
+            return Err(Error::Config(format!(
+                "--host {} is not a loopback address; pass --allow-remote to bind it anyway \
+                 (the server relays code evaluation into the debugged program)",
+                args.host
+            )));
+        }
+        if args.max_body_mb == 0 || args.max_body_mb > 1 << 20 {
+            return Err(Error::Config("--max-body-mb must be between 1 and 1048576".into()));
+        }
+        if !(args.repl_timeout_s.is_finite() && args.repl_timeout_s > 0.0 && args.repl_timeout_s <= 86_400.0) {
+            return Err(Error::Config("--repl-timeout-s must be a number of seconds between 0 and 86400".into()));
+        }
+        if args.poll_interval_ms == 0 {
+            return Err(Error::Config("--poll-interval-ms must be at least 1".into()));
+        }
+        let database = if args.memory {
+            Database::Memory
+        } else if let Some(db) = &args.db {
+            Database::File(env.expand(db))
+        } else {
+            let name = format!("cideldill-{}.db", ids::file_timestamp(now));
+            Database::File(env.data_home().join("db").join(name))
+        };
+        Ok(Config {
+            host: args.host.clone(),
+            port: args.port,
+            database,
+            port_file: args.port_file.as_deref().map(|p| env.expand(p)).unwrap_or_else(|| env.port_file()),
+            max_body_bytes: args.max_body_mb * 1024 * 1024,
+            allow_remote: args.allow_remote,
+            repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
+            poll_interval_ms: args.poll_interval_ms,
+            poll_timeout_ms: args.poll_timeout_ms,
+        })
+    }
+
+    /// A configuration for tests and embedding: in memory, any free port on 127.0.0.1.
+    pub fn for_tests(port_file: PathBuf) -> Config {
+        Config {
+            host: "127.0.0.1".into(),
+            port: 0,
+            database: Database::Memory,
+            port_file,
+            max_body_bytes: 64 * 1024 * 1024,
+            allow_remote: false,
+            repl_timeout: Duration::from_secs(30),
+            poll_interval_ms: 100,
+            poll_timeout_ms: 60_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Args {
+        Args::from_args(&["cideldill-server"], list).expect("flags parse")
+    }
+
+    fn env() -> Env {
+        Env { home: Some("/home/u".into()), ..Env::default() }
+    }
+
+    #[test]
+    fn defaults_match_the_original_where_it_is_sound() {
+        let c = Config::from_args(&args(&[]), &env(), 0.0).unwrap();
+        assert_eq!(c.host, "127.0.0.1");
+        assert_eq!(c.port, 5174);
+        assert_eq!(c.max_body_bytes, 64 << 20);
+        assert_eq!(c.repl_timeout, Duration::from_secs(30));
+        assert_eq!(c.port_file, PathBuf::from("/home/u/.cideldill/port"));
+        assert_eq!(
+            c.database,
+            Database::File("/home/u/.cideldill/db/cideldill-19700101-000000-000000.db".into())
+        );
+    }
+
+    #[test]
+    fn port_file_and_home_follow_the_environment() {
+        let mut e = env();
+        e.cideldill_home = Some("~/dd".into());
+        assert_eq!(e.port_file(), PathBuf::from("/home/u/dd/port"));
+        e.cideldill_port_file = Some("/tmp/p".into());
+        assert_eq!(e.port_file(), PathBuf::from("/tmp/p"));
+        let c = Config::from_args(&args(&["--port-file", "~/x"]), &e, 0.0).unwrap();
+        assert_eq!(c.port_file, PathBuf::from("/home/u/x"));
+    }
+
+    #[test]
+    fn bad_combinations_are_refused() {
+        assert!(Config::from_args(&args(&["--memory", "--db", "x"]), &env(), 0.0).is_err());
+        assert!(Config::from_args(&args(&["--host", "0.0.0.0"]), &env(), 0.0).is_err());
+        assert!(Config::from_args(&args(&["--host", "0.0.0.0", "--allow-remote"]), &env(), 0.0).is_ok());
+        assert!(Config::from_args(&args(&["--max-body-mb", "0"]), &env(), 0.0).is_err());
+        assert!(Config::from_args(&args(&["--repl-timeout-s", "-1"]), &env(), 0.0).is_err());
+    }
+
+    #[test]
+    fn loopback_names() {
+        for h in ["127.0.0.1", "localhost", "::1", "[::1]", "127.1.2.3"] {
+            assert!(is_loopback_host(h), "{h}");
+        }
+        for h in ["0.0.0.0", "192.168.1.1", "example.com", "::"] {
+            assert!(!is_loopback_host(h), "{h}");
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The HTTP server: one `http` thread receives requests from tiny_http and runs each on its own
+//! scoped `http-req` thread, so a REPL eval blocking for 30 s never stalls polling. Each request
+//! thread caps and reads the body, routes it, catches any panic (answered 500), adds CORS
+//! headers under `/api/`, and responds. Only this module and `routes` touch tiny_http types.
+
+mod openapi;
+pub mod routes;
+
+use std::io::Read;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+use crate::state::Shared;
+
+pub use routes::{reference_markdown, ROUTES};
+
+/// CORS headers of every `/api/` response (protocol doc §1).
+const CORS: [(&str, &str); 3] = [
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Allow-Headers", "Content-Type"),
+    ("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+];
+
+/// A request as handlers see it.
+#[derive(Debug, Default)]
+pub struct Req {
+    pub method: String,
+    pub path: String,
+    /// Path parameters captured by the route pattern, percent-decoded.
+    pub params: Vec<String>,
+    pub query: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The `Host` header, for the OpenAPI `servers` entry.
+    pub host: Option<String>,
+}
+
+impl Req {
+    pub fn param(&self, i: usize) -> &str {
+        self.params.get(i).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn query(&self, key: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as a JSON object. An empty body is an empty object.
+    pub fn json(&self) -> Result<Map<String, Value>, ApiError> {
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Map::new());
+        }
+        match parse_json_tolerant(&self.body) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(other) => Err(ApiError::bad_request(
+                "invalid_body",
+                format!("request body must be a JSON object, got {}", json_type(&other)),
+            )),
+            Err(err) => Err(ApiError::bad_request("invalid_json", format!("request body is not valid JSON: {err}"))),
+        }
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses JSON, also accepting the bare `NaN`, `Infinity` and `-Infinity` tokens that Python's
+/// `json.dumps` can emit (as null, the only JSON value that can stand for them).
+pub fn parse_json_tolerant(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(err) => {
+            let text = String::from_utf8_lossy(bytes);
+            if !(text.contains("NaN") || text.contains("Infinity")) {
+                return Err(err);
+            }
+            let mut out = String::with_capacity(text.len());
+            let mut rest: &str = &text;
+            let mut in_string = false;
+            while let Some(c) = rest.chars().next() {
+                if in_string {
+                    if c == '\\' {
+                        let n = rest.chars().take(2).map(char::len_utf8).sum();
+                        out.push_str(&rest[..n]);
+                        rest = &rest[n..];
+                        continue;
+                    }
+                    in_string = c != '"';
+                } else if c == '"' {
+                    in_string = true;
+                } else if let Some(tok) = ["-Infinity", "Infinity", "NaN"].iter().find(|t| rest.starts_with(**t)) {
+                    out.push_str("null");
+                    rest = &rest[tok.len()..];
+                    continue;
+                }
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+            serde_json::from_str(&out).map_err(|_| err)
+        }
+    }
+}
+
+/// What a handler answers.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Reply {
+    pub fn json(status: u16, value: &Value) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json",
+            body: serde_json::to_vec(value).unwrap_or_default(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn error(err: &ApiError) -> Reply {
+        Reply::json(err.status, &err.to_json())
+    }
+
+    pub fn empty(status: u16) -> Reply {
+        Reply { status, content_type: "text/plain", body: Vec::new(), headers: Vec::new() }
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+/// Starts the `http` thread. It ends when `server.unblock()` is called after shutdown began,
+/// once every request thread it started has finished.
+pub fn spawn_http(shared: Arc<Shared>, server: Arc<tiny_http::Server>) -> std::io::Result<JoinHandle<()>> {
+    thread::Builder::new().name("http".into()).spawn(move || {
+        thread::scope(|scope| loop {
+            let rq = match server.recv() {
+                Ok(rq) => rq,
+                Err(err) => {
+                    if shared.lock().shutting_down {
+                        break;
+                    }
+                    log::warn!("http: accept failed: {err}");
+                    continue;
+                }
+            };
+            let shared = &shared;
+            let spawned = thread::Builder::new().name("http-req".into()).spawn_scoped(scope, move || handle(shared, rq));
+            if let Err(err) = spawned {
+                // The request was dropped with the closure; tiny_http answers it with 500.
+                log::error!("http: could not start a request thread: {err}");
+            }
+        });
+        log::debug!("http: stopped");
+    })
+}
+
+fn handle(shared: &Shared, mut rq: tiny_http::Request) {
+    let started = Instant::now();
+    let method = rq.method().as_str().to_ascii_uppercase();
+    let url = rq.url().to_owned();
+    let (path, query) = match url.split_once('?') {
+        Some((p, q)) => (p.to_owned(), parse_query(q)),
+        None => (url.clone(), Vec::new()),
+    };
+    let host = rq.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str().to_owned());
+    let is_api = path == "/api" || path.starts_with("/api/");
+    let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
+        Err(reply) => reply,
+        Ok(body) => {
+            let mut req = Req { method: method.clone(), path, params: Vec::new(), query, body, host };
+            catch_unwind(AssertUnwindSafe(|| routes::route(shared, &mut req))).unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                log::error!("http: handler panicked on {method} {url}: {what}");
+                Reply::error(&ApiError::internal("internal error while handling the request (logged)"))
+            })
+        }
+    };
+    let status = reply.status;
+    let mut response = tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
+    let mut add = |name: &str, value: &str| {
+        if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+            response.add_header(h);
+        }
+    };
+    add("Content-Type", reply.content_type);
+    for (k, v) in &reply.headers {
+        add(k, v);
+    }
+    if is_api {
+        for (k, v) in CORS {
+            add(k, v);
+        }
+    }
+    if let Err(err) = rq.respond(response) {
+        log::debug!("http: {method} {url}: could not send the response: {err}");
+    }
+    log::debug!("http: {method} {url} -> {status} in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+}
+
+/// Reads the body, refusing (413) a declared or actual length above `cap`.
+fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
+    let too_large = || {
+        Reply::error(&ApiError::new(
+            413,
+            "payload_too_large",
+            format!("request body exceeds the limit of {} MiB (see --max-body-mb)", cap / (1024 * 1024)),
+        ))
+    };
+    if rq.body_length().is_some_and(|n| n as u64 > cap) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    match rq.as_reader().take(cap + 1).read_to_end(&mut body) {
+        Ok(_) if body.len() as u64 > cap => Err(too_large()),
+        Ok(_) => Ok(body),
+        Err(err) => Err(Reply::error(&ApiError::bad_request("unreadable_body", format!("could not read the request body: {err}")))),
+    }
+}
+
+fn parse_query(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " ")))
+        })
+        .collect()
+}
+
+/// Decodes `%XX` escapes; invalid escapes stay as they are, invalid UTF-8 is replaced.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(b) = hex {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The landing answer at `/` until the web UI exists.
+fn index(shared: &Shared) -> Value {
+    let mut v = crate::service::status(shared);
+    v["api"] = json!("/api/openapi.json");
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("a%20b"), "a b");
+        assert_eq!(percent_decode("Type.__call__"), "Type.__call__");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%zz1"), "%zz1");
+        assert_eq!(percent_decode("x%2"), "x%2");
+        assert_eq!(percent_decode("%C3%A9"), "é");
+    }
+
+    #[test]
+    fn query_parsing() {
+        assert_eq!(
+            parse_query("limit=5&function=a+b&x"),
+            vec![("limit".into(), "5".into()), ("function".into(), "a b".into()), ("x".into(), String::new())]
+        );
+    }
+
+    #[test]
+    fn tolerant_json_accepts_python_non_finite_tokens() {
+        assert_eq!(parse_json_tolerant(br#"{"a": NaN, "b": [Infinity, -Infinity]}"#).unwrap(), json!({"a": null, "b": [null, null]}));
+        assert_eq!(parse_json_tolerant(br#"{"s": "NaN \" Infinity"}"#).unwrap(), json!({"s": "NaN \" Infinity"}));
+        assert!(parse_json_tolerant(b"{").is_err());
+        assert!(parse_json_tolerant(b"{\"a\": Nan}").is_err());
+    }
+
+    #[test]
+    fn empty_body_is_an_empty_object_and_others_are_refused() {
+        let mut req = Req::default();
+        assert_eq!(req.json().unwrap(), Map::new());
+        req.body = b"[1]".to_vec();
+        assert_eq!(req.json().unwrap_err().code(), "invalid_body");
+        req.body = b"{oops".to_vec();
+        assert_eq!(req.json().unwrap_err().code(), "invalid_json");
+    }
+}

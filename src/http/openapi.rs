@@ -1,0 +1,67 @@
+//! The OpenAPI 3.1 document of the REST API, built from the route table so it cannot drift.
+
+use serde_json::{json, Map, Value};
+
+use super::routes::table;
+
+/// The document; `host` (the request's Host header) names the server URL.
+pub(super) fn document(host: Option<&str>) -> Value {
+    let mut paths = Map::new();
+    for route in table() {
+        let path = route["path"].as_str().unwrap_or_default().to_owned();
+        let method = route["method"].as_str().unwrap_or_default().to_ascii_lowercase();
+        let mut parameters: Vec<Value> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        if let Some(q) = route["query"].as_array() {
+            for pair in q {
+                parameters.push(json!({
+                    "name": pair[0], "in": "query", "required": false,
+                    "description": pair[1], "schema": {"type": "string"},
+                }));
+            }
+        }
+        let op_id = format!(
+            "{method}_{}",
+            path.trim_matches('/').replace(['/', '-', '.'], "_").replace(['{', '}'], "")
+        );
+        let mut op = json!({
+            "summary": route["summary"],
+            "operationId": op_id,
+            "parameters": parameters,
+            "responses": {
+                "200": {"description": "Success", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "default": {
+                    "description": "Error: {\"error\": code, \"message\"?: text}",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                },
+            },
+        });
+        if method == "post" {
+            op["requestBody"] = json!({
+                "required": false,
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            });
+        }
+        let entry = paths.entry(path).or_insert_with(|| json!({}));
+        entry[method] = op;
+    }
+    let server = format!("http://{}", host.unwrap_or("127.0.0.1:5174"));
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "CID el Dill Breakpoint Server API",
+            "version": "1.0.0",
+            "description": "Breakpoint server for programs instrumented with the CID el Dill client.",
+        },
+        "servers": [{"url": server}],
+        "paths": paths,
+        "components": {"schemas": {"Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+        }}},
+    })
+}

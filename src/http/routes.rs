@@ -1,0 +1,219 @@
+//! THE route table: every HTTP endpoint as one `Route` (method, path pattern, summary, query
+//! parameters, handler). Routing, the OpenAPI document and the README's REST reference are all
+//! generated from it. Handlers are thin: parse the request, call `service`, return JSON.
+
+use serde_json::{json, Value};
+
+use super::{index, openapi, Reply, Req};
+use crate::calls::RecordFilter;
+use crate::error::ApiError;
+use crate::repl::SessionFilter;
+use crate::service;
+use crate::state::Shared;
+
+type Handler = fn(&Shared, &Req) -> Result<Value, ApiError>;
+
+/// One endpoint. Path segments in braces capture one segment into `Req::params`, in order.
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Query parameters: name and description.
+    pub query: &'static [(&'static str, &'static str)],
+    pub handler: Handler,
+}
+
+const PAGE: &[(&str, &str)] = &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)")];
+
+/// Every endpoint, in the order of the README reference. Literal paths come before patterns
+/// that would also match them.
+pub static ROUTES: &[Route] = &[
+    Route { method: "GET", path: "/api/breakpoints", summary: "List breakpoints with their before/after behaviors and replacements.", query: &[], handler: |s, _| Ok(service::breakpoints(s)) },
+    Route { method: "POST", path: "/api/breakpoints", summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?}.", query: &[], handler: |s, r| service::breakpoint_add(s, &r.json()?) },
+    Route { method: "DELETE", path: "/api/breakpoints/{name}", summary: "Remove a breakpoint with its behaviors and replacement (ok for unknown names).", query: &[], handler: |s, r| Ok(service::breakpoint_remove(s, r.param(0))) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/behavior", summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| service::breakpoint_set_behavior(s, r.param(0), &r.json()?) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/replacement", summary: "Set or clear (\"\") the replacement function: {replacement_function}; signatures must match.", query: &[], handler: |s, r| service::breakpoint_set_replacement(s, r.param(0), &r.json()?) },
+    Route { method: "GET", path: "/api/breakpoints/{name}/history", summary: "Execution history of one breakpoint, most recent first.", query: &[("limit", "entries to return (default 100)")], handler: |s, r| Ok(service::breakpoint_history(s, r.param(0), limit(r, 100)?)) },
+    Route { method: "GET", path: "/api/behavior", summary: "The global default behavior.", query: &[], handler: |s, _| Ok(service::default_behavior(s)) },
+    Route { method: "POST", path: "/api/behavior", summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| service::set_default_behavior(s, &r.json()?) },
+    Route { method: "GET", path: "/api/functions", summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| Ok(service::functions(s)) },
+    Route { method: "POST", path: "/api/functions", summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| service::function_register(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/start", summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/complete", summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/event", summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/repl-result", summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| service::repl_result(s, &r.json()?) },
+    Route { method: "GET", path: "/api/poll/{pause_id}", summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait.", query: &[], handler: |s, r| Ok(service::poll(s, r.param(0))) },
+    Route { method: "GET", path: "/api/poll-repl/{pause_id}", summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| Ok(service::poll_repl(s, r.param(0))) },
+    Route { method: "GET", path: "/api/paused", summary: "Paused executions with their call data and REPL sessions.", query: &[], handler: |s, _| Ok(service::paused(s)) },
+    Route { method: "POST", path: "/api/paused/{pause_id}/continue", summary: "Resume a pause: {action: continue|modify|skip|raise|replace, modified_args?, modified_kwargs?, fake_result?, exception_type?, exception_message?, replacement_function?}.", query: &[], handler: |s, r| service::continue_pause(s, r.param(0), &r.json()?) },
+    Route { method: "POST", path: "/api/repl/start", summary: "Start a REPL session on a pause: {pause_id}.", query: &[], handler: |s, r| service::repl_start(s, &r.json()?) },
+    Route { method: "GET", path: "/api/repl/sessions", summary: "REPL sessions, newest first.", query: &[("search", "substring of session, pause, function, call or process"), ("status", "active or closed"), ("from", "started at or after (epoch seconds)"), ("to", "started at or before (epoch seconds)")], handler: repl_sessions },
+    Route { method: "GET", path: "/api/repl/{session_id}", summary: "One REPL session with its transcript.", query: &[], handler: |s, r| service::repl_session(s, r.param(0)) },
+    Route { method: "POST", path: "/api/repl/{session_id}/eval", summary: "Evaluate {expr} in the paused program; blocks until it answers (default 30 s, then 504).", query: &[], handler: |s, r| service::repl_eval(s, r.param(0), r.json()?.get("expr"), s.config.repl_timeout) },
+    Route { method: "POST", path: "/api/repl/{session_id}/close", summary: "Close a REPL session, releasing waiting evals.", query: &[], handler: |s, r| service::repl_close(s, r.param(0)) },
+    Route { method: "POST", path: "/api/report-com-error", summary: "A client reports a failed request to the server (the last 500 are kept).", query: &[], handler: |s, r| Ok(service::report_com_error(s, &r.json()?)) },
+    Route { method: "GET", path: "/api/com-errors", summary: "Reported communication errors, oldest first.", query: &[], handler: |s, _| Ok(service::com_errors(s)) },
+    Route { method: "GET", path: "/api/call-records", summary: "Call records (completed calls and client events), newest first.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)")], handler: call_records },
+    Route { method: "GET", path: "/api/objects", summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| Ok(service::objects(s, offset(r)?, limit(r, 100)?)) },
+    Route { method: "GET", path: "/api/objects/{cid}", summary: "One stored object: format, size, rendered value (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes"))) },
+    Route { method: "GET", path: "/api/status", summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| Ok(service::status(s)) },
+    Route { method: "GET", path: "/api/openapi.json", summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi::document(r.host.as_deref())) },
+    Route { method: "GET", path: "/openapi.json", summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi::document(r.host.as_deref())) },
+    Route { method: "GET", path: "/", summary: "Server summary and a pointer to the API description.", query: &[], handler: |s, _| Ok(index(s)) },
+];
+
+fn number(r: &Req, key: &str, default: usize, max: usize) -> Result<usize, ApiError> {
+    match r.query(key) {
+        None | Some("") => Ok(default),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ApiError::bad_request(&format!("invalid_{key}"), format!("{key} must be an integer between 0 and {max}"))),
+        },
+    }
+}
+
+fn limit(r: &Req, default: usize) -> Result<usize, ApiError> {
+    number(r, "limit", default, 1000)
+}
+
+fn offset(r: &Req) -> Result<usize, ApiError> {
+    number(r, "offset", 0, usize::MAX)
+}
+
+fn call_records(s: &Shared, r: &Req) -> Result<Value, ApiError> {
+    let filter = RecordFilter { function: r.query("function").filter(|f| !f.is_empty()), status: r.query("status").filter(|f| !f.is_empty()) };
+    Ok(service::call_records(s, &filter, offset(r)?, limit(r, 100)?))
+}
+
+fn repl_sessions(s: &Shared, r: &Req) -> Result<Value, ApiError> {
+    let time = |key: &str| -> Result<Option<f64>, ApiError> {
+        match r.query(key).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse::<f64>().ok().filter(|t| t.is_finite()).map(Some).ok_or_else(|| {
+                ApiError::bad_request("invalid_timestamp", format!("{key} must be epoch seconds, got '{v}'"))
+            }),
+        }
+    };
+    let active = match r.query("status").filter(|v| !v.is_empty()) {
+        None => None,
+        Some("active") => Some(true),
+        Some("closed") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request("invalid_status", format!("status must be 'active' or 'closed', got '{other}'")))
+        }
+    };
+    let filter = SessionFilter { search: r.query("search").filter(|v| !v.is_empty()), active, from: time("from")?, to: time("to")? };
+    Ok(service::repl_sessions(s, &filter))
+}
+
+/// Matches `path` against a pattern, returning the captured segments.
+fn match_path(pattern: &str, path: &str) -> Option<Vec<String>> {
+    let mut pat = pattern.split('/');
+    let mut seg = path.split('/');
+    let mut params = Vec::new();
+    loop {
+        match (pat.next(), seg.next()) {
+            (None, None) => return Some(params),
+            (Some(p), Some(s)) if p.starts_with('{') => {
+                if s.is_empty() {
+                    return None;
+                }
+                params.push(super::percent_decode(s));
+            }
+            (Some(p), Some(s)) if p == s => {}
+            _ => return None,
+        }
+    }
+}
+
+/// Routes one request.
+pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
+    let path = if req.path.len() > 1 { req.path.trim_end_matches('/').to_owned() } else { req.path.clone() };
+    let is_api = path == "/api" || path.starts_with("/api/");
+    let matching: Vec<(&Route, Vec<String>)> =
+        ROUTES.iter().filter_map(|r| match_path(r.path, &path).map(|p| (r, p))).collect();
+    if req.method == "OPTIONS" && is_api {
+        // Compat: 200 on paths with a real route, 204 on the others.
+        return Reply::empty(if matching.is_empty() { 204 } else { 200 });
+    }
+    if matching.is_empty() {
+        return Reply::error(&ApiError::not_found("not_found", format!("no such endpoint: {} {}", req.method, req.path)));
+    }
+    let method = if req.method == "HEAD" { "GET" } else { req.method.as_str() };
+    let Some((route, params)) = matching.iter().find(|(r, _)| r.method == method) else {
+        let allowed: Vec<&str> = matching.iter().map(|(r, _)| r.method).collect();
+        return Reply::error(&ApiError::new(
+            405,
+            "method_not_allowed",
+            format!("{} {} is not supported; allowed: {}", req.method, req.path, allowed.join(", ")),
+        ))
+        .with_header("Allow", &allowed.join(", "));
+    };
+    req.params = params.clone();
+    match (route.handler)(shared, req) {
+        Ok(v) => Reply::json(200, &v),
+        Err(e) => {
+            if e.status >= 500 {
+                log::warn!("http: {} {} -> {e}", req.method, req.path);
+            }
+            Reply::error(&e)
+        }
+    }
+}
+
+/// The README's REST reference, generated from `ROUTES`.
+pub fn reference_markdown() -> String {
+    let mut out = String::from("| Method | Path | What it does |\n|---|---|---|\n");
+    for r in ROUTES {
+        let mut what = r.summary.replace('|', "\\|");
+        if !r.query.is_empty() {
+            let q: Vec<String> = r.query.iter().map(|(k, _)| format!("`{k}`")).collect();
+            what.push_str(&format!(" Query: {}.", q.join(", ")));
+        }
+        out.push_str(&format!("| {} | `{}` | {} |\n", r.method, r.path, what));
+    }
+    out
+}
+
+/// The route table as JSON (used by the OpenAPI builder).
+pub(super) fn table() -> Vec<Value> {
+    ROUTES
+        .iter()
+        .map(|r| json!({"method": r.method, "path": r.path, "summary": r.summary, "query": r.query}))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_capture_segments() {
+        assert_eq!(match_path("/api/poll/{id}", "/api/poll/abc"), Some(vec!["abc".into()]));
+        assert_eq!(match_path("/api/poll/{id}", "/api/poll/"), None);
+        assert_eq!(match_path("/api/poll/{id}", "/api/poll/a/b"), None);
+        assert_eq!(
+            match_path("/api/breakpoints/{name}/behavior", "/api/breakpoints/Type.__call__/behavior"),
+            Some(vec!["Type.__call__".into()])
+        );
+        assert_eq!(match_path("/api/breakpoints/{name}", "/api/breakpoints/a%20b"), Some(vec!["a b".into()]));
+    }
+
+    #[test]
+    fn table_has_unique_method_path_pairs() {
+        let mut seen = std::collections::HashSet::new();
+        for r in ROUTES {
+            assert!(seen.insert((r.method, r.path)), "duplicate route {} {}", r.method, r.path);
+            assert!(!r.summary.is_empty());
+            assert!(["GET", "POST", "DELETE"].contains(&r.method));
+        }
+    }
+
+    #[test]
+    fn literal_routes_win_over_patterns() {
+        let first = ROUTES.iter().position(|r| r.path == "/api/repl/sessions").unwrap();
+        let pattern = ROUTES.iter().position(|r| r.path == "/api/repl/{session_id}").unwrap();
+        assert!(first < pattern);
+    }
+}

@@ -1,0 +1,119 @@
+//! Identifiers and clocks: UUID4 strings, random hex, float epoch seconds and UTC timestamps.
+//! Every id the wire carries is made here, so their formats are in one place (protocol doc §1).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch as a float, like Python's `time.time()`.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    // The OS random source failing is not recoverable in any meaningful way; fall back to a
+    // time-and-counter mix so ids stay unique within this process even then.
+    if getrandom::fill(&mut buf).is_err() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let mix = now().to_bits() ^ COUNTER.fetch_add(1, Ordering::Relaxed).rotate_left(32);
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (mix >> ((i % 8) * 8)) as u8 ^ (i as u8).wrapping_mul(151);
+        }
+    }
+    buf
+}
+
+/// A random version-4 UUID in its canonical lowercase hyphenated form.
+pub fn uuid4() -> String {
+    let mut b = random_bytes::<16>();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex(&b);
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// `n` random bytes as lowercase hex.
+pub fn random_hex(n: usize) -> String {
+    let mut out = String::with_capacity(n * 2);
+    let mut left = n;
+    while left > 0 {
+        let chunk = random_bytes::<16>();
+        let take = left.min(16);
+        out.push_str(&hex(&chunk[..take]));
+        left -= take;
+    }
+    out
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+/// `YYYYmmdd-HHMMSS-ffffff` in UTC for the given epoch seconds (used in default db file names).
+pub fn file_timestamp(epoch: f64) -> String {
+    let micros_total = (epoch.max(0.0) * 1e6) as u64;
+    let secs = micros_total / 1_000_000;
+    let micros = micros_total % 1_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{micros:06}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm: proleptic Gregorian date of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid4_has_canonical_shape() {
+        let u = uuid4();
+        assert_eq!(u.len(), 36);
+        let parts: Vec<&str> = u.split('-').collect();
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(&parts[2][..1], "4");
+        assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"));
+        assert_ne!(uuid4(), uuid4());
+    }
+
+    #[test]
+    fn random_hex_has_requested_length() {
+        assert_eq!(random_hex(16).len(), 32);
+        assert_eq!(random_hex(40).len(), 80);
+    }
+
+    #[test]
+    fn file_timestamp_formats_utc() {
+        assert_eq!(file_timestamp(0.0), "19700101-000000-000000");
+        // 2024-02-29T12:34:56.5Z
+        assert_eq!(file_timestamp(1_709_210_096.5), "20240229-123456-500000");
+    }
+}

@@ -1,0 +1,25 @@
+//! cideldill-server: a breakpoint server for programs instrumented with the CID el Dill client.
+//! Modules in reading order: configuration and errors, the pure domain stores, the content
+//! store, the state that composes them, the operations, the HTTP face, and start-up.
+
+pub mod config;
+pub mod error;
+pub mod ids;
+
+pub mod breakpoints;
+pub mod calls;
+pub mod repl;
+
+pub mod cas;
+pub mod pickle_write;
+pub mod pretty;
+pub mod store;
+
+pub mod events;
+pub mod state;
+
+pub mod service;
+
+pub mod http;
+
+pub mod app;

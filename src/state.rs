@@ -1,0 +1,87 @@
+//! The shared state: one `Mutex<State>` over the pure stores, the content store (its own leaf
+//! lock, for I/O) and the event bus. `Shared::lock` is the only way in; its guard publishes the
+//! events recorded under the lock after releasing it.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::breakpoints::{Breakpoints, Functions};
+use crate::calls::Calls;
+use crate::config::Config;
+use crate::events::{Bus, Event, EventKind};
+use crate::repl::Repl;
+use crate::store::Store;
+
+/// All domain data, guarded by one mutex (see ARCHITECTURE.md, "State and locking").
+#[derive(Default)]
+pub struct State {
+    pub breakpoints: Breakpoints,
+    pub functions: Functions,
+    pub calls: Calls,
+    pub repl: Repl,
+    pub shutting_down: bool,
+    next_seq: u64,
+    pending_events: Vec<Event>,
+}
+
+impl State {
+    /// Records an event; it is published when the lock is released.
+    pub fn emit(&mut self, kind: EventKind) {
+        self.next_seq += 1;
+        self.pending_events.push(Event { seq: self.next_seq, kind });
+    }
+}
+
+/// What every thread shares.
+pub struct Shared {
+    pub config: Config,
+    pub store: Store,
+    pub bus: Bus,
+    state: Mutex<State>,
+}
+
+impl Shared {
+    pub fn new(config: Config, store: Store, state: State) -> Shared {
+        Shared { config, store, bus: Bus::default(), state: Mutex::new(state) }
+    }
+
+    /// Locks the state.
+    ///
+    /// Poisoning is recovered on purpose: a panic inside one request is caught and answered
+    /// with 500, and every store method leaves its data consistent between statements that
+    /// can panic, so the server keeps serving.
+    pub fn lock(&self) -> StateGuard<'_> {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        StateGuard { guard: Some(guard), bus: &self.bus }
+    }
+}
+
+/// A locked `State`. Dropping it releases the lock, then publishes the events emitted under it.
+pub struct StateGuard<'a> {
+    guard: Option<MutexGuard<'a, State>>,
+    bus: &'a Bus,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_ref().expect("guard is present until drop")
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_mut().expect("guard is present until drop")
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        let events = match self.guard.as_mut() {
+            Some(g) => std::mem::take(&mut g.pending_events),
+            None => Vec::new(),
+        };
+        drop(self.guard.take());
+        self.bus.publish(events);
+    }
+}

@@ -1,0 +1,1385 @@
+//! The server's content store: content-addressed blobs plus an append-only
+//! stream of JSON records (call records and execution-history entries).
+//!
+//! # What lives here
+//!
+//! * [`Store`]: one type, two backends. [`Store::memory`] keeps everything in
+//!   RAM and forgets it on exit. [`Store::open`] uses a durable single-file
+//!   append-only log; it keeps only an index (CID → offset, length, format,
+//!   time) in RAM and reads blob bytes back from the file on [`Store::get`].
+//! * Blobs are keyed by CID: the lowercase hex SHA-512 of the raw bytes
+//!   (128 characters). Callers verify CIDs before [`Store::put_blobs`]; the
+//!   store trusts them on write (it only checks they are 128 lowercase hex
+//!   digits) and re-verifies every record when the file is opened.
+//! * JSON records are written durably and handed back, in append order, by
+//!   [`Store::open`] in [`Recovered`]. The store does not keep them in RAM
+//!   afterwards; the memory backend accepts and discards them.
+//!
+//! # Invariants
+//!
+//! * A CID is stored at most once. A blob already present keeps its first
+//!   format and `stored_at`; later puts of the same CID are no-ops. A
+//!   duplicate found on open is ignored in favour of the first copy.
+//! * [`Store::list`] returns blobs in insertion (file) order.
+//! * The `Mutex` inside [`Store`] is a leaf lock: nothing outside this module
+//!   is called while it is held. Blob reads on the log backend happen after
+//!   it is released (committed bytes in the file never change).
+//! * Nothing in this module panics on any file content.
+//!
+//! # On-disk format (version 1; all integers little-endian)
+//!
+//! ```text
+//! file      = file_header record*
+//! file_header (16 bytes):
+//!   0..8    magic    b"CDLSTORE"
+//!   8..12   version  u32 = 1
+//!   12..16  reserved u32 = 0
+//! record    = header(32) digest(64) body(body_len)
+//! header (32 bytes):
+//!   0..4    record magic  CD 5E C0 7D
+//!   4       kind     1 = blob, 2 = call record, 3 = history entry
+//!   5       format   0 = unknown, 1 = dill, 2 = json  (0 for JSON records)
+//!   6..8    reserved 0
+//!   8..16   stored_at  f64 (seconds since the Unix epoch)
+//!   16..24  body_len   u64
+//!   24..32  check      first 8 bytes of SHA-512(header[0..24])
+//! digest (64 bytes): SHA-512(body). For a blob the body is the raw bytes,
+//!   so the digest *is* the CID and the record verifies itself by its CID.
+//!   For a JSON record the body is compact JSON text.
+//! ```
+//!
+//! On open the file is scanned from the start and every record is verified
+//! (record magic, header check, known kind/format, zero reserved bytes, body
+//! within the file, body digest, and for JSON records that the body parses).
+//! A record that fails is dropped. If no valid record follows it, it is a torn
+//! tail: the file is truncated back to the end of the last good record so new
+//! appends start clean ([`Recovered::truncated_bytes`]). Otherwise the scan
+//! resynchronises at the next offset holding the record magic *and* a record
+//! that verifies, skipping only the bad bytes ([`Recovered::dropped_records`]
+//! counts each skipped region; the bytes stay in the file and are skipped
+//! again on every open). Each drop and truncation is logged with
+//! `log::warn!` including byte offsets. A file that is empty, or shorter than
+//! the file header and a prefix of it (a torn creation), is treated as new.
+//! A file with any other header is refused with `InvalidData` naming the path
+//! and is never written to.
+//!
+//! # Durability policy
+//!
+//! Every [`Store::put_blobs`] call writes all of its new records with a single
+//! positioned `write_all` at the end of the log followed by one `sync_data`,
+//! and [`Store::append_record`] does the same for its one record; both return
+//! only after the data is on stable storage. The in-memory index is updated
+//! only after the sync succeeds. If the write or the sync fails, the file is
+//! cut back to its previous length (best effort) and the error is returned, so
+//! a failed call leaves nothing behind that the index refers to. When the file
+//! is created (or found empty), the header is written and synced and the
+//! parent directory is fsynced so the new directory entry survives a crash.
+//! Truncating a torn tail on open is also synced. Only one process may have a
+//! log file open at a time; this module does not lock the file.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha512};
+
+/// How the bytes of a blob were serialized, when known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Dill,
+    Json,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Dill => "dill",
+            Format::Json => "json",
+        }
+    }
+}
+
+/// The kind of a JSON record in the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    CallRecord,
+    History,
+}
+
+/// A blob to store; its `cid` has already been verified by the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewBlob {
+    pub cid: String,
+    pub bytes: Vec<u8>,
+    pub format: Option<Format>,
+}
+
+/// A stored blob.
+#[derive(Clone, Debug)]
+pub struct Blob {
+    pub cid: String,
+    pub bytes: Arc<[u8]>,
+    pub format: Option<Format>,
+    pub stored_at: f64,
+}
+
+/// Metadata of a stored blob.
+#[derive(Clone, Debug)]
+pub struct BlobMeta {
+    pub cid: String,
+    pub size: u64,
+    pub format: Option<Format>,
+    pub stored_at: f64,
+}
+
+/// What `open` found in an existing file.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// JSON records, in append order.
+    pub records: Vec<(RecordKind, serde_json::Value)>,
+    /// Distinct blobs indexed.
+    pub blobs: usize,
+    /// Corrupt records skipped (each region of bad bytes followed by a valid
+    /// record counts once).
+    pub dropped_records: usize,
+    /// Bytes of torn or corrupt tail cut off the end of the file.
+    pub truncated_bytes: u64,
+}
+
+// ---------------------------------------------------------------------------
+// On-disk format constants (see the module doc for the layout).
+//
+//   file header : "CDLSTORE" | version u32 | reserved u32            (16 B)
+//   record      : magic[4] | kind u8 | format u8 | reserved[2]
+//                 | stored_at f64 | body_len u64 | check[8]          (32 B)
+//                 | SHA-512(body)                                    (64 B)
+//                 | body                                    (body_len B)
+//   check       = SHA-512(record header bytes 0..24)[0..8]
+// ---------------------------------------------------------------------------
+
+const FILE_MAGIC: [u8; 8] = *b"CDLSTORE";
+const FILE_VERSION: u32 = 1;
+const FILE_HEADER_LEN: u64 = 16;
+
+const RECORD_MAGIC: [u8; 4] = [0xCD, 0x5E, 0xC0, 0x7D];
+const RECORD_HEADER_LEN: usize = 32;
+const DIGEST_LEN: usize = 64;
+const RECORD_PREFIX_LEN: u64 = (RECORD_HEADER_LEN + DIGEST_LEN) as u64;
+
+const KIND_BLOB: u8 = 1;
+const KIND_CALL_RECORD: u8 = 2;
+const KIND_HISTORY: u8 = 3;
+
+const FORMAT_NONE: u8 = 0;
+const FORMAT_DILL: u8 = 1;
+const FORMAT_JSON: u8 = 2;
+
+/// Chunk size for streaming reads while scanning.
+const SCAN_CHUNK: usize = 64 * 1024;
+
+fn file_header() -> [u8; FILE_HEADER_LEN as usize] {
+    let mut h = [0u8; FILE_HEADER_LEN as usize];
+    h[0..8].copy_from_slice(&FILE_MAGIC);
+    h[8..12].copy_from_slice(&FILE_VERSION.to_le_bytes());
+    h
+}
+
+fn format_to_byte(f: Option<Format>) -> u8 {
+    match f {
+        None => FORMAT_NONE,
+        Some(Format::Dill) => FORMAT_DILL,
+        Some(Format::Json) => FORMAT_JSON,
+    }
+}
+
+fn format_from_byte(b: u8) -> Option<Option<Format>> {
+    match b {
+        FORMAT_NONE => Some(None),
+        FORMAT_DILL => Some(Some(Format::Dill)),
+        FORMAT_JSON => Some(Some(Format::Json)),
+        _ => None,
+    }
+}
+
+fn kind_to_byte(k: RecordKind) -> u8 {
+    match k {
+        RecordKind::CallRecord => KIND_CALL_RECORD,
+        RecordKind::History => KIND_HISTORY,
+    }
+}
+
+fn header_check(first24: &[u8]) -> [u8; 8] {
+    let d = Sha512::digest(first24);
+    let mut c = [0u8; 8];
+    c.copy_from_slice(&d[..8]);
+    c
+}
+
+/// Appends one complete record (header, digest, body) to `out`.
+fn encode_record(
+    out: &mut Vec<u8>,
+    kind: u8,
+    format: u8,
+    stored_at: f64,
+    digest: &[u8; DIGEST_LEN],
+    body: &[u8],
+) {
+    let mut h = [0u8; RECORD_HEADER_LEN];
+    h[0..4].copy_from_slice(&RECORD_MAGIC);
+    h[4] = kind;
+    h[5] = format;
+    h[8..16].copy_from_slice(&stored_at.to_bits().to_le_bytes());
+    h[16..24].copy_from_slice(&(body.len() as u64).to_le_bytes());
+    let check = header_check(&h[0..24]);
+    h[24..32].copy_from_slice(&check);
+    out.extend_from_slice(&h);
+    out.extend_from_slice(digest);
+    out.extend_from_slice(body);
+}
+
+/// Decodes a 128-character lowercase hex CID into its 64 digest bytes.
+fn decode_cid(cid: &str) -> Option<[u8; DIGEST_LEN]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let s = cid.as_bytes();
+    if s.len() != DIGEST_LEN * 2 {
+        return None;
+    }
+    let mut out = [0u8; DIGEST_LEN];
+    for (i, pair) in s.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+fn encode_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    s
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn with_path(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+// ---------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------
+
+/// Where a blob's bytes live.
+enum Loc {
+    Memory(Arc<[u8]>),
+    /// Body offset and length in the log file.
+    Disk {
+        offset: u64,
+        len: u64,
+    },
+}
+
+struct Entry {
+    cid: String,
+    format: Option<Format>,
+    stored_at: f64,
+    size: u64,
+    loc: Loc,
+}
+
+struct Log {
+    path: PathBuf,
+    file: Arc<File>,
+    /// Logical end of the log: where the next record is written.
+    end: u64,
+}
+
+struct State {
+    /// CID → index into `entries`.
+    index: HashMap<String, usize>,
+    /// Blobs in insertion order.
+    entries: Vec<Entry>,
+    /// `None` for the memory backend.
+    log: Option<Log>,
+}
+
+impl State {
+    fn new(log: Option<Log>) -> State {
+        State {
+            index: HashMap::new(),
+            entries: Vec::new(),
+            log,
+        }
+    }
+
+    /// Adds an entry unless its CID is present; returns whether it was new.
+    fn insert(&mut self, entry: Entry) -> bool {
+        if self.index.contains_key(&entry.cid) {
+            return false;
+        }
+        self.index.insert(entry.cid.clone(), self.entries.len());
+        self.entries.push(entry);
+        true
+    }
+}
+
+/// The content store. See the module documentation.
+pub struct Store {
+    state: Mutex<State>,
+}
+
+impl Store {
+    /// A store that lives only in memory.
+    pub fn memory() -> Store {
+        Store {
+            state: Mutex::new(State::new(None)),
+        }
+    }
+
+    /// Opens (creating it and its parent directories if needed) a log file.
+    pub fn open(path: &Path) -> io::Result<(Store, Recovered)> {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|e| with_path(&parent, e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| with_path(path, e))?;
+        let len = file.metadata().map_err(|e| with_path(path, e))?.len();
+
+        let mut recovered = Recovered::default();
+        let mut state;
+        if len < FILE_HEADER_LEN {
+            // New, empty, or a torn creation (a prefix of our header).
+            let header = file_header();
+            let mut present = vec![0u8; len as usize];
+            file.read_exact_at(&mut present, 0)
+                .map_err(|e| with_path(path, e))?;
+            if present[..] != header[..present.len()] {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: not a cideldill store file (short file with unknown header)",
+                        path.display()
+                    ),
+                ));
+            }
+            if len > 0 {
+                log::warn!(
+                    "store {}: torn file header ({len} bytes); starting a new log",
+                    path.display()
+                );
+                recovered.truncated_bytes = len;
+                file.set_len(0).map_err(|e| with_path(path, e))?;
+            }
+            file.write_all_at(&header, 0)
+                .map_err(|e| with_path(path, e))?;
+            file.sync_data().map_err(|e| with_path(path, e))?;
+            File::open(&parent)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| with_path(&parent, e))?;
+            state = State::new(Some(Log {
+                path: path.to_path_buf(),
+                file: Arc::new(file),
+                end: FILE_HEADER_LEN,
+            }));
+        } else {
+            let mut header = [0u8; FILE_HEADER_LEN as usize];
+            file.read_exact_at(&mut header, 0)
+                .map_err(|e| with_path(path, e))?;
+            if header[0..8] != FILE_MAGIC {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not a cideldill store file (bad magic)", path.display()),
+                ));
+            }
+            let mut version = [0u8; 4];
+            version.copy_from_slice(&header[8..12]);
+            let version = u32::from_le_bytes(version);
+            if version != FILE_VERSION {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: unsupported store file version {version} (expected {FILE_VERSION})",
+                        path.display()
+                    ),
+                ));
+            }
+            state = State::new(None);
+            let end = scan(&file, path, len, &mut state, &mut recovered)
+                .map_err(|e| with_path(path, e))?;
+            if end < len {
+                file.set_len(end).map_err(|e| with_path(path, e))?;
+                file.sync_data().map_err(|e| with_path(path, e))?;
+                recovered.truncated_bytes = len - end;
+            }
+            state.log = Some(Log {
+                path: path.to_path_buf(),
+                file: Arc::new(file),
+                end,
+            });
+        }
+        recovered.blobs = state.entries.len();
+        Ok((
+            Store {
+                state: Mutex::new(state),
+            },
+            recovered,
+        ))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update of `State` completes without panicking once begun, so a
+        // poisoned lock still guards a consistent state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The log file's path; `None` for the memory backend.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.lock().log.as_ref().map(|l| l.path.clone())
+    }
+
+    pub fn contains(&self, cid: &str) -> bool {
+        self.lock().index.contains_key(cid)
+    }
+
+    pub fn get(&self, cid: &str) -> io::Result<Option<Blob>> {
+        let (format, stored_at, offset, len, file) = {
+            let st = self.lock();
+            let Some(&i) = st.index.get(cid) else {
+                return Ok(None);
+            };
+            let e = &st.entries[i];
+            match &e.loc {
+                Loc::Memory(bytes) => {
+                    return Ok(Some(Blob {
+                        cid: e.cid.clone(),
+                        bytes: Arc::clone(bytes),
+                        format: e.format,
+                        stored_at: e.stored_at,
+                    }));
+                }
+                Loc::Disk { offset, len } => {
+                    let Some(log) = st.log.as_ref() else {
+                        return Err(io::Error::other("store: disk entry without a log file"));
+                    };
+                    (e.format, e.stored_at, *offset, *len, Arc::clone(&log.file))
+                }
+            }
+        };
+        // Committed bytes never change, so read without holding the lock.
+        let n = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "store: blob too large"))?;
+        let mut buf = vec![0u8; n];
+        file.read_exact_at(&mut buf, offset)?;
+        Ok(Some(Blob {
+            cid: cid.to_owned(),
+            bytes: Arc::from(buf),
+            format,
+            stored_at,
+        }))
+    }
+
+    /// Stores the blobs not yet present (dedupe by CID; a blob already present
+    /// keeps its first format and time), durably: all new records of one call
+    /// are written with one write and one fsync (`sync_data`) before it
+    /// returns. Returns how many were new. Fails with `InvalidInput`, storing
+    /// nothing, if any CID is not 128 lowercase hex digits.
+    pub fn put_blobs(&self, blobs: Vec<NewBlob>, now: f64) -> io::Result<usize> {
+        let mut digests = Vec::with_capacity(blobs.len());
+        for b in &blobs {
+            match decode_cid(&b.cid) {
+                Some(d) => digests.push(d),
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("store: malformed CID {:?}", b.cid),
+                    ))
+                }
+            }
+        }
+
+        let mut st = self.lock();
+        let mut seen = HashSet::new();
+        let fresh: Vec<(NewBlob, [u8; DIGEST_LEN])> = blobs
+            .into_iter()
+            .zip(digests)
+            .filter(|(b, _)| !st.index.contains_key(&b.cid) && seen.insert(b.cid.clone()))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        let count = fresh.len();
+
+        let locs: Vec<Loc> = match st.log.as_mut() {
+            None => Vec::new(),
+            Some(log) => {
+                let total: usize = fresh
+                    .iter()
+                    .map(|(b, _)| RECORD_PREFIX_LEN as usize + b.bytes.len())
+                    .sum();
+                let mut buf = Vec::with_capacity(total);
+                let mut locs = Vec::with_capacity(count);
+                for (b, digest) in &fresh {
+                    let offset = log.end + buf.len() as u64 + RECORD_PREFIX_LEN;
+                    encode_record(
+                        &mut buf,
+                        KIND_BLOB,
+                        format_to_byte(b.format),
+                        now,
+                        digest,
+                        &b.bytes,
+                    );
+                    locs.push(Loc::Disk {
+                        offset,
+                        len: b.bytes.len() as u64,
+                    });
+                }
+                append_durably(log, &buf)?;
+                locs
+            }
+        };
+        let mut locs = locs.into_iter();
+        for (b, _) in fresh {
+            let size = b.bytes.len() as u64;
+            // Memory backend: no precomputed locations, keep the bytes.
+            let loc = match locs.next() {
+                Some(loc) => loc,
+                None => Loc::Memory(Arc::from(b.bytes)),
+            };
+            st.insert(Entry {
+                cid: b.cid,
+                format: b.format,
+                stored_at: now,
+                size,
+                loc,
+            });
+        }
+        Ok(count)
+    }
+
+    /// Appends one JSON record durably (written and fsynced before returning).
+    /// The memory backend accepts and discards it.
+    pub fn append_record(&self, kind: RecordKind, record: &serde_json::Value) -> io::Result<()> {
+        let mut st = self.lock();
+        let Some(log) = st.log.as_mut() else {
+            return Ok(());
+        };
+        let body = serde_json::to_vec(record)?;
+        let digest: [u8; DIGEST_LEN] = Sha512::digest(&body).into();
+        let mut buf = Vec::with_capacity(RECORD_PREFIX_LEN as usize + body.len());
+        encode_record(
+            &mut buf,
+            kind_to_byte(kind),
+            FORMAT_NONE,
+            now_unix(),
+            &digest,
+            &body,
+        );
+        append_durably(log, &buf)
+    }
+
+    /// Metadata of every blob, in insertion order.
+    pub fn list(&self) -> Vec<BlobMeta> {
+        self.lock()
+            .entries
+            .iter()
+            .map(|e| BlobMeta {
+                cid: e.cid.clone(),
+                size: e.size,
+                format: e.format,
+                stored_at: e.stored_at,
+            })
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().entries.is_empty()
+    }
+}
+
+/// Writes `buf` at the end of the log with one `write_all` and one
+/// `sync_data`, advancing `end` only on success. On failure the file is cut
+/// back to `end` (best effort) so no partial record lingers.
+fn append_durably(log: &mut Log, buf: &[u8]) -> io::Result<()> {
+    let result = log
+        .file
+        .write_all_at(buf, log.end)
+        .and_then(|()| log.file.sync_data());
+    match result {
+        Ok(()) => {
+            log.end += buf.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            if let Err(e2) = log.file.set_len(log.end) {
+                log::warn!(
+                    "store {}: could not cut back to {} after failed append: {e2}",
+                    log.path.display(),
+                    log.end
+                );
+            }
+            Err(with_path(&log.path, e))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Scanning and verification on open
+// ---------------------------------------------------------------------------
+
+/// A record that verified.
+enum Parsed {
+    Blob {
+        cid: String,
+        format: Option<Format>,
+        stored_at: f64,
+        body_offset: u64,
+        body_len: u64,
+    },
+    Json(RecordKind, serde_json::Value),
+}
+
+/// Scans the records after the file header, filling `state` and `recovered`.
+/// Returns the end of the last good record (where the file should end).
+fn scan(
+    file: &File,
+    path: &Path,
+    len: u64,
+    state: &mut State,
+    recovered: &mut Recovered,
+) -> io::Result<u64> {
+    let mut pos = FILE_HEADER_LEN;
+    while pos < len {
+        let (at, parsed, end) = match verify_at(file, pos, len)? {
+            Some((parsed, end)) => (pos, parsed, end),
+            None => match resync(file, pos + 1, len)? {
+                Some((q, parsed, end)) => {
+                    log::warn!(
+                        "store {}: dropped corrupt record(s) at bytes {pos}..{q} ({} bytes); \
+                         resynchronised at offset {q}",
+                        path.display(),
+                        q - pos
+                    );
+                    recovered.dropped_records += 1;
+                    (q, parsed, end)
+                }
+                None => {
+                    log::warn!(
+                        "store {}: torn or corrupt tail at bytes {pos}..{len} ({} bytes); \
+                         truncating the file to {pos}",
+                        path.display(),
+                        len - pos
+                    );
+                    return Ok(pos);
+                }
+            },
+        };
+        match parsed {
+            Parsed::Blob {
+                cid,
+                format,
+                stored_at,
+                body_offset,
+                body_len,
+            } => {
+                let new = state.insert(Entry {
+                    cid,
+                    format,
+                    stored_at,
+                    size: body_len,
+                    loc: Loc::Disk {
+                        offset: body_offset,
+                        len: body_len,
+                    },
+                });
+                if !new {
+                    log::debug!(
+                        "store {}: duplicate blob record at offset {at}; keeping the first",
+                        path.display()
+                    );
+                }
+            }
+            Parsed::Json(kind, value) => recovered.records.push((kind, value)),
+        }
+        pos = end;
+    }
+    Ok(pos)
+}
+
+/// Searches from `from` for the next offset holding the record magic and a
+/// record that verifies.
+fn resync(file: &File, mut from: u64, len: u64) -> io::Result<Option<(u64, Parsed, u64)>> {
+    while let Some(q) = find_magic(file, from, len)? {
+        if let Some((parsed, end)) = verify_at(file, q, len)? {
+            return Ok(Some((q, parsed, end)));
+        }
+        from = q + 1;
+    }
+    Ok(None)
+}
+
+/// The first offset `>= from` where `RECORD_MAGIC` starts, if any.
+fn find_magic(file: &File, mut from: u64, len: u64) -> io::Result<Option<u64>> {
+    let m = RECORD_MAGIC.len() as u64;
+    let mut buf = vec![0u8; SCAN_CHUNK];
+    while from.saturating_add(m) <= len {
+        let n = usize::try_from((len - from).min(SCAN_CHUNK as u64)).unwrap_or(SCAN_CHUNK);
+        let chunk = &mut buf[..n];
+        file.read_exact_at(chunk, from)?;
+        if let Some(i) = chunk
+            .windows(RECORD_MAGIC.len())
+            .position(|w| w == RECORD_MAGIC)
+        {
+            return Ok(Some(from + i as u64));
+        }
+        // Overlap so a magic straddling two chunks is still found.
+        from += (n as u64).saturating_sub(m - 1).max(1);
+    }
+    Ok(None)
+}
+
+/// Verifies the record at `pos`. `Ok(None)` means it does not verify; `Err`
+/// is only for real I/O errors.
+fn verify_at(file: &File, pos: u64, len: u64) -> io::Result<Option<(Parsed, u64)>> {
+    let Some(body_offset) = pos.checked_add(RECORD_PREFIX_LEN) else {
+        return Ok(None);
+    };
+    if body_offset > len {
+        return Ok(None);
+    }
+    let mut prefix = [0u8; RECORD_PREFIX_LEN as usize];
+    file.read_exact_at(&mut prefix, pos)?;
+    let (h, digest) = prefix.split_at(RECORD_HEADER_LEN);
+    if h[0..4] != RECORD_MAGIC || h[24..32] != header_check(&h[0..24]) || h[6..8] != [0, 0] {
+        return Ok(None);
+    }
+    let mut f8 = [0u8; 8];
+    f8.copy_from_slice(&h[8..16]);
+    let stored_at = f64::from_bits(u64::from_le_bytes(f8));
+    f8.copy_from_slice(&h[16..24]);
+    let body_len = u64::from_le_bytes(f8);
+    let Some(end) = body_offset.checked_add(body_len) else {
+        return Ok(None);
+    };
+    if end > len {
+        return Ok(None);
+    }
+    let Some(format) = format_from_byte(h[5]) else {
+        return Ok(None);
+    };
+    let kind = match h[4] {
+        KIND_BLOB => None,
+        KIND_CALL_RECORD => Some(RecordKind::CallRecord),
+        KIND_HISTORY => Some(RecordKind::History),
+        _ => return Ok(None),
+    };
+    match kind {
+        None => {
+            // Stream the body through the hash: blobs may be large.
+            let mut hasher = Sha512::new();
+            let mut buf =
+                vec![0u8; SCAN_CHUNK.min(usize::try_from(body_len).unwrap_or(SCAN_CHUNK))];
+            let mut off = body_offset;
+            while off < end {
+                let n = usize::try_from((end - off).min(buf.len() as u64)).unwrap_or(buf.len());
+                file.read_exact_at(&mut buf[..n], off)?;
+                hasher.update(&buf[..n]);
+                off += n as u64;
+            }
+            if hasher.finalize()[..] != digest[..] {
+                return Ok(None);
+            }
+            Ok(Some((
+                Parsed::Blob {
+                    cid: encode_hex(digest),
+                    format,
+                    stored_at,
+                    body_offset,
+                    body_len,
+                },
+                end,
+            )))
+        }
+        Some(kind) => {
+            if format.is_some() {
+                return Ok(None);
+            }
+            let Ok(n) = usize::try_from(body_len) else {
+                return Ok(None);
+            };
+            let mut body = vec![0u8; n];
+            file.read_exact_at(&mut body, body_offset)?;
+            if Sha512::digest(&body)[..] != digest[..] {
+                return Ok(None);
+            }
+            match serde_json::from_slice(&body) {
+                Ok(value) => Ok(Some((Parsed::Json(kind, value), end))),
+                Err(_) => Ok(None),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A unique directory under the system temp dir, removed on drop.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> TempDir {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let dir = std::env::temp_dir().join(format!(
+                "cideldill-store-test-{tag}-{}-{}-{nanos}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).expect("create temp dir");
+            TempDir(dir)
+        }
+
+        fn file(&self, name: &str) -> PathBuf {
+            self.0.join(name)
+        }
+
+        /// Puts `bytes` into this dir's scratch case file and returns its
+        /// path. The file is rewritten in place (write, then `set_len`)
+        /// rather than recreated: on ext4, truncating to zero right after a
+        /// sync, or unlinking many fresh files, costs milliseconds each.
+        fn case(&self, bytes: &[u8]) -> PathBuf {
+            let path = self.file("case.log");
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .expect("open case file");
+            file.write_all_at(bytes, 0).expect("write case");
+            file.set_len(bytes.len() as u64).expect("size case");
+            path
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn cid_of(bytes: &[u8]) -> String {
+        encode_hex(&Sha512::digest(bytes))
+    }
+
+    fn nb(bytes: &[u8], format: Option<Format>) -> NewBlob {
+        NewBlob {
+            cid: cid_of(bytes),
+            bytes: bytes.to_vec(),
+            format,
+        }
+    }
+
+    fn bytes_of(store: &Store, cid: &str) -> Vec<u8> {
+        store
+            .get(cid)
+            .expect("get")
+            .expect("blob present")
+            .bytes
+            .to_vec()
+    }
+
+    /// Every blob a store lists can be read back and hashes to its CID.
+    fn assert_all_blobs_verify(store: &Store) {
+        for meta in store.list() {
+            let blob = store.get(&meta.cid).expect("get").expect("listed blob");
+            assert_eq!(cid_of(&blob.bytes), meta.cid);
+            assert_eq!(blob.bytes.len() as u64, meta.size);
+        }
+    }
+
+    /// Tiny deterministic PRNG (xorshift64*) for fuzzing.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    fn check_basic_round_trip(store: &Store) {
+        assert!(store.is_empty());
+        let a = nb(b"alpha", Some(Format::Dill));
+        let b = nb(b"beta", Some(Format::Json));
+        let c = nb(b"", None);
+        let (ca, cb, cc) = (a.cid.clone(), b.cid.clone(), c.cid.clone());
+        assert_eq!(store.put_blobs(vec![a, b, c], 10.0).expect("put"), 3);
+        assert_eq!(store.len(), 3);
+        assert!(store.contains(&ca) && store.contains(&cb) && store.contains(&cc));
+        assert!(!store.contains(&cid_of(b"missing")));
+        assert!(store.get(&cid_of(b"missing")).expect("get").is_none());
+
+        let blob = store.get(&ca).expect("get").expect("present");
+        assert_eq!(&blob.bytes[..], b"alpha");
+        assert_eq!(blob.cid, ca);
+        assert_eq!(blob.format, Some(Format::Dill));
+        assert_eq!(blob.stored_at, 10.0);
+        assert_eq!(bytes_of(store, &cb), b"beta");
+        assert_eq!(bytes_of(store, &cc), b"");
+
+        let list = store.list();
+        let cids: Vec<_> = list.iter().map(|m| m.cid.clone()).collect();
+        assert_eq!(cids, vec![ca.clone(), cb.clone(), cc.clone()]);
+        assert_eq!(list[0].size, 5);
+        assert_eq!(list[1].format, Some(Format::Json));
+        assert_eq!(list[2].format, None);
+
+        // Dedupe: already present, and twice within one call.
+        let again = vec![
+            nb(b"alpha", Some(Format::Json)),
+            nb(b"gamma", None),
+            nb(b"gamma", Some(Format::Dill)),
+        ];
+        assert_eq!(store.put_blobs(again, 20.0).expect("put"), 1);
+        let blob = store.get(&ca).expect("get").expect("present");
+        assert_eq!(blob.format, Some(Format::Dill));
+        assert_eq!(blob.stored_at, 10.0);
+        let gamma = store.get(&cid_of(b"gamma")).expect("get").expect("present");
+        assert_eq!(gamma.format, None);
+        assert_eq!(store.len(), 4);
+        assert_eq!(store.put_blobs(Vec::new(), 30.0).expect("put"), 0);
+
+        store
+            .append_record(RecordKind::CallRecord, &json!({"call": 1}))
+            .expect("append");
+
+        // Malformed CIDs are refused and nothing is stored.
+        let bad = vec![
+            nb(b"delta", None),
+            NewBlob {
+                cid: cid_of(b"x").to_uppercase(),
+                bytes: b"x".to_vec(),
+                format: None,
+            },
+        ];
+        let err = store.put_blobs(bad, 40.0).expect_err("malformed");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(!store.contains(&cid_of(b"delta")));
+        assert_eq!(store.len(), 4);
+        assert_all_blobs_verify(store);
+    }
+
+    #[test]
+    fn format_names() {
+        assert_eq!(Format::Dill.as_str(), "dill");
+        assert_eq!(Format::Json.as_str(), "json");
+    }
+
+    #[test]
+    fn memory_round_trip() {
+        let store = Store::memory();
+        assert!(store.path().is_none());
+        check_basic_round_trip(&store);
+    }
+
+    #[test]
+    fn file_round_trip_and_reopen() {
+        let dir = TempDir::new("roundtrip");
+        let path = dir.file("nested/deeper/store.log");
+        {
+            let (store, rec) = Store::open(&path).expect("open new");
+            assert_eq!(store.path().as_deref(), Some(path.as_path()));
+            assert!(rec.records.is_empty());
+            assert_eq!(
+                (rec.blobs, rec.dropped_records, rec.truncated_bytes),
+                (0, 0, 0)
+            );
+            check_basic_round_trip(&store);
+            store
+                .append_record(RecordKind::History, &json!({"h": [1, 2, 3]}))
+                .expect("append");
+            let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+            assert_eq!(store.put_blobs(vec![nb(&big, None)], 50.0).expect("put"), 1);
+            assert_eq!(bytes_of(&store, &cid_of(&big)), big);
+        }
+        let (store, rec) = Store::open(&path).expect("reopen");
+        assert_eq!(
+            (rec.blobs, rec.dropped_records, rec.truncated_bytes),
+            (5, 0, 0)
+        );
+        assert_eq!(
+            rec.records,
+            vec![
+                (RecordKind::CallRecord, json!({"call": 1})),
+                (RecordKind::History, json!({"h": [1, 2, 3]})),
+            ]
+        );
+        let cids: Vec<_> = store.list().into_iter().map(|m| m.cid).collect();
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        assert_eq!(
+            cids,
+            vec![
+                cid_of(b"alpha"),
+                cid_of(b"beta"),
+                cid_of(b""),
+                cid_of(b"gamma"),
+                cid_of(&big)
+            ]
+        );
+        let alpha = store.get(&cid_of(b"alpha")).expect("get").expect("present");
+        assert_eq!(alpha.format, Some(Format::Dill));
+        assert_eq!(alpha.stored_at, 10.0);
+        assert_eq!(bytes_of(&store, &cid_of(&big)), big);
+        // Dedupe across reopen.
+        assert_eq!(
+            store
+                .put_blobs(vec![nb(b"alpha", None), nb(b"epsilon", None)], 60.0)
+                .expect("put"),
+            1
+        );
+        assert_all_blobs_verify(&store);
+    }
+
+    #[test]
+    fn records_and_blobs_interleave_in_order() {
+        let dir = TempDir::new("order");
+        let path = dir.file("s.log");
+        {
+            let (store, _) = Store::open(&path).expect("open");
+            for i in 0..5 {
+                store
+                    .append_record(RecordKind::CallRecord, &json!({"i": i}))
+                    .expect("append");
+                store
+                    .put_blobs(vec![nb(format!("blob {i}").as_bytes(), None)], f64::from(i))
+                    .expect("put");
+                store
+                    .append_record(RecordKind::History, &json!({"h": i, "k": "z", "a": 1}))
+                    .expect("append");
+            }
+        }
+        let (store, rec) = Store::open(&path).expect("reopen");
+        let expected: Vec<_> = (0..5)
+            .flat_map(|i| {
+                [
+                    (RecordKind::CallRecord, json!({"i": i})),
+                    (RecordKind::History, json!({"h": i, "k": "z", "a": 1})),
+                ]
+            })
+            .collect();
+        assert_eq!(rec.records, expected);
+        // preserve_order: key order survives.
+        let keys: Vec<_> = rec.records[1]
+            .1
+            .as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, vec!["h", "k", "a"]);
+        let list = store.list();
+        for (i, m) in list.iter().enumerate() {
+            assert_eq!(m.cid, cid_of(format!("blob {i}").as_bytes()));
+            assert_eq!(m.stored_at, i as f64);
+        }
+    }
+
+    #[test]
+    fn duplicate_blob_in_file_keeps_first() {
+        let dir = TempDir::new("dup");
+        let path = dir.file("s.log");
+        drop(Store::open(&path).expect("create"));
+        let cid = decode_cid(&cid_of(b"same")).expect("cid");
+        let mut tail = Vec::new();
+        encode_record(&mut tail, KIND_BLOB, FORMAT_DILL, 1.0, &cid, b"same");
+        encode_record(&mut tail, KIND_BLOB, FORMAT_JSON, 2.0, &cid, b"same");
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes.extend_from_slice(&tail);
+        std::fs::write(&path, &bytes).expect("write");
+        let (store, rec) = Store::open(&path).expect("reopen");
+        assert_eq!((rec.blobs, rec.dropped_records), (1, 0));
+        let blob = store.get(&cid_of(b"same")).expect("get").expect("present");
+        assert_eq!((blob.format, blob.stored_at), (Some(Format::Dill), 1.0));
+    }
+
+    /// Builds a file with three records and returns (path bytes, record
+    /// boundaries): boundaries[i]..boundaries[i + 1] is record i.
+    fn three_record_file(dir: &TempDir, last_is_blob: bool) -> (Vec<u8>, Vec<u64>) {
+        let path = dir.file("base.log");
+        let mut bounds = vec![FILE_HEADER_LEN];
+        let (store, _) = Store::open(&path).expect("open");
+        let size = |p: &Path| std::fs::metadata(p).expect("metadata").len();
+        store
+            .put_blobs(vec![nb(b"first", Some(Format::Dill))], 1.0)
+            .expect("put");
+        bounds.push(size(&path));
+        store
+            .append_record(RecordKind::CallRecord, &json!({"n": 2}))
+            .expect("append");
+        bounds.push(size(&path));
+        if last_is_blob {
+            store.put_blobs(vec![nb(b"third", None)], 3.0).expect("put");
+        } else {
+            store
+                .append_record(RecordKind::History, &json!({"n": 3}))
+                .expect("append");
+        }
+        bounds.push(size(&path));
+        drop(store);
+        (std::fs::read(&path).expect("read"), bounds)
+    }
+
+    #[test]
+    fn truncated_last_record_at_every_cut_point() {
+        for last_is_blob in [true, false] {
+            let dir = TempDir::new("cut");
+            let (full, bounds) = three_record_file(&dir, last_is_blob);
+            let (start, end) = (bounds[2], bounds[3]);
+            for cut in start..end {
+                let path = dir.case(&full[..cut as usize]);
+                {
+                    let (store, rec) = Store::open(&path).expect("open cut file");
+                    assert_eq!(rec.truncated_bytes, cut - start, "cut {cut}");
+                    assert_eq!(rec.dropped_records, 0);
+                    assert_eq!(rec.records, vec![(RecordKind::CallRecord, json!({"n": 2}))]);
+                    assert_eq!(store.len(), 1);
+                    assert_eq!(bytes_of(&store, &cid_of(b"first")), b"first");
+                    assert!(!store.contains(&cid_of(b"third")));
+                    assert_eq!(std::fs::metadata(&path).expect("meta").len(), start);
+                    store
+                        .append_record(RecordKind::History, &json!({"after": cut}))
+                        .expect("append");
+                    store
+                        .put_blobs(vec![nb(b"fourth", None)], 4.0)
+                        .expect("put");
+                }
+                let (store, rec) = Store::open(&path).expect("reopen");
+                assert_eq!((rec.truncated_bytes, rec.dropped_records), (0, 0));
+                assert_eq!(
+                    rec.records,
+                    vec![
+                        (RecordKind::CallRecord, json!({"n": 2})),
+                        (RecordKind::History, json!({"after": cut})),
+                    ]
+                );
+                assert_eq!(bytes_of(&store, &cid_of(b"fourth")), b"fourth");
+                assert_eq!(store.len(), 2);
+                drop(store);
+            }
+        }
+    }
+
+    #[test]
+    fn garbled_last_record_is_dropped() {
+        for last_is_blob in [true, false] {
+            let dir = TempDir::new("garble-last");
+            let (mut full, bounds) = three_record_file(&dir, last_is_blob);
+            let i = (bounds[3] - 2) as usize; // inside the body
+            full[i] ^= 0x40;
+            let path = dir.file("g.log");
+            std::fs::write(&path, &full).expect("write");
+            let (store, rec) = Store::open(&path).expect("open");
+            assert_eq!(rec.truncated_bytes, bounds[3] - bounds[2]);
+            assert_eq!(rec.records, vec![(RecordKind::CallRecord, json!({"n": 2}))]);
+            assert_eq!(store.len(), 1);
+            assert!(!store.contains(&cid_of(b"third")));
+        }
+    }
+
+    #[test]
+    fn garbled_middle_record_only_that_one_dropped() {
+        // Flip every byte of the middle record in turn (header, digest, body).
+        let dir = TempDir::new("garble-mid");
+        let (full, bounds) = three_record_file(&dir, true);
+        for i in bounds[1]..bounds[2] {
+            let mut bytes = full.clone();
+            bytes[i as usize] ^= 0x01;
+            let path = dir.case(&bytes);
+            let (store, rec) = Store::open(&path).expect("open");
+            assert_eq!(
+                (rec.dropped_records, rec.truncated_bytes),
+                (1, 0),
+                "flip at {i}"
+            );
+            assert!(rec.records.is_empty(), "flip at {i}");
+            assert_eq!(store.len(), 2);
+            assert_eq!(bytes_of(&store, &cid_of(b"first")), b"first");
+            assert_eq!(bytes_of(&store, &cid_of(b"third")), b"third");
+        }
+        // A blob in the middle, likewise.
+        let mut bytes = full.clone();
+        bytes[(bounds[1] - 1) as usize] ^= 0xff;
+        let path = dir.case(&bytes);
+        let (store, rec) = Store::open(&path).expect("open");
+        assert_eq!((rec.dropped_records, rec.truncated_bytes), (1, 0));
+        assert_eq!(rec.records.len(), 1);
+        assert!(!store.contains(&cid_of(b"first")));
+        assert_eq!(bytes_of(&store, &cid_of(b"third")), b"third");
+    }
+
+    #[test]
+    fn wrong_magic_is_an_error_and_file_untouched() {
+        let dir = TempDir::new("magic");
+        let path = dir.file("foreign.txt");
+        let content = b"this is somebody else's file, long enough for a header".to_vec();
+        std::fs::write(&path, &content).expect("write");
+        let err = Store::open(&path).err().expect("must fail");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("foreign.txt"), "{err}");
+        // Short foreign file too.
+        let short = dir.file("short.txt");
+        std::fs::write(&short, b"hi").expect("write");
+        let err = Store::open(&short).err().expect("must fail");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(std::fs::read(&path).expect("read"), content);
+        assert_eq!(std::fs::read(&short).expect("read"), b"hi");
+        // Unknown version.
+        let v2 = dir.file("v2.log");
+        let mut h = file_header();
+        h[8] = 2;
+        std::fs::write(&v2, h).expect("write");
+        let err = Store::open(&v2).err().expect("must fail");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn empty_or_torn_header_file_is_new() {
+        let dir = TempDir::new("empty");
+        for n in 0..FILE_HEADER_LEN as usize {
+            let path = dir.file(&format!("e{n}.log"));
+            std::fs::write(&path, &file_header()[..n]).expect("write");
+            let (store, rec) = Store::open(&path).expect("open");
+            assert_eq!(rec.truncated_bytes, n as u64);
+            assert!(store.is_empty());
+            assert_eq!(std::fs::read(&path).expect("read"), file_header());
+            store.put_blobs(vec![nb(b"x", None)], 1.0).expect("put");
+            drop(store);
+            let (store, _) = Store::open(&path).expect("reopen");
+            assert_eq!(bytes_of(&store, &cid_of(b"x")), b"x");
+        }
+    }
+
+    #[test]
+    fn fuzz_never_panics() {
+        let dir = TempDir::new("fuzz");
+        let (full, _) = three_record_file(&dir, true);
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+
+        // Truncation at every byte, including inside the file header.
+        for cut in 0..=full.len() {
+            let path = dir.case(&full[..cut]);
+            let (store, _) = Store::open(&path).expect("a prefix always opens");
+            assert_all_blobs_verify(&store);
+        }
+        // Every single-byte flip, with a few different masks.
+        for i in 0..full.len() {
+            let mut bytes = full.clone();
+            bytes[i] ^= 1 << (rng.next() % 8);
+            let path = dir.case(&bytes);
+            if let Ok((store, _)) = Store::open(&path) {
+                assert_all_blobs_verify(&store);
+            }
+        }
+        // Random garbage: whole files, and after a valid header / records.
+        for round in 0..60 {
+            let n = (rng.next() % 600) as usize;
+            let mut bytes = match round % 3 {
+                0 => Vec::new(),
+                1 => file_header().to_vec(),
+                _ => full.clone(),
+            };
+            let mut garbage = rng.bytes(n);
+            // Sprinkle record magics so resync paths are exercised.
+            for _ in 0..(rng.next() % 4) {
+                if garbage.len() >= 4 {
+                    let at = (rng.next() as usize) % (garbage.len() - 3);
+                    garbage[at..at + 4].copy_from_slice(&RECORD_MAGIC);
+                }
+            }
+            bytes.extend_from_slice(&garbage);
+            if round % 5 == 0 {
+                bytes.extend_from_slice(&full[FILE_HEADER_LEN as usize..]);
+            }
+            let path = dir.case(&bytes);
+            if let Ok((store, _)) = Store::open(&path) {
+                assert_all_blobs_verify(&store);
+                store
+                    .put_blobs(vec![nb(b"after fuzz", None)], 9.0)
+                    .expect("put");
+                drop(store);
+                let (store, _) = Store::open(&path).expect("reopen after fuzz");
+                assert_eq!(bytes_of(&store, &cid_of(b"after fuzz")), b"after fuzz");
+            }
+        }
+    }
+
+    #[test]
+    fn magic_straddling_scan_chunks_is_found() {
+        let dir = TempDir::new("chunk");
+        let path = dir.file("c.log");
+        let mut bytes = file_header().to_vec();
+        // Garbage so that the next record's magic straddles a chunk boundary.
+        let gap = SCAN_CHUNK - 2;
+        bytes.extend(std::iter::repeat(0xAA).take(gap));
+        let cid = decode_cid(&cid_of(b"late")).expect("cid");
+        encode_record(&mut bytes, KIND_BLOB, FORMAT_NONE, 5.0, &cid, b"late");
+        std::fs::write(&path, &bytes).expect("write");
+        let (store, rec) = Store::open(&path).expect("open");
+        assert_eq!((rec.dropped_records, rec.truncated_bytes), (1, 0));
+        assert_eq!(bytes_of(&store, &cid_of(b"late")), b"late");
+    }
+
+    #[test]
+    fn poisoned_lock_recovers() {
+        let store = Arc::new(Store::memory());
+        let s2 = Arc::clone(&store);
+        let _ = std::thread::spawn(move || {
+            let _guard = s2.state.lock();
+            panic!("poison the lock");
+        })
+        .join();
+        store.put_blobs(vec![nb(b"ok", None)], 1.0).expect("put");
+        assert!(store.contains(&cid_of(b"ok")));
+    }
+}
