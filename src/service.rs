@@ -1046,6 +1046,29 @@ pub fn objects(shared: &Shared, offset: usize, limit: usize) -> Value {
     json!({"objects": page, "total_count": total, "offset": offset, "limit": limit})
 }
 
+/// `GET /api/snapshots`: the object snapshots recorded for items with a `client_ref`.
+pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<&str>) -> Value {
+    let st = shared.lock();
+    let list: Vec<Value> = st
+        .calls
+        .snapshots()
+        .filter(|s| process_key.is_none_or(|k| s.process_key == k))
+        .filter(|s| {
+            client_ref.is_none_or(|r| match &s.client_ref {
+                Value::String(text) => text == r,
+                other => other.to_string() == r,
+            })
+        })
+        .map(|s| {
+            json!({
+                "process_key": s.process_key, "client_ref": s.client_ref, "cid": s.cid, "role": s.role,
+                "method_name": s.method_name, "call_id": s.call_id, "pretty": s.pretty, "at": s.at,
+            })
+        })
+        .collect();
+    json!({"snapshots": list})
+}
+
 /// `POST /api/report-com-error`.
 pub fn report_com_error(shared: &Shared, body: &Obj) -> Value {
     let now = ids::now();

@@ -1,7 +1,11 @@
 //! The one integration test binary: it starts the real `cideldill-server` executable on port 0
 //! and talks HTTP to it, with a deadline on every wait.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![allow(clippy::print_stdout, clippy::print_stderr, dead_code)]
 
 mod support;
 
+mod call_protocol;
+mod persistence;
 mod pickle_python;
+mod rest_api;
+mod tidy;

@@ -1,1 +1,330 @@
-//! Test support.
+//! Test support: start the real binary on port 0 with a private home and port file, talk HTTP
+//! to it with a tiny blocking client, build protocol items. Every wait has a deadline.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The default deadline of a wait; `CIDELDILL_TEST_DEADLINE_S` raises it on slow machines.
+pub fn deadline() -> Duration {
+    let secs = std::env::var("CIDELDILL_TEST_DEADLINE_S").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
+    Duration::from_secs(secs)
+}
+
+/// A unique temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cideldill-it-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running server process, killed on drop (its stderr is printed if the test failed).
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    pub home: PathBuf,
+    pub port_file: PathBuf,
+    stderr_path: PathBuf,
+    _dir: Option<TempDir>,
+}
+
+impl Server {
+    /// In memory, with extra flags.
+    pub fn start(extra: &[&str]) -> Server {
+        let dir = TempDir::new("srv");
+        let mut args = vec!["--memory"];
+        args.extend_from_slice(extra);
+        let mut s = Server::start_in(dir.path(), &args);
+        s._dir = Some(dir);
+        s
+    }
+
+    /// With `home` as `CIDELDILL_HOME` (kept by the caller, e.g. across restarts).
+    pub fn start_in(home: &Path, args: &[&str]) -> Server {
+        let port_file = home.join("port");
+        let _ = std::fs::remove_file(&port_file);
+        let stderr_path = home.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos() ^ rand_u32() as u128));
+        let stderr = std::fs::File::create(&stderr_path).expect("stderr log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
+        if !args.contains(&"--port") {
+            cmd.args(["--port", "0"]);
+        }
+        let child = cmd
+            .args(args)
+            .env("CIDELDILL_HOME", home)
+            .env("CIDELDILL_PORT_FILE", &port_file)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("start cideldill-server");
+        let mut server =
+            Server { child: Some(child), port: 0, home: home.to_path_buf(), port_file: port_file.clone(), stderr_path, _dir: None };
+        let until = Instant::now() + deadline();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                if let Ok(port) = text.trim().parse::<u16>() {
+                    server.port = port;
+                    return server;
+                }
+            }
+            if let Some(status) = server.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("server exited early with {status}:\n{}", server.stderr());
+            }
+            assert!(Instant::now() < until, "server did not write its port file in time:\n{}", server.stderr());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// Sends a signal with the `kill` utility and waits for the exit, with a deadline.
+    pub fn signal_and_wait(&mut self, signal: &str) -> std::process::ExitStatus {
+        let status = Command::new("kill").args([signal, &self.pid().to_string()]).status().expect("run kill");
+        assert!(status.success());
+        let mut child = self.child.take().expect("server still running");
+        let until = Instant::now() + deadline();
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < until, "server did not exit after {signal}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A client for this server.
+    pub fn client(&self) -> Client {
+        Client { port: self.port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("---- server stderr ----\n{}", self.stderr());
+        }
+    }
+}
+
+fn rand_u32() -> u32 {
+    static N: AtomicU32 = AtomicU32::new(1);
+    N.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761)
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("response is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A blocking HTTP/1.1 client, one connection per request like the Python client.
+#[derive(Clone, Copy)]
+pub struct Client {
+    pub port: u16,
+}
+
+impl Client {
+    /// Sends raw bytes and reads the whole response.
+    pub fn raw(&self, request: &[u8]) -> Resp {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream.set_read_timeout(Some(deadline() + Duration::from_secs(35))).unwrap();
+        stream.set_write_timeout(Some(deadline())).unwrap();
+        // A server may answer (413) before the whole body is sent; a failed write is fine then.
+        let _ = stream.write_all(request);
+        read_response(&mut stream)
+    }
+
+    pub fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Resp {
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n", self.port);
+        if let Some(b) = body {
+            req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        if let Some(b) = body {
+            bytes.extend_from_slice(b);
+        }
+        self.raw(&bytes)
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.request("GET", path, None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Resp {
+        self.request("POST", path, Some(body.to_string().as_bytes()))
+    }
+
+    pub fn delete(&self, path: &str) -> Resp {
+        self.request("DELETE", path, None)
+    }
+
+    /// GET expecting 200 JSON.
+    pub fn get_ok(&self, path: &str) -> Value {
+        let r = self.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    /// POST expecting 200 JSON.
+    pub fn post_ok(&self, path: &str, body: &Value) -> Value {
+        let r = self.post(path, body);
+        assert_eq!(r.status, 200, "POST {path} {body}: {}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    /// POST expecting an error status; returns the JSON body.
+    pub fn post_err(&self, path: &str, body: &Value, status: u16) -> Value {
+        let r = self.post(path, body);
+        assert_eq!(r.status, status, "POST {path} {body}: {}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+}
+
+fn read_response(stream: &mut TcpStream) -> Resp {
+    let mut buf = Vec::new();
+    let _ = stream.read_to_end(&mut buf);
+    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| {
+        panic!("no complete HTTP response: {:?}", String::from_utf8_lossy(&buf))
+    });
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .collect();
+    let mut body = buf[head_end + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    Resp { status, headers, body }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(pos) = data.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..pos]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = pos + 2;
+        out.extend_from_slice(&data[start..(start + size).min(data.len())]);
+        data = &data[(start + size + 2).min(data.len())..];
+    }
+    out
+}
+
+/// Polls `f` until it returns `Some`, failing after the deadline.
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + deadline();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A dill-format item for a JSON value: CID of the pickle bytes and base64 data.
+pub fn item(value: &Value, client_ref: u64) -> Value {
+    let bytes = cideldill_server::pickle_write::dumps(value);
+    json!({
+        "cid": cideldill_server::cas::cid_of(&bytes),
+        "client_ref": client_ref,
+        "data": cideldill_server::cas::encode_base64(&bytes),
+    })
+}
+
+/// The same item without its data (as the client sends an already-sent CID).
+pub fn item_ref(value: &Value, client_ref: u64) -> Value {
+    let mut i = item(value, client_ref);
+    i.as_object_mut().unwrap().remove("data");
+    i
+}
+
+/// A call/start body as the Python client sends it.
+pub fn call_start_body(method: &str, args: Vec<Value>, kwargs: Value) -> Value {
+    let target = item(&json!(format!("<function {method}>")), 1);
+    json!({
+        "method_name": method,
+        "target_cid": target["cid"],
+        "target": target,
+        "args": args,
+        "kwargs": kwargs,
+        "call_site": {"timestamp": 1795311683.7775, "target_cid": target["cid"],
+                      "stack_trace": [{"filename": "/home/me/app.py", "lineno": 13, "function": "<module>", "code_context": "add(1)"}]},
+        "call_type": "proxy",
+        "process_pid": 16759,
+        "process_start_time": 1795311683.7211661,
+        "signature": "(x, y=1)",
+    })
+}
+
+/// A call/complete body for a successful call returning `result`.
+pub fn complete_body(call_id: &str, result: &Value) -> Value {
+    let r = item(result, 9);
+    json!({
+        "call_id": call_id, "timestamp": 1795311690.5, "status": "success",
+        "process_pid": 16759, "process_start_time": 1795311683.7211661,
+        "result_cid": r["cid"], "result_client_ref": 9, "result_data": r["data"],
+    })
+}
+
+/// The pause id in a poll action's `poll_url`.
+pub fn pause_id(action: &Value) -> String {
+    let url = action["poll_url"].as_str().unwrap_or_else(|| panic!("not a poll action: {action}"));
+    assert!(url.starts_with("/api/poll/"), "poll_url must be root-relative: {url}");
+    url.rsplit('/').next().unwrap().to_owned()
+}
