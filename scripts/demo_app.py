@@ -4,15 +4,14 @@
 What it does
     It wraps a few functions the way `with_debug(...)` does, then calls them. Each wrapped
     function gets a breakpoint, so with the server's default settings every call pauses
-    twice: before it runs and after it returns (or raises). While a call is paused, you
+    twice: before it runs and after it returns. While a call is paused, you
     resume it with curl and watch the effect on stdout:
 
         add(x, y=1)          adds two numbers
         greet(name)          builds a greeting
         describe(channel)    takes an object holding a socket, which cannot be pickled:
                              the client sends a `pickle_error` event and a placeholder
-        divide(a, b)         called as divide(1, 0): raises ZeroDivisionError, so the
-                             after-pause is an exception pause
+        divide(a, b)         called as divide(1, 0): raises ZeroDivisionError
         multiply(x, y=1)     registered but never called: a replacement for add
 
     The wire traffic follows the real client (see shared/docs/cideldill-protocol.md,
@@ -41,6 +40,13 @@ How to run it
         {"action":"raise","exception_type":"ValueError","exception_message":"boom"}
         {"action":"continue","replacement_function":"multiply"}
     An after-pause only accepts "continue" (the real client raises on anything else).
+
+    With the server's default global behavior `stop`, a call that raises does not pause
+    after it (only `exception` and `stop_exception` pause on exceptions). To also see the
+    exception pause of divide(1, 0), run this before starting the demo:
+        curl -s -X POST $URL/api/behavior -H 'Content-Type: application/json' \\
+             -d '{"behavior":"stop_exception"}'
+
     While a call is paused you can evaluate Python in it:
         curl -s -X POST $URL/api/repl/start -H 'Content-Type: application/json' \\
              -d '{"pause_id":"<id>"}'                          # -> {"session_id": ...}
@@ -1488,7 +1494,11 @@ def print_guide(server_url: str) -> None:
         '  {"action":"skip","fake_result":99}',
         '  {"action":"raise","exception_type":"ValueError","exception_message":"boom"}',
         '  {"action":"continue","replacement_function":"multiply"}',
-        "an after-pause accepts only continue. REPL while paused:",
+        "an after-pause accepts only continue. A raising call pauses after it only when",
+        "the server's behavior is stop_exception (or exception):",
+        f"  curl -s -X POST {server_url}/api/behavior -H 'Content-Type: application/json'"
+        " -d '{\"behavior\":\"stop_exception\"}'",
+        "REPL while paused:",
         f"  curl -s -X POST {server_url}/api/repl/start -H 'Content-Type: application/json'"
         " -d '{\"pause_id\":\"<id>\"}'",
         f"  curl -s -X POST {server_url}/api/repl/<session_id>/eval "

@@ -46,8 +46,8 @@ fn open_database(db: &Database) -> Result<(Store, State), Error> {
     let Database::File(path) = db else {
         return Ok((Store::memory(), state));
     };
-    let (store, recovered) =
-        Store::open(path).map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
+    let (store, recovered) = Store::open(path)
+        .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
     let (mut n_records, mut n_history) = (0, 0);
     for (kind, record) in recovered.records {
         match kind {
@@ -86,14 +86,17 @@ fn bind(host: &str, port: u16) -> Result<(TcpListener, Option<u16>), Error> {
         .map_err(|e| Error::io(format!("cannot resolve --host {host}"), e))?
         .collect();
     let Some(addr) = addrs.first().copied() else {
-        return Err(Error::Config(format!("--host {host} resolves to no address")));
+        return Err(Error::Config(format!(
+            "--host {host} resolves to no address"
+        )));
     };
     match TcpListener::bind(addr) {
         Ok(l) => Ok((l, None)),
         Err(e) if e.kind() == io::ErrorKind::AddrInUse && port != 0 => {
             let mut any = addr;
             any.set_port(0);
-            let l = TcpListener::bind(any).map_err(|e| Error::io(format!("cannot bind {any}"), e))?;
+            let l =
+                TcpListener::bind(any).map_err(|e| Error::io(format!("cannot bind {any}"), e))?;
             Ok((l, Some(port)))
         }
         Err(e) => Err(Error::io(format!("cannot bind {addr}"), e)),
@@ -123,16 +126,32 @@ fn remove_port_file(path: &Path, port: u16) {
 pub fn start(config: Config) -> Result<Running, Error> {
     let (store, state) = open_database(&config.database)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
-    let port = listener.local_addr().map_err(|e| Error::io("cannot read the bound address", e))?.port();
+    let port = listener
+        .local_addr()
+        .map_err(|e| Error::io("cannot read the bound address", e))?
+        .port();
     let server = tiny_http::Server::from_listener(listener, None)
         .map_err(|e| Error::Config(format!("cannot start the HTTP server: {e}")))?;
     let server = Arc::new(server);
-    write_port_file(&config.port_file, port)
-        .map_err(|e| Error::io(format!("cannot write port file {}", config.port_file.display()), e))?;
+    write_port_file(&config.port_file, port).map_err(|e| {
+        Error::io(
+            format!("cannot write port file {}", config.port_file.display()),
+            e,
+        )
+    })?;
     let shared = Arc::new(Shared::new(config, store, state));
-    let http = http::spawn_http(shared.clone(), server.clone()).map_err(|e| Error::io("cannot start the http thread", e))?;
+    let http = http::spawn_http(shared.clone(), server.clone())
+        .map_err(|e| Error::io("cannot start the http thread", e))?;
     let (shutdown_tx, shutdown_rx) = unbounded();
-    Ok(Running { shared, server, http: Some(http), port, fell_back_from, shutdown_tx, shutdown_rx })
+    Ok(Running {
+        shared,
+        server,
+        http: Some(http),
+        port,
+        fell_back_from,
+        shutdown_tx,
+        shutdown_rx,
+    })
 }
 
 impl Running {
@@ -144,7 +163,11 @@ impl Running {
     pub fn url(&self) -> String {
         let host = &self.shared.config.host;
         if host.contains(':') {
-            format!("http://[{}]:{}", host.trim_matches(|c| c == '[' || c == ']'), self.port)
+            format!(
+                "http://[{}]:{}",
+                host.trim_matches(|c| c == '[' || c == ']'),
+                self.port
+            )
         } else {
             format!("http://{host}:{}", self.port)
         }
@@ -164,7 +187,10 @@ impl Running {
         let config = &self.shared.config;
         let mut lines = vec![format!("cideldill-server {}", env!("CARGO_PKG_VERSION"))];
         if let Some(asked) = self.fell_back_from {
-            lines.push(format!("Port {asked} is occupied, using free port {} instead", self.port));
+            lines.push(format!(
+                "Port {asked} is occupied, using free port {} instead",
+                self.port
+            ));
         }
         lines.push(format!("Server running on {}", self.url()));
         lines.push(format!("Database: {}", config.database.describe()));
@@ -191,10 +217,12 @@ impl Running {
         self.server.unblock();
         if let Some(handle) = self.http.take() {
             let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-            let joiner = thread::Builder::new().name("http-join".into()).spawn(move || {
-                let _ = handle.join();
-                let _ = done_tx.send(());
-            });
+            let joiner = thread::Builder::new()
+                .name("http-join".into())
+                .spawn(move || {
+                    let _ = handle.join();
+                    let _ = done_tx.send(());
+                });
             if joiner.is_ok() && done_rx.recv_timeout(SHUTDOWN_DEADLINE).is_err() {
                 log::warn!("http: request threads still running after {SHUTDOWN_DEADLINE:?}; exiting anyway");
             }
@@ -212,8 +240,11 @@ pub fn run(config: Config) -> Result<(), Error> {
             let _ = writeln!(err, "{line}");
         }
     }
-    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
-        .map_err(|e| Error::io("cannot install signal handlers", e))?;
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| Error::io("cannot install signal handlers", e))?;
     let handle = signals.handle();
     let tx = running.shutdown_sender();
     let signal_thread = thread::Builder::new()

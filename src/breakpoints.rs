@@ -24,7 +24,9 @@ impl Global {
             "stop" | "breakpoints" | "stop_at_breakpoints" => Global::Stop,
             "go" | "continue" => Global::Go,
             "exception" | "exceptions" | "stop_at_exceptions" => Global::Exception,
-            "stop_exception" | "breakpoints_and_exceptions" | "stop_at_breakpoints_and_exceptions"
+            "stop_exception"
+            | "breakpoints_and_exceptions"
+            | "stop_at_breakpoints_and_exceptions"
             | "both" => Global::StopException,
             _ => return None,
         })
@@ -244,7 +246,8 @@ impl Breakpoints {
         if clears {
             self.replacements.remove(name);
         } else {
-            self.replacements.insert(name.to_owned(), replacement.to_owned());
+            self.replacements
+                .insert(name.to_owned(), replacement.to_owned());
         }
         Ok(())
     }
@@ -271,10 +274,16 @@ impl Breakpoints {
 
     /// The REST listing (protocol doc §2.1); MCP renames the keys.
     pub fn listing(&self) -> Value {
-        let before: Map<String, Value> =
-            self.names.iter().map(|n| (n.clone(), json!(self.before(n).as_str()))).collect();
-        let after: Map<String, Value> =
-            self.names.iter().map(|n| (n.clone(), json!(self.after(n).as_str()))).collect();
+        let before: Map<String, Value> = self
+            .names
+            .iter()
+            .map(|n| (n.clone(), json!(self.before(n).as_str())))
+            .collect();
+        let after: Map<String, Value> = self
+            .names
+            .iter()
+            .map(|n| (n.clone(), json!(self.after(n).as_str())))
+            .collect();
         json!({
             "breakpoints": self.names.iter().collect::<Vec<_>>(),
             "breakpoint_behaviors": before,
@@ -321,7 +330,10 @@ impl Functions {
 
     /// Sets one metadata key, creating the metadata if needed.
     pub fn set_metadata_key(&mut self, name: &str, key: &str, value: Value) {
-        self.metadata.entry(name.to_owned()).or_default().insert(key.to_owned(), value);
+        self.metadata
+            .entry(name.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value);
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -357,7 +369,10 @@ mod tests {
         bp.add("add");
         assert!(bp.should_pause_before("add"));
         assert!(bp.should_pause_after("add", false));
-        assert!(!bp.should_pause_after("add", true), "global stop does not pause after exceptions");
+        assert!(
+            !bp.should_pause_after("add", true),
+            "global stop does not pause after exceptions"
+        );
     }
 
     #[test]
@@ -366,7 +381,10 @@ mod tests {
         bp.add("f");
         assert!(bp.set_before("f", Before::Go));
         assert!(!bp.should_pause_before("f"));
-        assert!(bp.should_pause_after("f", false), "protocol doc §5.3 surprise");
+        assert!(
+            bp.should_pause_after("f", false),
+            "protocol doc §5.3 surprise"
+        );
     }
 
     #[test]
@@ -406,7 +424,10 @@ mod tests {
         assert_eq!(Before::parse("defer"), Some(Before::Yield));
         assert_eq!(Before::parse_strict("continue"), Some(Before::Go));
         assert_eq!(After::parse("default"), Some(After::Yield));
-        assert_eq!(After::parse("breakpoints_and_exceptions"), Some(After::Global(Global::StopException)));
+        assert_eq!(
+            After::parse("breakpoints_and_exceptions"),
+            Some(After::Global(Global::StopException))
+        );
         assert_eq!(After::parse("nope"), None);
     }
 
@@ -433,15 +454,24 @@ mod tests {
         f.register("a", Some("(x)"));
         f.register("b", Some("(x)"));
         f.register("c", Some("(x, y)"));
-        assert_eq!(bp.set_replacement("a", "c", &f), Err(ReplacementError::SignatureMismatch));
-        assert_eq!(bp.set_replacement("a", "b", &f), Err(ReplacementError::BreakpointNotFound));
+        assert_eq!(
+            bp.set_replacement("a", "c", &f),
+            Err(ReplacementError::SignatureMismatch)
+        );
+        assert_eq!(
+            bp.set_replacement("a", "b", &f),
+            Err(ReplacementError::BreakpointNotFound)
+        );
         bp.add("a");
         assert_eq!(bp.set_replacement("a", "b", &f), Ok(()));
         assert_eq!(bp.replacement("a"), Some("b"));
         assert_eq!(bp.set_replacement("a", "", &f), Ok(()));
         assert_eq!(bp.replacement("a"), None);
         f.register("a", None);
-        assert_eq!(bp.set_replacement("a", "b", &f), Err(ReplacementError::SignatureMismatch));
+        assert_eq!(
+            bp.set_replacement("a", "b", &f),
+            Err(ReplacementError::SignatureMismatch)
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@ impl Pause {
     }
 
     pub fn method_name(&self) -> &str {
-        self.call_data.get("method_name").and_then(Value::as_str).unwrap_or("")
+        self.call_data
+            .get("method_name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 }
 
@@ -113,7 +116,13 @@ impl Calls {
     }
 
     pub fn open_call(&mut self, call_id: &str, call_data: Map<String, Value>) {
-        self.open.insert(call_id.to_owned(), OpenCall { call_data, pause_id: None });
+        self.open.insert(
+            call_id.to_owned(),
+            OpenCall {
+                call_data,
+                pause_id: None,
+            },
+        );
     }
 
     pub fn n_open(&self) -> usize {
@@ -132,7 +141,12 @@ impl Calls {
             open.pause_id = Some(id.clone());
             open.call_data = call_data.clone();
         }
-        let pause = Pause { id, call_data, paused_at: now, call_id: call_id.map(str::to_owned) };
+        let pause = Pause {
+            id,
+            call_data,
+            paused_at: now,
+            call_id: call_id.map(str::to_owned),
+        };
         self.paused.push(pause.clone());
         pause
     }
@@ -157,8 +171,11 @@ impl Calls {
         }
         if self.paused_by_id(pause_id).is_none() {
             if self.orphans.len() >= MAX_ORPHANS && !self.orphans.contains_key(pause_id) {
-                if let Some(oldest) =
-                    self.orphans.iter().min_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.clone())
+                if let Some(oldest) = self
+                    .orphans
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(b.1))
+                    .map(|(k, _)| k.clone())
                 {
                     self.orphans.remove(&oldest);
                 }
@@ -222,7 +239,11 @@ impl Calls {
                 leftover = Some(self.paused.remove(pos));
             }
         }
-        Some(Completed { call_data: open.call_data, pause_id: open.pause_id, leftover })
+        Some(Completed {
+            call_data: open.call_data,
+            pause_id: open.pause_id,
+            leftover,
+        })
     }
 
     pub fn push_record(&mut self, record: Value) {
@@ -234,19 +255,39 @@ impl Calls {
     }
 
     /// Call records, newest first, filtered; returns the page and the total that matched.
-    pub fn records(&self, filter: &RecordFilter, offset: usize, limit: usize) -> (Vec<Value>, usize) {
+    pub fn records(
+        &self,
+        filter: &RecordFilter,
+        offset: usize,
+        limit: usize,
+    ) -> (Vec<Value>, usize) {
         let matches = |r: &&Value| {
-            filter.function.is_none_or(|f| r.get("method_name").and_then(Value::as_str) == Some(f))
-                && filter.status.is_none_or(|s| r.get("status").and_then(Value::as_str) == Some(s))
+            filter
+                .function
+                .is_none_or(|f| r.get("method_name").and_then(Value::as_str) == Some(f))
+                && filter
+                    .status
+                    .is_none_or(|s| r.get("status").and_then(Value::as_str) == Some(s))
         };
         let total = self.records.iter().filter(matches).count();
-        let page = self.records.iter().rev().filter(matches).skip(offset).take(limit).cloned().collect();
+        let page = self
+            .records
+            .iter()
+            .rev()
+            .filter(matches)
+            .skip(offset)
+            .take(limit)
+            .cloned()
+            .collect();
         (page, total)
     }
 
     /// The newest call record with this call id.
     pub fn record_by_id(&self, call_id: &str) -> Option<&Value> {
-        self.records.iter().rev().find(|r| r.get("call_id").and_then(Value::as_str) == Some(call_id))
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.get("call_id").and_then(Value::as_str) == Some(call_id))
     }
 
     pub fn push_history(&mut self, entry: Value) {
@@ -323,7 +364,10 @@ mod tests {
         assert!(c.paused().is_empty());
         assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
         assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
-        assert_eq!(c.resume("p1", json!({})).unwrap_err(), ResumeError::AlreadyResumed);
+        assert_eq!(
+            c.resume("p1", json!({})).unwrap_err(),
+            ResumeError::AlreadyResumed
+        );
         let done = c.complete("c1").unwrap();
         assert_eq!(done.call_data["method_name"], "f");
         assert_eq!(done.pause_id.as_deref(), Some("p1"));
@@ -345,10 +389,16 @@ mod tests {
     #[test]
     fn unknown_ids_are_not_found_until_polled() {
         let mut c = Calls::default();
-        assert_eq!(c.resume("zz", json!({})).unwrap_err(), ResumeError::NotFound);
+        assert_eq!(
+            c.resume("zz", json!({})).unwrap_err(),
+            ResumeError::NotFound
+        );
         assert_eq!(c.poll("zz", 1.0), None);
         assert!(c.is_orphan("zz"));
-        assert!(matches!(c.resume("zz", json!({"action": "continue"})), Ok(Resumed::Orphan)));
+        assert!(matches!(
+            c.resume("zz", json!({"action": "continue"})),
+            Ok(Resumed::Orphan)
+        ));
         assert_eq!(c.poll("zz", 2.0), Some(json!({"action": "continue"})));
     }
 
@@ -368,16 +418,33 @@ mod tests {
     #[test]
     fn records_are_newest_first_and_filtered() {
         let mut c = Calls::default();
-        for (i, (m, s)) in [("a", "success"), ("b", "exception"), ("a", "exception")].iter().enumerate() {
+        for (i, (m, s)) in [("a", "success"), ("b", "exception"), ("a", "exception")]
+            .iter()
+            .enumerate()
+        {
             c.push_record(json!({"call_id": i.to_string(), "method_name": m, "status": s}));
         }
         let (page, total) = c.records(&RecordFilter::default(), 0, 10);
         assert_eq!(total, 3);
         assert_eq!(page[0]["call_id"], "2");
-        let (page, total) = c.records(&RecordFilter { function: Some("a"), status: None }, 1, 10);
+        let (page, total) = c.records(
+            &RecordFilter {
+                function: Some("a"),
+                status: None,
+            },
+            1,
+            10,
+        );
         assert_eq!((page.len(), total), (1, 2));
         assert_eq!(page[0]["call_id"], "0");
-        let (page, _) = c.records(&RecordFilter { function: None, status: Some("exception") }, 0, 1);
+        let (page, _) = c.records(
+            &RecordFilter {
+                function: None,
+                status: Some("exception"),
+            },
+            0,
+            1,
+        );
         assert_eq!(page[0]["call_id"], "2");
     }
 

@@ -18,7 +18,9 @@ pub fn cid_of(bytes: &[u8]) -> String {
 
 /// Whether `s` has the shape of a CID (128 lowercase hex digits).
 pub fn looks_like_cid(s: &str) -> bool {
-    s.len() == 128 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 128
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Standard padded base64, as Python's `base64.b64encode` writes it.
@@ -108,14 +110,25 @@ pub fn verify_payload(
             text.as_bytes().to_vec()
         }
         (Format::Json, _) => {
-            return Err(ApiError::bad_request("invalid_json", "Invalid JSON payload"));
+            return Err(ApiError::bad_request(
+                "invalid_json",
+                "Invalid JSON payload",
+            ));
         }
         (Format::Dill, Value::String(text)) => match decode_base64_lenient(text) {
             Some(bytes) => bytes,
-            None => return Err(ApiError::bad_request("invalid_dill", "Invalid dill payload")),
+            None => {
+                return Err(ApiError::bad_request(
+                    "invalid_dill",
+                    "Invalid dill payload",
+                ))
+            }
         },
         (Format::Dill, _) => {
-            return Err(ApiError::bad_request("invalid_dill", "Invalid dill payload"));
+            return Err(ApiError::bad_request(
+                "invalid_dill",
+                "Invalid dill payload",
+            ));
         }
     };
     let actual = cid_of(&bytes);
@@ -127,12 +140,20 @@ pub fn verify_payload(
         .with("expected_cid", actual)
         .with("provided_cid", cid.as_str()));
     }
-    Ok(Some(NewBlob { cid: actual, bytes, format: Some(format) }))
+    Ok(Some(NewBlob {
+        cid: actual,
+        bytes,
+        format: Some(format),
+    }))
 }
 
 /// Verifies an item object (`{"cid", "data"?, "serialization_format"?}`); see [`verify_payload`].
 pub fn verify_item(item: &Value) -> Result<Option<NewBlob>, ApiError> {
-    verify_payload(item.get("cid"), item.get("data"), item.get("serialization_format"))
+    verify_payload(
+        item.get("cid"),
+        item.get("data"),
+        item.get("serialization_format"),
+    )
 }
 
 #[cfg(test)]
@@ -153,12 +174,25 @@ mod tests {
 
     #[test]
     fn base64_decoding_is_lenient_like_python() {
-        assert_eq!(decode_base64_lenient("gARLCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
-        assert_eq!(decode_base64_lenient("gARL\nCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
-        assert_eq!(decode_base64_lenient("gAR!LCi4="), Some(vec![0x80, 4, 0x4b, 10, 0x2e]));
+        assert_eq!(
+            decode_base64_lenient("gARLCi4="),
+            Some(vec![0x80, 4, 0x4b, 10, 0x2e])
+        );
+        assert_eq!(
+            decode_base64_lenient("gARL\nCi4="),
+            Some(vec![0x80, 4, 0x4b, 10, 0x2e])
+        );
+        assert_eq!(
+            decode_base64_lenient("gAR!LCi4="),
+            Some(vec![0x80, 4, 0x4b, 10, 0x2e])
+        );
         assert_eq!(decode_base64_lenient("QQ"), None, "missing padding fails");
         assert_eq!(decode_base64_lenient("QQ=="), Some(b"A".to_vec()));
-        assert_eq!(decode_base64_lenient("QR=="), Some(b"A".to_vec()), "trailing bits ignored");
+        assert_eq!(
+            decode_base64_lenient("QR=="),
+            Some(b"A".to_vec()),
+            "trailing bits ignored"
+        );
         assert_eq!(decode_base64_lenient("QUJD="), Some(b"ABC".to_vec()));
         assert_eq!(decode_base64_lenient("Q"), None);
         assert_eq!(decode_base64_lenient(""), Some(vec![]));
@@ -178,7 +212,8 @@ mod tests {
         assert_eq!(blob.bytes, bytes);
         assert_eq!(blob.format, Some(Format::Dill));
 
-        let item = json!({"cid": cid_of(b"[1, 2]"), "data": "[1, 2]", "serialization_format": "json"});
+        let item =
+            json!({"cid": cid_of(b"[1, 2]"), "data": "[1, 2]", "serialization_format": "json"});
         let blob = verify_item(&item).unwrap().unwrap();
         assert_eq!(blob.bytes, b"[1, 2]");
         assert_eq!(blob.format, Some(Format::Json));
@@ -187,8 +222,12 @@ mod tests {
     #[test]
     fn verify_skips_items_without_data_or_string_cid() {
         assert!(verify_item(&json!({"cid": "x"})).unwrap().is_none());
-        assert!(verify_item(&json!({"cid": 5, "data": "gARLCi4="})).unwrap().is_none());
-        assert!(verify_item(&json!({"cid": "x", "data": null})).unwrap().is_none());
+        assert!(verify_item(&json!({"cid": 5, "data": "gARLCi4="}))
+            .unwrap()
+            .is_none());
+        assert!(verify_item(&json!({"cid": "x", "data": null}))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

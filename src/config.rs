@@ -18,6 +18,10 @@ pub const DEFAULT_PORT: u16 = 5174;
 /// client (cideldill_client). Calls of wrapped functions are reported here; the server decides
 /// whether each runs, pauses, is skipped, modified, replaced or raises.
 #[derive(FromArgs, Debug)]
+#[argh(
+    note = "Environment: CIDELDILL_HOME (data directory, default ~/.cideldill), CIDELDILL_PORT_FILE \
+(port file path), RUST_LOG (log filter on stderr, default info)."
+)]
 pub struct Args {
     /// address to bind (default 127.0.0.1; a non-loopback address also needs --allow-remote)
     #[argh(option, default = "String::from(\"127.0.0.1\")")]
@@ -112,7 +116,11 @@ pub struct Env {
 impl Env {
     /// Reads `HOME`, `CIDELDILL_HOME` and `CIDELDILL_PORT_FILE`; empty values count as unset.
     pub fn from_process() -> Env {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         Env {
             home: var("HOME"),
             cideldill_home: var("CIDELDILL_HOME"),
@@ -148,14 +156,17 @@ impl Env {
 /// Whether `host` names a loopback address.
 pub fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 impl Config {
     /// Resolves flags against the environment; `now` names a default database file.
     pub fn from_args(args: &Args, env: &Env, now: f64) -> Result<Config, Error> {
         if args.memory && args.db.is_some() {
-            return Err(Error::Config("--memory and --db cannot be used together".into()));
+            return Err(Error::Config(
+                "--memory and --db cannot be used together".into(),
+            ));
         }
         if !is_loopback_host(&args.host) && !args.allow_remote {
             return Err(Error::Config(format!(
@@ -165,13 +176,22 @@ impl Config {
             )));
         }
         if args.max_body_mb == 0 || args.max_body_mb > 1 << 20 {
-            return Err(Error::Config("--max-body-mb must be between 1 and 1048576".into()));
+            return Err(Error::Config(
+                "--max-body-mb must be between 1 and 1048576".into(),
+            ));
         }
-        if !(args.repl_timeout_s.is_finite() && args.repl_timeout_s > 0.0 && args.repl_timeout_s <= 86_400.0) {
-            return Err(Error::Config("--repl-timeout-s must be a number of seconds between 0 and 86400".into()));
+        if !(args.repl_timeout_s.is_finite()
+            && args.repl_timeout_s > 0.0
+            && args.repl_timeout_s <= 86_400.0)
+        {
+            return Err(Error::Config(
+                "--repl-timeout-s must be a number of seconds between 0 and 86400".into(),
+            ));
         }
         if args.poll_interval_ms == 0 {
-            return Err(Error::Config("--poll-interval-ms must be at least 1".into()));
+            return Err(Error::Config(
+                "--poll-interval-ms must be at least 1".into(),
+            ));
         }
         let database = if args.memory {
             Database::Memory
@@ -185,7 +205,11 @@ impl Config {
             host: args.host.clone(),
             port: args.port,
             database,
-            port_file: args.port_file.as_deref().map(|p| env.expand(p)).unwrap_or_else(|| env.port_file()),
+            port_file: args
+                .port_file
+                .as_deref()
+                .map(|p| env.expand(p))
+                .unwrap_or_else(|| env.port_file()),
             max_body_bytes: args.max_body_mb * 1024 * 1024,
             allow_remote: args.allow_remote,
             repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
@@ -219,7 +243,10 @@ mod tests {
     }
 
     fn env() -> Env {
-        Env { home: Some("/home/u".into()), ..Env::default() }
+        Env {
+            home: Some("/home/u".into()),
+            ..Env::default()
+        }
     }
 
     #[test]
@@ -251,7 +278,9 @@ mod tests {
     fn bad_combinations_are_refused() {
         assert!(Config::from_args(&args(&["--memory", "--db", "x"]), &env(), 0.0).is_err());
         assert!(Config::from_args(&args(&["--host", "0.0.0.0"]), &env(), 0.0).is_err());
-        assert!(Config::from_args(&args(&["--host", "0.0.0.0", "--allow-remote"]), &env(), 0.0).is_ok());
+        assert!(
+            Config::from_args(&args(&["--host", "0.0.0.0", "--allow-remote"]), &env(), 0.0).is_ok()
+        );
         assert!(Config::from_args(&args(&["--max-body-mb", "0"]), &env(), 0.0).is_err());
         assert!(Config::from_args(&args(&["--repl-timeout-s", "-1"]), &env(), 0.0).is_err());
     }

@@ -16,7 +16,10 @@ pub enum Error {
 
 impl Error {
     pub fn io(context: impl Into<String>, source: io::Error) -> Error {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -78,17 +81,27 @@ impl ApiError {
     }
 
     pub fn storage(err: &io::Error) -> ApiError {
-        ApiError::new(500, "storage_error", format!("could not write to the database: {err}"))
+        ApiError::new(
+            500,
+            "storage_error",
+            format!("could not write to the database: {err}"),
+        )
     }
 
     /// The machine-readable code (`"error"` field).
     pub fn code(&self) -> &str {
-        self.body.get("error").and_then(Value::as_str).unwrap_or("error")
+        self.body
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
     }
 
     /// The human-readable message, falling back to the code.
     pub fn message(&self) -> &str {
-        self.body.get("message").and_then(Value::as_str).unwrap_or_else(|| self.code())
+        self.body
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| self.code())
     }
 
     pub fn to_json(&self) -> Value {

@@ -11,11 +11,24 @@ use serde_json::{json, Value};
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventKind {
     /// A call paused, before running or after completing.
-    ExecutionPaused { pause_id: String, method_name: String, pause_reason: String, paused_at: f64 },
+    ExecutionPaused {
+        pause_id: String,
+        method_name: String,
+        pause_reason: String,
+        paused_at: f64,
+    },
     /// A pause was resumed with an action.
-    ExecutionResumed { pause_id: String, method_name: String, action: String },
+    ExecutionResumed {
+        pause_id: String,
+        method_name: String,
+        action: String,
+    },
     /// A call record was added (completed calls and client events alike, as in the original).
-    CallCompleted { call_id: String, method_name: String, status: String },
+    CallCompleted {
+        call_id: String,
+        method_name: String,
+        status: String,
+    },
     /// Breakpoints, their behaviours, replacements or the global default changed.
     BreakpointsChanged,
     /// A function was registered or its metadata changed.
@@ -44,14 +57,27 @@ impl Event {
     /// The event's payload (protocol doc §7.5 for the first three).
     pub fn params(&self) -> Value {
         match &self.kind {
-            EventKind::ExecutionPaused { pause_id, method_name, pause_reason, paused_at } => json!({
+            EventKind::ExecutionPaused {
+                pause_id,
+                method_name,
+                pause_reason,
+                paused_at,
+            } => json!({
                 "pause_id": pause_id, "method_name": method_name,
                 "pause_reason": pause_reason, "paused_at": paused_at,
             }),
-            EventKind::ExecutionResumed { pause_id, method_name, action } => {
+            EventKind::ExecutionResumed {
+                pause_id,
+                method_name,
+                action,
+            } => {
                 json!({"pause_id": pause_id, "method_name": method_name, "action": action})
             }
-            EventKind::CallCompleted { call_id, method_name, status } => {
+            EventKind::CallCompleted {
+                call_id,
+                method_name,
+                status,
+            } => {
                 json!({"call_id": call_id, "method_name": method_name, "status": status})
             }
             EventKind::BreakpointsChanged | EventKind::FunctionsChanged => json!({}),
@@ -69,7 +95,10 @@ impl Bus {
     /// A new unbounded subscription; dropping the receiver unsubscribes.
     pub fn subscribe(&self) -> Receiver<Event> {
         let (tx, rx) = unbounded();
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tx);
         rx
     }
 
@@ -83,7 +112,10 @@ impl Bus {
     }
 
     pub fn n_subscribers(&self) -> usize {
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 }
 
@@ -97,7 +129,10 @@ mod tests {
         let a = bus.subscribe();
         let b = bus.subscribe();
         drop(b);
-        bus.publish(vec![Event { seq: 1, kind: EventKind::BreakpointsChanged }]);
+        bus.publish(vec![Event {
+            seq: 1,
+            kind: EventKind::BreakpointsChanged,
+        }]);
         assert_eq!(a.try_recv().unwrap().seq, 1);
         assert_eq!(bus.n_subscribers(), 1);
     }

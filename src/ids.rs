@@ -32,7 +32,14 @@ pub fn uuid4() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = hex(&b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// `n` random bytes as lowercase hex.
@@ -98,7 +105,10 @@ mod tests {
         let u = uuid4();
         assert_eq!(u.len(), 36);
         let parts: Vec<&str> = u.split('-').collect();
-        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
         assert_eq!(&parts[2][..1], "4");
         assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"));
         assert_ne!(uuid4(), uuid4());

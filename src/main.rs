@@ -14,7 +14,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let config = match Config::from_args(&args, &Env::from_process(), cideldill_server::ids::now()) {
+    let config = match Config::from_args(&args, &Env::from_process(), cideldill_server::ids::now())
+    {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");

@@ -37,7 +37,10 @@ pub fn payload(blob: &Blob, format: Option<&Value>) -> Value {
         Some(Value::String(s)) if s == "dill" => Some(Format::Dill),
         None | Some(Value::Null) => blob.format,
         Some(other) => {
-            let name = other.as_str().map(str::to_owned).unwrap_or_else(|| other.to_string());
+            let name = other
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| other.to_string());
             return json!(format!("<unavailable: invalid format {name}>"));
         }
     };
@@ -57,12 +60,17 @@ pub fn payload(blob: &Blob, format: Option<&Value>) -> Value {
 
 /// The placeholder for a pickle that is not rendered.
 fn pickle_fallback(bytes: &[u8]) -> Value {
-    json!(format!("{PICKLE_FALLBACK_PREFIX}{} bytes: rendering not available>", bytes.len()))
+    json!(format!(
+        "{PICKLE_FALLBACK_PREFIX}{} bytes: rendering not available>",
+        bytes.len()
+    ))
 }
 
 /// Whether a display value is the unrendered-pickle placeholder.
 pub fn is_unrendered(value: &Value) -> bool {
-    value.as_str().is_some_and(|s| s.starts_with(PICKLE_FALLBACK_PREFIX))
+    value
+        .as_str()
+        .is_some_and(|s| s.starts_with(PICKLE_FALLBACK_PREFIX))
 }
 
 /// Cuts text at `MAX_REPR_CHARS` characters, appending `...` when cut.
@@ -79,8 +87,11 @@ pub fn exception_text(exception_type: &str, message: &str, traceback: Option<&Va
         Some((m, n)) => (m, n),
         None => ("builtins", exception_type),
     };
-    let summary =
-        if message.is_empty() { exception_type.to_owned() } else { format!("{exception_type}: {message}") };
+    let summary = if message.is_empty() {
+        exception_type.to_owned()
+    } else {
+        format!("{exception_type}: {message}")
+    };
     let mut out = Map::new();
     out.insert("__cideldill_exception__".into(), json!(true));
     out.insert("summary".into(), json!(summary));
@@ -88,13 +99,19 @@ pub fn exception_text(exception_type: &str, message: &str, traceback: Option<&Va
     out.insert("module".into(), json!(module));
     out.insert("qualname".into(), json!(name));
     out.insert("message".into(), json!(message));
-    out.insert("traceback".into(), traceback.cloned().unwrap_or(Value::Null));
+    out.insert(
+        "traceback".into(),
+        traceback.cloned().unwrap_or(Value::Null),
+    );
     Value::Object(out)
 }
 
 /// Whether a decoded value is a client placeholder (an object the client could not pickle).
 pub fn is_placeholder(value: &Value) -> bool {
-    value.get("__cideldill_placeholder__").and_then(Value::as_bool) == Some(true)
+    value
+        .get("__cideldill_placeholder__")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 #[cfg(test)]
@@ -106,7 +123,16 @@ mod tests {
     fn store_with(bytes: &[u8], format: Option<Format>) -> (Store, String) {
         let store = Store::memory();
         let cid = cid_of(bytes);
-        store.put_blobs(vec![NewBlob { cid: cid.clone(), bytes: bytes.to_vec(), format }], 1.0).unwrap();
+        store
+            .put_blobs(
+                vec![NewBlob {
+                    cid: cid.clone(),
+                    bytes: bytes.to_vec(),
+                    format,
+                }],
+                1.0,
+            )
+            .unwrap();
         (store, cid)
     }
 
@@ -115,7 +141,10 @@ mod tests {
         let (store, cid) = store_with(br#"{"a": [1, 2]}"#, Some(Format::Json));
         assert_eq!(item(&store, &json!({"cid": cid})), json!({"a": [1, 2]}));
         let (store, cid) = store_with(b"{", Some(Format::Json));
-        assert_eq!(item(&store, &json!({"cid": cid})), json!("<unavailable: JSONDecodeError>"));
+        assert_eq!(
+            item(&store, &json!({"cid": cid})),
+            json!("<unavailable: JSONDecodeError>")
+        );
     }
 
     #[test]
@@ -130,10 +159,20 @@ mod tests {
     fn missing_and_unknown_cids_render_like_the_original() {
         let store = Store::memory();
         assert_eq!(item(&store, &json!({})), json!("<missing cid>"));
-        assert_eq!(item(&store, &json!({"cid": "ab"})), json!("<cid:ab missing>"));
+        assert_eq!(
+            item(&store, &json!({"cid": "ab"})),
+            json!("<cid:ab missing>")
+        );
         let (store, cid) = store_with(b"1", None);
-        assert_eq!(cid_fn(&store, &cid, Some(json!("yaml"))), json!("<unavailable: invalid format yaml>"));
-        assert_eq!(cid_fn(&store, &cid, None), json!(1), "unknown format tries JSON first");
+        assert_eq!(
+            cid_fn(&store, &cid, Some(json!("yaml"))),
+            json!("<unavailable: invalid format yaml>")
+        );
+        assert_eq!(
+            cid_fn(&store, &cid, None),
+            json!(1),
+            "unknown format tries JSON first"
+        );
     }
 
     fn cid_fn(store: &Store, c: &str, format: Option<Value>) -> Value {

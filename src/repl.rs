@@ -126,9 +126,18 @@ impl Repl {
         let cd = &pause.call_data;
         let mut info = Map::new();
         info.insert("pid".into(), pid.clone());
-        info.insert("function_name".into(), cd.get("method_name").cloned().unwrap_or(Value::Null));
+        info.insert(
+            "function_name".into(),
+            cd.get("method_name").cloned().unwrap_or(Value::Null),
+        );
         for key in [
-            "call_id", "process_key", "args", "kwargs", "pretty_args", "pretty_kwargs", "signature",
+            "call_id",
+            "process_key",
+            "args",
+            "kwargs",
+            "pretty_args",
+            "pretty_kwargs",
+            "signature",
         ] {
             info.insert(key.into(), cd.get(key).cloned().unwrap_or(Value::Null));
         }
@@ -150,7 +159,11 @@ impl Repl {
 
     /// Ids of the sessions of one pause, oldest first.
     pub fn sessions_of(&self, pause_id: &str) -> Vec<String> {
-        let mut v: Vec<&Session> = self.sessions.values().filter(|s| s.pause_id == pause_id).collect();
+        let mut v: Vec<&Session> = self
+            .sessions
+            .values()
+            .filter(|s| s.pause_id == pause_id)
+            .collect();
         v.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
         v.into_iter().map(|s| s.session_id.clone()).collect()
     }
@@ -163,7 +176,10 @@ impl Repl {
         eval_id: String,
         waiter: Sender<EvalOutcome>,
     ) -> Result<EvalRequest, ReplError> {
-        let session = self.sessions.get(session_id).ok_or(ReplError::SessionNotFound)?;
+        let session = self
+            .sessions
+            .get(session_id)
+            .ok_or(ReplError::SessionNotFound)?;
         if !session.is_open() {
             return Err(ReplError::SessionClosed);
         }
@@ -173,10 +189,17 @@ impl Repl {
             pause_id: session.pause_id.clone(),
             expr: expr.to_owned(),
         };
-        self.queues.entry(request.pause_id.clone()).or_default().push_back(request.clone());
+        self.queues
+            .entry(request.pause_id.clone())
+            .or_default()
+            .push_back(request.clone());
         self.pending.insert(
             eval_id,
-            Pending { session_id: session_id.to_owned(), expr: expr.to_owned(), waiter },
+            Pending {
+                session_id: session_id.to_owned(),
+                expr: expr.to_owned(),
+                waiter,
+            },
         );
         Ok(request)
     }
@@ -205,7 +228,10 @@ impl Repl {
 
     /// Checks that a result can be delivered, in the original's order: session, closed, eval.
     pub fn check_delivery(&self, session_id: &str, eval_id: &str) -> Result<(), ReplError> {
-        let session = self.sessions.get(session_id).ok_or(ReplError::SessionNotFound)?;
+        let session = self
+            .sessions
+            .get(session_id)
+            .ok_or(ReplError::SessionNotFound)?;
         if !session.is_open() {
             return Err(ReplError::SessionClosed);
         }
@@ -225,8 +251,14 @@ impl Repl {
         now: f64,
     ) -> Result<(), ReplError> {
         self.check_delivery(session_id, eval_id)?;
-        let pending = self.pending.remove(eval_id).ok_or(ReplError::EvalNotFound)?;
-        let session = self.sessions.get_mut(session_id).ok_or(ReplError::SessionNotFound)?;
+        let pending = self
+            .pending
+            .remove(eval_id)
+            .ok_or(ReplError::EvalNotFound)?;
+        let session = self
+            .sessions
+            .get_mut(session_id)
+            .ok_or(ReplError::SessionNotFound)?;
         let mut entry = Map::new();
         entry.insert("index".into(), json!(session.transcript.len()));
         entry.insert("input".into(), json!(pending.expr));
@@ -254,8 +286,12 @@ impl Repl {
         if let Some(queue) = self.queues.get_mut(&pause_id) {
             queue.retain(|r| r.session_id != session_id);
         }
-        let ids: Vec<String> =
-            self.pending.iter().filter(|(_, p)| p.session_id == session_id).map(|(k, _)| k.clone()).collect();
+        let ids: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.session_id == session_id)
+            .map(|(k, _)| k.clone())
+            .collect();
         for id in ids {
             if let Some(p) = self.pending.remove(&id) {
                 let _ = p.waiter.try_send(EvalOutcome::Closed);
@@ -289,7 +325,11 @@ impl Repl {
             .filter(|s| filter.active.is_none_or(|a| a == s.is_open()))
             .filter(|s| filter.from.is_none_or(|t| s.started_at >= t))
             .filter(|s| filter.to.is_none_or(|t| s.started_at <= t))
-            .filter(|s| needle.as_ref().is_none_or(|n| s.summary_text().to_lowercase().contains(n)))
+            .filter(|s| {
+                needle
+                    .as_ref()
+                    .is_none_or(|n| s.summary_text().to_lowercase().contains(n))
+            })
             .collect();
         v.sort_by(|a, b| b.started_at.total_cmp(&a.started_at));
         v.into_iter()
@@ -352,7 +392,10 @@ mod tests {
         r.deliver(&sid, "e1", result.clone(), 11.0).unwrap();
         assert_eq!(rx.try_recv().unwrap(), EvalOutcome::Result(result));
         assert_eq!(r.session(&sid).unwrap().transcript[0]["input"], "1+1");
-        assert_eq!(r.deliver(&sid, "e1", json!({}), 12.0), Err(ReplError::EvalNotFound));
+        assert_eq!(
+            r.deliver(&sid, "e1", json!({}), 12.0),
+            Err(ReplError::EvalNotFound)
+        );
     }
 
     #[test]
@@ -364,9 +407,15 @@ mod tests {
         r.close_pause("p", 2.0);
         assert_eq!(rx.try_recv().unwrap(), EvalOutcome::Closed);
         let (tx, _rx) = bounded(1);
-        assert_eq!(r.enqueue(&sid, "x", "e2".into(), tx).unwrap_err(), ReplError::SessionClosed);
+        assert_eq!(
+            r.enqueue(&sid, "x", "e2".into(), tx).unwrap_err(),
+            ReplError::SessionClosed
+        );
         assert_eq!(r.check_delivery(&sid, "e1"), Err(ReplError::SessionClosed));
-        assert_eq!(r.check_delivery("nope", "e1"), Err(ReplError::SessionNotFound));
+        assert_eq!(
+            r.check_delivery("nope", "e1"),
+            Err(ReplError::SessionNotFound)
+        );
         assert!(r.next_request("p").is_none());
     }
 
@@ -389,11 +438,20 @@ mod tests {
         r.close(&a, 6.0);
         let all = r.list(&SessionFilter::default());
         assert_eq!(all[0]["session_id"], b.as_str());
-        let closed = r.list(&SessionFilter { active: Some(false), ..Default::default() });
+        let closed = r.list(&SessionFilter {
+            active: Some(false),
+            ..Default::default()
+        });
         assert_eq!(closed.len(), 1);
-        let late = r.list(&SessionFilter { from: Some(2.0), ..Default::default() });
+        let late = r.list(&SessionFilter {
+            from: Some(2.0),
+            ..Default::default()
+        });
         assert_eq!(late.len(), 1);
-        let search = r.list(&SessionFilter { search: Some("Q"), ..Default::default() });
+        let search = r.list(&SessionFilter {
+            search: Some("Q"),
+            ..Default::default()
+        });
         assert_eq!(search.len(), 1);
     }
 }

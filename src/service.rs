@@ -34,7 +34,11 @@ fn str_field<'a>(body: &'a Obj, key: &str) -> Option<&'a str> {
 /// Python's `int(x)` for the values a JSON body can hold.
 fn py_int(v: &Value) -> Option<i64> {
     match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f.trunc() as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f.trunc() as i64)
+        }),
         Value::Bool(b) => Some(i64::from(*b)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -53,7 +57,10 @@ fn py_float(v: &Value) -> Option<f64> {
 
 /// A timestamp field, or `now` when absent or not a number.
 fn timestamp(body: &Obj, key: &str, now: f64) -> f64 {
-    body.get(key).and_then(py_float).filter(|t| t.is_finite()).unwrap_or(now)
+    body.get(key)
+        .and_then(py_float)
+        .filter(|t| t.is_finite())
+        .unwrap_or(now)
 }
 
 /// The process identity of a request: pid, start time and the derived `process_key`.
@@ -65,11 +72,16 @@ struct Identity {
 
 fn identity(body: &Obj) -> Result<Identity, ApiError> {
     let pid = body.get("process_pid").and_then(py_int);
-    let start_time = body.get("process_start_time").and_then(py_float).filter(|t| t.is_finite());
+    let start_time = body
+        .get("process_start_time")
+        .and_then(py_float)
+        .filter(|t| t.is_finite());
     match (pid, start_time) {
-        (Some(pid), Some(start_time)) => {
-            Ok(Identity { pid, start_time, key: format!("{start_time:.6}+{pid}") })
-        }
+        (Some(pid), Some(start_time)) => Ok(Identity {
+            pid,
+            start_time,
+            key: format!("{start_time:.6}+{pid}"),
+        }),
         _ => Err(ApiError::bad_request(
             "missing_process_identity",
             "process_pid (int) and process_start_time (float) are required",
@@ -81,10 +93,14 @@ fn store_blobs(shared: &Shared, blobs: Vec<NewBlob>) -> Result<(), ApiError> {
     if blobs.is_empty() {
         return Ok(());
     }
-    shared.store.put_blobs(blobs, ids::now()).map(|_| ()).map_err(|err| {
-        log::error!("content store write failed: {err}");
-        ApiError::storage(&err)
-    })
+    shared
+        .store
+        .put_blobs(blobs, ids::now())
+        .map(|_| ())
+        .map_err(|err| {
+            log::error!("content store write failed: {err}");
+            ApiError::storage(&err)
+        })
 }
 
 fn persist(shared: &Shared, kind: RecordKind, record: &Value) -> Result<(), ApiError> {
@@ -97,7 +113,10 @@ fn persist(shared: &Shared, kind: RecordKind, record: &Value) -> Result<(), ApiE
 fn poll_action(shared: &Shared, pause_id: &str) -> Obj {
     let mut out = Map::new();
     out.insert("action".into(), json!("poll"));
-    out.insert("poll_interval_ms".into(), json!(shared.config.poll_interval_ms));
+    out.insert(
+        "poll_interval_ms".into(),
+        json!(shared.config.poll_interval_ms),
+    );
     // Compat: the Python client joins poll_url onto its server URL by string concatenation.
     out.insert("poll_url".into(), json!(format!("/api/poll/{pause_id}")));
     out.insert("timeout_ms".into(), json!(shared.config.poll_timeout_ms));
@@ -142,7 +161,10 @@ pub fn breakpoint_remove(shared: &Shared, name: &str) -> Value {
 /// `POST /api/breakpoints/<name>/behavior` (strict values: stop, go, yield, continue).
 pub fn breakpoint_set_behavior(shared: &Shared, name: &str, body: &Obj) -> Result<Value, ApiError> {
     let Some(b) = str_field(body, "behavior").and_then(Before::parse_strict) else {
-        return Err(ApiError::bare(400, "behavior must be 'stop', 'go', or 'yield'"));
+        return Err(ApiError::bare(
+            400,
+            "behavior must be 'stop', 'go', or 'yield'",
+        ));
     };
     let mut st = shared.lock();
     if !st.breakpoints.set_before(name, b) {
@@ -153,7 +175,11 @@ pub fn breakpoint_set_behavior(shared: &Shared, name: &str, body: &Obj) -> Resul
 }
 
 /// `POST /api/breakpoints/<name>/after_behavior`.
-pub fn breakpoint_set_after_behavior(shared: &Shared, name: &str, body: &Obj) -> Result<Value, ApiError> {
+pub fn breakpoint_set_after_behavior(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<Value, ApiError> {
     let Some(a) = str_field(body, "behavior").and_then(After::parse) else {
         return Err(ApiError::bad_request(
             "invalid_behavior",
@@ -169,11 +195,19 @@ pub fn breakpoint_set_after_behavior(shared: &Shared, name: &str, body: &Obj) ->
 }
 
 fn quote_list(names: &[&str]) -> String {
-    names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `POST /api/breakpoints/<name>/replacement`.
-pub fn breakpoint_set_replacement(shared: &Shared, name: &str, body: &Obj) -> Result<Value, ApiError> {
+pub fn breakpoint_set_replacement(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<Value, ApiError> {
     let replacement = match body.get("replacement_function") {
         Some(Value::String(s)) => s.as_str(),
         Some(Value::Null) => "",
@@ -186,13 +220,18 @@ pub fn breakpoint_set_replacement(shared: &Shared, name: &str, body: &Obj) -> Re
     };
     let mut st = shared.lock();
     let st = &mut *st;
-    match st.breakpoints.set_replacement(name, replacement, &st.functions) {
+    match st
+        .breakpoints
+        .set_replacement(name, replacement, &st.functions)
+    {
         Ok(()) => {
             st.emit(EventKind::BreakpointsChanged);
             Ok(json!({"status": "ok", "function_name": name, "replacement_function": replacement}))
         }
         Err(ReplacementError::SignatureMismatch) => Err(ApiError::bare(400, "signature_mismatch")),
-        Err(ReplacementError::BreakpointNotFound) => Err(ApiError::bare(404, "breakpoint_not_found")),
+        Err(ReplacementError::BreakpointNotFound) => {
+            Err(ApiError::bare(404, "breakpoint_not_found"))
+        }
     }
 }
 
@@ -257,12 +296,18 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<Value, ApiError>
         };
     }
     if metadata.is_none() {
-        metadata = body.get("function_metadata").and_then(Value::as_object).cloned();
+        metadata = body
+            .get("function_metadata")
+            .and_then(Value::as_object)
+            .cloned();
     }
-    if let Some(client_ref @ (Value::Number(_) | Value::String(_))) = body.get("function_client_ref") {
+    if let Some(client_ref @ (Value::Number(_) | Value::String(_))) =
+        body.get("function_client_ref")
+    {
         let m = metadata.get_or_insert_with(Map::new);
         m.entry("client_ref").or_insert_with(|| client_ref.clone());
-        m.entry("registered_at").or_insert_with(|| json!(ids::now()));
+        m.entry("registered_at")
+            .or_insert_with(|| json!(ids::now()));
     }
     let mut st = shared.lock();
     st.functions.register(name, signature);
@@ -304,19 +349,34 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let who = identity(body)?;
     let method_name = match str_field(body, "method_name") {
         Some(m) if !m.is_empty() => m.to_owned(),
-        _ => return Err(ApiError::bad_request("missing_method_name", "method_name is required")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_method_name",
+                "method_name is required",
+            ))
+        }
     };
     let empty_args = Vec::new();
     let empty_kwargs = Map::new();
     let args = match body.get("args") {
         None | Some(Value::Null) => &empty_args,
         Some(Value::Array(a)) => a,
-        Some(_) => return Err(ApiError::bad_request("invalid_payload", "args must be a list of items")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "args must be a list of items",
+            ))
+        }
     };
     let kwargs = match body.get("kwargs") {
         None | Some(Value::Null) => &empty_kwargs,
         Some(Value::Object(k)) => k,
-        Some(_) => return Err(ApiError::bad_request("invalid_payload", "kwargs must be an object of items")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "kwargs must be an object of items",
+            ))
+        }
     };
     let target = body.get("target").filter(|t| !t.is_null());
     // Checked before anything is stored or a call id is used (the original checks it after).
@@ -334,21 +394,32 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let items = call_items(target, args, kwargs);
     // An item may omit data its twin in the same request carries (the client marks a CID sent
     // as soon as it serializes it), so CIDs with data in this request count as present.
-    let provided: HashSet<&str> =
-        items.iter().filter(|i| has_data(i)).filter_map(|i| i.get("cid")?.as_str()).collect();
+    let provided: HashSet<&str> = items
+        .iter()
+        .filter(|i| has_data(i))
+        .filter_map(|i| i.get("cid")?.as_str())
+        .collect();
     let mut missing: Vec<&str> = Vec::new();
     for item in &items {
         if let Some(cid) = item.get("cid").and_then(Value::as_str) {
-            if !has_data(item) && !provided.contains(cid) && !missing.contains(&cid) && !shared.store.contains(cid) {
+            if !has_data(item)
+                && !provided.contains(cid)
+                && !missing.contains(&cid)
+                && !shared.store.contains(cid)
+            {
                 missing.push(cid);
             }
         }
     }
     if !missing.is_empty() {
         // Compat: the only error the Python client survives on call/start; it resends once.
-        return Err(ApiError::new(400, "cid_not_found", "Resend with full data").with("missing_cids", json!(missing)));
+        return Err(ApiError::new(400, "cid_not_found", "Resend with full data")
+            .with("missing_cids", json!(missing)));
     }
-    let blobs = items.iter().map(|i| cas::verify_item(i)).collect::<Result<Vec<_>, _>>()?;
+    let blobs = items
+        .iter()
+        .map(|i| cas::verify_item(i))
+        .collect::<Result<Vec<_>, _>>()?;
     store_blobs(shared, blobs.into_iter().flatten().collect())?;
 
     let pretty_target = match target {
@@ -356,8 +427,14 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         Some(_) => json!("<missing cid>"),
         None => Value::Null,
     };
-    let pretty_args: Vec<Value> = args.iter().map(|a| pretty::item(&shared.store, a)).collect();
-    let pretty_kwargs: Obj = kwargs.iter().map(|(k, v)| (k.clone(), pretty::item(&shared.store, v))).collect();
+    let pretty_args: Vec<Value> = args
+        .iter()
+        .map(|a| pretty::item(&shared.store, a))
+        .collect();
+    let pretty_kwargs: Obj = kwargs
+        .iter()
+        .map(|(k, v)| (k.clone(), pretty::item(&shared.store, v)))
+        .collect();
 
     let mut call_data = Map::new();
     call_data.insert("method_name".into(), json!(method_name));
@@ -384,7 +461,11 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         snapshots.push((format!("arg:{i}"), a, p.clone()));
     }
     for (k, v) in kwargs {
-        snapshots.push((format!("kwarg:{k}"), v, pretty_kwargs.get(k).cloned().unwrap_or(Value::Null)));
+        snapshots.push((
+            format!("kwarg:{k}"),
+            v,
+            pretty_kwargs.get(k).cloned().unwrap_or(Value::Null),
+        ));
     }
 
     let mut st = shared.lock();
@@ -408,7 +489,8 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         call_data.insert("pause_reason".into(), json!("breakpoint"));
         st.calls.open_call(&call_id, call_data.clone());
         let pause_id = ids::uuid4();
-        st.calls.pause(pause_id.clone(), call_data, now, Some(&call_id));
+        st.calls
+            .pause(pause_id.clone(), call_data, now, Some(&call_id));
         st.emit(EventKind::ExecutionPaused {
             pause_id: pause_id.clone(),
             method_name,
@@ -439,8 +521,14 @@ fn verify_pair(body: &Obj, prefix: &str) -> Result<Option<NewBlob>, ApiError> {
 
 /// The display value of `<prefix>_cid`, or null without one.
 fn pretty_pair(shared: &Shared, body: &Obj, prefix: &str) -> Option<Value> {
-    let cid = body.get(&format!("{prefix}_cid")).filter(|c| !c.is_null())?;
-    Some(pretty::cid(&shared.store, Some(cid), body.get(&format!("{prefix}_serialization_format"))))
+    let cid = body
+        .get(&format!("{prefix}_cid"))
+        .filter(|c| !c.is_null())?;
+    Some(pretty::cid(
+        &shared.store,
+        Some(cid),
+        body.get(&format!("{prefix}_serialization_format")),
+    ))
 }
 
 /// The text form of the exception reported at completion (protocol doc §4.3).
@@ -457,7 +545,12 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let call_id = match body.get("call_id") {
         Some(Value::String(c)) if !c.is_empty() => c.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        _ => return Err(ApiError::bad_request("missing_call_id", "call_id is required")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_call_id",
+                "call_id is required",
+            ))
+        }
     };
     let mut blobs = Vec::new();
     blobs.extend(verify_pair(body, "result")?);
@@ -473,7 +566,9 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let decoded_exception = pretty_pair(shared, body, "exception");
     let exception = match (str_field(body, "exception_type"), decoded_exception) {
         (Some(t), None) => text_exception(body, t),
-        (Some(t), Some(d)) if pretty::is_placeholder(&d) || pretty::is_unrendered(&d) => text_exception(body, t),
+        (Some(t), Some(d)) if pretty::is_placeholder(&d) || pretty::is_unrendered(&d) => {
+            text_exception(body, t)
+        }
         (_, Some(d)) => d,
         (None, None) => Value::Null,
     };
@@ -487,14 +582,27 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         st.repl.close_pause(&p.id, now);
     }
     let call_data = done.call_data;
-    let method_name = call_data.get("method_name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let process_key = call_data.get("process_key").and_then(Value::as_str).unwrap_or("").to_owned();
+    let method_name = call_data
+        .get("method_name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let process_key = call_data
+        .get("process_key")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     for role in ["result", "exception"] {
         if let (Some(client_ref), Some(cid)) = (
-            body.get(&format!("{role}_client_ref")).filter(|r| !r.is_null()),
+            body.get(&format!("{role}_client_ref"))
+                .filter(|r| !r.is_null()),
             body.get(&format!("{role}_cid")).and_then(Value::as_str),
         ) {
-            let pretty = if role == "result" { pretty_result.clone() } else { exception.clone() };
+            let pretty = if role == "result" {
+                pretty_result.clone()
+            } else {
+                exception.clone()
+            };
             st.calls.push_snapshot(Snapshot {
                 process_key: process_key.clone(),
                 client_ref: client_ref.clone(),
@@ -507,7 +615,11 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             });
         }
     }
-    let repl_sessions = done.pause_id.as_deref().map(|p| st.repl.sessions_of(p)).unwrap_or_default();
+    let repl_sessions = done
+        .pause_id
+        .as_deref()
+        .map(|p| st.repl.sessions_of(p))
+        .unwrap_or_default();
     let mut record = call_data.clone();
     record.insert("call_id".into(), json!(call_id));
     record.insert("status".into(), status.clone());
@@ -517,10 +629,20 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
     }
     record.insert("exception".into(), exception.clone());
-    for key in ["exception_cid", "exception_client_ref", "exception_type", "exception_message", "exception_traceback"] {
+    for key in [
+        "exception_cid",
+        "exception_client_ref",
+        "exception_type",
+        "exception_message",
+        "exception_traceback",
+    ] {
         record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
     }
-    let started_at = call_data.get("call_site").and_then(|c| c.get("timestamp")).cloned().unwrap_or(Value::Null);
+    let started_at = call_data
+        .get("call_site")
+        .and_then(|c| c.get("timestamp"))
+        .cloned()
+        .unwrap_or(Value::Null);
     record.insert("started_at".into(), started_at);
     record.insert("repl_sessions".into(), json!(repl_sessions));
     let record = Value::Object(record);
@@ -548,8 +670,15 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     }
 
     let mut answer = json!({"status": "ok"});
-    if st.breakpoints.should_pause_after(&method_name, is_exception) {
-        let reason = if is_exception { "exception" } else { "breakpoint" };
+    if st
+        .breakpoints
+        .should_pause_after(&method_name, is_exception)
+    {
+        let reason = if is_exception {
+            "exception"
+        } else {
+            "breakpoint"
+        };
         let mut pause_data = call_data;
         pause_data.insert("pretty_result".into(), pretty_result);
         if !exception.is_null() {
@@ -586,7 +715,10 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let now = ids::now();
     let at = timestamp(body, "timestamp", now);
     let first_str = |keys: &[&str], default: &str| -> String {
-        keys.iter().find_map(|k| str_field(body, k).filter(|s| !s.is_empty())).unwrap_or(default).to_owned()
+        keys.iter()
+            .find_map(|k| str_field(body, k).filter(|s| !s.is_empty()))
+            .unwrap_or(default)
+            .to_owned()
     };
     let call_id = match body.get("event_id").or_else(|| body.get("call_id")) {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -599,15 +731,30 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let pick = |prefix: &str, field: &str| -> Value {
         match pretty_pair(shared, body, prefix) {
             Some(v) if !pretty::is_unrendered(&v) => v,
-            decoded => body.get(field).cloned().filter(|v| !v.is_null()).or(decoded).unwrap_or(Value::Null),
+            decoded => body
+                .get(field)
+                .cloned()
+                .filter(|v| !v.is_null())
+                .or(decoded)
+                .unwrap_or(Value::Null),
         }
     };
     let mut record = Map::new();
     record.insert("call_id".into(), json!(call_id));
     record.insert("method_name".into(), json!(method_name));
     record.insert("status".into(), json!(status));
-    record.insert("pretty_args".into(), body.get("pretty_args").cloned().unwrap_or_else(|| json!([])));
-    record.insert("pretty_kwargs".into(), body.get("pretty_kwargs").cloned().unwrap_or_else(|| json!({})));
+    record.insert(
+        "pretty_args".into(),
+        body.get("pretty_args")
+            .cloned()
+            .unwrap_or_else(|| json!([])),
+    );
+    record.insert(
+        "pretty_kwargs".into(),
+        body.get("pretty_kwargs")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    );
     for key in ["signature", "call_site", "page_url", "event_type"] {
         record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
     }
@@ -616,8 +763,14 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     record.insert("process_key".into(), json!(who.key));
     record.insert("started_at".into(), json!(at));
     record.insert("completed_at".into(), json!(at));
-    record.insert("result_cid".into(), body.get("result_cid").cloned().unwrap_or(Value::Null));
-    record.insert("exception_cid".into(), body.get("exception_cid").cloned().unwrap_or(Value::Null));
+    record.insert(
+        "result_cid".into(),
+        body.get("result_cid").cloned().unwrap_or(Value::Null),
+    );
+    record.insert(
+        "exception_cid".into(),
+        body.get("exception_cid").cloned().unwrap_or(Value::Null),
+    );
     record.insert("pretty_result".into(), pick("result", "pretty_result"));
     record.insert("exception".into(), pick("exception", "exception"));
     let record = Value::Object(record);
@@ -625,12 +778,21 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let mut st = shared.lock();
     st.calls.push_record(record.clone());
     if method_name == "with_debug.register" {
-        if let Some(f) = body.get("pretty_result").and_then(|r| r.get("function_name")).and_then(Value::as_str) {
-            st.functions.set_metadata_key(f, "last_process_key", json!(who.key));
+        if let Some(f) = body
+            .get("pretty_result")
+            .and_then(|r| r.get("function_name"))
+            .and_then(Value::as_str)
+        {
+            st.functions
+                .set_metadata_key(f, "last_process_key", json!(who.key));
             st.emit(EventKind::FunctionsChanged);
         }
     }
-    st.emit(EventKind::CallCompleted { call_id, method_name, status });
+    st.emit(EventKind::CallCompleted {
+        call_id,
+        method_name,
+        status,
+    });
     drop(st);
     persist(shared, RecordKind::CallRecord, &record)?;
     Ok(json!({"status": "ok"}))
@@ -672,12 +834,27 @@ fn encode_value(value: &Value, preferred_format: &str) -> (Value, NewBlob) {
         let text = value.to_string();
         let cid = cas::cid_of(text.as_bytes());
         let item = json!({"cid": cid, "data": text, "serialization_format": "json"});
-        (item, NewBlob { cid, bytes: text.into_bytes(), format: Some(Format::Json) })
+        (
+            item,
+            NewBlob {
+                cid,
+                bytes: text.into_bytes(),
+                format: Some(Format::Json),
+            },
+        )
     } else {
         let bytes = pickle_write::dumps(value);
         let cid = cas::cid_of(&bytes);
-        let item = json!({"cid": cid, "data": cas::encode_base64(&bytes), "serialization_format": "dill"});
-        (item, NewBlob { cid, bytes, format: Some(Format::Dill) })
+        let item =
+            json!({"cid": cid, "data": cas::encode_base64(&bytes), "serialization_format": "dill"});
+        (
+            item,
+            NewBlob {
+                cid,
+                bytes,
+                format: Some(Format::Dill),
+            },
+        )
     }
 }
 
@@ -697,14 +874,22 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
         None | Some(Value::Null) => "continue".to_owned(),
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(other) => {
-            return Err(ApiError::bad_request("invalid_action", format!("action must be a string, got {other}")))
+            return Err(ApiError::bad_request(
+                "invalid_action",
+                format!("action must be a string, got {other}"),
+            ))
         }
     };
     let replacement = match body.get("replacement_function") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(ApiError::bad_request("invalid_payload", "replacement_function must be a string")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "replacement_function must be a string",
+            ))
+        }
     };
     if replacement.is_some() {
         action_name = "replace".into();
@@ -718,7 +903,11 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
         match st.calls.paused_by_id(pause_id) {
             Some(p) => (
                 p.is_after(),
-                p.call_data.get("preferred_format").and_then(Value::as_str).unwrap_or("dill").to_owned(),
+                p.call_data
+                    .get("preferred_format")
+                    .and_then(Value::as_str)
+                    .unwrap_or("dill")
+                    .to_owned(),
             ),
             // A pause from before a restart that a client still polls: only `continue` is
             // safe, as we cannot tell a before-pause from an after-pause.
@@ -738,7 +927,10 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
     if !BEFORE_ACTIONS.contains(&action_name.as_str()) {
         return Err(ApiError::bad_request(
             "invalid_action",
-            format!("action must be one of {}, got '{action_name}'", quote_list(&BEFORE_ACTIONS)),
+            format!(
+                "action must be one of {}, got '{action_name}'",
+                quote_list(&BEFORE_ACTIONS)
+            ),
         ));
     }
 
@@ -750,16 +942,28 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
     let mut blobs = Vec::new();
     if let Some(v) = body.get("modified_args") {
         let Value::Array(list) = v else {
-            return Err(ApiError::bad_request("invalid_payload", "modified_args must be a list"));
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "modified_args must be a list",
+            ));
         };
-        let items: Vec<Value> = list.iter().map(|a| encode_arg(a, &preferred_format, &mut blobs)).collect();
+        let items: Vec<Value> = list
+            .iter()
+            .map(|a| encode_arg(a, &preferred_format, &mut blobs))
+            .collect();
         action.insert("modified_args".into(), json!(items));
     }
     if let Some(v) = body.get("modified_kwargs") {
         let Value::Object(map) = v else {
-            return Err(ApiError::bad_request("invalid_payload", "modified_kwargs must be an object"));
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "modified_kwargs must be an object",
+            ));
         };
-        let items: Obj = map.iter().map(|(k, a)| (k.clone(), encode_arg(a, &preferred_format, &mut blobs))).collect();
+        let items: Obj = map
+            .iter()
+            .map(|(k, a)| (k.clone(), encode_arg(a, &preferred_format, &mut blobs)))
+            .collect();
         action.insert("modified_kwargs".into(), Value::Object(items));
     }
     for key in ["fake_result", "fake_result_data", "exception"] {
@@ -773,7 +977,10 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
             blobs.push(blob);
             action.insert("fake_result_cid".into(), item["cid"].clone());
             action.insert("fake_result_data".into(), item["data"].clone());
-            action.insert("fake_result_serialization_format".into(), item["serialization_format"].clone());
+            action.insert(
+                "fake_result_serialization_format".into(),
+                item["serialization_format"].clone(),
+            );
         }
     }
     for key in ["exception_type", "exception_message"] {
@@ -782,18 +989,28 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
             Some(Value::String(s)) => {
                 action.insert(key.into(), json!(s));
             }
-            Some(_) => return Err(ApiError::bad_request("invalid_payload", format!("{key} must be a string"))),
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_payload",
+                    format!("{key} must be a string"),
+                ))
+            }
         }
     }
     if let Some(t) = str_field(body, "exception_type") {
         // Compat: the Python client raises getattr(builtins, name, Exception); a dotted name
         // would silently become a plain Exception.
-        let is_identifier = t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        let is_identifier = t
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
             && t.chars().all(|c| c.is_alphanumeric() || c == '_');
         if !is_identifier {
             return Err(ApiError::bad_request(
                 "invalid_exception_type",
-                format!("exception_type must be a builtin exception name such as ValueError, got '{t}'"),
+                format!(
+                    "exception_type must be a builtin exception name such as ValueError, got '{t}'"
+                ),
             ));
         }
     }
@@ -824,12 +1041,16 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Val
 }
 
 fn pause_not_found(pause_id: &str) -> ApiError {
-    ApiError::not_found("pause_not_found", format!("no paused execution {pause_id}")).with("pause_id", pause_id)
+    ApiError::not_found("pause_not_found", format!("no paused execution {pause_id}"))
+        .with("pause_id", pause_id)
 }
 
 fn pause_already_resumed(pause_id: &str) -> ApiError {
-    ApiError::conflict("pause_already_resumed", format!("pause {pause_id} was already resumed"))
-        .with("pause_id", pause_id)
+    ApiError::conflict(
+        "pause_already_resumed",
+        format!("pause {pause_id} was already resumed"),
+    )
+    .with("pause_id", pause_id)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -839,17 +1060,36 @@ fn pause_already_resumed(pause_id: &str) -> ApiError {
 pub fn repl_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let pause_id = match str_field(body, "pause_id") {
         Some(p) if !p.trim().is_empty() => p,
-        _ => return Err(ApiError::bad_request("missing_pause_id", "pause_id is required")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_pause_id",
+                "pause_id is required",
+            ))
+        }
     };
     let mut st = shared.lock();
     if st.calls.has_action(pause_id) {
-        return Err(ApiError::conflict("pause_resumed", format!("pause {pause_id} was already resumed")));
+        return Err(ApiError::conflict(
+            "pause_resumed",
+            format!("pause {pause_id} was already resumed"),
+        ));
     }
     let Some(pause) = st.calls.paused_by_id(pause_id).cloned() else {
-        return Err(ApiError::not_found("pause_not_found", format!("no paused execution {pause_id}")));
+        return Err(ApiError::not_found(
+            "pause_not_found",
+            format!("no paused execution {pause_id}"),
+        ));
     };
-    let Some(pid) = pause.call_data.get("process_pid").filter(|p| !p.is_null()).cloned() else {
-        return Err(ApiError::bad_request("invalid_pause", "the paused call has no process_pid"));
+    let Some(pid) = pause
+        .call_data
+        .get("process_pid")
+        .filter(|p| !p.is_null())
+        .cloned()
+    else {
+        return Err(ApiError::bad_request(
+            "invalid_pause",
+            "the paused call has no process_pid",
+        ));
     };
     let session_id = st.repl.start(&pause, &pid, ids::now());
     Ok(json!({"session_id": session_id}))
@@ -873,22 +1113,39 @@ fn session_not_found(session_id: &str) -> ApiError {
 }
 
 fn session_closed(session_id: &str) -> ApiError {
-    ApiError::conflict("session_closed", format!("REPL session {session_id} is closed (its pause was resumed)"))
+    ApiError::conflict(
+        "session_closed",
+        format!("REPL session {session_id} is closed (its pause was resumed)"),
+    )
 }
 
 /// `POST /api/repl/<sid>/eval`: queues an expression for the paused program and waits up to
 /// `timeout` for its answer.
-pub fn repl_eval(shared: &Shared, session_id: &str, expr: Option<&Value>, timeout: Duration) -> Result<Value, ApiError> {
+pub fn repl_eval(
+    shared: &Shared,
+    session_id: &str,
+    expr: Option<&Value>,
+    timeout: Duration,
+) -> Result<Value, ApiError> {
     let expr = match expr {
         Some(Value::String(e)) if !e.trim().is_empty() => e.as_str(),
-        _ => return Err(ApiError::bad_request("missing_expr", "expr (a non-blank string) is required")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_expr",
+                "expr (a non-blank string) is required",
+            ))
+        }
     };
     let (tx, rx) = bounded(1);
     let eval_id = ids::uuid4();
     {
         let mut st = shared.lock();
         if st.shutting_down {
-            return Err(ApiError::new(503, "shutting_down", "the server is shutting down"));
+            return Err(ApiError::new(
+                503,
+                "shutting_down",
+                "the server is shutting down",
+            ));
         }
         let pause_id = match st.repl.session(session_id) {
             None => return Err(session_not_found(session_id)),
@@ -897,7 +1154,12 @@ pub fn repl_eval(shared: &Shared, session_id: &str, expr: Option<&Value>, timeou
         };
         match st.calls.paused_by_id(&pause_id) {
             Some(p) if p.call_data.get("process_pid").is_some_and(|v| !v.is_null()) => {}
-            _ => return Err(ApiError::bad_request("invalid_pause", format!("pause {pause_id} is not paused"))),
+            _ => {
+                return Err(ApiError::bad_request(
+                    "invalid_pause",
+                    format!("pause {pause_id} is not paused"),
+                ))
+            }
         }
         match st.repl.enqueue(session_id, expr, eval_id.clone(), tx) {
             Ok(_) => {}
@@ -917,12 +1179,17 @@ pub fn repl_eval(shared: &Shared, session_id: &str, expr: Option<&Value>, timeou
             Err(ApiError::new(
                 504,
                 "eval_timeout",
-                format!("Debug client did not respond within {}s", timeout.as_secs_f64()),
+                format!(
+                    "Debug client did not respond within {}s",
+                    timeout.as_secs_f64()
+                ),
             ))
         }
-        Err(RecvTimeoutError::Disconnected) => {
-            Err(ApiError::new(500, "eval_missing", "the eval was dropped before the debug client answered"))
-        }
+        Err(RecvTimeoutError::Disconnected) => Err(ApiError::new(
+            500,
+            "eval_missing",
+            "the eval was dropped before the debug client answered",
+        )),
     }
 }
 
@@ -949,17 +1216,22 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         _ => None,
     };
-    let (Some(eval_id), Some(session_id), Some(_pause_id)) = (field("eval_id"), field("session_id"), field("pause_id"))
+    let (Some(eval_id), Some(session_id), Some(_pause_id)) =
+        (field("eval_id"), field("session_id"), field("pause_id"))
     else {
-        return Err(ApiError::bad_request("missing_fields", "eval_id, session_id and pause_id are required"));
+        return Err(ApiError::bad_request(
+            "missing_fields",
+            "eval_id, session_id and pause_id are required",
+        ));
     };
     let check = |st: &crate::state::State| match st.repl.check_delivery(&session_id, &eval_id) {
         Ok(()) => Ok(()),
         Err(ReplError::SessionNotFound) => Err(session_not_found(&session_id)),
         Err(ReplError::SessionClosed) => Err(session_closed(&session_id)),
-        Err(ReplError::EvalNotFound) => {
-            Err(ApiError::not_found("eval_not_found", format!("no pending eval {eval_id} (expired or answered)")))
-        }
+        Err(ReplError::EvalNotFound) => Err(ApiError::not_found(
+            "eval_not_found",
+            format!("no pending eval {eval_id} (expired or answered)"),
+        )),
     };
     check(&shared.lock())?;
     let blob = verify_pair(body, "result")?;
@@ -970,10 +1242,15 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         Some(Value::String(s)) => (json!(s), true),
         Some(other) => (json!(other.to_string()), true),
         None => {
-            let client_text = body.get("result").and_then(Value::as_str).filter(|s| !s.is_empty());
+            let client_text = body
+                .get("result")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
             match pretty_pair(shared, body, "result") {
                 // The client's own repr is exact; the stored pickle is not rendered here yet.
-                Some(v) if pretty::is_unrendered(&v) && client_text.is_some() => (json!(client_text), false),
+                Some(v) if pretty::is_unrendered(&v) && client_text.is_some() => {
+                    (json!(client_text), false)
+                }
                 Some(Value::String(s)) => (json!(s), false),
                 Some(v) => (json!(v.to_string()), false),
                 None => match body.get("result") {
@@ -997,7 +1274,9 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     });
     let mut st = shared.lock();
     check(&st)?;
-    st.repl.deliver(&session_id, &eval_id, result, ids::now()).map_err(|_| ApiError::internal("eval vanished"))?;
+    st.repl
+        .deliver(&session_id, &eval_id, result, ids::now())
+        .map_err(|_| ApiError::internal("eval vanished"))?;
     Ok(json!({"status": "ok"}))
 }
 
@@ -1014,7 +1293,10 @@ pub fn call_records(shared: &Shared, filter: &RecordFilter, offset: usize, limit
 pub fn object(shared: &Shared, cid: &str, include_data: bool) -> Result<Value, ApiError> {
     let blob = shared.store.get(cid).map_err(|e| ApiError::storage(&e))?;
     let Some(blob) = blob else {
-        return Err(ApiError::not_found("cid_not_found", format!("no stored object {cid}")).with("cid", cid));
+        return Err(
+            ApiError::not_found("cid_not_found", format!("no stored object {cid}"))
+                .with("cid", cid),
+        );
     };
     let mut out = json!({
         "cid": blob.cid,
@@ -1056,7 +1338,7 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
         .filter(|s| {
             client_ref.is_none_or(|r| match &s.client_ref {
                 Value::String(text) => text == r,
-                other => other.to_string() == r,
+                other => serde_json::from_str::<Value>(r).ok().as_ref() == Some(other),
             })
         })
         .map(|s| {
@@ -1075,7 +1357,11 @@ pub fn report_com_error(shared: &Shared, body: &Obj) -> Value {
     let mut report = body.clone();
     report.insert("received_at".into(), json!(now));
     report.entry("timestamp").or_insert_with(|| json!(now));
-    let summary = report.get("summary").and_then(Value::as_str).unwrap_or("").to_owned();
+    let summary = report
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     shared.lock().calls.push_com_error(Value::Object(report));
     log::warn!("debug client reported a communication error: {summary}");
     json!({"status": "ok"})

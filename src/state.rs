@@ -28,7 +28,10 @@ impl State {
     /// Records an event; it is published when the lock is released.
     pub fn emit(&mut self, kind: EventKind) {
         self.next_seq += 1;
-        self.pending_events.push(Event { seq: self.next_seq, kind });
+        self.pending_events.push(Event {
+            seq: self.next_seq,
+            kind,
+        });
     }
 }
 
@@ -42,7 +45,12 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(config: Config, store: Store, state: State) -> Shared {
-        Shared { config, store, bus: Bus::default(), state: Mutex::new(state) }
+        Shared {
+            config,
+            store,
+            bus: Bus::default(),
+            state: Mutex::new(state),
+        }
     }
 
     /// Locks the state.
@@ -52,7 +60,10 @@ impl Shared {
     /// can panic, so the server keeps serving.
     pub fn lock(&self) -> StateGuard<'_> {
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        StateGuard { guard: Some(guard), bus: &self.bus }
+        StateGuard {
+            guard: Some(guard),
+            bus: &self.bus,
+        }
     }
 }
 

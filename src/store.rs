@@ -1361,7 +1361,7 @@ mod tests {
         let mut bytes = file_header().to_vec();
         // Garbage so that the next record's magic straddles a chunk boundary.
         let gap = SCAN_CHUNK - 2;
-        bytes.extend(std::iter::repeat(0xAA).take(gap));
+        bytes.extend(std::iter::repeat_n(0xAA, gap));
         let cid = decode_cid(&cid_of(b"late")).expect("cid");
         encode_record(&mut bytes, KIND_BLOB, FORMAT_NONE, 5.0, &cid, b"late");
         std::fs::write(&path, &bytes).expect("write");

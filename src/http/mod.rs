@@ -23,7 +23,10 @@ pub use routes::{reference_markdown, ROUTES};
 const CORS: [(&str, &str); 3] = [
     ("Access-Control-Allow-Origin", "*"),
     ("Access-Control-Allow-Headers", "Content-Type"),
-    ("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+    (
+        "Access-Control-Allow-Methods",
+        "GET, POST, PUT, PATCH, DELETE, OPTIONS",
+    ),
 ];
 
 /// A request as handlers see it.
@@ -45,7 +48,10 @@ impl Req {
     }
 
     pub fn query(&self, key: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body as a JSON object. An empty body is an empty object.
@@ -57,9 +63,15 @@ impl Req {
             Ok(Value::Object(m)) => Ok(m),
             Ok(other) => Err(ApiError::bad_request(
                 "invalid_body",
-                format!("request body must be a JSON object, got {}", json_type(&other)),
+                format!(
+                    "request body must be a JSON object, got {}",
+                    json_type(&other)
+                ),
             )),
-            Err(err) => Err(ApiError::bad_request("invalid_json", format!("request body is not valid JSON: {err}"))),
+            Err(err) => Err(ApiError::bad_request(
+                "invalid_json",
+                format!("request body is not valid JSON: {err}"),
+            )),
         }
     }
 }
@@ -99,7 +111,10 @@ pub fn parse_json_tolerant(bytes: &[u8]) -> Result<Value, serde_json::Error> {
                     in_string = c != '"';
                 } else if c == '"' {
                     in_string = true;
-                } else if let Some(tok) = ["-Infinity", "Infinity", "NaN"].iter().find(|t| rest.starts_with(**t)) {
+                } else if let Some(tok) = ["-Infinity", "Infinity", "NaN"]
+                    .iter()
+                    .find(|t| rest.starts_with(**t))
+                {
                     out.push_str("null");
                     rest = &rest[tok.len()..];
                     continue;
@@ -136,7 +151,12 @@ impl Reply {
     }
 
     pub fn empty(status: u16) -> Reply {
-        Reply { status, content_type: "text/plain", body: Vec::new(), headers: Vec::new() }
+        Reply {
+            status,
+            content_type: "text/plain",
+            body: Vec::new(),
+            headers: Vec::new(),
+        }
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Reply {
@@ -147,7 +167,10 @@ impl Reply {
 
 /// Starts the `http` thread. It ends when `server.unblock()` is called after shutdown began,
 /// once every request thread it started has finished.
-pub fn spawn_http(shared: Arc<Shared>, server: Arc<tiny_http::Server>) -> std::io::Result<JoinHandle<()>> {
+pub fn spawn_http(
+    shared: Arc<Shared>,
+    server: Arc<tiny_http::Server>,
+) -> std::io::Result<JoinHandle<()>> {
     thread::Builder::new().name("http".into()).spawn(move || {
         thread::scope(|scope| loop {
             let rq = match server.recv() {
@@ -161,7 +184,9 @@ pub fn spawn_http(shared: Arc<Shared>, server: Arc<tiny_http::Server>) -> std::i
                 }
             };
             let shared = &shared;
-            let spawned = thread::Builder::new().name("http-req".into()).spawn_scoped(scope, move || handle(shared, rq));
+            let spawned = thread::Builder::new()
+                .name("http-req".into())
+                .spawn_scoped(scope, move || handle(shared, rq));
             if let Err(err) = spawned {
                 // The request was dropped with the closure; tiny_http answers it with 500.
                 log::error!("http: could not start a request thread: {err}");
@@ -179,21 +204,36 @@ fn handle(shared: &Shared, mut rq: tiny_http::Request) {
         Some((p, q)) => (p.to_owned(), parse_query(q)),
         None => (url.clone(), Vec::new()),
     };
-    let host = rq.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str().to_owned());
+    let host = rq
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Host"))
+        .map(|h| h.value.as_str().to_owned());
     let is_api = path == "/api" || path.starts_with("/api/");
     let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
         Err(reply) => reply,
         Ok(body) => {
-            let mut req = Req { method: method.clone(), path, params: Vec::new(), query, body, host };
-            catch_unwind(AssertUnwindSafe(|| routes::route(shared, &mut req))).unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                log::error!("http: handler panicked on {method} {url}: {what}");
-                Reply::error(&ApiError::internal("internal error while handling the request (logged)"))
-            })
+            let mut req = Req {
+                method: method.clone(),
+                path,
+                params: Vec::new(),
+                query,
+                body,
+                host,
+            };
+            catch_unwind(AssertUnwindSafe(|| routes::route(shared, &mut req))).unwrap_or_else(
+                |panic| {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    log::error!("http: handler panicked on {method} {url}: {what}");
+                    Reply::error(&ApiError::internal(
+                        "internal error while handling the request (logged)",
+                    ))
+                },
+            )
         }
     };
     let status = reply.status;
@@ -215,7 +255,10 @@ fn handle(shared: &Shared, mut rq: tiny_http::Request) {
     if let Err(err) = rq.respond(response) {
         log::debug!("http: {method} {url}: could not send the response: {err}");
     }
-    log::debug!("http: {method} {url} -> {status} in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    log::debug!(
+        "http: {method} {url} -> {status} in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
 }
 
 /// Reads the body, refusing (413) a declared or actual length above `cap`.
@@ -224,7 +267,10 @@ fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
         Reply::error(&ApiError::new(
             413,
             "payload_too_large",
-            format!("request body exceeds the limit of {} MiB (see --max-body-mb)", cap / (1024 * 1024)),
+            format!(
+                "request body exceeds the limit of {} MiB (see --max-body-mb)",
+                cap / (1024 * 1024)
+            ),
         ))
     };
     if rq.body_length().is_some_and(|n| n as u64 > cap) {
@@ -234,7 +280,10 @@ fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
     match rq.as_reader().take(cap + 1).read_to_end(&mut body) {
         Ok(_) if body.len() as u64 > cap => Err(too_large()),
         Ok(_) => Ok(body),
-        Err(err) => Err(Reply::error(&ApiError::bad_request("unreadable_body", format!("could not read the request body: {err}")))),
+        Err(err) => Err(Reply::error(&ApiError::bad_request(
+            "unreadable_body",
+            format!("could not read the request body: {err}"),
+        ))),
     }
 }
 
@@ -243,7 +292,10 @@ fn parse_query(q: &str) -> Vec<(String, String)> {
         .filter(|p| !p.is_empty())
         .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " ")))
+            (
+                percent_decode(&k.replace('+', " ")),
+                percent_decode(&v.replace('+', " ")),
+            )
         })
         .collect()
 }
@@ -255,7 +307,9 @@ pub fn percent_decode(s: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
             if let Some(b) = hex {
                 out.push(b);
                 i += 3;
@@ -293,14 +347,24 @@ mod tests {
     fn query_parsing() {
         assert_eq!(
             parse_query("limit=5&function=a+b&x"),
-            vec![("limit".into(), "5".into()), ("function".into(), "a b".into()), ("x".into(), String::new())]
+            vec![
+                ("limit".into(), "5".into()),
+                ("function".into(), "a b".into()),
+                ("x".into(), String::new())
+            ]
         );
     }
 
     #[test]
     fn tolerant_json_accepts_python_non_finite_tokens() {
-        assert_eq!(parse_json_tolerant(br#"{"a": NaN, "b": [Infinity, -Infinity]}"#).unwrap(), json!({"a": null, "b": [null, null]}));
-        assert_eq!(parse_json_tolerant(br#"{"s": "NaN \" Infinity"}"#).unwrap(), json!({"s": "NaN \" Infinity"}));
+        assert_eq!(
+            parse_json_tolerant(br#"{"a": NaN, "b": [Infinity, -Infinity]}"#).unwrap(),
+            json!({"a": null, "b": [null, null]})
+        );
+        assert_eq!(
+            parse_json_tolerant(br#"{"s": "NaN \" Infinity"}"#).unwrap(),
+            json!({"s": "NaN \" Infinity"})
+        );
         assert!(parse_json_tolerant(b"{").is_err());
         assert!(parse_json_tolerant(b"{\"a\": Nan}").is_err());
     }

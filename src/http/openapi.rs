@@ -9,7 +9,10 @@ pub(super) fn document(host: Option<&str>) -> Value {
     let mut paths = Map::new();
     for route in table() {
         let path = route["path"].as_str().unwrap_or_default().to_owned();
-        let method = route["method"].as_str().unwrap_or_default().to_ascii_lowercase();
+        let method = route["method"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         let mut parameters: Vec<Value> = path
             .split('/')
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
@@ -25,7 +28,9 @@ pub(super) fn document(host: Option<&str>) -> Value {
         }
         let op_id = format!(
             "{method}_{}",
-            path.trim_matches('/').replace(['/', '-', '.'], "_").replace(['{', '}'], "")
+            path.trim_matches('/')
+                .replace(['/', '-', '.'], "_")
+                .replace(['{', '}'], "")
         );
         let mut op = json!({
             "summary": route["summary"],

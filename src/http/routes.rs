@@ -23,7 +23,10 @@ pub struct Route {
     pub handler: Handler,
 }
 
-const PAGE: &[(&str, &str)] = &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)")];
+const PAGE: &[(&str, &str)] = &[
+    ("limit", "page size (default 100, at most 1000)"),
+    ("offset", "records to skip (default 0)"),
+];
 
 /// Every endpoint, in the order of the README reference. Literal paths come before patterns
 /// that would also match them.
@@ -69,7 +72,10 @@ fn number(r: &Req, key: &str, default: usize, max: usize) -> Result<usize, ApiEr
         None | Some("") => Ok(default),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if n <= max => Ok(n),
-            _ => Err(ApiError::bad_request(&format!("invalid_{key}"), format!("{key} must be an integer between 0 and {max}"))),
+            _ => Err(ApiError::bad_request(
+                &format!("invalid_{key}"),
+                format!("{key} must be an integer between 0 and {max}"),
+            )),
         },
     }
 }
@@ -83,17 +89,33 @@ fn offset(r: &Req) -> Result<usize, ApiError> {
 }
 
 fn call_records(s: &Shared, r: &Req) -> Result<Value, ApiError> {
-    let filter = RecordFilter { function: r.query("function").filter(|f| !f.is_empty()), status: r.query("status").filter(|f| !f.is_empty()) };
-    Ok(service::call_records(s, &filter, offset(r)?, limit(r, 100)?))
+    let filter = RecordFilter {
+        function: r.query("function").filter(|f| !f.is_empty()),
+        status: r.query("status").filter(|f| !f.is_empty()),
+    };
+    Ok(service::call_records(
+        s,
+        &filter,
+        offset(r)?,
+        limit(r, 100)?,
+    ))
 }
 
 fn repl_sessions(s: &Shared, r: &Req) -> Result<Value, ApiError> {
     let time = |key: &str| -> Result<Option<f64>, ApiError> {
         match r.query(key).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some(v) => v.parse::<f64>().ok().filter(|t| t.is_finite()).map(Some).ok_or_else(|| {
-                ApiError::bad_request("invalid_timestamp", format!("{key} must be epoch seconds, got '{v}'"))
-            }),
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite())
+                .map(Some)
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "invalid_timestamp",
+                        format!("{key} must be epoch seconds, got '{v}'"),
+                    )
+                }),
         }
     };
     let active = match r.query("status").filter(|v| !v.is_empty()) {
@@ -101,10 +123,18 @@ fn repl_sessions(s: &Shared, r: &Req) -> Result<Value, ApiError> {
         Some("active") => Some(true),
         Some("closed") => Some(false),
         Some(other) => {
-            return Err(ApiError::bad_request("invalid_status", format!("status must be 'active' or 'closed', got '{other}'")))
+            return Err(ApiError::bad_request(
+                "invalid_status",
+                format!("status must be 'active' or 'closed', got '{other}'"),
+            ))
         }
     };
-    let filter = SessionFilter { search: r.query("search").filter(|v| !v.is_empty()), active, from: time("from")?, to: time("to")? };
+    let filter = SessionFilter {
+        search: r.query("search").filter(|v| !v.is_empty()),
+        active,
+        from: time("from")?,
+        to: time("to")?,
+    };
     Ok(service::repl_sessions(s, &filter))
 }
 
@@ -130,24 +160,42 @@ fn match_path(pattern: &str, path: &str) -> Option<Vec<String>> {
 
 /// Routes one request.
 pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
-    let path = if req.path.len() > 1 { req.path.trim_end_matches('/').to_owned() } else { req.path.clone() };
+    let path = if req.path.len() > 1 {
+        req.path.trim_end_matches('/').to_owned()
+    } else {
+        req.path.clone()
+    };
     let is_api = path == "/api" || path.starts_with("/api/");
-    let matching: Vec<(&Route, Vec<String>)> =
-        ROUTES.iter().filter_map(|r| match_path(r.path, &path).map(|p| (r, p))).collect();
+    let matching: Vec<(&Route, Vec<String>)> = ROUTES
+        .iter()
+        .filter_map(|r| match_path(r.path, &path).map(|p| (r, p)))
+        .collect();
     if req.method == "OPTIONS" && is_api {
         // Compat: 200 on paths with a real route, 204 on the others.
         return Reply::empty(if matching.is_empty() { 204 } else { 200 });
     }
     if matching.is_empty() {
-        return Reply::error(&ApiError::not_found("not_found", format!("no such endpoint: {} {}", req.method, req.path)));
+        return Reply::error(&ApiError::not_found(
+            "not_found",
+            format!("no such endpoint: {} {}", req.method, req.path),
+        ));
     }
-    let method = if req.method == "HEAD" { "GET" } else { req.method.as_str() };
+    let method = if req.method == "HEAD" {
+        "GET"
+    } else {
+        req.method.as_str()
+    };
     let Some((route, params)) = matching.iter().find(|(r, _)| r.method == method) else {
         let allowed: Vec<&str> = matching.iter().map(|(r, _)| r.method).collect();
         return Reply::error(&ApiError::new(
             405,
             "method_not_allowed",
-            format!("{} {} is not supported; allowed: {}", req.method, req.path, allowed.join(", ")),
+            format!(
+                "{} {} is not supported; allowed: {}",
+                req.method,
+                req.path,
+                allowed.join(", ")
+            ),
         ))
         .with_header("Allow", &allowed.join(", "));
     };
@@ -181,7 +229,9 @@ pub fn reference_markdown() -> String {
 pub(super) fn table() -> Vec<Value> {
     ROUTES
         .iter()
-        .map(|r| json!({"method": r.method, "path": r.path, "summary": r.summary, "query": r.query}))
+        .map(
+            |r| json!({"method": r.method, "path": r.path, "summary": r.summary, "query": r.query}),
+        )
         .collect()
 }
 
@@ -191,21 +241,35 @@ mod tests {
 
     #[test]
     fn patterns_capture_segments() {
-        assert_eq!(match_path("/api/poll/{id}", "/api/poll/abc"), Some(vec!["abc".into()]));
+        assert_eq!(
+            match_path("/api/poll/{id}", "/api/poll/abc"),
+            Some(vec!["abc".into()])
+        );
         assert_eq!(match_path("/api/poll/{id}", "/api/poll/"), None);
         assert_eq!(match_path("/api/poll/{id}", "/api/poll/a/b"), None);
         assert_eq!(
-            match_path("/api/breakpoints/{name}/behavior", "/api/breakpoints/Type.__call__/behavior"),
+            match_path(
+                "/api/breakpoints/{name}/behavior",
+                "/api/breakpoints/Type.__call__/behavior"
+            ),
             Some(vec!["Type.__call__".into()])
         );
-        assert_eq!(match_path("/api/breakpoints/{name}", "/api/breakpoints/a%20b"), Some(vec!["a b".into()]));
+        assert_eq!(
+            match_path("/api/breakpoints/{name}", "/api/breakpoints/a%20b"),
+            Some(vec!["a b".into()])
+        );
     }
 
     #[test]
     fn table_has_unique_method_path_pairs() {
         let mut seen = std::collections::HashSet::new();
         for r in ROUTES {
-            assert!(seen.insert((r.method, r.path)), "duplicate route {} {}", r.method, r.path);
+            assert!(
+                seen.insert((r.method, r.path)),
+                "duplicate route {} {}",
+                r.method,
+                r.path
+            );
             assert!(!r.summary.is_empty());
             assert!(["GET", "POST", "DELETE"].contains(&r.method));
         }
@@ -213,8 +277,14 @@ mod tests {
 
     #[test]
     fn literal_routes_win_over_patterns() {
-        let first = ROUTES.iter().position(|r| r.path == "/api/repl/sessions").unwrap();
-        let pattern = ROUTES.iter().position(|r| r.path == "/api/repl/{session_id}").unwrap();
+        let first = ROUTES
+            .iter()
+            .position(|r| r.path == "/api/repl/sessions")
+            .unwrap();
+        let pattern = ROUTES
+            .iter()
+            .position(|r| r.path == "/api/repl/{session_id}")
+            .unwrap();
         assert!(first < pattern);
     }
 }

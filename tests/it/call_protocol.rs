@@ -17,9 +17,15 @@ fn a_python_client_session_pauses_twice_per_call() {
     let c = server.client();
     // 1. Connection check, 2. registration (breakpoint, function, registration event).
     assert_eq!(c.get("/api/breakpoints").status, 200);
-    let bp = c.post_ok("/api/breakpoints", &json!({"function_name": "add", "timestamp": 1.5, "signature": "(x, y=1)"}));
+    let bp = c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "add", "timestamp": 1.5, "signature": "(x, y=1)"}),
+    );
     assert_eq!(bp, json!({"status": "ok", "function_name": "add"}));
-    let f = c.post_ok("/api/functions", &json!({"function_name": "add", "signature": "(x, y=1)", "function_client_ref": 1}));
+    let f = c.post_ok(
+        "/api/functions",
+        &json!({"function_name": "add", "signature": "(x, y=1)", "function_client_ref": 1}),
+    );
     assert_eq!(f["status"], "ok");
     let identity = json!({"process_pid": 16759, "process_start_time": 1795311683.7211661});
     let mut register = json!({
@@ -30,8 +36,14 @@ fn a_python_client_session_pauses_twice_per_call() {
         "pretty_result": {"event": "with_debug_registration", "function_name": "add", "signature": "(x, y=1)",
                           "alias": null, "target_type": "builtins.function"},
     });
-    register.as_object_mut().unwrap().extend(identity.as_object().unwrap().clone());
-    assert_eq!(c.post_ok("/api/call/event", &register), json!({"status": "ok"}));
+    register
+        .as_object_mut()
+        .unwrap()
+        .extend(identity.as_object().unwrap().clone());
+    assert_eq!(
+        c.post_ok("/api/call/event", &register),
+        json!({"status": "ok"})
+    );
     let functions = c.get_ok("/api/functions");
     assert_eq!(functions["functions"], json!(["add"]));
     assert_eq!(functions["function_signatures"]["add"], "(x, y=1)");
@@ -48,11 +60,24 @@ fn a_python_client_session_pauses_twice_per_call() {
         "exception": {"type": "AttributeError", "message": "no alias", "target_type": "function",
                       "requested_attribute": "_cideldill_alias_name"},
     });
-    spurious.as_object_mut().unwrap().extend(identity.as_object().unwrap().clone());
-    assert_eq!(c.post_ok("/api/call/event", &spurious), json!({"status": "ok"}));
+    spurious
+        .as_object_mut()
+        .unwrap()
+        .extend(identity.as_object().unwrap().clone());
+    assert_eq!(
+        c.post_ok("/api/call/event", &spurious),
+        json!({"status": "ok"})
+    );
 
     // 4. Call start pauses (breakpoint + global stop).
-    let start = c.post_ok("/api/call/start", &call_start_body("add", vec![item(&json!(2), 2)], json!({"y": item(&json!(3), 3)})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body(
+            "add",
+            vec![item(&json!(2), 2)],
+            json!({"y": item(&json!(3), 3)}),
+        ),
+    );
     assert_eq!(start["action"], "poll");
     assert_eq!(start["poll_interval_ms"], 100);
     assert_eq!(start["timeout_ms"], 60000);
@@ -60,38 +85,79 @@ fn a_python_client_session_pauses_twice_per_call() {
     let before = pause_id(&start);
 
     // 5. Polling while waiting, with the REPL poll beside it.
-    assert_eq!(c.get_ok(&format!("/api/poll/{before}")), json!({"status": "waiting"}));
-    assert_eq!(c.get_ok(&format!("/api/poll-repl/{before}")), json!({"eval_id": null}));
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{before}")),
+        json!({"status": "waiting"})
+    );
+    assert_eq!(
+        c.get_ok(&format!("/api/poll-repl/{before}")),
+        json!({"eval_id": null})
+    );
     let paused = c.get_ok("/api/paused");
     assert_eq!(paused["paused"][0]["id"], before.as_str());
-    c.post_ok(&format!("/api/paused/{before}/continue"), &json!({"action": "continue"}));
+    c.post_ok(
+        &format!("/api/paused/{before}/continue"),
+        &json!({"action": "continue"}),
+    );
     let ready = c.get_ok(&format!("/api/poll/{before}"));
-    assert_eq!(ready, json!({"status": "ready", "action": {"action": "continue"}}));
-    assert_eq!(c.get_ok(&format!("/api/poll/{before}")), ready, "polling is idempotent");
+    assert_eq!(
+        ready,
+        json!({"status": "ready", "action": {"action": "continue"}})
+    );
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{before}")),
+        ready,
+        "polling is idempotent"
+    );
     assert_eq!(c.get_ok("/api/paused")["paused"], json!([]));
 
     // 6. Completion answers with the after-pause, which has no call_id.
     let done = c.post_ok("/api/call/complete", &complete_body(&call_id, &json!(5)));
     assert_eq!(done["action"], "poll");
-    assert!(done.get("call_id").is_none(), "after-pause answer carries no call_id: {done}");
+    assert!(
+        done.get("call_id").is_none(),
+        "after-pause answer carries no call_id: {done}"
+    );
     let after = pause_id(&done);
     assert_ne!(after, before);
-    assert_eq!(c.get_ok(&format!("/api/poll/{before}")), json!({"status": "waiting"}), "before-pause action cleaned up");
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{before}")),
+        json!({"status": "waiting"}),
+        "before-pause action cleaned up"
+    );
     let paused = c.get_ok("/api/paused");
     let p = &paused["paused"][0];
     assert_eq!(p["id"], after.as_str());
-    assert!(p["call_data"].get("pretty_result").is_some(), "after-pauses carry pretty_result");
+    assert!(
+        p["call_data"].get("pretty_result").is_some(),
+        "after-pauses carry pretty_result"
+    );
     assert_eq!(p["call_data"]["pause_reason"], "breakpoint");
 
     // 7. After pause: continue.
-    c.post_ok(&format!("/api/paused/{after}/continue"), &json!({"action": "continue"}));
+    c.post_ok(
+        &format!("/api/paused/{after}/continue"),
+        &json!({"action": "continue"}),
+    );
     assert_eq!(c.get_ok(&format!("/api/poll/{after}"))["status"], "ready");
 
     // Two events and one call became call records, newest first.
     let records = c.get_ok("/api/call-records");
     assert_eq!(records["total_count"], 3);
-    let names: Vec<&str> = records["calls"].as_array().unwrap().iter().map(|r| r["method_name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["add", "__getattr__('_cideldill_alias_name')", "with_debug.register"]);
+    let names: Vec<&str> = records["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["method_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "add",
+            "__getattr__('_cideldill_alias_name')",
+            "with_debug.register"
+        ]
+    );
     let rec = &records["calls"][0];
     assert_eq!(rec["call_id"], call_id.as_str());
     assert_eq!(rec["status"], "success");
@@ -115,7 +181,10 @@ fn call_start_requires_process_identity() {
     }
     let mut body = call_start_body("f", vec![], json!({}));
     body["process_pid"] = json!("not a number");
-    assert_eq!(c.post_err("/api/call/start", &body, 400)["error"], "missing_process_identity");
+    assert_eq!(
+        c.post_err("/api/call/start", &body, 400)["error"],
+        "missing_process_identity"
+    );
     // Python's int() and float() accept numeric strings.
     let mut body = call_start_body("f", vec![], json!({}));
     body["process_pid"] = json!("12");
@@ -129,14 +198,29 @@ fn missing_cids_are_reported_then_the_resend_is_accepted() {
     let c = server.client();
     c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
     let a = json!("never sent before");
-    let body = call_start_body("f", vec![item_ref(&a, 2), item(&json!(1), 3)], json!({"k": item_ref(&json!([1, 2]), 4)}));
+    let body = call_start_body(
+        "f",
+        vec![item_ref(&a, 2), item(&json!(1), 3)],
+        json!({"k": item_ref(&json!([1, 2]), 4)}),
+    );
     let err = c.post_err("/api/call/start", &body, 400);
     assert_eq!(err["error"], "cid_not_found");
     assert_eq!(err["message"], "Resend with full data");
-    assert_eq!(err["missing_cids"], json!([item(&a, 0)["cid"], item(&json!([1, 2]), 0)["cid"]]));
-    assert_eq!(c.get_ok("/api/status")["open_calls"], 0, "nothing registered by the refused start");
+    assert_eq!(
+        err["missing_cids"],
+        json!([item(&a, 0)["cid"], item(&json!([1, 2]), 0)["cid"]])
+    );
+    assert_eq!(
+        c.get_ok("/api/status")["open_calls"],
+        0,
+        "nothing registered by the refused start"
+    );
     // The client resends once with data for the listed items.
-    let body = call_start_body("f", vec![item(&a, 2), item(&json!(1), 3)], json!({"k": item(&json!([1, 2]), 4)}));
+    let body = call_start_body(
+        "f",
+        vec![item(&a, 2), item(&json!(1), 3)],
+        json!({"k": item(&json!([1, 2]), 4)}),
+    );
     let ok = c.post_ok("/api/call/start", &body);
     assert_eq!(ok["action"], "poll");
     // Now stored: a later reference without data is fine.
@@ -160,31 +244,62 @@ fn call_start_rejects_bad_payloads_with_the_original_bodies() {
     let good = item(&json!(10), 2);
     let mut wrong = good.clone();
     wrong["cid"] = json!(cid_of(b"something else"));
-    let err = c.post_err("/api/call/start", &call_start_body("f", vec![wrong.clone()], json!({})), 400);
+    let err = c.post_err(
+        "/api/call/start",
+        &call_start_body("f", vec![wrong.clone()], json!({})),
+        400,
+    );
     assert_eq!(err["error"], "cid_mismatch");
-    assert_eq!(err["message"], "Provided CID does not match SHA-512 hash of data");
+    assert_eq!(
+        err["message"],
+        "Provided CID does not match SHA-512 hash of data"
+    );
     assert_eq!(err["expected_cid"], good["cid"]);
     assert_eq!(err["provided_cid"], wrong["cid"]);
 
     let bad_b64 = json!({"cid": "abc", "client_ref": 2, "data": "Q"});
-    let err = c.post_err("/api/call/start", &call_start_body("f", vec![bad_b64], json!({})), 400);
-    assert_eq!(err, json!({"error": "invalid_dill", "message": "Invalid dill payload"}));
+    let err = c.post_err(
+        "/api/call/start",
+        &call_start_body("f", vec![bad_b64], json!({})),
+        400,
+    );
+    assert_eq!(
+        err,
+        json!({"error": "invalid_dill", "message": "Invalid dill payload"})
+    );
 
     let bad_json = json!({"cid": "abc", "data": "{nope", "serialization_format": "json"});
-    let err = c.post_err("/api/call/start", &call_start_body("f", vec![bad_json], json!({})), 400);
-    assert_eq!(err, json!({"error": "invalid_json", "message": "Invalid JSON payload"}));
+    let err = c.post_err(
+        "/api/call/start",
+        &call_start_body("f", vec![bad_json], json!({})),
+        400,
+    );
+    assert_eq!(
+        err,
+        json!({"error": "invalid_json", "message": "Invalid JSON payload"})
+    );
 
     let bad_format = json!({"cid": "abc", "data": "1", "serialization_format": "yaml"});
-    let err = c.post_err("/api/call/start", &call_start_body("f", vec![bad_format], json!({})), 400);
+    let err = c.post_err(
+        "/api/call/start",
+        &call_start_body("f", vec![bad_format], json!({})),
+        400,
+    );
     assert_eq!(err["error"], "invalid_serialization_format");
 
     let mut body = call_start_body("f", vec![], json!({}));
     body["preferred_format"] = json!("xml");
-    assert_eq!(c.post_err("/api/call/start", &body, 400)["error"], "invalid_preferred_format");
+    assert_eq!(
+        c.post_err("/api/call/start", &body, 400)["error"],
+        "invalid_preferred_format"
+    );
 
     let mut body = call_start_body("f", vec![], json!({}));
     body["args"] = json!("not a list");
-    assert_eq!(c.post_err("/api/call/start", &body, 400)["error"], "invalid_payload");
+    assert_eq!(
+        c.post_err("/api/call/start", &body, 400)["error"],
+        "invalid_payload"
+    );
     assert_eq!(c.get_ok("/api/status")["open_calls"], 0);
 }
 
@@ -206,7 +321,10 @@ fn json_items_from_the_browser_client_are_verified_and_rendered() {
     assert_eq!(cd["pretty_args"], json!([{"a": [1, 2.5, null]}]));
     assert_eq!(cd["page_url"], "http://localhost:8000/");
     // A JSON caller gets JSON-encoded modified arguments.
-    c.post_ok(&format!("/api/paused/{pid}/continue"), &json!({"action": "modify", "modified_args": [[1, "x"]]}));
+    c.post_ok(
+        &format!("/api/paused/{pid}/continue"),
+        &json!({"action": "modify", "modified_args": [[1, "x"]]}),
+    );
     let action = c.get_ok(&format!("/api/poll/{pid}"))["action"].clone();
     let arg = &action["modified_args"][0];
     assert_eq!(arg["serialization_format"], "json");
@@ -219,7 +337,12 @@ fn call_ids_carry_server_time_and_a_counter() {
     let server = Server::start(&[]);
     let c = server.client();
     let ids: Vec<String> = (0..3)
-        .map(|_| c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})))["call_id"].as_str().unwrap().to_owned())
+        .map(|_| {
+            c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})))["call_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     for (i, id) in ids.iter().enumerate() {
         let (time, counter) = id.split_once('-').unwrap();
@@ -234,9 +357,15 @@ fn call_ids_carry_server_time_and_a_counter() {
 fn items_with_a_client_ref_leave_object_snapshots() {
     let server = Server::start(&[]);
     let c = server.client();
-    let start = c.post_ok("/api/call/start", &call_start_body("f", vec![item(&json!(["alpha"]), 7)], json!({})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("f", vec![item(&json!(["alpha"]), 7)], json!({})),
+    );
     let call_id = start["call_id"].as_str().unwrap();
-    c.post_ok("/api/call/complete", &complete_body(call_id, &json!(["alpha", "beta"])));
+    c.post_ok(
+        "/api/call/complete",
+        &complete_body(call_id, &json!(["alpha", "beta"])),
+    );
     let snaps = c.get_ok("/api/snapshots?client_ref=7")["snapshots"].clone();
     assert_eq!(snaps.as_array().unwrap().len(), 1, "{snaps}");
     assert_eq!(snaps[0]["role"], "arg:0");
@@ -245,7 +374,10 @@ fn items_with_a_client_ref_leave_object_snapshots() {
     let result = c.get_ok("/api/snapshots?client_ref=9")["snapshots"].clone();
     assert_eq!(result[0]["role"], "result");
     assert_eq!(result[0]["cid"], item(&json!(["alpha", "beta"]), 0)["cid"]);
-    assert_eq!(c.get_ok("/api/snapshots?client_ref=1")["snapshots"][0]["role"], "target");
+    assert_eq!(
+        c.get_ok("/api/snapshots?client_ref=1")["snapshots"][0]["role"],
+        "target"
+    );
 }
 
 #[test]
@@ -253,14 +385,37 @@ fn paused_call_data_has_the_documented_fields() {
     let server = Server::start(&[]);
     let c = server.client();
     c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
-    let start = c.post_ok("/api/call/start", &call_start_body("add", vec![item(&json!(2), 2)], json!({"y": item(&json!(3), 3)})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body(
+            "add",
+            vec![item(&json!(2), 2)],
+            json!({"y": item(&json!(3), 3)}),
+        ),
+    );
     let p = &c.get_ok("/api/paused")["paused"][0];
-    assert_eq!(obj_keys(p), ["id", "call_data", "paused_at", "repl_sessions"]);
+    assert_eq!(
+        obj_keys(p),
+        ["id", "call_data", "paused_at", "repl_sessions"]
+    );
     assert!(p["paused_at"].is_f64());
     let cd = &p["call_data"];
     for key in [
-        "method_name", "target", "pretty_target", "args", "kwargs", "pretty_args", "pretty_kwargs", "signature",
-        "call_site", "page_url", "preferred_format", "process_pid", "process_start_time", "process_key", "call_id",
+        "method_name",
+        "target",
+        "pretty_target",
+        "args",
+        "kwargs",
+        "pretty_args",
+        "pretty_kwargs",
+        "signature",
+        "call_site",
+        "page_url",
+        "preferred_format",
+        "process_pid",
+        "process_start_time",
+        "process_key",
+        "call_id",
         "pause_reason",
     ] {
         assert!(cd.get(key).is_some(), "call_data lacks {key}: {cd}");
@@ -269,32 +424,73 @@ fn paused_call_data_has_the_documented_fields() {
     assert_eq!(cd["process_pid"], 16759);
     assert_eq!(cd["process_start_time"], 1795311683.7211661);
     assert_eq!(cd["preferred_format"], "dill");
-    assert_eq!(cd["args"][0]["data"], item(&json!(2), 2)["data"], "raw items keep their data");
+    assert_eq!(
+        cd["args"][0]["data"],
+        item(&json!(2), 2)["data"],
+        "raw items keep their data"
+    );
     assert_eq!(cd["pause_reason"], "breakpoint");
-    assert_eq!(cd["pretty_kwargs"].as_object().unwrap().keys().collect::<Vec<_>>(), ["y"]);
+    assert_eq!(
+        cd["pretty_kwargs"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["y"]
+    );
 }
 
 #[test]
 fn a_call_without_pause_continues_or_is_replaced() {
     let server = Server::start(&[]);
     let c = server.client();
-    assert_eq!(c.post_ok("/api/call/start", &call_start_body("free", vec![], json!({})))["action"], "continue");
-    c.post_ok("/api/breakpoints", &json!({"function_name": "slow", "signature": "(x)"}));
-    c.post_ok("/api/functions", &json!({"function_name": "fast", "signature": "(x)"}));
-    c.post_ok("/api/breakpoints/slow/replacement", &json!({"replacement_function": "fast"}));
+    assert_eq!(
+        c.post_ok(
+            "/api/call/start",
+            &call_start_body("free", vec![], json!({}))
+        )["action"],
+        "continue"
+    );
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "slow", "signature": "(x)"}),
+    );
+    c.post_ok(
+        "/api/functions",
+        &json!({"function_name": "fast", "signature": "(x)"}),
+    );
+    c.post_ok(
+        "/api/breakpoints/slow/replacement",
+        &json!({"replacement_function": "fast"}),
+    );
     // With the breakpoint stopping, the pause wins over the replacement.
-    assert_eq!(c.post_ok("/api/call/start", &call_start_body("slow", vec![], json!({})))["action"], "poll");
+    assert_eq!(
+        c.post_ok(
+            "/api/call/start",
+            &call_start_body("slow", vec![], json!({}))
+        )["action"],
+        "poll"
+    );
     c.post_ok("/api/breakpoints/slow/behavior", &json!({"behavior": "go"}));
-    let start = c.post_ok("/api/call/start", &call_start_body("slow", vec![], json!({})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("slow", vec![], json!({})),
+    );
     assert_eq!(obj_keys(&start), ["call_id", "action", "function_name"]);
     assert_eq!(start["action"], "replace");
     assert_eq!(start["function_name"], "fast");
     // Global go: nothing pauses, not even after.
     c.post_ok("/api/behavior", &json!({"behavior": "go"}));
     c.post_ok("/api/breakpoints", &json!({"function_name": "other"}));
-    let start = c.post_ok("/api/call/start", &call_start_body("other", vec![], json!({})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("other", vec![], json!({})),
+    );
     assert_eq!(start["action"], "continue");
-    let done = c.post_ok("/api/call/complete", &complete_body(start["call_id"].as_str().unwrap(), &json!(1)));
+    let done = c.post_ok(
+        "/api/call/complete",
+        &complete_body(start["call_id"].as_str().unwrap(), &json!(1)),
+    );
     assert_eq!(done, json!({"status": "ok"}));
 }
 
@@ -303,42 +499,78 @@ fn continue_actions_are_encoded_for_the_python_client() {
     let server = Server::start(&[]);
     let c = server.client();
     c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
-    let start_pause = || pause_id(&c.post_ok("/api/call/start", &call_start_body("f", vec![item(&json!(2), 2)], json!({}))));
+    let start_pause = || {
+        pause_id(&c.post_ok(
+            "/api/call/start",
+            &call_start_body("f", vec![item(&json!(2), 2)], json!({})),
+        ))
+    };
 
     let p = start_pause();
-    c.post_ok(&format!("/api/paused/{p}/continue"), &json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": 20}}));
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": 20}}),
+    );
     let action = c.get_ok(&format!("/api/poll/{p}"))["action"].clone();
     assert_eq!(action["action"], "modify");
     let decode = |it: &Value| decode_base64_lenient(it["data"].as_str().unwrap()).unwrap();
     assert_eq!(decode(&action["modified_args"][0]), dumps(&json!(10)));
-    assert_eq!(action["modified_args"][0]["data"], "gARLCi4=", "the verified bytes of pickle.dumps(10, protocol=4)");
-    assert_eq!(action["modified_args"][0]["cid"], cid_of(&dumps(&json!(10))));
+    assert_eq!(
+        action["modified_args"][0]["data"], "gARLCi4=",
+        "the verified bytes of pickle.dumps(10, protocol=4)"
+    );
+    assert_eq!(
+        action["modified_args"][0]["cid"],
+        cid_of(&dumps(&json!(10)))
+    );
     assert_eq!(action["modified_args"][0]["serialization_format"], "dill");
     assert_eq!(decode(&action["modified_kwargs"]["y"]), dumps(&json!(20)));
     // The encoded objects are stored too.
-    let obj = c.get_ok(&format!("/api/objects/{}", action["modified_args"][0]["cid"].as_str().unwrap()));
+    let obj = c.get_ok(&format!(
+        "/api/objects/{}",
+        action["modified_args"][0]["cid"].as_str().unwrap()
+    ));
     assert_eq!(obj["size"], 5);
 
     let p = start_pause();
     let original = item_ref(&json!(2), 2);
-    c.post_ok(&format!("/api/paused/{p}/continue"), &json!({"action": "modify", "modified_args": [original]}));
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "modify", "modified_args": [original]}),
+    );
     let action = c.get_ok(&format!("/api/poll/{p}"))["action"].clone();
-    assert_eq!(action["modified_args"][0], item_ref(&json!(2), 2), "items pass through untouched");
+    assert_eq!(
+        action["modified_args"][0],
+        item_ref(&json!(2), 2),
+        "items pass through untouched"
+    );
 
     let p = start_pause();
-    c.post_ok(&format!("/api/paused/{p}/continue"), &json!({"action": "skip", "fake_result": 99}));
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "skip", "fake_result": 99}),
+    );
     let action = c.get_ok(&format!("/api/poll/{p}"))["action"].clone();
     assert_eq!(action["fake_result_data"], "gARLYy4=");
     assert_eq!(action["fake_result_serialization_format"], "dill");
     assert_eq!(action["fake_result_cid"], cid_of(&dumps(&json!(99))));
 
     let p = start_pause();
-    c.post_ok(&format!("/api/paused/{p}/continue"), &json!({"action": "raise", "exception_type": "ValueError", "exception_message": "bad"}));
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "raise", "exception_type": "ValueError", "exception_message": "bad"}),
+    );
     let action = c.get_ok(&format!("/api/poll/{p}"))["action"].clone();
-    assert_eq!(action, json!({"action": "raise", "exception_type": "ValueError", "exception_message": "bad"}));
+    assert_eq!(
+        action,
+        json!({"action": "raise", "exception_type": "ValueError", "exception_message": "bad"})
+    );
 
     let p = start_pause();
-    c.post_ok(&format!("/api/paused/{p}/continue"), &json!({"action": "continue", "replacement_function": "g"}));
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "continue", "replacement_function": "g"}),
+    );
     let action = c.get_ok(&format!("/api/poll/{p}"))["action"].clone();
     assert_eq!(action, json!({"action": "replace", "function_name": "g"}));
 }
@@ -348,7 +580,10 @@ fn completion_records_results_and_exceptions() {
     let server = Server::start(&[]);
     let c = server.client();
     // No breakpoint: no pauses, but every call is recorded.
-    let start = c.post_ok("/api/call/start", &call_start_body("div", vec![item(&json!(1), 2)], json!({})));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("div", vec![item(&json!(1), 2)], json!({})),
+    );
     let call_id = start["call_id"].as_str().unwrap();
     let exc = item(&json!("pickled exception stand-in"), 11);
     let body = json!({
@@ -358,15 +593,28 @@ fn completion_records_results_and_exceptions() {
         "exception_traceback": "Traceback (most recent call last): ...",
         "exception_cid": exc["cid"], "exception_client_ref": 11, "exception_data": exc["data"],
     });
-    assert_eq!(c.post_ok("/api/call/complete", &body), json!({"status": "ok"}));
+    assert_eq!(
+        c.post_ok("/api/call/complete", &body),
+        json!({"status": "ok"})
+    );
     let rec = c.get_ok("/api/call-records?status=exception")["calls"][0].clone();
     assert_eq!(rec["call_id"], call_id);
     assert_eq!(rec["exception_type"], "ZeroDivisionError");
-    assert_eq!(rec["exception"]["summary"], "ZeroDivisionError: division by zero");
+    assert_eq!(
+        rec["exception"]["summary"],
+        "ZeroDivisionError: division by zero"
+    );
     assert_eq!(rec["exception"]["module"], "builtins");
-    assert_eq!(rec["exception"]["traceback"], "Traceback (most recent call last): ...");
+    assert_eq!(
+        rec["exception"]["traceback"],
+        "Traceback (most recent call last): ..."
+    );
     assert_eq!(rec["exception_cid"], exc["cid"]);
-    assert!(c.get(&format!("/api/objects/{}", exc["cid"].as_str().unwrap())).status == 200);
+    assert!(
+        c.get(&format!("/api/objects/{}", exc["cid"].as_str().unwrap()))
+            .status
+            == 200
+    );
 
     // A result CID that was never stored renders as missing; nothing fails.
     let start = c.post_ok("/api/call/start", &call_start_body("g", vec![], json!({})));
@@ -387,11 +635,24 @@ fn completion_rejects_bad_payloads_and_ignores_unknown_calls() {
     body["result_cid"] = json!(cid_of(b"other"));
     let err = c.post_err("/api/call/complete", &body, 400);
     assert_eq!(err["error"], "cid_mismatch");
-    assert_eq!(c.get_ok("/api/call-records")["total_count"], 0, "a refused completion records nothing");
+    assert_eq!(
+        c.get_ok("/api/call-records")["total_count"],
+        0,
+        "a refused completion records nothing"
+    );
     // Compat: an unknown call id answers ok and records nothing.
-    assert_eq!(c.post_ok("/api/call/complete", &complete_body("9.000000-999", &json!(1))), json!({"status": "ok"}));
+    assert_eq!(
+        c.post_ok(
+            "/api/call/complete",
+            &complete_body("9.000000-999", &json!(1))
+        ),
+        json!({"status": "ok"})
+    );
     assert_eq!(c.get_ok("/api/call-records")["total_count"], 0);
-    assert_eq!(c.post_err("/api/call/complete", &json!({"status": "success"}), 400)["error"], "missing_call_id");
+    assert_eq!(
+        c.post_err("/api/call/complete", &json!({"status": "success"}), 400)["error"],
+        "missing_call_id"
+    );
 }
 
 #[test]
@@ -403,14 +664,24 @@ fn after_pauses_follow_the_after_behavior_and_accept_only_continue() {
     // Before go, after yield under global stop: pauses only after (protocol doc §5.3).
     let start = c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})));
     assert_eq!(start["action"], "continue");
-    let done = c.post_ok("/api/call/complete", &complete_body(start["call_id"].as_str().unwrap(), &json!(1)));
+    let done = c.post_ok(
+        "/api/call/complete",
+        &complete_body(start["call_id"].as_str().unwrap(), &json!(1)),
+    );
     let after = pause_id(&done);
     for action in ["skip", "modify", "raise", "replace"] {
-        let err = c.post_err(&format!("/api/paused/{after}/continue"), &json!({"action": action}), 400);
+        let err = c.post_err(
+            &format!("/api/paused/{after}/continue"),
+            &json!({"action": action}),
+            400,
+        );
         assert_eq!(err["error"], "invalid_action", "{action}");
     }
     c.post_ok(&format!("/api/paused/{after}/continue"), &json!({}));
-    assert_eq!(c.get_ok(&format!("/api/poll/{after}"))["action"], json!({"action": "continue"}));
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{after}"))["action"],
+        json!({"action": "continue"})
+    );
 
     // Global stop does not pause after an exception; after-behavior exception does.
     let start = c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})));
@@ -419,8 +690,14 @@ fn after_pauses_follow_the_after_behavior_and_accept_only_continue() {
                "process_start_time": 2.0, "exception_type": "mod.Boom", "exception_message": "",
                "exception_traceback": "tb"})
     };
-    assert_eq!(c.post_ok("/api/call/complete", &exc_body(&start["call_id"])), json!({"status": "ok"}));
-    c.post_ok("/api/breakpoints/f/after_behavior", &json!({"behavior": "exception"}));
+    assert_eq!(
+        c.post_ok("/api/call/complete", &exc_body(&start["call_id"])),
+        json!({"status": "ok"})
+    );
+    c.post_ok(
+        "/api/breakpoints/f/after_behavior",
+        &json!({"behavior": "exception"}),
+    );
     let start = c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})));
     let done = c.post_ok("/api/call/complete", &exc_body(&start["call_id"]));
     let p = pause_id(&done);
@@ -435,7 +712,10 @@ fn after_pauses_follow_the_after_behavior_and_accept_only_continue() {
 fn events_become_call_records_with_fallback_fields() {
     let server = Server::start(&[]);
     let c = server.client();
-    assert_eq!(c.post_err("/api/call/event", &json!({"method_name": "x"}), 400)["error"], "missing_process_identity");
+    assert_eq!(
+        c.post_err("/api/call/event", &json!({"method_name": "x"}), 400)["error"],
+        "missing_process_identity"
+    );
     c.post_ok("/api/call/event", &json!({"process_pid": 0, "process_start_time": 1.0, "event_type": "click", "page_url": "http://x/"}));
     let rec = c.get_ok("/api/call-records")["calls"][0].clone();
     assert_eq!(rec["method_name"], "click");
@@ -443,14 +723,28 @@ fn events_become_call_records_with_fallback_fields() {
     assert_eq!(rec["pretty_args"], json!([]));
     assert_eq!(rec["pretty_kwargs"], json!({}));
     assert_eq!(rec["process_key"], "1.000000+0");
-    assert_eq!(rec["call_id"].as_str().unwrap().len(), 36, "a UUID4 when no event_id");
-    c.post_ok("/api/call/event", &json!({"process_pid": 0, "process_start_time": 1.0, "event_id": "ev-1"}));
+    assert_eq!(
+        rec["call_id"].as_str().unwrap().len(),
+        36,
+        "a UUID4 when no event_id"
+    );
+    c.post_ok(
+        "/api/call/event",
+        &json!({"process_pid": 0, "process_start_time": 1.0, "event_id": "ev-1"}),
+    );
     let rec = c.get_ok("/api/call-records")["calls"][0].clone();
-    assert_eq!((rec["call_id"].as_str(), rec["method_name"].as_str()), (Some("ev-1"), Some("event")));
+    assert_eq!(
+        (rec["call_id"].as_str(), rec["method_name"].as_str()),
+        (Some("ev-1"), Some("event"))
+    );
 
     // A pickle_error event with its placeholder payload, as sent from inside serialization.
-    let placeholder = item(&json!({"__cideldill_placeholder__": true, "summary": "<Unpicklable h>"}), 0);
-    let report = json!({"event_type": "pickle_error", "object_type": "socket", "error": "cannot pickle"});
+    let placeholder = item(
+        &json!({"__cideldill_placeholder__": true, "summary": "<Unpicklable h>"}),
+        0,
+    );
+    let report =
+        json!({"event_type": "pickle_error", "object_type": "socket", "error": "cannot pickle"});
     let body = json!({
         "method_name": "pickle_error", "status": "serialization_error", "timestamp": 9.0,
         "call_site": {"timestamp": 9.0, "stack_trace": []}, "process_pid": 5, "process_start_time": 6.0,
@@ -460,22 +754,34 @@ fn events_become_call_records_with_fallback_fields() {
     assert_eq!(c.post_ok("/api/call/event", &body), json!({"status": "ok"}));
     let rec = c.get_ok("/api/call-records?function=pickle_error")["calls"][0].clone();
     assert_eq!(rec["status"], "serialization_error");
-    assert_eq!(rec["exception"], report, "the client's report stands in for the unrendered pickle");
+    assert_eq!(
+        rec["exception"], report,
+        "the client's report stands in for the unrendered pickle"
+    );
     assert_eq!(rec["exception_cid"], placeholder["cid"]);
     let mut bad = body.clone();
     bad["exception_cid"] = json!("0000");
-    assert_eq!(c.post_err("/api/call/event", &bad, 400)["error"], "cid_mismatch");
+    assert_eq!(
+        c.post_err("/api/call/event", &bad, 400)["error"],
+        "cid_mismatch"
+    );
 }
 
 #[test]
 fn oversized_bodies_get_413_and_the_server_keeps_serving() {
     let server = Server::start(&["--max-body-mb", "1"]);
     let c = server.client();
-    let big = format!("{{\"function_name\": \"{}\"}}", "x".repeat(1024 * 1024 + 10));
+    let big = format!(
+        "{{\"function_name\": \"{}\"}}",
+        "x".repeat(1024 * 1024 + 10)
+    );
     let r = c.request("POST", "/api/breakpoints", Some(big.as_bytes()));
     assert_eq!(r.status, 413);
     assert_eq!(r.json()["error"], "payload_too_large");
-    assert!(r.json()["message"].as_str().unwrap().contains("--max-body-mb"));
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("--max-body-mb"));
     // A chunked body without a declared length is capped while reading.
     let mut raw = b"POST /api/call/start HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
     let chunk = vec![b'a'; 256 * 1024];
@@ -488,7 +794,11 @@ fn oversized_bodies_get_413_and_the_server_keeps_serving() {
     assert_eq!(c.raw(&raw).status, 413);
     // Just under the cap is fine.
     let ok = format!("{{\"function_name\": \"{}\"}}", "y".repeat(1000 * 1000));
-    assert_eq!(c.request("POST", "/api/breakpoints", Some(ok.as_bytes())).status, 200);
+    assert_eq!(
+        c.request("POST", "/api/breakpoints", Some(ok.as_bytes()))
+            .status,
+        200
+    );
     assert_eq!(c.get("/api/status").status, 200);
 }
 
@@ -497,17 +807,37 @@ fn malformed_requests_get_json_errors() {
     let server = Server::start(&[]);
     let c = server.client();
     let r = c.request("POST", "/api/call/start", Some(b"{not json"));
-    assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("invalid_json")));
+    assert_eq!(
+        (r.status, r.json()["error"].as_str()),
+        (400, Some("invalid_json"))
+    );
     let r = c.request("POST", "/api/call/complete", Some(b"[1, 2]"));
-    assert_eq!((r.status, r.json()["error"].as_str()), (400, Some("invalid_body")));
+    assert_eq!(
+        (r.status, r.json()["error"].as_str()),
+        (400, Some("invalid_body"))
+    );
     let r = c.get("/api/does-not-exist");
-    assert_eq!((r.status, r.json()["error"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (r.status, r.json()["error"].as_str()),
+        (404, Some("not_found"))
+    );
     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
     let r = c.get("/nowhere");
-    assert_eq!((r.status, r.json()["error"].as_str()), (404, Some("not_found")));
-    assert_eq!(r.header("Access-Control-Allow-Origin"), None, "no CORS outside /api");
+    assert_eq!(
+        (r.status, r.json()["error"].as_str()),
+        (404, Some("not_found"))
+    );
+    assert_eq!(
+        r.header("Access-Control-Allow-Origin"),
+        None,
+        "no CORS outside /api"
+    );
     // Python's json module may emit NaN; the server tolerates it.
-    let r = c.request("POST", "/api/report-com-error", Some(br#"{"summary": "x", "status_code": NaN}"#));
+    let r = c.request(
+        "POST",
+        "/api/report-com-error",
+        Some(br#"{"summary": "x", "status_code": NaN}"#),
+    );
     assert_eq!(r.status, 200);
     // Garbage that is not HTTP does not take the server down.
     let _ = std::net::TcpStream::connect(("127.0.0.1", server.port)).and_then(|mut s| {

@@ -1,0 +1,317 @@
+//! Persistence and process life: the append-only database across `kill -9`, torn and garbled
+//! tails, pauses from before a restart, port files, the default database location.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::support::{call_start_body, complete_body, item, item_ref, pause_id, Server, TempDir};
+
+/// Runs one paused call to completion: a breakpoint, a pause, continue, complete.
+fn one_call(server: &Server, method: &str, arg: &Value, result: &Value) -> String {
+    let c = server.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": method}));
+    c.post_ok(
+        &format!("/api/breakpoints/{method}/after_behavior"),
+        &json!({"behavior": "go"}),
+    );
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body(method, vec![item(arg, 2)], json!({})),
+    );
+    let p = pause_id(&start);
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "continue"}),
+    );
+    let call_id = start["call_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        c.post_ok("/api/call/complete", &complete_body(&call_id, result)),
+        json!({"status": "ok"})
+    );
+    call_id
+}
+
+fn db_arg(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_database_survives_kill_9() {
+    let home = TempDir::new("kill9");
+    let db = home.path().join("session.db");
+    let mut server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("Database: {}", db.display())),
+        "{}",
+        server.stderr()
+    );
+    let first = one_call(&server, "add", &json!([1, 2, 3]), &json!(6));
+    let second = one_call(&server, "add", &json!("second"), &json!("done"));
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    let records = c.get_ok("/api/call-records");
+    assert_eq!(records["total_count"], 2, "{records}");
+    assert_eq!(records["calls"][0]["call_id"], second.as_str());
+    assert_eq!(records["calls"][1]["call_id"], first.as_str());
+    let history = c.get_ok("/api/breakpoints/add/history");
+    assert_eq!(history["history"].as_array().unwrap().len(), 2);
+    // Stored objects are back: a client that believes it sent a CID need not resend it.
+    let cid = item(&json!([1, 2, 3]), 0)["cid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let obj = c.get_ok(&format!("/api/objects/{cid}"));
+    assert_eq!(obj["format"], "dill");
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("add", vec![item_ref(&json!([1, 2, 3]), 2)], json!({})),
+    );
+    assert_eq!(
+        start["action"], "continue",
+        "no breakpoints survive a restart; the object did"
+    );
+}
+
+fn database_with_two_calls(tag: &str) -> (TempDir, PathBuf) {
+    let home = TempDir::new(tag);
+    let db = home.path().join("x.db");
+    let mut server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    one_call(&server, "f", &json!(1), &json!(10));
+    one_call(&server, "f", &json!(2), &json!(20));
+    server.signal_and_wait("-TERM");
+    (home, db)
+}
+
+#[test]
+fn a_truncated_last_record_is_dropped_and_the_rest_reopens() {
+    let (home, db) = database_with_two_calls("torn");
+    let len = std::fs::metadata(&db).unwrap().len();
+    // The last record is the second call's history entry: cut into it.
+    let file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    file.set_len(len - 7).unwrap();
+    drop(file);
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    assert_eq!(
+        c.get_ok("/api/call-records")["total_count"],
+        2,
+        "both call records are intact"
+    );
+    let history = c.get_ok("/api/breakpoints/f/history")["history"].clone();
+    assert_eq!(
+        history.as_array().unwrap().len(),
+        1,
+        "only the torn history entry is gone: {history}"
+    );
+    assert!(server.stderr().contains("torn tail"), "{}", server.stderr());
+    // New writes after the repair survive the next reopen.
+    one_call(&server, "f", &json!(3), &json!(30));
+    drop(server);
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    assert_eq!(
+        server.client().get_ok("/api/call-records")["total_count"],
+        3
+    );
+}
+
+#[test]
+fn a_garbled_last_record_is_dropped_on_reopen() {
+    let (home, db) = database_with_two_calls("garbled");
+    let mut bytes = std::fs::read(&db).unwrap();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x55;
+    std::fs::write(&db, &bytes).unwrap();
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/call-records")["total_count"], 2);
+    assert_eq!(
+        c.get_ok("/api/breakpoints/f/history")["history"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_foreign_file_is_refused_not_overwritten() {
+    let home = TempDir::new("foreign");
+    let db = home.path().join("notes.txt");
+    std::fs::write(&db, "my precious notes\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+        .args([
+            "--port",
+            "0",
+            "--db",
+            &db_arg(&db),
+            "--port-file",
+            &db_arg(&home.path().join("p")),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "my precious notes\n");
+}
+
+#[test]
+fn a_pause_from_before_a_restart_waits_and_can_still_be_continued() {
+    let home = TempDir::new("orphan");
+    let db = home.path().join("o.db");
+    let mut server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    let p = pause_id(&c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({}))));
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    // Compat: the client keeps polling its old id; the answer must be waiting, never an error.
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{p}")),
+        json!({"status": "waiting"})
+    );
+    assert_eq!(
+        c.get_ok(&format!("/api/poll-repl/{p}")),
+        json!({"eval_id": null})
+    );
+    // Only continue is safe for such a pause; an id nobody polls is unknown.
+    let err = c.post_err(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "skip"}),
+        400,
+    );
+    assert_eq!(err["error"], "invalid_action");
+    c.post_err("/api/paused/never-polled/continue", &json!({}), 404);
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "continue"}),
+    );
+    assert_eq!(
+        c.get_ok(&format!("/api/poll/{p}")),
+        json!({"status": "ready", "action": {"action": "continue"}})
+    );
+}
+
+#[test]
+fn the_default_database_is_a_new_file_under_cideldill_home() {
+    let home = TempDir::new("default-db");
+    let server = Server::start_in(home.path(), &[]);
+    let entries: Vec<_> = std::fs::read_dir(home.path().join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1);
+    let name = entries[0].file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        name.starts_with("cideldill-") && name.ends_with(".db"),
+        "{name}"
+    );
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("Database: {}", entries[0].display())),
+        "{}",
+        server.stderr()
+    );
+}
+
+#[test]
+fn memory_mode_writes_no_database() {
+    let home = TempDir::new("memory");
+    let server = Server::start_in(home.path(), &["--memory"]);
+    one_call(&server, "f", &json!(1), &json!(2));
+    assert!(server.stderr().contains("Database: :memory:"));
+    assert!(!home.path().join("db").exists());
+}
+
+#[test]
+fn sigterm_and_sigint_remove_the_port_file() {
+    for signal in ["-TERM", "-INT"] {
+        let home = TempDir::new("sig");
+        let mut server = Server::start_in(home.path(), &["--memory"]);
+        let text = std::fs::read_to_string(&server.port_file).unwrap();
+        assert_eq!(text, server.port.to_string(), "bare digits, no newline");
+        let status = server.signal_and_wait(signal);
+        assert!(status.success(), "{signal}: {status}");
+        assert!(
+            !server.port_file.exists(),
+            "{signal}: port file left behind"
+        );
+    }
+}
+
+#[test]
+fn a_port_file_rewritten_by_another_server_is_left_alone() {
+    let home = TempDir::new("portfile-other");
+    let mut server = Server::start_in(home.path(), &["--memory"]);
+    std::fs::write(&server.port_file, "1").unwrap();
+    server.signal_and_wait("-TERM");
+    assert_eq!(std::fs::read_to_string(&server.port_file).unwrap(), "1");
+}
+
+#[test]
+fn a_taken_port_falls_back_to_a_free_one() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let home = TempDir::new("fallback");
+    let server = Server::start_in(home.path(), &["--memory", "--port", &port]);
+    assert_ne!(server.port.to_string(), port);
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("Port {port} is occupied")),
+        "{}",
+        server.stderr()
+    );
+    assert_eq!(server.client().get("/api/breakpoints").status, 200);
+}
+
+#[test]
+fn bad_flags_are_refused_with_a_clear_message() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--host", "0.0.0.0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--allow-remote"), "{err}");
+    let (code, err) = run(&["--memory", "--db", "x.db"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("cannot be used together"), "{err}");
+    let (code, out) = {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+            .arg("--help")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    assert_eq!(code, Some(0));
+    for flag in [
+        "--host",
+        "--port",
+        "--memory",
+        "--db",
+        "--port-file",
+        "--max-body-mb",
+        "--allow-remote",
+        "--repl-timeout-s",
+    ] {
+        assert!(out.contains(flag), "--help lacks {flag}: {out}");
+    }
+}

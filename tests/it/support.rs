@@ -12,7 +12,10 @@ use serde_json::{json, Value};
 
 /// The default deadline of a wait; `CIDELDILL_TEST_DEADLINE_S` raises it on slow machines.
 pub fn deadline() -> Duration {
-    let secs = std::env::var("CIDELDILL_TEST_DEADLINE_S").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
+    let secs = std::env::var("CIDELDILL_TEST_DEADLINE_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
     Duration::from_secs(secs)
 }
 
@@ -68,7 +71,10 @@ impl Server {
     pub fn start_in(home: &Path, args: &[&str]) -> Server {
         let port_file = home.join("port");
         let _ = std::fs::remove_file(&port_file);
-        let stderr_path = home.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos() ^ rand_u32() as u128));
+        let stderr_path = home.join(format!(
+            "stderr-{}.log",
+            Instant::now().elapsed().as_nanos() ^ rand_u32() as u128
+        ));
         let stderr = std::fs::File::create(&stderr_path).expect("stderr log file");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
         if !args.contains(&"--port") {
@@ -84,8 +90,14 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .expect("start cideldill-server");
-        let mut server =
-            Server { child: Some(child), port: 0, home: home.to_path_buf(), port_file: port_file.clone(), stderr_path, _dir: None };
+        let mut server = Server {
+            child: Some(child),
+            port: 0,
+            home: home.to_path_buf(),
+            port_file: port_file.clone(),
+            stderr_path,
+            _dir: None,
+        };
         let until = Instant::now() + deadline();
         loop {
             if let Ok(text) = std::fs::read_to_string(&port_file) {
@@ -94,10 +106,18 @@ impl Server {
                     return server;
                 }
             }
-            if let Some(status) = server.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = server
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 panic!("server exited early with {status}:\n{}", server.stderr());
             }
-            assert!(Instant::now() < until, "server did not write its port file in time:\n{}", server.stderr());
+            assert!(
+                Instant::now() < until,
+                "server did not write its port file in time:\n{}",
+                server.stderr()
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -112,7 +132,10 @@ impl Server {
 
     /// Sends a signal with the `kill` utility and waits for the exit, with a deadline.
     pub fn signal_and_wait(&mut self, signal: &str) -> std::process::ExitStatus {
-        let status = Command::new("kill").args([signal, &self.pid().to_string()]).status().expect("run kill");
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .expect("run kill");
         assert!(status.success());
         let mut child = self.child.take().expect("server still running");
         let until = Instant::now() + deadline();
@@ -145,7 +168,8 @@ impl Drop for Server {
 
 fn rand_u32() -> u32 {
     static N: AtomicU32 = AtomicU32::new(1);
-    N.fetch_add(1, Ordering::Relaxed).wrapping_mul(2_654_435_761)
+    N.fetch_add(1, Ordering::Relaxed)
+        .wrapping_mul(2_654_435_761)
 }
 
 /// An HTTP response.
@@ -158,12 +182,19 @@ pub struct Resp {
 
 impl Resp {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("response is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "response is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -177,7 +208,9 @@ impl Client {
     /// Sends raw bytes and reads the whole response.
     pub fn raw(&self, request: &[u8]) -> Resp {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        stream.set_read_timeout(Some(deadline() + Duration::from_secs(35))).unwrap();
+        stream
+            .set_read_timeout(Some(deadline() + Duration::from_secs(35)))
+            .unwrap();
         stream.set_write_timeout(Some(deadline())).unwrap();
         // A server may answer (413) before the whole body is sent; a failed write is fine then.
         let _ = stream.write_all(request);
@@ -185,9 +218,15 @@ impl Client {
     }
 
     pub fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Resp {
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n", self.port);
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+            self.port
+        );
         if let Some(b) = body {
-            req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+            req.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            ));
         }
         req.push_str("\r\n");
         let mut bytes = req.into_bytes();
@@ -212,21 +251,36 @@ impl Client {
     /// GET expecting 200 JSON.
     pub fn get_ok(&self, path: &str) -> Value {
         let r = self.get(path);
-        assert_eq!(r.status, 200, "GET {path}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(
+            r.status,
+            200,
+            "GET {path}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
         r.json()
     }
 
     /// POST expecting 200 JSON.
     pub fn post_ok(&self, path: &str, body: &Value) -> Value {
         let r = self.post(path, body);
-        assert_eq!(r.status, 200, "POST {path} {body}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(
+            r.status,
+            200,
+            "POST {path} {body}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
         r.json()
     }
 
     /// POST expecting an error status; returns the JSON body.
     pub fn post_err(&self, path: &str, body: &Value, status: u16) -> Value {
         let r = self.post(path, body);
-        assert_eq!(r.status, status, "POST {path} {body}: {}", String::from_utf8_lossy(&r.body));
+        assert_eq!(
+            r.status,
+            status,
+            "POST {path} {body}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
         r.json()
     }
 }
@@ -234,27 +288,47 @@ impl Client {
 fn read_response(stream: &mut TcpStream) -> Resp {
     let mut buf = Vec::new();
     let _ = stream.read_to_end(&mut buf);
-    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| {
-        panic!("no complete HTTP response: {:?}", String::from_utf8_lossy(&buf))
-    });
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| {
+            panic!(
+                "no complete HTTP response: {:?}",
+                String::from_utf8_lossy(&buf)
+            )
+        });
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status line");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
     let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        })
         .collect();
     let mut body = buf[head_end + 4..].to_vec();
-    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     if chunked {
         body = dechunk(&body);
     }
-    Resp { status, headers, body }
+    Resp {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(pos) = data.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..pos]).trim(), 16).unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&data[..pos]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -324,7 +398,12 @@ pub fn complete_body(call_id: &str, result: &Value) -> Value {
 
 /// The pause id in a poll action's `poll_url`.
 pub fn pause_id(action: &Value) -> String {
-    let url = action["poll_url"].as_str().unwrap_or_else(|| panic!("not a poll action: {action}"));
-    assert!(url.starts_with("/api/poll/"), "poll_url must be root-relative: {url}");
+    let url = action["poll_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a poll action: {action}"));
+    assert!(
+        url.starts_with("/api/poll/"),
+        "poll_url must be root-relative: {url}"
+    );
     url.rsplit('/').next().unwrap().to_owned()
 }

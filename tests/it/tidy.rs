@@ -1,0 +1,149 @@
+//! Repository rules as tests: module docs, one stdout writer, no skipped tests, the README's
+//! REST reference generated from the route table, every dependency justified.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn sources(sub: &str) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join(sub), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read_to_string(&p).unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_source_file_starts_with_a_module_doc() {
+    for (path, text) in sources("src").into_iter().chain(sources("tests")) {
+        assert!(
+            text.starts_with("//!"),
+            "{} must start with a //! doc comment",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn nothing_in_src_writes_to_stdout() {
+    // Stdout is reserved for the MCP stdio transport; logs and the banner go to stderr.
+    for (path, text) in sources("src") {
+        for needle in ["println!", "print!(", "stdout()", "dbg!("] {
+            assert!(!text.contains(needle), "{} uses {needle}", path.display());
+        }
+        assert!(
+            !text.contains("num_connections("),
+            "{}: tiny_http's num_connections() panics",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn no_test_is_skipped_and_no_whitespace_trails() {
+    let ignore = ["#[", "ignore]"].concat();
+    let should_panic = ["#[", "should_panic"].concat();
+    for (path, text) in sources("src").into_iter().chain(sources("tests")) {
+        assert!(!text.contains(&ignore), "{} skips a test", path.display());
+        assert!(
+            !text.contains(&should_panic),
+            "{} uses should_panic",
+            path.display()
+        );
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                !line.ends_with(' ') && !line.ends_with('\t'),
+                "{}:{} has trailing whitespace",
+                path.display(),
+                i + 1
+            );
+        }
+    }
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let a = text
+        .find(start)
+        .unwrap_or_else(|| panic!("README lacks {start}"))
+        + start.len();
+    let b = text[a..]
+        .find(end)
+        .unwrap_or_else(|| panic!("README lacks {end}"))
+        + a;
+    text[a..b].trim()
+}
+
+#[test]
+fn readme_rest_reference_matches_the_route_table() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = between(
+        &readme,
+        "<!-- rest-reference:start -->",
+        "<!-- rest-reference:end -->",
+    );
+    let expected = cideldill_server::http::reference_markdown();
+    assert_eq!(
+        section,
+        expected.trim(),
+        "README.md's REST reference is out of date; replace the block between the markers with:\n{expected}"
+    );
+}
+
+#[test]
+fn every_dependency_is_justified_in_architecture_md() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || line == "[dev-dependencies]";
+            continue;
+        }
+        if !in_deps || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let name = line.split(['=', ' ']).next().unwrap();
+        assert!(
+            arch.contains(&format!("`{name}`")),
+            "ARCHITECTURE.md does not justify dependency `{name}`"
+        );
+    }
+}
+
+#[test]
+fn readme_documents_every_flag() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for flag in [
+        "--host",
+        "--port",
+        "--memory",
+        "--db",
+        "--port-file",
+        "--max-body-mb",
+        "--allow-remote",
+        "--repl-timeout-s",
+        "--poll-interval-ms",
+        "--poll-timeout-ms",
+    ] {
+        assert!(
+            readme.contains(&format!("`{flag}")),
+            "README.md does not mention {flag}"
+        );
+    }
+}
