@@ -47,6 +47,7 @@ How to run it
         curl -s -X POST $URL/api/behavior -H 'Content-Type: application/json' \\
              -d '{"behavior":"stop_exception"}'
 
+    ($URL stands for the server URL, e.g. http://localhost:5174.)
     While a call is paused you can evaluate Python in it:
         curl -s -X POST $URL/api/repl/start -H 'Content-Type: application/json' \\
              -d '{"pause_id":"<id>"}'                          # -> {"session_id": ...}
@@ -69,8 +70,9 @@ Exit status
     client cannot handle).
 
 What it needs
-    Python 3.8 or newer (tested with 3.11) and its standard library. With --dill it needs `dill`: if it is not
-    importable, the demo runs `python3 -m pip install --quiet --target <cache> dill==0.4.1`
+    Python 3.8 or newer (tested with 3.11) and its standard library. With --dill it needs
+    `dill`: if it is not importable, the demo runs
+        python3 -m pip install --quiet --target <cache> dill==0.4.1
     where <cache> is $CIDELDILL_DEMO_CACHE, else <repo>/.cache/python, and imports it
     from there.
 """

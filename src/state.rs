@@ -96,3 +96,46 @@ impl Drop for StateGuard<'_> {
         self.bus.publish(events);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn shared() -> Arc<Shared> {
+        let config = Config::for_tests("/nonexistent/port".into());
+        Arc::new(Shared::new(config, Store::memory(), State::default()))
+    }
+
+    #[test]
+    fn a_panic_under_the_lock_does_not_lock_everyone_out() {
+        let s = shared();
+        let s2 = s.clone();
+        let _ = std::thread::spawn(move || {
+            let mut st = s2.lock();
+            st.breakpoints.add("f");
+            panic!("a buggy request");
+        })
+        .join();
+        assert!(s.lock().breakpoints.contains("f"));
+    }
+
+    #[test]
+    fn events_are_published_after_the_lock_is_released() {
+        let s = shared();
+        let rx = s.bus.subscribe();
+        {
+            let mut st = s.lock();
+            st.emit(EventKind::BreakpointsChanged);
+            st.emit(EventKind::FunctionsChanged);
+            assert!(
+                rx.try_recv().is_err(),
+                "nothing is sent while the lock is held"
+            );
+        }
+        let a = rx.try_recv().unwrap();
+        let b = rx.try_recv().unwrap();
+        assert_eq!((a.seq, b.seq), (1, 2));
+        assert_eq!(a.kind, EventKind::BreakpointsChanged);
+    }
+}

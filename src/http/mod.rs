@@ -221,19 +221,7 @@ fn handle(shared: &Shared, mut rq: tiny_http::Request) {
                 body,
                 host,
             };
-            catch_unwind(AssertUnwindSafe(|| routes::route(shared, &mut req))).unwrap_or_else(
-                |panic| {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_default();
-                    log::error!("http: handler panicked on {method} {url}: {what}");
-                    Reply::error(&ApiError::internal(
-                        "internal error while handling the request (logged)",
-                    ))
-                },
-            )
+            guarded(&method, &url, || routes::route(shared, &mut req))
         }
     };
     let status = reply.status;
@@ -259,6 +247,21 @@ fn handle(shared: &Shared, mut rq: tiny_http::Request) {
         "http: {method} {url} -> {status} in {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
+}
+
+/// Runs a handler, turning a panic into a logged 500 so the server keeps serving.
+fn guarded(method: &str, url: &str, f: impl FnOnce() -> Reply) -> Reply {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        log::error!("http: handler panicked on {method} {url}: {what}");
+        Reply::error(&ApiError::internal(
+            "internal error while handling the request (logged)",
+        ))
+    })
 }
 
 /// Reads the body, refusing (413) a declared or actual length above `cap`.
@@ -332,6 +335,15 @@ fn index(shared: &Shared) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_handler_becomes_a_500_json_reply() {
+        let reply = guarded("GET", "/x", || panic!("boom"));
+        assert_eq!(reply.status, 500);
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(body["error"], "internal_error");
+        assert_eq!(guarded("GET", "/x", || Reply::empty(204)).status, 204);
+    }
 
     #[test]
     fn percent_decoding() {

@@ -5,6 +5,7 @@
 mod support;
 
 mod call_protocol;
+mod events;
 mod persistence;
 mod pickle_python;
 mod rest_api;
