@@ -124,6 +124,12 @@ fn remove_port_file(path: &Path, port: u16) {
 
 /// Starts the server: everything is ready to serve when this returns.
 pub fn start(config: Config) -> Result<Running, Error> {
+    start_with(config, |_| {})
+}
+
+/// Starts the server, handing the banner lines to `announce` before the port file is written,
+/// so whoever waits for the port file finds the banner already printed.
+pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Running, Error> {
     let (store, state) = open_database(&config.database)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
     let port = listener
@@ -133,17 +139,12 @@ pub fn start(config: Config) -> Result<Running, Error> {
     let server = tiny_http::Server::from_listener(listener, None)
         .map_err(|e| Error::Config(format!("cannot start the HTTP server: {e}")))?;
     let server = Arc::new(server);
-    write_port_file(&config.port_file, port).map_err(|e| {
-        Error::io(
-            format!("cannot write port file {}", config.port_file.display()),
-            e,
-        )
-    })?;
+    let port_file = config.port_file.clone();
     let shared = Arc::new(Shared::new(config, store, state));
     let http = http::spawn_http(shared.clone(), server.clone())
         .map_err(|e| Error::io("cannot start the http thread", e))?;
     let (shutdown_tx, shutdown_rx) = unbounded();
-    Ok(Running {
+    let running = Running {
         shared,
         server,
         http: Some(http),
@@ -151,7 +152,16 @@ pub fn start(config: Config) -> Result<Running, Error> {
         fell_back_from,
         shutdown_tx,
         shutdown_rx,
-    })
+    };
+    announce(&running.banner());
+    if let Err(e) = write_port_file(&port_file, port) {
+        running.stop();
+        return Err(Error::io(
+            format!("cannot write port file {}", port_file.display()),
+            e,
+        ));
+    }
+    Ok(running)
 }
 
 impl Running {
@@ -233,13 +243,12 @@ impl Running {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub fn run(config: Config) -> Result<(), Error> {
-    let running = start(config)?;
-    {
+    let running = start_with(config, |banner| {
         let mut err = io::stderr().lock();
-        for line in running.banner() {
+        for line in banner {
             let _ = writeln!(err, "{line}");
         }
-    }
+    })?;
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,

@@ -5,6 +5,7 @@
 mod support;
 
 mod call_protocol;
+mod demo;
 mod events;
 mod persistence;
 mod pickle_python;

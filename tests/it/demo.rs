@@ -1,0 +1,130 @@
+//! The demo program (`scripts/demo_app.py`, which speaks the Python client's protocol) run
+//! against the real server: pauses are resumed over REST while it runs, one with `modify`,
+//! one after a REPL eval, and it must finish printing the modified call.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{deadline, Client, Server};
+
+fn demo(server: &Server, extra: &[&str]) -> Child {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/demo_app.py");
+    let out = server.home.join(format!("demo-out-{}.txt", extra.len()));
+    let err = server.home.join(format!("demo-err-{}.txt", extra.len()));
+    Command::new("python3")
+        .arg(script)
+        .args(["--server", &format!("http://localhost:{}", server.port)])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(out).unwrap())
+        .stderr(std::fs::File::create(err).unwrap())
+        .spawn()
+        .expect("python3 must be installed to run the demo")
+}
+
+fn output(server: &Server, extra: &[&str]) -> (String, String) {
+    let read = |name: &str| {
+        std::fs::read_to_string(server.home.join(format!("{name}-{}.txt", extra.len())))
+            .unwrap_or_default()
+    };
+    (read("demo-out"), read("demo-err"))
+}
+
+/// Resumes every pause until the demo exits; the first before-pause of `add` is modified and
+/// the first pause is inspected through a REPL eval first. Returns the demo's exit success.
+fn drive(server: &Server, child: &mut Child, budget: Duration) -> bool {
+    let c: Client = server.client();
+    let until = Instant::now() + budget;
+    let (mut modified, mut evaluated) = (false, false);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        assert!(Instant::now() < until, "demo did not finish in {budget:?}");
+        for p in c.get_ok("/api/paused")["paused"]
+            .as_array()
+            .unwrap()
+            .clone()
+        {
+            let id = p["id"].as_str().unwrap();
+            let cd = &p["call_data"];
+            if !evaluated {
+                evaluated = true;
+                let session =
+                    c.post_ok("/api/repl/start", &json!({"pause_id": id}))["session_id"].clone();
+                let out = c.post_ok(
+                    &format!("/api/repl/{}/eval", session.as_str().unwrap()),
+                    &json!({"expr": "len(args)"}),
+                );
+                assert_eq!(out["is_error"], false, "{out}");
+                assert!(
+                    out["output"].as_str().unwrap().parse::<u32>().is_ok(),
+                    "{out}"
+                );
+            }
+            let body: Value =
+                if cd["method_name"] == "add" && cd.get("pretty_result").is_none() && !modified {
+                    modified = true;
+                    json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": 20}})
+                } else {
+                    json!({"action": "continue"})
+                };
+            let r = c.post(&format!("/api/paused/{id}/continue"), &body);
+            assert!(
+                r.status == 200 || r.status == 409,
+                "{}",
+                String::from_utf8_lossy(&r.body)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_demo_runs_to_completion_with_a_modified_call() {
+    let server = Server::start(&[]);
+    let mut child = demo(&server, &[]);
+    let ok = drive(&server, &mut child, deadline() * 3);
+    let (out, err) = output(&server, &[]);
+    assert!(ok, "demo failed:\n{out}\n{err}");
+    assert!(
+        out.contains("add(10, y=20) -> 30"),
+        "modified arguments were not used:\n{out}"
+    );
+    assert!(out.contains("greet('world') -> 'Hello, world!'"), "{out}");
+    assert!(out.contains("ZeroDivisionError"), "{out}");
+    let c = server.client();
+    assert_eq!(
+        c.get_ok("/api/call-records?function=pickle_error")["total_count"]
+            .as_u64()
+            .map(|n| n >= 1),
+        Some(true)
+    );
+    assert_eq!(
+        c.get_ok("/api/com-errors")["errors"],
+        json!([]),
+        "the demo reported no communication error"
+    );
+    assert_eq!(
+        c.get_ok("/api/call-records?function=divide&status=exception")["total_count"],
+        1
+    );
+}
+
+#[test]
+fn the_demo_runs_with_dill_like_the_real_client() {
+    let server = Server::start(&[]);
+    // Installs dill into .cache/python on first use (from PyPI).
+    let mut child = demo(&server, &["--dill"]);
+    let ok = drive(&server, &mut child, deadline() * 12);
+    let (out, err) = output(&server, &["--dill"]);
+    assert!(ok, "demo --dill failed:\n{out}\n{err}");
+    assert!(out.contains("add(10, y=20) -> 30"), "{out}");
+    assert_eq!(
+        server.client().get_ok("/api/com-errors")["errors"],
+        json!([])
+    );
+}
