@@ -168,6 +168,15 @@ impl Repl {
         v.into_iter().map(|s| s.session_id.clone()).collect()
     }
 
+    /// The session, if it exists and is open.
+    fn open_session(&self, session_id: &str) -> Result<&Session, ReplError> {
+        match self.sessions.get(session_id) {
+            None => Err(ReplError::SessionNotFound),
+            Some(s) if !s.is_open() => Err(ReplError::SessionClosed),
+            Some(s) => Ok(s),
+        }
+    }
+
     /// Queues an expression for the program; the outcome will be sent on `waiter`.
     pub fn enqueue(
         &mut self,
@@ -176,13 +185,7 @@ impl Repl {
         eval_id: String,
         waiter: Sender<EvalOutcome>,
     ) -> Result<EvalRequest, ReplError> {
-        let session = self
-            .sessions
-            .get(session_id)
-            .ok_or(ReplError::SessionNotFound)?;
-        if !session.is_open() {
-            return Err(ReplError::SessionClosed);
-        }
+        let session = self.open_session(session_id)?;
         let request = EvalRequest {
             eval_id: eval_id.clone(),
             session_id: session_id.to_owned(),
@@ -228,13 +231,7 @@ impl Repl {
 
     /// Checks that a result can be delivered, in the original's order: session, closed, eval.
     pub fn check_delivery(&self, session_id: &str, eval_id: &str) -> Result<(), ReplError> {
-        let session = self
-            .sessions
-            .get(session_id)
-            .ok_or(ReplError::SessionNotFound)?;
-        if !session.is_open() {
-            return Err(ReplError::SessionClosed);
-        }
+        self.open_session(session_id)?;
         match self.pending.get(eval_id) {
             Some(p) if p.session_id == session_id => Ok(()),
             _ => Err(ReplError::EvalNotFound),

@@ -103,8 +103,8 @@ fn store_blobs(shared: &Shared, blobs: Vec<NewBlob>) -> Result<(), ApiError> {
         })
 }
 
-fn persist(shared: &Shared, kind: RecordKind, record: &Value) -> Result<(), ApiError> {
-    shared.store.append_record(kind, record).map_err(|err| {
+fn persist(shared: &Shared, records: &[(RecordKind, &Value)]) -> Result<(), ApiError> {
+    shared.store.append_records(records).map_err(|err| {
         log::error!("record write failed: {err}");
         ApiError::storage(&err)
     })
@@ -698,10 +698,11 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     }
     drop(st);
     // Written before the reply: an acknowledged completion survives a crash.
-    persist(shared, RecordKind::CallRecord, &record)?;
-    if let Some(entry) = history {
-        persist(shared, RecordKind::History, &entry)?;
+    let mut records = vec![(RecordKind::CallRecord, &record)];
+    if let Some(entry) = &history {
+        records.push((RecordKind::History, entry));
     }
+    persist(shared, &records)?;
     Ok(answer)
 }
 
@@ -794,7 +795,7 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         status,
     });
     drop(st);
-    persist(shared, RecordKind::CallRecord, &record)?;
+    persist(shared, &[(RecordKind::CallRecord, &record)])?;
     Ok(json!({"status": "ok"}))
 }
 

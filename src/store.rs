@@ -583,21 +583,34 @@ impl Store {
     /// Appends one JSON record durably (written and fsynced before returning).
     /// The memory backend accepts and discards it.
     pub fn append_record(&self, kind: RecordKind, record: &serde_json::Value) -> io::Result<()> {
+        self.append_records(&[(kind, record)])
+    }
+
+    /// Appends JSON records durably with one write and one fsync, in order.
+    /// The memory backend accepts and discards them.
+    pub fn append_records(&self, records: &[(RecordKind, &serde_json::Value)]) -> io::Result<()> {
+        if self.lock().log.is_none() || records.is_empty() {
+            return Ok(());
+        }
+        // Serialising and hashing happen before the lock is taken again.
+        let now = now_unix();
+        let mut buf = Vec::new();
+        for (kind, record) in records {
+            let body = serde_json::to_vec(record)?;
+            let digest: [u8; DIGEST_LEN] = Sha512::digest(&body).into();
+            encode_record(
+                &mut buf,
+                kind_to_byte(*kind),
+                FORMAT_NONE,
+                now,
+                &digest,
+                &body,
+            );
+        }
         let mut st = self.lock();
         let Some(log) = st.log.as_mut() else {
             return Ok(());
         };
-        let body = serde_json::to_vec(record)?;
-        let digest: [u8; DIGEST_LEN] = Sha512::digest(&body).into();
-        let mut buf = Vec::with_capacity(RECORD_PREFIX_LEN as usize + body.len());
-        encode_record(
-            &mut buf,
-            kind_to_byte(kind),
-            FORMAT_NONE,
-            now_unix(),
-            &digest,
-            &body,
-        );
         append_durably(log, &buf)
     }
 
