@@ -531,6 +531,28 @@ fn pretty_pair(shared: &Shared, body: &Obj, prefix: &str) -> Option<Value> {
     ))
 }
 
+/// A copy of `call_data` whose items (target, args, kwargs) keep their CID but not their
+/// base64 `data`: records are kept for the whole session and persisted, while the payload is
+/// already in the content store once (`GET /api/objects/<cid>`).
+fn without_item_data(call_data: &Obj) -> Obj {
+    let mut out = call_data.clone();
+    let strip = |v: &mut Value| {
+        if let Value::Object(item) = v {
+            item.remove("data");
+        }
+    };
+    if let Some(t) = out.get_mut("target") {
+        strip(t);
+    }
+    if let Some(Value::Array(args)) = out.get_mut("args") {
+        args.iter_mut().for_each(strip);
+    }
+    if let Some(Value::Object(kwargs)) = out.get_mut("kwargs") {
+        kwargs.values_mut().for_each(strip);
+    }
+    out
+}
+
 /// The text form of the exception reported at completion (protocol doc §4.3).
 fn text_exception(body: &Obj, exception_type: &str) -> Value {
     pretty::exception_text(
@@ -620,7 +642,7 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         .as_deref()
         .map(|p| st.repl.sessions_of(p))
         .unwrap_or_default();
-    let mut record = call_data.clone();
+    let mut record = without_item_data(&call_data);
     record.insert("call_id".into(), json!(call_id));
     record.insert("status".into(), status.clone());
     record.insert("completed_at".into(), json!(completed_at));
@@ -655,7 +677,7 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
 
     let mut history = None;
     if st.breakpoints.contains(&method_name) {
-        let mut hist_data = call_data.clone();
+        let mut hist_data = without_item_data(&call_data);
         hist_data.insert("status".into(), status.clone());
         hist_data.insert("pretty_result".into(), pretty_result.clone());
         hist_data.insert("exception".into(), exception.clone());

@@ -846,3 +846,38 @@ fn malformed_requests_get_json_errors() {
     });
     assert_eq!(c.get("/api/status").status, 200);
 }
+
+#[test]
+fn call_records_keep_cids_but_not_payload_data() {
+    let server = Server::start(&[]);
+    let c = server.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    c.post_ok("/api/breakpoints/f/behavior", &json!({"behavior": "go"}));
+    c.post_ok(
+        "/api/breakpoints/f/after_behavior",
+        &json!({"behavior": "go"}),
+    );
+    let arg = item(&json!("x".repeat(1000)), 2);
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("f", vec![arg.clone()], json!({"k": item(&json!(1), 3)})),
+    );
+    c.post_ok(
+        "/api/call/complete",
+        &complete_body(start["call_id"].as_str().unwrap(), &json!(1)),
+    );
+    let rec = c.get_ok("/api/call-records")["calls"][0].clone();
+    assert_eq!(rec["args"][0]["cid"], arg["cid"]);
+    assert_eq!(rec["args"][0]["client_ref"], 2);
+    assert!(rec["args"][0].get("data").is_none(), "{}", rec["args"][0]);
+    assert!(rec["kwargs"]["k"].get("data").is_none());
+    assert!(rec["target"].get("data").is_none());
+    let hist = c.get_ok("/api/breakpoints/f/history")["history"][0].clone();
+    assert!(hist["call_data"]["args"][0].get("data").is_none());
+    // The payload itself is one request away.
+    let obj = c.get_ok(&format!(
+        "/api/objects/{}?data=true",
+        arg["cid"].as_str().unwrap()
+    ));
+    assert_eq!(obj["data"], arg["data"]);
+}
