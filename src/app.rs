@@ -1,7 +1,8 @@
 //! Start-up and shutdown: open the database and restore its records, bind the listener (falling
-//! back to a free port), write the port file, start the `http` thread; on a shutdown request
-//! (Ctrl-C, SIGTERM, or `Running::stop`) release every waiter, stop HTTP within a deadline and
-//! remove the port file.
+//! back to a free port), start the `http` and `mcp-notify` threads (and the MCP stdio transport
+//! with `--mcp`), print the banner, write the port file; on a shutdown request (Ctrl-C, SIGTERM,
+//! stdin EOF with `--exit-on-stdin-close`, or `Running::stop`) release every waiter, stop HTTP
+//! within a deadline, drain stdout and remove the port file.
 
 use std::io::{self, Write};
 use std::net::{TcpListener, ToSocketAddrs};
@@ -16,6 +17,7 @@ use crate::config::{Config, Database};
 use crate::error::Error;
 use crate::http;
 use crate::ids;
+use crate::mcp::{stdio, Mcp, Outgoing};
 use crate::state::{Shared, State};
 use crate::store::{RecordKind, Store};
 
@@ -27,6 +29,8 @@ const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
 pub enum Shutdown {
     Requested,
     Signal(i32),
+    /// The MCP client closed stdin and `--exit-on-stdin-close` was given.
+    StdinClosed,
 }
 
 /// A running server.
@@ -38,6 +42,9 @@ pub struct Running {
     fell_back_from: Option<u16>,
     shutdown_tx: Sender<Shutdown>,
     shutdown_rx: Receiver<Shutdown>,
+    mcp: Arc<Mcp>,
+    notifier: Option<(Sender<()>, JoinHandle<()>)>,
+    stdio: Option<stdio::Stdio>,
 }
 
 /// Opens the store and rebuilds the persisted part of the state.
@@ -144,6 +151,10 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let http = http::spawn_http(shared.clone(), server.clone())
         .map_err(|e| Error::io("cannot start the http thread", e))?;
     let (shutdown_tx, shutdown_rx) = unbounded();
+    let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
+    let notifier = mcp
+        .spawn_notifier()
+        .map_err(|e| Error::io("cannot start the mcp-notify thread", e))?;
     let running = Running {
         shared,
         server,
@@ -152,6 +163,9 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         fell_back_from,
         shutdown_tx,
         shutdown_rx,
+        mcp,
+        notifier: Some(notifier),
+        stdio: None,
     };
     announce(&running.banner());
     if let Err(e) = write_port_file(&port_file, port) {
@@ -185,6 +199,30 @@ impl Running {
 
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The MCP server core, shared by every MCP transport.
+    pub fn mcp(&self) -> &Arc<Mcp> {
+        &self.mcp
+    }
+
+    /// Serves MCP on this process's stdin and stdout.
+    pub fn start_stdio(&mut self) -> Result<(), Error> {
+        let exit = self.shared.config.exit_on_stdin_close;
+        let tx = self.shutdown_tx.clone();
+        let on_eof = move || {
+            if exit {
+                let _ = tx.send(Shutdown::StdinClosed);
+            } else {
+                log::info!(
+                    "mcp stdio closed; the HTTP server keeps serving (Ctrl-C or SIGTERM to stop)"
+                );
+            }
+        };
+        let io = stdio::spawn_stdio(self.mcp.clone(), on_eof)
+            .map_err(|e| Error::io("cannot start the stdio threads", e))?;
+        self.stdio = Some(io);
+        Ok(())
     }
 
     /// A sender that asks the server to stop.
@@ -237,18 +275,32 @@ impl Running {
                 log::warn!("http: request threads still running after {SHUTDOWN_DEADLINE:?}; exiting anyway");
             }
         }
+        if let Some((stop, handle)) = self.notifier.take() {
+            let _ = stop.send(());
+            let _ = handle.join();
+        }
+        if let Some(io) = self.stdio.take() {
+            // Drain what is queued, then stop the only stdout writer. The reader may be blocked in
+            // a read of stdin that cannot be interrupted; it ends with the process.
+            let _ = io.out_tx.send(Outgoing::Close);
+            let _ = io.writer.join();
+        }
         remove_port_file(&self.shared.config.port_file, self.port);
     }
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub fn run(config: Config) -> Result<(), Error> {
-    let running = start_with(config, |banner| {
+    let with_stdio = config.mcp_stdio;
+    let mut running = start_with(config, |banner| {
         let mut err = io::stderr().lock();
         for line in banner {
             let _ = writeln!(err, "{line}");
         }
     })?;
+    if with_stdio {
+        running.start_stdio()?;
+    }
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,

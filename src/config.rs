@@ -69,6 +69,20 @@ pub struct Args {
     #[argh(option, default = "60000")]
     pub poll_timeout_ms: u64,
 
+    /// serve MCP over stdin/stdout for an AI agent (the HTTP server keeps running for the
+    /// debugged program); stdout then carries only JSON-RPC messages
+    #[argh(switch)]
+    pub mcp: bool,
+
+    /// with --mcp: exit when stdin closes (default: keep serving HTTP so a paused program is not
+    /// cut off)
+    #[argh(switch)]
+    pub exit_on_stdin_close: bool,
+
+    /// items per page of MCP list results (default 100)
+    #[argh(option, default = "100")]
+    pub mcp_page_size: usize,
+
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -103,6 +117,9 @@ pub struct Config {
     pub repl_timeout: Duration,
     pub poll_interval_ms: u64,
     pub poll_timeout_ms: u64,
+    pub mcp_stdio: bool,
+    pub exit_on_stdin_close: bool,
+    pub mcp_page_size: usize,
 }
 
 /// The environment variables the configuration depends on.
@@ -188,6 +205,14 @@ impl Config {
                 "--repl-timeout-s must be a number of seconds between 0 and 86400".into(),
             ));
         }
+        if args.mcp_page_size == 0 {
+            return Err(Error::Config("--mcp-page-size must be at least 1".into()));
+        }
+        if args.exit_on_stdin_close && !args.mcp {
+            return Err(Error::Config(
+                "--exit-on-stdin-close only applies with --mcp".into(),
+            ));
+        }
         if args.poll_interval_ms == 0 {
             return Err(Error::Config(
                 "--poll-interval-ms must be at least 1".into(),
@@ -215,6 +240,9 @@ impl Config {
             repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
             poll_interval_ms: args.poll_interval_ms,
             poll_timeout_ms: args.poll_timeout_ms,
+            mcp_stdio: args.mcp,
+            exit_on_stdin_close: args.exit_on_stdin_close,
+            mcp_page_size: args.mcp_page_size,
         })
     }
 
@@ -230,6 +258,9 @@ impl Config {
             repl_timeout: Duration::from_secs(30),
             poll_interval_ms: 100,
             poll_timeout_ms: 60_000,
+            mcp_stdio: false,
+            exit_on_stdin_close: false,
+            mcp_page_size: 100,
         }
     }
 }

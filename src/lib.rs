@@ -11,15 +11,19 @@ pub mod calls;
 pub mod repl;
 
 pub mod cas;
+pub mod pickle;
 pub mod pickle_write;
 pub mod pretty;
+pub mod schema;
 pub mod store;
 
 pub mod events;
+pub mod jsonrpc;
 pub mod state;
 
 pub mod service;
 
 pub mod http;
+pub mod mcp;
 
 pub mod app;

@@ -1,17 +1,14 @@
 //! Display values of stored items (protocol doc §4): what the UI, the REST API and MCP show
-//! for arguments, results, exceptions and REPL output. JSON items render as their JSON value.
-//! Pickle items get a clearly marked placeholder until the safe pickle reader lands; nothing
-//! here ever executes a payload.
+//! for arguments, results, exceptions and REPL output. JSON items render as their JSON value;
+//! pickles go through the safe reader in `pickle`, which never executes anything.
 
 use serde_json::{json, Map, Value};
 
+use crate::pickle;
 use crate::store::{Blob, Format, Store};
 
-/// Longest rendered text before it is cut with `...`, as in the original.
-pub const MAX_REPR_CHARS: usize = 500;
-
-/// Prefix of the placeholder shown for pickle payloads that are not rendered.
-pub const PICKLE_FALLBACK_PREFIX: &str = "<pickle ";
+/// Prefix of the value shown for a payload that could not be rendered.
+pub const UNAVAILABLE_PREFIX: &str = "<unavailable: ";
 
 /// The display value of an item object (`{"cid", "serialization_format"?}`).
 pub fn item(store: &Store, item: &Value) -> Value {
@@ -52,33 +49,54 @@ pub fn payload(blob: &Blob, format: Option<&Value>) -> Value {
         // An unknown format tries JSON first, like the original (pickles never parse as JSON).
         None => match serde_json::from_slice::<Value>(&blob.bytes) {
             Ok(v) => v,
-            Err(_) => pickle_fallback(&blob.bytes),
+            Err(_) => pickle::pretty(&blob.bytes),
         },
-        Some(Format::Dill) => pickle_fallback(&blob.bytes),
+        Some(Format::Dill) => pickle::pretty(&blob.bytes),
     }
 }
 
-/// The placeholder for a pickle that is not rendered.
-fn pickle_fallback(bytes: &[u8]) -> Value {
-    json!(format!(
-        "{PICKLE_FALLBACK_PREFIX}{} bytes: rendering not available>",
-        bytes.len()
-    ))
+/// The structured view of a stored payload for inspection: `{type, repr, attributes}`.
+pub fn view(blob: &Blob) -> Value {
+    let json_value = match blob.format {
+        Some(Format::Json) | None => serde_json::from_slice::<Value>(&blob.bytes).ok(),
+        Some(Format::Dill) => None,
+    };
+    match json_value {
+        Some(v) => {
+            let type_name = match &v {
+                Value::Null => "None",
+                Value::Bool(_) => "bool",
+                Value::Number(n) if n.is_f64() => "float",
+                Value::Number(_) => "int",
+                Value::String(_) => "str",
+                Value::Array(_) => "list",
+                Value::Object(_) => "dict",
+            };
+            let attributes = match &v {
+                Value::Object(m) => Value::Object(
+                    m.iter()
+                        .take(100)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                _ => json!({}),
+            };
+            json!({"type": type_name, "repr": cut(&v.to_string()), "attributes": attributes})
+        }
+        None => pickle::view(&blob.bytes),
+    }
 }
 
-/// Whether a display value is the unrendered-pickle placeholder.
+/// Whether a display value says the payload could not be rendered.
 pub fn is_unrendered(value: &Value) -> bool {
     value
         .as_str()
-        .is_some_and(|s| s.starts_with(PICKLE_FALLBACK_PREFIX))
+        .is_some_and(|s| s.starts_with(UNAVAILABLE_PREFIX))
 }
 
-/// Cuts text at `MAX_REPR_CHARS` characters, appending `...` when cut.
+/// Cuts text at 500 characters, appending `...` when cut (the original's rule).
 pub fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_REPR_CHARS) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_owned(),
-    }
+    pickle::cut(text)
 }
 
 /// The text form of an exception reported at completion (protocol doc §4.3).
@@ -148,11 +166,12 @@ mod tests {
     }
 
     #[test]
-    fn pickles_get_a_marked_fallback() {
+    fn pickles_render_as_python_repr() {
         let (store, cid) = store_with(&[0x80, 4, 0x4b, 2, 0x2e], Some(Format::Dill));
+        assert_eq!(item(&store, &json!({"cid": cid})), json!("2"));
+        let (store, cid) = store_with(&[0x80, 4, 0xff], Some(Format::Dill));
         let v = item(&store, &json!({"cid": cid}));
-        assert!(is_unrendered(&v), "{v}");
-        assert_eq!(v, json!("<pickle 5 bytes: rendering not available>"));
+        assert!(is_unrendered(&v), "corrupt pickles are marked: {v}");
     }
 
     #[test]

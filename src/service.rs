@@ -279,20 +279,38 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<Value, ApiError>
     )?;
     let mut metadata: Option<Obj> = None;
     if let Some(blob) = blob {
-        let decoded = if blob.format == Some(Format::Json) {
-            serde_json::from_slice::<Value>(&blob.bytes).ok()
-        } else {
-            None
+        // Only payloads that could not be pickled are sent here; they are placeholders.
+        let decoded = pretty::payload(
+            &crate::store::Blob {
+                cid: blob.cid.clone(),
+                bytes: blob.bytes.clone().into(),
+                format: blob.format,
+                stored_at: 0.0,
+            },
+            None,
+        );
+        let view = match blob.format {
+            Some(Format::Json) => Value::Null,
+            _ => crate::pickle::view(&blob.bytes),
         };
         store_blobs(shared, vec![blob])?;
         metadata = match decoded {
-            Some(Value::Object(m)) if pretty::is_placeholder(&Value::Object(m.clone())) => Some(m),
-            Some(other) => {
+            Value::Object(m) if pretty::is_placeholder(&Value::Object(m.clone())) => Some(m),
+            other if !pretty::is_unrendered(&other) => {
+                let summary = match &other {
+                    Value::String(s) => s.clone(),
+                    v => pretty::cut(&v.to_string()),
+                };
                 let mut m = Map::new();
-                m.insert("summary".into(), json!(pretty::cut(&other.to_string())));
+                m.insert("summary".into(), json!(summary));
+                m.insert("object_name".into(), json!(name));
+                m.insert(
+                    "object_path".into(),
+                    view.get("type").cloned().unwrap_or(Value::Null),
+                );
                 Some(m)
             }
-            None => None,
+            _ => None,
         };
     }
     if metadata.is_none() {
@@ -534,7 +552,7 @@ fn pretty_pair(shared: &Shared, body: &Obj, prefix: &str) -> Option<Value> {
 /// A copy of `call_data` whose items (target, args, kwargs) keep their CID but not their
 /// base64 `data`: records are kept for the whole session and persisted, while the payload is
 /// already in the content store once (`GET /api/objects/<cid>`).
-fn without_item_data(call_data: &Obj) -> Obj {
+pub fn without_item_data(call_data: &Obj) -> Obj {
     let mut out = call_data.clone();
     let strip = |v: &mut Value| {
         if let Value::Object(item) = v {
@@ -1142,14 +1160,19 @@ fn session_closed(session_id: &str) -> ApiError {
     )
 }
 
-/// `POST /api/repl/<sid>/eval`: queues an expression for the paused program and waits up to
-/// `timeout` for its answer.
-pub fn repl_eval(
+/// A queued eval: wait on `outcome`, then hand what arrived to [`repl_eval_finish`].
+pub struct PendingEval {
+    pub eval_id: String,
+    pub session_id: String,
+    pub outcome: crossbeam_channel::Receiver<EvalOutcome>,
+}
+
+/// Queues an expression for the paused program of a REPL session.
+pub fn repl_eval_start(
     shared: &Shared,
     session_id: &str,
     expr: Option<&Value>,
-    timeout: Duration,
-) -> Result<Value, ApiError> {
+) -> Result<PendingEval, ApiError> {
     let expr = match expr {
         Some(Value::String(e)) if !e.trim().is_empty() => e.as_str(),
         _ => {
@@ -1161,42 +1184,54 @@ pub fn repl_eval(
     };
     let (tx, rx) = bounded(1);
     let eval_id = ids::uuid4();
-    {
-        let mut st = shared.lock();
-        if st.shutting_down {
-            return Err(ApiError::new(
-                503,
-                "shutting_down",
-                "the server is shutting down",
-            ));
-        }
-        let pause_id = match st.repl.session(session_id) {
-            None => return Err(session_not_found(session_id)),
-            Some(s) if !s.is_open() => return Err(session_closed(session_id)),
-            Some(s) => s.pause_id.clone(),
-        };
-        match st.calls.paused_by_id(&pause_id) {
-            Some(p) if p.call_data.get("process_pid").is_some_and(|v| !v.is_null()) => {}
-            _ => {
-                return Err(ApiError::bad_request(
-                    "invalid_pause",
-                    format!("pause {pause_id} is not paused"),
-                ))
-            }
-        }
-        match st.repl.enqueue(session_id, expr, eval_id.clone(), tx) {
-            Ok(_) => {}
-            Err(ReplError::SessionClosed) => return Err(session_closed(session_id)),
-            Err(_) => return Err(session_not_found(session_id)),
+    let mut st = shared.lock();
+    if st.shutting_down {
+        return Err(ApiError::new(
+            503,
+            "shutting_down",
+            "the server is shutting down",
+        ));
+    }
+    let pause_id = match st.repl.session(session_id) {
+        None => return Err(session_not_found(session_id)),
+        Some(s) if !s.is_open() => return Err(session_closed(session_id)),
+        Some(s) => s.pause_id.clone(),
+    };
+    match st.calls.paused_by_id(&pause_id) {
+        Some(p) if p.call_data.get("process_pid").is_some_and(|v| !v.is_null()) => {}
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_pause",
+                format!("pause {pause_id} is not paused"),
+            ))
         }
     }
-    match rx.recv_timeout(timeout) {
-        Ok(EvalOutcome::Result(v)) => Ok(v),
-        Ok(EvalOutcome::Closed) => Err(session_closed(session_id)),
-        Err(RecvTimeoutError::Timeout) => {
-            shared.lock().repl.expire(&eval_id);
-            // The result may have arrived between the timeout and the expiry.
-            if let Ok(EvalOutcome::Result(v)) = rx.try_recv() {
+    match st.repl.enqueue(session_id, expr, eval_id.clone(), tx) {
+        Ok(_) => {}
+        Err(ReplError::SessionClosed) => return Err(session_closed(session_id)),
+        Err(_) => return Err(session_not_found(session_id)),
+    }
+    Ok(PendingEval {
+        eval_id,
+        session_id: session_id.to_owned(),
+        outcome: rx,
+    })
+}
+
+/// Turns what a waiting eval received (`None`: it gave up after `waited`) into the answer.
+pub fn repl_eval_finish(
+    shared: &Shared,
+    pending: &PendingEval,
+    received: Option<EvalOutcome>,
+    waited: Duration,
+) -> Result<Value, ApiError> {
+    match received {
+        Some(EvalOutcome::Result(v)) => Ok(v),
+        Some(EvalOutcome::Closed) => Err(session_closed(&pending.session_id)),
+        None => {
+            shared.lock().repl.expire(&pending.eval_id);
+            // The result may have arrived between giving up and the expiry.
+            if let Ok(EvalOutcome::Result(v)) = pending.outcome.try_recv() {
                 return Ok(v);
             }
             Err(ApiError::new(
@@ -1204,16 +1239,34 @@ pub fn repl_eval(
                 "eval_timeout",
                 format!(
                     "Debug client did not respond within {}s",
-                    timeout.as_secs_f64()
+                    waited.as_secs_f64()
                 ),
             ))
         }
-        Err(RecvTimeoutError::Disconnected) => Err(ApiError::new(
-            500,
-            "eval_missing",
-            "the eval was dropped before the debug client answered",
-        )),
     }
+}
+
+/// `POST /api/repl/<sid>/eval`: queues an expression for the paused program and waits up to
+/// `timeout` for its answer.
+pub fn repl_eval(
+    shared: &Shared,
+    session_id: &str,
+    expr: Option<&Value>,
+    timeout: Duration,
+) -> Result<Value, ApiError> {
+    let pending = repl_eval_start(shared, session_id, expr)?;
+    let received = match pending.outcome.recv_timeout(timeout) {
+        Ok(outcome) => Some(outcome),
+        Err(RecvTimeoutError::Timeout) => None,
+        Err(RecvTimeoutError::Disconnected) => {
+            return Err(ApiError::new(
+                500,
+                "eval_missing",
+                "the eval was dropped before the debug client answered",
+            ))
+        }
+    };
+    repl_eval_finish(shared, &pending, received, timeout)
 }
 
 /// `POST /api/repl/<sid>/close`.
@@ -1321,12 +1374,16 @@ pub fn object(shared: &Shared, cid: &str, include_data: bool) -> Result<Value, A
                 .with("cid", cid),
         );
     };
+    let view = pretty::view(&blob);
     let mut out = json!({
         "cid": blob.cid,
         "format": blob.format.map(Format::as_str),
         "size": blob.bytes.len(),
         "stored_at": blob.stored_at,
         "value": pretty::payload(&blob, None),
+        "type": view["type"],
+        "repr": view["repr"],
+        "attributes": view["attributes"],
     });
     if include_data {
         out["data"] = match blob.format {

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{call_start_body, complete_body, item, item_ref, pause_id, Server};
+use crate::support::{
+    call_start_body, complete_body, corpus_pickle, item, item_ref, pause_id, raw_item, Server,
+};
 use cideldill_server::cas::{cid_of, decode_base64_lenient};
 use cideldill_server::pickle_write::dumps;
 
@@ -585,7 +587,7 @@ fn completion_records_results_and_exceptions() {
         &call_start_body("div", vec![item(&json!(1), 2)], json!({})),
     );
     let call_id = start["call_id"].as_str().unwrap();
-    let exc = item(&json!("pickled exception stand-in"), 11);
+    let exc = raw_item(&corpus_pickle("exc_zero_division"), 11);
     let body = json!({
         "call_id": call_id, "timestamp": 5.0, "status": "exception",
         "process_pid": 16759, "process_start_time": 1795311683.7211661,
@@ -600,16 +602,43 @@ fn completion_records_results_and_exceptions() {
     let rec = c.get_ok("/api/call-records?status=exception")["calls"][0].clone();
     assert_eq!(rec["call_id"], call_id);
     assert_eq!(rec["exception_type"], "ZeroDivisionError");
+    // The pickled exception decodes to the original's exception dict (protocol doc §4.5).
+    assert_eq!(rec["exception"]["__cideldill_exception__"], true);
+    assert_eq!(
+        rec["exception"]["summary"],
+        "builtins.ZeroDivisionError: division by zero"
+    );
+    assert_eq!(
+        rec["exception"]["repr_text"],
+        "ZeroDivisionError('division by zero')"
+    );
+    assert_eq!(rec["exception"]["args"], json!(["division by zero"]));
+    assert_eq!(
+        rec["exception_traceback"],
+        "Traceback (most recent call last): ..."
+    );
+    assert_eq!(rec["exception_cid"], exc["cid"]);
+
+    // A placeholder (the exception could not be pickled) gives way to the text form (§4.3).
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("div", vec![], json!({})),
+    );
+    let ph = raw_item(&corpus_pickle("placeholder_minimal_no_name"), 12);
+    let mut body2 = body.clone();
+    body2["call_id"] = start["call_id"].clone();
+    body2["exception_cid"] = ph["cid"].clone();
+    body2["exception_data"] = ph["data"].clone();
+    c.post_ok("/api/call/complete", &body2);
+    let rec = c.get_ok("/api/call-records?status=exception")["calls"][0].clone();
     assert_eq!(
         rec["exception"]["summary"],
         "ZeroDivisionError: division by zero"
     );
-    assert_eq!(rec["exception"]["module"], "builtins");
     assert_eq!(
         rec["exception"]["traceback"],
         "Traceback (most recent call last): ..."
     );
-    assert_eq!(rec["exception_cid"], exc["cid"]);
     assert!(
         c.get(&format!("/api/objects/{}", exc["cid"].as_str().unwrap()))
             .status
@@ -739,10 +768,7 @@ fn events_become_call_records_with_fallback_fields() {
     );
 
     // A pickle_error event with its placeholder payload, as sent from inside serialization.
-    let placeholder = item(
-        &json!({"__cideldill_placeholder__": true, "summary": "<Unpicklable h>"}),
-        0,
-    );
+    let placeholder = raw_item(&corpus_pickle("placeholder_minimal_no_name"), 0);
     let report =
         json!({"event_type": "pickle_error", "object_type": "socket", "error": "cannot pickle"});
     let body = json!({
@@ -754,10 +780,17 @@ fn events_become_call_records_with_fallback_fields() {
     assert_eq!(c.post_ok("/api/call/event", &body), json!({"status": "ok"}));
     let rec = c.get_ok("/api/call-records?function=pickle_error")["calls"][0].clone();
     assert_eq!(rec["status"], "serialization_error");
+    // The placeholder pickle decodes to the original's placeholder dict (protocol doc §4.4).
     assert_eq!(
-        rec["exception"], report,
-        "the client's report stands in for the unrendered pickle"
+        rec["exception"]["__cideldill_placeholder__"], true,
+        "{}",
+        rec["exception"]
     );
+    assert!(rec["exception"]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("<Unpicklable "));
+    assert_eq!(rec["exception"]["type_name"], "Lock");
     assert_eq!(rec["exception_cid"], placeholder["cid"]);
     let mut bad = body.clone();
     bad["exception_cid"] = json!("0000");

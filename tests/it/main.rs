@@ -7,6 +7,8 @@ mod support;
 mod call_protocol;
 mod demo;
 mod events;
+mod mcp_stdio;
+mod mcp_support;
 mod persistence;
 mod pickle_python;
 mod rest_api;

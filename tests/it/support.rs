@@ -407,3 +407,25 @@ pub fn pause_id(action: &Value) -> String {
     );
     url.rsplit('/').next().unwrap().to_owned()
 }
+
+/// The pickle bytes of a named line of the fixture corpus (real dill output).
+pub fn corpus_pickle(name: &str) -> Vec<u8> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pickles/corpus.jsonl");
+    let text = std::fs::read_to_string(path).expect("fixture corpus");
+    let line = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no corpus line {name}"));
+    cideldill_server::cas::decode_base64_lenient(line["pickle"].as_str().unwrap()).unwrap()
+}
+
+/// A dill item for raw pickle bytes.
+pub fn raw_item(bytes: &[u8], client_ref: u64) -> Value {
+    json!({
+        "cid": cideldill_server::cas::cid_of(bytes),
+        "client_ref": client_ref,
+        "data": cideldill_server::cas::encode_base64(bytes),
+    })
+}

@@ -1,0 +1,714 @@
+//! The MCP server core, transport-agnostic: sessions, the lifecycle (`initialize`, version
+//! negotiation, capabilities), dispatch by method, cancellation, progress, logging, pagination
+//! and batches. Transports (`stdio`, later HTTP) feed it parsed messages and own an outbox per
+//! session; the notifier thread turns state events into notifications for every session.
+//! Tools, resources and prompts live in their own modules and never see a transport.
+
+pub mod prompts;
+pub mod resources;
+pub mod stdio;
+pub mod tools;
+pub mod version;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+use serde_json::{json, Map, Value};
+
+use crate::events::{Event, EventKind};
+use crate::ids;
+use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
+use crate::state::Shared;
+
+/// The server name announced in `initialize`.
+pub const SERVER_NAME: &str = "cideldill-breakpoint-server";
+
+/// MCP 2024-11-05 and later: resource not found.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// What a transport's writer receives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// One serialised JSON-RPC message (no newline).
+    Message(String),
+    /// Stop writing: flush and end.
+    Close,
+}
+
+/// MCP log levels (RFC 5424 names), lowest first.
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn level_rank(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| *l == level)
+}
+
+#[derive(Default)]
+struct SessionState {
+    version: Option<&'static str>,
+    initialized: bool,
+    /// Minimum level of `notifications/message`; none until the client sets one.
+    log_level: Option<usize>,
+    subscriptions: HashSet<String>,
+    in_flight: HashMap<RequestId, Sender<()>>,
+    client_info: Value,
+}
+
+/// One MCP client connection.
+pub struct Session {
+    pub id: String,
+    pub transport: &'static str,
+    outbox: Sender<Outgoing>,
+    state: Mutex<SessionState>,
+}
+
+impl Session {
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a message; false when the transport is gone.
+    pub fn send(&self, msg: &Message) -> bool {
+        let text = msg.to_text();
+        log::trace!(
+            "> {}:{} {}",
+            self.transport,
+            self.id,
+            jsonrpc::excerpt(&text)
+        );
+        self.outbox.send(Outgoing::Message(text)).is_ok()
+    }
+
+    /// The negotiated revision, once `initialize` was answered.
+    pub fn version(&self) -> Option<&'static str> {
+        self.state().version
+    }
+
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.state().subscriptions.contains(uri)
+    }
+
+    /// Cancels every request in flight (the transport closed).
+    pub fn cancel_all(&self) {
+        let pending: Vec<Sender<()>> = self.state().in_flight.drain().map(|(_, tx)| tx).collect();
+        for tx in pending {
+            let _ = tx.try_send(());
+        }
+    }
+
+    /// Sends `notifications/message` if the client asked for this level.
+    pub fn log(&self, level: &str, data: Value) {
+        let wanted = self.state().log_level;
+        if let (Some(min), Some(rank)) = (wanted, level_rank(level)) {
+            if rank >= min {
+                self.send(&Message::notification(
+                    "notifications/message",
+                    json!({"level": level, "logger": "cideldill", "data": data}),
+                ));
+            }
+        }
+    }
+}
+
+/// What a tool, resource or prompt handler gets besides its arguments.
+pub struct Ctx<'a> {
+    pub mcp: &'a Mcp,
+    pub session: &'a Session,
+    /// Receives `()` when the request is cancelled (or its transport closed).
+    pub cancel: &'a Receiver<()>,
+    progress_token: Option<Value>,
+}
+
+impl Ctx<'_> {
+    pub fn shared(&self) -> &Shared {
+        &self.mcp.shared
+    }
+
+    /// Sends `notifications/progress` when the request carried a `progressToken`.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if let Some(token) = &self.progress_token {
+            let mut params =
+                json!({"progressToken": token, "progress": progress, "message": message});
+            if let Some(t) = total {
+                params["total"] = json!(t);
+            }
+            self.session
+                .send(&Message::notification("notifications/progress", params));
+        }
+    }
+
+    /// Waits up to `timeout` for an item on `rx`, reporting progress every second; `None` on
+    /// timeout, `Some(Err(()))` when cancelled.
+    pub fn wait<T>(
+        &self,
+        rx: &Receiver<T>,
+        timeout: Duration,
+        what: &str,
+    ) -> Option<Result<T, ()>> {
+        let started = Instant::now();
+        let deadline = started + timeout;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            let tick = (deadline - now).min(Duration::from_secs(1));
+            select! {
+                recv(rx) -> msg => return match msg {
+                    Ok(v) => Some(Ok(v)),
+                    // The producer went away: treat as a timeout-like end the caller reports.
+                    Err(_) => None,
+                },
+                recv(self.cancel) -> _ => return Some(Err(())),
+                default(tick) => {
+                    let elapsed = started.elapsed().as_secs_f64();
+                    self.progress(elapsed.floor(), Some(timeout.as_secs_f64()), what);
+                }
+            }
+        }
+    }
+}
+
+/// The MCP server: shared state plus the sessions of every transport.
+pub struct Mcp {
+    pub shared: Arc<Shared>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Items per page of every list method.
+    pub page_size: usize,
+}
+
+impl Mcp {
+    pub fn new(shared: Arc<Shared>, page_size: usize) -> Arc<Mcp> {
+        Arc::new(Mcp {
+            shared,
+            sessions: Mutex::new(HashMap::new()),
+            page_size: page_size.max(1),
+        })
+    }
+
+    fn sessions_map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a session whose messages go to `outbox`.
+    pub fn open_session(&self, transport: &'static str, outbox: Sender<Outgoing>) -> Arc<Session> {
+        let session = Arc::new(Session {
+            id: ids::random_hex(16),
+            transport,
+            outbox,
+            state: Mutex::new(SessionState::default()),
+        });
+        self.sessions_map()
+            .insert(session.id.clone(), session.clone());
+        log::debug!("mcp: session {} opened on {transport}", session.id);
+        session
+    }
+
+    /// Forgets a session and cancels its requests.
+    pub fn close_session(&self, id: &str) {
+        if let Some(s) = self.sessions_map().remove(id) {
+            s.cancel_all();
+            log::debug!("mcp: session {id} closed");
+        }
+    }
+
+    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions_map().get(id).cloned()
+    }
+
+    /// Sessions that completed `initialize`.
+    fn live_sessions(&self) -> Vec<Arc<Session>> {
+        self.sessions_map()
+            .values()
+            .filter(|s| s.version().is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// Handles a notification from the client.
+    pub fn handle_notification(&self, session: &Session, n: &Notification) {
+        match n.method.as_str() {
+            "notifications/initialized" => session.state().initialized = true,
+            "notifications/cancelled" => {
+                let id = n.params.get("requestId").and_then(RequestId::from_value);
+                if let Some(id) = id {
+                    if let Some(tx) = session.state().in_flight.remove(&id) {
+                        log::debug!("mcp: request {id} cancelled by the client");
+                        let _ = tx.try_send(());
+                    }
+                }
+            }
+            other => log::debug!("mcp: ignoring notification {other}"),
+        }
+    }
+
+    /// Handles one request. `None` means no response is sent (it was cancelled).
+    pub fn handle_request(&self, session: &Session, req: Request) -> Option<Response> {
+        let (cancel_tx, cancel_rx) = bounded(1);
+        session.state().in_flight.insert(req.id.clone(), cancel_tx);
+        let started = Instant::now();
+        let outcome = self.dispatch(session, &req, &cancel_rx);
+        let still_ours = session.state().in_flight.remove(&req.id).is_some();
+        log::debug!(
+            "mcp: {} {} -> {} in {:.1} ms",
+            req.method,
+            req.id,
+            if outcome.is_ok() { "ok" } else { "error" },
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        if !still_ours && req.method != "initialize" {
+            // MCP: a cancelled request gets no response.
+            return None;
+        }
+        Some(Response {
+            id: Some(req.id),
+            outcome,
+        })
+    }
+
+    /// Handles a batch (MCP 2025-03-26 only), returning the array to send, if any.
+    pub fn handle_batch(
+        &self,
+        session: &Session,
+        items: Vec<Result<Message, Response>>,
+    ) -> Option<Value> {
+        let batches_ok = session.version().is_some_and(version::has_batches);
+        if !batches_ok {
+            let msg = "JSON-RPC batches are only accepted in sessions that negotiated 2025-03-26";
+            return Some(
+                Message::Response(Response::err(
+                    None,
+                    RpcError::new(jsonrpc::INVALID_REQUEST, msg),
+                ))
+                .to_value(),
+            );
+        }
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Err(resp) => out.push(Message::Response(resp).to_value()),
+                Ok(Message::Request(req)) => {
+                    if let Some(resp) = self.handle_request(session, req) {
+                        out.push(Message::Response(resp).to_value());
+                    }
+                }
+                Ok(Message::Notification(n)) => self.handle_notification(session, &n),
+                Ok(Message::Response(_)) => {}
+            }
+        }
+        (!out.is_empty()).then(|| Value::Array(out))
+    }
+
+    fn dispatch(
+        &self,
+        session: &Session,
+        req: &Request,
+        cancel: &Receiver<()>,
+    ) -> Result<Value, RpcError> {
+        let params = match &req.params {
+            Value::Object(m) => m.clone(),
+            Value::Null => Map::new(),
+            _ => return Err(RpcError::invalid_params("params must be an object")),
+        };
+        match req.method.as_str() {
+            "initialize" => return self.initialize(session, &params),
+            "ping" => return Ok(json!({})),
+            _ => {}
+        }
+        let Some(version) = session.version() else {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "the session is not initialized: send initialize first",
+            ));
+        };
+        let progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let ctx = Ctx {
+            mcp: self,
+            session,
+            cancel,
+            progress_token,
+        };
+        match req.method.as_str() {
+            "tools/list" => {
+                let all: Vec<Value> = tools::TOOLS.iter().map(|t| t.describe(version)).collect();
+                self.page("tools", all, &params)
+            }
+            "tools/call" => tools::call(&ctx, &params),
+            "resources/list" => self.page("resources", resources::list(&self.shared), &params),
+            "resources/templates/list" => {
+                self.page("resourceTemplates", resources::templates(), &params)
+            }
+            "resources/read" => resources::read(&self.shared, &params),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| RpcError::invalid_params("uri is required"))?;
+                let uri = resources::normalize(uri);
+                if !resources::exists(&self.shared, &uri) {
+                    return Err(resources::not_found(&uri));
+                }
+                let mut st = session.state();
+                if req.method == "resources/subscribe" {
+                    st.subscriptions.insert(uri);
+                } else {
+                    st.subscriptions.remove(&uri);
+                }
+                Ok(json!({}))
+            }
+            "prompts/list" => self.page("prompts", prompts::list(), &params),
+            "prompts/get" => prompts::get(&self.shared, &params),
+            "completion/complete" => prompts::complete(&self.shared, &params),
+            "logging/setLevel" => {
+                let level = params.get("level").and_then(Value::as_str).unwrap_or("");
+                let rank = level_rank(level).ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "level must be one of {}",
+                        LOG_LEVELS.join(", ")
+                    ))
+                })?;
+                session.state().log_level = Some(rank);
+                Ok(json!({}))
+            }
+            other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    fn initialize(
+        &self,
+        session: &Session,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let negotiated = version::negotiate(requested);
+        {
+            let mut st = session.state();
+            if st.version.is_some() {
+                return Err(RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "initialize was already called in this session",
+                ));
+            }
+            st.version = Some(negotiated);
+            st.client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+        }
+        log::info!(
+            "mcp: session {} initialized ({negotiated}, client {})",
+            session.id,
+            params
+                .get("clientInfo")
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+        );
+        let mut capabilities = json!({
+            "tools": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": false},
+            "logging": {},
+        });
+        if version::has_annotations(negotiated) {
+            capabilities["completions"] = json!({});
+        }
+        let mut server_info = json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")});
+        if version::has_structured_output(negotiated) {
+            server_info["title"] = json!("CID el Dill breakpoint server");
+        }
+        Ok(json!({
+            "protocolVersion": negotiated,
+            "capabilities": capabilities,
+            "serverInfo": server_info,
+            "instructions": INSTRUCTIONS,
+        }))
+    }
+
+    /// Cursor pagination: the cursor is the opaque offset of the next page.
+    fn page(
+        &self,
+        key: &str,
+        all: Vec<Value>,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .strip_prefix("o")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n <= all.len())
+                .ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}")))?,
+            Some(_) => return Err(RpcError::invalid_params("cursor must be a string")),
+        };
+        let end = (start + self.page_size).min(all.len());
+        let mut out = Map::new();
+        out.insert(key.into(), Value::Array(all[start..end].to_vec()));
+        if end < all.len() {
+            out.insert("nextCursor".into(), json!(format!("o{end}")));
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// Starts the thread that turns state events into notifications. It ends when `stop` is
+    /// dropped or sent to.
+    pub fn spawn_notifier(self: &Arc<Self>) -> std::io::Result<(Sender<()>, JoinHandle<()>)> {
+        let events = self.shared.bus.subscribe();
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let mcp = self.clone();
+        let handle = thread::Builder::new()
+            .name("mcp-notify".into())
+            .spawn(move || loop {
+                select! {
+                    recv(events) -> e => match e {
+                        Ok(e) => mcp.broadcast(&e),
+                        Err(_) => return,
+                    },
+                    recv(stop_rx) -> _ => return,
+                }
+            })?;
+        Ok((stop_tx, handle))
+    }
+
+    /// Sends the notifications an event causes to every initialized session.
+    fn broadcast(&self, event: &Event) {
+        let sessions = self.live_sessions();
+        if sessions.is_empty() {
+            return;
+        }
+        let custom = match &event.kind {
+            EventKind::ExecutionPaused { .. }
+            | EventKind::ExecutionResumed { .. }
+            | EventKind::CallCompleted { .. } => Some(Message::notification(
+                &format!("notifications/breakpoint/{}", event.name()),
+                event.params(),
+            )),
+            _ => None,
+        };
+        let list_changed = matches!(
+            event.kind,
+            EventKind::ExecutionPaused { .. } | EventKind::ExecutionResumed { .. }
+        );
+        let updated = resources::affected(&event.kind);
+        let log_line = match &event.kind {
+            EventKind::ExecutionPaused {
+                pause_id,
+                method_name,
+                pause_reason,
+                ..
+            } => Some(format!(
+                "{method_name} paused ({pause_reason}), pause {pause_id}"
+            )),
+            EventKind::ExecutionResumed {
+                pause_id,
+                method_name,
+                action,
+            } => Some(format!(
+                "{method_name} resumed with {action}, pause {pause_id}"
+            )),
+            _ => None,
+        };
+        for s in sessions {
+            if let Some(n) = &custom {
+                s.send(n);
+            }
+            if list_changed {
+                s.send(&Message::notification(
+                    "notifications/resources/list_changed",
+                    Value::Null,
+                ));
+            }
+            for uri in &updated {
+                if s.is_subscribed(uri) {
+                    s.send(&Message::notification(
+                        "notifications/resources/updated",
+                        json!({"uri": uri}),
+                    ));
+                }
+            }
+            if let Some(line) = &log_line {
+                s.log("info", json!(line));
+            }
+        }
+    }
+}
+
+/// A short guide for the model, sent in the `initialize` result.
+const INSTRUCTIONS: &str = "This server debugs a running Python program instrumented with cideldill_client. \
+Every call of a wrapped function can pause before it runs and after it returns. Typical loop: \
+breakpoint_add (or rely on the breakpoints the program registers) -> breakpoint_wait_for_pause -> inspect the \
+pause's pretty_args and objects (breakpoint_inspect_object with a CID) -> breakpoint_repl_eval to evaluate \
+Python in the paused call -> breakpoint_continue (continue, modified arguments, a fake result, or an exception). \
+A pause whose call_data has pretty_result is after the call completed: only 'continue' is possible there.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::state::State;
+    use crate::store::Store;
+
+    fn setup() -> (Arc<Mcp>, Arc<Session>, Receiver<Outgoing>) {
+        let shared = Arc::new(Shared::new(
+            Config::for_tests("/nonexistent".into()),
+            Store::memory(),
+            State::default(),
+        ));
+        let mcp = Mcp::new(shared, 2);
+        let (tx, rx) = unbounded();
+        let s = mcp.open_session("test", tx);
+        (mcp, s, rx)
+    }
+
+    fn req(id: i64, method: &str, params: Value) -> Request {
+        Request {
+            id: RequestId::Num(id),
+            method: method.into(),
+            params,
+        }
+    }
+
+    fn init(mcp: &Mcp, s: &Session, v: &str) -> Value {
+        mcp.handle_request(
+            s,
+            req(
+                0,
+                "initialize",
+                json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "t"}}),
+            ),
+        )
+        .unwrap()
+        .outcome
+        .unwrap()
+    }
+
+    #[test]
+    fn requests_before_initialize_are_refused_but_ping_works() {
+        let (mcp, s, _rx) = setup();
+        let r = mcp
+            .handle_request(&s, req(1, "tools/list", json!({})))
+            .unwrap();
+        assert_eq!(r.outcome.unwrap_err().code, jsonrpc::INVALID_REQUEST);
+        assert_eq!(
+            mcp.handle_request(&s, req(2, "ping", Value::Null))
+                .unwrap()
+                .outcome
+                .unwrap(),
+            json!({})
+        );
+    }
+
+    #[test]
+    fn initialize_negotiates_and_cannot_repeat() {
+        let (mcp, s, _rx) = setup();
+        let r = init(&mcp, &s, "2099-01-01");
+        assert_eq!(r["protocolVersion"], version::LATEST);
+        assert_eq!(r["serverInfo"]["name"], SERVER_NAME);
+        assert_eq!(r["capabilities"]["resources"]["subscribe"], true);
+        let again = mcp
+            .handle_request(
+                &s,
+                req(1, "initialize", json!({"protocolVersion": "2025-06-18"})),
+            )
+            .unwrap();
+        assert!(again.outcome.is_err());
+    }
+
+    #[test]
+    fn old_revisions_get_no_completions_capability() {
+        let (mcp, s, _rx) = setup();
+        let r = init(&mcp, &s, "2024-11-05");
+        assert_eq!(r["protocolVersion"], "2024-11-05");
+        assert!(r["capabilities"].get("completions").is_none());
+    }
+
+    #[test]
+    fn lists_are_paginated_with_opaque_cursors() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-11-25");
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..20 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = mcp
+                .handle_request(&s, req(1, "tools/list", params))
+                .unwrap()
+                .outcome
+                .unwrap();
+            let tools = page["tools"].as_array().unwrap();
+            assert!(tools.len() <= 2);
+            names.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+            match page.get("nextCursor") {
+                Some(c) => cursor = Some(c.as_str().unwrap().to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(names.len(), tools::TOOLS.len());
+        let bad = mcp
+            .handle_request(&s, req(2, "tools/list", json!({"cursor": "zzz"})))
+            .unwrap();
+        assert_eq!(bad.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn batches_only_in_2025_03_26() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-06-18");
+        let items = vec![Ok(Message::Request(req(1, "ping", Value::Null)))];
+        let out = mcp.handle_batch(&s, items).unwrap();
+        assert_eq!(out["error"]["code"], jsonrpc::INVALID_REQUEST);
+
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-03-26");
+        let items = vec![
+            Ok(Message::Request(req(1, "ping", Value::Null))),
+            Ok(Message::Notification(Notification {
+                method: "notifications/initialized".into(),
+                params: Value::Null,
+            })),
+            Ok(Message::Request(req(2, "nope", Value::Null))),
+        ];
+        let out = mcp.handle_batch(&s, items).unwrap();
+        let arr = out.as_array().unwrap();
+        assert_eq!(arr.len(), 2);
+        assert_eq!(arr[0]["result"], json!({}));
+        assert_eq!(arr[1]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn log_level_is_validated_and_gates_messages() {
+        let (mcp, s, rx) = setup();
+        init(&mcp, &s, "2025-11-25");
+        s.log("info", json!("not yet"));
+        assert!(rx.try_recv().is_err(), "nothing before setLevel");
+        let bad = mcp
+            .handle_request(&s, req(1, "logging/setLevel", json!({"level": "loud"})))
+            .unwrap();
+        assert_eq!(bad.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+        mcp.handle_request(&s, req(2, "logging/setLevel", json!({"level": "warning"})))
+            .unwrap()
+            .outcome
+            .unwrap();
+        s.log("info", json!("below"));
+        assert!(rx.try_recv().is_err());
+        s.log("error", json!("above"));
+        let Outgoing::Message(text) = rx.try_recv().unwrap() else {
+            panic!()
+        };
+        assert!(text.contains("notifications/message") && text.contains("above"));
+    }
+}

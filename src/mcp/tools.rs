@@ -1,0 +1,959 @@
+//! THE tool table: every MCP tool as one `Tool` (name, title, description for an LLM with
+//! when-to-use guidance, input schema with examples, output schema, annotations, the longest it
+//! may block, handler). `tools/list`, argument validation and the README's tool reference are
+//! generated from it. Handlers are thin: they call `service` and shape JSON; they never see a
+//! transport. Results never carry base64 payloads: items keep their CID and rendered value.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::Ctx;
+use crate::breakpoints::{After, Before, Global, ReplacementError};
+use crate::calls::RecordFilter;
+use crate::cas;
+use crate::error::ApiError;
+use crate::events::EventKind;
+use crate::jsonrpc::RpcError;
+use crate::pretty;
+use crate::schema;
+use crate::service;
+use crate::state::Shared;
+
+type Args = Map<String, Value>;
+type Handler = fn(&Ctx, &Args) -> Result<Value, ToolError>;
+
+/// The longest a tool may block: below the 60 s after which common MCP hosts give up.
+pub const MAX_BLOCK_S: f64 = 55.0;
+
+/// A tool failure, sent as an `isError` result whose text is `{"error","message","hint"}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+    pub hint: String,
+    /// Extra fields (e.g. `pause_id`).
+    pub extra: Map<String, Value>,
+}
+
+impl ToolError {
+    pub fn new(code: &str, message: impl Into<String>, hint: impl Into<String>) -> ToolError {
+        ToolError {
+            code: code.into(),
+            message: message.into(),
+            hint: hint.into(),
+            extra: Map::new(),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("error".into(), json!(self.code));
+        m.insert("message".into(), json!(self.message));
+        m.insert("hint".into(), json!(self.hint));
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m)
+    }
+
+    fn cancelled() -> ToolError {
+        ToolError::new("cancelled", "the request was cancelled", "")
+    }
+}
+
+/// What an agent should do next after an error, by code.
+fn hint_for(code: &str) -> &'static str {
+    match code {
+        "pause_not_found" | "pause_resumed" | "invalid_pause" => {
+            "Call breakpoint_list_paused for the current pause ids, or breakpoint_wait_for_pause to wait for the next pause."
+        }
+        "pause_already_resumed" => "That pause was already resumed; call breakpoint_list_paused for the current pauses.",
+        "breakpoint_not_found" => "Add the breakpoint first with breakpoint_add; breakpoint_list_breakpoints shows the existing ones.",
+        "signature_mismatch" => {
+            "A replacement must have the same signature as the function; compare signatures with breakpoint_list_functions."
+        }
+        "invalid_action" => {
+            "At a pause after the call completed (call_data has pretty_result) only action 'continue' is possible; \
+             before a call: continue, modify, skip, raise or replace."
+        }
+        "invalid_exception_type" => "Use a builtin exception name such as ValueError, KeyError or RuntimeError.",
+        "cid_not_found" => "CIDs appear in the items of breakpoint_list_paused and breakpoint_get_call_records.",
+        "eval_timeout" => {
+            "The program did not answer in time: it evaluates only while the call is paused and its client polls. \
+             Check breakpoint_list_paused, then retry with a larger timeout_s (at most 55)."
+        }
+        "session_not_found" | "session_closed" | "invalid_session_id" => {
+            "Omit session_id to open a new REPL session on a current pause."
+        }
+        "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
+        "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
+        _ => "Check the arguments against the tool's input schema.",
+    }
+}
+
+impl From<ApiError> for ToolError {
+    fn from(e: ApiError) -> ToolError {
+        let code = e.code().to_owned();
+        let mut t = ToolError::new(&code, e.message(), hint_for(&code));
+        for (k, v) in &e.body {
+            if !matches!(k.as_str(), "error" | "message") {
+                t.extra.insert(k.clone(), v.clone());
+            }
+        }
+        t
+    }
+}
+
+/// One tool.
+pub struct Tool {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input_schema: fn() -> Value,
+    pub output_schema: fn() -> Value,
+    pub read_only: bool,
+    pub idempotent: bool,
+    /// The longest the tool may block, in seconds (0: it answers at once).
+    pub max_block_s: f64,
+    pub handler: Handler,
+}
+
+impl Tool {
+    /// The `tools/list` entry for a negotiated revision.
+    pub fn describe(&self, version: &str) -> Value {
+        let mut t = json!({"name": self.name, "description": self.description, "inputSchema": (self.input_schema)()});
+        if super::version::has_structured_output(version) {
+            t["title"] = json!(self.title);
+            t["outputSchema"] = (self.output_schema)();
+        }
+        if super::version::has_annotations(version) {
+            t["annotations"] = json!({
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": false,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": false,
+            });
+        }
+        t
+    }
+}
+
+/// `tools/call`.
+pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("name is required"))?;
+    let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
+        return Err(RpcError::invalid_params(format!("unknown tool: {name}")));
+    };
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Ok(error_result(&ToolError::new(
+                "invalid_arguments",
+                "arguments must be an object",
+                hint_for(""),
+            )))
+        }
+    };
+    let errors = schema::validate(&(tool.input_schema)(), &Value::Object(args.clone()));
+    if !errors.is_empty() {
+        let message = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let hint =
+            format!("Fix the arguments and call {name} again; its input schema is in tools/list.");
+        return Ok(error_result(&ToolError::new(
+            "invalid_arguments",
+            message,
+            hint,
+        )));
+    }
+    let version = ctx.session.version().unwrap_or(super::version::LATEST);
+    match (tool.handler)(ctx, &args) {
+        Ok(v) => {
+            let mut out =
+                json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false});
+            if super::version::has_structured_output(version) {
+                out["structuredContent"] = v;
+            }
+            Ok(out)
+        }
+        Err(e) => Ok(error_result(&e)),
+    }
+}
+
+fn error_result(e: &ToolError) -> Value {
+    json!({"content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true})
+}
+
+fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// A required string argument that must not be blank (the schema has checked its type).
+fn required<'a>(args: &'a Args, key: &str) -> Result<&'a str, ToolError> {
+    match str_arg(args, key) {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        _ => Err(ToolError::new(
+            "missing_parameter",
+            format!("{key} must be a non-blank string"),
+            "Pass a non-blank value for it.",
+        )
+        .with_extra("parameter", json!(key))),
+    }
+}
+
+impl ToolError {
+    fn with_extra(mut self, key: &str, value: Value) -> ToolError {
+        self.extra.insert(key.into(), value);
+        self
+    }
+}
+
+fn obj(v: Value) -> Args {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schemas.
+
+fn no_args() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn fn_and_behavior(values: &str, example: &str) -> Value {
+    json!({
+        "type": "object",
+        "required": ["function_name", "behavior"],
+        "properties": {
+            "function_name": {"type": "string", "description": "Function (breakpoint) name, as listed by breakpoint_list_breakpoints.", "examples": ["add"]},
+            "behavior": {"type": "string", "description": values, "examples": [example]},
+        },
+    })
+}
+
+fn fn_behavior_out() -> Value {
+    json!({"type": "object", "required": ["status", "function_name", "behavior"], "properties": {
+        "status": {"const": "ok"}, "function_name": {"type": "string"}, "behavior": {"type": "string"}}})
+}
+
+fn pause_out() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "call_data", "paused_at", "repl_sessions"],
+        "properties": {
+            "id": {"type": "string"},
+            "call_data": {"type": "object", "required": ["method_name"], "properties": {"method_name": {"type": "string"}}},
+            "paused_at": {"type": "number"},
+            "repl_sessions": {"type": "array", "items": {"type": "string"}},
+        },
+    })
+}
+
+fn call_records_out() -> Value {
+    json!({"type": "object", "required": ["calls", "total_count", "truncated"], "properties": {
+        "calls": {"type": "array", "items": {"type": "object", "required": ["call_id", "method_name", "status"]}},
+        "total_count": {"type": "integer", "minimum": 0},
+        "truncated": {"type": "boolean"}}})
+}
+
+/// Every tool, in the order of the README reference.
+pub static TOOLS: &[Tool] = &[
+    Tool {
+        name: "breakpoint_list_breakpoints",
+        title: "List breakpoints",
+        description: "List every breakpoint with its before-behavior (stop, go, yield = use the global default), \
+after-behavior (stop, go, exception, stop_exception, yield) and replacement function. Use it to see what will pause. \
+The instrumented program creates a breakpoint for every function it wraps.",
+        input_schema: no_args,
+        output_schema: || json!({"type": "object", "required": ["breakpoints", "behaviors", "after_behaviors", "replacements"], "properties": {
+            "breakpoints": {"type": "array", "items": {"type": "string"}},
+            "behaviors": {"type": "object"}, "after_behaviors": {"type": "object"}, "replacements": {"type": "object"}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_list_breakpoints,
+    },
+    Tool {
+        name: "breakpoint_add",
+        title: "Add a breakpoint",
+        description: "Add a breakpoint on a function by name (idempotent). Calls of that function then follow its \
+behavior: 'stop' pauses before the call, 'go' runs it, 'yield' (default) uses the global default behavior, which starts \
+as 'stop'. The name is the wrapped function's name or alias as the program reports it (see breakpoint_list_functions).",
+        input_schema: || json!({"type": "object", "required": ["function_name"], "properties": {
+            "function_name": {"type": "string", "description": "Function name to break on.", "examples": ["add"]},
+            "behavior": {"type": "string", "description": "stop, go or yield (default yield).", "examples": ["stop"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "function_name"], "properties": {
+            "status": {"const": "ok"}, "function_name": {"type": "string"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_add,
+    },
+    Tool {
+        name: "breakpoint_remove",
+        title: "Remove a breakpoint",
+        description: "Remove a breakpoint with its behaviors and replacement. Removing an unknown name succeeds. \
+Note that the program re-creates the breakpoint when it wraps the function again.",
+        input_schema: || json!({"type": "object", "required": ["function_name"], "properties": {
+            "function_name": {"type": "string", "description": "Function name.", "examples": ["add"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "function_name"], "properties": {
+            "status": {"const": "ok"}, "function_name": {"type": "string"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_remove,
+    },
+    Tool {
+        name: "breakpoint_set_behavior",
+        title: "Set a breakpoint's before-behavior",
+        description: "Set whether calls of one function pause before running: 'stop' pauses, 'go' runs, 'yield' uses \
+the global default. Aliases: continue = go, defer/default = yield.",
+        input_schema: || fn_and_behavior("stop, go or yield", "stop"),
+        output_schema: fn_behavior_out,
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_behavior,
+    },
+    Tool {
+        name: "breakpoint_set_after_behavior",
+        title: "Set a breakpoint's after-behavior",
+        description: "Set whether calls of one function pause after they return: 'stop' after successful calls, \
+'exception' after calls that raise, 'stop_exception' after both, 'go' never, 'yield' uses the global default.",
+        input_schema: || fn_and_behavior("stop, go, exception, stop_exception or yield", "exception"),
+        output_schema: fn_behavior_out,
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_after_behavior,
+    },
+    Tool {
+        name: "breakpoint_set_replacement",
+        title: "Replace a function",
+        description: "Make calls of a function run another wrapped function of the program instead (same signature \
+required, see breakpoint_list_functions). An empty replacement_function clears it. It applies when the call does not pause.",
+        input_schema: || json!({"type": "object", "required": ["function_name", "replacement_function"], "properties": {
+            "function_name": {"type": "string", "examples": ["slow_add"]},
+            "replacement_function": {"type": "string", "description": "Function to run instead, or \"\" to clear.", "examples": ["fast_add"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "function_name", "replacement_function"], "properties": {
+            "status": {"const": "ok"}, "function_name": {"type": "string"}, "replacement_function": {"type": "string"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_replacement,
+    },
+    Tool {
+        name: "breakpoint_get_default_behavior",
+        title: "Get the global default behavior",
+        description: "The global default behavior used by breakpoints whose behavior is 'yield': stop (pause before and \
+after calls), go, exception (pause only after calls that raise), stop_exception.",
+        input_schema: no_args,
+        output_schema: || json!({"type": "object", "required": ["behavior"], "properties": {"behavior": {"enum": ["stop", "go", "exception", "stop_exception"]}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_get_default_behavior,
+    },
+    Tool {
+        name: "breakpoint_set_default_behavior",
+        title: "Set the global default behavior",
+        description: "Set the global default: 'stop' pauses every breakpointed call before and after, 'go' lets \
+everything run, 'exception' pauses only after calls that raise, 'stop_exception' does both. Use 'go' to let a program run \
+freely, 'exception' to catch failures.",
+        input_schema: || json!({"type": "object", "required": ["behavior"], "properties": {
+            "behavior": {"type": "string", "description": "stop, go, exception or stop_exception", "examples": ["go"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "behavior"], "properties": {
+            "status": {"const": "ok"}, "behavior": {"enum": ["stop", "go", "exception", "stop_exception"]}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_default_behavior,
+    },
+    Tool {
+        name: "breakpoint_list_paused",
+        title: "List paused calls",
+        description: "List the calls paused right now, with their call data: method_name, pretty_args and \
+pretty_kwargs (rendered argument values), args/kwargs items with their CIDs (inspect them with breakpoint_inspect_object), \
+signature, call_site stack, and for pauses after the call completed pretty_result or exception. Use the id with \
+breakpoint_continue and breakpoint_repl_eval.",
+        input_schema: no_args,
+        output_schema: || json!({"type": "object", "required": ["paused"], "properties": {"paused": {"type": "array", "items": pause_out()}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_list_paused,
+    },
+    Tool {
+        name: "breakpoint_continue",
+        title: "Resume a paused call",
+        description: "Resume a paused call. Actions: 'continue' (run as is); modified_args / modified_kwargs (run \
+with these plain JSON values instead; the list you omit keeps the original arguments); fake_result (skip the call and \
+return this value); exception_type + exception_message (raise a builtin exception such as ValueError); \
+replacement_function (run another wrapped function). At a pause after the call completed (call_data has pretty_result) \
+only 'continue' is possible.",
+        input_schema: || json!({"type": "object", "required": ["pause_id"], "properties": {
+            "pause_id": {"type": "string", "description": "Id from breakpoint_list_paused or breakpoint_wait_for_pause."},
+            "action": {"type": "string", "description": "continue (default), modify, skip, raise or replace; inferred from the other arguments when omitted.", "examples": ["continue"]},
+            "modified_args": {"type": "array", "description": "Positional arguments to use instead (plain JSON values).", "examples": [[10, "x"]]},
+            "modified_kwargs": {"type": "object", "description": "Keyword arguments to use instead.", "examples": [{"y": 20}]},
+            "fake_result": {"description": "Return value to use without running the call (action skip).", "examples": [42]},
+            "exception_type": {"type": "string", "description": "Builtin exception to raise (action raise).", "examples": ["ValueError"]},
+            "exception_message": {"type": "string", "examples": ["injected by the debugger"]},
+            "replacement_function": {"type": "string", "description": "Wrapped function to run instead (action replace)."}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "pause_id", "action"], "properties": {
+            "status": {"const": "ok"}, "pause_id": {"type": "string"}, "action": {"type": "string"}}}),
+        read_only: false,
+        idempotent: false,
+        max_block_s: 0.0,
+        handler: breakpoint_continue,
+    },
+    Tool {
+        name: "breakpoint_list_functions",
+        title: "List registered functions",
+        description: "Functions the program has wrapped, with signatures and metadata. Use it to pick replacement \
+functions (same signature) and breakpoint names.",
+        input_schema: no_args,
+        output_schema: || json!({"type": "object", "required": ["functions", "signatures", "metadata"], "properties": {
+            "functions": {"type": "array", "items": {"type": "string"}}, "signatures": {"type": "object"}, "metadata": {"type": "object"}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_list_functions,
+    },
+    Tool {
+        name: "breakpoint_get_call_records",
+        title: "Get call records",
+        description: "Completed calls and client events, newest first: method, status, rendered arguments and \
+result or exception, timings. total_count says how many matched and truncated whether more exist than returned.",
+        input_schema: || json!({"type": "object", "properties": {
+            "function_name": {"type": "string", "description": "Only calls of this function.", "examples": ["add"]},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100, "description": "At most this many records."}}}),
+        output_schema: call_records_out,
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_get_call_records,
+    },
+    Tool {
+        name: "breakpoint_repl_eval",
+        title: "Evaluate Python in a paused call",
+        description: "Evaluate a Python expression or statement inside the paused program (names available: args, \
+kwargs, and at an after-pause result). The program evaluates it and answers with its repr (output), captured stdout and \
+whether it raised (is_error). Omit session_id to open a session; pass it again to keep assigned names. Blocks until the \
+program answers or timeout_s (default 30, at most 55).",
+        input_schema: || json!({"type": "object", "required": ["pause_id", "expression"], "properties": {
+            "pause_id": {"type": "string"},
+            "expression": {"type": "string", "examples": ["args[0]", "len(kwargs)"]},
+            "session_id": {"type": "string", "description": "A session from an earlier call, to keep its names."},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 55, "default": 30}}}),
+        output_schema: || json!({"type": "object", "required": ["session_id", "output", "stdout", "is_error"], "properties": {
+            "session_id": {"type": "string"}, "output": {"type": "string"}, "stdout": {"type": "string"},
+            "is_error": {"type": "boolean"}, "result_cid": {"type": ["string", "null"]}}}),
+        read_only: false,
+        idempotent: false,
+        max_block_s: MAX_BLOCK_S,
+        handler: breakpoint_repl_eval,
+    },
+    Tool {
+        name: "breakpoint_inspect_object",
+        title: "Inspect a stored object",
+        description: "Show a stored argument, result or exception by its CID (from the items of breakpoint_list_paused \
+or breakpoint_get_call_records): its type, repr and attributes (depth 3, at most 100). Never executes anything.",
+        input_schema: || json!({"type": "object", "required": ["cid"], "properties": {
+            "cid": {"type": "string", "description": "128 hex characters."}}}),
+        output_schema: || json!({"type": "object", "required": ["cid", "type", "repr", "attributes"], "properties": {
+            "cid": {"type": "string"}, "type": {"type": "string"}, "repr": {"type": "string"}, "attributes": {"type": "object"}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_inspect_object,
+    },
+    Tool {
+        name: "breakpoint_wait_for_pause",
+        title: "Wait for a call to pause",
+        description: "Return a paused call: at once if one is paused already (optionally of function_name), else \
+wait until one pauses or timeout_s passes (default 20, at most 55). A timeout is a normal result with paused false: call \
+again to keep waiting. Use it after starting or resuming the program instead of polling breakpoint_list_paused.",
+        input_schema: || json!({"type": "object", "properties": {
+            "function_name": {"type": "string", "description": "Only a pause of this function.", "examples": ["add"]},
+            "timeout_s": {"type": "number", "minimum": 0, "maximum": 55, "default": 20}}}),
+        output_schema: || json!({"type": "object", "required": ["paused", "pause", "waited_s"], "properties": {
+            "paused": {"type": "boolean"}, "pause": {"anyOf": [{"type": "null"}, pause_out()]}, "waited_s": {"type": "number"}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: MAX_BLOCK_S,
+        handler: breakpoint_wait_for_pause,
+    },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Handlers, named like their tools.
+
+fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+    let l = service::breakpoints(ctx.shared());
+    Ok(json!({
+        "breakpoints": l["breakpoints"],
+        "behaviors": l["breakpoint_behaviors"],
+        "after_behaviors": l["breakpoint_after_behaviors"],
+        "replacements": l["breakpoint_replacements"],
+    }))
+}
+
+fn invalid_behavior(value: &str, names: &[&str]) -> ToolError {
+    ToolError::new(
+        "invalid_behavior",
+        format!("invalid behavior {value:?}"),
+        format!("Use one of: {}.", names.join(", ")),
+    )
+}
+
+fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let name = required(args, "function_name")?;
+    let behavior = match str_arg(args, "behavior") {
+        None => None,
+        Some(b) => Some(Before::parse(b).ok_or_else(|| invalid_behavior(b, &Before::NAMES))?),
+    };
+    let mut body = Map::new();
+    body.insert("function_name".into(), json!(name));
+    let mut st = ctx.shared().lock();
+    let signature = st.functions.signature(name).map(str::to_owned);
+    drop(st);
+    // Keep a registered signature: the REST rule "no signature erases it" is for the client.
+    if let Some(sig) = signature {
+        body.insert("signature".into(), json!(sig));
+    }
+    service::breakpoint_add(ctx.shared(), &body)?;
+    if let Some(b) = behavior {
+        st = ctx.shared().lock();
+        st.breakpoints.set_before(name, b);
+    }
+    Ok(json!({"status": "ok", "function_name": name}))
+}
+
+fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    Ok(service::breakpoint_remove(
+        ctx.shared(),
+        required(args, "function_name")?,
+    ))
+}
+
+fn with_breakpoint<T>(
+    shared: &Shared,
+    name: &str,
+    f: impl FnOnce(&mut crate::state::State) -> T,
+) -> Result<T, ToolError> {
+    let mut st = shared.lock();
+    if !st.breakpoints.contains(name) {
+        return Err(ToolError::new(
+            "breakpoint_not_found",
+            format!("no breakpoint on {name}"),
+            hint_for("breakpoint_not_found"),
+        )
+        .with_extra("function_name", json!(name)));
+    }
+    let out = f(&mut st);
+    st.emit(EventKind::BreakpointsChanged);
+    Ok(out)
+}
+
+fn breakpoint_set_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let name = required(args, "function_name")?;
+    let raw = required(args, "behavior")?;
+    let b = Before::parse(raw).ok_or_else(|| invalid_behavior(raw, &Before::NAMES))?;
+    with_breakpoint(ctx.shared(), name, |st| st.breakpoints.set_before(name, b))?;
+    Ok(json!({"status": "ok", "function_name": name, "behavior": b.as_str()}))
+}
+
+fn breakpoint_set_after_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let name = required(args, "function_name")?;
+    let raw = required(args, "behavior")?;
+    let a = After::parse(raw).ok_or_else(|| invalid_behavior(raw, &After::NAMES))?;
+    with_breakpoint(ctx.shared(), name, |st| st.breakpoints.set_after(name, a))?;
+    Ok(json!({"status": "ok", "function_name": name, "behavior": a.as_str()}))
+}
+
+fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let name = required(args, "function_name")?;
+    let replacement = str_arg(args, "replacement_function").unwrap_or("");
+    // MCP checks the breakpoint first (the REST route checks the signature first).
+    let result = with_breakpoint(ctx.shared(), name, |st| {
+        let st = &mut *st;
+        st.breakpoints
+            .set_replacement(name, replacement, &st.functions)
+    })?;
+    match result {
+        Ok(()) => {
+            Ok(json!({"status": "ok", "function_name": name, "replacement_function": replacement}))
+        }
+        Err(ReplacementError::SignatureMismatch) => Err(ToolError::new(
+            "signature_mismatch",
+            format!("{replacement} does not have the registered signature of {name}"),
+            hint_for("signature_mismatch"),
+        )),
+        Err(ReplacementError::BreakpointNotFound) => {
+            Err(ApiError::bare(404, "breakpoint_not_found").into())
+        }
+    }
+}
+
+fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+    Ok(service::default_behavior(ctx.shared()))
+}
+
+fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let raw = required(args, "behavior")?;
+    if Global::parse(raw).is_none() {
+        return Err(invalid_behavior(raw, &Global::NAMES));
+    }
+    Ok(service::set_default_behavior(
+        ctx.shared(),
+        &obj(json!({"behavior": raw})),
+    )?)
+}
+
+/// A pause as tools show it: items keep CIDs but not their base64 data.
+fn pause_view(p: &Value) -> Value {
+    let mut p = p.clone();
+    if let Some(Value::Object(cd)) = p.get("call_data") {
+        p["call_data"] = Value::Object(service::without_item_data(cd));
+    }
+    p
+}
+
+fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+    let all = service::paused(ctx.shared());
+    let list: Vec<Value> = all["paused"]
+        .as_array()
+        .map(|a| a.iter().map(pause_view).collect())
+        .unwrap_or_default();
+    Ok(json!({"paused": list}))
+}
+
+/// An original argument item, with its stored payload so the client need not have it cached.
+fn original_item(shared: &Shared, item: &Value) -> Value {
+    let mut item = item.clone();
+    if item.get("data").is_none() {
+        if let Some(cid) = item.get("cid").and_then(Value::as_str) {
+            if let Ok(Some(blob)) = shared.store.get(cid) {
+                let data = match blob.format {
+                    Some(crate::store::Format::Json) => json!(String::from_utf8_lossy(&blob.bytes)),
+                    _ => json!(cas::encode_base64(&blob.bytes)),
+                };
+                item["data"] = data;
+                item["serialization_format"] =
+                    json!(blob.format.unwrap_or(crate::store::Format::Dill).as_str());
+            }
+        }
+    }
+    item
+}
+
+fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let pause_id = required(args, "pause_id")?;
+    let has = |k: &str| args.get(k).is_some_and(|v| !v.is_null());
+    let explicit = str_arg(args, "action").filter(|a| !a.is_empty());
+    let action = match explicit {
+        Some("continue") | None if has("modified_args") || has("modified_kwargs") => "modify",
+        Some("continue") | None if has("fake_result") => "skip",
+        None if has("exception_type") => "raise",
+        Some(a) => a,
+        None => "continue",
+    };
+    let mut body = args.clone();
+    body.insert("action".into(), json!(action));
+    if action == "modify" {
+        // The Python client calls with exactly the lists it gets: fill the missing one from the
+        // call's original items.
+        let (orig_args, orig_kwargs) = {
+            let st = ctx.shared().lock();
+            match st.calls.paused_by_id(pause_id) {
+                Some(p) => (
+                    p.call_data.get("args").cloned(),
+                    p.call_data.get("kwargs").cloned(),
+                ),
+                None => (None, None),
+            }
+        };
+        if !has("modified_args") {
+            let items: Vec<Value> = orig_args
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|i| original_item(ctx.shared(), i))
+                .collect();
+            body.insert("modified_args".into(), json!(items));
+        }
+        if !has("modified_kwargs") {
+            let items: Map<String, Value> = orig_kwargs
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|(k, i)| (k.clone(), original_item(ctx.shared(), i)))
+                .collect();
+            body.insert("modified_kwargs".into(), Value::Object(items));
+        }
+    }
+    service::continue_pause(ctx.shared(), pause_id, &body)?;
+    let action = if has("replacement_function") {
+        "replace"
+    } else {
+        action
+    };
+    Ok(json!({"status": "ok", "pause_id": pause_id, "action": action}))
+}
+
+fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+    let l = service::functions(ctx.shared());
+    Ok(
+        json!({"functions": l["functions"], "signatures": l["function_signatures"], "metadata": l["function_metadata"]}),
+    )
+}
+
+fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
+    let filter = RecordFilter {
+        function: str_arg(args, "function_name").filter(|f| !f.is_empty()),
+        status: None,
+    };
+    let page = service::call_records(ctx.shared(), &filter, 0, limit);
+    let total = page["total_count"].as_u64().unwrap_or(0);
+    let calls = page["calls"].clone();
+    let n = calls.as_array().map(Vec::len).unwrap_or(0) as u64;
+    Ok(json!({"calls": calls, "total_count": total, "truncated": n < total}))
+}
+
+fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let pause_id = required(args, "pause_id")?;
+    let expression = match str_arg(args, "expression") {
+        Some(e) if !e.trim().is_empty() => e,
+        _ => {
+            return Err(ToolError::new(
+                "missing_expression",
+                "expression must be non-blank",
+                hint_for("missing_expression"),
+            ))
+        }
+    };
+    let timeout = Duration::from_secs_f64(
+        args.get("timeout_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(30.0)
+            .clamp(0.001, MAX_BLOCK_S),
+    );
+    let session_id = match str_arg(args, "session_id").filter(|s| !s.is_empty()) {
+        Some(sid) => {
+            let st = ctx.shared().lock();
+            match st.repl.session(sid) {
+                None => {
+                    return Err(ApiError::not_found(
+                        "session_not_found",
+                        format!("no REPL session {sid}"),
+                    )
+                    .into())
+                }
+                Some(s) if s.pause_id != pause_id => {
+                    return Err(ToolError::new(
+                        "invalid_session_id",
+                        format!(
+                            "session {sid} belongs to pause {}, not {pause_id}",
+                            s.pause_id
+                        ),
+                        hint_for("invalid_session_id"),
+                    ))
+                }
+                Some(_) => sid.to_owned(),
+            }
+        }
+        None => {
+            let started = service::repl_start(ctx.shared(), &obj(json!({"pause_id": pause_id})))?;
+            started["session_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    let pending = service::repl_eval_start(ctx.shared(), &session_id, Some(&json!(expression)))?;
+    let received = match ctx.wait(
+        &pending.outcome,
+        timeout,
+        "waiting for the program to evaluate",
+    ) {
+        Some(Ok(outcome)) => Some(outcome),
+        Some(Err(())) => {
+            ctx.shared().lock().repl.expire(&pending.eval_id);
+            return Err(ToolError::cancelled());
+        }
+        None => None,
+    };
+    let mut out = service::repl_eval_finish(ctx.shared(), &pending, received, timeout)?;
+    out["session_id"] = json!(session_id);
+    Ok(out)
+}
+
+fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let cid = required(args, "cid")?;
+    let blob = ctx
+        .shared()
+        .store
+        .get(cid)
+        .map_err(|e| ToolError::from(ApiError::storage(&e)))?;
+    let Some(blob) = blob else {
+        return Err(ToolError::new(
+            "cid_not_found",
+            format!("no stored object {cid}"),
+            hint_for("cid_not_found"),
+        )
+        .with_extra("cid", json!(cid)));
+    };
+    let mut v = pretty::view(&blob);
+    v["cid"] = json!(cid);
+    Ok(v)
+}
+
+fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let function = str_arg(args, "function_name").filter(|f| !f.is_empty());
+    let timeout = Duration::from_secs_f64(
+        args.get("timeout_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(20.0)
+            .clamp(0.0, MAX_BLOCK_S),
+    );
+    // Subscribe before looking, so a pause between the look and the wait is not missed.
+    let events = ctx.shared().bus.subscribe();
+    let started = Instant::now();
+    let find = |pause_id: Option<&str>| -> Option<Value> {
+        let all = service::paused(ctx.shared());
+        all["paused"]
+            .as_array()?
+            .iter()
+            .find(|p| {
+                pause_id.is_none_or(|id| p["id"] == id)
+                    && function.is_none_or(|f| p["call_data"]["method_name"] == f)
+            })
+            .map(pause_view)
+    };
+    let found =
+        |p: Value| json!({"paused": true, "pause": p, "waited_s": started.elapsed().as_secs_f64()});
+    if let Some(p) = find(None) {
+        return Ok(found(p));
+    }
+    loop {
+        let left = timeout.saturating_sub(started.elapsed());
+        match ctx.wait(&events, left, "waiting for a call to pause") {
+            Some(Ok(e)) => {
+                if let EventKind::ExecutionPaused { pause_id, .. } = &e.kind {
+                    if let Some(p) = find(Some(pause_id)) {
+                        return Ok(found(p));
+                    }
+                }
+            }
+            Some(Err(())) => return Err(ToolError::cancelled()),
+            None => {
+                return Ok(json!({
+                    "paused": false,
+                    "pause": null,
+                    "waited_s": started.elapsed().as_secs_f64(),
+                    "message": format!("nothing paused within {:.0} s; call again to keep waiting", timeout.as_secs_f64()),
+                }))
+            }
+        }
+    }
+}
+
+/// The README's tool reference, generated from `TOOLS`.
+pub fn reference_markdown() -> String {
+    let mut out = String::from("| Tool | What it does | Arguments |\n|---|---|---|\n");
+    for t in TOOLS {
+        let schema = (t.input_schema)();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let props: Vec<String> = schema["properties"]
+            .as_object()
+            .map(|p| {
+                p.keys()
+                    .map(|k| {
+                        if required.contains(&k.as_str()) {
+                            format!("`{k}`")
+                        } else {
+                            format!("`{k}`?")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let first_sentence = t
+            .description
+            .split(". ")
+            .next()
+            .unwrap_or(t.description)
+            .trim_end_matches('.');
+        out.push_str(&format!(
+            "| `{}` | {}. | {} |\n",
+            t.name,
+            first_sentence.replace('|', "\\|"),
+            props.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_invariants_hold() {
+        let mut names = std::collections::HashSet::new();
+        for t in TOOLS {
+            assert!(names.insert(t.name), "duplicate tool {}", t.name);
+            assert!(t.name.starts_with("breakpoint_"), "{}", t.name);
+            assert!(
+                t.name.len() <= 40
+                    && t.name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            );
+            assert!(!t.description.is_empty() && !t.title.is_empty());
+            for schema in [(t.input_schema)(), (t.output_schema)()] {
+                assert_eq!(schema["type"], "object", "{}", t.name);
+                schema::check_schema(&schema).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            }
+            assert!(t.max_block_s <= MAX_BLOCK_S);
+        }
+        assert_eq!(
+            TOOLS.len(),
+            15,
+            "the 14 tools of the design plus breakpoint_wait_for_pause"
+        );
+    }
+
+    #[test]
+    fn every_error_code_has_an_actionable_hint() {
+        for code in [
+            "pause_not_found",
+            "eval_timeout",
+            "cid_not_found",
+            "breakpoint_not_found",
+            "invalid_action",
+        ] {
+            let h = hint_for(code);
+            assert!(
+                h.contains("breakpoint_") || h.contains("continue"),
+                "{code}: {h}"
+            );
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! MCP protocol revisions we speak, negotiation, and the features each revision gates. Pure.
+
+/// Supported revisions, newest first.
+pub const SUPPORTED: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Our latest revision, the counter-offer for an unknown one.
+pub const LATEST: &str = SUPPORTED[0];
+
+/// MCP 2024-11-05, lifecycle: answer the client's version if we support it, else our latest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| SUPPORTED.iter().copied().find(|s| *s == r))
+        .unwrap_or(LATEST)
+}
+
+/// Whether `version` is one we speak.
+pub fn is_supported(version: &str) -> bool {
+    SUPPORTED.contains(&version)
+}
+
+/// JSON-RPC batches exist only in 2025-03-26.
+pub fn has_batches(version: &str) -> bool {
+    version == "2025-03-26"
+}
+
+/// Structured tool output (`outputSchema`, `structuredContent`) and `title` fields: 2025-06-18+.
+pub fn has_structured_output(version: &str) -> bool {
+    version >= "2025-06-18"
+}
+
+/// Tool annotations and the `completions` capability: 2025-03-26+.
+pub fn has_annotations(version: &str) -> bool {
+    version >= "2025-03-26"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_known_versions_and_counters_unknown_ones() {
+        for v in SUPPORTED {
+            assert_eq!(negotiate(Some(v)), v);
+        }
+        assert_eq!(negotiate(Some("2099-01-01")), LATEST);
+        assert_eq!(negotiate(Some("2026-07-28")), LATEST);
+        assert_eq!(negotiate(None), LATEST);
+    }
+
+    #[test]
+    fn features_follow_revisions() {
+        assert!(has_batches("2025-03-26"));
+        assert!(!has_batches("2025-06-18") && !has_batches("2024-11-05"));
+        assert!(has_structured_output("2025-11-25") && has_structured_output("2025-06-18"));
+        assert!(!has_structured_output("2025-03-26"));
+        assert!(has_annotations("2025-03-26") && !has_annotations("2024-11-05"));
+    }
+}

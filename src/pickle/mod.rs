@@ -1,0 +1,287 @@
+//! A safe pickle reader and renderer: decodes untrusted pickle bytes (protocols 0 to 5, every
+//! opcode) into a display tree without importing, calling or executing anything, and renders
+//! it the way the original Python server shows values (protocol doc §4.2): Python's `repr`,
+//! the placeholder dict (§4.4) or the exception dict (§4.5), and a structured view.
+//!
+//! Submodules: `reader` (the VM and the arena [`Tree`]), `render` (repr), `values` (the JSON
+//! forms: placeholders, exceptions, nested values), `view` (`{type, repr, attributes}`),
+//! `text` (str/bytes escapes and the `isprintable` table), `bigint` (decimal of long ints),
+//! `compat` (Python 2 global names).
+//!
+//! Limits (all enforced, see [`Limits`]): nesting depth 200 (mark stack while decoding,
+//! recursion while rendering), memo 1,000,000 entries, decoder memory 8 x input + 1 MiB
+//! (checked before each allocation), rendered text 16 MiB for [`repr`] and about 2 KiB for
+//! [`pretty`], big ints converted to decimal up to 8 KiB of magnitude. Decoding is linear in
+//! the input; rendering is linear in its (bounded) output. Nothing here panics on any input:
+//! every failure is a [`PickleError`] value carrying the byte offset.
+
+mod bigint;
+mod compat;
+pub mod reader;
+pub mod render;
+mod text;
+pub mod values;
+pub mod view;
+
+use std::fmt;
+
+pub use reader::{Global, Node, NodeId, ObjKind, Object, Tree};
+
+/// Longest `pretty` text before it is cut with `...`, as in the original.
+pub const MAX_REPR_CHARS: usize = 500;
+
+/// Resource limits for decoding and rendering untrusted pickles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest nesting: MARK stack while decoding, recursion while rendering.
+    pub max_depth: usize,
+    /// Most memo entries.
+    pub max_memo: usize,
+    /// Decoder memory allowed per input byte.
+    pub memory_per_byte: usize,
+    /// Decoder memory allowed on top of `memory_per_byte * len`.
+    pub memory_slack: usize,
+    /// Longest text [`repr`] produces (bytes) before it stops with a marked cut.
+    pub max_output: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 200,
+            max_memo: 1_000_000,
+            memory_per_byte: 8,
+            memory_slack: 1 << 20,
+            max_output: 16 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Decoder memory budget for an input of `len` bytes.
+    pub fn max_memory(&self, len: usize) -> usize {
+        len.saturating_mul(self.memory_per_byte)
+            .saturating_add(self.memory_slack)
+    }
+}
+
+/// Why a pickle could not be decoded or rendered. Offsets are byte offsets of the opcode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PickleError {
+    /// The input ended inside an opcode, or before `STOP`.
+    Truncated { offset: usize },
+    /// A byte that is not an opcode.
+    UnknownOpcode { offset: usize, opcode: u8 },
+    /// More nested marks than `Limits::max_depth`.
+    DepthLimit { offset: usize },
+    /// More memo entries than `Limits::max_memo`.
+    MemoLimit { offset: usize },
+    /// The decoder would exceed its memory budget.
+    MemoryLimit { offset: usize },
+    /// An opcode needed more stack items than there are (above the last mark).
+    StackUnderflow { offset: usize },
+    /// An opcode needed a mark and there is none.
+    MarkMissing { offset: usize },
+    /// A memo get of a key never put.
+    MemoMissing { offset: usize, key: u64 },
+    /// Malformed operands or an operation Python would reject.
+    Invalid { offset: usize, what: &'static str },
+    /// A valid feature this reader does not provide (persistent ids, extension codes,
+    /// out-of-band buffers).
+    Unsupported { offset: usize, what: &'static str },
+    /// The value nests deeper than the renderer's depth limit.
+    RenderDepth { max_depth: usize },
+}
+
+impl fmt::Display for PickleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PickleError::Truncated { offset } => write!(f, "pickle truncated at byte {offset}"),
+            PickleError::UnknownOpcode { offset, opcode } => {
+                write!(f, "unknown opcode 0x{opcode:02x} at byte {offset}")
+            }
+            PickleError::DepthLimit { offset } => {
+                write!(f, "nesting too deep at byte {offset}")
+            }
+            PickleError::MemoLimit { offset } => write!(f, "memo too large at byte {offset}"),
+            PickleError::MemoryLimit { offset } => {
+                write!(f, "memory limit exceeded at byte {offset}")
+            }
+            PickleError::StackUnderflow { offset } => {
+                write!(f, "stack underflow at byte {offset}")
+            }
+            PickleError::MarkMissing { offset } => {
+                write!(f, "could not find MARK at byte {offset}")
+            }
+            PickleError::MemoMissing { offset, key } => {
+                write!(f, "memo key {key} not found at byte {offset}")
+            }
+            PickleError::Invalid { offset, what } => write!(f, "{what} at byte {offset}"),
+            PickleError::Unsupported { offset, what } => {
+                write!(f, "unsupported {what} at byte {offset}")
+            }
+            PickleError::RenderDepth { max_depth } => {
+                write!(f, "value nests deeper than {max_depth} levels")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PickleError {}
+
+/// Decodes a pickle into a display tree.
+pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
+    reader::decode(bytes, limits)
+}
+
+/// The full `repr` text of a pickle (the caller cuts it with [`cut`]). Text longer than
+/// `Limits::max_output` ends with `...<output limit>`.
+pub fn repr(bytes: &[u8]) -> Result<String, PickleError> {
+    let limits = Limits::default();
+    let tree = decode(bytes, &limits)?;
+    repr_tree(&tree, tree.root, limits.max_output, limits.max_depth)
+}
+
+/// Renders one node of a tree, stopping after about `limit` bytes (then marked).
+pub fn repr_tree(
+    tree: &Tree,
+    id: NodeId,
+    limit: usize,
+    max_depth: usize,
+) -> Result<String, PickleError> {
+    let mut r = render::Renderer::new(tree, limit, max_depth);
+    let mut s = r.render(id)?;
+    if r.truncated {
+        s.push_str("...<output limit>");
+    }
+    Ok(s)
+}
+
+/// The display value of a pickle (§4.2 step 7): the placeholder dict, the exception dict, or
+/// the repr cut at 500 characters plus `...`; `"<unavailable: PickleError: ...>"` when the
+/// bytes do not decode.
+pub fn pretty(bytes: &[u8]) -> serde_json::Value {
+    let limits = Limits::default();
+    match decode(bytes, &limits) {
+        Ok(tree) => values::pretty_tree(&tree, &limits),
+        Err(e) => serde_json::Value::String(format!("<unavailable: PickleError: {e}>")),
+    }
+}
+
+/// The structured view `{type, repr, attributes}` of a pickle (depth 3, 100 attributes).
+pub fn view(bytes: &[u8]) -> serde_json::Value {
+    let limits = Limits::default();
+    match decode(bytes, &limits) {
+        Ok(tree) => view::view_tree(&tree, &limits),
+        Err(e) => serde_json::json!({
+            "type": "<unavailable>",
+            "repr": format!("<unavailable: PickleError: {e}>"),
+            "attributes": {},
+        }),
+    }
+}
+
+/// Cuts text at [`MAX_REPR_CHARS`] characters, appending `...` when longer (the original's
+/// `repr[:500] + "..."`).
+pub fn cut(text: &str) -> String {
+    match text.char_indices().nth(MAX_REPR_CHARS) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// Renders at most enough of `id` to cut it at 500 characters.
+pub(crate) fn short_repr(tree: &Tree, id: NodeId, limits: &Limits) -> Result<String, PickleError> {
+    let mut r = render::Renderer::new(tree, (MAX_REPR_CHARS + 1) * 4, limits.max_depth);
+    let s = r.render(id)?;
+    Ok(cut(&s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn b64(s: &str) -> Vec<u8> {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .unwrap_or_default()
+    }
+
+    /// `dill.dumps(ZeroDivisionError('division by zero'), protocol=4)`.
+    const ZDE: &str = "gASVSwAAAAAAAACMCmRpbGwuX2RpbGyUjApfbG9hZF90eXBllJOUjBFaZXJvRGl2aXNpb25FcnJvcpSFlFKUjBBkaXZpc2lvbiBieSB6ZXJvlIWUUpQu";
+
+    #[test]
+    fn exception_dict() {
+        let v = pretty(&b64(ZDE));
+        assert_eq!(
+            v,
+            json!({"__cideldill_exception__":true,"summary":"builtins.ZeroDivisionError: division by zero",
+             "type_name":"ZeroDivisionError","module":"builtins","qualname":"ZeroDivisionError",
+             "message":"division by zero","repr_text":"ZeroDivisionError('division by zero')",
+             "args":["division by zero"],"attributes":{},"failed_attributes":{}})
+        );
+        assert_eq!(
+            repr(&b64(ZDE)).unwrap(),
+            "ZeroDivisionError('division by zero')"
+        );
+    }
+
+    #[test]
+    fn pretty_cuts_and_reports() {
+        // ['a' * 600] at protocol 4.
+        let mut b = vec![0x80, 4, b']', b'X'];
+        b.extend(600u32.to_le_bytes());
+        b.extend([b'a'; 600]);
+        b.extend([b'a', b'.']);
+        let p = pretty(&b);
+        let s = p.as_str().unwrap_or_default();
+        assert_eq!(s.chars().count(), 503);
+        assert!(s.starts_with("['aaa") && s.ends_with("..."));
+        assert_eq!(
+            pretty(b"\x80\x04K"),
+            json!("<unavailable: PickleError: pickle truncated at byte 3>")
+        );
+        assert_eq!(cut("abc"), "abc");
+    }
+
+    #[test]
+    fn view_shape() {
+        // {'y': [1, 2]} at protocol 4.
+        let b = b"\x80\x04}\x94\x8c\x01y\x94]\x94(K\x01K\x02es.";
+        let v = view(b);
+        assert_eq!(v["type"], "dict");
+        assert_eq!(v["repr"], "{'y': [1, 2]}");
+        assert_eq!(v["attributes"]["'y'"]["type"], "list");
+        assert_eq!(v["attributes"]["'y'"]["attributes"]["1"], 2);
+    }
+
+    #[test]
+    fn deep_nesting_fits_a_small_stack() {
+        // 199 nested lists, each also in a tuple and a dict: rendered on a 1 MiB stack.
+        let mut b = vec![0x80, 4];
+        for _ in 0..66 {
+            b.extend([b'}', b'N', b']', b'(']);
+        }
+        b.push(b'N');
+        for _ in 0..66 {
+            b.extend([b'e', 0x85, b's']);
+        }
+        b.push(b'.');
+        let handle = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || (repr(&b), pretty(&b), view(&b)))
+            .expect("spawn");
+        let (r, _, _) = handle.join().expect("no stack overflow");
+        let r = r.expect("renders");
+        assert!(r.starts_with("{None: ([{None: ([{"), "{}", &r[..40]);
+        // Deeper than the limit: an error, not a crash.
+        let mut deep = vec![b'N'];
+        deep.extend([0x85; 300]);
+        deep.push(b'.');
+        assert!(matches!(repr(&deep), Err(PickleError::RenderDepth { .. })));
+        assert_eq!(pretty(&deep), json!("<unreprable: RecursionError>"));
+    }
+}

@@ -1,0 +1,1701 @@
+//! The renderer: Python's `repr` of a decoded [`Tree`], exactly for builtin types, and a
+//! readable, clearly marked form for everything else.
+//!
+//! What it knows (see `object` below): builtin scalars and containers with Python's recursion
+//! markers; `datetime` (datetime, date, time, timedelta, timezone) from pickled state bytes;
+//! `Decimal`, `Fraction`, `UUID`, `complex`, `range`, `slice`; `OrderedDict`, `defaultdict`,
+//! `deque`, `Counter`; exceptions (`ValueError('a', 2)`); enum members of classes pickled by
+//! value (`<Color.RED: 1>`) — a member of a class pickled by reference is indistinguishable
+//! from a call and renders as `module.Color(1)`; instances as a dataclass would print them
+//! (`Point(x=1, y=2)`); dill by-value classes and functions (`<class 'm.P'>`,
+//! `<function f>`); anything else as a call (`mymodule.make(1, 2)`) or a marked object
+//! (`<mymodule.Thing object (state: ...)>`).
+//!
+//! Limits and invariants:
+//! * Recursion is bounded by `Limits::max_depth` (nesting deeper gives
+//!   `PickleError::RenderDepth`); cycles print Python's markers (`[...]`, `{...}`, `(...)`).
+//! * Output is bounded by `limit` bytes: once reached, rendering stops and the caller sees
+//!   `truncated`. Every visited node writes at least one byte, so time is bounded by the
+//!   output limit plus the (cached, capped) big int conversions.
+//! * Never panics: all tree accesses go through checked lookups.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use super::bigint;
+use super::reader::{Node, NodeId, ObjKind, Object, Tree};
+use super::text;
+use super::PickleError;
+
+/// Builtin exception class names (CPython 3.11).
+pub const EXCEPTIONS: &[&str] = &[
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BaseException",
+    "BaseExceptionGroup",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "Exception",
+    "ExceptionGroup",
+    "FileExistsError",
+    "FileNotFoundError",
+    "FloatingPointError",
+    "FutureWarning",
+    "GeneratorExit",
+    "IOError",
+    "ImportError",
+    "ImportWarning",
+    "IndentationError",
+    "IndexError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "KeyError",
+    "KeyboardInterrupt",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotADirectoryError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "PendingDeprecationWarning",
+    "PermissionError",
+    "ProcessLookupError",
+    "RecursionError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeError",
+    "RuntimeWarning",
+    "StopAsyncIteration",
+    "StopIteration",
+    "SyntaxError",
+    "SyntaxWarning",
+    "SystemError",
+    "SystemExit",
+    "TabError",
+    "TimeoutError",
+    "TypeError",
+    "UnboundLocalError",
+    "UnicodeDecodeError",
+    "UnicodeEncodeError",
+    "UnicodeError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "ValueError",
+    "Warning",
+    "ZeroDivisionError",
+];
+
+const OS_ERRORS: &[&str] = &[
+    "OSError",
+    "IOError",
+    "EnvironmentError",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "FileExistsError",
+    "FileNotFoundError",
+    "InterruptedError",
+    "IsADirectoryError",
+    "NotADirectoryError",
+    "PermissionError",
+    "ProcessLookupError",
+    "TimeoutError",
+];
+
+/// Builtin classes (their bare global prints `<class 'name'>`).
+const BUILTIN_TYPES: &[&str] = &[
+    "bool",
+    "bytearray",
+    "bytes",
+    "classmethod",
+    "complex",
+    "dict",
+    "enumerate",
+    "filter",
+    "float",
+    "frozenset",
+    "int",
+    "list",
+    "map",
+    "memoryview",
+    "object",
+    "property",
+    "range",
+    "reversed",
+    "set",
+    "slice",
+    "staticmethod",
+    "str",
+    "super",
+    "tuple",
+    "type",
+    "zip",
+    "NoneType",
+    "NotImplementedType",
+    "ellipsis",
+    "function",
+    "code",
+    "cell",
+    "module",
+    "mappingproxy",
+    "method",
+    "builtin_function_or_method",
+];
+
+/// `dill._dill._load_type` names that are not builtins names: (dill name, module, qualname).
+const DILL_TYPES: &[(&str, &str, &str)] = &[
+    ("FunctionType", "builtins", "function"),
+    ("LambdaType", "builtins", "function"),
+    ("CodeType", "builtins", "code"),
+    ("CellType", "builtins", "cell"),
+    ("MappingProxyType", "builtins", "mappingproxy"),
+    ("MethodType", "builtins", "method"),
+    (
+        "BuiltinFunctionType",
+        "builtins",
+        "builtin_function_or_method",
+    ),
+    (
+        "BuiltinMethodType",
+        "builtins",
+        "builtin_function_or_method",
+    ),
+    ("ModuleType", "builtins", "module"),
+    ("GeneratorType", "builtins", "generator"),
+    ("PartialType", "functools", "partial"),
+    ("SimpleNamespaceType", "types", "SimpleNamespace"),
+    ("NotImplementedType", "builtins", "NotImplementedType"),
+    ("EllipsisType", "builtins", "ellipsis"),
+];
+
+/// `re.RegexFlag` members in definition order (CPython 3.11).
+const REGEX_FLAGS: &[(i64, &str)] = &[
+    (256, "ASCII"),
+    (2, "IGNORECASE"),
+    (4, "LOCALE"),
+    (32, "UNICODE"),
+    (8, "MULTILINE"),
+    (16, "DOTALL"),
+    (64, "VERBOSE"),
+    (1, "TEMPLATE"),
+    (128, "DEBUG"),
+];
+
+/// Flag names in the order `repr(re.Pattern)` prints them.
+const PATTERN_FLAGS: &[(i64, &str)] = &[
+    (1, "TEMPLATE"),
+    (2, "IGNORECASE"),
+    (4, "LOCALE"),
+    (8, "MULTILINE"),
+    (16, "DOTALL"),
+    (32, "UNICODE"),
+    (64, "VERBOSE"),
+    (128, "DEBUG"),
+    (256, "ASCII"),
+];
+
+/// `http.HTTPStatus` members (CPython 3.11), generated with
+/// `[(s.value, s.name) for s in http.HTTPStatus]`.
+#[rustfmt::skip]
+const HTTP_STATUS: &[(i64, &str)] = &[
+    (100, "CONTINUE"),
+    (101, "SWITCHING_PROTOCOLS"),
+    (102, "PROCESSING"),
+    (103, "EARLY_HINTS"),
+    (200, "OK"),
+    (201, "CREATED"),
+    (202, "ACCEPTED"),
+    (203, "NON_AUTHORITATIVE_INFORMATION"),
+    (204, "NO_CONTENT"),
+    (205, "RESET_CONTENT"),
+    (206, "PARTIAL_CONTENT"),
+    (207, "MULTI_STATUS"),
+    (208, "ALREADY_REPORTED"),
+    (226, "IM_USED"),
+    (300, "MULTIPLE_CHOICES"),
+    (301, "MOVED_PERMANENTLY"),
+    (302, "FOUND"),
+    (303, "SEE_OTHER"),
+    (304, "NOT_MODIFIED"),
+    (305, "USE_PROXY"),
+    (307, "TEMPORARY_REDIRECT"),
+    (308, "PERMANENT_REDIRECT"),
+    (400, "BAD_REQUEST"),
+    (401, "UNAUTHORIZED"),
+    (402, "PAYMENT_REQUIRED"),
+    (403, "FORBIDDEN"),
+    (404, "NOT_FOUND"),
+    (405, "METHOD_NOT_ALLOWED"),
+    (406, "NOT_ACCEPTABLE"),
+    (407, "PROXY_AUTHENTICATION_REQUIRED"),
+    (408, "REQUEST_TIMEOUT"),
+    (409, "CONFLICT"),
+    (410, "GONE"),
+    (411, "LENGTH_REQUIRED"),
+    (412, "PRECONDITION_FAILED"),
+    (413, "REQUEST_ENTITY_TOO_LARGE"),
+    (414, "REQUEST_URI_TOO_LONG"),
+    (415, "UNSUPPORTED_MEDIA_TYPE"),
+    (416, "REQUESTED_RANGE_NOT_SATISFIABLE"),
+    (417, "EXPECTATION_FAILED"),
+    (418, "IM_A_TEAPOT"),
+    (421, "MISDIRECTED_REQUEST"),
+    (422, "UNPROCESSABLE_ENTITY"),
+    (423, "LOCKED"),
+    (424, "FAILED_DEPENDENCY"),
+    (425, "TOO_EARLY"),
+    (426, "UPGRADE_REQUIRED"),
+    (428, "PRECONDITION_REQUIRED"),
+    (429, "TOO_MANY_REQUESTS"),
+    (431, "REQUEST_HEADER_FIELDS_TOO_LARGE"),
+    (451, "UNAVAILABLE_FOR_LEGAL_REASONS"),
+    (500, "INTERNAL_SERVER_ERROR"),
+    (501, "NOT_IMPLEMENTED"),
+    (502, "BAD_GATEWAY"),
+    (503, "SERVICE_UNAVAILABLE"),
+    (504, "GATEWAY_TIMEOUT"),
+    (505, "HTTP_VERSION_NOT_SUPPORTED"),
+    (506, "VARIANT_ALSO_NEGOTIATES"),
+    (507, "INSUFFICIENT_STORAGE"),
+    (508, "LOOP_DETECTED"),
+    (510, "NOT_EXTENDED"),
+    (511, "NETWORK_AUTHENTICATION_REQUIRED"),
+];
+
+/// `re.A|re.B` for a regex flag value in `table` order, `None` when bits are left over.
+fn regex_flags(value: i64, table: &[(i64, &str)]) -> Option<String> {
+    let names: Vec<String> = table
+        .iter()
+        .filter(|&&(v, _)| value & v == v)
+        .map(|&(_, n)| format!("re.{n}"))
+        .collect();
+    let covered = table
+        .iter()
+        .filter(|&&(v, _)| value & v == v)
+        .fold(0, |a, &(v, _)| a | v);
+    (covered == value).then(|| names.join("|"))
+}
+
+/// What a node denotes when it is used as a class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// `__module__`.
+    pub module: String,
+    /// `__qualname__`.
+    pub qualname: String,
+    /// A subclass of `BaseException`.
+    pub exception: bool,
+    /// An `Enum` class pickled by value.
+    pub enum_class: bool,
+    /// Pickled by value by dill (`_create_type`).
+    pub by_value: bool,
+}
+
+impl TypeInfo {
+    /// `module.qualname`, or just `qualname` for builtins.
+    pub fn full_name(&self) -> String {
+        if self.module == "builtins" || self.module.is_empty() {
+            self.qualname.clone()
+        } else {
+            format!("{}.{}", self.module, self.qualname)
+        }
+    }
+
+    /// `__name__`: the last part of the qualname.
+    pub fn name(&self) -> &str {
+        self.qualname.rsplit('.').next().unwrap_or(&self.qualname)
+    }
+}
+
+/// Renders trees; reusable across calls on one tree (caches big int text).
+pub struct Renderer<'t> {
+    tree: &'t Tree,
+    out: String,
+    limit: usize,
+    max_depth: usize,
+    active: Vec<bool>,
+    big: HashMap<NodeId, String>,
+    enum_classes: Option<Vec<NodeId>>,
+    /// Set once the output limit was reached.
+    pub truncated: bool,
+}
+
+type R = Result<(), PickleError>;
+
+/// `(module, name)` of a `Global` node.
+pub fn global_name(t: &Tree, id: NodeId) -> Option<(&str, &str)> {
+    t.global_of(id).map(|g| (&*g.module, &*g.name))
+}
+
+/// The elements of a tuple (or list) node, empty otherwise.
+pub fn items(t: &Tree, id: NodeId) -> &[NodeId] {
+    t.seq_of(id).unwrap_or(&[])
+}
+
+/// The pairs of a dict node.
+pub fn dict_pairs(t: &Tree, id: NodeId) -> &[(NodeId, NodeId)] {
+    match t.get(id) {
+        Some(Node::Dict(d)) => d,
+        _ => &[],
+    }
+}
+
+/// The value under a str key in a dict node.
+pub fn dict_get(t: &Tree, id: NodeId, key: &str) -> Option<NodeId> {
+    dict_pairs(t, id)
+        .iter()
+        .rev()
+        .find(|(k, _)| matches!(t.get(*k), Some(Node::Str(s)) if &**s == key.as_bytes()))
+        .map(|&(_, v)| v)
+}
+
+/// An int value (ints and bools).
+pub fn int_of(t: &Tree, id: NodeId) -> Option<i64> {
+    match t.get(id)? {
+        Node::Int(v) => Some(*v),
+        Node::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    }
+}
+
+/// `(module, name)` of the callable of an object, when it is a known global (or a builtin type
+/// named through `dill._dill._load_type`).
+pub fn callee(t: &Tree, o: &Object) -> Option<(&'static str, &'static str)> {
+    callee_at(t, o, 4)
+}
+
+fn callee_at(t: &Tree, o: &Object, depth: usize) -> Option<(&'static str, &'static str)> {
+    let find = |m: &str, n: &str| KNOWN.iter().copied().find(|&(km, kn)| km == m && kn == n);
+    if let Some((m, n)) = global_name(t, o.callable) {
+        return find(m, n);
+    }
+    let ti = type_info(t, o.callable, depth.saturating_sub(1))?;
+    if ti.by_value || ti.module != "builtins" {
+        return None;
+    }
+    find("builtins", &ti.qualname)
+}
+
+/// Globals the renderer gives a meaning to.
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "cideldill_client.custom_picklers",
+        "_reconstruct_placeholder",
+    ),
+    ("dill._dill", "_load_type"),
+    ("dill._dill", "_create_type"),
+    ("dill._dill", "_create_function"),
+    ("dill._dill", "_create_code"),
+    ("dill._dill", "_create_cell"),
+    ("dill._dill", "_import_module"),
+    ("dill._dill", "_get_attr"),
+    ("dill._dill", "_eval_repr"),
+    ("builtins", "getattr"),
+    ("copyreg", "_reconstructor"),
+    ("copyreg", "__newobj__"),
+    ("_codecs", "encode"),
+    ("builtins", "bytes"),
+    ("builtins", "bytearray"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "complex"),
+    ("builtins", "range"),
+    ("builtins", "slice"),
+    ("builtins", "object"),
+    ("builtins", "list"),
+    ("builtins", "tuple"),
+    ("builtins", "dict"),
+    ("datetime", "datetime"),
+    ("datetime", "date"),
+    ("datetime", "time"),
+    ("datetime", "timedelta"),
+    ("datetime", "timezone"),
+    ("decimal", "Decimal"),
+    ("fractions", "Fraction"),
+    ("uuid", "UUID"),
+    ("collections", "OrderedDict"),
+    ("collections", "defaultdict"),
+    ("collections", "deque"),
+    ("collections", "Counter"),
+    ("re", "RegexFlag"),
+    ("re", "_compile"),
+    ("http", "HTTPStatus"),
+    ("pathlib", "PurePosixPath"),
+    ("pathlib", "PureWindowsPath"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "WindowsPath"),
+    ("pathlib", "PurePath"),
+    ("pathlib", "Path"),
+];
+
+/// The class a node denotes, if it denotes one (bounded by `depth` levels of bases).
+pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
+    if depth == 0 {
+        return None;
+    }
+    match t.get(id)? {
+        Node::Global(g) => {
+            let exception = if g.module.as_ref() == "builtins" {
+                EXCEPTIONS.contains(&&*g.name)
+            } else {
+                let last = g.name.rsplit('.').next().unwrap_or(&g.name);
+                last.starts_with(char::is_uppercase)
+                    && ["Error", "Exception", "Warning"]
+                        .iter()
+                        .any(|x| last.ends_with(x))
+            };
+            Some(TypeInfo {
+                module: g.module.to_string(),
+                qualname: g.name.to_string(),
+                exception,
+                enum_class: false,
+                by_value: false,
+            })
+        }
+        Node::Object(o) => match callee_at(t, o, depth - 1)? {
+            ("dill._dill", "_load_type") => {
+                let name = t.str_of(*items(t, o.args).first()?)?;
+                let (module, qualname) = DILL_TYPES
+                    .iter()
+                    .find(|(n, _, _)| *n == name)
+                    .map(|&(_, m, q)| (m.to_owned(), q.to_owned()))
+                    .unwrap_or_else(|| ("builtins".to_owned(), name.clone()));
+                Some(TypeInfo {
+                    exception: EXCEPTIONS.contains(&name.as_str()),
+                    module,
+                    qualname,
+                    enum_class: false,
+                    by_value: false,
+                })
+            }
+            ("dill._dill", "_create_type") => {
+                let a = items(t, o.args);
+                let meta = *a.first()?;
+                let name = t.str_of(*a.get(1)?)?;
+                let bases = a.get(2).map(|&b| items(t, b)).unwrap_or(&[]);
+                let dict = a.get(3).copied();
+                let module = dict
+                    .and_then(|d| dict_get(t, d, "__module__"))
+                    .and_then(|m| t.str_of(m))
+                    .unwrap_or_else(|| "__main__".to_owned());
+                let qualname = dict
+                    .and_then(|d| dict_get(t, d, "__qualname__"))
+                    .and_then(|m| t.str_of(m))
+                    .unwrap_or(name);
+                let base_infos: Vec<TypeInfo> = bases
+                    .iter()
+                    .filter_map(|&b| type_info(t, b, depth - 1))
+                    .collect();
+                let meta_enum = global_name(t, meta)
+                    .is_some_and(|(m, n)| m == "enum" && (n == "EnumMeta" || n == "EnumType"));
+                let enum_class = meta_enum
+                    || base_infos.iter().any(|b| {
+                        b.enum_class
+                            || (b.module == "enum"
+                                && ["Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"]
+                                    .contains(&b.qualname.as_str()))
+                    });
+                Some(TypeInfo {
+                    module,
+                    qualname,
+                    exception: base_infos.iter().any(|b| b.exception),
+                    enum_class,
+                    by_value: true,
+                })
+            }
+            ("dill._dill", "_get_attr") | ("builtins", "getattr") => {
+                let a = items(t, o.args);
+                let owner = type_info(t, *a.first()?, depth - 1)?;
+                let attr = t.str_of(*a.get(1)?)?;
+                Some(TypeInfo {
+                    qualname: format!("{}.{attr}", owner.qualname),
+                    exception: false,
+                    enum_class: false,
+                    ..owner
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Python's `repr(float)`.
+pub fn float_repr(x: f64) -> String {
+    format_float(x, true)
+}
+
+/// Python's float formatting in `'r'` mode; `add_dot_0` as for `repr` (complex omits it).
+fn format_float(x: f64, add_dot_0: bool) -> String {
+    if x.is_nan() {
+        return "nan".to_owned();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    if x == 0.0 {
+        return format!("{sign}0{}", if add_dot_0 { ".0" } else { "" });
+    }
+    let e = format!("{:e}", x.abs());
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let n = digits.len() as i32;
+    let decpt = exp + 1;
+    let mut out = String::from(sign);
+    if decpt <= -4 || decpt > 16 {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    } else if decpt <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-decpt) as usize));
+        out.push_str(&digits);
+    } else if decpt >= n {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (decpt - n) as usize));
+        if add_dot_0 {
+            out.push_str(".0");
+        }
+    } else {
+        let (a, b) = digits.split_at(decpt as usize);
+        out.push_str(a);
+        out.push('.');
+        out.push_str(b);
+    }
+    out
+}
+
+/// Python's `repr(complex(re, im))`.
+pub fn complex_repr(re: f64, im: f64) -> String {
+    let imag = |signed: bool| {
+        let s = format_float(im, false);
+        if signed && !s.starts_with('-') {
+            format!("+{s}")
+        } else {
+            s
+        }
+    };
+    if re == 0.0 && re.is_sign_positive() {
+        format!("{}j", imag(false))
+    } else {
+        format!("({}{}j)", format_float(re, false), imag(true))
+    }
+}
+
+fn timedelta_repr(days: i64, secs: i64, us: i64) -> String {
+    let mut parts = Vec::new();
+    if days != 0 {
+        parts.push(format!("days={days}"));
+    }
+    if secs != 0 {
+        parts.push(format!("seconds={secs}"));
+    }
+    if us != 0 {
+        parts.push(format!("microseconds={us}"));
+    }
+    if parts.is_empty() {
+        return "datetime.timedelta(0)".to_owned();
+    }
+    format!("datetime.timedelta({})", parts.join(", "))
+}
+
+impl<'t> Renderer<'t> {
+    /// A renderer writing at most about `limit` bytes, nesting at most `max_depth` levels.
+    pub fn new(tree: &'t Tree, limit: usize, max_depth: usize) -> Self {
+        Renderer {
+            tree,
+            out: String::new(),
+            limit,
+            max_depth,
+            active: vec![false; tree.nodes.len()],
+            big: HashMap::new(),
+            enum_classes: None,
+            truncated: false,
+        }
+    }
+
+    /// Renders one node to a fresh string.
+    pub fn render(&mut self, id: NodeId) -> Result<String, PickleError> {
+        self.out.clear();
+        self.truncated = false;
+        self.node(id, 0)?;
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    fn full(&mut self) -> bool {
+        if self.out.len() >= self.limit {
+            self.truncated = true;
+        }
+        self.truncated
+    }
+
+    /// The part of `b` worth rendering before the output limit (the rest is cut anyway);
+    /// marks the output truncated when `b` is shortened.
+    fn budgeted<'b>(&mut self, b: &'b [u8]) -> (&'b [u8], bool) {
+        let room = self.limit.saturating_sub(self.out.len()).saturating_add(8);
+        if b.len() > room {
+            // `repr_str` stops cleanly at a cut multi-byte sequence.
+            (b.get(..room).unwrap_or(b), true)
+        } else {
+            (b, false)
+        }
+    }
+
+    fn w(&mut self, s: &str) {
+        if !self.full() {
+            self.out.push_str(s);
+        }
+    }
+
+    fn node(&mut self, id: NodeId, depth: usize) -> R {
+        if self.full() {
+            return Ok(());
+        }
+        if depth > self.max_depth {
+            return Err(PickleError::RenderDepth {
+                max_depth: self.max_depth,
+            });
+        }
+        let t = self.tree;
+        let Some(node) = t.get(id) else {
+            self.w("<missing>");
+            return Ok(());
+        };
+        if self.active.get(id as usize).copied().unwrap_or(false) {
+            let marker = match node {
+                Node::List(_) => "[...]",
+                Node::Dict(_) => "{...}",
+                Node::Tuple(_) => "(...)",
+                Node::Set(_) => "set(...)",
+                Node::FrozenSet(_) => "frozenset(...)",
+                Node::Object(o) => match callee(t, o) {
+                    Some(("collections", "deque")) => "[...]",
+                    Some(("collections", "defaultdict" | "Counter")) => "{...}",
+                    _ => "...",
+                },
+                _ => "...",
+            };
+            self.w(marker);
+            return Ok(());
+        }
+        if let Some(a) = self.active.get_mut(id as usize) {
+            *a = true;
+        }
+        let r = self.node_inner(id, node, depth);
+        if let Some(a) = self.active.get_mut(id as usize) {
+            *a = false;
+        }
+        r
+    }
+
+    fn node_inner(&mut self, id: NodeId, node: &'t Node, depth: usize) -> R {
+        match node {
+            Node::None => self.w("None"),
+            Node::Bool(true) => self.w("True"),
+            Node::Bool(false) => self.w("False"),
+            Node::Int(v) => self.w(&v.to_string()),
+            Node::IntText(s) => self.w(s),
+            Node::BigInt(raw) => {
+                let s = self
+                    .big
+                    .entry(id)
+                    .or_insert_with(|| bigint::to_decimal(raw))
+                    .clone();
+                self.w(&s);
+            }
+            Node::Float(f) => self.w(&float_repr(*f)),
+            Node::Str(b) => {
+                let (b, cut) = self.budgeted(b);
+                if !self.full() {
+                    text::repr_str(b, &mut self.out);
+                }
+                self.truncated |= cut;
+            }
+            Node::Bytes(b) => {
+                let (b, cut) = self.budgeted(b);
+                if !self.full() {
+                    text::repr_bytes(b, &mut self.out);
+                }
+                self.truncated |= cut;
+            }
+            Node::ByteArray(b) => {
+                self.w("bytearray(");
+                let (b, cut) = self.budgeted(b);
+                if !self.full() {
+                    text::repr_bytes(b, &mut self.out);
+                }
+                self.truncated |= cut;
+                self.w(")");
+            }
+            Node::List(v) => self.seq("[", v, "]", depth)?,
+            Node::Tuple(v) => {
+                if v.len() == 1 {
+                    self.seq("(", v, ",)", depth)?;
+                } else {
+                    self.seq("(", v, ")", depth)?;
+                }
+            }
+            Node::Set(v) => self.set_like("set", v, depth)?,
+            Node::FrozenSet(v) => self.set_like("frozenset", v, depth)?,
+            Node::Dict(d) => self.dict(d, depth)?,
+            Node::Global(g) => {
+                let s = global_repr(&g.module, &g.name);
+                self.w(&s);
+            }
+            Node::Object(o) => self.object(id, o, depth)?,
+        }
+        Ok(())
+    }
+
+    fn seq(&mut self, open: &str, v: &[NodeId], close: &str, depth: usize) -> R {
+        self.w(open);
+        for (i, &c) in v.iter().enumerate() {
+            if self.full() {
+                return Ok(());
+            }
+            if i > 0 {
+                self.w(", ");
+            }
+            self.node(c, depth + 1)?;
+        }
+        self.w(close);
+        Ok(())
+    }
+
+    fn set_like(&mut self, name: &str, v: &[NodeId], depth: usize) -> R {
+        if v.is_empty() {
+            self.w(name);
+            self.w("()");
+            return Ok(());
+        }
+        if name == "set" {
+            return self.seq("{", v, "}", depth);
+        }
+        self.w(name);
+        self.w("(");
+        self.seq("{", v, "}", depth)?;
+        self.w(")");
+        Ok(())
+    }
+
+    fn dict(&mut self, d: &[(NodeId, NodeId)], depth: usize) -> R {
+        self.w("{");
+        self.pairs(d, ": ", depth)?;
+        self.w("}");
+        Ok(())
+    }
+
+    fn pairs(&mut self, d: &[(NodeId, NodeId)], sep: &str, depth: usize) -> R {
+        for (i, &(k, v)) in d.iter().enumerate() {
+            if self.full() {
+                return Ok(());
+            }
+            if i > 0 {
+                self.w(", ");
+            }
+            self.node(k, depth + 1)?;
+            self.w(sep);
+            self.node(v, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// `name(args, k=v)`.
+    fn call(
+        &mut self,
+        name: &str,
+        args: &[NodeId],
+        kwargs: &[(NodeId, NodeId)],
+        depth: usize,
+    ) -> R {
+        self.w(name);
+        self.w("(");
+        for (i, &a) in args.iter().enumerate() {
+            if self.full() {
+                return Ok(());
+            }
+            if i > 0 {
+                self.w(", ");
+            }
+            self.node(a, depth + 1)?;
+        }
+        for (i, &(k, v)) in kwargs.iter().enumerate() {
+            if self.full() {
+                return Ok(());
+            }
+            if i > 0 || !args.is_empty() {
+                self.w(", ");
+            }
+            match self.tree.str_of(k) {
+                Some(s) => self.w(&s),
+                None => self.node(k, depth + 1)?,
+            }
+            self.w("=");
+            self.node(v, depth + 1)?;
+        }
+        self.w(")");
+        Ok(())
+    }
+
+    fn object(&mut self, id: NodeId, o: &'t Object, depth: usize) -> R {
+        let t = self.tree;
+        let args = items(t, o.args);
+        let arg = |i: usize| args.get(i).copied();
+        if let Some(known) = callee(t, o) {
+            if self.known(id, o, known, args, depth)? {
+                return Ok(());
+            }
+        }
+        let cls = type_info(t, o.callable, 8);
+        // Instances: NEWOBJ / INST of a class.
+        if matches!(o.kind, ObjKind::NewObj | ObjKind::Inst) {
+            if let Some(cls) = cls {
+                return self.instance(&cls, o, args, depth);
+            }
+        }
+        if let Some(cls) = cls {
+            if cls.exception {
+                return self.exception(&cls, o, args, depth);
+            }
+            if let Some(name) = self.enum_member(id, o) {
+                let value = arg(0).unwrap_or(super::reader::NONE_ID);
+                self.w("<");
+                self.w(&name);
+                self.w(": ");
+                self.node(value, depth + 1)?;
+                self.w(">");
+                return Ok(());
+            }
+        }
+        // Generic call.
+        let name = self.callable_name(o.callable, depth)?;
+        let kwargs = o.kwargs.map(|k| dict_pairs(t, k)).unwrap_or(&[]);
+        let has_extra = !o.state.is_empty() || !o.items.is_empty() || !o.pairs.is_empty();
+        if has_extra {
+            self.w("<");
+        }
+        self.call(&name, args, kwargs, depth)?;
+        if has_extra {
+            self.extras(o.state.last().copied(), &o.items, &o.pairs, depth)?;
+            self.w(">");
+        }
+        Ok(())
+    }
+
+    /// ` state=..., items=[...], pairs={...}` for the marked forms.
+    fn extras(
+        &mut self,
+        state: Option<NodeId>,
+        list: &[NodeId],
+        pairs: &[(NodeId, NodeId)],
+        depth: usize,
+    ) -> R {
+        if let Some(s) = state {
+            self.w(" state=");
+            self.node(s, depth + 1)?;
+        }
+        if !list.is_empty() {
+            self.seq(" items=[", list, "]", depth)?;
+        }
+        if !pairs.is_empty() {
+            self.w(" items={");
+            self.pairs(pairs, ": ", depth)?;
+            self.w("}");
+        }
+        Ok(())
+    }
+
+    /// A readable name for a callable that has no special meaning.
+    fn callable_name(&mut self, id: NodeId, depth: usize) -> Result<String, PickleError> {
+        let t = self.tree;
+        if let Some((m, n)) = global_name(t, id) {
+            return Ok(if m == "builtins" {
+                n.to_owned()
+            } else {
+                format!("{m}.{n}")
+            });
+        }
+        if let Some(ti) = type_info(t, id, 8) {
+            return Ok(ti.full_name());
+        }
+        if let Some(Node::Object(o)) = t.get(id) {
+            if let Some(("dill._dill", "_create_function")) = callee(t, o) {
+                if let Some(name) = self.function_name(o) {
+                    return Ok(name);
+                }
+            }
+        }
+        let mut sub = Renderer::new(t, 200, self.max_depth.saturating_sub(depth));
+        let s = sub.render(id)?;
+        Ok(format!("({s})"))
+    }
+
+    fn function_name(&self, o: &Object) -> Option<String> {
+        let t = self.tree;
+        let a = items(t, o.args);
+        if let Some(q) = a
+            .first()
+            .and_then(|&c| t.object_of(c))
+            .and_then(|c| code_qualname(t, c))
+        {
+            return Some(q);
+        }
+        // State dicts carry __qualname__ (dill >= 0.3.6 BUILDs it).
+        for &s in o.state.iter().rev() {
+            let dicts = std::iter::once(s).chain(items(t, s).iter().copied());
+            for d in dicts {
+                if let Some(q) = dict_get(t, d, "__qualname__").and_then(|q| t.str_of(q)) {
+                    return Some(q);
+                }
+            }
+        }
+        if let Some(n) = a.get(2).and_then(|&n| t.str_of(n)) {
+            return Some(n);
+        }
+        let code = t.object_of(*a.first()?)?;
+        code_name(t, code)
+    }
+
+    /// Handles globals with a known meaning; false to fall back to the generic forms.
+    fn known(
+        &mut self,
+        id: NodeId,
+        o: &'t Object,
+        known: (&str, &str),
+        args: &'t [NodeId],
+        depth: usize,
+    ) -> Result<bool, PickleError> {
+        let t = self.tree;
+        let arg = |i: usize| args.get(i).copied();
+        match known {
+            ("cideldill_client.custom_picklers", "_reconstruct_placeholder") => {
+                let Some(d) = arg(0) else { return Ok(false) };
+                let s = placeholder_summary(t, d);
+                self.w(&s);
+            }
+            ("dill._dill", "_load_type" | "_create_type") => {
+                let Some(ti) = type_info(t, id, 8) else {
+                    return Ok(false);
+                };
+                if ti.enum_class {
+                    self.w(&format!("<enum '{}'>", ti.name()));
+                } else {
+                    self.w(&format!("<class '{}'>", ti.full_name()));
+                }
+            }
+            ("dill._dill", "_create_function") => {
+                let name = self.function_name(o).unwrap_or_else(|| "?".to_owned());
+                self.w(&format!("<function {name}>"));
+            }
+            ("dill._dill", "_create_code") => {
+                let name = code_name(t, o).unwrap_or_else(|| "?".to_owned());
+                self.w(&format!("<code object {name}>"));
+            }
+            ("dill._dill", "_create_cell") => self.w("<cell>"),
+            ("dill._dill", "_import_module") => {
+                let Some(n) = arg(0).and_then(|a| t.str_of(a)) else {
+                    return Ok(false);
+                };
+                self.w(&format!("<module '{n}'>"));
+            }
+            ("dill._dill", "_eval_repr") => {
+                let Some(n) = arg(0).and_then(|a| t.str_of(a)) else {
+                    return Ok(false);
+                };
+                self.w(&n);
+            }
+            ("dill._dill", "_get_attr") | ("builtins", "getattr") => {
+                let (Some(obj), Some(name)) = (arg(0), arg(1).and_then(|a| t.str_of(a))) else {
+                    return Ok(false);
+                };
+                if let Some(ti) = type_info(t, id, 8) {
+                    self.w(&format!("<attribute {}>", ti.full_name()));
+                } else {
+                    self.w("<attribute ");
+                    self.w(&name);
+                    self.w(" of ");
+                    self.node(obj, depth + 1)?;
+                    self.w(">");
+                }
+            }
+            ("copyreg", "_reconstructor") | ("copyreg", "__newobj__") => {
+                let Some(cls) = arg(0).and_then(|c| type_info(t, c, 8)) else {
+                    return Ok(false);
+                };
+                let rest = if known.1 == "__newobj__" {
+                    args.get(1..).unwrap_or(&[])
+                } else {
+                    &[]
+                };
+                self.instance(&cls, o, rest, depth)?;
+            }
+            ("_codecs", "encode") | ("builtins", "bytes") => {
+                let Some(b) = bytes_value(t, id) else {
+                    return Ok(false);
+                };
+                if !o.state.is_empty() {
+                    return Ok(false);
+                }
+                if !self.full() {
+                    text::repr_bytes(&b, &mut self.out);
+                }
+            }
+            ("builtins", "bytearray") => {
+                let b = match arg(0) {
+                    None => Vec::new(),
+                    Some(a) => match bytes_value(t, a) {
+                        Some(b) => b,
+                        None => return Ok(false),
+                    },
+                };
+                self.w("bytearray(");
+                if !self.full() {
+                    text::repr_bytes(&b, &mut self.out);
+                }
+                self.w(")");
+            }
+            ("builtins", "set" | "frozenset" | "list" | "tuple") => {
+                let elems = match arg(0) {
+                    None => &[][..],
+                    Some(a) => match t.get(a) {
+                        Some(Node::List(v)) => v.as_slice(),
+                        Some(Node::Tuple(v)) => v,
+                        Some(Node::Set(v)) => v.as_slice(),
+                        Some(Node::FrozenSet(v)) => v,
+                        _ => return Ok(false),
+                    },
+                };
+                match known.1 {
+                    "list" => self.seq("[", elems, "]", depth)?,
+                    "tuple" if elems.len() == 1 => self.seq("(", elems, ",)", depth)?,
+                    "tuple" => self.seq("(", elems, ")", depth)?,
+                    n => self.set_like(n, elems, depth)?,
+                }
+            }
+            ("builtins", "dict") => {
+                let Some(d) = arg(0).or(Some(super::reader::NONE_ID)) else {
+                    return Ok(false);
+                };
+                match t.get(d) {
+                    Some(Node::Dict(p)) => self.dict(p, depth)?,
+                    Some(Node::None) if args.is_empty() => self.dict(&o.pairs, depth)?,
+                    _ => return Ok(false),
+                }
+            }
+            ("builtins", "complex") => {
+                let f = |i: usize| match arg(i).and_then(|a| t.get(a)) {
+                    Some(Node::Float(f)) => Some(*f),
+                    Some(Node::Int(v)) => Some(*v as f64),
+                    Some(Node::Bool(b)) => Some(f64::from(u8::from(*b))),
+                    None => Some(0.0),
+                    _ => None,
+                };
+                let (Some(re), Some(im)) = (f(0), f(1)) else {
+                    return Ok(false);
+                };
+                self.w(&complex_repr(re, im));
+            }
+            ("builtins", "range") => {
+                let v: Vec<i64> = args.iter().filter_map(|&a| int_of(t, a)).collect();
+                let s = match v.as_slice() {
+                    [stop] if args.len() == 1 => format!("range(0, {stop})"),
+                    [a, b] if args.len() == 2 => format!("range({a}, {b})"),
+                    [a, b, 1] if args.len() == 3 => format!("range({a}, {b})"),
+                    [a, b, c] if args.len() == 3 => format!("range({a}, {b}, {c})"),
+                    _ => return Ok(false),
+                };
+                self.w(&s);
+            }
+            ("builtins", "slice") => {
+                let mut a: Vec<NodeId> = args.to_vec();
+                while a.len() < 3 {
+                    a.insert(0, super::reader::NONE_ID);
+                }
+                self.call("slice", &a, &[], depth)?;
+            }
+            ("builtins", "object") if args.is_empty() => self.w("<object object>"),
+            ("datetime", which) => return self.datetime(which, args, depth),
+            ("re", "RegexFlag") => {
+                let Some(v) = arg(0).and_then(|a| int_of(t, a)) else {
+                    return Ok(false);
+                };
+                let s = if v == 0 {
+                    "re.NOFLAG".to_owned()
+                } else {
+                    match regex_flags(v, REGEX_FLAGS) {
+                        Some(s) => s,
+                        None => return Ok(false),
+                    }
+                };
+                self.w(&s);
+            }
+            ("re", "_compile") => {
+                let (Some(p), Some(f)) = (arg(0), arg(1).and_then(|a| int_of(t, a))) else {
+                    return Ok(false);
+                };
+                let mut f = f;
+                if matches!(t.get(p), Some(Node::Str(_))) && f & (4 | 32 | 256) == 32 {
+                    f &= !32;
+                }
+                self.w("re.compile(");
+                self.node(p, depth + 1)?;
+                if f != 0 {
+                    let Some(names) = regex_flags(f, PATTERN_FLAGS) else {
+                        return Ok(false);
+                    };
+                    self.w(", ");
+                    self.w(&names);
+                }
+                self.w(")");
+            }
+            ("http", "HTTPStatus") => {
+                let v = arg(0).and_then(|a| int_of(t, a));
+                let Some((v, n)) = HTTP_STATUS.iter().find(|&&(c, _)| Some(c) == v) else {
+                    return Ok(false);
+                };
+                self.w(&format!("<HTTPStatus.{n}: {v}>"));
+            }
+            ("pathlib", cls) => {
+                let parts: Option<Vec<String>> = args.iter().map(|&a| t.str_of(a)).collect();
+                let Some(parts) = parts else { return Ok(false) };
+                let sep = if cls.contains("Windows") { '\\' } else { '/' };
+                let mut path = String::new();
+                for p in &parts {
+                    if !path.is_empty() && !path.ends_with(sep) {
+                        path.push(sep);
+                    }
+                    path.push_str(p);
+                }
+                if path.is_empty() {
+                    path.push('.');
+                }
+                self.w(cls);
+                self.w("(");
+                if !self.full() {
+                    text::repr_str(path.as_bytes(), &mut self.out);
+                }
+                self.w(")");
+            }
+            ("decimal", "Decimal") => {
+                let Some(s) = arg(0).and_then(|a| t.str_of(a)) else {
+                    return Ok(false);
+                };
+                self.w(&format!("Decimal('{s}')"));
+            }
+            ("fractions", "Fraction") => {
+                let s = match (arg(0), arg(1)) {
+                    (Some(a), Some(b)) => {
+                        let mut r = Renderer::new(t, 200_000, 2);
+                        let (a, b) = (r.render(a)?, r.render(b)?);
+                        format!("Fraction({a}, {b})")
+                    }
+                    (Some(a), None) => match t.str_of(a) {
+                        Some(s) => match s.split_once('/') {
+                            Some((n, d)) => format!("Fraction({}, {})", n.trim(), d.trim()),
+                            None => format!("Fraction({}, 1)", s.trim()),
+                        },
+                        None => return Ok(false),
+                    },
+                    _ => return Ok(false),
+                };
+                self.w(&s);
+            }
+            ("uuid", "UUID") => {
+                let int = o
+                    .state
+                    .last()
+                    .and_then(|&s| dict_get(t, s, "int"))
+                    .and_then(|i| match t.get(i)? {
+                        Node::Int(v) => u128::try_from(*v).ok(),
+                        Node::BigInt(b) => bigint::to_u128(b),
+                        _ => None,
+                    });
+                let Some(v) = int else { return Ok(false) };
+                let h = format!("{v:032x}");
+                self.w(&format!(
+                    "UUID('{}-{}-{}-{}-{}')",
+                    &h[0..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..32]
+                ));
+            }
+            ("collections", "OrderedDict") => {
+                let pairs: &[(NodeId, NodeId)] = match arg(0).map(|a| (a, t.get(a))) {
+                    None => &o.pairs,
+                    _ => return Ok(false),
+                };
+                if pairs.is_empty() {
+                    self.w("OrderedDict()");
+                } else {
+                    self.w("OrderedDict([");
+                    for (i, &(k, v)) in pairs.iter().enumerate() {
+                        if self.full() {
+                            return Ok(true);
+                        }
+                        if i > 0 {
+                            self.w(", ");
+                        }
+                        self.w("(");
+                        self.node(k, depth + 2)?;
+                        self.w(", ");
+                        self.node(v, depth + 2)?;
+                        self.w(")");
+                    }
+                    self.w("])");
+                }
+            }
+            ("collections", "defaultdict") => {
+                self.w("defaultdict(");
+                match arg(0) {
+                    Some(f) => self.node(f, depth + 1)?,
+                    None => self.w("None"),
+                }
+                self.w(", ");
+                let mut pairs: Vec<(NodeId, NodeId)> = arg(1)
+                    .map(|d| dict_pairs(t, d).to_vec())
+                    .unwrap_or_default();
+                pairs.extend_from_slice(&o.pairs);
+                self.dict(&pairs, depth)?;
+                self.w(")");
+            }
+            ("collections", "deque") => {
+                let mut elems: Vec<NodeId> =
+                    arg(0).map(|a| items(t, a).to_vec()).unwrap_or_default();
+                elems.extend_from_slice(&o.items);
+                self.w("deque(");
+                self.seq("[", &elems, "]", depth)?;
+                if let Some(m) = arg(1).filter(|&m| m != super::reader::NONE_ID) {
+                    self.w(", maxlen=");
+                    self.node(m, depth + 1)?;
+                }
+                self.w(")");
+            }
+            ("collections", "Counter") => {
+                let mut pairs: Vec<(NodeId, NodeId)> = arg(0)
+                    .map(|d| dict_pairs(t, d).to_vec())
+                    .unwrap_or_default();
+                pairs.extend_from_slice(&o.pairs);
+                if pairs.is_empty() {
+                    self.w("Counter()");
+                } else {
+                    if pairs.iter().all(|&(_, v)| int_of(t, v).is_some()) {
+                        // most_common(): stable sort by count, descending.
+                        pairs.sort_by_key(|&(_, v)| std::cmp::Reverse(int_of(t, v).unwrap_or(0)));
+                    }
+                    self.w("Counter(");
+                    self.dict(&pairs, depth)?;
+                    self.w(")");
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn datetime(
+        &mut self,
+        which: &str,
+        args: &[NodeId],
+        depth: usize,
+    ) -> Result<bool, PickleError> {
+        let t = self.tree;
+        let arg = |i: usize| args.get(i).copied();
+        let tz = arg(1).filter(|&z| z != super::reader::NONE_ID);
+        match which {
+            "timedelta" => {
+                let v: Vec<i64> = args.iter().filter_map(|&a| int_of(t, a)).collect();
+                let [d, s, us] = v.as_slice() else {
+                    return Ok(false);
+                };
+                self.w(&timedelta_repr(*d, *s, *us));
+            }
+            "timezone" => {
+                let Some(td) = arg(0).and_then(|a| t.object_of(a)) else {
+                    return Ok(false);
+                };
+                let v: Vec<i64> = items(t, td.args)
+                    .iter()
+                    .filter_map(|&a| int_of(t, a))
+                    .collect();
+                let name = arg(1);
+                if v.iter().all(|&x| x == 0) && name.is_none() {
+                    self.w("datetime.timezone.utc");
+                } else {
+                    self.w("datetime.timezone(");
+                    self.node(arg(0).unwrap_or(0), depth + 1)?;
+                    if let Some(n) = name {
+                        self.w(", ");
+                        self.node(n, depth + 1)?;
+                    }
+                    self.w(")");
+                }
+            }
+            "datetime" | "date" | "time" => {
+                let Some(b) = arg(0).and_then(|a| bytes_value(t, a)) else {
+                    return Ok(false);
+                };
+                let mut fold = false;
+                let fields: Vec<u32> = match (which, b.as_slice()) {
+                    ("datetime", &[y1, y2, mo, d, h, mi, s, u1, u2, u3]) => {
+                        fold = mo & 0x80 != 0;
+                        let us = (u32::from(u1) << 16) | (u32::from(u2) << 8) | u32::from(u3);
+                        let mut f = vec![
+                            u32::from(y1) * 256 + u32::from(y2),
+                            u32::from(mo & 0x7f),
+                            u32::from(d),
+                            u32::from(h),
+                            u32::from(mi),
+                            u32::from(s),
+                            us,
+                        ];
+                        for _ in 0..2 {
+                            if f.last() == Some(&0) {
+                                f.pop();
+                            }
+                        }
+                        f
+                    }
+                    ("date", &[y1, y2, mo, d]) => vec![
+                        u32::from(y1) * 256 + u32::from(y2),
+                        u32::from(mo),
+                        u32::from(d),
+                    ],
+                    ("time", &[h, mi, s, u1, u2, u3]) => {
+                        fold = h & 0x80 != 0;
+                        let us = (u32::from(u1) << 16) | (u32::from(u2) << 8) | u32::from(u3);
+                        let mut f = vec![u32::from(h & 0x7f), u32::from(mi), s.into(), us];
+                        for _ in 0..2 {
+                            if f.last() == Some(&0) {
+                                f.pop();
+                            }
+                        }
+                        f
+                    }
+                    _ => return Ok(false),
+                };
+                let list: Vec<String> = fields.iter().map(u32::to_string).collect();
+                self.w(&format!("datetime.{which}({}", list.join(", ")));
+                if let Some(z) = tz.filter(|_| which != "date") {
+                    self.w(", tzinfo=");
+                    self.node(z, depth + 1)?;
+                }
+                if fold {
+                    self.w(", fold=1");
+                }
+                self.w(")");
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// An instance of `cls`: exceptions, dict/list subclasses, or a dataclass-style repr.
+    fn instance(&mut self, cls: &TypeInfo, o: &'t Object, args: &[NodeId], depth: usize) -> R {
+        let t = self.tree;
+        if cls.exception {
+            return self.exception(cls, o, args, depth);
+        }
+        let state = o.state.last().copied();
+        let mut fields: Vec<(NodeId, NodeId)> = Vec::new();
+        let mut odd_state = None;
+        if let Some(s) = state {
+            match t.get(s) {
+                Some(Node::Dict(d)) => fields.extend_from_slice(d),
+                Some(Node::None) => {}
+                Some(Node::Tuple(p)) if p.len() == 2 => {
+                    for &part in p.iter() {
+                        match t.get(part) {
+                            Some(Node::Dict(d)) => fields.extend_from_slice(d),
+                            Some(Node::None) => {}
+                            _ => odd_state = Some(s),
+                        }
+                    }
+                }
+                _ => odd_state = Some(s),
+            }
+        }
+        let str_keys = fields
+            .iter()
+            .all(|&(k, _)| matches!(t.get(k), Some(Node::Str(_))));
+        let plain = odd_state.is_none() && str_keys && args.is_empty();
+        if plain && fields.is_empty() && !o.items.is_empty() && o.pairs.is_empty() {
+            return self.seq("[", &o.items, "]", depth);
+        }
+        if plain && fields.is_empty() && o.items.is_empty() && !o.pairs.is_empty() {
+            return self.dict(&o.pairs, depth);
+        }
+        if plain && o.items.is_empty() && o.pairs.is_empty() {
+            return self.call(&cls.qualname, &[], &fields, depth);
+        }
+        self.w("<");
+        self.w(&cls.full_name());
+        self.w(" object");
+        if !args.is_empty() {
+            self.seq(" (args: (", args, "))", depth)?;
+        }
+        if let Some(s) = state {
+            self.w(" (state: ");
+            self.node(s, depth + 1)?;
+            self.w(")");
+        }
+        if !o.items.is_empty() || !o.pairs.is_empty() {
+            self.extras(None, &o.items, &o.pairs, depth)?;
+        }
+        self.w(">");
+        Ok(())
+    }
+
+    fn exception(&mut self, cls: &TypeInfo, _o: &Object, args: &[NodeId], depth: usize) -> R {
+        let shown = exception_args(self.tree, cls, args);
+        self.w(cls.name());
+        // One arg: `Name(repr(arg))`; otherwise `Name` + repr(args): the same text.
+        self.seq("(", shown, ")", depth)
+    }
+
+    /// `Color.RED` when `id` is `REDUCE(Color, (value,))` and `Color` was pickled by value with
+    /// this node in its `_member_map_`.
+    fn enum_member(&mut self, id: NodeId, o: &Object) -> Option<String> {
+        let t = self.tree;
+        let (module, name) = global_name(t, o.callable)?;
+        if items(t, o.args).len() != 1 {
+            return None;
+        }
+        let classes = self.enum_classes.get_or_insert_with(|| {
+            (0..t.nodes.len() as NodeId)
+                .filter(|&i| {
+                    t.object_of(i).is_some_and(|c| {
+                        matches!(callee(t, c), Some(("dill._dill", "_create_type")))
+                    })
+                })
+                .collect()
+        });
+        for &c in classes.iter() {
+            let Some(ti) = type_info(t, c, 8) else {
+                continue;
+            };
+            if !ti.enum_class || ti.module != module || (ti.qualname != name && ti.name() != name) {
+                continue;
+            }
+            let dict = t
+                .object_of(c)
+                .and_then(|co| items(t, co.args).get(3).copied())?;
+            let map = dict_get(t, dict, "_member_map_")?;
+            for &(k, v) in dict_pairs(t, map) {
+                if v == id {
+                    return Some(format!("{}.{}", ti.name(), t.str_of(k)?));
+                }
+            }
+            // A Flag combination: the members whose bits it holds, in definition order.
+            let value = items(t, o.args).first().and_then(|&a| int_of(t, a))?;
+            let mut names = Vec::new();
+            let mut covered = 0i64;
+            for &(k, v) in dict_pairs(t, map) {
+                let mv = t
+                    .object_of(v)
+                    .and_then(|m| items(t, m.args).first().copied())
+                    .and_then(|a| int_of(t, a))?;
+                if mv != 0 && mv.count_ones() == 1 && value & mv == mv {
+                    names.push(t.str_of(k)?);
+                    covered |= mv;
+                }
+            }
+            if covered == value && !names.is_empty() {
+                return Some(format!("{}.{}", ti.name(), names.join("|")));
+            }
+        }
+        None
+    }
+}
+
+/// The args an exception's repr shows (OSError drops the filename arguments).
+pub fn exception_args<'a>(t: &Tree, cls: &TypeInfo, args: &'a [NodeId]) -> &'a [NodeId] {
+    if OS_ERRORS.contains(&cls.name())
+        && (3..=5).contains(&args.len())
+        && args.first().and_then(|&a| int_of(t, a)).is_some()
+    {
+        return args.get(..2).unwrap_or(args);
+    }
+    args
+}
+
+/// Whether the class is `OSError` or one of its builtin subclasses.
+pub fn exception_args_is_os(cls: &TypeInfo) -> bool {
+    OS_ERRORS.contains(&cls.name())
+}
+
+/// A code object's name (`co_name`): the first str argument after the bytecode.
+fn code_name(t: &Tree, code: &Object) -> Option<String> {
+    let a = items(t, code.args);
+    // _create_code(lnotab?, ... co_code, consts, names, varnames, filename, name, qualname, ...)
+    let strs: Vec<String> = a.iter().filter_map(|&x| t.str_of(x)).collect();
+    // Python 3.11 layout: filename, name, qualname are consecutive str arguments.
+    match strs.as_slice() {
+        [.., _file, name, qual] if qual.contains(name.as_str()) => Some(name.clone()),
+        [.., _file, name] => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// A code object's `co_qualname` (Python 3.11 `_create_code` argument layout).
+fn code_qualname(t: &Tree, code: &Object) -> Option<String> {
+    let strs: Vec<String> = items(t, code.args)
+        .iter()
+        .filter_map(|&x| t.str_of(x))
+        .collect();
+    match strs.as_slice() {
+        [.., _file, name, qual] if qual.ends_with(name.as_str()) => Some(qual.clone()),
+        _ => None,
+    }
+}
+
+/// The bytes of a node that denotes bytes (`bytes`, Latin-1 `str`, `_codecs.encode`).
+pub fn bytes_value(t: &Tree, id: NodeId) -> Option<Vec<u8>> {
+    match t.get(id)? {
+        Node::Bytes(b) | Node::ByteArray(b) => Some(b.to_vec()),
+        Node::Str(s) => text::code_points(s)
+            .map(|c| c.and_then(|c| u8::try_from(c).ok()))
+            .collect(),
+        Node::Object(o) => match callee(t, o)? {
+            ("_codecs", "encode") => {
+                let a = items(t, o.args);
+                let enc = a.get(1).and_then(|&e| t.str_of(e)).unwrap_or_default();
+                if !enc.replace(['-', '_'], "").eq_ignore_ascii_case("latin1") {
+                    return None;
+                }
+                let first = *a.first()?;
+                match t.get(first)? {
+                    Node::Str(_) => bytes_value(t, first),
+                    _ => None,
+                }
+            }
+            ("builtins", "bytes") if items(t, o.args).is_empty() => Some(Vec::new()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The repr of a bare global reference.
+pub fn global_repr(module: &str, name: &str) -> String {
+    if module == "builtins" {
+        if BUILTIN_TYPES.contains(&name) || EXCEPTIONS.contains(&name) {
+            return format!("<class '{name}'>");
+        }
+        if name.starts_with(char::is_lowercase) {
+            return format!("<built-in function {name}>");
+        }
+    }
+    let last = name.rsplit('.').next().unwrap_or(name);
+    if last.starts_with(char::is_uppercase) {
+        format!("<class '{module}.{name}'>")
+    } else {
+        format!("<function {name}>")
+    }
+}
+
+/// `<Unpicklable name module.qualname attrs=N failed=M error=...>` for a placeholder dict.
+pub fn placeholder_summary(t: &Tree, d: NodeId) -> String {
+    let s = |k: &str| dict_get(t, d, k).and_then(|v| t.str_of(v));
+    let count = |k: &str| {
+        dict_get(t, d, k).map_or(0, |v| match t.get(v) {
+            Some(Node::Dict(p)) => p.len(),
+            _ => 0,
+        })
+    };
+    let mut out = String::from("<Unpicklable ");
+    if let Some(n) = s("object_name").filter(|n| !n.is_empty()) {
+        out.push_str(&n);
+        out.push(' ');
+    }
+    let _ = write!(
+        out,
+        "{}.{} attrs={} failed={} error={}>",
+        s("module").unwrap_or_default(),
+        s("qualname").unwrap_or_default(),
+        count("attributes"),
+        count("failed_attributes"),
+        s("pickle_error").unwrap_or_else(|| "None".to_owned())
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats() {
+        let cases: &[(f64, &str)] = &[
+            (1e16, "1e+16"),
+            (1e-5, "1e-05"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-0.0, "-0.0"),
+            (0.1, "0.1"),
+            (1.0, "1.0"),
+            (123456789.125, "123456789.125"),
+            (1e15, "1000000000000000.0"),
+            (0.0001, "0.0001"),
+            (1.5e-7, "1.5e-07"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (2.5, "2.5"),
+            (-1234.5, "-1234.5"),
+            (9007199254740993.0, "9007199254740992.0"),
+        ];
+        for &(x, want) in cases {
+            assert_eq!(float_repr(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn complexes() {
+        assert_eq!(complex_repr(1.0, 2.0), "(1+2j)");
+        assert_eq!(complex_repr(0.0, 2.0), "2j");
+        assert_eq!(complex_repr(-0.0, 2.0), "(-0+2j)");
+        assert_eq!(complex_repr(1.0, f64::NAN), "(1+nanj)");
+        assert_eq!(complex_repr(1.5, -2.5), "(1.5-2.5j)");
+        assert_eq!(complex_repr(1e20, 1.0), "(1e+20+1j)");
+    }
+
+    #[test]
+    fn timedeltas() {
+        assert_eq!(timedelta_repr(0, 0, 0), "datetime.timedelta(0)");
+        assert_eq!(
+            timedelta_repr(1, 5, 0),
+            "datetime.timedelta(days=1, seconds=5)"
+        );
+        assert_eq!(
+            timedelta_repr(-1, 68400, 0),
+            "datetime.timedelta(days=-1, seconds=68400)"
+        );
+    }
+}

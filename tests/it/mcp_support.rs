@@ -1,0 +1,244 @@
+//! An MCP client over the server's stdio for tests: spawns `cideldill-server --mcp`, checks that
+//! every stdout line is a JSON-RPC message, matches responses by id and keeps notifications.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver};
+use serde_json::{json, Value};
+
+use crate::support::{deadline, Client, TempDir};
+
+/// A server started with `--mcp`, and a client on its stdin/stdout.
+pub struct McpServer {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    pending: Mutex<Vec<Value>>,
+    next_id: AtomicI64,
+    pub port: u16,
+    pub home: Arc<TempDir>,
+    stderr_path: std::path::PathBuf,
+    /// Lines of stdout that were not JSON-RPC messages (must stay empty).
+    pub junk: Arc<Mutex<Vec<String>>>,
+}
+
+impl McpServer {
+    pub fn start(extra: &[&str]) -> McpServer {
+        let home = Arc::new(TempDir::new("mcp"));
+        let port_file = home.path().join("port");
+        let stderr_path = home.path().join("stderr.log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+            .args(["--mcp", "--memory", "--port", "0"])
+            .args(extra)
+            .env("CIDELDILL_HOME", home.path())
+            .env("CIDELDILL_PORT_FILE", &port_file)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .expect("start cideldill-server --mcp");
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take();
+        let (tx, rx) = unbounded();
+        let junk = Arc::new(Mutex::new(Vec::new()));
+        let junk2 = junk.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(v) if v.get("jsonrpc") == Some(&json!("2.0")) || v.is_array() => {
+                        if tx.send(v).is_err() {
+                            break;
+                        }
+                    }
+                    _ => junk2.lock().unwrap().push(line),
+                }
+            }
+        });
+        let until = Instant::now() + deadline();
+        let port = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(
+                Instant::now() < until,
+                "no port file: {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        McpServer {
+            child: Some(child),
+            stdin,
+            lines: rx,
+            pending: Mutex::new(Vec::new()),
+            next_id: AtomicI64::new(1),
+            port,
+            home,
+            stderr_path,
+            junk,
+        }
+    }
+
+    /// Starts and completes the handshake with `version`.
+    pub fn initialized(version: &str) -> McpServer {
+        let s = McpServer::start(&[]);
+        let r = s.request("initialize", json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}));
+        assert_eq!(r["result"]["protocolVersion"], version, "{r}");
+        s.notify("notifications/initialized", json!({}));
+        s
+    }
+
+    pub fn http(&self) -> Client {
+        Client { port: self.port }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn send_raw(&self, line: &str) {
+        let mut stdin = self.stdin.as_ref().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&self, msg: &Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and returns its id without waiting.
+    pub fn start_request(&self, method: &str, params: Value) -> i64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a request and waits for its response (the whole response object).
+    pub fn request(&self, method: &str, params: Value) -> Value {
+        let id = self.start_request(method, params);
+        self.response(&json!(id), deadline())
+    }
+
+    /// Waits for the response with this id; other messages are kept.
+    pub fn response(&self, id: &Value, within: Duration) -> Value {
+        self.take(within, |m| {
+            m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no response to {id} within {within:?}; stderr:\n{}",
+                self.stderr()
+            )
+        })
+    }
+
+    /// Waits for the next message matching `pred`, keeping the others for later.
+    pub fn take(&self, within: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if let Some(pos) = pending.iter().position(&pred) {
+                return Some(pending.remove(pos));
+            }
+        }
+        let until = Instant::now() + within;
+        loop {
+            let left = until.checked_duration_since(Instant::now())?;
+            let msg = self.lines.recv_timeout(left).ok()?;
+            if pred(&msg) {
+                return Some(msg);
+            }
+            self.pending.lock().unwrap().push(msg);
+        }
+    }
+
+    /// Waits for a notification with this method.
+    pub fn notification(&self, method: &str) -> Value {
+        self.take(deadline(), |m| {
+            m["method"] == method && m.get("id").is_none()
+        })
+        .unwrap_or_else(|| panic!("no {method} notification; stderr:\n{}", self.stderr()))
+    }
+
+    /// Calls a tool and returns the `result` object.
+    pub fn call(&self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert!(r.get("result").is_some(), "tools/call {tool} failed: {r}");
+        r["result"].clone()
+    }
+
+    /// Calls a tool that must succeed; returns its JSON payload (parsed from the text item).
+    pub fn call_ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone());
+        assert_eq!(r["isError"], false, "{tool} {args}: {r}");
+        tool_json(&r)
+    }
+
+    /// Calls a tool that must fail; returns the error JSON.
+    pub fn call_err(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone());
+        assert_eq!(r["isError"], true, "{tool} {args} should fail: {r}");
+        tool_json(&r)
+    }
+
+    /// Closes stdin (the client disconnects).
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Waits for the process to exit, with the deadline.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let until = Instant::now() + deadline();
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < until, "server did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("---- server stderr ----\n{}", self.stderr());
+        }
+    }
+}
+
+/// The JSON in a tool result's single text item.
+pub fn tool_json(result: &Value) -> Value {
+    let content = result["content"].as_array().expect("content array");
+    assert_eq!(content.len(), 1, "one content item: {result}");
+    assert_eq!(content[0]["type"], "text");
+    serde_json::from_str(content[0]["text"].as_str().unwrap()).expect("text is JSON")
+}
