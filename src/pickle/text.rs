@@ -210,10 +210,26 @@ pub fn repr_str(b: &[u8], out: &mut String) {
     let quote = if has_single && !has_double { '"' } else { '\'' };
     out.reserve(b.len() + 2);
     out.push(quote);
-    for cp in code_points(b) {
-        let Some(cp) = cp else {
+    let mut i = 0;
+    while i < b.len() {
+        // Fast path: a run of printable ASCII that needs no escape is copied as is.
+        let start = i;
+        while let Some(&c) = b.get(i) {
+            if (0x20..0x7f).contains(&c) && c != quote as u8 && c != b'\\' {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if i > start {
+            out.push_str(std::str::from_utf8(&b[start..i]).unwrap_or_default());
+            continue;
+        }
+        let mut it = code_points(&b[i..]);
+        let Some(Some(cp)) = it.next() else {
             break;
         };
+        i += it.i;
         let ch = char::from_u32(cp);
         match (cp, ch) {
             (_, Some(c)) if c == quote || c == '\\' => {
