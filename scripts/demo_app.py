@@ -9,6 +9,9 @@ What it does
 
         add(x, y=1)          adds two numbers
         greet(name)          builds a greeting
+        summarize(data, point, box, when, tags)
+                             takes a dict, a dataclass, a plain class instance, a datetime
+                             and a set: the server shows each as Python would
         describe(channel)    takes an object holding a socket, which cannot be pickled:
                              the client sends a `pickle_error` event and a placeholder
         divide(a, b)         called as divide(1, 0): raises ZeroDivisionError
@@ -81,6 +84,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
+import datetime
 import builtins
 import codeop
 import hashlib
@@ -1428,6 +1433,29 @@ def greet(name):
     return f"Hello, {name}!"
 
 
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+    label: str
+
+
+class Box:
+    """A plain class: the server renders its instances from their attributes."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width = width
+        self.height = height
+
+    def __repr__(self) -> str:
+        return f"Box(width={self.width}, height={self.height})"
+
+
+def summarize(data, point, box, when, tags):
+    return (f"{len(data)} keys; point {point.label} at ({point.x}, {point.y}); "
+            f"box area {box.width * box.height}; {when:%Y-%m-%d %H:%M}; tags {sorted(tags)}")
+
+
 def divide(a, b):
     return a / b
 
@@ -1493,7 +1521,7 @@ def print_guide(server_url: str) -> None:
         "every wrapped call pauses before it runs and after it returns (server defaults).",
         "resume a pause with the curl command printed for it; other bodies to try:",
         '  {"action":"modify","modified_args":[10],"modified_kwargs":{"y":20}}',
-        '  {"action":"skip","fake_result":99}',
+        '  {"action":"skip","fake_result":99}  (or {"a":[1,2.5,null]} for summarize)',
         '  {"action":"raise","exception_type":"ValueError","exception_message":"boom"}',
         '  {"action":"continue","replacement_function":"multiply"}',
         "an after-pause accepts only continue. A raising call pauses after it only when",
@@ -1617,7 +1645,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     log(f"serializer: {'dill ' + dill.__version__ if dill else 'pickle'} (protocol 4)")
     client.check_connection()  # with_debug("ON")
 
-    proxies = {fn.__name__: with_debug(client, fn) for fn in (add, greet, describe, divide)}
+    proxies = {fn.__name__: with_debug(client, fn) for fn in (add, greet, summarize, describe, divide)}
     with_debug(client, multiply)  # registered as a replacement target for add
     print_guide(server_url)
 
@@ -1626,6 +1654,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     calls = [
         ("add", (2,), {"y": 3}),
         ("greet", ("world",), {}),
+        ("summarize", ({"k": [1, 2], "name": "x"}, Point(1, 2, "p"), Box(2, 3),
+                       datetime.datetime(2024, 1, 2, 3, 4, 5), {3, 1}), {}),
         ("describe", (channel,), {}),
         ("divide", (1, 0), {}),
     ]

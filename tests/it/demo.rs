@@ -33,8 +33,19 @@ fn output(server: &Server, extra: &[&str]) -> (String, String) {
     (read("demo-out"), read("demo-err"))
 }
 
-/// Resumes every pause until the demo exits; the first before-pause of `add` is modified and
-/// the first pause is inspected through a REPL eval first. Returns the demo's exit success.
+/// What the server must show for the arguments of `summarize`, exactly as Python's repr (and
+/// the documented forms: a dataclass repr, a plain instance from its attributes).
+const SUMMARIZE_ARGS: [&str; 5] = [
+    "{'k': [1, 2], 'name': 'x'}",
+    "Point(x=1, y=2, label='p')",
+    "Box(width=2, height=3)",
+    "datetime.datetime(2024, 1, 2, 3, 4, 5)",
+    "{1, 3}",
+];
+
+/// Resumes every pause until the demo exits: the first before-pause of `add` is modified, the
+/// one of `summarize` is checked and skipped with a fake result, and the first pause is
+/// inspected through a REPL eval first. Returns the demo's exit success.
 fn drive(server: &Server, child: &mut Child, budget: Duration) -> bool {
     let c: Client = server.client();
     let until = Instant::now() + budget;
@@ -65,13 +76,16 @@ fn drive(server: &Server, child: &mut Child, budget: Duration) -> bool {
                     "{out}"
                 );
             }
-            let body: Value =
-                if cd["method_name"] == "add" && cd.get("pretty_result").is_none() && !modified {
-                    modified = true;
-                    json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": 20}})
-                } else {
-                    json!({"action": "continue"})
-                };
+            let before = cd.get("pretty_result").is_none() && cd.get("exception").is_none();
+            let body: Value = if cd["method_name"] == "summarize" && before {
+                assert_eq!(cd["pretty_args"], json!(SUMMARIZE_ARGS), "{cd}");
+                json!({"action": "skip", "fake_result": {"a": [1, 2.5, null]}})
+            } else if cd["method_name"] == "add" && before && !modified {
+                modified = true;
+                json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": 20}})
+            } else {
+                json!({"action": "continue"})
+            };
             let r = c.post(&format!("/api/paused/{id}/continue"), &body);
             assert!(
                 r.status == 200 || r.status == 409,
@@ -95,6 +109,7 @@ fn the_demo_runs_to_completion_with_a_modified_call() {
         "modified arguments were not used:\n{out}"
     );
     assert!(out.contains("greet('world') -> 'Hello, world!'"), "{out}");
+    check_summarize(&server, &out);
     assert!(out.contains("ZeroDivisionError"), "{out}");
     let c = server.client();
     assert_eq!(
@@ -123,8 +138,27 @@ fn the_demo_runs_with_dill_like_the_real_client() {
     let (out, err) = output(&server, &["--dill"]);
     assert!(ok, "demo --dill failed:\n{out}\n{err}");
     assert!(out.contains("add(10, y=20) -> 30"), "{out}");
+    check_summarize(&server, &out);
     assert_eq!(
         server.client().get_ok("/api/com-errors")["errors"],
         json!([])
     );
+}
+
+/// The skipped `summarize` call: the demo received the fake result, and its arguments render
+/// the same in call records and object views.
+fn check_summarize(server: &Server, out: &str) {
+    assert!(
+        out.contains("-> {'a': [1, 2.5, None]}"),
+        "the fake result reached the demo:\n{out}"
+    );
+    let c = server.client();
+    let rec = c.get_ok("/api/call-records?function=summarize")["calls"][0].clone();
+    assert_eq!(rec["pretty_args"], json!(SUMMARIZE_ARGS));
+    for (i, expected) in SUMMARIZE_ARGS.iter().enumerate() {
+        let cid = rec["args"][i]["cid"].as_str().unwrap();
+        let obj = c.get_ok(&format!("/api/objects/{cid}"));
+        assert_eq!(obj["repr"], *expected, "{obj}");
+        assert_eq!(obj["value"], *expected);
+    }
 }
