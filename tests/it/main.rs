@@ -9,6 +9,7 @@ mod demo;
 mod events;
 mod mcp_stdio;
 mod mcp_support;
+mod mcp_tools;
 mod persistence;
 mod pickle_python;
 mod rest_api;

@@ -31,8 +31,12 @@ impl McpServer {
         let home = Arc::new(TempDir::new("mcp"));
         let port_file = home.path().join("port");
         let stderr_path = home.path().join("stderr.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
-            .args(["--mcp", "--memory", "--port", "0"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
+        cmd.args(["--mcp", "--memory"]);
+        if !extra.contains(&"--port") {
+            cmd.args(["--port", "0"]);
+        }
+        let mut child = cmd
             .args(extra)
             .env("CIDELDILL_HOME", home.path())
             .env("CIDELDILL_PORT_FILE", &port_file)
