@@ -148,10 +148,12 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let server = Arc::new(server);
     let port_file = config.port_file.clone();
     let shared = Arc::new(Shared::new(config, store, state));
-    let http = http::spawn_http(shared.clone(), server.clone())
-        .map_err(|e| Error::io("cannot start the http thread", e))?;
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
+    let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
+    let http = http::spawn_http(shared.clone(), server.clone(), http_mcp)
+        .map_err(|e| Error::io("cannot start the http thread", e))?;
+
     let notifier = mcp
         .spawn_notifier()
         .map_err(|e| Error::io("cannot start the mcp-notify thread", e))?;
@@ -241,6 +243,12 @@ impl Running {
             ));
         }
         lines.push(format!("Server running on {}", self.url()));
+        if config.mcp_http {
+            lines.push(format!(
+                "MCP: Streamable HTTP at {0}/mcp, HTTP+SSE at {0}/mcp/sse",
+                self.url()
+            ));
+        }
         lines.push(format!("Database: {}", config.database.describe()));
         lines.push(format!("Port file: {}", config.port_file.display()));
         lines
@@ -261,6 +269,8 @@ impl Running {
             st.shutting_down = true;
             st.repl.close_all(ids::now());
         }
+        // Ending every MCP session ends their HTTP event streams (their outboxes are dropped).
+        self.mcp.close_all();
         // One thread calls recv(), so one unblock() wakes it (tiny_http wakes one waiter per call).
         self.server.unblock();
         if let Some(handle) = self.http.take() {
@@ -274,6 +284,24 @@ impl Running {
             if joiner.is_ok() && done_rx.recv_timeout(SHUTDOWN_DEADLINE).is_err() {
                 log::warn!("http: request threads still running after {SHUTDOWN_DEADLINE:?}; exiting anyway");
             }
+        }
+        let until = std::time::Instant::now() + SHUTDOWN_DEADLINE;
+        while self
+            .mcp
+            .open_streams
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+            && std::time::Instant::now() < until
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let stuck = self
+            .mcp
+            .open_streams
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if stuck > 0 {
+            // A writer blocked in a socket write cannot be interrupted; it ends with the process.
+            log::warn!("mcp http: {stuck} event streams still blocked in writes; exiting anyway");
         }
         if let Some((stop, handle)) = self.notifier.take() {
             let _ = stop.send(());

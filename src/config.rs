@@ -79,6 +79,20 @@ pub struct Args {
     #[argh(switch)]
     pub exit_on_stdin_close: bool,
 
+    /// serve MCP over HTTP on this server's port: Streamable HTTP at /mcp and legacy HTTP+SSE at
+    /// /mcp/sse (can be combined with --mcp)
+    #[argh(switch)]
+    pub mcp_sse: bool,
+
+    /// an extra Origin allowed on the MCP HTTP endpoints besides loopback origins (repeatable;
+    /// "*" allows any)
+    #[argh(option)]
+    pub allow_origin: Vec<String>,
+
+    /// most concurrent MCP HTTP sessions (default 64; more get 503)
+    #[argh(option, default = "64")]
+    pub mcp_max_sessions: usize,
+
     /// items per page of MCP list results (default 100)
     #[argh(option, default = "100")]
     pub mcp_page_size: usize,
@@ -120,6 +134,9 @@ pub struct Config {
     pub mcp_stdio: bool,
     pub exit_on_stdin_close: bool,
     pub mcp_page_size: usize,
+    pub mcp_http: bool,
+    pub allow_origins: Vec<String>,
+    pub mcp_max_sessions: usize,
 }
 
 /// The environment variables the configuration depends on.
@@ -205,6 +222,11 @@ impl Config {
                 "--repl-timeout-s must be a number of seconds between 0 and 86400".into(),
             ));
         }
+        if args.mcp_max_sessions == 0 {
+            return Err(Error::Config(
+                "--mcp-max-sessions must be at least 1".into(),
+            ));
+        }
         if args.mcp_page_size == 0 {
             return Err(Error::Config("--mcp-page-size must be at least 1".into()));
         }
@@ -243,6 +265,9 @@ impl Config {
             mcp_stdio: args.mcp,
             exit_on_stdin_close: args.exit_on_stdin_close,
             mcp_page_size: args.mcp_page_size,
+            mcp_http: args.mcp_sse,
+            allow_origins: args.allow_origin.clone(),
+            mcp_max_sessions: args.mcp_max_sessions,
         })
     }
 
@@ -261,6 +286,9 @@ impl Config {
             mcp_stdio: false,
             exit_on_stdin_close: false,
             mcp_page_size: 100,
+            mcp_http: false,
+            allow_origins: Vec::new(),
+            mcp_max_sessions: 64,
         }
     }
 }

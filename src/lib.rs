@@ -22,6 +22,7 @@ pub mod jsonrpc;
 pub mod state;
 
 pub mod service;
+pub mod sse;
 
 pub mod http;
 pub mod mcp;

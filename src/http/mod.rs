@@ -3,8 +3,11 @@
 //! thread caps and reads the body, routes it, catches any panic (answered 500), adds CORS
 //! headers under `/api/`, and responds. Only this module and `routes` touch tiny_http types.
 
+mod guard;
+mod mcp_http;
 mod openapi;
 pub mod routes;
+mod stream;
 
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -15,6 +18,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
+use crate::mcp::Mcp;
 use crate::state::Shared;
 
 pub use routes::{reference_markdown, ROUTES};
@@ -170,6 +174,7 @@ impl Reply {
 pub fn spawn_http(
     shared: Arc<Shared>,
     server: Arc<tiny_http::Server>,
+    mcp: Option<Arc<Mcp>>,
 ) -> std::io::Result<JoinHandle<()>> {
     thread::Builder::new().name("http".into()).spawn(move || {
         thread::scope(|scope| loop {
@@ -184,9 +189,10 @@ pub fn spawn_http(
                 }
             };
             let shared = &shared;
+            let mcp = mcp.as_ref();
             let spawned = thread::Builder::new()
                 .name("http-req".into())
-                .spawn_scoped(scope, move || handle(shared, rq));
+                .spawn_scoped(scope, move || handle(shared, mcp, rq));
             if let Err(err) = spawned {
                 // The request was dropped with the closure; tiny_http answers it with 500.
                 log::error!("http: could not start a request thread: {err}");
@@ -196,7 +202,7 @@ pub fn spawn_http(
     })
 }
 
-fn handle(shared: &Shared, mut rq: tiny_http::Request) {
+fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
     let started = Instant::now();
     let method = rq.method().as_str().to_ascii_uppercase();
     let url = rq.url().to_owned();
@@ -209,6 +215,19 @@ fn handle(shared: &Shared, mut rq: tiny_http::Request) {
         .iter()
         .find(|h| h.field.equiv("Host"))
         .map(|h| h.value.as_str().to_owned());
+    if let Some(mcp) = mcp.filter(|_| mcp_http::is_mcp_path(&path)) {
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            mcp_http::handle(mcp, rq, &path, &query)
+        }));
+        if caught.is_err() {
+            log::error!("http: MCP handler panicked on {method} {url}");
+        }
+        log::debug!(
+            "http: {method} {url} (mcp) in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        return;
+    }
     let is_api = path == "/api" || path.starts_with("/api/");
     let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
         Err(reply) => reply,

@@ -1,6 +1,6 @@
 //! The MCP server core, transport-agnostic: sessions, the lifecycle (`initialize`, version
 //! negotiation, capabilities), dispatch by method, cancellation, progress, logging, pagination
-//! and batches. Transports (`stdio`, later HTTP) feed it parsed messages and own an outbox per
+//! and batches. Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed messages and attach an outbox per
 //! session; the notifier thread turns state events into notifications for every session.
 //! Tools, resources and prompts live in their own modules and never see a transport.
 
@@ -11,11 +11,12 @@ pub mod tools;
 pub mod version;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Map, Value};
 
 use crate::events::{Event, EventKind};
@@ -69,7 +70,13 @@ struct SessionState {
 pub struct Session {
     pub id: String,
     pub transport: &'static str,
-    outbox: Sender<Outgoing>,
+    /// Where messages not tied to an HTTP response go: stdout, a legacy SSE stream, or the
+    /// Streamable HTTP GET stream while one is open (none: such messages are dropped).
+    outbox: Mutex<Option<Sender<Outgoing>>>,
+    /// Set when a bounded outbox was full: the client stopped reading and the session goes.
+    overflowed: AtomicBool,
+    /// Which attached stream is current (a second GET stream replaces the first).
+    stream_gen: std::sync::atomic::AtomicU64,
     state: Mutex<SessionState>,
 }
 
@@ -78,7 +85,9 @@ impl Session {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a message; false when the transport is gone.
+    /// Queues a message on the session's outbox; false when there is none, it is gone, or it
+    /// is full (then the session is marked for dropping: one stalled client must not hold
+    /// memory or block anyone).
     pub fn send(&self, msg: &Message) -> bool {
         let text = msg.to_text();
         log::trace!(
@@ -87,7 +96,48 @@ impl Session {
             self.id,
             jsonrpc::excerpt(&text)
         );
-        self.outbox.send(Outgoing::Message(text)).is_ok()
+        self.send_text(text)
+    }
+
+    /// Queues already-serialised JSON (a batch answer).
+    pub fn send_text(&self, text: String) -> bool {
+        let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        match outbox
+            .as_ref()
+            .map(|tx| tx.try_send(Outgoing::Message(text)))
+        {
+            Some(Ok(())) => true,
+            Some(Err(TrySendError::Full(_))) => {
+                self.overflowed.store(true, Ordering::Relaxed);
+                false
+            }
+            Some(Err(TrySendError::Disconnected(_))) | None => false,
+        }
+    }
+
+    /// Directs out-of-band messages to `tx` (a stream opened), replacing any earlier one;
+    /// returns the stream's generation for [`Session::detach_stream`].
+    pub fn attach(&self, tx: Sender<Outgoing>) -> u64 {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        *outbox = Some(tx);
+        self.stream_gen.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Detaches the outbox if it still belongs to the stream of generation `gen`.
+    pub fn detach_stream(&self, gen: u64) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stream_gen.load(Ordering::Relaxed) == gen {
+            outbox.take();
+        }
+    }
+
+    /// Stops sending out-of-band messages (the stream closed).
+    pub fn detach(&self) {
+        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    pub fn is_overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
     }
 
     /// The negotiated revision, once `initialize` was answered.
@@ -128,6 +178,8 @@ pub struct Ctx<'a> {
     /// Receives `()` when the request is cancelled (or its transport closed).
     pub cancel: &'a Receiver<()>,
     progress_token: Option<Value>,
+    /// Where progress goes when the request has its own response stream (Streamable HTTP).
+    progress_out: Option<&'a Sender<Outgoing>>,
 }
 
 impl Ctx<'_> {
@@ -143,8 +195,15 @@ impl Ctx<'_> {
             if let Some(t) = total {
                 params["total"] = json!(t);
             }
-            self.session
-                .send(&Message::notification("notifications/progress", params));
+            let note = Message::notification("notifications/progress", params);
+            match self.progress_out {
+                Some(tx) => {
+                    let _ = tx.send(Outgoing::Message(note.to_text()));
+                }
+                None => {
+                    self.session.send(&note);
+                }
+            }
         }
     }
 
@@ -183,6 +242,8 @@ impl Ctx<'_> {
 /// The MCP server: shared state plus the sessions of every transport.
 pub struct Mcp {
     pub shared: Arc<Shared>,
+    /// Event streams currently open on HTTP (their threads are detached; shutdown waits on this).
+    pub open_streams: std::sync::atomic::AtomicUsize,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Items per page of every list method.
     pub page_size: usize,
@@ -192,6 +253,7 @@ impl Mcp {
     pub fn new(shared: Arc<Shared>, page_size: usize) -> Arc<Mcp> {
         Arc::new(Mcp {
             shared,
+            open_streams: std::sync::atomic::AtomicUsize::new(0),
             sessions: Mutex::new(HashMap::new()),
             page_size: page_size.max(1),
         })
@@ -201,12 +263,18 @@ impl Mcp {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a session whose messages go to `outbox`.
-    pub fn open_session(&self, transport: &'static str, outbox: Sender<Outgoing>) -> Arc<Session> {
+    /// Registers a session whose out-of-band messages go to `outbox`.
+    pub fn open_session(
+        &self,
+        transport: &'static str,
+        outbox: Option<Sender<Outgoing>>,
+    ) -> Arc<Session> {
         let session = Arc::new(Session {
             id: ids::random_hex(16),
             transport,
-            outbox,
+            outbox: Mutex::new(outbox),
+            overflowed: AtomicBool::new(false),
+            stream_gen: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(SessionState::default()),
         });
         self.sessions_map()
@@ -217,9 +285,29 @@ impl Mcp {
 
     /// Forgets a session and cancels its requests.
     pub fn close_session(&self, id: &str) {
-        if let Some(s) = self.sessions_map().remove(id) {
+        let removed = self.sessions_map().remove(id);
+        if let Some(s) = removed {
             s.cancel_all();
+            // Dropping the outbox ends the session's stream, if any.
+            s.detach();
             log::debug!("mcp: session {id} closed");
+        }
+    }
+
+    /// How many sessions use `transport`.
+    pub fn count_sessions(&self, transport: &str) -> usize {
+        self.sessions_map()
+            .values()
+            .filter(|s| s.transport == transport)
+            .count()
+    }
+
+    /// Closes every session (shutdown): streams end when their outboxes are dropped.
+    pub fn close_all(&self) {
+        let all: Vec<Arc<Session>> = self.sessions_map().drain().map(|(_, s)| s).collect();
+        for s in all {
+            s.cancel_all();
+            s.detach();
         }
     }
 
@@ -255,10 +343,20 @@ impl Mcp {
 
     /// Handles one request. `None` means no response is sent (it was cancelled).
     pub fn handle_request(&self, session: &Session, req: Request) -> Option<Response> {
+        self.handle_request_via(session, req, None)
+    }
+
+    /// Handles one request whose progress notifications go to `progress_out` when given.
+    pub fn handle_request_via(
+        &self,
+        session: &Session,
+        req: Request,
+        progress_out: Option<&Sender<Outgoing>>,
+    ) -> Option<Response> {
         let (cancel_tx, cancel_rx) = bounded(1);
         session.state().in_flight.insert(req.id.clone(), cancel_tx);
         let started = Instant::now();
-        let outcome = self.dispatch(session, &req, &cancel_rx);
+        let outcome = self.dispatch(session, &req, &cancel_rx, progress_out);
         let still_ours = session.state().in_flight.remove(&req.id).is_some();
         log::debug!(
             "mcp: {} {} -> {} in {:.1} ms",
@@ -315,6 +413,7 @@ impl Mcp {
         session: &Session,
         req: &Request,
         cancel: &Receiver<()>,
+        progress_out: Option<&Sender<Outgoing>>,
     ) -> Result<Value, RpcError> {
         let params = match &req.params {
             Value::Object(m) => m.clone(),
@@ -341,6 +440,7 @@ impl Mcp {
             session,
             cancel,
             progress_token,
+            progress_out,
         };
         match req.method.as_str() {
             "tools/list" => {
@@ -540,6 +640,14 @@ impl Mcp {
             if let Some(line) = &log_line {
                 s.log("info", json!(line));
             }
+            if s.is_overflowed() {
+                log::warn!(
+                    "mcp: session {} ({}) stopped reading its stream; dropping it",
+                    s.id,
+                    s.transport
+                );
+                self.close_session(&s.id);
+            }
         }
     }
 }
@@ -567,7 +675,7 @@ mod tests {
         ));
         let mcp = Mcp::new(shared, 2);
         let (tx, rx) = unbounded();
-        let s = mcp.open_session("test", tx);
+        let s = mcp.open_session("test", Some(tx));
         (mcp, s, rx)
     }
 

@@ -81,7 +81,7 @@ fn write_loop<W: Write>(output: W, rx: &Receiver<Outgoing>) {
 }
 
 fn read_loop<R: BufRead>(mcp: &Mcp, mut input: R, out: Sender<Outgoing>) {
-    let session = mcp.open_session("stdio", out.clone());
+    let session = mcp.open_session("stdio", Some(out.clone()));
     let send = |msg: Message| {
         let _ = out.send(Outgoing::Message(msg.to_text()));
     };

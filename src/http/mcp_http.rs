@@ -1,0 +1,479 @@
+//! MCP over HTTP on the server's own port (`--mcp-sse`): Streamable HTTP at `/mcp` (POST with
+//! a JSON or SSE reply, GET for the server-to-client stream, DELETE to end a session) and the
+//! legacy HTTP+SSE transport at `/mcp/sse` plus `/mcp/messages?session_id=`. Every request is
+//! checked for `Origin` (403) and, on a loopback bind, `Host` (421). Streams run on detached
+//! threads counted in `Mcp::open_streams`: a writer blocked in a socket cannot be joined, it ends
+//! when its peer goes away. Outboxes are bounded; a session whose client stops reading is dropped.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
+use serde_json::Value;
+
+use super::stream::EventStream;
+use super::{guard, read_body};
+use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
+use crate::mcp::{version, Mcp, Outgoing, Session};
+
+/// Messages a session may have queued for its stream before it counts as stalled.
+pub const OUTBOX_CAPACITY: usize = 1024;
+/// Silence after which a stream gets a keep-alive comment.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// The session header of Streamable HTTP.
+const SESSION_HEADER: &str = "Mcp-Session-Id";
+
+/// Whether a path belongs to the MCP HTTP transports.
+pub fn is_mcp_path(path: &str) -> bool {
+    matches!(
+        path.trim_end_matches('/'),
+        "/mcp" | "/mcp/sse" | "/mcp/messages"
+    )
+}
+
+fn header<'a>(rq: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
+    rq.headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+fn respond(
+    rq: tiny_http::Request,
+    status: u16,
+    content_type: &str,
+    body: Vec<u8>,
+    extra: &[(&str, &str)],
+) {
+    let mut resp = tiny_http::Response::from_data(body).with_status_code(status);
+    for (k, v) in [("Content-Type", content_type)].iter().chain(extra.iter()) {
+        if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+            resp.add_header(h);
+        }
+    }
+    if let Err(e) = rq.respond(resp) {
+        log::debug!("mcp http: could not respond: {e}");
+    }
+}
+
+fn text(rq: tiny_http::Request, status: u16, body: &str) {
+    respond(
+        rq,
+        status,
+        "text/plain; charset=utf-8",
+        body.as_bytes().to_vec(),
+        &[],
+    );
+}
+
+/// A JSON-RPC error body with a null id, as Streamable HTTP errors carry.
+fn rpc_error(rq: tiny_http::Request, status: u16, code: i64, message: &str) {
+    let body = Message::Response(Response::err(None, RpcError::new(code, message))).to_text();
+    respond(rq, status, "application/json", body.into_bytes(), &[]);
+}
+
+/// Handles one request on an MCP path.
+pub fn handle(mcp: &Arc<Mcp>, mut rq: tiny_http::Request, path: &str, query: &[(String, String)]) {
+    let config = &mcp.shared.config;
+    let loopback = crate::config::is_loopback_host(&config.host);
+    if loopback && !guard::host_allowed(header(&rq, "Host")) {
+        // DNS-rebinding protection: a loopback server only answers to loopback names.
+        return text(
+            rq,
+            421,
+            "Misdirected Request: this server only answers to localhost names",
+        );
+    }
+    if !guard::origin_allowed(header(&rq, "Origin"), &config.allow_origins) {
+        // MCP 2025-11-25, Streamable HTTP: an invalid Origin gets 403.
+        return rpc_error(
+            rq,
+            403,
+            jsonrpc::INVALID_REQUEST,
+            "Forbidden: origin not allowed (see --allow-origin)",
+        );
+    }
+    let method = rq.method().as_str().to_ascii_uppercase();
+    match (path.trim_end_matches('/'), method.as_str()) {
+        ("/mcp/sse", "GET") => legacy_open(mcp, rq),
+        ("/mcp/messages", "POST") => {
+            let body = match read_body(&mut rq, config.max_body_bytes) {
+                Ok(b) => b,
+                Err(_) => return text(rq, 413, "Payload Too Large"),
+            };
+            legacy_post(mcp, rq, query, &body)
+        }
+        ("/mcp", "POST") => {
+            let body = match read_body(&mut rq, config.max_body_bytes) {
+                Ok(b) => b,
+                Err(_) => {
+                    return rpc_error(
+                        rq,
+                        413,
+                        jsonrpc::INVALID_REQUEST,
+                        "request body too large (see --max-body-mb)",
+                    )
+                }
+            };
+            streamable_post(mcp, rq, &body)
+        }
+        ("/mcp", "GET") => streamable_get(mcp, rq),
+        ("/mcp", "DELETE") => streamable_delete(mcp, rq),
+        ("/mcp", _) => respond(
+            rq,
+            405,
+            "text/plain",
+            b"Method Not Allowed".to_vec(),
+            &[("Allow", "GET, POST, DELETE")],
+        ),
+        ("/mcp/sse", _) => respond(
+            rq,
+            405,
+            "text/plain",
+            b"Method Not Allowed".to_vec(),
+            &[("Allow", "GET")],
+        ),
+        (_, _) => respond(
+            rq,
+            405,
+            "text/plain",
+            b"Method Not Allowed".to_vec(),
+            &[("Allow", "POST")],
+        ),
+    }
+}
+
+fn at_capacity(mcp: &Mcp) -> bool {
+    mcp.count_sessions("sse") + mcp.count_sessions("http") >= mcp.shared.config.mcp_max_sessions
+}
+
+/// Writes a session's outbox to an event stream until the session ends or the peer leaves.
+fn spawn_stream(
+    mcp: &Arc<Mcp>,
+    rq: tiny_http::Request,
+    session: Arc<Session>,
+    rx: Receiver<Outgoing>,
+    endpoint: Option<String>,
+    gen: u64,
+) {
+    let mcp2 = mcp.clone();
+    mcp.open_streams.fetch_add(1, Ordering::SeqCst);
+    let name = format!("mcp-stream:{}", &session.id[..8.min(session.id.len())]);
+    let spawned = thread::Builder::new().name(name).spawn(move || {
+        run_stream(rq, &session, &rx, endpoint.as_deref());
+        if session.transport == "sse" {
+            // Legacy SSE: closing the stream ends the session.
+            mcp2.close_session(&session.id);
+        } else {
+            session.detach_stream(gen);
+        }
+        mcp2.open_streams.fetch_sub(1, Ordering::SeqCst);
+    });
+    if let Err(e) = spawned {
+        log::error!("mcp http: cannot start a stream thread: {e}");
+        mcp.open_streams.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn run_stream(
+    rq: tiny_http::Request,
+    session: &Session,
+    rx: &Receiver<Outgoing>,
+    endpoint: Option<&str>,
+) {
+    let mut headers = Vec::new();
+    if session.transport == "http" {
+        headers.push((SESSION_HEADER, session.id.clone()));
+    }
+    let Ok(mut stream) = EventStream::open(rq, 200, &headers) else {
+        return;
+    };
+    if let Some(uri) = endpoint {
+        if stream.event(Some("endpoint"), uri).is_err() {
+            return;
+        }
+    }
+    log::debug!("mcp http: stream of session {} open", session.id);
+    loop {
+        let sent = match rx.recv_timeout(KEEPALIVE) {
+            Ok(Outgoing::Message(text)) => stream.event(Some("message"), &text),
+            Ok(Outgoing::Close) | Err(RecvTimeoutError::Disconnected) => break,
+            // Keep-alives also find out that a silent peer went away.
+            Err(RecvTimeoutError::Timeout) => stream.ping(),
+        };
+        if sent.is_err() {
+            log::debug!(
+                "mcp http: stream of session {} closed by the peer",
+                session.id
+            );
+            return;
+        }
+    }
+    stream.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Legacy HTTP+SSE (MCP 2024-11-05).
+
+fn legacy_open(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
+    if at_capacity(mcp) {
+        return text(
+            rq,
+            503,
+            "Service Unavailable: too many MCP sessions (see --mcp-max-sessions)",
+        );
+    }
+    let (tx, rx) = bounded(OUTBOX_CAPACITY);
+    let session = mcp.open_session("sse", Some(tx));
+    // Compat: the original's endpoint, relative to the stream's URL.
+    let endpoint = format!("/mcp/messages?session_id={}", session.id);
+    spawn_stream(mcp, rq, session, rx, Some(endpoint), 0);
+}
+
+fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)], body: &[u8]) {
+    let Some(id) = query
+        .iter()
+        .find(|(k, _)| k == "session_id")
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+    else {
+        return text(rq, 400, "session_id is required");
+    };
+    let Some(session) = mcp.session(id).filter(|s| s.transport == "sse") else {
+        return text(rq, 404, "Could not find session");
+    };
+    let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
+    if matches!(&incoming, Incoming::Invalid(r) if r.outcome.as_ref().is_err_and(|e| e.code == jsonrpc::PARSE_ERROR))
+    {
+        return text(rq, 400, "Could not parse message");
+    }
+    // The answer travels on the stream; this request is done.
+    text(rq, 202, "Accepted");
+    match incoming {
+        Incoming::Single(Message::Request(req)) => {
+            if let Some(resp) = mcp.handle_request(&session, req) {
+                session.send(&Message::Response(resp));
+            }
+        }
+        Incoming::Single(Message::Notification(n)) => mcp.handle_notification(&session, &n),
+        Incoming::Single(Message::Response(_)) => {}
+        Incoming::Batch(items) => {
+            if let Some(array) = mcp.handle_batch(&session, items) {
+                send_raw(&session, array);
+            }
+        }
+        Incoming::Invalid(resp) => {
+            session.send(&Message::Response(resp));
+        }
+    }
+}
+
+/// Sends an already-built JSON value (a batch answer, an array) on the session's stream.
+fn send_raw(session: &Session, value: Value) {
+    session.send_text(value.to_string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamable HTTP (MCP 2025-03-26 and later).
+
+fn accepts(rq: &tiny_http::Request, kind: &str) -> bool {
+    header(rq, "Accept").is_some_and(|a| {
+        a.split(',').any(|t| {
+            let t = t.split(';').next().unwrap_or("").trim();
+            t.eq_ignore_ascii_case(kind) || t == "*/*"
+        })
+    })
+}
+
+/// The session named by the `Mcp-Session-Id` header, or the error response already sent.
+fn streamable_session(
+    mcp: &Mcp,
+    rq: tiny_http::Request,
+) -> Result<(Arc<Session>, tiny_http::Request), ()> {
+    let Some(id) = header(&rq, SESSION_HEADER).map(str::to_owned) else {
+        rpc_error(
+            rq,
+            400,
+            jsonrpc::INVALID_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        );
+        return Err(());
+    };
+    match mcp.session(&id).filter(|s| s.transport == "http") {
+        Some(s) => Ok((s, rq)),
+        None => {
+            // MCP 2025-03-26, Streamable HTTP: an unknown or ended session is 404.
+            rpc_error(
+                rq,
+                404,
+                jsonrpc::INVALID_REQUEST,
+                "Not Found: no such session; initialize again",
+            );
+            Err(())
+        }
+    }
+}
+
+fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
+    if !header(&rq, "Content-Type")
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"))
+    {
+        return rpc_error(
+            rq,
+            415,
+            jsonrpc::INVALID_REQUEST,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    if !(accepts(&rq, "application/json") || accepts(&rq, "text/event-stream")) {
+        return rpc_error(
+            rq,
+            406,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: Accept must include application/json and text/event-stream",
+        );
+    }
+    if let Some(v) = header(&rq, "MCP-Protocol-Version").map(str::to_owned) {
+        if !version::is_supported(v.trim()) {
+            return rpc_error(
+                rq,
+                400,
+                jsonrpc::INVALID_REQUEST,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+            );
+        }
+    }
+    let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
+    if let Incoming::Single(Message::Request(req)) = &incoming {
+        if req.method == "initialize" {
+            if at_capacity(mcp) {
+                return rpc_error(
+                    rq,
+                    503,
+                    jsonrpc::INTERNAL_ERROR,
+                    "Service Unavailable: too many MCP sessions (see --mcp-max-sessions)",
+                );
+            }
+            let session = mcp.open_session("http", None);
+            let Some(resp) = mcp.handle_request(&session, req.clone()) else {
+                return respond(rq, 202, "text/plain", Vec::new(), &[]);
+            };
+            if resp.outcome.is_err() {
+                mcp.close_session(&session.id);
+            }
+            let body = Message::Response(resp).to_text().into_bytes();
+            return respond(
+                rq,
+                200,
+                "application/json",
+                body,
+                &[(SESSION_HEADER, &session.id)],
+            );
+        }
+    }
+    if let Incoming::Invalid(resp) = incoming {
+        let body = Message::Response(resp).to_text().into_bytes();
+        return respond(rq, 400, "application/json", body, &[]);
+    }
+    let Ok((session, rq)) = streamable_session(mcp, rq) else {
+        return;
+    };
+    match incoming {
+        Incoming::Single(Message::Request(req)) => {
+            let has_progress = req
+                .params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .is_some();
+            if has_progress && accepts(&rq, "text/event-stream") {
+                sse_reply(mcp, rq, &session, req);
+            } else {
+                match mcp.handle_request(&session, req) {
+                    Some(resp) => respond(
+                        rq,
+                        200,
+                        "application/json",
+                        Message::Response(resp).to_text().into_bytes(),
+                        &[],
+                    ),
+                    // Cancelled: nothing to say.
+                    None => respond(rq, 202, "text/plain", Vec::new(), &[]),
+                }
+            }
+        }
+        Incoming::Single(Message::Notification(n)) => {
+            mcp.handle_notification(&session, &n);
+            respond(rq, 202, "text/plain", Vec::new(), &[]);
+        }
+        Incoming::Single(Message::Response(_)) => respond(rq, 202, "text/plain", Vec::new(), &[]),
+        Incoming::Batch(items) => match mcp.handle_batch(&session, items) {
+            Some(v) if v.is_array() => {
+                respond(rq, 200, "application/json", v.to_string().into_bytes(), &[])
+            }
+            Some(v) => respond(rq, 400, "application/json", v.to_string().into_bytes(), &[]),
+            None => respond(rq, 202, "text/plain", Vec::new(), &[]),
+        },
+        Incoming::Invalid(_) => {}
+    }
+}
+
+/// Answers a request on its own event stream: progress notifications, then the response.
+fn sse_reply(
+    mcp: &Arc<Mcp>,
+    rq: tiny_http::Request,
+    session: &Arc<Session>,
+    req: jsonrpc::Request,
+) {
+    let Ok(mut stream) = EventStream::open(rq, 200, &[]) else {
+        return;
+    };
+    let (tx, rx) = unbounded::<Outgoing>();
+    thread::scope(|scope| {
+        let handler =
+            thread::Builder::new()
+                .name("mcp-req".into())
+                .spawn_scoped(scope, move || {
+                    if let Some(resp) = mcp.handle_request_via(session, req, Some(&tx)) {
+                        let _ = tx.send(Outgoing::Message(Message::Response(resp).to_text()));
+                    }
+                });
+        if handler.is_err() {
+            return;
+        }
+        let mut peer_gone = false;
+        while let Ok(Outgoing::Message(text)) = rx.recv() {
+            // Disconnecting is not a cancellation (MCP 2025-03-26): keep draining.
+            if !peer_gone && stream.event(Some("message"), &text).is_err() {
+                peer_gone = true;
+            }
+        }
+    });
+    stream.finish();
+}
+
+fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
+    if !accepts(&rq, "text/event-stream") {
+        return rpc_error(
+            rq,
+            406,
+            jsonrpc::INVALID_REQUEST,
+            "Not Acceptable: GET needs Accept: text/event-stream",
+        );
+    }
+    let Ok((session, rq)) = streamable_session(mcp, rq) else {
+        return;
+    };
+    let (tx, rx) = bounded(OUTBOX_CAPACITY);
+    let gen = session.attach(tx);
+    spawn_stream(mcp, rq, session, rx, None, gen);
+}
+
+fn streamable_delete(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
+    let Ok((session, rq)) = streamable_session(mcp, rq) else {
+        return;
+    };
+    mcp.close_session(&session.id);
+    respond(rq, 200, "application/json", b"{}".to_vec(), &[]);
+}
