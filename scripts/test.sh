@@ -1,9 +1,10 @@
 #!/bin/sh
-# The project's test command (CI runs exactly this): formatting, lints, then every unit and
-# integration test. The integration tests start the real binary on port 0, run the demo
-# program against it, and compare the pickle writer with python3.
-# Needs: cargo with rustfmt and clippy, python3 (with pip, which installs dill from PyPI into
-# .cache/python on first use). Usage: scripts/test.sh
+# The project's test command (CI runs exactly this): formatting, lints, every unit and
+# integration test (the real binary on port 0 driven over HTTP and MCP, the demo program, the
+# pickle writer against python3, the pickle reader's property and corpus tests), then the MCP
+# interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0).
+# Needs: cargo with rustfmt and clippy, python3 with pip and venv, node and npm. Pinned peers
+# and dill are installed from PyPI and npm into .cache/ on first use. Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -12,3 +13,5 @@ command -v python3 >/dev/null || { echo "scripts/test.sh: python3 is required" >
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test --all-targets
+cargo build --quiet
+sh scripts/interop.sh

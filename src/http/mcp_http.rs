@@ -198,7 +198,10 @@ fn run_stream(
     log::debug!("mcp http: stream of session {} open", session.id);
     loop {
         let sent = match rx.recv_timeout(KEEPALIVE) {
-            Ok(Outgoing::Message(text)) => stream.event(Some("message"), &text),
+            Ok(Outgoing::Message(text)) => {
+                session.dequeued(text.len());
+                stream.event(Some("message"), &text)
+            }
             Ok(Outgoing::Close) | Err(RecvTimeoutError::Disconnected) => break,
             // Keep-alives also find out that a silent peer went away.
             Err(RecvTimeoutError::Timeout) => stream.ping(),

@@ -30,6 +30,10 @@ pub const SERVER_NAME: &str = "cideldill-breakpoint-server";
 /// MCP 2024-11-05 and later: resource not found.
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
+/// Most bytes an HTTP session may have queued for a client that is not reading its stream;
+/// past this the session is dropped (its memory is freed) and the drop is logged.
+pub const MAX_QUEUED_BYTES: usize = 8 << 20;
+
 /// What a transport's writer receives.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outgoing {
@@ -75,6 +79,9 @@ pub struct Session {
     outbox: Mutex<Option<Sender<Outgoing>>>,
     /// Set when a bounded outbox was full: the client stopped reading and the session goes.
     overflowed: AtomicBool,
+    /// Bytes queued and not yet taken by the stream writer, and the limit (0: none, stdio).
+    queued: std::sync::atomic::AtomicUsize,
+    max_queued: usize,
     /// Which attached stream is current (a second GET stream replaces the first).
     stream_gen: std::sync::atomic::AtomicU64,
     state: Mutex<SessionState>,
@@ -101,12 +108,20 @@ impl Session {
 
     /// Queues already-serialised JSON (a batch answer).
     pub fn send_text(&self, text: String) -> bool {
+        let len = text.len();
+        if self.max_queued > 0 && self.queued.load(Ordering::Relaxed) + len > self.max_queued {
+            self.overflowed.store(true, Ordering::Relaxed);
+            return false;
+        }
         let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         match outbox
             .as_ref()
             .map(|tx| tx.try_send(Outgoing::Message(text)))
         {
-            Some(Ok(())) => true,
+            Some(Ok(())) => {
+                self.queued.fetch_add(len, Ordering::Relaxed);
+                true
+            }
             Some(Err(TrySendError::Full(_))) => {
                 self.overflowed.store(true, Ordering::Relaxed);
                 false
@@ -134,6 +149,15 @@ impl Session {
     /// Stops sending out-of-band messages (the stream closed).
     pub fn detach(&self) {
         self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// The stream writer took a message of `len` bytes off the outbox.
+    pub fn dequeued(&self, len: usize) {
+        let _ = self
+            .queued
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
+                Some(q.saturating_sub(len))
+            });
     }
 
     pub fn is_overflowed(&self) -> bool {
@@ -180,6 +204,9 @@ pub struct Ctx<'a> {
     progress_token: Option<Value>,
     /// Where progress goes when the request has its own response stream (Streamable HTTP).
     progress_out: Option<&'a Sender<Outgoing>>,
+    /// When the request started, and the last progress value sent (progress must increase).
+    started: Instant,
+    last_progress: std::cell::Cell<f64>,
 }
 
 impl Ctx<'_> {
@@ -187,8 +214,13 @@ impl Ctx<'_> {
         &self.mcp.shared
     }
 
-    /// Sends `notifications/progress` when the request carried a `progressToken`.
+    /// Sends `notifications/progress` when the request carried a `progressToken` and `progress`
+    /// is larger than the last value sent (MCP: progress increases with each notification).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if progress <= self.last_progress.get() {
+            return;
+        }
+        self.last_progress.set(progress);
         if let Some(token) = &self.progress_token {
             let mut params =
                 json!({"progressToken": token, "progress": progress, "message": message});
@@ -207,16 +239,16 @@ impl Ctx<'_> {
         }
     }
 
-    /// Waits up to `timeout` for an item on `rx`, reporting progress every second; `None` on
-    /// timeout, `Some(Err(()))` when cancelled.
+    /// Waits until `deadline` for an item on `rx`, reporting progress every second as the
+    /// seconds since the request started, out of `total`; `None` when the deadline passes (or
+    /// the producer went away), `Some(Err(()))` when cancelled.
     pub fn wait<T>(
         &self,
         rx: &Receiver<T>,
-        timeout: Duration,
+        deadline: Instant,
+        total: Duration,
         what: &str,
     ) -> Option<Result<T, ()>> {
-        let started = Instant::now();
-        let deadline = started + timeout;
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -224,15 +256,11 @@ impl Ctx<'_> {
             }
             let tick = (deadline - now).min(Duration::from_secs(1));
             select! {
-                recv(rx) -> msg => return match msg {
-                    Ok(v) => Some(Ok(v)),
-                    // The producer went away: treat as a timeout-like end the caller reports.
-                    Err(_) => None,
-                },
+                recv(rx) -> msg => return msg.ok().map(Ok),
                 recv(self.cancel) -> _ => return Some(Err(())),
                 default(tick) => {
-                    let elapsed = started.elapsed().as_secs_f64();
-                    self.progress(elapsed.floor(), Some(timeout.as_secs_f64()), what);
+                    let elapsed = self.started.elapsed().as_secs_f64().floor();
+                    self.progress(elapsed, Some(total.as_secs_f64()), what);
                 }
             }
         }
@@ -274,6 +302,12 @@ impl Mcp {
             transport,
             outbox: Mutex::new(outbox),
             overflowed: AtomicBool::new(false),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            max_queued: if transport == "stdio" {
+                0
+            } else {
+                MAX_QUEUED_BYTES
+            },
             stream_gen: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(SessionState::default()),
         });
@@ -315,11 +349,12 @@ impl Mcp {
         self.sessions_map().get(id).cloned()
     }
 
-    /// Sessions that completed `initialize`.
+    /// Sessions that completed the handshake (MCP: before `notifications/initialized` the
+    /// server sends only pings and log messages).
     fn live_sessions(&self) -> Vec<Arc<Session>> {
         self.sessions_map()
             .values()
-            .filter(|s| s.version().is_some())
+            .filter(|s| s.state().initialized)
             .cloned()
             .collect()
     }
@@ -441,6 +476,8 @@ impl Mcp {
             cancel,
             progress_token,
             progress_out,
+            started: Instant::now(),
+            last_progress: std::cell::Cell::new(0.0),
         };
         match req.method.as_str() {
             "tools/list" => {

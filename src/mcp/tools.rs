@@ -786,6 +786,7 @@ fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let pending = service::repl_eval_start(ctx.shared(), &session_id, Some(&json!(expression)))?;
     let received = match ctx.wait(
         &pending.outcome,
+        Instant::now() + timeout,
         timeout,
         "waiting for the program to evaluate",
     ) {
@@ -849,8 +850,12 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
         return Ok(found(p));
     }
     loop {
-        let left = timeout.saturating_sub(started.elapsed());
-        match ctx.wait(&events, left, "waiting for a call to pause") {
+        match ctx.wait(
+            &events,
+            started + timeout,
+            timeout,
+            "waiting for a call to pause",
+        ) {
             Some(Ok(e)) => {
                 if let EventKind::ExecutionPaused { pause_id, .. } = &e.kind {
                     if let Some(p) = find(Some(pause_id)) {
@@ -864,7 +869,7 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
                     "paused": false,
                     "pause": null,
                     "waited_s": started.elapsed().as_secs_f64(),
-                    "message": format!("nothing paused within {:.0} s; call again to keep waiting", timeout.as_secs_f64()),
+                    "message": format!("nothing paused within {} s; call again to keep waiting", timeout.as_secs_f64()),
                 }))
             }
         }

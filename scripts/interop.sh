@@ -1,0 +1,255 @@
+#!/bin/sh
+# interop.sh: checks `cideldill-server --mcp` against real MCP clients over stdio.
+#
+# What it does
+#   1. Installs pinned peers once into <repo>/.cache/interop/ (skipped when present):
+#        v1/   Python venv with mcp==1.30.0
+#        v2/   Python venv with mcp==2.3.0
+#        npm/  @modelcontextprotocol/inspector@2.12.0 (install scripts skipped; the CLI
+#              does not need them; npm prints an engine warning on Node 20, harmless)
+#   2. Builds target/debug/cideldill-server if it is missing (cargo build --quiet).
+#   3. Runs, each under `timeout 120`:
+#        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 (every tool,
+#          resource, template, prompt, completion, subscription, notifications),
+#        the Inspector CLI (`mcp-inspector --cli --config <file> --server cideldill ...`:
+#          tools/list, tools/call, resources/*, prompts/*, logging/setLevel, isError),
+#        scripts/agent_demo.py with mcp 2.3.0 (an agent debugging scripts/demo_app.py,
+#          plus tools/call and ping latency over stdio).
+#   Every server runs with --memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside
+#   a `mktemp -d` directory, so ~/.cideldill is never touched; the directory is removed and
+#   any process still running from it is stopped on exit.
+#
+# What it needs
+#   python3 (3.10+, with venv), node (20+) and npm, cargo (only if the binary is missing),
+#   GNU coreutils `timeout`; network access to PyPI and npm on the first run only.
+#
+# How to call it
+#   scripts/interop.sh            # from anywhere; prints one line per check and ends with
+#                                 # `interop: N passed, N failed`; exit 1 if anything failed
+#   Environment: CIDELDILL_SERVER_BIN (binary to test, default target/debug/cideldill-server),
+#   CIDELDILL_INTEROP_CACHE (peer cache, default <repo>/.cache/interop),
+#   INTEROP_RUST_LOG (server log filter for the Python peers, default warn),
+#   INTEROP_TIMEOUT (seconds each peer run may take, default 120).
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CIDELDILL_INTEROP_CACHE:-$ROOT/.cache/interop}
+BIN=${CIDELDILL_SERVER_BIN:-$ROOT/target/debug/cideldill-server}
+PEER_TIMEOUT=${INTEROP_TIMEOUT:-120}
+INSTALL_TIMEOUT=600
+MCP_V1=1.30.0
+MCP_V2=2.3.0
+INSPECTOR=2.12.0
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-interop.XXXXXX")
+PASSED=0
+FAILED=0
+
+# Stops processes started by this run that outlived their parent: servers and demos whose
+# CIDELDILL_HOME lies inside $TMP (only this run uses that directory).
+sweep() {
+    [ -d /proc ] || return 0
+    for d in /proc/[0-9]*; do
+        pid=${d#/proc/}
+        [ "$pid" = "$$" ] && continue
+        if { tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qF "CIDELDILL_HOME=$TMP/"; then
+            kill "$pid" 2>/dev/null || true
+        fi
+    done
+}
+cleanup() {
+    sweep
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+
+# ---------------------------------------------------------------------------------------
+# 1. Peers
+
+mcp_version_is() { # venv version
+    [ -x "$1/bin/python" ] &&
+        "$1/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != sys.argv[1])' "$2" 2>/dev/null
+}
+
+install_venv() { # name version
+    venv=$CACHE/$1
+    if mcp_version_is "$venv" "$2"; then
+        return 0
+    fi
+    echo "interop: installing mcp==$2 into $venv" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv" &&
+        timeout "$INSTALL_TIMEOUT" "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$2" >&2 &&
+        mcp_version_is "$venv" "$2"
+}
+
+INSPECTOR_PKG=$CACHE/npm/node_modules/@modelcontextprotocol/inspector/package.json
+INSPECTOR_BIN=$CACHE/npm/node_modules/.bin/mcp-inspector
+inspector_installed() {
+    [ -f "$INSPECTOR_PKG" ] && [ -e "$INSPECTOR_BIN" ] &&
+        grep -q "\"version\": *\"$INSPECTOR\"" "$INSPECTOR_PKG"
+}
+install_inspector() {
+    inspector_installed && return 0
+    echo "interop: installing @modelcontextprotocol/inspector@$INSPECTOR into $CACHE/npm" >&2
+    mkdir -p "$CACHE/npm"
+    timeout "$INSTALL_TIMEOUT" npm install --prefix "$CACHE/npm" --no-audit --no-fund --ignore-scripts \
+        "@modelcontextprotocol/inspector@$INSPECTOR" >&2 &&
+        inspector_installed
+}
+
+mkdir -p "$CACHE"
+HAVE_V1=1 HAVE_V2=1 HAVE_INSPECTOR=1
+install_venv v1 "$MCP_V1" || { fail "install mcp==$MCP_V1"; HAVE_V1=0; }
+install_venv v2 "$MCP_V2" || { fail "install mcp==$MCP_V2"; HAVE_V2=0; }
+install_inspector || { fail "install @modelcontextprotocol/inspector@$INSPECTOR"; HAVE_INSPECTOR=0; }
+
+# ---------------------------------------------------------------------------------------
+# 2. The binary
+
+if [ ! -x "$BIN" ]; then
+    echo "interop: building $BIN" >&2
+    (cd "$ROOT" && cargo build --quiet) || true
+fi
+if [ ! -x "$BIN" ]; then
+    fail "build: no binary at $BIN"
+    echo "interop: $PASSED passed, $FAILED failed"
+    exit 1
+fi
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+
+# ---------------------------------------------------------------------------------------
+# 3. Python peers: their PASS/FAIL lines are counted here.
+
+run_peer() { # name command...
+    name=$1
+    shift
+    log=$TMP/$(echo "$name" | tr -c 'A-Za-z0-9.\n' '_').log
+    rc=0
+    TMPDIR=$TMP INTEROP_RUST_LOG=${INTEROP_RUST_LOG:-warn} \
+        timeout "$PEER_TIMEOUT" "$@" >"$log" 2>"$log.err" </dev/null || rc=$?
+    grep -E '^(PASS|FAIL|SKIP|INFO) ' "$log" || true
+    p=$(grep -c '^PASS ' "$log" || true)
+    f=$(grep -c '^FAIL ' "$log" || true)
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    if [ "$rc" -eq 124 ]; then
+        fail "$name: timed out after ${PEER_TIMEOUT} s"
+    elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        fail "$name: exited with status $rc and no FAIL line"
+    fi
+    if [ "$rc" -ne 0 ]; then
+        echo "---- $name stderr (last 25 lines) ----"
+        tail -n 25 "$log.err"
+        echo "----"
+    fi
+    sweep
+}
+
+if [ "$HAVE_V1" = 1 ]; then
+    run_peer "interop_client mcp $MCP_V1" "$CACHE/v1/bin/python" "$ROOT/scripts/interop_client.py" --binary "$BIN"
+fi
+if [ "$HAVE_V2" = 1 ]; then
+    run_peer "interop_client mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/interop_client.py" --binary "$BIN"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 4. Inspector CLI: each run starts a fresh server from the config file.
+
+if [ "$HAVE_INSPECTOR" = 1 ]; then
+    IHOME=$TMP/inspector
+    mkdir -p "$IHOME/home"
+    CONFIG=$IHOME/mcp.json
+    python3 - "$CONFIG" "$BIN" "$IHOME/home" <<'EOF'
+import json, sys
+path, binary, home = sys.argv[1:4]
+cfg = {"mcpServers": {"cideldill": {"command": binary, "args": ["--mcp", "--memory", "--port", "0"],
+                                    "env": {"CIDELDILL_HOME": home, "CIDELDILL_PORT_FILE": home + "/port"}}}}
+json.dump(cfg, open(path, "w"))
+EOF
+    n=0
+    # inspector <check name> <expected exit status> <python expression over r = output JSON> -- <cli args>
+    inspector() {
+        label=$1 want_rc=$2 expr=$3
+        shift 4
+        n=$((n + 1))
+        out=$IHOME/out$n.json
+        rc=0
+        HOME=$IHOME MCP_CLIENT_CONFIG_PATH=$IHOME/client.json MCP_INSPECTOR_SECRET_STORE=memory \
+            timeout "$PEER_TIMEOUT" node "$INSPECTOR_BIN" --cli --config "$CONFIG" --server cideldill \
+            --format json "$@" >"$out" 2>"$out.err" </dev/null || rc=$?
+        why=""
+        if [ "$rc" -eq 124 ]; then
+            why="timed out after ${PEER_TIMEOUT} s"
+        elif [ "$rc" -ne "$want_rc" ]; then
+            why="exit status $rc (expected $want_rc)"
+        elif ! python3 - "$out" "$expr" <<'EOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+    ok = bool(eval(sys.argv[2], {"r": r, "json": json}))
+except Exception as e:
+    print(f"{type(e).__name__}: {e}", file=sys.stderr)
+    ok = False
+sys.exit(0 if ok else 1)
+EOF
+        then
+            why="output does not satisfy: $expr"
+        fi
+        if [ -z "$why" ]; then
+            pass "[inspector $INSPECTOR] $label"
+        else
+            fail "[inspector $INSPECTOR] $label: $why; stdout: $(head -c 400 "$out"); stderr: $(grep -v '^\[mcp-inspector\]\|^\[INFO\|^cideldill-server\|^Server running\|^Database\|^Port file' "$out.err" | tail -n 5)"
+        fi
+        sweep
+    }
+    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause"}'
+
+    inspector "tools/list (--strict)" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
+        -- --method tools/list --strict
+    warnings=$(grep -c '^Warning: tool' "$IHOME/out$n.json.err" || true)
+    if [ "$warnings" -gt 0 ]; then
+        echo "INFO [inspector $INSPECTOR] --strict schema portability warnings: $(grep -A1 '^Warning: tool' "$IHOME/out$n.json.err" | grep -v '^--' | paste -sd' ' -)"
+    fi
+    inspector "tools/call breakpoint_add" 0 \
+        "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add'} and r['result']['isError'] is False and json.loads(r['result']['content'][0]['text']) == r['result']['structuredContent']" \
+        -- --method tools/call --tool-name breakpoint_add --tool-arg function_name=add
+    inspector "tools/call breakpoint_list_breakpoints" 0 \
+        "r['result']['structuredContent']['breakpoints'] == [] and r['result']['isError'] is False" \
+        -- --method tools/call --tool-name breakpoint_list_breakpoints
+    inspector "tools/call isError (breakpoint_continue unknown pause)" 5 \
+        "r['result']['isError'] is True and {'error', 'message', 'hint'} <= set(json.loads(r['result']['content'][0]['text']))" \
+        -- --method tools/call --tool-name breakpoint_continue --tool-arg pause_id=no-such-pause
+    inspector "resources/list" 0 \
+        "{x['uri'] for x in r['result']['resources']} >= {'breakpoint://status', 'breakpoint://breakpoints', 'breakpoint://paused', 'breakpoint://call-history', 'breakpoint://functions'}" \
+        -- --method resources/list
+    inspector "resources/read breakpoint://status" 0 \
+        "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 0, 'paused': 0, 'total_calls': 0}" \
+        -- --method resources/read --uri breakpoint://status
+    inspector "resources/templates/list" 0 \
+        "{x['uriTemplate'] for x in r['result']['resourceTemplates']} == {'breakpoint://paused/{pause_id}', 'breakpoint://call/{call_id}', 'breakpoint://object/{cid}'}" \
+        -- --method resources/templates/list
+    inspector "prompts/list" 0 \
+        "{p['name'] for p in r['result']['prompts']} == {'debug-session-start', 'inspect-paused-call'}" \
+        -- --method prompts/list
+    inspector "prompts/get debug-session-start" 0 \
+        "r['result']['messages'][0]['role'] == 'user' and 'breakpoint_wait_for_pause' in r['result']['messages'][0]['content']['text']" \
+        -- --method prompts/get --prompt-name debug-session-start
+    inspector "logging/setLevel" 0 "r['result'] == {}" \
+        -- --method logging/setLevel --log-level info
+fi
+
+# ---------------------------------------------------------------------------------------
+# 5. An agent session with mcp 2.x.
+
+if [ "$HAVE_V2" = 1 ]; then
+    run_peer "agent_demo mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/agent_demo.py" --binary "$BIN"
+fi
+
+echo "interop: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
