@@ -230,6 +230,7 @@ fn legacy_open(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
     }
     let (tx, rx) = bounded(OUTBOX_CAPACITY);
     let session = mcp.open_session("sse", Some(tx));
+    session.keep_drain(rx.clone());
     // Compat: the original's endpoint, relative to the stream's URL.
     let endpoint = format!("/mcp/messages?session_id={}", session.id);
     spawn_stream(mcp, rq, session, rx, Some(endpoint), 0);
@@ -252,22 +253,28 @@ fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)
     {
         return text(rq, 400, "Could not parse message");
     }
-    // The answer travels on the stream; this request is done.
-    text(rq, 202, "Accepted");
+    // Notifications are handled before the 202, so a client's next POST cannot overtake them
+    // (e.g. `notifications/initialized`); requests answer on the stream after it.
     match incoming {
+        Incoming::Single(Message::Notification(n)) => {
+            mcp.handle_notification(&session, &n);
+            text(rq, 202, "Accepted");
+        }
+        Incoming::Single(Message::Response(_)) => text(rq, 202, "Accepted"),
         Incoming::Single(Message::Request(req)) => {
+            text(rq, 202, "Accepted");
             if let Some(resp) = mcp.handle_request(&session, req) {
                 session.send(&Message::Response(resp));
             }
         }
-        Incoming::Single(Message::Notification(n)) => mcp.handle_notification(&session, &n),
-        Incoming::Single(Message::Response(_)) => {}
         Incoming::Batch(items) => {
+            text(rq, 202, "Accepted");
             if let Some(array) = mcp.handle_batch(&session, items) {
                 send_raw(&session, array);
             }
         }
         Incoming::Invalid(resp) => {
+            text(rq, 202, "Accepted");
             session.send(&Message::Response(resp));
         }
     }
@@ -470,6 +477,7 @@ fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
     };
     let (tx, rx) = bounded(OUTBOX_CAPACITY);
     let gen = session.attach(tx);
+    session.keep_drain(rx.clone());
     spawn_stream(mcp, rq, session, rx, None, gen);
 }
 

@@ -82,6 +82,9 @@ pub struct Session {
     /// Bytes queued and not yet taken by the stream writer, and the limit (0: none, stdio).
     queued: std::sync::atomic::AtomicUsize,
     max_queued: usize,
+    /// A second receiver of the outbox, to free what is queued when the session closes while its
+    /// writer is blocked in a socket write.
+    drain: Mutex<Option<Receiver<Outgoing>>>,
     /// Which attached stream is current (a second GET stream replaces the first).
     stream_gen: std::sync::atomic::AtomicU64,
     state: Mutex<SessionState>,
@@ -146,9 +149,18 @@ impl Session {
         }
     }
 
-    /// Stops sending out-of-band messages (the stream closed).
+    /// Stops sending out-of-band messages (the stream closed) and frees what is still queued.
     pub fn detach(&self) {
         self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(rx) = self.drain.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            while rx.try_recv().is_ok() {}
+        }
+        self.queued.store(0, Ordering::Relaxed);
+    }
+
+    /// Keeps `rx` (a clone of the stream's receiver) to drain the outbox on close.
+    pub fn keep_drain(&self, rx: Receiver<Outgoing>) {
+        *self.drain.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
     }
 
     /// The stream writer took a message of `len` bytes off the outbox.
@@ -309,6 +321,7 @@ impl Mcp {
                 MAX_QUEUED_BYTES
             },
             stream_gen: std::sync::atomic::AtomicU64::new(0),
+            drain: Mutex::new(None),
             state: Mutex::new(SessionState::default()),
         });
         self.sessions_map()
@@ -656,26 +669,44 @@ impl Mcp {
             )),
             _ => None,
         };
+        // Serialised once, sent to every session.
+        let custom = custom.map(|n| n.to_text());
+        let list_changed = list_changed.then(|| {
+            Message::notification("notifications/resources/list_changed", Value::Null).to_text()
+        });
+        let updated: Vec<(String, String)> = updated
+            .into_iter()
+            .map(|uri| {
+                let text =
+                    Message::notification("notifications/resources/updated", json!({"uri": uri}))
+                        .to_text();
+                (uri, text)
+            })
+            .collect();
+        let log_text = log_line.map(|line| {
+            Message::notification(
+                "notifications/message",
+                json!({"level": "info", "logger": "cideldill", "data": line}),
+            )
+            .to_text()
+        });
+        let info = level_rank("info").unwrap_or(1);
         for s in sessions {
-            if let Some(n) = &custom {
-                s.send(n);
+            if let Some(text) = &custom {
+                s.send_text(text.clone());
             }
-            if list_changed {
-                s.send(&Message::notification(
-                    "notifications/resources/list_changed",
-                    Value::Null,
-                ));
+            if let Some(text) = &list_changed {
+                s.send_text(text.clone());
             }
-            for uri in &updated {
+            for (uri, text) in &updated {
                 if s.is_subscribed(uri) {
-                    s.send(&Message::notification(
-                        "notifications/resources/updated",
-                        json!({"uri": uri}),
-                    ));
+                    s.send_text(text.clone());
                 }
             }
-            if let Some(line) = &log_line {
-                s.log("info", json!(line));
+            if let Some(text) = &log_text {
+                if s.state().log_level.is_some_and(|min| info >= min) {
+                    s.send_text(text.clone());
+                }
             }
             if s.is_overflowed() {
                 log::warn!(

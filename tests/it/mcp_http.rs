@@ -1,0 +1,993 @@
+//! MCP over HTTP (`--mcp-sse`) end to end against the real binary: Streamable HTTP at `/mcp`,
+//! the legacy HTTP+SSE transport, broadcasts to many clients, vanished and stalled clients,
+//! Origin/Host/header checks, progress on a POST's own stream, shutdown with streams open, and
+//! a measurement of notification latency. Every wait has a deadline.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
+use serde_json::{json, Value};
+
+use crate::mcp_support::{tool_json, McpServer};
+use crate::support::{call_start_body, deadline, pause_id, wait_for, Client, Resp, Server};
+
+// ---------------------------------------------------------------------------------------------
+// A test-side SSE client over a raw socket.
+
+/// One server-sent event, stamped when the blank line ending it was read.
+#[derive(Debug)]
+struct Ev {
+    name: String,
+    data: String,
+    at: Instant,
+}
+
+/// A chunked body decoded incrementally; it reads as EOF at the terminating chunk.
+struct Chunked<R> {
+    inner: R,
+    left: usize,
+    done: bool,
+}
+
+impl<R: BufRead> Read for Chunked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut line = String::new();
+            if self.inner.read_line(&mut line)? == 0 {
+                return Ok(0);
+            }
+            self.left = usize::from_str_radix(line.trim(), 16).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("chunk size {line:?}"))
+            })?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let want = buf.len().min(self.left);
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n;
+        if n > 0 && self.left == 0 {
+            self.inner.read_exact(&mut [0u8; 2])?;
+        }
+        Ok(n)
+    }
+}
+
+/// An open response whose body a reader thread parses as SSE into a bounded channel: when the
+/// test stops taking events and the channel is full, the thread stops reading the socket.
+struct Sse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    rx: Receiver<Ev>,
+    sock: TcpStream,
+    /// Messages seen while waiting for another one, with their arrival times.
+    pending: Vec<(Value, Instant)>,
+}
+
+impl Sse {
+    fn open(
+        port: u16,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        capacity: usize,
+    ) -> Sse {
+        let mut sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        sock.set_read_timeout(Some(deadline() + Duration::from_secs(20)))
+            .unwrap();
+        sock.set_write_timeout(Some(deadline())).unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(b) = body {
+            req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        req.push_str("\r\n");
+        req.push_str(body.unwrap_or(""));
+        sock.write_all(req.as_bytes()).expect("send the request");
+        let mut reader = BufReader::new(sock.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("status line");
+        let status = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).expect("header line");
+            match line.trim_end().split_once(':') {
+                Some((k, v)) => headers.push((k.trim().to_owned(), v.trim().to_owned())),
+                None => break,
+            }
+        }
+        let chunked = headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+        });
+        let mut body: Box<dyn BufRead + Send> = if chunked {
+            Box::new(BufReader::new(Chunked {
+                inner: reader,
+                left: 0,
+                done: false,
+            }))
+        } else {
+            Box::new(reader)
+        };
+        let (tx, rx) = bounded(capacity);
+        std::thread::spawn(move || {
+            let (mut name, mut data) = (String::new(), Vec::<String>::new());
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if !matches!(body.read_line(&mut line), Ok(n) if n > 0) {
+                    return; // EOF, the terminating chunk, a read timeout or a reset
+                }
+                let l = line.trim_end_matches(['\r', '\n']);
+                if l.is_empty() {
+                    if !(name.is_empty() && data.is_empty()) {
+                        let ev = Ev {
+                            name: std::mem::take(&mut name),
+                            data: data.join("\n"),
+                            at: Instant::now(),
+                        };
+                        data.clear();
+                        if tx.send(ev).is_err() {
+                            return;
+                        }
+                    }
+                } else if let Some(v) = l.strip_prefix("event:") {
+                    name = v.trim_start().to_owned();
+                } else if let Some(v) = l.strip_prefix("data:") {
+                    data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                } // comments (`: ping`) and other fields are ignored
+            }
+        });
+        Sse {
+            status,
+            headers,
+            rx,
+            sock,
+            pending: Vec::new(),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn next_event(&self, until: Instant) -> Result<Ev, RecvTimeoutError> {
+        self.rx
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+    }
+
+    /// The next JSON-RPC message matching `pred` and when it arrived; others are kept.
+    fn message_at(&mut self, within: Duration, pred: impl Fn(&Value) -> bool) -> (Value, Instant) {
+        if let Some(i) = self.pending.iter().position(|(m, _)| pred(m)) {
+            return self.pending.remove(i);
+        }
+        let until = Instant::now() + within;
+        loop {
+            match self.next_event(until) {
+                Ok(ev) => {
+                    assert_eq!(ev.name, "message", "unexpected event {ev:?}");
+                    let m: Value = serde_json::from_str(&ev.data)
+                        .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", ev.data));
+                    if pred(&m) {
+                        return (m, ev.at);
+                    }
+                    self.pending.push((m, ev.at));
+                }
+                Err(e) => panic!(
+                    "no matching message within {within:?} ({e:?}); other messages: {:?}",
+                    self.pending
+                        .iter()
+                        .map(|(m, _)| &m["method"])
+                        .collect::<Vec<_>>()
+                ),
+            }
+        }
+    }
+
+    fn message(&mut self, within: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        self.message_at(within, pred).0
+    }
+
+    /// Whether the stream ends (EOF or the terminating chunk) within `within`.
+    fn ended(&self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            match self.next_event(until) {
+                Ok(_) => {}
+                Err(RecvTimeoutError::Disconnected) => return true,
+                Err(RecvTimeoutError::Timeout) => return false,
+            }
+        }
+    }
+}
+
+impl Drop for Sse {
+    fn drop(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transport helpers.
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+const ACCEPT: (&str, &str) = ("Accept", ACCEPT_BOTH);
+const EVIL: &str = "http://evil.example";
+
+/// One HTTP request with exactly these headers (plus Host unless given, and Connection: close).
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+    }
+    req.push_str("\r\n");
+    req.push_str(body.unwrap_or(""));
+    Client { port }.raw(req.as_bytes())
+}
+
+fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn initialize(version: &str) -> Value {
+    rpc(
+        0,
+        "initialize",
+        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it-http", "version": "1"}}),
+    )
+}
+
+fn initialized_note() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+fn body_text(r: &Resp) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// A Streamable HTTP POST to `/mcp` as a conforming client sends it.
+fn mcp_post(port: u16, session: Option<&str>, msg: &Value) -> Resp {
+    let mut headers = vec![JSON, ACCEPT];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+    }
+    http(port, "POST", "/mcp", &headers, Some(&msg.to_string()))
+}
+
+/// Initializes a Streamable HTTP session and returns its id.
+fn streamable_session(port: u16, version: &str) -> String {
+    let r = mcp_post(port, None, &initialize(version));
+    assert_eq!(r.status, 200, "initialize: {}", body_text(&r));
+    assert!(r
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("application/json"));
+    assert_eq!(r.json()["result"]["protocolVersion"], version);
+    let sid = r
+        .header("Mcp-Session-Id")
+        .expect("Mcp-Session-Id")
+        .to_owned();
+    assert!(
+        sid.len() >= 32 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+        "session id must be 32+ visible ASCII characters: {sid:?}"
+    );
+    let n = mcp_post(port, Some(&sid), &initialized_note());
+    assert_eq!(n.status, 202, "{}", body_text(&n));
+    sid
+}
+
+/// The server-to-client stream of a Streamable HTTP session.
+fn get_stream(port: u16, sid: &str) -> Sse {
+    let g = Sse::open(
+        port,
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)],
+        None,
+        1024,
+    );
+    assert_eq!(g.status, 200);
+    assert_eq!(g.header("Mcp-Session-Id"), Some(sid));
+    g
+}
+
+/// A legacy HTTP+SSE session: the stream and the endpoint it announced.
+struct Legacy {
+    sse: Sse,
+    port: u16,
+    endpoint: String,
+    next_id: i64,
+}
+
+impl Legacy {
+    fn connect(port: u16) -> Legacy {
+        Legacy::connect_with(port, 4096)
+    }
+
+    /// Opens `/mcp/sse`; the endpoint event must come at once (flushed, not buffered).
+    fn connect_with(port: u16, capacity: usize) -> Legacy {
+        let sse = Sse::open(
+            port,
+            "GET",
+            "/mcp/sse",
+            &[("Accept", "text/event-stream")],
+            None,
+            capacity,
+        );
+        assert_eq!(sse.status, 200);
+        assert!(sse
+            .header("Content-Type")
+            .unwrap()
+            .starts_with("text/event-stream"));
+        let ev = sse
+            .next_event(Instant::now() + Duration::from_secs(2))
+            .expect("the endpoint event within 2 s");
+        assert_eq!(ev.name, "endpoint", "{ev:?}");
+        let id = ev
+            .data
+            .strip_prefix("/mcp/messages?session_id=")
+            .unwrap_or_else(|| panic!("endpoint {:?}", ev.data));
+        assert!(
+            id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id:?}"
+        );
+        Legacy {
+            endpoint: ev.data.clone(),
+            sse,
+            port,
+            next_id: 1,
+        }
+    }
+
+    fn post(&self, msg: &Value) -> Resp {
+        Client { port: self.port }.post(&self.endpoint, msg)
+    }
+
+    /// Posts a request (202) and waits for its response on the stream.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let r = self.post(&rpc(id, method, params));
+        assert_eq!(r.status, 202, "{method}: {}", body_text(&r));
+        assert_eq!(body_text(&r), "Accepted");
+        self.sse.message(deadline(), |m| {
+            m["id"] == id && (m.get("result").is_some() || m.get("error").is_some())
+        })
+    }
+
+    /// The handshake. The notification is handled after its 202; the ping round trip that
+    /// follows makes it all but certain the session counts as initialized for broadcasts.
+    fn init(&mut self) -> &mut Legacy {
+        let r = self.request("initialize", initialize("2024-11-05")["params"].clone());
+        assert_eq!(r["result"]["protocolVersion"], "2024-11-05", "{r}");
+        assert_eq!(self.post(&initialized_note()).status, 202);
+        assert_eq!(self.request("ping", json!({}))["result"], json!({}));
+        self
+    }
+
+    fn call_ok(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert_eq!(r["result"]["isError"], false, "{tool}: {r}");
+        tool_json(&r["result"])
+    }
+}
+
+/// A simulated instrumented program hits the breakpoint `name`: the pause id and when the
+/// HTTP response of `/api/call/start` was complete.
+fn hit(app: &Client, name: &str) -> (String, Instant) {
+    let start = app.post_ok("/api/call/start", &call_start_body(name, vec![], json!({})));
+    (pause_id(&start), Instant::now())
+}
+
+fn add_breakpoint(app: &Client, name: &str) {
+    app.post_ok("/api/breakpoints", &json!({"function_name": name}));
+}
+
+fn resume(app: &Client, pause: &str) {
+    app.post_ok(
+        &format!("/api/paused/{pause}/continue"),
+        &json!({"action": "continue"}),
+    );
+}
+
+fn is_paused(pause: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |m| {
+        m["method"] == "notifications/breakpoint/execution_paused"
+            && m["params"]["pause_id"] == pause
+    }
+}
+
+fn ping_status(port: u16, endpoint: &str) -> u16 {
+    Client { port }
+        .post(endpoint, &rpc(99, "ping", json!({})))
+        .status
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests.
+
+#[test]
+fn streamable_http_sessions_answer_json_and_end_with_delete() {
+    let s = Server::start(&["--mcp-sse"]);
+    let port = s.port;
+    let sid = streamable_session(port, "2025-11-25");
+
+    let r = mcp_post(port, Some(&sid), &rpc(1, "tools/list", json!({})));
+    assert_eq!(r.status, 200, "{}", body_text(&r));
+    assert!(r
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("application/json"));
+    let tools = r.json()["result"]["tools"].clone();
+    assert!(tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "breakpoint_add"));
+
+    let call = rpc(
+        2,
+        "tools/call",
+        json!({"name": "breakpoint_add", "arguments": {"function_name": "add"}}),
+    );
+    let r = mcp_post(port, Some(&sid), &call);
+    assert_eq!(r.status, 200, "{}", body_text(&r));
+    let v = r.json();
+    assert_eq!(v["id"], 2);
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert!(s.client().get_ok("/api/breakpoints")["breakpoints"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("add")));
+
+    let ping = rpc(3, "ping", json!({}));
+    let missing = mcp_post(port, None, &ping);
+    assert_eq!(missing.status, 400, "{}", body_text(&missing));
+    assert_eq!(missing.json()["error"]["code"], -32600);
+    let unknown = mcp_post(port, Some(&"0".repeat(32)), &ping);
+    assert_eq!(unknown.status, 404, "{}", body_text(&unknown));
+
+    // The server-to-client stream needs the session too.
+    let get = |sid: &str| {
+        let h = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)];
+        http(
+            port,
+            "GET",
+            "/mcp",
+            if sid.is_empty() { &h[..1] } else { &h },
+            None,
+        )
+        .status
+    };
+    assert_eq!(get(""), 400);
+    assert_eq!(get(&"0".repeat(32)), 404);
+
+    // DELETE ends the session and its open stream.
+    let stream = get_stream(port, &sid);
+    let del = http(port, "DELETE", "/mcp", &[("Mcp-Session-Id", &sid)], None);
+    assert_eq!(del.status, 200, "{}", body_text(&del));
+    assert!(
+        stream.ended(deadline()),
+        "the GET stream of a deleted session ends"
+    );
+    assert_eq!(
+        mcp_post(port, Some(&sid), &ping).status,
+        404,
+        "an ended session"
+    );
+    let again = http(port, "DELETE", "/mcp", &[("Mcp-Session-Id", &sid)], None);
+    assert_eq!(again.status, 404);
+
+    // Batches: 2025-03-26 allowed JSON-RPC arrays, later revisions refuse them with -32600.
+    let batch = json!([
+        rpc(1, "ping", json!({})),
+        initialized_note(),
+        rpc(2, "tools/list", json!({}))
+    ]);
+    let old = streamable_session(port, "2025-03-26");
+    let r = mcp_post(port, Some(&old), &batch);
+    assert_eq!(r.status, 200, "{}", body_text(&r));
+    let answers = r.json();
+    let answers = answers.as_array().expect("an array of responses");
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers[0]["result"], json!({}));
+    assert_eq!(answers[1]["id"], 2);
+    assert!(answers[1]["result"]["tools"].is_array());
+    let new = streamable_session(port, "2025-06-18");
+    let r = mcp_post(port, Some(&new), &batch);
+    assert_eq!(r.status, 400, "{}", body_text(&r));
+    assert_eq!(r.json()["error"]["code"], -32600);
+}
+
+#[test]
+fn legacy_sse_announces_its_endpoint_at_once_and_answers_on_the_stream() {
+    let s = Server::start(&["--mcp-sse"]);
+    let mut l = Legacy::connect(s.port);
+    assert_eq!(l.sse.header("Cache-Control"), Some("no-cache"));
+    assert_eq!(l.sse.header("X-Accel-Buffering"), Some("no"));
+    let r = l.request("initialize", initialize("2024-11-05")["params"].clone());
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(
+        r["result"]["serverInfo"]["name"],
+        "cideldill-breakpoint-server"
+    );
+    assert_eq!(l.post(&initialized_note()).status, 202);
+
+    l.call_ok("breakpoint_add", json!({"function_name": "mul"}));
+    let listed = l.call_ok("breakpoint_list_breakpoints", json!({}));
+    assert!(listed["breakpoints"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("mul")));
+
+    let client = s.client();
+    let ping = rpc(50, "ping", json!({}));
+    for path in ["/mcp/messages", "/mcp/messages?session_id="] {
+        let r = client.post(path, &ping);
+        assert_eq!(r.status, 400, "{path}: {}", body_text(&r));
+    }
+    let unknown = format!("/mcp/messages?session_id={}", "0".repeat(32));
+    assert_eq!(client.post(&unknown, &ping).status, 404);
+    let garbage = client.request("POST", &l.endpoint, Some(b"{this is not json"));
+    assert_eq!(garbage.status, 400, "{}", body_text(&garbage));
+    // Valid JSON that is no JSON-RPC message: accepted, answered with -32600 on the stream.
+    assert_eq!(l.post(&json!({"foo": 1})).status, 202);
+    let err = l.sse.message(deadline(), |m| m.get("error").is_some());
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    assert_eq!(err["id"], Value::Null);
+    // The session survives all that.
+    assert_eq!(l.request("ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn a_pause_reaches_two_legacy_sessions_and_a_streamable_get_stream() {
+    let s = Server::start(&["--mcp-sse"]);
+    let mut a = Legacy::connect(s.port);
+    a.init();
+    let mut b = Legacy::connect(s.port);
+    b.init();
+    let sid = streamable_session(s.port, "2025-11-25");
+    let mut g = get_stream(s.port, &sid);
+
+    let app = s.client();
+    add_breakpoint(&app, "add");
+    let (p, _) = hit(&app, "add");
+    for stream in [&mut a.sse, &mut b.sse, &mut g] {
+        let n = stream.message(deadline(), is_paused(&p));
+        assert_eq!(n["params"]["method_name"], "add");
+        assert_eq!(n["params"]["pause_reason"], "breakpoint");
+        assert!(n.get("id").is_none(), "a notification: {n}");
+    }
+}
+
+#[test]
+fn a_client_that_vanishes_mid_stream_is_dropped_while_others_are_served() {
+    let s = Server::start(&["--mcp-sse"]);
+    let app = s.client();
+    let mut gone = Legacy::connect(s.port);
+    gone.init();
+    let gone_endpoint = gone.endpoint.clone();
+    let mut stay = Legacy::connect(s.port);
+    stay.init();
+    add_breakpoint(&app, "f");
+    let (p, _) = hit(&app, "f");
+    gone.sse.message(deadline(), is_paused(&p));
+    stay.sse.message(deadline(), is_paused(&p));
+
+    drop(gone);
+    resume(&app, &p); // the next broadcast finds the socket closed
+    let mut broadcasts = 1;
+    wait_for("the vanished session to be dropped", || {
+        if ping_status(s.port, &gone_endpoint) == 404 {
+            return Some(());
+        }
+        // Not noticed yet: one more broadcast, which the remaining client must still get.
+        let (p, _) = hit(&app, "f");
+        stay.sse.message(deadline(), is_paused(&p));
+        resume(&app, &p);
+        broadcasts += 1;
+        None
+    });
+    eprintln!("vanished client dropped after {broadcasts} broadcast(s)");
+    assert_eq!(stay.request("ping", json!({}))["result"], json!({}));
+    let (p, _) = hit(&app, "f");
+    stay.sse.message(deadline(), is_paused(&p));
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_without_holding_memory() {
+    let s = Server::start(&["--mcp-sse"]);
+    let app = s.client();
+    // Two events fit in its channel; then its reader thread stops reading the socket.
+    let mut stalled = Legacy::connect_with(s.port, 2);
+    stalled.init();
+    let mut reader = Legacy::connect_with(s.port, 1 << 16);
+    reader.init();
+    // Log messages repeat the method name: each round then sends four copies of it to every
+    // session, while the server's own state (the open call) keeps one.
+    for l in [&mut stalled, &mut reader] {
+        let r = l.request("logging/setLevel", json!({"level": "info"}));
+        assert_eq!(r["result"], json!({}), "{r}");
+    }
+    let name = format!("big_{}", "x".repeat(100_000));
+    add_breakpoint(&app, &name);
+    let mut body = call_start_body("big", vec![], json!({}));
+    body["method_name"] = json!(name);
+    // No target item: only the open call keeps the long name.
+    body["target"] = Value::Null;
+    let body = body.to_string();
+    let rss_before = rss_kib(s.pid());
+
+    let started = Instant::now();
+    let until = started + deadline() + Duration::from_secs(5);
+    // ~400 KB per round and session: 90 rounds send more than 32 MiB to each. More rounds
+    // follow, if needed, until the stalled session is gone (kernel buffers differ).
+    let mut dropped_at = None;
+    let mut rounds = 0;
+    while rounds < 90 || (dropped_at.is_none() && rounds < 300) {
+        rounds += 1;
+        let round = rounds;
+        let r = app.request("POST", "/api/call/start", Some(body.as_bytes()));
+        assert_eq!(r.status, 200, "{}", body_text(&r));
+        let p = pause_id(&r.json());
+        // The reading client gets every pause, in order, as it happens.
+        loop {
+            let ev = reader.sse.next_event(until).unwrap_or_else(|e| {
+                panic!("round {round}: no execution_paused for the reading client ({e:?})")
+            });
+            // Checked without parsing 100 KB of JSON per event (the test is a debug build).
+            if ev
+                .data
+                .contains("\"notifications/breakpoint/execution_paused\"")
+            {
+                assert!(
+                    ev.data.contains(&format!("\"pause_id\":\"{p}\"")),
+                    "round {round}"
+                );
+                assert!(
+                    ev.data.contains(&name),
+                    "round {round}: the whole method name"
+                );
+                break;
+            }
+        }
+        resume(&app, &p);
+        if dropped_at.is_none() && round % 5 == 0 && ping_status(s.port, &stalled.endpoint) == 404 {
+            dropped_at = Some(round);
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(reader.request("ping", json!({}))["result"], json!({}));
+    assert_eq!(
+        ping_status(s.port, &reader.endpoint),
+        202,
+        "the reader stays"
+    );
+    wait_for("the stalled session to be dropped", || {
+        (ping_status(s.port, &stalled.endpoint) == 404).then_some(())
+    });
+    let rss_after = rss_kib(s.pid());
+    // Once its client reads again, the dropped session's stream drains and ends.
+    assert!(
+        stalled.sse.ended(deadline()),
+        "the stream of a dropped session ends"
+    );
+    eprintln!(
+        "stalled client: {rounds} rounds in {elapsed:?}, stalled session dropped by round \
+         {dropped_at:?}; server RSS {rss_before} KiB -> {rss_after} KiB"
+    );
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "server RSS grew from {rss_before} KiB to {rss_after} KiB"
+    );
+}
+
+#[test]
+fn stdio_and_sse_clients_share_state_and_both_receive_pauses() {
+    // Seed tests 134 (test_stdio_and_sse_share_state), 135 (test_notification_broadcast_to_all_transports).
+    let s = McpServer::start(&["--mcp-sse"]);
+    let r = s.request("initialize", initialize("2025-11-25")["params"].clone());
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    s.notify("notifications/initialized", json!({}));
+    let mut l = Legacy::connect(s.port);
+    l.init();
+    let sid = streamable_session(s.port, "2025-11-25");
+
+    s.call_ok("breakpoint_add", json!({"function_name": "from_stdio"}));
+    let listed = l.call_ok("breakpoint_list_breakpoints", json!({}));
+    assert!(
+        listed["breakpoints"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("from_stdio")),
+        "{listed}"
+    );
+    l.call_ok("breakpoint_add", json!({"function_name": "from_sse"}));
+    let call = rpc(
+        5,
+        "tools/call",
+        json!({"name": "breakpoint_add", "arguments": {"function_name": "from_http"}}),
+    );
+    assert_eq!(
+        mcp_post(s.port, Some(&sid), &call).json()["result"]["isError"],
+        false
+    );
+    let listed = s.call_ok("breakpoint_list_breakpoints", json!({}));
+    for name in ["from_stdio", "from_sse", "from_http"] {
+        assert!(
+            listed["breakpoints"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(name)),
+            "{listed}"
+        );
+    }
+
+    let (p, _) = hit(&s.http(), "from_sse");
+    let n = s.notification("notifications/breakpoint/execution_paused");
+    assert_eq!(n["params"]["pause_id"], p.as_str());
+    let n = l.sse.message(deadline(), is_paused(&p));
+    assert_eq!(n["params"]["method_name"], "from_sse");
+}
+
+#[test]
+fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
+    let s = Server::start(&["--mcp-sse"]);
+    let port = s.port;
+    let init = initialize("2025-11-25").to_string();
+    let post = |headers: &[(&str, &str)]| http(port, "POST", "/mcp", headers, Some(&init));
+    let status = |r: Resp| (r.status, body_text(&r));
+
+    // A foreign Origin is refused on all three endpoints; loopback origins are fine.
+    let r = post(&[JSON, ACCEPT, ("Origin", EVIL)]);
+    assert_eq!(r.status, 403, "{}", body_text(&r));
+    assert_eq!(r.json()["error"]["code"], -32600);
+    let sse = http(
+        port,
+        "GET",
+        "/mcp/sse",
+        &[("Accept", "text/event-stream"), ("Origin", EVIL)],
+        None,
+    );
+    assert_eq!(status(sse).0, 403);
+    let l = Legacy::connect(port);
+    let msg = rpc(1, "ping", json!({})).to_string();
+    let r = http(
+        port,
+        "POST",
+        &l.endpoint,
+        &[JSON, ("Origin", EVIL)],
+        Some(&msg),
+    );
+    assert_eq!(status(r).0, 403);
+    let r = http(
+        port,
+        "POST",
+        &l.endpoint,
+        &[JSON, ("Origin", "http://localhost:5173")],
+        Some(&msg),
+    );
+    assert_eq!(status(r).0, 202);
+    for origin in ["http://localhost:5173", &format!("http://127.0.0.1:{port}")] {
+        let r = post(&[JSON, ACCEPT, ("Origin", origin)]);
+        assert_eq!(r.status, 200, "{origin}: {}", body_text(&r));
+    }
+
+    // DNS-rebinding guard on a loopback bind.
+    let r = post(&[JSON, ACCEPT, ("Host", "evil.example")]);
+    assert_eq!(status(r).0, 421);
+    let r = http(
+        port,
+        "GET",
+        "/mcp/sse",
+        &[("Host", "evil.example:80"), ("Accept", "text/event-stream")],
+        None,
+    );
+    assert_eq!(status(r).0, 421);
+    let r = post(&[JSON, ACCEPT, ("Host", &format!("localhost:{port}"))]);
+    assert_eq!(status(r).0, 200);
+
+    // Header rules of Streamable HTTP.
+    assert_eq!(
+        status(post(&[("Content-Type", "text/plain"), ACCEPT])).0,
+        415
+    );
+    assert_eq!(status(post(&[JSON, ("Accept", "text/html")])).0, 406);
+    assert_eq!(
+        status(post(&[
+            JSON,
+            ACCEPT,
+            ("MCP-Protocol-Version", "1999-01-01")
+        ]))
+        .0,
+        400
+    );
+    assert_eq!(
+        status(post(&[
+            JSON,
+            ACCEPT,
+            ("MCP-Protocol-Version", "2025-06-18")
+        ]))
+        .0,
+        200
+    );
+    let sid = streamable_session(port, "2025-11-25");
+    let r = http(
+        port,
+        "GET",
+        "/mcp",
+        &[("Accept", "application/json"), ("Mcp-Session-Id", &sid)],
+        None,
+    );
+    assert_eq!(status(r).0, 406);
+    let r = http(port, "PUT", "/mcp", &[JSON], Some(&init));
+    assert_eq!(r.status, 405, "{}", body_text(&r));
+    assert!(r.header("Allow").unwrap().contains("POST"));
+
+    // Session cap: the second session of either transport is refused until the first ends.
+    let capped = Server::start(&["--mcp-sse", "--mcp-max-sessions", "1"]);
+    let first = streamable_session(capped.port, "2025-11-25");
+    let r = mcp_post(capped.port, None, &initialize("2025-11-25"));
+    assert_eq!(r.status, 503, "{}", body_text(&r));
+    let r = http(
+        capped.port,
+        "GET",
+        "/mcp/sse",
+        &[("Accept", "text/event-stream")],
+        None,
+    );
+    assert_eq!(r.status, 503, "{}", body_text(&r));
+    let del = http(
+        capped.port,
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", &first)],
+        None,
+    );
+    assert_eq!(del.status, 200);
+    streamable_session(capped.port, "2025-11-25");
+
+    // Without --mcp-sse there is no MCP endpoint.
+    let plain = Server::start(&[]);
+    for method in ["GET", "POST"] {
+        let r = http(plain.port, method, "/mcp", &[JSON, ACCEPT], Some(&init));
+        assert_eq!(r.status, 404, "{method} /mcp: {}", body_text(&r));
+        assert!(r.json().is_object());
+    }
+}
+
+#[test]
+fn a_request_with_a_progress_token_gets_progress_on_its_own_sse_reply() {
+    let s = Server::start(&["--mcp-sse"]);
+    let sid = streamable_session(s.port, "2025-11-25");
+    let body = rpc(
+        7,
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 1.5},
+               "_meta": {"progressToken": "wait-7"}}),
+    );
+    let mut reply = Sse::open(
+        s.port,
+        "POST",
+        "/mcp",
+        &[JSON, ACCEPT, ("Mcp-Session-Id", &sid)],
+        Some(&body.to_string()),
+        64,
+    );
+    assert_eq!(reply.status, 200);
+    assert!(reply
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut progress = Vec::new();
+    let result = loop {
+        let m = reply.message(deadline(), |_| true);
+        if m["method"] == "notifications/progress" {
+            assert_eq!(m["params"]["progressToken"], "wait-7");
+            progress.push(m["params"]["progress"].as_f64().unwrap());
+        } else {
+            break m;
+        }
+    };
+    assert_eq!(result["id"], 7, "{result}");
+    assert_eq!(tool_json(&result["result"])["paused"], false, "{result}");
+    assert!(!progress.is_empty(), "no progress before the result");
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert!(
+        reply.ended(deadline()),
+        "the reply stream ends after the response"
+    );
+}
+
+#[test]
+fn sigterm_ends_open_streams_and_exits_cleanly() {
+    let mut s = Server::start(&["--mcp-sse"]);
+    let mut l = Legacy::connect(s.port);
+    l.init();
+    let sid = streamable_session(s.port, "2025-11-25");
+    let g = get_stream(s.port, &sid);
+    let started = Instant::now();
+    let status = s.signal_and_wait("-TERM");
+    assert!(status.success(), "exit status {status}");
+    assert!(l.sse.ended(deadline()), "the legacy stream ends");
+    assert!(g.ended(deadline()), "the GET stream ends");
+    eprintln!(
+        "shutdown with two streams open took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn pause_notifications_reach_ten_sse_sessions_quickly() {
+    let s = Server::start(&["--mcp-sse"]);
+    let app = s.client();
+    let mut sessions: Vec<Legacy> = (0..10)
+        .map(|_| {
+            let mut l = Legacy::connect(s.port);
+            l.init();
+            l
+        })
+        .collect();
+    add_breakpoint(&app, "lat");
+    let (mut lat, mut floor, mut early) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..50 {
+        let t = Instant::now();
+        app.get_ok("/api/status");
+        floor.push(t.elapsed());
+        let (p, answered) = hit(&app, "lat");
+        for l in &mut sessions {
+            let (_, at) = l.sse.message_at(deadline(), is_paused(&p));
+            early += usize::from(at < answered);
+            lat.push(at.saturating_duration_since(answered));
+        }
+        resume(&app, &p);
+    }
+    lat.sort();
+    floor.sort();
+    let pct = |v: &[Duration], q: usize| v[(v.len() * q / 100).min(v.len() - 1)];
+    let (p50, p99) = (pct(&lat, 50), pct(&lat, 99));
+    eprintln!(
+        "notification latency over {} deliveries: p50 {p50:?}, p99 {p99:?}, max {:?} \
+         ({early} arrived before the call/start response); floor (GET /api/status round trip): \
+         p50 {:?}, p99 {:?}",
+        lat.len(),
+        lat[lat.len() - 1],
+        pct(&floor, 50),
+        pct(&floor, 99)
+    );
+    assert!(p99 < Duration::from_secs(2), "p99 {p99:?}");
+}
