@@ -397,7 +397,10 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
                 .get("_meta")
                 .and_then(|m| m.get("progressToken"))
                 .is_some();
-            if has_progress && accepts(&rq, "text/event-stream") {
+            // JSON unless the client only takes an event stream, or wants progress on one.
+            let sse = accepts(&rq, "text/event-stream")
+                && (has_progress || !accepts(&rq, "application/json"));
+            if sse {
                 sse_reply(mcp, rq, &session, req);
             } else {
                 match mcp.handle_request(&session, req) {

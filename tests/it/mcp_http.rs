@@ -934,6 +934,33 @@ fn a_request_with_a_progress_token_gets_progress_on_its_own_sse_reply() {
 }
 
 #[test]
+fn a_client_that_accepts_only_event_streams_gets_its_reply_as_one() {
+    let s = Server::start(&["--mcp-sse"]);
+    let sid = streamable_session(s.port, "2025-11-25");
+    let body = rpc(8, "tools/list", json!({}));
+    let mut reply = Sse::open(
+        s.port,
+        "POST",
+        "/mcp",
+        &[
+            JSON,
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &sid),
+        ],
+        Some(&body.to_string()),
+        64,
+    );
+    assert_eq!(reply.status, 200);
+    assert!(reply
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let m = reply.message(deadline(), |m| m["id"] == 8);
+    assert_eq!(m["result"]["tools"].as_array().unwrap().len(), 15);
+    assert!(reply.ended(deadline()));
+}
+
+#[test]
 fn sigterm_ends_open_streams_and_exits_cleanly() {
     let mut s = Server::start(&["--mcp-sse"]);
     let mut l = Legacy::connect(s.port);
