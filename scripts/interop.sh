@@ -1,5 +1,6 @@
 #!/bin/sh
-# interop.sh: checks `cideldill-server --mcp` against real MCP clients over stdio.
+# interop.sh: checks `cideldill-server --mcp` (stdio) and `--mcp-sse` (HTTP) against real
+# MCP clients.
 #
 # What it does
 #   1. Installs pinned peers once into <repo>/.cache/interop/ (skipped when present):
@@ -9,10 +10,19 @@
 #              does not need them; npm prints an engine warning on Node 20, harmless)
 #   2. Builds target/debug/cideldill-server if it is missing (cargo build --quiet).
 #   3. Runs, each under `timeout 120`:
-#        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 (every tool,
-#          resource, template, prompt, completion, subscription, notifications),
-#        the Inspector CLI (`mcp-inspector --cli --config <file> --server cideldill ...`:
-#          tools/list, tools/call, resources/*, prompts/*, logging/setLevel, isError),
+#        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 over stdio (every
+#          tool, resource, template, prompt, completion, subscription, notifications),
+#        scripts/interop_http.py with mcp 1.30.0 and with mcp 2.3.0 over HTTP: the SDK's
+#          legacy SSE client against /mcp/sse and its Streamable HTTP client against /mcp,
+#          each with its own `--mcp-sse` server (tools, status resource, progress,
+#          execution_paused / list_changed after a pause made over the REST API, close),
+#        the Inspector CLI over stdio, legacy SSE and Streamable HTTP (every tool is called once:
+#          over HTTP with scripts/interop_app.py pausing a call and answering a REPL eval;
+#          over stdio: `mcp-inspector --cli --config <file> --server
+#          cideldill ...`: tools/list, tools/call, resources/*, prompts/*, logging/setLevel,
+#          isError) and over HTTP (`--transport sse --server-url .../mcp/sse` and
+#          `--transport http --server-url .../mcp`, one `--mcp-sse` server each: tools/list,
+#          tools/call breakpoint_add, resources/read breakpoint://status),
 #        scripts/agent_demo.py with mcp 2.3.0 (an agent debugging scripts/demo_app.py,
 #          plus tools/call and ping latency over stdio).
 #   Every server runs with --memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside
@@ -52,12 +62,14 @@ sweep() {
     for d in /proc/[0-9]*; do
         pid=${d#/proc/}
         [ "$pid" = "$$" ] && continue
+        [ "$pid" = "${SWEEP_KEEP:-}" ] && continue
         if { tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qF "CIDELDILL_HOME=$TMP/"; then
             kill "$pid" 2>/dev/null || true
         fi
     done
 }
 cleanup() {
+    SWEEP_KEEP=
     sweep
     rm -rf "$TMP"
 }
@@ -67,6 +79,30 @@ trap 'exit 143' TERM
 
 pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+
+# start_http_server <dir>: starts `$BIN --mcp-sse --memory --port 0` in the background with
+# its home and port file in <dir>; sets HTTP_PID and HTTP_PORT (fails after 15 s without a port).
+start_http_server() {
+    mkdir -p "$1"
+    CIDELDILL_HOME=$1 CIDELDILL_PORT_FILE=$1/port RUST_LOG=${INTEROP_RUST_LOG:-warn} \
+        "$BIN" --mcp-sse --memory --port 0 >"$1/server.log" 2>&1 </dev/null &
+    HTTP_PID=$!
+    tries=0
+    while [ ! -s "$1/port" ]; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 150 ] || ! kill -0 "$HTTP_PID" 2>/dev/null; then
+            stop_http_server
+            return 1
+        fi
+        sleep 0.1
+    done
+    HTTP_PORT=$(cat "$1/port")
+}
+# stop_http_server: SIGTERM to the server started last, then waits for it.
+stop_http_server() {
+    kill "$HTTP_PID" 2>/dev/null || true
+    wait "$HTTP_PID" 2>/dev/null || true
+}
 
 # ---------------------------------------------------------------------------------------
 # 1. Peers
@@ -157,9 +193,16 @@ fi
 if [ "$HAVE_V2" = 1 ]; then
     run_peer "interop_client mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/interop_client.py" --binary "$BIN"
 fi
+if [ "$HAVE_V1" = 1 ]; then
+    run_peer "interop_http mcp $MCP_V1" "$CACHE/v1/bin/python" "$ROOT/scripts/interop_http.py" --binary "$BIN"
+fi
+if [ "$HAVE_V2" = 1 ]; then
+    run_peer "interop_http mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/interop_http.py" --binary "$BIN"
+fi
 
 # ---------------------------------------------------------------------------------------
-# 4. Inspector CLI: each run starts a fresh server from the config file.
+# 4. Inspector CLI: over stdio each run starts a fresh server from the config file; over
+#    HTTP (ISERVER_URL set) each run connects to the `--mcp-sse` server of its transport.
 
 if [ "$HAVE_INSPECTOR" = 1 ]; then
     IHOME=$TMP/inspector
@@ -173,16 +216,24 @@ cfg = {"mcpServers": {"cideldill": {"command": binary, "args": ["--mcp", "--memo
 json.dump(cfg, open(path, "w"))
 EOF
     n=0
+    ISERVER_URL=
     # inspector <check name> <expected exit status> <python expression over r = output JSON> -- <cli args>
     inspector() {
         label=$1 want_rc=$2 expr=$3
         shift 4
         n=$((n + 1))
         out=$IHOME/out$n.json
+        if [ -n "$ISERVER_URL" ]; then
+            set -- --transport "$ITRANSPORT" --server-url "$ISERVER_URL" "$@"
+            tag="inspector $INSPECTOR $ITRANSPORT"
+        else
+            set -- --config "$CONFIG" --server cideldill "$@"
+            tag="inspector $INSPECTOR"
+        fi
         rc=0
         HOME=$IHOME MCP_CLIENT_CONFIG_PATH=$IHOME/client.json MCP_INSPECTOR_SECRET_STORE=memory \
-            timeout "$PEER_TIMEOUT" node "$INSPECTOR_BIN" --cli --config "$CONFIG" --server cideldill \
-            --format json "$@" >"$out" 2>"$out.err" </dev/null || rc=$?
+            timeout "$PEER_TIMEOUT" node "$INSPECTOR_BIN" --cli --format json "$@" \
+            >"$out" 2>"$out.err" </dev/null || rc=$?
         why=""
         if [ "$rc" -eq 124 ]; then
             why="timed out after ${PEER_TIMEOUT} s"
@@ -202,9 +253,9 @@ EOF
             why="output does not satisfy: $expr"
         fi
         if [ -z "$why" ]; then
-            pass "[inspector $INSPECTOR] $label"
+            pass "[$tag] $label"
         else
-            fail "[inspector $INSPECTOR] $label: $why; stdout: $(head -c 400 "$out"); stderr: $(grep -v '^\[mcp-inspector\]\|^\[INFO\|^cideldill-server\|^Server running\|^Database\|^Port file' "$out.err" | tail -n 5)"
+            fail "[$tag] $label: $why; stdout: $(head -c 400 "$out"); stderr: $(grep -v '^\[mcp-inspector\]\|^\[INFO\|^cideldill-server\|^Server running\|^Database\|^Port file' "$out.err" | tail -n 5)"
         fi
         sweep
     }
@@ -242,6 +293,75 @@ EOF
         -- --method prompts/get --prompt-name debug-session-start
     inspector "logging/setLevel" 0 "r['result'] == {}" \
         -- --method logging/setLevel --log-level info
+
+    # Over HTTP: a `--mcp-sse` server per transport, kept out of the sweeps while in use.
+    for ITRANSPORT in sse http; do
+        case $ITRANSPORT in
+        sse) mcp_path=/mcp/sse ;;
+        *) mcp_path=/mcp ;;
+        esac
+        sdir=$IHOME/server-$ITRANSPORT
+        if ! start_http_server "$sdir"; then
+            fail "[inspector $INSPECTOR $ITRANSPORT] server start (--mcp-sse --memory --port 0): $(tail -n 3 "$sdir/server.log" | paste -sd' ' -)"
+            continue
+        fi
+        SWEEP_KEEP=$HTTP_PID
+        ISERVER_URL=http://127.0.0.1:$HTTP_PORT$mcp_path
+        inspector "tools/list" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
+            -- --method tools/list
+        inspector "tools/call breakpoint_add" 0 \
+            "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add'} and r['result']['isError'] is False" \
+            -- --method tools/call --tool-name breakpoint_add --tool-arg function_name=add
+        inspector "resources/read breakpoint://status" 0 \
+            "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 1, 'paused': 0, 'total_calls': 0}" \
+            -- --method resources/read --uri breakpoint://status
+        if [ "$ITRANSPORT" = http ]; then
+            # Every tool through the Inspector, on one server whose state carries over: a call
+            # paused over REST, and a simulated program answering the REPL eval.
+            PAUSE_AND_CID=$(python3 "$ROOT/scripts/interop_app.py" start "$HTTP_PORT")
+            PAUSE=${PAUSE_AND_CID% *}
+            CID=${PAUSE_AND_CID#* }
+            ok="r['result']['isError'] is False"
+            inspector "tools/call breakpoint_list_paused" 0 "$ok and r['result']['structuredContent']['paused'][0]['id'] == '$PAUSE'" \
+                -- --method tools/call --tool-name breakpoint_list_paused
+            inspector "tools/call breakpoint_wait_for_pause" 0 "$ok and r['result']['structuredContent']['pause']['id'] == '$PAUSE'" \
+                -- --method tools/call --tool-name breakpoint_wait_for_pause --tool-arg function_name=add
+            inspector "tools/call breakpoint_inspect_object" 0 "$ok and r['result']['structuredContent']['repr'] == '2'" \
+                -- --method tools/call --tool-name breakpoint_inspect_object --tool-arg cid="$CID"
+            python3 "$ROOT/scripts/interop_app.py" answer "$HTTP_PORT" "$PAUSE" &
+            ANSWER_PID=$!
+            inspector "tools/call breakpoint_repl_eval" 0 "$ok and r['result']['structuredContent']['output'] == '3'" \
+                -- --method tools/call --tool-name breakpoint_repl_eval --tool-arg pause_id="$PAUSE" --tool-arg "expression=args[0] + 1"
+            wait "$ANSWER_PID" || true
+            inspector "tools/call breakpoint_set_behavior" 0 "$ok and r['result']['structuredContent']['behavior'] == 'stop'" \
+                -- --method tools/call --tool-name breakpoint_set_behavior --tool-arg function_name=add --tool-arg behavior=stop
+            inspector "tools/call breakpoint_set_after_behavior" 0 "$ok and r['result']['structuredContent']['behavior'] == 'go'" \
+                -- --method tools/call --tool-name breakpoint_set_after_behavior --tool-arg function_name=add --tool-arg behavior=go
+            inspector "tools/call breakpoint_set_replacement" 0 "$ok and r['result']['structuredContent']['replacement_function'] == 'add_fast'" \
+                -- --method tools/call --tool-name breakpoint_set_replacement --tool-arg function_name=add --tool-arg replacement_function=add_fast
+            inspector "tools/call breakpoint_set_default_behavior" 0 "$ok and r['result']['structuredContent']['behavior'] == 'exception'" \
+                -- --method tools/call --tool-name breakpoint_set_default_behavior --tool-arg behavior=exception
+            inspector "tools/call breakpoint_get_default_behavior" 0 "$ok and r['result']['structuredContent']['behavior'] == 'exception'" \
+                -- --method tools/call --tool-name breakpoint_get_default_behavior
+            inspector "tools/call breakpoint_list_functions" 0 "$ok and 'add' in r['result']['structuredContent']['functions']" \
+                -- --method tools/call --tool-name breakpoint_list_functions
+            inspector "tools/call breakpoint_continue" 0 "$ok and r['result']['structuredContent']['action'] == 'continue'" \
+                -- --method tools/call --tool-name breakpoint_continue --tool-arg pause_id="$PAUSE"
+            inspector "tools/call breakpoint_get_call_records" 0 "$ok and r['result']['structuredContent']['total_count'] >= 0" \
+                -- --method tools/call --tool-name breakpoint_get_call_records
+            inspector "tools/call breakpoint_remove" 0 "$ok and r['result']['structuredContent']['function_name'] == 'add'" \
+                -- --method tools/call --tool-name breakpoint_remove --tool-arg function_name=add
+            # --protocol-era auto: a server/discover probe first, then the initialize fallback.
+            inspector "tools/list (--protocol-era auto)" 0 "len(r['result']['tools']) == 15" \
+                -- --method tools/list --protocol-era auto
+        fi
+        ISERVER_URL=
+        SWEEP_KEEP=
+        stop_http_server
+        if grep -q 'panicked' "$sdir/server.log"; then
+            fail "[inspector $INSPECTOR $ITRANSPORT] server log shows a panic: $(grep -m1 'panicked' "$sdir/server.log")"
+        fi
+    done
 fi
 
 # ---------------------------------------------------------------------------------------

@@ -119,6 +119,25 @@ def need(cond: bool, why: str) -> None:
         raise CheckFailed(why)
 
 
+def describe(e: BaseException) -> str:
+    """One line naming an exception and, for an ExceptionGroup (anyio task groups), its
+    leaves, so a FAIL line says what actually went wrong."""
+    leaves: list[BaseException] = []
+
+    def walk(x: BaseException) -> None:
+        subs = getattr(x, "exceptions", None)
+        if subs:
+            for sub in subs:
+                walk(sub)
+        else:
+            leaves.append(x)
+    walk(e)
+    text = f"{type(e).__name__}: {e}"
+    if leaves != [e]:
+        text += " [" + "; ".join(f"{type(x).__name__}: {x}" for x in leaves[:3]) + "]"
+    return text.replace("\n", " ")
+
+
 def short(v: Any, n: int = 300) -> str:
     s = v if isinstance(v, str) else json.dumps(v, default=str)
     return s if len(s) <= n else s[:n] + "..."
@@ -301,10 +320,16 @@ class Conn:
 
 
 async def v1_connect(params: StdioServerParameters, seen: Seen, stack: Any, tg: Any) -> Conn:
-    """mcp 1.x: stdio_client + ClientSession. The read stream is teed so custom
-    notifications (which the 1.x session rejects as unknown) can still be observed."""
+    """mcp 1.x: stdio_client + ClientSession (see v1_session)."""
     from mcp.client.stdio import stdio_client
     read, write = await stack.enter_async_context(stdio_client(params))
+    return await v1_session(read, write, seen, stack, tg)
+
+
+async def v1_session(read: Any, write: Any, seen: Seen, stack: Any, tg: Any) -> Conn:
+    """mcp 1.x: a ClientSession over a transport's streams, initialized. The read stream is
+    teed so custom notifications (which the 1.x session rejects as unknown) can still be
+    observed. Also used by interop_http.py for the SSE and Streamable HTTP transports."""
     tee_send, tee_recv = anyio.create_memory_object_stream(10_000)
 
     async def pump() -> None:
@@ -313,7 +338,12 @@ async def v1_connect(params: StdioServerParameters, seen: Seen, stack: Any, tg: 
                 root = getattr(getattr(msg, "message", None), "root", None)
                 if root is not None and hasattr(root, "method") and not hasattr(root, "id"):
                     seen.raw.append((root.method, root.params or {}, time.monotonic()))
-                await tee_send.send(msg)
+                try:
+                    await tee_send.send(msg)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    # The session closed while the server was still sending (notifications
+                    # that follow the last tool result): the tee's problem, not the server's.
+                    return
 
     tg.start_soon(pump)
     session = await stack.enter_async_context(
@@ -350,7 +380,9 @@ def v2_extension(seen: Seen):
     return BreakpointEvents()
 
 
-async def v2_connect(params: StdioServerParameters, seen: Seen, stack: Any, mode: str = "legacy") -> Conn:
+async def v2_connect(params: Any, seen: Seen, stack: Any, mode: str = "legacy") -> Conn:
+    """mcp 2.x: mcp.Client over StdioServerParameters, a URL (Streamable HTTP) or a transport
+    (e.g. sse_client(url)), entered on `stack`."""
     client = mcp.Client(params, mode=mode, message_handler=make_message_handler(seen),
                         extensions=[v2_extension(seen)], read_timeout_seconds=90)
     # No fail_after around this: the client opens task groups that outlive the scope
@@ -401,7 +433,7 @@ class Runner:
         except CheckFailed as e:
             self.rep.fail(name, str(e))
         except Exception as e:  # noqa: BLE001 - any SDK complaint is a finding
-            self.rep.fail(name, f"{type(e).__name__}: {e}")
+            self.rep.fail(name, describe(e))
         return None
 
     async def tool(self, name: str, args: dict | None = None, check: Callable[[Any], Any] | None = None,
@@ -746,7 +778,7 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                 t_close = time.monotonic()
             tg.cancel_scope.cancel()
     except Exception as e:  # noqa: BLE001
-        rep.fail(f"connection ({mode or 'legacy'})", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+        rep.fail(f"connection ({mode or 'legacy'})", f"{describe(e)}\n{traceback.format_exc()}")
     finally:
         logging.getLogger().removeHandler(sdk_log)
     if t_close is not None:

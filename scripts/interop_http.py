@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+"""Interop check of `cideldill-server --mcp-sse` with the official MCP Python SDK over HTTP.
+
+What it does
+    For each of the SDK's two HTTP client transports it starts its own
+    `<binary> --mcp-sse --memory --port 0` (CIDELDILL_HOME and CIDELDILL_PORT_FILE in a fresh
+    temporary directory, so ~/.cideldill is never touched), reads the port from the port file
+    and connects:
+        sse              legacy HTTP+SSE at /mcp/sse (mcp.client.sse.sse_client; the first
+                         event `endpoint` names /mcp/messages?session_id=<id>)
+        streamable-http  Streamable HTTP at /mcp (mcp 1.x: streamable_http_client, the
+                         non-deprecated name of streamablehttp_client; mcp 2.x: mcp.Client(url))
+    mcp 1.x drives a ClientSession over the transport's streams; mcp 2.x uses mcp.Client with
+    its default mode="auto" (a server/discover probe, then the initialize fallback).
+    Each connection: initialize, tools/list (the 15 `breakpoint_*` tools), ping,
+    resources/subscribe breakpoint://status + breakpoint_add -> notifications/resources/updated,
+    breakpoint_list_breakpoints, breakpoint_wait_for_pause (timeout_s 0.5 -> paused false),
+    resources/read breakpoint://status, progress notifications during a blocking tool call,
+    then a call paused through the server's REST API (POST /api/call/start, as the debugged
+    program does) -> notifications/breakpoint/execution_paused and
+    notifications/resources/list_changed, breakpoint_wait_for_pause (paused true), status
+    again, breakpoint_continue; after the client closes, whether the server ended the session
+    (Streamable HTTP: the SDK's DELETE, then the old Mcp-Session-Id must get 404).
+
+What it needs
+    Python 3.10+ with the `mcp` package (tested: 1.30.0 and 2.3.0), a built binary, and
+    scripts/interop_client.py next to this file (shared helpers).
+
+How to call it
+    <venv>/bin/python scripts/interop_http.py [--binary target/debug/cideldill-server]
+
+Output
+    One line per check, `PASS <name>` or `FAIL <name>: <why>` (and `SKIP`/`INFO` lines), then
+    `interop_http [mcp X]: N passed, N failed`; exit status 1 if any check failed, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+sys.dont_write_bytecode = True  # no scripts/__pycache__ from the import below
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import interop_client as ic  # noqa: E402  (shared helpers; importing it has no side effects)
+
+import anyio  # noqa: E402
+
+from interop_client import CheckFailed, need, short  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+KINDS = ("sse", "streamable-http")
+CONNECTION_BUDGET_S = 30  # per connection; a hang is reported, not waited out
+
+
+# ------------------------------------------------------------------------------------------
+# The server, one per connection
+
+
+class Server:
+    def __init__(self, binary: Path, home: Path) -> None:
+        self.binary, self.home = binary, home
+        self.port_file = home / "port"
+        self.log = home / "server.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> ic.Http:
+        self.home.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, CIDELDILL_HOME=str(self.home), CIDELDILL_PORT_FILE=str(self.port_file),
+                   RUST_LOG=os.environ.get("INTEROP_RUST_LOG", "warn"))
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([str(self.binary), "--mcp-sse", "--memory", "--port", "0"],
+                                         env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        http = ic.Http(self.port_file)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise CheckFailed(f"server exited with status {self.proc.returncode}: {self.tail()}")
+            try:
+                http.wait_port(timeout=0.2)
+                return http
+            except CheckFailed:
+                pass
+        raise CheckFailed(f"no port file {self.port_file} after 15 s: {self.tail()}")
+
+    def tail(self, n: int = 5) -> str:
+        try:
+            return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self) -> str | None:
+        """Stops the server; returns a complaint if it did not stop on SIGTERM within 5 s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(5)
+            return None
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            return "did not exit within 5 s of SIGTERM (killed)"
+
+
+# ------------------------------------------------------------------------------------------
+# What the SDK logged: session ids, termination failures, dropped notifications
+
+
+class SdkLog(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[str, str, str]] = []  # (logger, level, message)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not (record.name.startswith("mcp") or record.name == "root"):  # mcp 1.x logs some via root
+            return
+        try:
+            self.records.append((record.name, record.levelname, record.getMessage()))
+        except Exception:  # noqa: BLE001
+            pass
+
+    def session_id(self, kind: str) -> str | None:
+        pat = r"endpoint URL: \S*[?&]session_id=([^&\s]+)" if kind == "sse" else r"Received session ID: (\S+)"
+        for _, _, msg in self.records:
+            m = re.search(pat, msg)
+            if m:
+                return m.group(1)
+        return None
+
+    def warnings(self) -> list[str]:
+        return [f"{name}: {msg.splitlines()[0]}" for name, level, msg in self.records
+                if level in ("WARNING", "ERROR", "CRITICAL")]
+
+
+def raw_post(url: str, body: dict, headers: dict[str, str]) -> tuple[int, str]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+# ------------------------------------------------------------------------------------------
+# One connection
+
+
+class Steps(ic.Runner):
+    """interop_client's Runner, remembering the step in progress (named when a step hangs)."""
+
+    current = "connect + initialize"
+
+    async def step(self, name: str, fn: Any) -> Any:
+        self.current = name
+        result = await super().step(name, fn)  # a cancellation (hang) leaves `current` as is
+        self.current = f"after {name}"
+        return result
+
+
+async def open_conn(kind: str, url: str, seen: ic.Seen, stack: AsyncExitStack, tg: Any) -> tuple[ic.Conn, str]:
+    if ic.HAS_CLIENT:
+        if kind == "sse":
+            from mcp.client.sse import sse_client
+            return await ic.v2_connect(sse_client(url), seen, stack, mode="auto"), \
+                "mcp.Client(sse_client(url)), mode=auto"
+        return await ic.v2_connect(url, seen, stack, mode="auto"), "mcp.Client(url), mode=auto"
+    if kind == "sse":
+        from mcp.client.sse import sse_client
+        read, write = await stack.enter_async_context(sse_client(url))
+        how = "sse_client + ClientSession"
+    else:
+        from mcp.client.streamable_http import streamable_http_client
+        read, write, _ = await stack.enter_async_context(streamable_http_client(url))
+        how = "streamable_http_client + ClientSession"
+    return await ic.v1_session(read, write, seen, stack, tg), how
+
+
+async def checks(run: Steps, kind: str, how: str) -> None:
+    rep, conn, seen, http = run.rep, run.conn, run.seen, run.http
+    step, tool = run.step, run.tool
+
+    async def init_check() -> str:
+        info = conn.init.get("serverInfo") or {}
+        caps = conn.init.get("capabilities") or {}
+        need(info.get("name") == "cideldill-breakpoint-server", f"serverInfo {info}")
+        need(conn.version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"),
+             f"protocolVersion {conn.version}")
+        need((caps.get("resources") or {}).get("subscribe") is True and "tools" in caps, f"capabilities {caps}")
+        return f"{how}, negotiated {conn.version}"
+    await step("initialize", init_check)
+
+    async def list_tools() -> str:
+        names = [t["name"] for t in ic.dump(await conn.api.list_tools())["tools"]]
+        need(set(names) == ic.EXPECTED_TOOLS and len(names) == 15,
+             f"missing {ic.EXPECTED_TOOLS - set(names)}, extra {set(names) - ic.EXPECTED_TOOLS}")
+        return f"{len(names)} tools"
+    await step("tools/list", list_tools)
+
+    async def ping() -> None:
+        with anyio.fail_after(10):
+            await conn.ping()
+    await step("ping", ping)
+
+    async def subscribe() -> None:
+        with anyio.fail_after(10):
+            await conn.session.subscribe_resource("breakpoint://status")
+    await step("resources/subscribe breakpoint://status", subscribe)
+
+    t0 = time.monotonic()
+    await tool("breakpoint_add", {"function_name": "add"},
+               check=lambda d: need(d == {"status": "ok", "function_name": "add"}, str(d)))
+
+    async def updated() -> str:
+        p = await seen.wait("notifications/resources/updated",
+                            lambda p: p.get("uri") == "breakpoint://status", since=t0)
+        need(p is not None, "no notifications/resources/updated for breakpoint://status within 5 s"
+             f" (seen: {[m for m, _, _ in seen.items]})")
+        return f"after {(time.monotonic() - t0) * 1e3:.0f} ms"
+    await step("notifications/resources/updated after breakpoint_add", updated)
+
+    await tool("breakpoint_list_breakpoints",
+               check=lambda d: need(d["breakpoints"] == ["add"], f"expected ['add']: {short(d)}"))
+    await tool("breakpoint_wait_for_pause", {"timeout_s": 0.5},
+               check=lambda d: need(d.get("paused") is False and d.get("pause") is None, short(d)),
+               label="breakpoint_wait_for_pause (timeout_s 0.5)")
+
+    async def read_status(want: dict) -> str:
+        rr = ic.dump(await conn.api.read_resource("breakpoint://status"))
+        c = rr["contents"]
+        need(len(c) == 1 and c[0].get("uri") == "breakpoint://status" and "text" in c[0], f"contents {short(c)}")
+        need(c[0].get("mimeType") == "application/json", f"mimeType {c[0].get('mimeType')}")
+        body = json.loads(c[0]["text"])
+        need(body == want, f"{body} (expected {want})")
+        return c[0]["text"]
+    await step("resources/read breakpoint://status",
+               lambda: read_status({"breakpoints": 1, "paused": 0, "total_calls": 0}))
+
+    # A tool call with a progress token: over Streamable HTTP the server answers on an SSE
+    # response stream (progress events, then the result); over legacy SSE on the session stream.
+    async def progress() -> str:
+        got: list[float] = []
+
+        async def cb(p: float, total: float | None, message: str | None = None) -> None:
+            got.append(p)
+        res = await conn.call("breakpoint_wait_for_pause", {"timeout_s": 1.5}, progress_callback=cb)
+        data = ic.tool_json(conn, res)
+        need(data.get("paused") is False, short(data))
+        need(len(got) >= 1, f"no progress notification in 1.5 s: {got}")
+        need(all(b > a for a, b in zip(got, got[1:])), f"progress did not increase: {got}")
+        return f"{len(got)} notifications: {got}"
+    await step("progress notifications (breakpoint_wait_for_pause 1.5 s)", progress)
+
+    # --- the debugged program pauses in add(2, y=3)
+    t_pause = time.monotonic()
+    try:
+        start = await anyio.to_thread.run_sync(
+            lambda: http.request("POST", "/api/call/start", ic.call_start_body("add", [2], {"y": 3})))
+    except Exception as e:  # noqa: BLE001
+        rep.fail("pause via POST /api/call/start", ic.describe(e))
+        return
+    if start.get("action") != "poll":
+        rep.fail("pause via POST /api/call/start", f"answer {start}")
+        return
+    pause_id = start["poll_url"].rsplit("/", 1)[-1]
+    rep.ok("pause via POST /api/call/start", f"pause {pause_id[:8]}…")
+
+    async def custom() -> str:
+        if ic.HAS_CLIENT:
+            p = await seen.wait(ic.PAUSED_NOTIFICATION, since=t_pause)
+            need(p is not None, "no notifications/breakpoint/execution_paused reached the"
+                 f" NotificationBinding within 5 s (seen: {[m for m, _, _ in seen.items]})")
+            need(p.get("pause_id") == pause_id, f"params {short(p)}")
+            return "through a ClientExtension NotificationBinding"
+        p = await seen.wait(ic.PAUSED_NOTIFICATION, since=t_pause, raw=True)
+        need(p is not None, f"not on the transport's read stream within 5 s (seen: {[m for m, _, _ in seen.raw]})")
+        need(p.get("pause_id") == pause_id, f"params {short(p)}")
+        return "seen on the transport's read stream (tee); ClientSession drops it"
+    await step("notifications/breakpoint/execution_paused", custom)
+
+    async def list_changed() -> str:
+        p = await seen.wait("notifications/resources/list_changed", since=t_pause)
+        need(p is not None, "no notifications/resources/list_changed reached message_handler within 5 s"
+             f" (seen: {[m for m, _, _ in seen.items]})")
+        return "through message_handler"
+    await step("notifications/resources/list_changed after a pause", list_changed)
+
+    await tool("breakpoint_wait_for_pause", {"function_name": "add", "timeout_s": 5},
+               check=lambda d: need(d.get("paused") is True and d["pause"]["id"] == pause_id, short(d)),
+               label="breakpoint_wait_for_pause (paused)")
+    await step("resources/read breakpoint://status (paused)",
+               lambda: read_status({"breakpoints": 1, "paused": 1, "total_calls": 0}))
+    t_cont = time.monotonic()
+    await tool("breakpoint_continue", {"pause_id": pause_id, "action": "continue"},
+               check=lambda d: need(d.get("status") == "ok" and d.get("pause_id") == pause_id, short(d)))
+
+    # The server answers tools/call first and then sends execution_resumed, list_changed and
+    # resources/updated. If one arrives while mcp 2.3.0 closes the session, its legacy SSE
+    # reader raises BrokenResourceError out of the client's close (its `except Exception`
+    # forwards the error into the read stream that just closed) and its Streamable HTTP GET
+    # reader logs "Error parsing SSE message". An SDK race, not a server fault: wait for the
+    # last notification before closing.
+    async def resumed() -> str:
+        p = await seen.wait("notifications/breakpoint/execution_resumed", since=t_cont, raw=not ic.HAS_CLIENT)
+        need(p is not None and p.get("pause_id") == pause_id,
+             f"no notifications/breakpoint/execution_resumed for the pause within 5 s: {p}")
+        u = await seen.wait("notifications/resources/updated",
+                            lambda p: p.get("uri") == "breakpoint://status", since=t_cont)
+        need(u is not None, "no notifications/resources/updated for breakpoint://status within 5 s")
+        return "execution_resumed, resources/updated; awaited before closing"
+    await step("notifications after breakpoint_continue", resumed)
+
+
+async def run_connection(rep: ic.Report, binary: Path, tmp: Path, kind: str) -> None:
+    server = Server(binary, tmp / f"home-{kind}")
+    sdk_log = SdkLog()
+    root = logging.getLogger()
+    root.addHandler(sdk_log)
+    root.setLevel(logging.DEBUG)
+    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "asyncio", "anyio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    seen = ic.Seen()
+    closed_in: float | None = None
+    run: Steps | None = None
+    try:
+        try:
+            http = await anyio.to_thread.run_sync(server.start)
+        except CheckFailed as e:
+            rep.fail("server start (--mcp-sse --memory --port 0)", str(e))
+            return
+        url = http.base + ("/mcp/sse" if kind == "sse" else "/mcp")
+        rep.info(f"server at {http.base}, client transport URL {url}")
+        try:
+            with anyio.fail_after(CONNECTION_BUDGET_S):
+                async with anyio.create_task_group() as tg:
+                    async with AsyncExitStack() as stack:
+                        conn, how = await open_conn(kind, url, seen, stack, tg)
+                        run = Steps(rep, conn, seen, http)
+                        await checks(run, kind, how)
+                        t_close = time.monotonic()
+                        run.current = "client close"
+                    closed_in = time.monotonic() - t_close
+                    tg.cancel_scope.cancel()
+        except TimeoutError:
+            where = run.current if run else Steps.current
+            rep.fail("connection", f"did not finish within {CONNECTION_BUDGET_S} s: hung in {where}"
+                     f"; server log: {server.tail()}")
+        except Exception as e:  # noqa: BLE001 - an SDK complaint about the server is a finding
+            rep.fail("connection", f"{ic.describe(e)}; server log: {server.tail()}")
+            traceback.print_exc()
+
+        if closed_in is not None:
+            async def session_closed() -> str:
+                sid = sdk_log.session_id(kind)
+                need(sid is not None, "the SDK logged no session id to check")
+                if kind == "sse":
+                    # Legacy SSE has no explicit close: the client drops the stream. The server
+                    # notices only when a write to it fails, so probe a few times (each ping
+                    # makes the server write a response to the stream).
+                    target = f"{http.base}/mcp/messages?session_id={sid}"
+                    ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+                    codes: list[int] = []
+                    while len(codes) < 5 and 404 not in codes:
+                        codes.append((await anyio.to_thread.run_sync(lambda: raw_post(target, ping, {})))[0])
+                        await anyio.sleep(0.1)
+                    rep.info(f"legacy SSE: POST {{ping}} to the closed session's endpoint after the client"
+                             f" dropped its stream, every 0.1 s: HTTP {codes}")
+                    need(all(c in (202, 404) for c in codes) and codes[-1] == 404,
+                         f"POST {{ping}} to the dropped session every 0.1 s got HTTP {codes}"
+                         " (expected 202s and then 404 once the server noticed the closed stream)")
+                    return f"404 after {len(codes) - 1} more POSTs; closed in {closed_in:.2f} s"
+                term = [w for w in sdk_log.warnings() if "termination" in w.lower()]
+                need(not term, f"the SDK's DELETE was not accepted: {term}")
+                status, body = await anyio.to_thread.run_sync(lambda: raw_post(
+                    url, {"jsonrpc": "2.0", "id": 99, "method": "tools/list"},
+                    {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": sid,
+                     "MCP-Protocol-Version": "2025-11-25"}))
+                need(status == 404, f"POST /mcp with the ended Mcp-Session-Id got HTTP {status}: {short(body, 200)}")
+                return f"DELETE accepted, old session id then 404; closed in {closed_in:.2f} s"
+            try:
+                detail = await session_closed()
+                rep.ok("client close ends the session", detail)
+            except CheckFailed as e:
+                rep.fail("client close ends the session", str(e))
+
+        drops = [w for w in sdk_log.warnings() if "notification" in w.lower()]
+        if drops and not ic.HAS_CLIENT:
+            rep.info("mcp 1.x ClientSession cannot surface custom notifications: it logged "
+                     + short(drops[0].split(". Message was")[0], 140))
+        other = [w for w in sdk_log.warnings() if "notification" not in w.lower()]
+        if other:
+            rep.info(f"SDK warnings: {short('; '.join(other[:3]), 400)}")
+    finally:
+        root.removeHandler(sdk_log)
+        complaint = await anyio.to_thread.run_sync(server.stop)
+        if complaint:
+            rep.fail("server stop", complaint)
+
+
+async def main_async(binary: Path, kinds: list[str]) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="cideldill-interop-http-"))
+    total = [0, 0]
+    try:
+        for kind in kinds:
+            rep = ic.Report(f"[mcp {ic.SDK_VERSION} {kind}] ")
+            await run_connection(rep, binary, tmp, kind)
+            total[0] += rep.passed
+            total[1] += rep.failed
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"interop_http [mcp {ic.SDK_VERSION}]: {total[0]} passed, {total[1]} failed", flush=True)
+    return 1 if total[1] else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default=str(REPO / "target/debug/cideldill-server"))
+    ap.add_argument("--transport", choices=KINDS, action="append",
+                    help="only this client transport (repeatable; default both)")
+    a = ap.parse_args()
+    binary = Path(a.binary).resolve()
+    if not binary.is_file():
+        print(f"FAIL setup: no binary at {binary} (run cargo build)", flush=True)
+        return 1
+    return anyio.run(main_async, binary, a.transport or list(KINDS))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
