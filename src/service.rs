@@ -861,6 +861,23 @@ pub fn paused(shared: &Shared) -> Value {
     json!({"paused": list})
 }
 
+/// The paused executions without base64 payloads: what MCP tools, resources and prompts show.
+pub fn paused_without_data(shared: &Shared) -> Vec<Value> {
+    let st = shared.lock();
+    st.calls
+        .paused()
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id,
+                "call_data": without_item_data(&p.call_data),
+                "paused_at": p.paused_at,
+                "repl_sessions": st.repl.sessions_of(&p.id),
+            })
+        })
+        .collect()
+}
+
 /// `GET /api/poll/<id>`: ready with the stored action, or waiting (also for unknown ids).
 pub fn poll(shared: &Shared, pause_id: &str) -> Value {
     match shared.lock().calls.poll(pause_id, ids::now()) {

@@ -28,17 +28,6 @@ fn message(description: &str, text: String) -> Value {
     json!({"description": description, "messages": [{"role": "user", "content": {"type": "text", "text": text}}]})
 }
 
-fn strip(v: &Value) -> Value {
-    match v.get("call_data") {
-        Some(Value::Object(cd)) => {
-            let mut v = v.clone();
-            v["call_data"] = Value::Object(service::without_item_data(cd));
-            v
-        }
-        _ => v.clone(),
-    }
-}
-
 /// `prompts/get`.
 pub fn get(shared: &Shared, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
@@ -52,13 +41,13 @@ pub fn get(shared: &Shared, params: &Map<String, Value>) -> Result<Value, RpcErr
             let bp = service::breakpoints(shared);
             let functions = service::functions(shared);
             let recent = service::call_records(shared, &RecordFilter::default(), 0, 10);
-            let paused = service::paused(shared);
+            let paused = service::paused_without_data(shared);
             let state = json!({
                 "breakpoints": {"breakpoints": bp["breakpoints"], "behaviors": bp["breakpoint_behaviors"],
                                 "after_behaviors": bp["breakpoint_after_behaviors"], "replacements": bp["breakpoint_replacements"]},
                 "functions": {"functions": functions["functions"], "signatures": functions["function_signatures"]},
                 "recent_calls": recent["calls"],
-                "paused": paused["paused"].as_array().map(|a| a.iter().map(strip).collect::<Vec<_>>()).unwrap_or_default(),
+                "paused": paused,
             });
             let text = format!(
                 "You are debugging a running Python program through the CID el Dill breakpoint server. \
@@ -76,11 +65,9 @@ Current state:\n{}",
                 .and_then(Value::as_str)
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| RpcError::invalid_params("missing required argument pause_id"))?;
-            let paused = service::paused(shared);
-            let p = paused["paused"]
-                .as_array()
-                .and_then(|a| a.iter().find(|p| p["id"] == pause_id))
-                .map(strip)
+            let p = service::paused_without_data(shared)
+                .into_iter()
+                .find(|p| p["id"] == pause_id)
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!("pause_not_found: no paused call {pause_id}"))
                         .with_data(json!({"pause_id": pause_id}))

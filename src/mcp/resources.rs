@@ -96,8 +96,7 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
                    "after_behaviors": l["breakpoint_after_behaviors"], "replacements": l["breakpoint_replacements"]})
         }
         "breakpoint://paused" => {
-            let all = service::paused(shared);
-            json!({"paused": all["paused"].as_array().map(|a| a.iter().map(pause_view).collect::<Vec<_>>()).unwrap_or_default()})
+            json!({"paused": service::paused_without_data(shared)})
         }
         "breakpoint://call-history" => {
             let page = service::call_records(shared, &RecordFilter::default(), 0, 50);
@@ -111,12 +110,9 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
         }
         _ => {
             if let Some(id) = uri.strip_prefix("breakpoint://paused/") {
-                let all = service::paused(shared);
-                return all["paused"]
-                    .as_array()?
-                    .iter()
-                    .find(|p| p["id"] == id)
-                    .map(pause_view);
+                return service::paused_without_data(shared)
+                    .into_iter()
+                    .find(|p| p["id"] == id);
             }
             if let Some(id) = uri.strip_prefix("breakpoint://call/") {
                 return shared.lock().calls.record_by_id(id).cloned();
@@ -130,14 +126,6 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
             return None;
         }
     })
-}
-
-fn pause_view(p: &Value) -> Value {
-    let mut p = p.clone();
-    if let Some(Value::Object(cd)) = p.get("call_data") {
-        p["call_data"] = Value::Object(service::without_item_data(cd));
-    }
-    p
 }
 
 /// Whether a URI names an existing resource (for subscriptions).

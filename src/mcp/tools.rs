@@ -622,22 +622,8 @@ fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, Tool
     )?)
 }
 
-/// A pause as tools show it: items keep CIDs but not their base64 data.
-fn pause_view(p: &Value) -> Value {
-    let mut p = p.clone();
-    if let Some(Value::Object(cd)) = p.get("call_data") {
-        p["call_data"] = Value::Object(service::without_item_data(cd));
-    }
-    p
-}
-
 fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
-    let all = service::paused(ctx.shared());
-    let list: Vec<Value> = all["paused"]
-        .as_array()
-        .map(|a| a.iter().map(pause_view).collect())
-        .unwrap_or_default();
-    Ok(json!({"paused": list}))
+    Ok(json!({"paused": service::paused_without_data(ctx.shared())}))
 }
 
 /// An original argument item, with its stored payload so the client need not have it cached.
@@ -834,15 +820,12 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
     let events = ctx.shared().bus.subscribe();
     let started = Instant::now();
     let find = |pause_id: Option<&str>| -> Option<Value> {
-        let all = service::paused(ctx.shared());
-        all["paused"]
-            .as_array()?
-            .iter()
+        service::paused_without_data(ctx.shared())
+            .into_iter()
             .find(|p| {
                 pause_id.is_none_or(|id| p["id"] == id)
                     && function.is_none_or(|f| p["call_data"]["method_name"] == f)
             })
-            .map(pause_view)
     };
     let found =
         |p: Value| json!({"paused": true, "pause": p, "waited_s": started.elapsed().as_secs_f64()});

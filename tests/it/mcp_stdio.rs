@@ -12,7 +12,7 @@ use cideldill_server::mcp::tools::TOOLS;
 use cideldill_server::schema;
 
 /// A simulated instrumented program: a call of `method` starts over HTTP and pauses.
-fn start_paused_call(s: &McpServer, method: &str) -> (String, String) {
+pub(crate) fn start_paused_call(s: &McpServer, method: &str) -> (String, String) {
     let start = s.http().post_ok(
         "/api/call/start",
         &call_start_body(

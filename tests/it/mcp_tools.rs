@@ -4,20 +4,12 @@
 use serde_json::{json, Value};
 
 use crate::mcp_support::McpServer;
-use crate::support::{call_start_body, corpus_pickle, item, pause_id, raw_item, wait_for};
+use crate::support::{call_start_body, corpus_pickle, item, raw_item, wait_for};
 use cideldill_server::cas::decode_base64_lenient;
 use cideldill_server::pickle_write::dumps;
 
 fn paused_call(s: &McpServer, method: &str) -> String {
-    let start = s.http().post_ok(
-        "/api/call/start",
-        &call_start_body(
-            method,
-            vec![item(&json!(2), 2)],
-            json!({"y": item(&json!(3), 3)}),
-        ),
-    );
-    pause_id(&start)
+    crate::mcp_stdio::start_paused_call(s, method).0
 }
 
 fn action_of(s: &McpServer, pause: &str) -> Value {
