@@ -914,3 +914,29 @@ fn call_records_keep_cids_but_not_payload_data() {
     ));
     assert_eq!(obj["data"], arg["data"]);
 }
+
+#[test]
+fn a_request_declaring_an_absurd_body_does_not_take_the_server_down() {
+    let server = Server::start(&[]);
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        s.write_all(b"POST /api/breakpoints HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n")
+            .unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+            .unwrap();
+        let _ = s.read(&mut [0u8; 64]);
+    }
+    // The connection is gone; the server must still answer.
+    let status = crate::support::wait_for("the server to answer", || {
+        Some(server.client().get("/api/status").status)
+    });
+    assert_eq!(status, 200);
+    assert!(
+        server
+            .stderr()
+            .contains("declares a body of 1099511627776 bytes"),
+        "{}",
+        server.stderr()
+    );
+}
