@@ -23,6 +23,7 @@ pub mod state;
 
 pub mod service;
 pub mod sse;
+pub mod upstream;
 
 pub mod http;
 pub mod mcp;
