@@ -723,6 +723,14 @@ fn got(v: &Value) -> String {
     }
 }
 
+/// "a string", "an array", ...: a JSON value's type as error messages name it.
+pub fn type_phrase(v: &Value) -> &'static str {
+    match v {
+        Value::Number(_) => "a number",
+        other => kind(other),
+    }
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

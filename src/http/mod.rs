@@ -69,7 +69,7 @@ impl Req {
                 "invalid_body",
                 format!(
                     "request body must be a JSON object, got {}",
-                    json_type(&other)
+                    crate::schema::type_phrase(&other)
                 ),
             )),
             Err(err) => Err(ApiError::bad_request(
@@ -77,17 +77,6 @@ impl Req {
                 format!("request body is not valid JSON: {err}"),
             )),
         }
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

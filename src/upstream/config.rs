@@ -343,19 +343,6 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// Names a JSON value's type without showing it (for fields that may hold secrets).
-fn type_name(v: &Value) -> String {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-    .to_owned()
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Stdio,
@@ -482,7 +469,11 @@ impl Entry<'_> {
                 return Err(ConfigError::Invalid {
                     path,
                     expected: "a string",
-                    got: if secret { type_name(v) } else { show(v) },
+                    got: if secret {
+                        crate::schema::type_phrase(v).to_owned()
+                    } else {
+                        show(v)
+                    },
                 });
             };
             if k.is_empty() {
