@@ -10,3 +10,4 @@
 
 pub mod config;
 pub mod names;
+pub mod peer;
