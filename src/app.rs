@@ -20,6 +20,8 @@ use crate::ids;
 use crate::mcp::{stdio, Mcp, Outgoing};
 use crate::state::{Shared, State};
 use crate::store::{RecordKind, Store};
+use crate::upstream;
+use crate::upstream::manager::Manager;
 
 /// How long shutdown waits for request threads to finish.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
@@ -137,6 +139,12 @@ pub fn start(config: Config) -> Result<Running, Error> {
 /// Starts the server, handing the banner lines to `announce` before the port file is written,
 /// so whoever waits for the port file finds the banner already printed.
 pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Running, Error> {
+    let upstream_servers = upstream::config::startup_servers(
+        &config.mcp_clients,
+        &upstream::config::read_fs,
+        &|k: &str| std::env::var(k).ok(),
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
     let (store, state) = open_database(&config.database)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
     let port = listener
@@ -147,7 +155,13 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         .map_err(|e| Error::Config(format!("cannot start the HTTP server: {e}")))?;
     let server = Arc::new(server);
     let port_file = config.port_file.clone();
+    let timing = config.upstream_timing.clone();
     let shared = Arc::new(Shared::new(config, store, state));
+    if let Some(servers) = upstream_servers {
+        let manager = Manager::start(servers, timing)
+            .map_err(|e| Error::io("cannot start the MCP client manager", e))?;
+        let _ = shared.upstream.set(manager);
+    }
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
@@ -249,6 +263,14 @@ impl Running {
                 self.url()
             ));
         }
+        if let Some(m) = self.shared.upstream.get() {
+            let names = m.names();
+            lines.push(if names.is_empty() {
+                "External MCP servers: none configured".to_owned()
+            } else {
+                format!("External MCP servers: {} (connecting)", names.join(", "))
+            });
+        }
         lines.push(format!("Database: {}", config.database.describe()));
         lines.push(format!("Port file: {}", config.port_file.display()));
         lines
@@ -271,6 +293,11 @@ impl Running {
         }
         // Ending every MCP session ends their HTTP event streams (their outboxes are dropped).
         self.mcp.close_all();
+        // External MCP servers next: in-flight external calls fail at once, and every child
+        // process (with its process group) is gone before we return.
+        if let Some(manager) = self.shared.upstream.get() {
+            manager.shutdown();
+        }
         // One thread calls recv(), so one unblock() wakes it (tiny_http wakes one waiter per call).
         self.server.unblock();
         if let Some(handle) = self.http.take() {

@@ -10,6 +10,8 @@ use argh::FromArgs;
 
 use crate::error::Error;
 use crate::ids;
+use crate::upstream::config::ClientFlags;
+use crate::upstream::manager::Timing;
 
 /// Default port, as the original's.
 pub const DEFAULT_PORT: u16 = 5174;
@@ -97,6 +99,35 @@ pub struct Args {
     #[argh(option, default = "100")]
     pub mcp_page_size: usize,
 
+    /// connect to the external MCP servers of the default config file
+    /// ($CIDELDILL_MCP_CLIENTS_CONFIG, else $CIDELDILL_HOME/mcp_clients.json, else
+    /// ~/.cideldill/mcp_clients.json); a missing default file means no servers
+    #[argh(switch)]
+    pub mcp_clients: bool,
+
+    /// connect to the external MCP servers of this config file ({"servers": …} or a Claude-style
+    /// {"mcpServers": …}); a missing file is an error
+    #[argh(option)]
+    pub mcp_clients_config: Option<String>,
+
+    /// connect to one external MCP server, NAME:COMMAND ARGS… (stdio) or NAME:URL (Streamable
+    /// HTTP, falling back to legacy SSE); repeatable; wins over a config entry of the same name
+    #[argh(option)]
+    pub mcp_client: Vec<String>,
+
+    /// seconds an external MCP server may take to start and initialize (default 30)
+    #[argh(option, default = "30.0")]
+    pub mcp_connect_timeout_s: f64,
+
+    /// seconds between health pings of connected external MCP servers (default 15)
+    #[argh(option, default = "15.0")]
+    pub mcp_ping_interval_s: f64,
+
+    /// first delay of the automatic reconnection backoff, in seconds: attempts wait 1, 2, 4, 8
+    /// and 16 times this (default 1), then the server is marked failed
+    #[argh(option, default = "1.0")]
+    pub mcp_backoff_base_s: f64,
+
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -137,6 +168,9 @@ pub struct Config {
     pub mcp_http: bool,
     pub allow_origins: Vec<String>,
     pub mcp_max_sessions: usize,
+    /// The three flags that ask for external MCP servers (read at start).
+    pub mcp_clients: ClientFlags,
+    pub upstream_timing: Timing,
 }
 
 /// The environment variables the configuration depends on.
@@ -240,6 +274,29 @@ impl Config {
                 "--poll-interval-ms must be at least 1".into(),
             ));
         }
+        let seconds = |flag: &str, v: f64, max: f64| {
+            if v.is_finite() && v > 0.0 && v <= max {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(Error::Config(format!(
+                    "{flag} must be a number of seconds above 0 and at most {max}"
+                )))
+            }
+        };
+        let upstream_timing = Timing {
+            connect_timeout: seconds(
+                "--mcp-connect-timeout-s",
+                args.mcp_connect_timeout_s,
+                3600.0,
+            )?,
+            ping_interval: seconds("--mcp-ping-interval-s", args.mcp_ping_interval_s, 86_400.0)?,
+            ..Timing::default()
+        }
+        .with_backoff_base(seconds(
+            "--mcp-backoff-base-s",
+            args.mcp_backoff_base_s,
+            3600.0,
+        )?);
         let database = if args.memory {
             Database::Memory
         } else if let Some(db) = &args.db {
@@ -268,6 +325,12 @@ impl Config {
             mcp_http: args.mcp_sse,
             allow_origins: args.allow_origin.clone(),
             mcp_max_sessions: args.mcp_max_sessions,
+            mcp_clients: ClientFlags {
+                mcp_clients: args.mcp_clients,
+                config: args.mcp_clients_config.clone(),
+                inline: args.mcp_client.clone(),
+            },
+            upstream_timing,
         })
     }
 
@@ -289,6 +352,8 @@ impl Config {
             mcp_http: false,
             allow_origins: Vec::new(),
             mcp_max_sessions: 64,
+            mcp_clients: ClientFlags::default(),
+            upstream_timing: Timing::default(),
         }
     }
 }
@@ -320,6 +385,40 @@ mod tests {
             c.database,
             Database::File("/home/u/.cideldill/db/cideldill-19700101-000000-000000.db".into())
         );
+    }
+
+    // Seed 000 tests 84, 85, 89: the three flags parse and accumulate.
+    #[test]
+    fn mcp_client_flags_parse_and_timing_defaults_are_the_designs() {
+        let c = Config::from_args(&args(&[]), &env(), 0.0).unwrap();
+        assert_eq!(c.mcp_clients, ClientFlags::default());
+        assert_eq!(c.upstream_timing.connect_timeout, Duration::from_secs(30));
+        assert_eq!(c.upstream_timing.ping_interval, Duration::from_secs(15));
+        assert_eq!(
+            c.upstream_timing.backoff,
+            [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec()
+        );
+        let c = Config::from_args(
+            &args(&[
+                "--mcp-clients",
+                "--mcp-clients-config",
+                "/etc/m.json",
+                "--mcp-client",
+                "a:cmd x",
+                "--mcp-client",
+                "b:http://h/mcp",
+                "--mcp-backoff-base-s",
+                "0.1",
+            ]),
+            &env(),
+            0.0,
+        )
+        .unwrap();
+        assert!(c.mcp_clients.mcp_clients);
+        assert_eq!(c.mcp_clients.config.as_deref(), Some("/etc/m.json"));
+        assert_eq!(c.mcp_clients.inline, ["a:cmd x", "b:http://h/mcp"]);
+        assert_eq!(c.upstream_timing.backoff[4], Duration::from_millis(1600));
+        assert!(Config::from_args(&args(&["--mcp-connect-timeout-s", "0"]), &env(), 0.0).is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! events recorded under the lock after releasing it.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::breakpoints::{Breakpoints, Functions};
 use crate::calls::Calls;
@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::events::{Bus, Event, EventKind};
 use crate::repl::Repl;
 use crate::store::Store;
+use crate::upstream::manager::Manager;
 
 /// All domain data, guarded by one mutex (see ARCHITECTURE.md, "State and locking").
 #[derive(Default)]
@@ -40,6 +41,8 @@ pub struct Shared {
     pub config: Config,
     pub store: Store,
     pub bus: Bus,
+    /// The MCP client manager, when a flag asked for external MCP servers (set once at start).
+    pub upstream: OnceLock<Arc<Manager>>,
     state: Mutex<State>,
 }
 
@@ -49,6 +52,7 @@ impl Shared {
             config,
             store,
             bus: Bus::default(),
+            upstream: OnceLock::new(),
             state: Mutex::new(state),
         }
     }

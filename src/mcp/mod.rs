@@ -4,6 +4,7 @@
 //! session; the notifier thread turns state events into notifications for every session.
 //! Tools, resources and prompts live in their own modules and never see a transport.
 
+pub mod external;
 pub mod prompts;
 pub mod resources;
 pub mod stdio;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::Ctx;
+use super::{external, Ctx};
 use crate::breakpoints::{After, Before, Global, ReplacementError};
 use crate::calls::RecordFilter;
 use crate::cas;
@@ -88,7 +88,8 @@ fn hint_for(code: &str) -> &'static str {
         }
         "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
-        _ => "Check the arguments against the tool's input schema.",
+        _ => super::external::hint_for(code)
+            .unwrap_or("Check the arguments against the tool's input schema."),
     }
 }
 
@@ -133,7 +134,7 @@ impl Tool {
                 "readOnlyHint": self.read_only,
                 "destructiveHint": false,
                 "idempotentHint": self.idempotent,
-                "openWorldHint": false,
+                "openWorldHint": self.name.starts_with("external_"),
             });
         }
         t
@@ -494,6 +495,94 @@ again to keep waiting. Use it after starting or resuming the program instead of 
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_wait_for_pause,
+    },
+    Tool {
+        name: "external_list_servers",
+        title: "List external MCP servers",
+        description: "List the external MCP servers this debugger is connected to (filesystem, git, databases...) with \
+their status (connecting, connected, disconnected, error, failed), transport, tool names and last error. Use it first when \
+you want to use external tools, or when an external_* call says a server is not connected. Fails with \
+mcp_clients_not_configured when the debugger was started without external servers.",
+        input_schema: no_args,
+        output_schema: || json!({"type": "object", "required": ["servers"], "properties": {
+            "servers": {"type": "object", "additionalProperties": {"type": "object", "required": ["status", "tools"], "properties": {
+                "status": {"enum": ["connecting", "connected", "disconnected", "error", "failed"]},
+                "tools": {"type": "array", "items": {"type": "string"}}, "tool_count": {"type": "integer"},
+                "error": {"type": ["string", "null"]}, "transport": {"type": "string"}}}}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: MAX_BLOCK_S,
+        handler: external::list_servers,
+    },
+    Tool {
+        name: "external_list_tools",
+        title: "List external tools",
+        description: "List the tools of the connected external MCP servers: name (server/tool, the name to pass to \
+external_call_tool), server, original_name, description and input_schema (the arguments the tool expects). Pass server \
+to list one server's tools.",
+        input_schema: || json!({"type": "object", "properties": {
+            "server": {"type": "string", "description": "Only this server's tools (a name from external_list_servers).", "examples": ["filesystem"]}}}),
+        output_schema: || json!({"type": "object", "required": ["tools"], "properties": {
+            "tools": {"type": "array", "items": {"type": "object", "required": ["name", "server", "original_name", "description", "input_schema"], "properties": {
+                "name": {"type": "string"}, "server": {"type": "string"}, "original_name": {"type": "string"},
+                "description": {"type": "string"}, "input_schema": {"type": "object"}}}}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: MAX_BLOCK_S,
+        handler: external::list_tools,
+    },
+    Tool {
+        name: "external_call_tool",
+        title: "Call an external tool",
+        description: "Call a tool of a connected external MCP server and return its content. tool is the name from \
+external_list_tools (server/tool; a bare tool name works when exactly one server has it); arguments must match the tool's \
+input_schema. The external tool may have side effects (writing files, committing...): check its description first. The call \
+is recorded in the call records (source mcp_client) and its full result stored under result_cid. is_error true means the \
+tool itself reported a failure. Results over about 50 KB are cut for you (truncated true, with a note on how to fetch the \
+whole result). Waits at most the server's timeout_s (default 30 s).",
+        input_schema: || json!({"type": "object", "required": ["tool"], "properties": {
+            "tool": {"type": "string", "description": "server/tool as listed by external_list_tools.", "examples": ["filesystem/read_text_file"]},
+            "arguments": {"type": "object", "description": "The tool's arguments, per its input_schema.", "examples": [{"path": "/tmp/notes.txt"}]}}}),
+        output_schema: || json!({"type": "object", "required": ["tool", "server", "call_id", "result_cid", "is_error", "content", "truncated"], "properties": {
+            "tool": {"type": "string"}, "server": {"type": "string"}, "call_id": {"type": "string"}, "result_cid": {"type": "string"},
+            "result_size": {"type": "integer"}, "is_error": {"type": "boolean"}, "content": {"type": "array", "items": {"type": "object"}},
+            "structured_content": {}, "truncated": {"type": "boolean"}, "note": {"type": "string"}}}),
+        read_only: false,
+        idempotent: false,
+        max_block_s: MAX_BLOCK_S,
+        handler: external::call_tool,
+    },
+    Tool {
+        name: "external_list_resources",
+        title: "List external resources",
+        description: "List the resources (files, records, documents...) of the connected external MCP servers: uri, \
+server, name, description, mime_type. Read one with external_read_resource. A server that fails to list is named in errors.",
+        input_schema: || json!({"type": "object", "properties": {
+            "server": {"type": "string", "description": "Only this server's resources.", "examples": ["filesystem"]}}}),
+        output_schema: || json!({"type": "object", "required": ["resources", "errors"], "properties": {
+            "resources": {"type": "array", "items": {"type": "object", "required": ["uri", "server"], "properties": {
+                "uri": {"type": "string"}, "server": {"type": "string"}, "name": {}, "description": {}, "mime_type": {}}}},
+            "errors": {"type": "object"}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: MAX_BLOCK_S,
+        handler: external::list_resources,
+    },
+    Tool {
+        name: "external_read_resource",
+        title: "Read an external resource",
+        description: "Read one resource of an external MCP server by its URI (from external_list_resources): content is \
+the first text (or base64 blob), mime_type its type, contents the server's full answer.",
+        input_schema: || json!({"type": "object", "required": ["server", "uri"], "properties": {
+            "server": {"type": "string", "description": "The server offering the resource.", "examples": ["filesystem"]},
+            "uri": {"type": "string", "description": "The resource URI.", "examples": ["file:///tmp/notes.txt"]}}}),
+        output_schema: || json!({"type": "object", "required": ["server", "uri", "content", "mime_type", "contents"], "properties": {
+            "server": {"type": "string"}, "uri": {"type": "string"}, "content": {}, "mime_type": {},
+            "contents": {"type": "array", "items": {"type": "object"}}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: MAX_BLOCK_S,
+        handler: external::read_resource,
     },
 ];
 
@@ -907,7 +996,11 @@ mod tests {
         let mut names = std::collections::HashSet::new();
         for t in TOOLS {
             assert!(names.insert(t.name), "duplicate tool {}", t.name);
-            assert!(t.name.starts_with("breakpoint_"), "{}", t.name);
+            assert!(
+                t.name.starts_with("breakpoint_") || t.name.starts_with("external_"),
+                "{}",
+                t.name
+            );
             assert!(
                 t.name.len() <= 40
                     && t.name
@@ -923,8 +1016,24 @@ mod tests {
         }
         assert_eq!(
             TOOLS.len(),
-            15,
-            "the 14 tools of the design plus breakpoint_wait_for_pause"
+            20,
+            "the 14 tools of the design, breakpoint_wait_for_pause and the 5 external_* proxies"
+        );
+        // Seed 000 tests 132, 133: the five proxy tools, all prefixed external_.
+        let proxies: Vec<&str> = TOOLS
+            .iter()
+            .map(|t| t.name)
+            .filter(|n| n.starts_with("external_"))
+            .collect();
+        assert_eq!(
+            proxies,
+            [
+                "external_list_servers",
+                "external_list_tools",
+                "external_call_tool",
+                "external_list_resources",
+                "external_read_resource"
+            ]
         );
     }
 

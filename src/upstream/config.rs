@@ -820,6 +820,38 @@ pub fn parse_inline(
     ))
 }
 
+/// Parses the body of a run-time connect request: one server entry (either file format's
+/// fields) plus its `name`.
+pub fn parse_runtime(
+    body: &Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, ConfigError> {
+    let name = match body.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        None | Some(Value::Null) => {
+            return Err(ConfigError::Missing {
+                path: "name".to_owned(),
+                message: "the server name is required".to_owned(),
+            })
+        }
+        Some(other) => {
+            return Err(ConfigError::Invalid {
+                path: "name".to_owned(),
+                expected: "a string",
+                got: show(other),
+            })
+        }
+    };
+    validate_server_name(&name).map_err(|reason| ConfigError::BadName {
+        path: "name".to_owned(),
+        name: name.clone(),
+        reason,
+    })?;
+    let mut entry = body.clone();
+    entry.remove("name");
+    parse_entry(name.clone(), &name, &Value::Object(entry), env)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Where the file is, which flags create the manager, and merging
 

@@ -8,6 +8,12 @@
 //!   for which file is read and how inline servers merge over it.
 //! - [`names`]: server-name validation, tool glob filters and the catalog resolver.
 
+pub mod api;
 pub mod config;
+pub mod http;
+pub mod manager;
 pub mod names;
 pub mod peer;
+pub mod sse;
+pub mod stdio;
+pub mod sys;

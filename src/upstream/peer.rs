@@ -238,7 +238,9 @@ impl Peer {
         });
         let result = self.request("initialize", params, timeout)?;
         let Some(obj) = result.as_object() else {
-            return Err(Failure::Invalid("initialize result is not an object".into()));
+            return Err(Failure::Invalid(
+                "initialize result is not an object".into(),
+            ));
         };
         let version = match obj.get("protocolVersion").and_then(Value::as_str) {
             Some(v) if !v.is_empty() => v.to_owned(),
@@ -415,7 +417,10 @@ impl Peer {
             "notifications/resources/list_changed" => (self.notices)(Notice::ResourcesChanged),
             "notifications/message" => {
                 let params = params.cloned().unwrap_or(Value::Null);
-                let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .unwrap_or("info");
                 let data = params.get("data").cloned().unwrap_or(Value::Null);
                 let text = match &data {
                     Value::String(s) => s.clone(),

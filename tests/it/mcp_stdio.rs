@@ -343,7 +343,12 @@ fn every_tool_result_matches_its_output_schema() {
         "{r}"
     );
     covered.insert("breakpoint_repl_eval");
-    assert_eq!(covered.len(), TOOLS.len(), "every tool was checked");
+    // The external_* proxies need external servers: tests/it/upstream.rs checks their schemas.
+    let own = TOOLS
+        .iter()
+        .filter(|t| t.name.starts_with("breakpoint_"))
+        .count();
+    assert_eq!(covered.len(), own, "every breakpoint_* tool was checked");
 }
 
 #[test]

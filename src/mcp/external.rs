@@ -1,0 +1,189 @@
+//! Handlers of the five `external_*` proxy tools (their table entries are in `tools.rs`): they
+//! reach the external MCP servers through `upstream::api`, exactly as the REST API does, and
+//! shape the answers for an agent. The only difference from REST: a very large tool result is
+//! cut for the agent (hosts reject huge tool results) and says so, with the CID of the full
+//! result, which is stored whole.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::tools::{ToolError, MAX_BLOCK_S};
+use super::Ctx;
+use crate::upstream::api;
+
+type Args = Map<String, Value>;
+
+/// Largest serialized tool result handed to an agent, in bytes (about 12 000 tokens; Claude
+/// Code refuses results over 25 000 tokens).
+pub const AGENT_RESULT_LIMIT: usize = 50_000;
+
+/// What an agent should do next after an external-tool error, by code.
+pub fn hint_for(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "mcp_clients_not_configured" => {
+            "The debugger was started without external MCP servers; restart it with --mcp-client NAME:COMMAND \
+             or --mcp-clients-config PATH (a user must do this)."
+        }
+        "server_not_found" => "Call external_list_servers for the configured server names.",
+        "server_not_connected" => {
+            "The server is not connected (see its status and error in external_list_servers); it reconnects by \
+             itself unless its status is failed. Try again shortly."
+        }
+        "tool_not_found" | "ambiguous_tool" | "invalid_tool_name" => {
+            "Call external_list_tools and use the exact name it lists (server/tool)."
+        }
+        "tool_denied" => "The server's configuration does not allow this tool (allowed_tools / denied_tools).",
+        "call_timeout" => {
+            "The external tool did not answer within its server's timeout_s and was cancelled. Retry with smaller \
+             inputs, or ask the user to raise timeout_s for that server."
+        }
+        "call_failed" => "The external server failed the request; read the message, fix the arguments or retry.",
+        "resource_not_found" => "Call external_list_resources for the URIs the server offers.",
+        _ => return None,
+    })
+}
+
+fn err(e: crate::error::ApiError) -> ToolError {
+    ToolError::from(e)
+}
+
+fn server_arg(args: &Args) -> Option<&str> {
+    args.get("server")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Waits (briefly) for servers still connecting at start-up, so a first listing is complete.
+fn settle(ctx: &Ctx) {
+    if let Some(m) = ctx.shared().upstream.get() {
+        let wait = m
+            .timing()
+            .connect_timeout
+            .min(Duration::from_secs_f64(MAX_BLOCK_S));
+        m.wait_settled(wait);
+    }
+}
+
+pub fn list_servers(ctx: &Ctx, _args: &Args) -> Result<Value, ToolError> {
+    settle(ctx);
+    let clients = api::clients(ctx.shared()).map_err(err)?;
+    Ok(json!({"servers": clients["clients"]}))
+}
+
+pub fn list_tools(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    settle(ctx);
+    api::tools(ctx.shared(), server_arg(args)).map_err(err)
+}
+
+pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    let tool = args.get("tool").and_then(Value::as_str).unwrap_or("");
+    let arguments = api::arguments_of(args).map_err(err)?;
+    let called = api::call(ctx.shared(), tool, arguments).map_err(err)?;
+    let is_error = called.result.get("isError").and_then(Value::as_bool) == Some(true);
+    let mut out = json!({
+        "tool": called.tool,
+        "server": called.server,
+        "call_id": called.call_id,
+        "result_cid": called.result_cid,
+        "result_size": called.result_size,
+        "is_error": is_error,
+        "content": called.result.get("content").cloned().unwrap_or(json!([])),
+        "truncated": false,
+    });
+    if let Some(sc) = called.result.get("structuredContent") {
+        out["structured_content"] = sc.clone();
+    }
+    if called.result_size > AGENT_RESULT_LIMIT {
+        cut(&mut out, AGENT_RESULT_LIMIT);
+    }
+    Ok(out)
+}
+
+/// Shrinks `out` so its content fits about `limit` bytes, saying what was cut.
+fn cut(out: &mut Value, limit: usize) {
+    let mut budget = limit;
+    let mut items = Vec::new();
+    if let Some(content) = out["content"].as_array() {
+        for item in content {
+            match item.get("text").and_then(Value::as_str) {
+                Some(text) if text.len() > budget => {
+                    let mut end = budget;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    let mut kept = item.clone();
+                    kept["text"] = json!(format!(
+                        "{}\n[… cut: {} of {} bytes shown]",
+                        &text[..end],
+                        end,
+                        text.len()
+                    ));
+                    items.push(kept);
+                    budget = 0;
+                }
+                Some(text) => {
+                    budget -= text.len();
+                    items.push(item.clone());
+                }
+                None => {
+                    let size = item.to_string().len();
+                    if size <= budget {
+                        budget -= size;
+                        items.push(item.clone());
+                    } else {
+                        let kind = item.get("type").and_then(Value::as_str).unwrap_or("item");
+                        items.push(json!({"type": "text", "text": format!("[{kind} content of {size} bytes omitted]")}));
+                    }
+                }
+            }
+        }
+    }
+    out["content"] = Value::Array(items);
+    if out
+        .get("structured_content")
+        .is_some_and(|s| s.to_string().len() > limit)
+    {
+        out.as_object_mut().map(|o| o.remove("structured_content"));
+    }
+    out["truncated"] = json!(true);
+    out["note"] = json!(format!(
+        "The result ({} bytes) was cut to about {limit} bytes for you. The full result is stored whole: \
+         GET /api/objects/{}?data=true on the debugger's HTTP port returns it.",
+        out["result_size"], out["result_cid"].as_str().unwrap_or("")
+    ));
+}
+
+pub fn list_resources(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    settle(ctx);
+    api::resources(ctx.shared(), server_arg(args)).map_err(err)
+}
+
+pub fn read_resource(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    api::read_resource(ctx.shared(), args).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutting_keeps_the_start_marks_the_cut_and_respects_char_boundaries() {
+        let text = "é".repeat(40_000); // 80 000 bytes
+        let mut out = json!({"content": [{"type": "text", "text": text}, {"type": "image", "data": "x".repeat(100)}],
+            "result_size": 80_150, "result_cid": "abc", "truncated": false});
+        cut(&mut out, 1001);
+        let first = out["content"][0]["text"].as_str().unwrap();
+        assert!(first.starts_with("éé"));
+        assert!(
+            first.contains("[… cut: 1000 of 80000 bytes shown]"),
+            "{first}"
+        );
+        assert_eq!(
+            out["content"][1]["text"],
+            json!("[image content of 126 bytes omitted]")
+        );
+        assert_eq!(out["truncated"], true);
+        assert!(out["note"].as_str().unwrap().contains("/api/objects/abc"));
+    }
+}

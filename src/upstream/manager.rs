@@ -1,0 +1,1200 @@
+//! The MCP client manager: the upstream servers, their connections, the tool catalog and call
+//! routing.
+//!
+//! One `Mutex<Servers>` holds every server's slot (config, status, live connection, tools); it
+//! is held only to read or swap slot fields, never across I/O. Connecting, calling and pinging
+//! happen on the caller's thread (or a short-lived thread) through the slot's [`Peer`], which
+//! multiplexes concurrent calls by request id. A *supervisor* thread reacts to what peers
+//! report (connection lost, tool list changed), pings connected servers every
+//! [`Timing::ping_interval`] and runs automatic reconnection with backoff.
+//!
+//! Every slot carries a generation number, bumped whenever its connection is replaced or
+//! dropped; anything that finishes for an older generation (a slow connect, a late notice) is
+//! discarded instead of overwriting newer state.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use serde_json::{json, Map, Value};
+
+use super::config::{ServerConfig, Transport};
+use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
+use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
+use super::stdio::{self, Proc};
+use crate::ids;
+
+/// The timing constants. The defaults are the design's; tests shorten them.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    /// Spawn or HTTP handshake plus `initialize` plus the first `tools/list`.
+    pub connect_timeout: Duration,
+    /// How often a connected server is pinged.
+    pub ping_interval: Duration,
+    /// How long a ping may take before the connection counts as lost.
+    pub ping_timeout: Duration,
+    /// Delays before each automatic reconnection attempt; its length is the attempt limit.
+    pub backoff: Vec<Duration>,
+    /// Between closing a child's stdin, SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            connect_timeout: Duration::from_secs(30),
+            ping_interval: Duration::from_secs(15),
+            ping_timeout: Duration::from_secs(10),
+            backoff: [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec(),
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Timing {
+    /// The defaults with the backoff schedule scaled so its first delay is `base`
+    /// (1, 2, 4, 8, 16 × base).
+    pub fn with_backoff_base(mut self, base: Duration) -> Timing {
+        self.backoff = [1u32, 2, 4, 8, 16].map(|k| base * k).to_vec();
+        self
+    }
+}
+
+/// A server's connection status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Connecting,
+    Connected,
+    /// Disconnected on request, or lost (with `error` saying why) and perhaps waiting to retry.
+    Disconnected,
+    /// The last connection attempt failed (see `error`).
+    Error,
+    /// Automatic reconnection gave up; only a manual reconnect tries again.
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Connecting => "connecting",
+            Status::Connected => "connected",
+            Status::Disconnected => "disconnected",
+            Status::Error => "error",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A failed manager operation: a snake_case code, the HTTP status the REST API answers with, a
+/// message for people, and extra fields for the body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UpstreamError {
+    pub code: &'static str,
+    pub status: u16,
+    pub message: String,
+    pub extra: Map<String, Value>,
+}
+
+impl UpstreamError {
+    pub fn new(code: &'static str, status: u16, message: impl Into<String>) -> UpstreamError {
+        UpstreamError {
+            code,
+            status,
+            message: message.into(),
+            extra: Map::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> UpstreamError {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    fn server_not_found(name: &str) -> UpstreamError {
+        UpstreamError::new(
+            "server_not_found",
+            404,
+            format!("no upstream server is named {name:?}"),
+        )
+        .with("server", name)
+        .with("name", name)
+    }
+
+    fn not_connected(name: &str, status: Status, error: Option<&str>) -> UpstreamError {
+        let mut message = format!("upstream server {name:?} is {}", status.as_str());
+        if let Some(e) = error {
+            message.push_str(&format!(": {e}"));
+        }
+        UpstreamError::new("server_not_connected", 502, message)
+            .with("server", name)
+            .with("status", status.as_str())
+    }
+}
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// A live connection.
+struct Live {
+    peer: Arc<Peer>,
+    proc: Option<Arc<Proc>>,
+    /// The transport actually used (`auto` resolves to `http` or `sse`).
+    transport: &'static str,
+    init: Initialized,
+}
+
+/// Where a server's definition came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The config file or `--mcp-client` (reconnected on every start).
+    Startup,
+    /// `POST /api/mcp-clients/connect` (gone after a restart).
+    Runtime,
+}
+
+struct Slot {
+    config: ServerConfig,
+    source: Source,
+    status: Status,
+    error: Option<String>,
+    gen: u64,
+    live: Option<Arc<Live>>,
+    /// The server's tools as it listed them (unfiltered).
+    tools: Vec<Value>,
+    connected_at: Option<f64>,
+    /// Automatic reconnection attempts made since the connection was lost.
+    attempts: u32,
+    retry_at: Option<Instant>,
+    next_ping: Option<Instant>,
+}
+
+impl Slot {
+    fn new(config: ServerConfig, source: Source) -> Slot {
+        Slot {
+            config,
+            source,
+            status: Status::Connecting,
+            error: None,
+            gen: 0,
+            live: None,
+            tools: Vec::new(),
+            connected_at: None,
+            attempts: 0,
+            retry_at: None,
+            next_ping: None,
+        }
+    }
+
+    fn visible_tools(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let filter = self.config.tool_filter();
+        self.tools.iter().filter_map(move |t| {
+            let name = t.get("name").and_then(Value::as_str)?;
+            filter.allows(name).then_some((name, t))
+        })
+    }
+}
+
+enum Event {
+    Notice {
+        name: String,
+        gen: u64,
+        notice: Notice,
+    },
+    Stop,
+}
+
+struct Inner {
+    timing: Timing,
+    servers: Mutex<BTreeMap<String, Slot>>,
+    events: Sender<Event>,
+    shutting_down: AtomicBool,
+    /// Every child process started, until it is reaped (shutdown waits for them).
+    procs: Mutex<Vec<Arc<Proc>>>,
+}
+
+/// The MCP client manager (see the module documentation).
+pub struct Manager {
+    inner: Arc<Inner>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The outcome of a tool call that reached the server.
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    pub server: String,
+    pub original_name: String,
+    pub result: Value,
+}
+
+/// A failed call with what is known about it (for the call record).
+#[derive(Clone, Debug)]
+pub struct CallFailure {
+    pub error: UpstreamError,
+    /// Set when the name resolved (the call was attempted or refused for a known server).
+    pub server: Option<String>,
+    pub original_name: Option<String>,
+    /// Whether the request reached the server (timeouts and upstream errors did).
+    pub sent: bool,
+}
+
+impl Manager {
+    /// Starts the manager and connects `servers` in the background.
+    pub fn start(servers: Vec<ServerConfig>, timing: Timing) -> std::io::Result<Arc<Manager>> {
+        let (tx, rx) = unbounded();
+        let inner = Arc::new(Inner {
+            timing,
+            servers: Mutex::new(BTreeMap::new()),
+            events: tx,
+            shutting_down: AtomicBool::new(false),
+            procs: Mutex::new(Vec::new()),
+        });
+        let sup_inner = inner.clone();
+        let supervisor = thread::Builder::new()
+            .name("upstream-supervisor".into())
+            .spawn(move || supervise(&sup_inner, &rx))?;
+        let manager = Arc::new(Manager {
+            inner: inner.clone(),
+            supervisor: Mutex::new(Some(supervisor)),
+        });
+        for config in servers {
+            let name = config.name.clone();
+            let gen = {
+                let mut servers = lock(&inner.servers);
+                let slot = servers
+                    .entry(name.clone())
+                    .or_insert_with(|| Slot::new(config.clone(), Source::Startup));
+                slot.gen += 1;
+                slot.gen
+            };
+            let inner = inner.clone();
+            thread::Builder::new()
+                .name(format!("upstream-{name}-connect"))
+                .spawn(move || {
+                    if let Err(e) = connect_slot(&inner, &name, gen) {
+                        log::warn!("upstream {name}: {e}");
+                    }
+                })?;
+        }
+        Ok(manager)
+    }
+
+    /// The names of every known server.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.inner.servers).keys().cloned().collect()
+    }
+
+    pub fn timing(&self) -> &Timing {
+        &self.inner.timing
+    }
+
+    /// Waits until no server is `connecting`, up to `timeout`; true when settled.
+    pub fn wait_settled(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let busy = lock(&self.inner.servers)
+                .values()
+                .any(|s| s.status == Status::Connecting);
+            if !busy {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Connects a new server at run time (never written to any file). A name already
+    /// connected or connecting is `duplicate_name`; a name whose last attempt failed or that
+    /// was disconnected is replaced by the new definition.
+    pub fn connect(&self, config: ServerConfig) -> Result<Vec<String>, UpstreamError> {
+        let name = config.name.clone();
+        validate_server_name(&name).map_err(|e| {
+            UpstreamError::new(
+                "invalid_name",
+                400,
+                format!("invalid server name {name:?}: {e}"),
+            )
+            .with("name", name.as_str())
+        })?;
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(UpstreamError::new(
+                "shutting_down",
+                503,
+                "the server is shutting down",
+            ));
+        }
+        let gen = {
+            let mut servers = lock(&self.inner.servers);
+            if let Some(slot) = servers.get(&name) {
+                if matches!(slot.status, Status::Connected | Status::Connecting) {
+                    return Err(UpstreamError::new(
+                        "duplicate_name",
+                        409,
+                        format!(
+                            "an upstream server named {name:?} is already {}",
+                            slot.status.as_str()
+                        ),
+                    )
+                    .with("name", name.as_str()));
+                }
+            }
+            let old_gen = servers.get(&name).map_or(0, |s| s.gen);
+            let mut slot = Slot::new(config, Source::Runtime);
+            slot.gen = old_gen + 1;
+            let gen = slot.gen;
+            servers.insert(name.clone(), slot);
+            gen
+        };
+        connect_slot(&self.inner, &name, gen)
+    }
+
+    /// Disconnects a server, keeping its definition for [`Manager::reconnect`]. In-flight
+    /// calls fail at once.
+    pub fn disconnect(&self, name: &str) -> Result<(), UpstreamError> {
+        let live = {
+            let mut servers = lock(&self.inner.servers);
+            let slot = servers
+                .get_mut(name)
+                .ok_or_else(|| UpstreamError::server_not_found(name))?;
+            slot.gen += 1;
+            slot.status = Status::Disconnected;
+            slot.error = None;
+            slot.tools.clear();
+            slot.retry_at = None;
+            slot.next_ping = None;
+            slot.connected_at = None;
+            slot.live.take()
+        };
+        if let Some(live) = live {
+            live.peer.shutdown("disconnected by request");
+        }
+        log::info!("upstream {name}: disconnected by request");
+        Ok(())
+    }
+
+    /// Reconnects a server with its retained definition; resets the automatic attempt count.
+    pub fn reconnect(&self, name: &str) -> Result<Vec<String>, UpstreamError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(UpstreamError::new(
+                "shutting_down",
+                503,
+                "the server is shutting down",
+            ));
+        }
+        let (gen, live) = {
+            let mut servers = lock(&self.inner.servers);
+            let slot = servers
+                .get_mut(name)
+                .ok_or_else(|| UpstreamError::server_not_found(name))?;
+            slot.gen += 1;
+            slot.status = Status::Connecting;
+            slot.error = None;
+            slot.attempts = 0;
+            slot.retry_at = None;
+            slot.next_ping = None;
+            slot.tools.clear();
+            slot.connected_at = None;
+            (slot.gen, slot.live.take())
+        };
+        if let Some(live) = live {
+            live.peer.shutdown("reconnecting by request");
+        }
+        connect_slot(&self.inner, name, gen)
+    }
+
+    /// Every server with its status.
+    pub fn servers(&self) -> Value {
+        let servers = lock(&self.inner.servers);
+        let mut out = Map::new();
+        for (name, slot) in servers.iter() {
+            let tools: Vec<String> = slot
+                .visible_tools()
+                .map(|(t, _)| catalog_name(name, t))
+                .collect();
+            let mut s = json!({
+                "status": slot.status.as_str(),
+                "transport": slot.live.as_ref().map_or(slot.config.transport.kind(), |l| l.transport),
+                "configured_transport": slot.config.transport.kind(),
+                "tools": tools,
+                "tool_count": tools.len(),
+                "connected_at": slot.connected_at,
+                "error": slot.error,
+                "source": match slot.source { Source::Startup => "startup", Source::Runtime => "runtime" },
+                "auto_reconnect": slot.config.auto_reconnect,
+                "timeout_s": slot.config.timeout.as_secs_f64(),
+                "reconnect_attempts": slot.attempts,
+            });
+            match &slot.config.transport {
+                Transport::Stdio { command, args, .. } => {
+                    s["command"] = json!(command);
+                    s["args"] = json!(args);
+                }
+                other => s["url"] = json!(other.url()),
+            }
+            if let Some(at) = slot.retry_at {
+                s["next_retry_in_s"] =
+                    json!(at.saturating_duration_since(Instant::now()).as_secs_f64());
+            }
+            if let Some(live) = &slot.live {
+                s["protocol_version"] = json!(live.init.protocol_version);
+                s["server_info"] = live.init.server_info.clone();
+                if let Some(p) = &live.proc {
+                    s["pid"] = json!(p.pid());
+                }
+                if let Some(i) = &live.init.instructions {
+                    s["instructions"] = json!(i);
+                }
+            }
+            out.insert(name.clone(), s);
+        }
+        Value::Object(out)
+    }
+
+    /// The catalog: every visible tool of every connected server (or of `server`).
+    pub fn tools(&self, server: Option<&str>) -> Result<Vec<Value>, UpstreamError> {
+        let servers = lock(&self.inner.servers);
+        if let Some(s) = server {
+            if !servers.contains_key(s) {
+                return Err(UpstreamError::server_not_found(s));
+            }
+        }
+        let mut out = Vec::new();
+        for (name, slot) in servers.iter() {
+            if server.is_some_and(|s| s != name) || slot.status != Status::Connected {
+                continue;
+            }
+            for (tool, t) in slot.visible_tools() {
+                let mut entry = json!({
+                    "name": catalog_name(name, tool),
+                    "server": name,
+                    "original_name": tool,
+                    "description": t.get("description").cloned().unwrap_or(json!("")),
+                    "input_schema": t.get("inputSchema").cloned().unwrap_or(json!({"type": "object"})),
+                });
+                for (from, to) in [
+                    ("title", "title"),
+                    ("outputSchema", "output_schema"),
+                    ("annotations", "annotations"),
+                ] {
+                    if let Some(v) = t.get(from) {
+                        entry[to] = v.clone();
+                    }
+                }
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resolves a tool name (`server/tool`, or a bare name offered by exactly one connected
+    /// server) to the live connection, its original name and its timeout.
+    fn route(
+        &self,
+        name: &str,
+    ) -> Result<(String, String, Arc<Live>, Duration), (UpstreamError, Option<String>)> {
+        let servers = lock(&self.inner.servers);
+        // A known server prefix decides before any catalog lookup.
+        if let Some((server, tool)) = name.split_once('/') {
+            if let Some(slot) = servers.get(server) {
+                if slot.status != Status::Connected {
+                    return Err((
+                        UpstreamError::not_connected(server, slot.status, slot.error.as_deref()),
+                        Some(server.to_owned()),
+                    ));
+                }
+                if !slot.config.tool_filter().allows(tool) {
+                    return Err((
+                        UpstreamError::new(
+                            "tool_denied",
+                            403,
+                            format!("tool {name:?} is not allowed by the configuration of server {server:?} (allowed_tools / denied_tools)"),
+                        )
+                        .with("tool", name),
+                        Some(server.to_owned()),
+                    ));
+                }
+            }
+        }
+        let mut catalog = Catalog::new();
+        for (sname, slot) in servers.iter() {
+            if slot.status != Status::Connected {
+                continue;
+            }
+            catalog.add_server(sname);
+            for (tool, _) in slot.visible_tools() {
+                catalog.add_tool(sname, tool);
+            }
+        }
+        let resolved = catalog.resolve(name).map_err(|e| {
+            let status = match e {
+                ResolveError::EmptyName => 400,
+                ResolveError::Ambiguous { .. } => 409,
+                _ => 404,
+            };
+            let mut err = UpstreamError::new(e.code(), status, e.to_string()).with("tool", name);
+            if let ResolveError::Ambiguous { candidates, .. } = &e {
+                err = err.with("candidates", json!(candidates));
+            }
+            if let ResolveError::ServerNotFound { server } = &e {
+                err = err.with("server", server.as_str());
+            }
+            (err, None)
+        })?;
+        let slot = &servers[resolved.server];
+        match &slot.live {
+            Some(live) => Ok((
+                resolved.server.to_owned(),
+                resolved.tool.to_owned(),
+                live.clone(),
+                slot.config.timeout,
+            )),
+            None => Err((
+                UpstreamError::not_connected(resolved.server, slot.status, slot.error.as_deref()),
+                Some(resolved.server.to_owned()),
+            )),
+        }
+    }
+
+    /// Calls a tool. The result is the server's `CallToolResult`, untouched (an `isError`
+    /// result is a success here: the call reached the tool).
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<CallOutcome, CallFailure> {
+        // A server still connecting (at start-up) is waited for, up to the connect timeout.
+        if let Some((server, _)) = name.split_once('/') {
+            self.wait_for(server);
+        } else {
+            self.wait_settled(self.inner.timing.connect_timeout);
+        }
+        let (server, tool, live, timeout) =
+            self.route(name).map_err(|(error, server)| CallFailure {
+                error,
+                server,
+                original_name: None,
+                sent: false,
+            })?;
+        let params = json!({"name": tool, "arguments": arguments});
+        let fail = |error: UpstreamError| CallFailure {
+            error,
+            server: Some(server.clone()),
+            original_name: Some(tool.clone()),
+            sent: true,
+        };
+        match live.peer.request("tools/call", params, timeout) {
+            Ok(result) if result.is_object() => Ok(CallOutcome {
+                server: server.clone(),
+                original_name: tool.clone(),
+                result,
+            }),
+            Ok(other) => Err(fail(UpstreamError::new(
+                "call_failed",
+                502,
+                format!(
+                    "the server answered tools/call with a non-object result: {}",
+                    super::peer::preview(&other.to_string())
+                ),
+            ))),
+            Err(f) => Err(fail(failure_error(&server, "call", &f))),
+        }
+    }
+
+    fn wait_for(&self, server: &str) {
+        let deadline = Instant::now() + self.inner.timing.connect_timeout;
+        while Instant::now() < deadline {
+            let connecting = lock(&self.inner.servers)
+                .get(server)
+                .is_some_and(|s| s.status == Status::Connecting);
+            if !connecting {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn live_of(&self, server: &str) -> Result<(Arc<Live>, Duration), UpstreamError> {
+        self.wait_for(server);
+        let servers = lock(&self.inner.servers);
+        let slot = servers
+            .get(server)
+            .ok_or_else(|| UpstreamError::server_not_found(server))?;
+        match (&slot.live, slot.status) {
+            (Some(live), Status::Connected) => Ok((live.clone(), slot.config.timeout)),
+            _ => Err(UpstreamError::not_connected(
+                server,
+                slot.status,
+                slot.error.as_deref(),
+            )),
+        }
+    }
+
+    /// Resources of every connected server (or of `server`), each with its `server`. A server
+    /// that fails to list is reported in `errors` instead of failing the whole listing.
+    pub fn resources(&self, server: Option<&str>) -> Result<Value, UpstreamError> {
+        let targets: Vec<String> = match server {
+            Some(s) => {
+                self.live_of(s)?;
+                vec![s.to_owned()]
+            }
+            None => {
+                self.wait_settled(self.inner.timing.connect_timeout);
+                lock(&self.inner.servers)
+                    .iter()
+                    .filter(|(_, s)| s.status == Status::Connected)
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            }
+        };
+        let mut resources = Vec::new();
+        let mut errors = Map::new();
+        for name in targets {
+            let Ok((live, timeout)) = self.live_of(&name) else {
+                continue;
+            };
+            if !live.init.capabilities.contains_key("resources") {
+                continue;
+            }
+            match live.peer.list_all("resources/list", "resources", timeout) {
+                Ok(list) => {
+                    for r in list {
+                        let mut entry = json!({
+                            "uri": r.get("uri").cloned().unwrap_or(Value::Null),
+                            "server": name,
+                            "name": r.get("name").cloned().unwrap_or(Value::Null),
+                            "description": r.get("description").cloned().unwrap_or(Value::Null),
+                            "mime_type": r.get("mimeType").cloned().unwrap_or(Value::Null),
+                        });
+                        for (from, to) in [
+                            ("title", "title"),
+                            ("size", "size"),
+                            ("annotations", "annotations"),
+                        ] {
+                            if let Some(v) = r.get(from) {
+                                entry[to] = v.clone();
+                            }
+                        }
+                        resources.push(entry);
+                    }
+                }
+                Err(f) => {
+                    errors.insert(name.clone(), json!(f.to_string()));
+                }
+            }
+        }
+        Ok(json!({"resources": resources, "errors": errors}))
+    }
+
+    /// Reads a resource: `{content, mime_type, contents}` where `content` is the first text
+    /// (or base64 blob) and `contents` the server's full list.
+    pub fn read_resource(&self, server: &str, uri: &str) -> Result<Value, UpstreamError> {
+        let (live, timeout) = self.live_of(server)?;
+        match live
+            .peer
+            .request("resources/read", json!({"uri": uri}), timeout)
+        {
+            Ok(result) => {
+                let contents = result
+                    .get("contents")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let first = contents.first();
+                let content = first
+                    .and_then(|c| c.get("text").or_else(|| c.get("blob")))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let mime = first
+                    .and_then(|c| c.get("mimeType"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                Ok(
+                    json!({"server": server, "uri": uri, "content": content, "mime_type": mime, "contents": contents}),
+                )
+            }
+            Err(Failure::Rpc { code, message, .. })
+                if code == -32002 || message.to_ascii_lowercase().contains("not found") =>
+            {
+                Err(UpstreamError::new(
+                    "resource_not_found",
+                    404,
+                    format!("server {server:?} has no resource {uri:?}: {message}"),
+                )
+                .with("uri", uri)
+                .with("server", server))
+            }
+            Err(f) => Err(failure_error(server, "read", &f).with("uri", uri)),
+        }
+    }
+
+    /// Stops everything: ends every connection, stops every child (closing stdin, SIGTERM,
+    /// SIGKILL to its process group) and waits until each is reaped. Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let lives: Vec<Arc<Live>> = {
+            let mut servers = lock(&self.inner.servers);
+            servers
+                .values_mut()
+                .filter_map(|s| {
+                    s.gen += 1;
+                    s.retry_at = None;
+                    s.live.take()
+                })
+                .collect()
+        };
+        let _ = self.inner.events.send(Event::Stop);
+        if let Some(h) = lock(&self.supervisor).take() {
+            let _ = h.join();
+        }
+        for live in &lives {
+            if live.proc.is_none() {
+                live.peer.shutdown("the server is shutting down");
+            }
+        }
+        let procs: Vec<Arc<Proc>> = lock(&self.inner.procs).drain(..).collect();
+        let stoppers: Vec<_> = procs
+            .into_iter()
+            .filter_map(|p| {
+                thread::Builder::new()
+                    .name("upstream-stop".into())
+                    .spawn(move || p.stop())
+                    .ok()
+            })
+            .collect();
+        for h in stoppers {
+            let _ = h.join();
+        }
+        for live in &lives {
+            live.peer.closed("the server is shutting down");
+        }
+    }
+}
+
+/// Maps a request failure to the error a caller sees.
+fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
+    match f {
+        Failure::Timeout(d) => UpstreamError::new(
+            "call_timeout",
+            504,
+            format!(
+                "server {server:?} did not answer the {what} within {} (its timeout_s); the request was cancelled",
+                show_duration(*d)
+            ),
+        )
+        .with("server", server)
+        .with("timeout_s", d.as_secs_f64()),
+        Failure::Disconnected(why) => UpstreamError::new(
+            "call_failed",
+            502,
+            format!("server {server:?} disconnected during the {what}: {why}"),
+        )
+        .with("server", server),
+        Failure::Rpc {
+            code,
+            message,
+            data,
+        } => {
+            let mut e = UpstreamError::new(
+                "call_failed",
+                502,
+                format!("server {server:?} answered with error {code}: {message}"),
+            )
+            .with("server", server)
+            .with("upstream_code", *code);
+            if let Some(d) = data {
+                e = e.with("upstream_data", d.clone());
+            }
+            e
+        }
+        other => UpstreamError::new(
+            "call_failed",
+            502,
+            format!("server {server:?}: {other}"),
+        )
+        .with("server", server),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Establishes a connection for `config` within the connect timeout.
+fn establish(
+    inner: &Arc<Inner>,
+    config: &ServerConfig,
+    gen: u64,
+) -> Result<(Arc<Live>, Vec<Value>), String> {
+    let deadline = Instant::now() + inner.timing.connect_timeout;
+    let remaining = || deadline.saturating_duration_since(Instant::now());
+    let name = config.name.clone();
+    let new_peer = || {
+        let events = inner.events.clone();
+        let name = name.clone();
+        Peer::new(&config.name, move |notice| {
+            let _ = events.send(Event::Notice {
+                name: name.clone(),
+                gen,
+                notice,
+            });
+        })
+    };
+    let timed_out = |step: &str| {
+        format!(
+            "no answer to {step} within the connect timeout of {}",
+            show_duration(inner.timing.connect_timeout)
+        )
+    };
+    let init = |peer: &Arc<Peer>| match peer.initialize(remaining()) {
+        Ok(i) => Ok(i),
+        Err(Failure::Timeout(_)) => Err(Failure::Invalid(timed_out("initialize"))),
+        Err(e) => Err(e),
+    };
+    let (peer, proc, transport, initialized) = match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let peer = new_peer();
+            let spec = stdio::Spawn {
+                command,
+                args,
+                env,
+                cwd: cwd.as_deref(),
+            };
+            let proc = stdio::spawn(&peer, &spec, inner.timing.kill_grace)?;
+            lock(&inner.procs).push(proc.clone());
+            match init(&peer) {
+                Ok(i) => (peer, Some(proc), "stdio", i),
+                Err(f) => {
+                    peer.shutdown("initialize failed");
+                    return Err(format!("initialize failed: {}", describe_init(&f)));
+                }
+            }
+        }
+        Transport::Sse { url, headers } => {
+            let peer = new_peer();
+            super::sse::connect(&peer, url, headers, remaining())?;
+            match init(&peer) {
+                Ok(i) => (peer, None, "sse", i),
+                Err(f) => {
+                    peer.shutdown("initialize failed");
+                    return Err(format!("initialize failed: {}", describe_init(&f)));
+                }
+            }
+        }
+        Transport::Http { url, headers } | Transport::Auto { url, headers } => {
+            let auto = matches!(config.transport, Transport::Auto { .. });
+            let peer = new_peer();
+            let first = super::http::connect(&peer, url, headers, remaining())
+                .map_err(Failure::Disconnected)
+                .and_then(|()| init(&peer));
+            match first {
+                Ok(i) => (peer, None, "http", i),
+                Err(Failure::Http {
+                    status,
+                    mcp_error: false,
+                    message,
+                }) if auto && (400..500).contains(&status) => {
+                    peer.shutdown("falling back to legacy SSE");
+                    log::info!(
+                        "upstream {name}: Streamable HTTP refused (HTTP {status}: {message}); trying legacy HTTP+SSE"
+                    );
+                    let peer = new_peer();
+                    super::sse::connect(&peer, url, headers, remaining()).map_err(|e| {
+                        format!(
+                            "Streamable HTTP answered HTTP {status}, and legacy SSE failed: {e}"
+                        )
+                    })?;
+                    match init(&peer) {
+                        Ok(i) => (peer, None, "sse", i),
+                        Err(f) => {
+                            peer.shutdown("initialize failed");
+                            return Err(format!("initialize failed: {}", describe_init(&f)));
+                        }
+                    }
+                }
+                Err(f) => {
+                    peer.shutdown("initialize failed");
+                    return Err(format!("initialize failed: {}", describe_init(&f)));
+                }
+            }
+        }
+    };
+    let tools = if initialized.capabilities.contains_key("tools") {
+        match peer.list_all("tools/list", "tools", remaining()) {
+            Ok(t) => t,
+            Err(Failure::Timeout(_)) => {
+                peer.shutdown("tools/list timed out");
+                return Err(timed_out("tools/list"));
+            }
+            Err(f) => {
+                peer.shutdown("tools/list failed");
+                return Err(format!("tools/list failed: {f}"));
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    log::info!(
+        "upstream {name}: connected over {transport} (protocol {}, {} tools)",
+        initialized.protocol_version,
+        tools.len()
+    );
+    Ok((
+        Arc::new(Live {
+            peer,
+            proc,
+            transport,
+            init: initialized,
+        }),
+        tools,
+    ))
+}
+
+fn describe_init(f: &Failure) -> String {
+    match f {
+        Failure::Invalid(why) => why.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Connects slot `name` for generation `gen` and installs the connection if the slot still
+/// wants it. Returns the visible catalog names.
+fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>, UpstreamError> {
+    let config = {
+        let mut servers = lock(&inner.servers);
+        let Some(slot) = servers.get_mut(name) else {
+            return Err(UpstreamError::server_not_found(name));
+        };
+        if slot.gen != gen {
+            return Err(superseded(name));
+        }
+        slot.status = Status::Connecting;
+        slot.config.clone()
+    };
+    let established = establish(inner, &config, gen);
+    let mut servers = lock(&inner.servers);
+    let current = servers
+        .get_mut(name)
+        .filter(|s| s.gen == gen && !inner.shutting_down.load(Ordering::SeqCst));
+    match (established, current) {
+        (Ok((live, tools)), Some(slot)) => {
+            if live.peer.is_closed() {
+                // Lost between the handshake and now: the Closed notice was for this
+                // generation and found no connected slot, so report it here.
+                let why = live.peer.close_reason().unwrap_or_default();
+                slot.status = Status::Error;
+                slot.error = Some(format!("connection lost right after connecting: {why}"));
+                return Err(connect_failed(name, slot.error.as_deref().unwrap_or("")));
+            }
+            slot.status = Status::Connected;
+            slot.error = None;
+            slot.live = Some(live);
+            slot.tools = tools;
+            slot.connected_at = Some(ids::now());
+            slot.attempts = 0;
+            slot.retry_at = None;
+            slot.next_ping = Some(Instant::now() + inner.timing.ping_interval);
+            Ok(slot
+                .visible_tools()
+                .map(|(t, _)| catalog_name(name, t))
+                .collect())
+        }
+        (Ok((live, _)), None) => {
+            drop(servers);
+            live.peer.shutdown("superseded");
+            Err(superseded(name))
+        }
+        (Err(why), Some(slot)) => {
+            slot.status = Status::Error;
+            slot.error = Some(why.clone());
+            Err(connect_failed(name, &why))
+        }
+        (Err(why), None) => Err(connect_failed(name, &why)),
+    }
+}
+
+fn connect_failed(name: &str, why: &str) -> UpstreamError {
+    UpstreamError::new(
+        "connect_failed",
+        502,
+        format!("cannot connect to upstream server {name:?}: {why}"),
+    )
+    .with("name", name)
+}
+
+fn superseded(name: &str) -> UpstreamError {
+    UpstreamError::new(
+        "connect_failed",
+        502,
+        format!("the connection attempt to {name:?} was superseded (disconnected, reconnected or shutting down meanwhile)"),
+    )
+    .with("name", name)
+}
+
+/// The supervisor loop: notices, health pings and automatic reconnection.
+fn supervise(inner: &Arc<Inner>, rx: &Receiver<Event>) {
+    let tick = Duration::from_millis(50);
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(Event::Stop) => return,
+            Ok(Event::Notice { name, gen, notice }) => on_notice(inner, &name, gen, notice),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        }
+        if inner.shutting_down.load(Ordering::SeqCst) {
+            continue;
+        }
+        let now = Instant::now();
+        let mut pings = Vec::new();
+        let mut retries = Vec::new();
+        {
+            let mut servers = lock(&inner.servers);
+            for (name, slot) in servers.iter_mut() {
+                if slot.status == Status::Connected && slot.next_ping.is_some_and(|t| t <= now) {
+                    slot.next_ping = Some(now + inner.timing.ping_interval);
+                    if let Some(live) = &slot.live {
+                        pings.push((name.clone(), live.clone()));
+                    }
+                }
+                if slot.retry_at.is_some_and(|t| t <= now) {
+                    slot.retry_at = None;
+                    slot.attempts += 1;
+                    slot.gen += 1;
+                    slot.status = Status::Connecting;
+                    retries.push((name.clone(), slot.gen, slot.attempts));
+                }
+            }
+        }
+        for (name, live) in pings {
+            let timeout = inner.timing.ping_timeout;
+            let _ = thread::Builder::new()
+                .name(format!("upstream-{name}-ping"))
+                .spawn(move || ping(&name, &live, timeout));
+        }
+        for (name, gen, attempt) in retries {
+            let inner = inner.clone();
+            let _ = thread::Builder::new()
+                .name(format!("upstream-{name}-reconnect"))
+                .spawn(move || auto_reconnect(&inner, &name, gen, attempt));
+        }
+    }
+}
+
+fn ping(name: &str, live: &Live, timeout: Duration) {
+    match live.peer.request("ping", json!({}), timeout) {
+        Ok(_) => log::debug!("upstream {name}: ping ok"),
+        // An error answer still proves the server is alive (some servers lack ping).
+        Err(Failure::Rpc { .. }) => log::debug!("upstream {name}: ping answered with an error"),
+        Err(f) => {
+            log::warn!("upstream {name}: health ping failed ({f}); dropping the connection");
+            live.peer.shutdown(&format!("health ping failed: {f}"));
+        }
+    }
+}
+
+fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
+    let max = inner.timing.backoff.len() as u32;
+    log::info!("upstream {name}: reconnecting (attempt {attempt} of {max})");
+    match connect_slot(inner, name, gen) {
+        Ok(_) => log::info!("upstream {name}: reconnected after {attempt} attempt(s)"),
+        Err(e) => {
+            let mut servers = lock(&inner.servers);
+            let Some(slot) = servers.get_mut(name).filter(|s| s.gen == gen) else {
+                return;
+            };
+            if attempt >= max {
+                slot.status = Status::Failed;
+                slot.error = Some(format!(
+                    "gave up after {max} reconnection attempts; last error: {}",
+                    e.message
+                ));
+                log::warn!("upstream {name}: gave up reconnecting after {max} attempts");
+            } else {
+                slot.status = Status::Disconnected;
+                slot.retry_at = Some(Instant::now() + inner.timing.backoff[attempt as usize]);
+                log::info!(
+                    "upstream {name}: attempt {attempt} failed ({}); next in {}",
+                    e.message,
+                    show_duration(inner.timing.backoff[attempt as usize])
+                );
+            }
+        }
+    }
+}
+
+fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
+    match notice {
+        Notice::Closed(reason) => {
+            let mut servers = lock(&inner.servers);
+            let Some(slot) = servers.get_mut(name) else {
+                return;
+            };
+            if slot.gen != gen || slot.status != Status::Connected {
+                return;
+            }
+            slot.gen += 1;
+            slot.status = Status::Disconnected;
+            slot.error = Some(reason.clone());
+            slot.live = None;
+            slot.tools.clear();
+            slot.connected_at = None;
+            slot.next_ping = None;
+            if slot.config.auto_reconnect
+                && !inner.shutting_down.load(Ordering::SeqCst)
+                && !inner.timing.backoff.is_empty()
+            {
+                slot.attempts = 0;
+                slot.retry_at = Some(Instant::now() + inner.timing.backoff[0]);
+                log::warn!(
+                    "upstream {name}: connection lost ({reason}); reconnecting in {}",
+                    show_duration(inner.timing.backoff[0])
+                );
+            } else {
+                log::warn!("upstream {name}: connection lost ({reason})");
+            }
+        }
+        Notice::ToolsChanged => {
+            let live = {
+                let servers = lock(&inner.servers);
+                servers
+                    .get(name)
+                    .filter(|s| s.gen == gen && s.status == Status::Connected)
+                    .and_then(|s| s.live.clone().map(|l| (l, s.config.timeout)))
+            };
+            let Some((live, timeout)) = live else {
+                return;
+            };
+            let inner = inner.clone();
+            let name = name.to_owned();
+            let _ = thread::Builder::new()
+                .name(format!("upstream-{name}-relist"))
+                .spawn(
+                    move || match live.peer.list_all("tools/list", "tools", timeout) {
+                        Ok(tools) => {
+                            let mut servers = lock(&inner.servers);
+                            if let Some(slot) = servers
+                                .get_mut(&name)
+                                .filter(|s| s.gen == gen && s.status == Status::Connected)
+                            {
+                                log::info!(
+                                    "upstream {name}: tool list changed ({} -> {} tools)",
+                                    slot.tools.len(),
+                                    tools.len()
+                                );
+                                slot.tools = tools;
+                            }
+                        }
+                        Err(f) => log::warn!("upstream {name}: re-listing tools failed: {f}"),
+                    },
+                );
+        }
+        Notice::ResourcesChanged => log::debug!("upstream {name}: resource list changed"),
+    }
+}
