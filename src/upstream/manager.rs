@@ -232,6 +232,14 @@ pub struct CallOutcome {
     pub result: Value,
 }
 
+/// Where a tool name leads.
+struct Routed {
+    server: String,
+    tool: String,
+    live: Arc<Live>,
+    timeout: Duration,
+}
+
 /// A failed call with what is known about it (for the call record).
 #[derive(Clone, Debug)]
 pub struct CallFailure {
@@ -495,10 +503,7 @@ impl Manager {
 
     /// Resolves a tool name (`server/tool`, or a bare name offered by exactly one connected
     /// server) to the live connection, its original name and its timeout.
-    fn route(
-        &self,
-        name: &str,
-    ) -> Result<(String, String, Arc<Live>, Duration), (UpstreamError, Option<String>)> {
+    fn route(&self, name: &str) -> Result<Routed, (UpstreamError, Option<String>)> {
         let servers = lock(&self.inner.servers);
         // A known server prefix decides before any catalog lookup.
         if let Some((server, tool)) = name.split_once('/') {
@@ -549,12 +554,12 @@ impl Manager {
         })?;
         let slot = &servers[resolved.server];
         match &slot.live {
-            Some(live) => Ok((
-                resolved.server.to_owned(),
-                resolved.tool.to_owned(),
-                live.clone(),
-                slot.config.timeout,
-            )),
+            Some(live) => Ok(Routed {
+                server: resolved.server.to_owned(),
+                tool: resolved.tool.to_owned(),
+                live: live.clone(),
+                timeout: slot.config.timeout,
+            }),
             None => Err((
                 UpstreamError::not_connected(resolved.server, slot.status, slot.error.as_deref()),
                 Some(resolved.server.to_owned()),
