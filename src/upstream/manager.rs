@@ -576,13 +576,17 @@ impl Manager {
         } else {
             self.wait_settled(self.inner.timing.connect_timeout);
         }
-        let (server, tool, live, timeout) =
-            self.route(name).map_err(|(error, server)| CallFailure {
-                error,
-                server,
-                original_name: None,
-                sent: false,
-            })?;
+        let Routed {
+            server,
+            tool,
+            live,
+            timeout,
+        } = self.route(name).map_err(|(error, server)| CallFailure {
+            error,
+            server,
+            original_name: None,
+            sent: false,
+        })?;
         let params = json!({"name": tool, "arguments": arguments});
         let fail = |error: UpstreamError| CallFailure {
             error,
