@@ -7,6 +7,7 @@ mod support;
 mod call_protocol;
 mod demo;
 mod events;
+mod fixture;
 mod mcp_http;
 mod mcp_stdio;
 mod mcp_support;
