@@ -283,13 +283,16 @@ impl Config {
                 )))
             }
         };
+        let ping_interval = seconds("--mcp-ping-interval-s", args.mcp_ping_interval_s, 86_400.0)?;
         let upstream_timing = Timing {
             connect_timeout: seconds(
                 "--mcp-connect-timeout-s",
                 args.mcp_connect_timeout_s,
                 3600.0,
             )?,
-            ping_interval: seconds("--mcp-ping-interval-s", args.mcp_ping_interval_s, 86_400.0)?,
+            ping_interval,
+            // A ping is due again after one interval, so it may not take longer than that.
+            ping_timeout: Timing::default().ping_timeout.min(ping_interval),
             ..Timing::default()
         }
         .with_backoff_base(seconds(

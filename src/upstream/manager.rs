@@ -881,8 +881,13 @@ fn establish(
             match init(&peer) {
                 Ok(i) => (peer, Some(proc), "stdio", i),
                 Err(f) => {
+                    // A child that died explains itself better than the broken pipe.
+                    let why = match (&f, proc.exit_report(Duration::from_millis(500))) {
+                        (Failure::Disconnected(_), Some(report)) => report,
+                        _ => describe_init(&f),
+                    };
                     peer.shutdown("initialize failed");
-                    return Err(format!("initialize failed: {}", describe_init(&f)));
+                    return Err(format!("initialize failed: {why}"));
                 }
             }
         }

@@ -49,6 +49,8 @@ pub struct Proc {
     done: Receiver<()>,
     stopping: AtomicBool,
     grace: Duration,
+    /// The last few stderr lines, for connection errors.
+    stderr_tail: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl Proc {
@@ -94,6 +96,19 @@ impl Proc {
         let _ = self
             .done
             .recv_timeout(self.grace * 3 + Duration::from_secs(1));
+    }
+
+    /// Why the child is gone, if it is: its exit status (waiting up to `timeout` for it) and the
+    /// last lines it wrote to stderr.
+    pub fn exit_report(&self, timeout: Duration) -> Option<String> {
+        let status = self.wait_exit(timeout)?;
+        let mut out = format!("the server process exited ({})", describe(status));
+        let tail = lock(&self.stderr_tail);
+        if !tail.is_empty() {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            out.push_str(&format!("; its stderr ended with: {}", lines.join(" | ")));
+        }
+        Some(out)
     }
 
     /// Whether the waiter is done (child reaped and its group cleared).
@@ -166,6 +181,7 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
         done: done_rx,
         stopping: AtomicBool::new(false),
         grace,
+        stderr_tail: Mutex::new(std::collections::VecDeque::new()),
     });
 
     // The waiter owns the child.
@@ -212,10 +228,10 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
             .map_err(|e| format!("cannot start the reader thread: {e}"))?;
     }
     if let Some(err) = stderr {
-        let ename = name.clone();
+        let eproc = proc.clone();
         thread::Builder::new()
             .name(format!("upstream-{name}-stderr"))
-            .spawn(move || copy_stderr(&ename, err))
+            .spawn(move || copy_stderr(&eproc, err))
             .map_err(|e| format!("cannot start the stderr thread: {e}"))?;
     }
     peer.set_link(Box::new(StdioLink { proc: proc.clone() }));
@@ -349,7 +365,8 @@ fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<
     }
 }
 
-fn copy_stderr(name: &str, err: impl Read) {
+fn copy_stderr(proc: &Proc, err: impl Read) {
+    let name = &proc.name;
     let mut reader = BufReader::new(err);
     let mut line = Vec::new();
     loop {
@@ -361,6 +378,11 @@ fn copy_stderr(name: &str, err: impl Read) {
                 let text = String::from_utf8_lossy(trim_line(&line));
                 if !text.trim().is_empty() {
                     log::info!("upstream {name} (stderr): {text}");
+                    let mut tail = lock(&proc.stderr_tail);
+                    if tail.len() == 3 {
+                        tail.pop_front();
+                    }
+                    tail.push_back(preview(text.trim()));
                 }
             }
         }

@@ -16,3 +16,4 @@ mod persistence;
 mod pickle_python;
 mod rest_api;
 mod tidy;
+mod upstream;
