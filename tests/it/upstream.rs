@@ -3,7 +3,6 @@
 //! itself over Streamable HTTP and legacy SSE; tests drive it through the REST API and the
 //! `external_*` MCP tools. Seed 000's test numbers are noted on each test.
 
-use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::fixture::fixture_server_path;
 use crate::mcp_support::{tool_json, McpServer};
-use crate::support::{deadline, wait_for, Client, Server, TempDir};
+use crate::support::{wait_for, Client, Server, TempDir};
 
 /// Short timings so reconnection and health tests run in seconds.
 const FAST: &[&str] = &[
@@ -716,7 +715,6 @@ fn stopping_the_server_leaves_no_child_or_grandchild_even_mid_call() {
         pid_file.display()
     );
     let mut s = with_fixture(&flags, &[]);
-    let c = s.client();
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -946,5 +944,3 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
         process_gone(pid).then_some(())
     });
 }
-
-fn _unused(_: &Path) {}
