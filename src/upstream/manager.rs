@@ -877,7 +877,11 @@ fn establish(
                 cwd: cwd.as_deref(),
             };
             let proc = stdio::spawn(&peer, &spec, inner.timing.kill_grace)?;
-            lock(&inner.procs).push(proc.clone());
+            {
+                let mut procs = lock(&inner.procs);
+                procs.retain(|p| !p.is_done());
+                procs.push(proc.clone());
+            }
             match init(&peer) {
                 Ok(i) => (peer, Some(proc), "stdio", i),
                 Err(f) => {

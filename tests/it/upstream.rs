@@ -944,3 +944,76 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
         process_gone(pid).then_some(())
     });
 }
+
+/// The pids of the server's living (non-zombie) child processes.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if fields.len() > 1 && fields[1] == pid.to_string() && fields[0] != "Z" {
+            out.push(child);
+        }
+    }
+    out
+}
+
+// Seed 163: connecting, disconnecting and reconnecting one server from several threads at once
+// leaves one consistent state and no stray process.
+#[test]
+fn concurrent_connects_disconnects_and_reconnects_stay_consistent() {
+    let s = Server::start(&["--mcp-clients", "--mcp-backoff-base-s", "0.05"]);
+    let port = s.port;
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            thread::spawn(move || {
+                let c = Client { port };
+                for j in 0..8 {
+                    let r = match (i + j) % 3 {
+                        0 => c.post("/api/mcp-clients/connect", &connect_body("fx", &[])),
+                        1 => c.post("/api/mcp-clients/fx/disconnect", &json!({})),
+                        _ => c.post("/api/mcp-clients/fx/reconnect", &json!({})),
+                    };
+                    // Each answer is a success or one of the documented refusals.
+                    assert!(
+                        [200, 404, 409, 502].contains(&r.status),
+                        "{}: {}",
+                        r.status,
+                        String::from_utf8_lossy(&r.body)
+                    );
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let c = s.client();
+    // Settle into a known state: connected after a final reconnect, with exactly one child.
+    wait_for("fx to settle", || {
+        let st = clients(&c)["fx"]["status"].clone();
+        (st != "connecting").then_some(())
+    });
+    c.post_ok("/api/mcp-clients/fx/reconnect", &json!({}));
+    assert_eq!(
+        text(&call_ok(&c, "fx/echo", json!({"text": "ok"}))["result"]),
+        "ok"
+    );
+    wait_for("one child process", || {
+        (children_of(s.pid()).len() == 1).then_some(())
+    });
+    c.post_ok("/api/mcp-clients/fx/disconnect", &json!({}));
+    wait_for("no child process", || {
+        children_of(s.pid()).is_empty().then_some(())
+    });
+}
