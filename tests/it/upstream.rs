@@ -1017,3 +1017,37 @@ fn concurrent_connects_disconnects_and_reconnects_stay_consistent() {
         children_of(s.pid()).is_empty().then_some(())
     });
 }
+
+// An agent cancelling external_call_tool cancels the upstream request too.
+#[test]
+fn cancelling_external_call_tool_cancels_the_upstream_call() {
+    let spec = inline("fx", "");
+    let m = McpServer::start(&["--mcp-client", &spec]);
+    m.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}));
+    m.notify("notifications/initialized", json!({}));
+    wait_status(&m.http(), "fx", "connected");
+    let id = m.start_request(
+        "tools/call",
+        json!({"name": "external_call_tool", "arguments": {"tool": "fx/slow", "arguments": {"ms": 20000}}}),
+    );
+    thread::sleep(Duration::from_millis(300));
+    m.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "user gave up"}),
+    );
+    wait_for("the fixture to log the forwarded cancellation", || {
+        m.stderr()
+            .contains("(stderr): fixture: cancelled")
+            .then_some(())
+    });
+    let records = wait_for("the cancelled call's record", || {
+        let r = m.http().get_ok("/api/call-records?function=fx/slow")["calls"].clone();
+        (!r.as_array().unwrap().is_empty()).then_some(r)
+    });
+    assert_eq!(records[0]["status"], "cancelled");
+    let out = m.call_ok(
+        "external_call_tool",
+        json!({"tool": "fx/echo", "arguments": {"text": "next"}}),
+    );
+    assert_eq!(out["content"][0]["text"], "next");
+}
