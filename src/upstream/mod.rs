@@ -9,5 +9,8 @@
 //! - [`names`]: server-name validation, tool glob filters and the catalog resolver.
 
 pub mod config;
+pub mod http;
 pub mod names;
 pub mod peer;
+pub mod sse;
+pub mod sse_parse;
