@@ -147,6 +147,12 @@ fn read_stream(
         if client.stopped() {
             return;
         }
+        log::trace!(
+            "upstream {}: SSE event {:?} ({} bytes)",
+            peer.name,
+            ev.event,
+            ev.data.len()
+        );
         if ev.event == "endpoint" {
             let uri = ev.data.trim();
             if attached {

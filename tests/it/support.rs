@@ -84,7 +84,10 @@ impl Server {
             .args(args)
             .env("CIDELDILL_HOME", home)
             .env("CIDELDILL_PORT_FILE", &port_file)
-            .env("RUST_LOG", "debug")
+            .env(
+                "RUST_LOG",
+                std::env::var("IT_RUST_LOG").unwrap_or_else(|_| "debug".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
