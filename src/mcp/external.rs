@@ -79,7 +79,7 @@ pub fn list_tools(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
 pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let tool = args.get("tool").and_then(Value::as_str).unwrap_or("");
     let arguments = api::arguments_of(args).map_err(err)?;
-    let called = api::call(ctx.shared(), tool, arguments).map_err(err)?;
+    let called = api::call(ctx.shared(), tool, arguments, Some(ctx.cancel)).map_err(err)?;
     let is_error = called.result.get("isError").and_then(Value::as_bool) == Some(true);
     let mut out = json!({
         "tool": called.tool,

@@ -60,11 +60,16 @@ pub struct Called {
 }
 
 /// Calls a tool and records the call (whatever its outcome).
-pub fn call(shared: &Shared, tool: &str, arguments: Value) -> Result<Called, ApiError> {
+pub fn call(
+    shared: &Shared,
+    tool: &str,
+    arguments: Value,
+    cancel: Option<&crossbeam_channel::Receiver<()>>,
+) -> Result<Called, ApiError> {
     let manager = manager(shared)?;
     let started_at = ids::now();
     let t0 = Instant::now();
-    let outcome = manager.call_tool(tool, arguments.clone());
+    let outcome = manager.call_tool(tool, arguments.clone(), cancel);
     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let call_id = format!("mcp-{}", ids::uuid4());
     let mut record = json!({
@@ -119,10 +124,10 @@ pub fn call(shared: &Shared, tool: &str, arguments: Value) -> Result<Called, Api
         }) => {
             record["server"] = json!(server);
             record["original_name"] = json!(original_name);
-            record["status"] = json!(if error.code == "call_timeout" {
-                "timeout"
-            } else {
-                "error"
+            record["status"] = json!(match error.code {
+                "call_timeout" => "timeout",
+                "cancelled" => "cancelled",
+                _ => "error",
             });
             record["is_error"] = json!(true);
             record["error"] = json!({"code": error.code, "message": error.message});
@@ -201,7 +206,7 @@ pub fn call_rest(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     };
     let arguments = arguments_of(body)?;
     manager(shared)?;
-    let called = call(shared, &tool, arguments)?;
+    let called = call(shared, &tool, arguments, None)?;
     Ok(json!({
         "result": called.result,
         "call_id": called.call_id,

@@ -1,12 +1,955 @@
-//! Placeholder, replaced by the real transport.
-use super::peer::Peer;
-use std::sync::Arc;
-use std::time::Duration;
+//! The Streamable HTTP client transport (MCP 2025-03-26 … 2025-11-25) for upstream servers, and
+//! the HTTP plumbing it shares with the legacy HTTP+SSE transport in [`super::sse`].
+//!
+//! Every message is one POST to the server's URL. A request is posted from its own thread, so
+//! a long call blocks nobody: the answer comes back as a JSON body or on an event stream that
+//! may first carry notifications and the server's own requests, and everything read is fed to
+//! [`Peer::incoming`]; an exchange that ends without an answer fails its request with
+//! [`Peer::fail`]. Notifications and responses are posted synchronously. The `Mcp-Session-Id`
+//! the server hands out is sent back on every later message, and a 404 to a message carrying it
+//! means the session is gone ([`Peer::closed`]). Just before `notifications/initialized` is
+//! posted, a GET opens the server's own event stream (servers announce list changes on it right
+//! after `initialized`); a server without one answers 405, which is fine.
+//!
+//! Closing must also stop readers blocked on a socket. Each link's ureq agent therefore connects
+//! through [`Interruptible`], whose transport waits for input in short slices and gives up once
+//! the link's stop flag is set: every read on the link ends within [`POLL`] of `close`.
+
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::bounded;
+use serde_json::Value;
+use ureq::http::Response;
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::time::Duration as Wait;
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport,
+};
+use ureq::{Agent, Body, RequestBuilder};
+
+use super::peer::{preview, Failure, Link, Peer};
+use super::sse_parse::{Event, EventReader};
+
+/// How long a blocked read waits before it looks at the stop flag again.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Longest a request's exchange may last. Only a backstop against leaked threads: the peer
+/// times calls out itself (and sends `notifications/cancelled`).
+const EXCHANGE_LIMIT: Duration = Duration::from_secs(24 * 3600);
+
+/// Longest the POST of a notification or response may take.
+pub(super) const POST_LIMIT: Duration = Duration::from_secs(30);
+
+/// Largest JSON body read.
+const MAX_BODY: u64 = 256 << 20;
+
+/// How much of an error body is read for its description.
+const ERROR_BODY: u64 = 64 << 10;
+
+/// Connects a Streamable HTTP transport to `url` for `peer` and attaches it. Nothing is sent
+/// yet: the caller runs [`Peer::initialize`], and [`Peer::shutdown`] closes the link.
 pub fn connect(
-    _peer: &Arc<Peer>,
-    _url: &str,
-    _headers: &[(String, String)],
-    _t: Duration,
+    peer: &Arc<Peer>,
+    url: &str,
+    headers: &[(String, String)],
+    connect_timeout: Duration,
 ) -> Result<(), String> {
-    Err("not yet".into())
+    check_url(url)?;
+    let shared = Shared {
+        peer: Arc::downgrade(peer),
+        url: url.to_owned(),
+        headers: headers.to_vec(),
+        client: Client::new(connect_timeout),
+        connect_timeout,
+        session: Mutex::new(None),
+        events_opened: AtomicBool::new(false),
+    };
+    peer.set_link(Box::new(HttpLink(Arc::new(shared))));
+    Ok(())
+}
+
+struct HttpLink(Arc<Shared>);
+
+struct Shared {
+    peer: Weak<Peer>,
+    url: String,
+    headers: Vec<(String, String)>,
+    client: Client,
+    connect_timeout: Duration,
+    session: Mutex<Option<String>>,
+    events_opened: AtomicBool,
+}
+
+impl Link for HttpLink {
+    fn send(&self, peer: &Arc<Peer>, msg: &Value) -> Result<(), String> {
+        let s = &self.0;
+        if s.client.stopped() {
+            return Err("connection closed".to_owned());
+        }
+        let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
+        let method = msg.get("method").and_then(Value::as_str);
+        if let (Some(method), Some(id)) = (method, msg.get("id").filter(|v| !v.is_null())) {
+            let (s, p, id, method) = (s.clone(), peer.clone(), id.clone(), method.to_owned());
+            thread::Builder::new()
+                .name(format!("upstream-{}-post", peer.name))
+                .spawn(move || s.exchange(&p, body, &id, &method))
+                .map_err(|e| format!("cannot start a thread: {e}"))?;
+            return Ok(());
+        }
+        if method == Some("notifications/initialized") {
+            s.open_event_stream(peer);
+        }
+        let (result, had_session) = s.post(peer, body, POST_LIMIT);
+        let resp = result.map_err(|e| s.client.describe(&e))?;
+        let status = resp.status().as_u16();
+        if resp.status().is_success() {
+            drain(resp);
+            return Ok(());
+        }
+        let (_, message) = describe_status(resp);
+        s.session_lost(peer, status, had_session);
+        Err(format!("HTTP {message}"))
+    }
+
+    fn close(&self) {
+        let s = &self.0;
+        if s.client.stop() {
+            return;
+        }
+        let Some(session) = lock(&s.session).clone() else {
+            return;
+        };
+        // This link's agent refuses new connections now: the DELETE gets its own. Waited for
+        // at most a second; it ends the session on the server, which also closes the GET stream.
+        let client = Client::new(Duration::from_secs(1));
+        let mut rq = with_headers(client.agent.delete(&s.url), &s.headers)
+            .config()
+            .timeout_global(Some(Duration::from_secs(2)))
+            .build()
+            .header("Mcp-Session-Id", session);
+        let name = match s.peer.upgrade() {
+            Some(p) => {
+                if let Some(v) = p.protocol_version() {
+                    rq = rq.header("MCP-Protocol-Version", v);
+                }
+                p.name.clone()
+            }
+            None => String::new(),
+        };
+        let (tx, rx) = bounded(1);
+        let spawned = thread::Builder::new()
+            .name(format!("upstream-{name}-delete"))
+            .spawn(move || {
+                match rq.call() {
+                    Ok(r) => log::debug!(
+                        "upstream {name}: DELETE of the session answered {}",
+                        r.status()
+                    ),
+                    Err(e) => log::debug!("upstream {name}: DELETE of the session failed: {e}"),
+                }
+                let _ = tx.send(());
+            });
+        if spawned.is_ok() {
+            let _ = rx.recv_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Shared {
+    /// POSTs one message; also tells whether it carried a session id.
+    fn post(
+        &self,
+        peer: &Peer,
+        body: Vec<u8>,
+        limit: Duration,
+    ) -> (Result<Response<Body>, ureq::Error>, bool) {
+        let session = lock(&self.session).clone();
+        let had_session = session.is_some();
+        let rq = self
+            .client
+            .agent
+            .post(&self.url)
+            .config()
+            .timeout_global(Some(limit))
+            .build();
+        let mut rq = with_headers(rq, &self.headers)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(id) = session {
+            rq = rq.header("Mcp-Session-Id", id);
+        }
+        if let Some(v) = peer.protocol_version() {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        let result = rq.send(body);
+        if let Ok(resp) = &result {
+            self.remember_session(peer, resp);
+        }
+        (result, had_session)
+    }
+
+    fn remember_session(&self, peer: &Peer, resp: &Response<Body>) {
+        let Some(value) = resp.headers().get("mcp-session-id") else {
+            return;
+        };
+        match value.to_str() {
+            Ok(id) if !id.is_empty() && id.bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
+                let mut session = lock(&self.session);
+                if session.as_deref() != Some(id) {
+                    log::debug!("upstream {}: the server assigned a session", peer.name);
+                    *session = Some(id.to_owned());
+                }
+            }
+            _ => log::warn!(
+                "upstream {}: ignoring an Mcp-Session-Id that is not visible ASCII",
+                peer.name
+            ),
+        }
+    }
+
+    /// A 404 to a message that carried a session id: the server forgot the session.
+    fn session_lost(&self, peer: &Peer, status: u16, had_session: bool) {
+        if status == 404 && had_session && !self.client.stopped() {
+            log::info!("upstream {}: the server ended the session", peer.name);
+            peer.closed("the server ended the session (HTTP 404)");
+        }
+    }
+
+    /// Posts a request and feeds its answer (with whatever came before it) to the peer, or
+    /// fails the request. Runs on its own thread.
+    fn exchange(&self, peer: &Arc<Peer>, body: Vec<u8>, id: &Value, method: &str) {
+        let (result, had_session) = self.post(peer, body, EXCHANGE_LIMIT);
+        let resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let why = self.client.describe(&e);
+                log::debug!("upstream {}: {method} (id {id}): {why}", peer.name);
+                return peer.fail(id, Failure::Disconnected(why));
+            }
+        };
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            let (mcp_error, message) = describe_status(resp);
+            log::debug!("upstream {}: {method} (id {id}): HTTP {message}", peer.name);
+            peer.fail(
+                id,
+                Failure::Http {
+                    status,
+                    mcp_error,
+                    message,
+                },
+            );
+            return self.session_lost(peer, status, had_session);
+        }
+        let failure = match content_type(&resp).as_str() {
+            "application/json" => self.json_answer(peer, resp, id),
+            "text/event-stream" => self.stream_answer(peer, resp, id),
+            other => Some(Failure::Invalid(format!(
+                "HTTP {status} with {} instead of a JSON-RPC answer",
+                if other.is_empty() {
+                    "no content type".to_owned()
+                } else {
+                    format!("content type {other}")
+                }
+            ))),
+        };
+        if let Some(f) = failure {
+            if !self.client.stopped() {
+                log::debug!("upstream {}: {method} (id {id}): {f}", peer.name);
+                peer.fail(id, f);
+            }
+        }
+    }
+
+    fn json_answer(&self, peer: &Arc<Peer>, resp: Response<Body>, id: &Value) -> Option<Failure> {
+        let bytes = match resp
+            .into_body()
+            .into_with_config()
+            .limit(MAX_BODY)
+            .read_to_vec()
+        {
+            Ok(b) => b,
+            Err(e) => {
+                return Some(Failure::Disconnected(format!(
+                    "reading the answer failed: {}",
+                    self.client.describe(&e)
+                )))
+            }
+        };
+        let msg: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(Failure::Invalid(format!(
+                    "the JSON body does not parse ({e}): {}",
+                    preview(&String::from_utf8_lossy(&bytes))
+                )))
+            }
+        };
+        if self.client.stopped() {
+            return None;
+        }
+        let answered = answers(&msg, id);
+        peer.incoming(msg);
+        (!answered).then(|| Failure::Invalid(format!("the JSON body does not answer id {id}")))
+    }
+
+    fn stream_answer(&self, peer: &Arc<Peer>, resp: Response<Body>, id: &Value) -> Option<Failure> {
+        let mut events = EventReader::new(resp.into_body().into_reader());
+        loop {
+            match events.next_event() {
+                Ok(Some(ev)) => {
+                    if self.client.stopped() {
+                        return None;
+                    }
+                    if let Some(msg) = event_message(peer, &ev) {
+                        let answered = answers(&msg, id);
+                        peer.incoming(msg);
+                        if answered {
+                            // Done; the server closes the stream after the answer anyway.
+                            return None;
+                        }
+                    }
+                }
+                Ok(None) => {
+                    return Some(Failure::Disconnected(
+                        "the server closed the response stream without answering".to_owned(),
+                    ))
+                }
+                Err(e) => {
+                    return Some(Failure::Disconnected(format!(
+                        "the response stream failed: {e}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Opens the server's event stream (once) and returns when its response headers arrived,
+    /// it failed, or the connect timeout passed.
+    fn open_event_stream(self: &Arc<Self>, peer: &Arc<Peer>) {
+        if self.events_opened.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (tx, rx) = bounded(1);
+        let (s, p) = (self.clone(), peer.clone());
+        let spawned = thread::Builder::new()
+            .name(format!("upstream-{}-events", peer.name))
+            .spawn(move || {
+                s.read_event_stream(&p, move || {
+                    let _ = tx.send(());
+                })
+            });
+        match spawned {
+            Ok(_) => drop(rx.recv_timeout(self.connect_timeout)),
+            Err(e) => log::warn!(
+                "upstream {}: cannot start the event stream thread: {e}",
+                peer.name
+            ),
+        }
+    }
+
+    fn read_event_stream(&self, peer: &Arc<Peer>, opened: impl FnOnce()) {
+        let session = lock(&self.session).clone();
+        let mut rq = with_headers(self.client.agent.get(&self.url), &self.headers)
+            .header("Accept", "text/event-stream");
+        if let Some(id) = session {
+            rq = rq.header("Mcp-Session-Id", id);
+        }
+        if let Some(v) = peer.protocol_version() {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        let result = rq.call();
+        opened();
+        let resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let why = self.client.describe(&e);
+                return log::debug!("upstream {}: no event stream: {why}", peer.name);
+            }
+        };
+        let status = resp.status();
+        let ct = content_type(&resp);
+        if !status.is_success() || ct != "text/event-stream" {
+            let level = if status.is_client_error() {
+                log::Level::Debug
+            } else {
+                log::Level::Info
+            };
+            return log::log!(
+                level,
+                "upstream {}: the server offers no event stream (HTTP {status}, {ct:?})",
+                peer.name
+            );
+        }
+        log::debug!("upstream {}: event stream open", peer.name);
+        let mut events = EventReader::new(resp.into_body().into_reader());
+        let end = loop {
+            match events.next_event() {
+                Ok(Some(ev)) => {
+                    if self.client.stopped() {
+                        return;
+                    }
+                    if let Some(msg) = event_message(peer, &ev) {
+                        peer.incoming(msg);
+                    }
+                }
+                Ok(None) => break "ended".to_owned(),
+                Err(e) => break format!("failed: {e}"),
+            }
+        };
+        if !self.client.stopped() {
+            log::debug!("upstream {}: the event stream {end}", peer.name);
+        }
+    }
+}
+
+/// Whether `msg` (a message or batch) is the response to request `id`.
+fn answers(msg: &Value, id: &Value) -> bool {
+    match msg {
+        Value::Array(batch) => batch.iter().any(|m| answers(m, id)),
+        Value::Object(o) => o.get("id") == Some(id) && !o.contains_key("method"),
+        _ => false,
+    }
+}
+
+/// The JSON-RPC message a `message` event carries; other events, empty data (a stream's
+/// priming event) and unparsable data (logged) give `None`.
+pub(super) fn event_message(peer: &Peer, ev: &Event) -> Option<Value> {
+    if ev.event != "message" {
+        log::debug!("upstream {}: ignoring a {:?} event", peer.name, ev.event);
+        return None;
+    }
+    if ev.data.trim().is_empty() {
+        return None;
+    }
+    match serde_json::from_str(&ev.data) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            log::warn!(
+                "upstream {}: skipping an event that is not JSON ({e}): {}",
+                peer.name,
+                preview(&ev.data)
+            );
+            None
+        }
+    }
+}
+
+/// Rejects what is not an `http://` or `https://` URL (and `https://` without TLS support).
+pub(super) fn check_url(url: &str) -> Result<(), String> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http") => {}
+        Some("https") if cfg!(feature = "tls") => {}
+        Some("https") => {
+            return Err(format!(
+                "{url}: https needs a build with the `tls` feature (cargo build --features tls)"
+            ))
+        }
+        _ => return Err(format!("{url}: not an http:// or https:// URL")),
+    }
+    url.parse::<ureq::http::Uri>()
+        .map(drop)
+        .map_err(|e| format!("{url}: invalid URL ({e})"))
+}
+
+/// Adds the configured headers, except those the transports set themselves.
+pub(super) fn with_headers<B>(
+    mut rq: RequestBuilder<B>,
+    headers: &[(String, String)],
+) -> RequestBuilder<B> {
+    const OURS: [&str; 4] = [
+        "accept",
+        "content-type",
+        "mcp-session-id",
+        "mcp-protocol-version",
+    ];
+    for (k, v) in headers {
+        if !OURS.iter().any(|o| k.eq_ignore_ascii_case(o)) {
+            rq = rq.header(k, v);
+        }
+    }
+    rq
+}
+
+/// The media type of a response, lowercase, without parameters.
+pub(super) fn content_type(resp: &Response<Body>) -> String {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Reads a small body of known length to its end so the connection can be reused; anything
+/// else is dropped (closing the connection), since reading it might block.
+pub(super) fn drain(resp: Response<Body>) {
+    let mut body = resp.into_body();
+    if body.content_length().is_some_and(|n| n <= ERROR_BODY) {
+        let _ = io::copy(&mut body.as_reader(), &mut io::sink());
+    }
+}
+
+/// Describes a response that is not a success: whether its body is a JSON-RPC error, and
+/// `404 Not Found: <the error message or a body preview>`.
+pub(super) fn describe_status(resp: Response<Body>) -> (bool, String) {
+    let status = resp.status();
+    let mut head = format!(
+        "{} {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    );
+    head.truncate(head.trim_end().len());
+    if status.is_redirection() {
+        if let Some(to) = resp.headers().get("location").and_then(|v| v.to_str().ok()) {
+            head.push_str(&format!(" (redirects to {to})"));
+        }
+    }
+    let mut bytes = Vec::new();
+    let _ = resp
+        .into_body()
+        .into_reader()
+        .take(ERROR_BODY)
+        .read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    let error = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("error").cloned())
+        .filter(|e| e.get("code").is_some_and(Value::is_number));
+    match error {
+        Some(e) => {
+            let message = e.get("message").and_then(Value::as_str).unwrap_or("");
+            (
+                true,
+                format!("{head}: {}", preview(&format!("{} {message}", e["code"]))),
+            )
+        }
+        None if text.is_empty() => (false, head),
+        None => (false, format!("{head}: {}", preview(text))),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A ureq agent whose connections can all be stopped at once.
+#[derive(Clone)]
+pub(super) struct Client {
+    pub(super) agent: Agent,
+    stop: Arc<AtomicBool>,
+}
+
+impl Client {
+    /// An agent that returns 4xx/5xx as responses, follows no redirects (a POST must not turn
+    /// into a GET, nor credentials go elsewhere), and times out connecting after
+    /// `connect_timeout`; other timeouts are set per request.
+    pub(super) fn new(connect_timeout: Duration) -> Client {
+        let stop = Arc::new(AtomicBool::new(false));
+        let config = Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_resolve(Some(connect_timeout))
+            .timeout_connect(Some(connect_timeout))
+            .user_agent(concat!("cideldill-server/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let connector = Interruptible {
+            inner: DefaultConnector::new(),
+            stop: stop.clone(),
+        };
+        Client {
+            agent: Agent::with_parts(config, connector, DefaultResolver::default()),
+            stop,
+        }
+    }
+
+    /// Stops every connection of this client; tells whether it was stopped already.
+    pub(super) fn stop(&self) -> bool {
+        self.stop.swap(true, Ordering::SeqCst)
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// A ureq error for humans; "connection closed" once stopped.
+    pub(super) fn describe(&self, e: &ureq::Error) -> String {
+        if self.stopped() {
+            "connection closed".to_owned()
+        } else {
+            e.to_string()
+        }
+    }
+}
+
+/// ureq's default connector (TCP, TLS when built with it), with transports that honour a stop
+/// flag.
+#[derive(Debug)]
+struct Interruptible {
+    inner: DefaultConnector,
+    stop: Arc<AtomicBool>,
+}
+
+impl Connector for Interruptible {
+    type Out = Stoppable;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<()>,
+    ) -> Result<Option<Stoppable>, ureq::Error> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(stopped());
+        }
+        let transport = self.inner.connect(details, chained)?;
+        Ok(transport.map(|inner| Stoppable {
+            inner,
+            stop: self.stop.clone(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct Stoppable {
+    inner: Box<dyn Transport>,
+    stop: Arc<AtomicBool>,
+}
+
+fn stopped() -> ureq::Error {
+    ureq::Error::Io(io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "connection closed",
+    ))
+}
+
+impl Transport for Stoppable {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        self.inner.buffers()
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(stopped());
+        }
+        self.inner.transmit_output(amount, timeout)
+    }
+
+    /// Waits in slices of [`POLL`]: a timed-out read consumes nothing (plain or TLS), so the
+    /// wait can resume after a look at the stop flag.
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        let deadline = match timeout.after {
+            Wait::Exact(d) => Instant::now().checked_add(d),
+            Wait::NotHappening => None,
+        };
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(stopped());
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let mut slice = timeout;
+            slice.after = Wait::Exact(left.map_or(POLL, |l| l.min(POLL)));
+            match self.inner.await_input(slice) {
+                Err(ureq::Error::Timeout(_)) if left.is_none_or(|l| l > POLL) => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn is_open(&mut self) -> bool {
+        !self.stop.load(Ordering::SeqCst) && self.inner.is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        self.inner.is_tls()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::upstream::peer::Notice;
+    use crate::upstream::sse_parse::testing::{body, header, Server, Stream};
+    use crossbeam_channel::{unbounded, Receiver, Sender};
+    use serde_json::json;
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    pub(crate) fn peer() -> (Arc<Peer>, Receiver<Notice>) {
+        let (tx, rx) = unbounded();
+        let p = Peer::new("t", move |n| {
+            let _ = tx.send(n);
+        });
+        (p, rx)
+    }
+
+    pub(crate) fn reply(rq: tiny_http::Request, status: u16, body: &str, headers: &[(&str, &str)]) {
+        let mut r = tiny_http::Response::from_string(body).with_status_code(status);
+        for (k, v) in headers {
+            r.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
+        }
+        let _ = rq.respond(r);
+    }
+
+    fn json_reply(rq: tiny_http::Request, msg: Value, headers: &[(&str, &str)]) {
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        reply(rq, 200, &msg.to_string(), &all);
+    }
+
+    fn result(id: &Value, result: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "result": result})
+    }
+
+    fn init_result(id: &Value) -> Value {
+        result(
+            id,
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}},
+                   "serverInfo": {"name": "test"}}),
+        )
+    }
+
+    /// What a handler saw of one request: method, JSON-RPC method or `-`, session, version.
+    type Seen = (String, String, Option<String>, Option<String>);
+
+    /// Reads a POST's JSON body and records the request.
+    fn record(rq: &mut tiny_http::Request, seen: &Sender<Seen>) -> Value {
+        let msg: Value = serde_json::from_str(&body(rq)).unwrap_or(Value::Null);
+        let _ = seen.send((
+            rq.method().to_string(),
+            msg["method"].as_str().unwrap_or("-").to_owned(),
+            header(rq, "Mcp-Session-Id"),
+            header(rq, "MCP-Protocol-Version"),
+        ));
+        msg
+    }
+
+    #[test]
+    fn initialize_event_stream_call_and_close() {
+        let (seen_tx, seen) = unbounded();
+        let (gone_tx, gone) = unbounded();
+        let server = Server::start(move |mut rq| {
+            let msg = record(&mut rq, &seen_tx);
+            match (rq.method(), msg["method"].as_str()) {
+                (tiny_http::Method::Get, _) => {
+                    assert_eq!(header(&rq, "Accept").as_deref(), Some("text/event-stream"));
+                    let mut s = Stream::open(rq, &[]);
+                    s.event(
+                        Some("message"),
+                        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                    );
+                    while s.raw(": ping\n\n") {
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                    let _ = gone_tx.send(());
+                }
+                (tiny_http::Method::Delete, _) => reply(rq, 200, "", &[]),
+                (_, Some("initialize")) => {
+                    json_reply(rq, init_result(&msg["id"]), &[("Mcp-Session-Id", "s-1")])
+                }
+                (_, Some("tools/list")) => {
+                    assert_eq!(
+                        header(&rq, "Accept").as_deref(),
+                        Some("application/json, text/event-stream")
+                    );
+                    assert_eq!(header(&rq, "X-Token").as_deref(), Some("secret"));
+                    json_reply(
+                        rq,
+                        result(&msg["id"], json!({"tools": [{"name": "a"}]})),
+                        &[],
+                    )
+                }
+                _ => reply(rq, 202, "", &[]),
+            }
+        });
+        let (p, notices) = peer();
+        let headers = [("X-Token".to_owned(), "secret".to_owned())];
+        connect(&p, &format!("{}/mcp", server.base), &headers, WAIT).unwrap();
+        let init = p.initialize(WAIT).unwrap();
+        assert_eq!(init.protocol_version, "2025-06-18");
+        assert_eq!(notices.recv_timeout(WAIT), Ok(Notice::ToolsChanged));
+        let tools = p.list_all("tools/list", "tools", WAIT).unwrap();
+        assert_eq!(tools, vec![json!({"name": "a"})]);
+
+        let t0 = Instant::now();
+        p.shutdown("bye");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        gone.recv_timeout(WAIT)
+            .expect("the event stream was closed");
+        let s = |x: &str| Some(x.to_owned());
+        let v = s("2025-06-18");
+        let got: Vec<Seen> = seen.try_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                ("POST".into(), "initialize".into(), None, None),
+                ("GET".into(), "-".into(), s("s-1"), v.clone()),
+                (
+                    "POST".into(),
+                    "notifications/initialized".into(),
+                    s("s-1"),
+                    v.clone()
+                ),
+                ("POST".into(), "tools/list".into(), s("s-1"), v.clone()),
+                ("DELETE".into(), "-".into(), s("s-1"), v),
+            ]
+        );
+        assert_eq!(
+            p.request("tools/list", json!({}), WAIT),
+            Err(Failure::Disconnected("bye".into()))
+        );
+    }
+
+    #[test]
+    fn answers_on_an_event_stream_after_the_servers_ping() {
+        let (pong_tx, pong) = unbounded::<Value>();
+        let server = Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            match msg["method"].as_str() {
+                Some("slow") => {
+                    let mut s = Stream::open(rq, &[]);
+                    s.event(None, r#"{"jsonrpc":"2.0","id":"srv-1","method":"ping"}"#);
+                    let answer = pong.recv_timeout(WAIT).unwrap_or(Value::Null);
+                    assert_eq!(
+                        answer,
+                        json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}})
+                    );
+                    s.raw(": keep-alive\n\nevent: other\ndata: x\n\nid: 1\ndata:\n\n");
+                    s.event(Some("message"), r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#);
+                    s.event(
+                        Some("message"),
+                        &result(&msg["id"], json!({"done": true})).to_string(),
+                    );
+                    s.finish();
+                }
+                Some("mute") => {
+                    let mut s = Stream::open(rq, &[]);
+                    s.event(Some("message"), "not json");
+                    s.finish();
+                }
+                Some(_) => reply(rq, 202, "", &[]),
+                None => {
+                    let _ = pong_tx.send(msg);
+                    reply(rq, 202, "", &[]);
+                }
+            }
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        assert_eq!(
+            p.request("slow", json!({}), WAIT),
+            Ok(json!({"done": true}))
+        );
+        assert_eq!(
+            p.request("mute", json!({}), WAIT),
+            Err(Failure::Disconnected(
+                "the server closed the response stream without answering".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_stale_session_closes_the_peer() {
+        let server = Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            match (rq.method(), msg["method"].as_str()) {
+                (tiny_http::Method::Get, _) => reply(rq, 405, "Method Not Allowed", &[]),
+                (_, Some("initialize")) => {
+                    json_reply(rq, init_result(&msg["id"]), &[("Mcp-Session-Id", "s-2")])
+                }
+                (_, Some("notifications/initialized")) => reply(rq, 202, "", &[]),
+                _ => reply(rq, 404, "Session not found", &[]),
+            }
+        });
+        let (p, notices) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        p.initialize(WAIT).unwrap();
+        match p.request("tools/list", json!({}), WAIT) {
+            Err(Failure::Http {
+                status: 404,
+                mcp_error: false,
+                message,
+            }) => assert_eq!(message, "404 Not Found: Session not found"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            notices.recv_timeout(WAIT),
+            Ok(Notice::Closed(
+                "the server ended the session (HTTP 404)".into()
+            ))
+        );
+        assert!(p.is_closed());
+    }
+
+    #[test]
+    fn http_errors_and_refused_connections_fail_the_call() {
+        let server = Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            match msg["method"].as_str() {
+                Some("rpc") => reply(
+                    rq,
+                    400,
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: no valid session"}}"#,
+                    &[("Content-Type", "application/json")],
+                ),
+                Some("plain") => reply(rq, 405, "", &[]),
+                Some("accepted") => reply(rq, 202, "", &[]),
+                _ => reply(rq, 500, "boom", &[]),
+            }
+        });
+        let (p, notices) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        let fail = |m: &str| p.request(m, json!({}), WAIT).unwrap_err();
+        assert_eq!(
+            fail("rpc"),
+            Failure::Http {
+                status: 400,
+                mcp_error: true,
+                message: "400 Bad Request: -32000 Bad Request: no valid session".into()
+            }
+        );
+        assert_eq!(
+            fail("plain"),
+            Failure::Http {
+                status: 405,
+                mcp_error: false,
+                message: "405 Method Not Allowed".into()
+            }
+        );
+        assert!(matches!(fail("accepted"), Failure::Invalid(_)));
+        assert_eq!(
+            p.notify("notifications/x", json!({})),
+            Err("HTTP 500 Internal Server Error: boom".into())
+        );
+        assert!(!p.is_closed());
+        assert!(notices.try_recv().is_err());
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let (q, _) = peer();
+        connect(&q, &format!("http://127.0.0.1:{port}/mcp"), &[], WAIT).unwrap();
+        match q.request("x", json!({}), WAIT) {
+            Err(Failure::Disconnected(why)) => assert!(why.contains("refused"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(q.notify("notifications/x", json!({})).is_err());
+    }
+
+    #[test]
+    fn urls_are_checked() {
+        let (p, _) = peer();
+        assert!(connect(&p, "ftp://h/x", &[], WAIT).is_err());
+        assert!(connect(&p, "http://bad host/", &[], WAIT).is_err());
+        let https = connect(&p, "https://h/mcp", &[], WAIT);
+        assert_eq!(https.is_ok(), cfg!(feature = "tls"), "{https:?}");
+    }
 }

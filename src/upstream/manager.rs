@@ -569,7 +569,13 @@ impl Manager {
 
     /// Calls a tool. The result is the server's `CallToolResult`, untouched (an `isError`
     /// result is a success here: the call reached the tool).
-    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<CallOutcome, CallFailure> {
+    /// `cancel`, when given, ends the wait early (the server is sent `notifications/cancelled`).
+    pub fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: Option<&crossbeam_channel::Receiver<()>>,
+    ) -> Result<CallOutcome, CallFailure> {
         // A server still connecting (at start-up) is waited for, up to the connect timeout.
         if let Some((server, _)) = name.split_once('/') {
             self.wait_for(server);
@@ -594,7 +600,10 @@ impl Manager {
             original_name: Some(tool.clone()),
             sent: true,
         };
-        match live.peer.request("tools/call", params, timeout) {
+        match live
+            .peer
+            .request_cancellable("tools/call", params, timeout, cancel)
+        {
             Ok(result) if result.is_object() => Ok(CallOutcome {
                 server: server.clone(),
                 original_name: tool.clone(),
@@ -818,6 +827,12 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
             }
             e
         }
+        Failure::Cancelled => UpstreamError::new(
+            "cancelled",
+            400,
+            format!("the {what} was cancelled by the caller; server {server:?} was told"),
+        )
+        .with("server", server),
         other => UpstreamError::new(
             "call_failed",
             502,
@@ -877,7 +892,11 @@ fn establish(
                 cwd: cwd.as_deref(),
             };
             let proc = stdio::spawn(&peer, &spec, inner.timing.kill_grace)?;
-            lock(&inner.procs).push(proc.clone());
+            {
+                let mut procs = lock(&inner.procs);
+                procs.retain(|p| !p.is_done());
+                procs.push(proc.clone());
+            }
             match init(&peer) {
                 Ok(i) => (peer, Some(proc), "stdio", i),
                 Err(f) => {

@@ -1,12 +1,16 @@
-//! Upstream MCP servers: this directory will hold the MCP client manager, which connects to
-//! external MCP servers (stdio, legacy HTTP+SSE, Streamable HTTP), aggregates their tools into
-//! one catalog named `server/tool`, and routes calls to them.
+//! Upstream MCP servers: the MCP client manager, which connects to external MCP servers
+//! (stdio, legacy HTTP+SSE, Streamable HTTP), aggregates their tools into one catalog named
+//! `server/tool`, routes calls to them, and keeps the connections healthy.
 //!
-//! For now it holds the pure groundwork:
 //! - [`config`]: server entries from `{"servers": …}` / `{"mcpServers": …}` files and
 //!   `--mcp-client NAME:VALUE` flags, `${VAR}` expansion, the config-file path, and the rules
 //!   for which file is read and how inline servers merge over it.
 //! - [`names`]: server-name validation, tool glob filters and the catalog resolver.
+//! - [`peer`]: one JSON-RPC conversation over any transport ([`peer::Link`]).
+//! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; [`sys`]: process-group
+//!   signals, the crate's one `unsafe` module.
+//! - [`manager`]: the servers, their statuses, routing, health and reconnection.
+//! - [`api`]: the operations the REST API and the `external_*` MCP tools share.
 
 pub mod api;
 pub mod config;
@@ -15,5 +19,6 @@ pub mod manager;
 pub mod names;
 pub mod peer;
 pub mod sse;
+pub mod sse_parse;
 pub mod stdio;
 pub mod sys;

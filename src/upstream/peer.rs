@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::METHOD_NOT_FOUND;
@@ -53,6 +53,8 @@ pub enum Failure {
     },
     /// The answer was not what the method promises.
     Invalid(String),
+    /// Our own caller gave up (its request was cancelled); the server was told.
+    Cancelled,
 }
 
 impl std::fmt::Display for Failure {
@@ -65,6 +67,7 @@ impl std::fmt::Display for Failure {
                 status, message, ..
             } => write!(f, "HTTP {status}: {message}"),
             Failure::Invalid(why) => write!(f, "invalid answer: {why}"),
+            Failure::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -174,6 +177,18 @@ impl Peer {
     /// Sends a request and waits up to `timeout` for its answer. On timeout the server is sent
     /// `notifications/cancelled` for the request.
     pub fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Reply {
+        self.request_cancellable(method, params, timeout, None)
+    }
+
+    /// [`Peer::request`] that also ends when `cancel` receives (or disconnects): the server is
+    /// then sent `notifications/cancelled` and the caller gets [`Failure::Cancelled`].
+    pub fn request_cancellable(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&Receiver<()>>,
+    ) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
         {
@@ -194,18 +209,30 @@ impl Peer {
             lock(&self.pending).remove(&id);
             return Err(Failure::Disconnected(e));
         }
-        match rx.recv_timeout(timeout) {
-            Ok(reply) => reply,
-            Err(_) => {
-                let waiting = lock(&self.pending).remove(&id).is_some();
-                if !waiting {
-                    // Answered (or failed) in the instant the wait ended.
-                    if let Ok(reply) = rx.try_recv() {
-                        return reply;
-                    }
+        let never = crossbeam_channel::never();
+        let cancelled = crossbeam_channel::select! {
+            recv(rx) -> reply => match reply {
+                Ok(reply) => return reply,
+                Err(_) => false,
+            },
+            recv(cancel.unwrap_or(&never)) -> _ => true,
+            default(timeout) => false,
+        };
+        {
+            let waiting = lock(&self.pending).remove(&id).is_some();
+            if !waiting {
+                // Answered (or failed) in the instant the wait ended.
+                if let Ok(reply) = rx.try_recv() {
+                    return reply;
                 }
+            }
+            {
                 if !self.is_closed() {
-                    let reason = format!("timed out after {}", show_duration(timeout));
+                    let reason = if cancelled {
+                        "cancelled by our client".to_owned()
+                    } else {
+                        format!("timed out after {}", show_duration(timeout))
+                    };
                     log::info!(
                         "upstream {}: {method} (id {id}) {reason}; sending notifications/cancelled",
                         self.name
@@ -215,7 +242,11 @@ impl Peer {
                         json!({"requestId": id, "reason": reason}),
                     );
                 }
-                Err(Failure::Timeout(timeout))
+                if cancelled {
+                    Err(Failure::Cancelled)
+                } else {
+                    Err(Failure::Timeout(timeout))
+                }
             }
         }
     }

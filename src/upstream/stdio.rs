@@ -51,6 +51,8 @@ pub struct Proc {
     grace: Duration,
     /// The last few stderr lines, for connection errors.
     stderr_tail: Mutex<std::collections::VecDeque<String>>,
+    /// Set when the child's stderr reached EOF (everything it wrote is in `stderr_tail`).
+    stderr_done: AtomicBool,
 }
 
 impl Proc {
@@ -102,6 +104,11 @@ impl Proc {
     /// last lines it wrote to stderr.
     pub fn exit_report(&self, timeout: Duration) -> Option<String> {
         let status = self.wait_exit(timeout)?;
+        // Its last words may still be in the pipe: give the stderr thread a moment to drain it.
+        let until = Instant::now() + Duration::from_millis(300);
+        while !self.stderr_done.load(Ordering::SeqCst) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(5));
+        }
         let mut out = format!("the server process exited ({})", describe(status));
         let tail = lock(&self.stderr_tail);
         if !tail.is_empty() {
@@ -182,6 +189,7 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
         stopping: AtomicBool::new(false),
         grace,
         stderr_tail: Mutex::new(std::collections::VecDeque::new()),
+        stderr_done: AtomicBool::new(false),
     });
 
     // The waiter owns the child.
@@ -231,7 +239,10 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
         let eproc = proc.clone();
         thread::Builder::new()
             .name(format!("upstream-{name}-stderr"))
-            .spawn(move || copy_stderr(&eproc, err))
+            .spawn(move || {
+                copy_stderr(&eproc, err);
+                eproc.stderr_done.store(true, Ordering::SeqCst);
+            })
             .map_err(|e| format!("cannot start the stderr thread: {e}"))?;
     }
     peer.set_link(Box::new(StdioLink { proc: proc.clone() }));

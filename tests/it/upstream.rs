@@ -944,3 +944,236 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
         process_gone(pid).then_some(())
     });
 }
+
+/// The pids of the server's living (non-zombie) child processes.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if fields.len() > 1 && fields[1] == pid.to_string() && fields[0] != "Z" {
+            out.push(child);
+        }
+    }
+    out
+}
+
+// Seed 163: connecting, disconnecting and reconnecting one server from several threads at once
+// leaves one consistent state and no stray process.
+#[test]
+fn concurrent_connects_disconnects_and_reconnects_stay_consistent() {
+    let s = Server::start(&["--mcp-clients", "--mcp-backoff-base-s", "0.05"]);
+    let port = s.port;
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            thread::spawn(move || {
+                let c = Client { port };
+                for j in 0..8 {
+                    let r = match (i + j) % 3 {
+                        0 => c.post("/api/mcp-clients/connect", &connect_body("fx", &[])),
+                        1 => c.post("/api/mcp-clients/fx/disconnect", &json!({})),
+                        _ => c.post("/api/mcp-clients/fx/reconnect", &json!({})),
+                    };
+                    // Each answer is a success or one of the documented refusals.
+                    assert!(
+                        [200, 404, 409, 502].contains(&r.status),
+                        "{}: {}",
+                        r.status,
+                        String::from_utf8_lossy(&r.body)
+                    );
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let c = s.client();
+    // Settle into a known state: connected after a final reconnect, with exactly one child.
+    wait_for("fx to settle", || {
+        let st = clients(&c)["fx"]["status"].clone();
+        (st != "connecting").then_some(())
+    });
+    c.post_ok("/api/mcp-clients/fx/reconnect", &json!({}));
+    assert_eq!(
+        text(&call_ok(&c, "fx/echo", json!({"text": "ok"}))["result"]),
+        "ok"
+    );
+    wait_for("one child process", || {
+        (children_of(s.pid()).len() == 1).then_some(())
+    });
+    c.post_ok("/api/mcp-clients/fx/disconnect", &json!({}));
+    wait_for("no child process", || {
+        children_of(s.pid()).is_empty().then_some(())
+    });
+}
+
+// An agent cancelling external_call_tool cancels the upstream request too.
+#[test]
+fn cancelling_external_call_tool_cancels_the_upstream_call() {
+    let spec = inline("fx", "");
+    let m = McpServer::start(&["--mcp-client", &spec]);
+    m.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}));
+    m.notify("notifications/initialized", json!({}));
+    wait_status(&m.http(), "fx", "connected");
+    let id = m.start_request(
+        "tools/call",
+        json!({"name": "external_call_tool", "arguments": {"tool": "fx/slow", "arguments": {"ms": 20000}}}),
+    );
+    thread::sleep(Duration::from_millis(300));
+    m.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "user gave up"}),
+    );
+    wait_for("the fixture to log the forwarded cancellation", || {
+        m.stderr()
+            .contains("(stderr): fixture: cancelled")
+            .then_some(())
+    });
+    let records = wait_for("the cancelled call's record", || {
+        let r = m.http().get_ok("/api/call-records?function=fx/slow")["calls"].clone();
+        (!r.as_array().unwrap().is_empty()).then_some(r)
+    });
+    assert_eq!(records[0]["status"], "cancelled");
+    let out = m.call_ok(
+        "external_call_tool",
+        json!({"tool": "fx/echo", "arguments": {"text": "next"}}),
+    );
+    assert_eq!(out["content"][0]["text"], "next");
+}
+
+// Seeds 19-22, 142, 143, 153: Streamable HTTP and legacy SSE, against another instance of this
+// server (`--mcp-sse`); a bare URL tries Streamable HTTP first and falls back to SSE.
+#[test]
+fn http_and_sse_upstreams_reach_another_instance() {
+    let a = Server::start(&["--mcp-sse"]);
+    let http_url = format!("a_http:http://127.0.0.1:{}/mcp", a.port);
+    let sse_url = format!("a_sse:http://127.0.0.1:{}/mcp/sse", a.port);
+    let fx_spec = inline("fx", "");
+    let b = Server::start(&[
+        "--mcp-client",
+        &http_url,
+        "--mcp-client",
+        &sse_url,
+        "--mcp-client",
+        &fx_spec,
+        "--mcp-backoff-base-s",
+        "0.05",
+    ]);
+    let c = b.client();
+    let h = wait_status(&c, "a_http", "connected");
+    assert_eq!(h["transport"], "http");
+    assert_eq!(h["configured_transport"], "auto");
+    let s = wait_status(&c, "a_sse", "connected");
+    assert_eq!(
+        s["transport"], "sse",
+        "a bare URL served only by legacy SSE falls back: {s}"
+    );
+    wait_status(&c, "fx", "connected");
+    // Separate catalogs per server (seed 143), both callable.
+    let tools = c.get_ok("/api/mcp-tools")["tools"].clone();
+    for name in ["a_http/breakpoint_add", "a_sse/breakpoint_add", "fx/echo"] {
+        assert!(
+            tools.as_array().unwrap().iter().any(|t| t["name"] == name),
+            "{name}"
+        );
+    }
+    let r = call_ok(
+        &c,
+        "a_http/breakpoint_add",
+        json!({"function_name": "via_http"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["function_name"],
+        "via_http"
+    );
+    let r = call_ok(
+        &c,
+        "a_sse/breakpoint_add",
+        json!({"function_name": "via_sse"}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let bps = a.client().get_ok("/api/breakpoints");
+    let names = bps.to_string();
+    assert!(
+        names.contains("via_http") && names.contains("via_sse"),
+        "{bps}"
+    );
+    // Resources over both.
+    let read = c.post_ok(
+        "/api/mcp-resources/read",
+        &json!({"server": "a_sse", "uri": "breakpoint://status"}),
+    );
+    assert!(
+        read["content"].as_str().unwrap().contains("breakpoints"),
+        "{read}"
+    );
+    // A call past its timeout over HTTP is cancelled and the session stays usable.
+    let mut body = json!({"name": "a_slow", "url": format!("http://127.0.0.1:{}/mcp", a.port), "type": "http", "timeout_s": 0.5});
+    c.post_ok("/api/mcp-clients/connect", &body);
+    let e = call(
+        &c,
+        "a_slow/breakpoint_wait_for_pause",
+        json!({"timeout_s": 5}),
+    );
+    assert_eq!(
+        (e.status, e.json()["error"].clone()),
+        (504, json!("call_timeout"))
+    );
+    let r = call_ok(&c, "a_slow/breakpoint_list_breakpoints", json!({}));
+    assert_eq!(r["result"]["isError"], false);
+    // Explicit sse with a trailing-slash-free URL; an unreachable URL is connect_failed (seed 21).
+    body = json!({"name": "nowhere", "url": "http://127.0.0.1:1/mcp", "type": "http"});
+    let e = c.post("/api/mcp-clients/connect", &body);
+    assert_eq!(
+        (e.status, e.json()["error"].clone()),
+        (502, json!("connect_failed"))
+    );
+    assert_eq!(clients(&c)["nowhere"]["status"], "error");
+    // Disconnect over HTTP ends the session on the other side (seed 22).
+    c.post_ok("/api/mcp-clients/a_http/disconnect", &json!({}));
+    c.post_ok("/api/mcp-clients/a_sse/disconnect", &json!({}));
+    assert_eq!(clients(&c)["a_http"]["status"], "disconnected");
+}
+
+// A remote server that goes away is noticed by the health ping, retried with backoff, then
+// marked failed.
+#[test]
+fn a_vanished_http_server_is_noticed_retried_and_marked_failed() {
+    let mut a = Server::start(&["--mcp-sse"]);
+    let url = format!("a:http://127.0.0.1:{}/mcp", a.port);
+    let b = Server::start(&[
+        "--mcp-client",
+        &url,
+        "--mcp-ping-interval-s",
+        "0.3",
+        "--mcp-backoff-base-s",
+        "0.05",
+    ]);
+    let c = b.client();
+    wait_status(&c, "a", "connected");
+    a.signal_and_wait("-TERM");
+    let failed = wait_status(&c, "a", "failed");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 5"),
+        "{failed}"
+    );
+    let log = b.stderr();
+    assert!(
+        log.contains("health ping failed") || log.contains("the server ended the session"),
+        "how the loss was noticed is logged"
+    );
+}
