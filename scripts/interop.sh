@@ -1,13 +1,16 @@
 #!/bin/sh
 # interop.sh: checks `cideldill-server --mcp` (stdio) and `--mcp-sse` (HTTP) against real
-# MCP clients.
+# MCP clients, and cideldill-server as an MCP client against real MCP servers.
 #
 # What it does
 #   1. Installs pinned peers once into <repo>/.cache/interop/ (skipped when present):
 #        v1/   Python venv with mcp==1.30.0
 #        v2/   Python venv with mcp==2.3.0
 #        npm/  @modelcontextprotocol/inspector@2.12.0 (install scripts skipped; the CLI
-#              does not need them; npm prints an engine warning on Node 20, harmless)
+#              does not need them; npm prints an engine warning on Node 20, harmless), and
+#              the upstream peers @modelcontextprotocol/server-everything, server-filesystem
+#              and server-memory, all @2026.8.31 (install scripts skipped too)
+#        time/ Python venv with mcp-server-time==2026.10.19 (which brings mcp 2.x)
 #   2. Builds target/debug/cideldill-server if it is missing (cargo build --quiet).
 #   3. Runs, each under `timeout 120`:
 #        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 over stdio (every
@@ -24,7 +27,15 @@
 #          `--transport http --server-url .../mcp`, one `--mcp-sse` server each: tools/list,
 #          tools/call breakpoint_add, resources/read breakpoint://status),
 #        scripts/agent_demo.py with mcp 2.3.0 (an agent debugging scripts/demo_app.py,
-#          plus tools/call and ping latency over stdio).
+#          plus tools/call and ping latency over stdio),
+#        scripts/interop_upstream.py with mcp 2.3.0: the server as an MCP client. An agent
+#          session (`--mcp --exit-on-stdin-close --mcp-clients-config`) with server-everything,
+#          server-filesystem, server-memory and mcp-server-time over stdio uses every
+#          external_* tool (late tools from tools/list_changed, call_timeout, REST calls and
+#          call records, resources); no child process or zombie may outlive the session;
+#          SIGKILL of a child -> disconnected -> reconnected; server-everything over legacy
+#          SSE, Streamable HTTP and auto (falls back to SSE) via POST /api/mcp-clients/connect;
+#          INFO lines with the latency added to an echo call (p50/p99 against a direct call).
 #   Every server runs with --memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside
 #   a `mktemp -d` directory, so ~/.cideldill is never touched; the directory is removed and
 #   any process still running from it is stopped on exit.
@@ -50,6 +61,8 @@ INSTALL_TIMEOUT=600
 MCP_V1=1.30.0
 MCP_V2=2.3.0
 INSPECTOR=2.12.0
+NPM_PEERS_V=2026.8.31 # server-everything, server-filesystem, server-memory
+TIME_V=2026.10.19     # mcp-server-time (PyPI; requires mcp 2.x)
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-interop.XXXXXX")
 PASSED=0
@@ -139,11 +152,55 @@ install_inspector() {
         inspector_installed
 }
 
+# Upstream peers for the MCP client side (section 6): three npm servers in the Inspector's
+# prefix and mcp-server-time in a venv of its own.
+NPM_PEERS="server-everything server-filesystem server-memory"
+MCP_MODULES=$CACHE/npm/node_modules/@modelcontextprotocol
+EV_JS=$MCP_MODULES/server-everything/dist/index.js
+FS_JS=$MCP_MODULES/server-filesystem/dist/index.js
+MEM_JS=$MCP_MODULES/server-memory/dist/index.js
+TIME_BIN=$CACHE/time/bin/mcp-server-time
+npm_peer_installed() { # short name
+    [ -f "$MCP_MODULES/$1/package.json" ] &&
+        grep -q "\"version\": *\"$NPM_PEERS_V\"" "$MCP_MODULES/$1/package.json"
+}
+install_npm_peers() {
+    missing=
+    for p in $NPM_PEERS; do
+        npm_peer_installed "$p" || missing="$missing @modelcontextprotocol/$p@$NPM_PEERS_V"
+    done
+    if [ -n "$missing" ]; then
+        echo "interop: installing$missing into $CACHE/npm" >&2
+        mkdir -p "$CACHE/npm"
+        # shellcheck disable=SC2086 # one word per package
+        timeout "$INSTALL_TIMEOUT" npm install --prefix "$CACHE/npm" --no-audit --no-fund --ignore-scripts \
+            $missing >&2 || return 1
+    fi
+    for p in $NPM_PEERS; do
+        npm_peer_installed "$p" || return 1
+    done
+    [ -f "$EV_JS" ] && [ -f "$FS_JS" ] && [ -f "$MEM_JS" ]
+}
+time_installed() {
+    [ -x "$TIME_BIN" ] &&
+        "$CACHE/time/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp-server-time") != sys.argv[1])' "$TIME_V" 2>/dev/null
+}
+install_time() {
+    time_installed && return 0
+    echo "interop: installing mcp-server-time==$TIME_V into $CACHE/time" >&2
+    rm -rf "$CACHE/time"
+    python3 -m venv "$CACHE/time" &&
+        timeout "$INSTALL_TIMEOUT" "$CACHE/time/bin/pip" install --quiet --disable-pip-version-check "mcp-server-time==$TIME_V" >&2 &&
+        time_installed
+}
+
 mkdir -p "$CACHE"
-HAVE_V1=1 HAVE_V2=1 HAVE_INSPECTOR=1
+HAVE_V1=1 HAVE_V2=1 HAVE_INSPECTOR=1 HAVE_UPSTREAM=1
 install_venv v1 "$MCP_V1" || { fail "install mcp==$MCP_V1"; HAVE_V1=0; }
 install_venv v2 "$MCP_V2" || { fail "install mcp==$MCP_V2"; HAVE_V2=0; }
 install_inspector || { fail "install @modelcontextprotocol/inspector@$INSPECTOR"; HAVE_INSPECTOR=0; }
+install_npm_peers || { fail "install @modelcontextprotocol/{$(echo $NPM_PEERS | tr ' ' ,)}@$NPM_PEERS_V"; HAVE_UPSTREAM=0; }
+install_time || { fail "install mcp-server-time==$TIME_V"; HAVE_UPSTREAM=0; }
 
 # ---------------------------------------------------------------------------------------
 # 2. The binary
@@ -259,7 +316,7 @@ EOF
         fi
         sweep
     }
-    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause"}'
+    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause","external_list_servers","external_list_tools","external_call_tool","external_list_resources","external_read_resource"}'
 
     inspector "tools/list (--strict)" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
         -- --method tools/list --strict
@@ -352,7 +409,7 @@ EOF
             inspector "tools/call breakpoint_remove" 0 "$ok and r['result']['structuredContent']['function_name'] == 'add'" \
                 -- --method tools/call --tool-name breakpoint_remove --tool-arg function_name=add
             # --protocol-era auto: a server/discover probe first, then the initialize fallback.
-            inspector "tools/list (--protocol-era auto)" 0 "len(r['result']['tools']) == 15" \
+            inspector "tools/list (--protocol-era auto)" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
                 -- --method tools/list --protocol-era auto
         fi
         ISERVER_URL=
@@ -369,6 +426,16 @@ fi
 
 if [ "$HAVE_V2" = 1 ]; then
     run_peer "agent_demo mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/agent_demo.py" --binary "$BIN"
+fi
+
+# ---------------------------------------------------------------------------------------
+# 6. The server as an MCP client of the reference servers, driven by an mcp 2.x agent.
+
+if [ "$HAVE_UPSTREAM" = 1 ] && [ "$HAVE_V2" = 1 ]; then
+    run_peer "interop_upstream mcp $MCP_V2" "$CACHE/v2/bin/python" "$ROOT/scripts/interop_upstream.py" \
+        --binary "$BIN" --everything "$EV_JS" --filesystem "$FS_JS" --memory "$MEM_JS" --time-bin "$TIME_BIN"
+else
+    fail "interop_upstream: not run, its peers (or mcp==$MCP_V2) failed to install"
 fi
 
 echo "interop: $PASSED passed, $FAILED failed"

@@ -5,7 +5,9 @@ What it does
     Spawns `<binary> --mcp --memory --port 0` through the SDK's stdio client (with
     CIDELDILL_HOME and CIDELDILL_PORT_FILE in a fresh temporary directory, so ~/.cideldill is
     never touched), then drives every MCP feature the server offers: initialize, tools/list
-    (the 15 `breakpoint_*` tools), a call of every tool with valid arguments, an `isError`
+    (the 15 `breakpoint_*` tools and the 5 `external_*` tools), a call of every
+    `breakpoint_*` tool with valid arguments, a call of every `external_*` tool (without
+    external servers each answers `isError` mcp_clients_not_configured), an `isError`
     result, an unknown tool, every resource and template, both prompts, completion,
     resources/subscribe with `notifications/resources/updated`, logging, ping and the custom
     `notifications/breakpoint/execution_paused`. The state the tools need is created through
@@ -62,7 +64,7 @@ SDK_VERSION = importlib.metadata.version("mcp")
 SDK_MAJOR = int(SDK_VERSION.split(".")[0])
 HAS_CLIENT = hasattr(mcp, "Client")  # mcp 2.x
 
-EXPECTED_TOOLS = {
+BREAKPOINT_TOOLS = {
     "breakpoint_list_breakpoints", "breakpoint_add", "breakpoint_remove",
     "breakpoint_set_behavior", "breakpoint_set_after_behavior", "breakpoint_set_replacement",
     "breakpoint_get_default_behavior", "breakpoint_set_default_behavior",
@@ -70,6 +72,12 @@ EXPECTED_TOOLS = {
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause",
 }
+# The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
+EXTERNAL_TOOLS = {
+    "external_list_servers", "external_list_tools", "external_call_tool",
+    "external_list_resources", "external_read_resource",
+}
+EXPECTED_TOOLS = BREAKPOINT_TOOLS | EXTERNAL_TOOLS
 FIXED_RESOURCES = {
     "breakpoint://status", "breakpoint://breakpoints", "breakpoint://paused",
     "breakpoint://call-history", "breakpoint://functions",
@@ -472,7 +480,7 @@ class Runner:
             res = dump(await conn.api.list_tools())
             tools = res["tools"]
             names = [t["name"] for t in tools]
-            need(set(names) == EXPECTED_TOOLS and len(names) == 15,
+            need(set(names) == EXPECTED_TOOLS and len(names) == len(EXPECTED_TOOLS),
                  f"missing {EXPECTED_TOOLS - set(names)}, extra {set(names) - EXPECTED_TOOLS}")
             for t in tools:
                 need(t["inputSchema"].get("type") == "object", f"{t['name']} inputSchema {t['inputSchema']}")
@@ -700,6 +708,18 @@ class Runner:
             return data["error"]
         await self.step("isError result (breakpoint_add without function_name)", bad_args)
 
+        # --- the external_* tools of a server started without external MCP servers
+        for name, args in (("external_list_servers", {}), ("external_list_tools", {}),
+                           ("external_call_tool", {"tool": "everything/echo", "arguments": {"message": "x"}}),
+                           ("external_list_resources", {}),
+                           ("external_read_resource", {"server": "everything", "uri": "demo://x"})):
+            async def not_configured(name: str = name, args: dict = args) -> str:
+                data = tool_json(conn, await conn.call(name, args), expect_error=True)
+                need(data.get("error") == "mcp_clients_not_configured" and data.get("hint"), short(data))
+                self.called.add(name)
+                return data["error"]
+            await self.step(f"tool {name} without external servers (isError)", not_configured)
+
         async def unknown_tool() -> str:
             try:
                 res = await conn.call("no_such_tool", {})
@@ -735,7 +755,7 @@ class Runner:
 
         missing = EXPECTED_TOOLS - self.called
         rep.check("every tool called successfully", not missing, f"not (successfully) called: {sorted(missing)}",
-                  f"{len(self.called)}/15")
+                  f"{len(self.called)}/{len(EXPECTED_TOOLS)}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -767,7 +787,7 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                 if mode == "auto":
                     async def auto() -> str:
                         res = dump(await conn.api.list_tools())
-                        need(len(res["tools"]) == 15, f"{len(res['tools'])} tools")
+                        need(len(res["tools"]) == len(EXPECTED_TOOLS), f"{len(res['tools'])} tools")
                         r = await conn.call("breakpoint_get_default_behavior")
                         tool_json(conn, r)
                         return f"fell back to initialize, negotiated {conn.version}"

@@ -12,7 +12,7 @@ What it does
                          non-deprecated name of streamablehttp_client; mcp 2.x: mcp.Client(url))
     mcp 1.x drives a ClientSession over the transport's streams; mcp 2.x uses mcp.Client with
     its default mode="auto" (a server/discover probe, then the initialize fallback).
-    Each connection: initialize, tools/list (the 15 `breakpoint_*` tools), ping,
+    Each connection: initialize, tools/list (the 15 `breakpoint_*` and 5 `external_*` tools), ping,
     resources/subscribe breakpoint://status + breakpoint_add -> notifications/resources/updated,
     breakpoint_list_breakpoints, breakpoint_wait_for_pause (timeout_s 0.5 -> paused false),
     resources/read breakpoint://status, progress notifications during a blocking tool call,
@@ -207,7 +207,7 @@ async def checks(run: Steps, kind: str, how: str) -> None:
 
     async def list_tools() -> str:
         names = [t["name"] for t in ic.dump(await conn.api.list_tools())["tools"]]
-        need(set(names) == ic.EXPECTED_TOOLS and len(names) == 15,
+        need(set(names) == ic.EXPECTED_TOOLS and len(names) == len(ic.EXPECTED_TOOLS),
              f"missing {ic.EXPECTED_TOOLS - set(names)}, extra {set(names) - ic.EXPECTED_TOOLS}")
         return f"{len(names)} tools"
     await step("tools/list", list_tools)

@@ -2,7 +2,8 @@
 # The project's test command (CI runs exactly this): formatting, lints, every unit and
 # integration test (the real binary on port 0 driven over HTTP and MCP, the demo program, the
 # pickle writer against python3, the pickle reader's property and corpus tests), then the MCP
-# interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0).
+# interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0; as external
+# servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time).
 # Needs: cargo with rustfmt and clippy, python3 with pip and venv, node and npm. Pinned peers
 # and dill are installed from PyPI and npm into .cache/ on first use. Usage: scripts/test.sh
 set -eu
