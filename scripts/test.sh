@@ -17,5 +17,9 @@ cargo clippy --all-targets --quiet -- -D warnings
 # harnesses, so build the real binary first (tests/it/fixture.rs finds it next to the tests).
 cargo build --examples --quiet
 cargo test --all-targets
+# https to external MCP servers is an optional feature (rustls): it must keep building and pass
+# its lints; the default build comes last so the interop peers run the default binary.
+cargo clippy --features tls --all-targets --quiet -- -D warnings
+cargo build --features tls --quiet
 cargo build --quiet
 sh scripts/interop.sh
