@@ -27,6 +27,11 @@ use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::ids;
 
+/// The grace periods of a child at shutdown (stdin closed, then SIGTERM, then SIGKILL): short,
+/// because hosts give an MCP server about 2 s after closing its stdin before SIGTERM and 2 s
+/// more before SIGKILL, and a SIGKILLed server could not stop its children any more.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(800);
+
 /// The timing constants. The defaults are the design's; tests shorten them.
 #[derive(Clone, Debug)]
 pub struct Timing {
@@ -773,12 +778,13 @@ impl Manager {
             }
         }
         let procs: Vec<Arc<Proc>> = lock(&self.inner.procs).drain(..).collect();
+        let grace = self.inner.timing.kill_grace.min(SHUTDOWN_GRACE);
         let stoppers: Vec<_> = procs
             .into_iter()
             .filter_map(|p| {
                 thread::Builder::new()
                     .name("upstream-stop".into())
-                    .spawn(move || p.stop())
+                    .spawn(move || p.stop_within(grace))
                     .ok()
             })
             .collect();
@@ -1229,5 +1235,57 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
                 );
         }
         Notice::ResourcesChanged => log::debug!("upstream {name}: resource list changed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Seed 000 tests 1, 4, 5, 6, 7: the supervisor thread runs from the start; a new manager
+    // knows no server and no tool; shutdown joins its thread and can be called twice.
+    #[test]
+    fn a_new_manager_is_empty_and_shuts_down_twice() {
+        let m = Manager::start(Vec::new(), Timing::default()).unwrap();
+        assert!(lock(&m.supervisor).is_some(), "the supervisor thread runs");
+        assert_eq!(m.servers(), json!({}));
+        assert_eq!(m.tools(None).unwrap(), Vec::<Value>::new());
+        assert_eq!(
+            m.resources(None).unwrap(),
+            json!({"resources": [], "errors": {}})
+        );
+        m.shutdown();
+        assert!(
+            lock(&m.supervisor).is_none(),
+            "shutdown joined the supervisor"
+        );
+        m.shutdown();
+        let err = m
+            .connect(ServerConfig::new(
+                "late",
+                Transport::Stdio {
+                    command: "true".into(),
+                    args: vec![],
+                    env: vec![],
+                    cwd: None,
+                },
+            ))
+            .unwrap_err();
+        assert_eq!(err.code, "shutting_down");
+    }
+
+    #[test]
+    fn the_backoff_schedule_scales_from_its_base() {
+        let t = Timing::default().with_backoff_base(Duration::from_millis(100));
+        assert_eq!(
+            t.backoff,
+            [100, 200, 400, 800, 1600]
+                .map(Duration::from_millis)
+                .to_vec()
+        );
+        assert_eq!(
+            Timing::default().backoff,
+            [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec()
+        );
     }
 }

@@ -78,16 +78,22 @@ impl Proc {
     /// SIGKILL; then waits until the waiter has reaped it and cleared its group. Blocks up to
     /// about three times `grace`.
     pub fn stop(&self) {
+        self.stop_within(self.grace);
+    }
+
+    /// [`Proc::stop`] with its own grace period (shutdown is in a hurry: its own host gives
+    /// it only a few seconds before SIGKILL, which would orphan the children).
+    pub fn stop_within(&self, grace: Duration) {
         self.stopping.store(true, Ordering::SeqCst);
         drop(lock(&self.stdin).take());
-        if self.wait_exit(self.grace).is_none() {
+        if self.wait_exit(grace).is_none() {
             log::info!(
                 "upstream {}: no exit {} after closing stdin; sending SIGTERM to its process group",
                 self.name,
-                super::peer::show_duration(self.grace)
+                super::peer::show_duration(grace)
             );
             let _ = signal_group(self.pid, Signal::Term);
-            if self.wait_exit(self.grace).is_none() {
+            if self.wait_exit(grace).is_none() {
                 log::warn!(
                     "upstream {}: still running after SIGTERM; sending SIGKILL",
                     self.name

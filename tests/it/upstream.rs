@@ -459,11 +459,15 @@ fn reconnection_gives_up_after_five_attempts_and_a_manual_reconnect_starts_over(
     assert_eq!(clients(&c)["flaky"]["reconnect_attempts"], 0);
 }
 
-// Seed 62.
+// Seed 62; and seeds 6, 7, 46, 99, 101, 118: with the manager but no server, every listing
+// is empty.
 #[test]
 fn without_auto_reconnect_a_lost_server_stays_disconnected() {
     let s = Server::start(&["--mcp-clients", "--mcp-backoff-base-s", "0.05"]);
     let c = s.client();
+    assert_eq!(clients(&c), json!({}));
+    assert_eq!(c.get_ok("/api/mcp-tools"), json!({"tools": []}));
+    assert_eq!(c.get_ok("/api/mcp-resources")["resources"], json!([]));
     let mut body = connect_body("once", &[]);
     body["auto_reconnect"] = json!(false);
     c.post_ok("/api/mcp-clients/connect", &body);
@@ -732,7 +736,7 @@ fn stopping_the_server_leaves_no_child_or_grandchild_even_mid_call() {
     let t0 = Instant::now();
     let status = s.signal_and_wait("-TERM");
     assert!(status.success(), "{status}");
-    // Closing stdin is ignored by this child: SIGTERM after the 2 s grace.
+    // Closing stdin is ignored by this child: SIGTERM after the shutdown grace (0.8 s).
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
     wait_for("the child and grandchild to be gone", || {
         (process_gone(pid) && process_gone(grandchild)).then_some(())
@@ -1052,7 +1056,7 @@ fn cancelling_external_call_tool_cancels_the_upstream_call() {
     assert_eq!(out["content"][0]["text"], "next");
 }
 
-// Seeds 19-22, 142, 143, 153: Streamable HTTP and legacy SSE, against another instance of this
+// Seeds 19-22, 142, 143, 153, 165, 166: Streamable HTTP and legacy SSE, against another instance of this
 // server (`--mcp-sse`); a bare URL tries Streamable HTTP first and falls back to SSE.
 #[test]
 fn http_and_sse_upstreams_reach_another_instance() {
@@ -1132,7 +1136,17 @@ fn http_and_sse_upstreams_reach_another_instance() {
     );
     let r = call_ok(&c, "a_slow/breakpoint_list_breakpoints", json!({}));
     assert_eq!(r["result"]["isError"], false);
-    // Explicit sse with a trailing-slash-free URL; an unreachable URL is connect_failed (seed 21).
+    // Explicit sse, with a trailing slash (seed 165; the inline a_sse has none: seed 166).
+    let slash = json!({"name": "slash", "url": format!("http://127.0.0.1:{}/mcp/sse/", a.port), "transport": "sse"});
+    let r = c.post_ok("/api/mcp-clients/connect", &slash);
+    assert!(r["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("slash/breakpoint_add")));
+    assert_eq!(clients(&c)["slash"]["transport"], "sse");
+    let r = call_ok(&c, "slash/breakpoint_list_breakpoints", json!({}));
+    assert_eq!(r["result"]["isError"], false);
+    // An unreachable URL is connect_failed (seed 21).
     body = json!({"name": "nowhere", "url": "http://127.0.0.1:1/mcp", "type": "http"});
     let e = c.post("/api/mcp-clients/connect", &body);
     assert_eq!(
