@@ -491,15 +491,15 @@ impl Manager {
                     "description": t.get("description").cloned().unwrap_or(json!("")),
                     "input_schema": t.get("inputSchema").cloned().unwrap_or(json!({"type": "object"})),
                 });
-                for (from, to) in [
-                    ("title", "title"),
-                    ("outputSchema", "output_schema"),
-                    ("annotations", "annotations"),
-                ] {
-                    if let Some(v) = t.get(from) {
-                        entry[to] = v.clone();
-                    }
-                }
+                copy_fields(
+                    t,
+                    &mut entry,
+                    &[
+                        ("title", "title"),
+                        ("outputSchema", "output_schema"),
+                        ("annotations", "annotations"),
+                    ],
+                );
                 out.push(entry);
             }
         }
@@ -691,15 +691,15 @@ impl Manager {
                             "description": r.get("description").cloned().unwrap_or(Value::Null),
                             "mime_type": r.get("mimeType").cloned().unwrap_or(Value::Null),
                         });
-                        for (from, to) in [
-                            ("title", "title"),
-                            ("size", "size"),
-                            ("annotations", "annotations"),
-                        ] {
-                            if let Some(v) = r.get(from) {
-                                entry[to] = v.clone();
-                            }
-                        }
+                        copy_fields(
+                            &r,
+                            &mut entry,
+                            &[
+                                ("title", "title"),
+                                ("size", "size"),
+                                ("annotations", "annotations"),
+                            ],
+                        );
                         resources.push(entry);
                     }
                 }
@@ -845,6 +845,15 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
             format!("server {server:?}: {other}"),
         )
         .with("server", server),
+    }
+}
+
+/// Copies the optional fields `from` → `to` that `source` has into `target`.
+fn copy_fields(source: &Value, target: &mut Value, pairs: &[(&str, &str)]) {
+    for (from, to) in pairs {
+        if let Some(v) = source.get(*from) {
+            target[*to] = v.clone();
+        }
     }
 }
 
