@@ -546,7 +546,7 @@ whole result). Waits at most the server's timeout_s (default 30 s).",
         output_schema: || json!({"type": "object", "required": ["tool", "server", "call_id", "result_cid", "is_error", "content", "truncated"], "properties": {
             "tool": {"type": "string"}, "server": {"type": "string"}, "call_id": {"type": "string"}, "result_cid": {"type": "string"},
             "result_size": {"type": "integer"}, "is_error": {"type": "boolean"}, "content": {"type": "array", "items": {"type": "object"}},
-            "structured_content": {}, "truncated": {"type": "boolean"}, "note": {"type": "string"}}}),
+            "structured_content": {"type": "object"}, "truncated": {"type": "boolean"}, "note": {"type": "string"}}}),
         read_only: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
@@ -561,7 +561,8 @@ server, name, description, mime_type. Read one with external_read_resource. A se
             "server": {"type": "string", "description": "Only this server's resources.", "examples": ["filesystem"]}}}),
         output_schema: || json!({"type": "object", "required": ["resources", "errors"], "properties": {
             "resources": {"type": "array", "items": {"type": "object", "required": ["uri", "server"], "properties": {
-                "uri": {"type": "string"}, "server": {"type": "string"}, "name": {}, "description": {}, "mime_type": {}}}},
+                "uri": {"type": "string"}, "server": {"type": "string"}, "name": {"type": ["string", "null"]},
+                "description": {"type": ["string", "null"]}, "mime_type": {"type": ["string", "null"]}}}},
             "errors": {"type": "object"}}}),
         read_only: true,
         idempotent: true,
@@ -577,7 +578,7 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
             "server": {"type": "string", "description": "The server offering the resource.", "examples": ["filesystem"]},
             "uri": {"type": "string", "description": "The resource URI.", "examples": ["file:///tmp/notes.txt"]}}}),
         output_schema: || json!({"type": "object", "required": ["server", "uri", "content", "mime_type", "contents"], "properties": {
-            "server": {"type": "string"}, "uri": {"type": "string"}, "content": {}, "mime_type": {},
+            "server": {"type": "string"}, "uri": {"type": "string"}, "content": {"type": ["string", "null"]}, "mime_type": {"type": ["string", "null"]},
             "contents": {"type": "array", "items": {"type": "object"}}}}),
         read_only: true,
         idempotent: true,
