@@ -79,7 +79,7 @@ pub fn list_tools(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
 pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let tool = args.get("tool").and_then(Value::as_str).unwrap_or("");
     let arguments = api::arguments_of(args).map_err(err)?;
-    let called = api::call(ctx.shared(), tool, arguments, Some(ctx.cancel)).map_err(err)?;
+    let called = call_forwarding_progress(ctx, tool, arguments)?;
     let is_error = called.result.get("isError").and_then(Value::as_bool) == Some(true);
     let mut out = json!({
         "tool": called.tool,
@@ -98,6 +98,50 @@ pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
         cut(&mut out, AGENT_RESULT_LIMIT);
     }
     Ok(out)
+}
+
+/// Calls the tool on a helper thread while this thread relays the external server's progress
+/// to our client (when it asked for progress), scaled to the total the server gives.
+fn call_forwarding_progress(
+    ctx: &Ctx,
+    tool: &str,
+    arguments: Value,
+) -> Result<api::Called, ToolError> {
+    let (progress_tx, progress_rx) = crossbeam_channel::unbounded::<Value>();
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let shared = ctx.shared();
+    let cancel = ctx.cancel;
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let _ = done_tx.send(api::call(
+                shared,
+                tool,
+                arguments,
+                Some(cancel),
+                Some(progress_tx),
+            ));
+        });
+        // The progress channel disconnects when the call returns; then only the answer is left.
+        while let Ok(p) = progress_rx.recv() {
+            relay_progress(ctx, &p);
+        }
+        match done_rx.recv() {
+            Ok(r) => r.map_err(err),
+            Err(_) => Err(ToolError::new(
+                "call_failed",
+                "the call ended without an answer",
+                "",
+            )),
+        }
+    })
+}
+
+fn relay_progress(ctx: &Ctx, p: &Value) {
+    if let Some(progress) = p.get("progress").and_then(Value::as_f64) {
+        let total = p.get("total").and_then(Value::as_f64);
+        let message = p.get("message").and_then(Value::as_str).unwrap_or("");
+        ctx.progress(progress, total, message);
+    }
 }
 
 /// Shrinks `out` so its content fits about `limit` bytes, saying what was cut.

@@ -65,11 +65,12 @@ pub fn call(
     tool: &str,
     arguments: Value,
     cancel: Option<&crossbeam_channel::Receiver<()>>,
+    progress: Option<crossbeam_channel::Sender<Value>>,
 ) -> Result<Called, ApiError> {
     let manager = manager(shared)?;
     let started_at = ids::now();
     let t0 = Instant::now();
-    let outcome = manager.call_tool(tool, arguments.clone(), cancel);
+    let outcome = manager.call_tool(tool, arguments.clone(), cancel, progress);
     let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let call_id = format!("mcp-{}", ids::uuid4());
     let mut record = json!({
@@ -206,7 +207,7 @@ pub fn call_rest(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     };
     let arguments = arguments_of(body)?;
     manager(shared)?;
-    let called = call(shared, &tool, arguments, None)?;
+    let called = call(shared, &tool, arguments, None, None)?;
     Ok(json!({
         "result": called.result,
         "call_id": called.call_id,

@@ -574,12 +574,14 @@ impl Manager {
 
     /// Calls a tool. The result is the server's `CallToolResult`, untouched (an `isError`
     /// result is a success here: the call reached the tool).
-    /// `cancel`, when given, ends the wait early (the server is sent `notifications/cancelled`).
+    /// `cancel`, when given, ends the wait early (the server is sent `notifications/cancelled`);
+    /// `progress`, when given, receives the params of the server's progress notifications.
     pub fn call_tool(
         &self,
         name: &str,
         arguments: Value,
         cancel: Option<&crossbeam_channel::Receiver<()>>,
+        progress: Option<Sender<Value>>,
     ) -> Result<CallOutcome, CallFailure> {
         // A server still connecting (at start-up) is waited for, up to the connect timeout.
         if let Some((server, _)) = name.split_once('/') {
@@ -605,10 +607,15 @@ impl Manager {
             original_name: Some(tool.clone()),
             sent: true,
         };
-        match live
-            .peer
-            .request_cancellable("tools/call", params, timeout, cancel)
-        {
+        let reply = match progress {
+            Some(tx) => live
+                .peer
+                .request_with_progress("tools/call", params, timeout, cancel, tx),
+            None => live
+                .peer
+                .request_cancellable("tools/call", params, timeout, cancel),
+        };
+        match reply {
             Ok(result) if result.is_object() => Ok(CallOutcome {
                 server: server.clone(),
                 original_name: tool.clone(),

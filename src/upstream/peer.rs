@@ -128,6 +128,8 @@ pub struct Peer {
     is_closed: AtomicBool,
     version: OnceLock<String>,
     notices: Box<dyn Fn(Notice) + Send + Sync>,
+    /// Progress tokens we sent, and where their `notifications/progress` params go.
+    progress: Mutex<HashMap<String, Sender<Value>>>,
 }
 
 impl Peer {
@@ -142,6 +144,7 @@ impl Peer {
             is_closed: AtomicBool::new(false),
             version: OnceLock::new(),
             notices: Box::new(notices),
+            progress: Mutex::new(HashMap::new()),
         })
     }
 
@@ -178,6 +181,30 @@ impl Peer {
     /// `notifications/cancelled` for the request.
     pub fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Reply {
         self.request_cancellable(method, params, timeout, None)
+    }
+
+    /// [`Peer::request_cancellable`] that also asks for progress: the request carries a
+    /// `_meta.progressToken` of ours, and the params of every `notifications/progress` for it
+    /// go to `progress` until the request ends.
+    pub fn request_with_progress(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Value,
+        timeout: Duration,
+        cancel: Option<&Receiver<()>>,
+        progress: Sender<Value>,
+    ) -> Reply {
+        let token = format!("cideldill-{}", crate::ids::random_hex(8));
+        if let Some(obj) = params.as_object_mut() {
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = meta.as_object_mut() {
+                m.insert("progressToken".into(), json!(token));
+            }
+        }
+        lock(&self.progress).insert(token.clone(), progress);
+        let reply = self.request_cancellable(method, params, timeout, cancel);
+        lock(&self.progress).remove(&token);
+        reply
     }
 
     /// [`Peer::request`] that also ends when `cancel` receives (or disconnects): the server is
@@ -465,9 +492,24 @@ impl Peer {
                 };
                 log::log!(lvl, "upstream {} says: {}", self.name, preview(&text));
             }
-            "notifications/cancelled" | "notifications/progress" => {
-                log::debug!("upstream {}: {method}", self.name)
+            "notifications/progress" => {
+                let params = params.cloned().unwrap_or(Value::Null);
+                let token = match params.get("progressToken") {
+                    Some(Value::String(t)) => t.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                match lock(&self.progress).get(&token) {
+                    Some(tx) => {
+                        let _ = tx.send(params);
+                    }
+                    None => log::debug!(
+                        "upstream {}: progress for a token we do not know",
+                        self.name
+                    ),
+                }
             }
+            "notifications/cancelled" => log::debug!("upstream {}: {method}", self.name),
             _ => log::debug!("upstream {}: ignoring notification {method}", self.name),
         }
     }

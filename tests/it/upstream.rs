@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::fixture::fixture_server_path;
 use crate::mcp_support::{tool_json, McpServer};
-use crate::support::{wait_for, Client, Server, TempDir};
+use crate::support::{deadline, wait_for, Client, Server, TempDir};
 
 /// Short timings so reconnection and health tests run in seconds.
 const FAST: &[&str] = &[
@@ -1190,4 +1190,34 @@ fn a_vanished_http_server_is_noticed_retried_and_marked_failed() {
         log.contains("health ping failed") || log.contains("the server ended the session"),
         "how the loss was noticed is logged"
     );
+}
+
+// The external server's progress reaches an agent that asked for progress.
+#[test]
+fn external_progress_is_relayed_to_the_agent() {
+    let spec = inline("fx", "");
+    let m = McpServer::start(&["--mcp-client", &spec]);
+    m.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}));
+    m.notify("notifications/initialized", json!({}));
+    wait_status(&m.http(), "fx", "connected");
+    let id = m.start_request(
+        "tools/call",
+        json!({"name": "external_call_tool", "arguments": {"tool": "fx/slow", "arguments": {"ms": 700}},
+               "_meta": {"progressToken": "tok-1"}}),
+    );
+    let mut seen = Vec::new();
+    while let Some(n) = m.take(deadline(), |msg| {
+        msg["method"] == "notifications/progress" && msg["params"]["progressToken"] == "tok-1"
+    }) {
+        seen.push(n["params"]["progress"].as_f64().unwrap());
+        assert_eq!(n["params"]["total"].as_f64(), Some(700.0));
+        if seen.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 3, "three progress notifications relayed");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "increasing: {seen:?}");
+    let r = m.response(&json!(id), deadline());
+    let out = tool_json(&r["result"]);
+    assert_eq!(out["content"][0]["text"], "slept 700");
 }
