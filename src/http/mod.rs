@@ -237,8 +237,30 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
         return;
     }
     let is_api = path == "/api" || path.starts_with("/api/");
+    // The endpoints of external MCP servers can spawn programs and run their tools: unlike the
+    // rest of /api (CORS *, as the original), they refuse browsers from foreign origins, so a web
+    // page cannot drive them behind the user's back.
+    let origin = rq
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Origin"))
+        .map(|h| h.value.as_str().to_owned());
+    let foreign = path.starts_with("/api/mcp-")
+        && method != "OPTIONS"
+        && !guard::origin_allowed(origin.as_deref(), &shared.config.allow_origins);
     let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
         Err(reply) => reply,
+        Ok(_) if foreign => {
+            log::warn!(
+                "http: refused {method} {url} from origin {:?}",
+                origin.as_deref().unwrap_or("")
+            );
+            Reply::error(&ApiError::new(
+                403,
+                "origin_not_allowed",
+                "the external MCP server endpoints refuse requests from other web origins (see --allow-origin)",
+            ))
+        }
         Ok(body) => {
             let mut req = Req {
                 method: method.clone(),

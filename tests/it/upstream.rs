@@ -1221,3 +1221,53 @@ fn external_progress_is_relayed_to_the_agent() {
     let out = tool_json(&r["result"]);
     assert_eq!(out["content"][0]["text"], "slept 700");
 }
+
+/// A request with an `Origin` header, as a browser sends it.
+fn with_origin(
+    c: &Client,
+    method: &str,
+    path: &str,
+    origin: &str,
+    body: Option<&Value>,
+) -> crate::support::Resp {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nOrigin: {origin}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        c.port,
+        body.len()
+    );
+    c.raw(req.as_bytes())
+}
+
+// A web page in the user's browser must not spawn programs or run external tools through the
+// local port: the /api/mcp-* endpoints refuse foreign origins (the rest of /api keeps CORS *).
+#[test]
+fn a_foreign_web_origin_cannot_use_the_external_server_endpoints() {
+    let s = Server::start(&["--mcp-clients"]);
+    let c = s.client();
+    let evil = "http://evil.example";
+    let body = connect_body("fx", &[]);
+    let r = with_origin(&c, "POST", "/api/mcp-clients/connect", evil, Some(&body));
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"], "origin_not_allowed");
+    assert_eq!(clients(&c), json!({}), "nothing was spawned");
+    for (method, path) in [
+        ("GET", "/api/mcp-tools"),
+        ("GET", "/api/mcp-clients"),
+        ("POST", "/api/mcp-tools/call"),
+    ] {
+        let r = with_origin(&c, method, path, evil, Some(&json!({"tool": "fx/echo"})));
+        assert_eq!(r.status, 403, "{method} {path}");
+    }
+    // Other endpoints keep the original's CORS behaviour.
+    assert_eq!(
+        with_origin(&c, "GET", "/api/status", evil, None).status,
+        200
+    );
+    // The server's own (loopback) origin is fine.
+    let own = format!("http://127.0.0.1:{}", s.port);
+    let r = with_origin(&c, "POST", "/api/mcp-clients/connect", &own, Some(&body));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(clients(&c)["fx"]["status"], "connected");
+}
