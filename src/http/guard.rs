@@ -1,5 +1,6 @@
 //! Origin and Host checks for the MCP HTTP endpoints (MCP 2025-11-25, Streamable HTTP,
-//! "Security warning"; DNS-rebinding protection). Pure.
+//! "Security warning"; DNS-rebinding protection), and the Origin check of the external MCP
+//! server endpoints `/api/mcp-*`. Pure.
 
 use crate::config::is_loopback_host;
 
