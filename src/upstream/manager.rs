@@ -894,10 +894,20 @@ fn establish(
             show_duration(inner.timing.connect_timeout)
         )
     };
-    let init = |peer: &Arc<Peer>| match peer.initialize(remaining()) {
-        Ok(i) => Ok(i),
-        Err(Failure::Timeout(_)) => Err(Failure::Invalid(timed_out("initialize"))),
-        Err(e) => Err(e),
+    // Every way initialize can fail ends the same: the connection is shut and the reason told
+    // (a child that died explains itself better than the broken pipe).
+    let failed = |peer: &Arc<Peer>, f: Failure, proc: Option<&Proc>| -> String {
+        let why = match (
+            &f,
+            proc.and_then(|p| p.exit_report(Duration::from_millis(500))),
+        ) {
+            (Failure::Disconnected(_), Some(report)) => report,
+            (Failure::Timeout(_), _) => timed_out("initialize"),
+            (Failure::Invalid(why), _) => why.clone(),
+            _ => f.to_string(),
+        };
+        peer.shutdown("initialize failed");
+        format!("initialize failed: {why}")
     };
     let (peer, proc, transport, initialized) = match &config.transport {
         Transport::Stdio {
@@ -919,28 +929,17 @@ fn establish(
                 procs.retain(|p| !p.is_done());
                 procs.push(proc.clone());
             }
-            match init(&peer) {
+            match peer.initialize(remaining()) {
                 Ok(i) => (peer, Some(proc), "stdio", i),
-                Err(f) => {
-                    // A child that died explains itself better than the broken pipe.
-                    let why = match (&f, proc.exit_report(Duration::from_millis(500))) {
-                        (Failure::Disconnected(_), Some(report)) => report,
-                        _ => describe_init(&f),
-                    };
-                    peer.shutdown("initialize failed");
-                    return Err(format!("initialize failed: {why}"));
-                }
+                Err(f) => return Err(failed(&peer, f, Some(&proc))),
             }
         }
         Transport::Sse { url, headers } => {
             let peer = new_peer();
             super::sse::connect(&peer, url, headers, remaining())?;
-            match init(&peer) {
+            match peer.initialize(remaining()) {
                 Ok(i) => (peer, None, "sse", i),
-                Err(f) => {
-                    peer.shutdown("initialize failed");
-                    return Err(format!("initialize failed: {}", describe_init(&f)));
-                }
+                Err(f) => return Err(failed(&peer, f, None)),
             }
         }
         Transport::Http { url, headers } | Transport::Auto { url, headers } => {
@@ -948,9 +947,11 @@ fn establish(
             let peer = new_peer();
             let first = super::http::connect(&peer, url, headers, remaining())
                 .map_err(Failure::Disconnected)
-                .and_then(|()| init(&peer));
+                .and_then(|()| peer.initialize(remaining()));
             match first {
                 Ok(i) => (peer, None, "http", i),
+                // A plain 4xx (no JSON-RPC body): no Streamable HTTP endpoint here; a URL given
+                // without a transport then tries legacy SSE (mcp-notes §11).
                 Err(Failure::Http {
                     status,
                     mcp_error: false,
@@ -966,18 +967,12 @@ fn establish(
                             "Streamable HTTP answered HTTP {status}, and legacy SSE failed: {e}"
                         )
                     })?;
-                    match init(&peer) {
+                    match peer.initialize(remaining()) {
                         Ok(i) => (peer, None, "sse", i),
-                        Err(f) => {
-                            peer.shutdown("initialize failed");
-                            return Err(format!("initialize failed: {}", describe_init(&f)));
-                        }
+                        Err(f) => return Err(failed(&peer, f, None)),
                     }
                 }
-                Err(f) => {
-                    peer.shutdown("initialize failed");
-                    return Err(format!("initialize failed: {}", describe_init(&f)));
-                }
+                Err(f) => return Err(failed(&peer, f, None)),
             }
         }
     };
@@ -1010,13 +1005,6 @@ fn establish(
         }),
         tools,
     ))
-}
-
-fn describe_init(f: &Failure) -> String {
-    match f {
-        Failure::Invalid(why) => why.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Connects slot `name` for generation `gen` and installs the connection if the slot still
