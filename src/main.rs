@@ -34,7 +34,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
-            ExitCode::FAILURE
+            // A configuration error (such as a bad MCP clients file) exits 2, like a bad flag.
+            match e {
+                cideldill_server::error::Error::Config(_) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }

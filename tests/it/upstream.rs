@@ -780,7 +780,7 @@ fn config_file_servers_start_with_the_server_and_runtime_ones_do_not_persist() {
         .env("CIDELDILL_HOME", home.path())
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "a configuration error exits 2");
     assert!(String::from_utf8_lossy(&out.stderr).contains("config file not found"));
 }
 
