@@ -76,6 +76,16 @@ fn text(result: &Value) -> String {
         .to_owned()
 }
 
+/// Asserts an error answer: its status and its `error` code.
+fn assert_error(r: &crate::support::Resp, status: u16, code: &str) {
+    assert_eq!(
+        (r.status, r.json()["error"].clone()),
+        (status, json!(code)),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+}
+
 fn connect_body(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": fx(), "args": args})
 }
@@ -161,28 +171,16 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     let s = with_fixture("", &[]);
     let c = s.client();
     let e = call(&c, "nosuch/tool", json!({}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (404, json!("server_not_found"))
-    );
+    assert_error(&e, 404, "server_not_found");
     let e = call(&c, "fx/nosuch", json!({}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (404, json!("tool_not_found"))
-    );
+    assert_error(&e, 404, "tool_not_found");
     let e = c.post("/api/mcp-tools/call", &json!({"arguments": {}}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (400, json!("missing_tool"))
-    );
+    assert_error(&e, 400, "missing_tool");
     let e = c.post(
         "/api/mcp-tools/call",
         &json!({"tool": "fx/echo", "arguments": [1]}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (400, json!("invalid_arguments"))
-    );
+    assert_error(&e, 400, "invalid_arguments");
     // A bare name offered by exactly one server resolves.
     assert_eq!(
         text(&call_ok(&c, "echo", json!({"text": "bare"}))["result"]),
@@ -215,24 +213,15 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
         "/api/mcp-clients/nosuch/reconnect",
     ] {
         let e = c.post(path, &json!({}));
-        assert_eq!(
-            (e.status, e.json()["error"].clone()),
-            (404, json!("server_not_found"))
-        );
+        assert_error(&e, 404, "server_not_found");
     }
     let e = c.post("/api/mcp-clients/connect", &connect_body("fx", &[]));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (409, json!("duplicate_name"))
-    );
+    assert_error(&e, 409, "duplicate_name");
     let e = c.post(
         "/api/mcp-clients/connect",
         &json!({"name": "a/b", "command": "x"}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (400, json!("invalid_config"))
-    );
+    assert_error(&e, 400, "invalid_config");
 
     // A second server with the same tools makes bare names ambiguous; a deny list hides and
     // refuses tools.
@@ -246,10 +235,7 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     assert_eq!(e.json()["error"], "ambiguous_tool");
     assert_eq!(e.json()["candidates"], json!(["fx/echo", "fy/echo"]));
     let e = call(&c, "fy/fail", json!({}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (403, json!("tool_denied"))
-    );
+    assert_error(&e, 403, "tool_denied");
     let listed = c.get_ok("/api/mcp-tools?server=fy")["tools"].clone();
     assert!(listed
         .as_array()
@@ -268,10 +254,7 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     );
     assert_eq!(c.get_ok("/api/mcp-tools?server=empty")["tools"], json!([]));
     let e = call(&c, "empty/echo", json!({}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (404, json!("tool_not_found"))
-    );
+    assert_error(&e, 404, "tool_not_found");
 }
 
 // Seeds 93, 117, 126.
@@ -693,10 +676,7 @@ fn disconnect_fails_in_flight_calls_and_reconnect_restores_the_tools() {
     assert_eq!(st["tools"], json!([]));
     assert_eq!(c.get_ok("/api/mcp-tools")["tools"], json!([]));
     let e = call(&c, "fx/echo", json!({"text": "x"}));
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (502, json!("server_not_connected"))
-    );
+    assert_error(&e, 502, "server_not_connected");
     wait_for("the disconnected child to exit", || {
         process_gone(pid).then_some(())
     });
@@ -815,27 +795,18 @@ fn resources_are_listed_with_their_server_and_read() {
         "/api/mcp-resources/read",
         &json!({"server": "fx", "uri": "fixture://nope"}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (404, json!("resource_not_found"))
-    );
+    assert_error(&e, 404, "resource_not_found");
     let e = c.post(
         "/api/mcp-resources/read",
         &json!({"server": "nosuch", "uri": "x"}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (404, json!("server_not_found"))
-    );
+    assert_error(&e, 404, "server_not_found");
     c.post_ok("/api/mcp-clients/fy/disconnect", &json!({}));
     let e = c.post(
         "/api/mcp-resources/read",
         &json!({"server": "fy", "uri": "fixture://hello"}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (502, json!("server_not_connected"))
-    );
+    assert_error(&e, 502, "server_not_connected");
 }
 
 // Seeds 118-124, 127-131, 134, 146, 151: the five proxy tools over MCP, checked against their
@@ -1130,10 +1101,7 @@ fn http_and_sse_upstreams_reach_another_instance() {
         "a_slow/breakpoint_wait_for_pause",
         json!({"timeout_s": 5}),
     );
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (504, json!("call_timeout"))
-    );
+    assert_error(&e, 504, "call_timeout");
     let r = call_ok(&c, "a_slow/breakpoint_list_breakpoints", json!({}));
     assert_eq!(r["result"]["isError"], false);
     // Explicit sse, with a trailing slash (seed 165; the inline a_sse has none: seed 166).
@@ -1149,10 +1117,7 @@ fn http_and_sse_upstreams_reach_another_instance() {
     // An unreachable URL is connect_failed (seed 21).
     body = json!({"name": "nowhere", "url": "http://127.0.0.1:1/mcp", "type": "http"});
     let e = c.post("/api/mcp-clients/connect", &body);
-    assert_eq!(
-        (e.status, e.json()["error"].clone()),
-        (502, json!("connect_failed"))
-    );
+    assert_error(&e, 502, "connect_failed");
     assert_eq!(clients(&c)["nowhere"]["status"], "error");
     // Disconnect over HTTP ends the session on the other side (seed 22).
     c.post_ok("/api/mcp-clients/a_http/disconnect", &json!({}));
