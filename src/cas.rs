@@ -9,11 +9,17 @@ use sha2::{Digest, Sha512};
 
 use crate::error::ApiError;
 use crate::ids::hex;
+use crate::intern::{parse_digest, Cid};
 use crate::store::{Format, NewBlob};
 
 /// The CID of `bytes`: 128 lowercase hex characters of their SHA-512 digest.
 pub fn cid_of(bytes: &[u8]) -> String {
     hex(&Sha512::digest(bytes))
+}
+
+/// The SHA-512 digest of `bytes`, as a `Cid`.
+pub fn cid_value(bytes: &[u8]) -> Cid {
+    Cid::from_digest(Sha512::digest(bytes).into())
 }
 
 /// Whether `s` has the shape of a CID (128 lowercase hex digits).
@@ -131,13 +137,13 @@ pub fn verify_payload(
             ));
         }
     };
-    let actual = cid_of(&bytes);
-    if &actual != cid {
+    let actual = cid_value(&bytes);
+    if parse_digest(cid).as_ref() != Some(actual.digest()) {
         return Err(ApiError::bad_request(
             "cid_mismatch",
             "Provided CID does not match SHA-512 hash of data",
         )
-        .with("expected_cid", actual)
+        .with("expected_cid", actual.hex())
         .with("provided_cid", cid.as_str()));
     }
     Ok(Some(NewBlob {

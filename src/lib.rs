@@ -5,6 +5,7 @@
 pub mod config;
 pub mod error;
 pub mod ids;
+pub mod intern;
 
 pub mod breakpoints;
 pub mod calls;

@@ -144,7 +144,7 @@ mod tests {
         store
             .put_blobs(
                 vec![NewBlob {
-                    cid: cid.clone(),
+                    cid: crate::intern::Cid::parse(&cid).expect("a CID"),
                     bytes: bytes.to_vec(),
                     format,
                 }],

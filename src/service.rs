@@ -890,7 +890,7 @@ pub fn poll(shared: &Shared, pause_id: &str) -> Value {
 fn encode_value(value: &Value, preferred_format: &str) -> (Value, NewBlob) {
     if preferred_format == "json" {
         let text = value.to_string();
-        let cid = cas::cid_of(text.as_bytes());
+        let cid = cas::cid_value(text.as_bytes());
         let item = json!({"cid": cid, "data": text, "serialization_format": "json"});
         (
             item,
@@ -902,7 +902,7 @@ fn encode_value(value: &Value, preferred_format: &str) -> (Value, NewBlob) {
         )
     } else {
         let bytes = pickle_write::dumps(value);
-        let cid = cas::cid_of(&bytes);
+        let cid = cas::cid_value(&bytes);
         let item =
             json!({"cid": cid, "data": cas::encode_base64(&bytes), "serialization_format": "dill"});
         (

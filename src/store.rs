@@ -77,7 +77,6 @@
 //! Truncating a torn tail on open is also synced. Only one process may have a
 //! log file open at a time; this module does not lock the file.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -86,6 +85,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha512};
+
+use crate::intern::{parse_digest, Cid, CidMap, DIGEST_LEN};
 
 /// How the bytes of a blob were serialized, when known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +114,7 @@ pub enum RecordKind {
 /// A blob to store; its `cid` has already been verified by the caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewBlob {
-    pub cid: String,
+    pub cid: Cid,
     pub bytes: Vec<u8>,
     pub format: Option<Format>,
 }
@@ -121,7 +122,7 @@ pub struct NewBlob {
 /// A stored blob.
 #[derive(Clone, Debug)]
 pub struct Blob {
-    pub cid: String,
+    pub cid: Cid,
     pub bytes: Arc<[u8]>,
     pub format: Option<Format>,
     pub stored_at: f64,
@@ -130,7 +131,7 @@ pub struct Blob {
 /// Metadata of a stored blob.
 #[derive(Clone, Debug)]
 pub struct BlobMeta {
-    pub cid: String,
+    pub cid: Cid,
     pub size: u64,
     pub format: Option<Format>,
     pub stored_at: f64,
@@ -167,7 +168,6 @@ const FILE_HEADER_LEN: u64 = 16;
 
 const RECORD_MAGIC: [u8; 4] = [0xCD, 0x5E, 0xC0, 0x7D];
 const RECORD_HEADER_LEN: usize = 32;
-const DIGEST_LEN: usize = 64;
 const RECORD_PREFIX_LEN: u64 = (RECORD_HEADER_LEN + DIGEST_LEN) as u64;
 
 const KIND_BLOB: u8 = 1;
@@ -241,36 +241,6 @@ fn encode_record(
     out.extend_from_slice(body);
 }
 
-/// Decodes a 128-character lowercase hex CID into its 64 digest bytes.
-fn decode_cid(cid: &str) -> Option<[u8; DIGEST_LEN]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
-    let s = cid.as_bytes();
-    if s.len() != DIGEST_LEN * 2 {
-        return None;
-    }
-    let mut out = [0u8; DIGEST_LEN];
-    for (i, pair) in s.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
-    Some(out)
-}
-
-fn encode_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    s
-}
-
 fn now_unix() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -296,12 +266,22 @@ enum Loc {
     },
 }
 
+/// One stored blob in the index: 48 bytes, plus the 64-byte digest it shares with the records
+/// that name it, plus about 28 bytes in `index`.
 struct Entry {
-    cid: String,
+    cid: Cid,
     format: Option<Format>,
     stored_at: f64,
-    size: u64,
     loc: Loc,
+}
+
+impl Entry {
+    fn size(&self) -> u64 {
+        match &self.loc {
+            Loc::Memory(bytes) => bytes.len() as u64,
+            Loc::Disk { len, .. } => *len,
+        }
+    }
 }
 
 struct Log {
@@ -313,7 +293,7 @@ struct Log {
 
 struct State {
     /// CID → index into `entries`.
-    index: HashMap<String, usize>,
+    index: CidMap<u32>,
     /// Blobs in insertion order.
     entries: Vec<Entry>,
     /// `None` for the memory backend.
@@ -323,7 +303,7 @@ struct State {
 impl State {
     fn new(log: Option<Log>) -> State {
         State {
-            index: HashMap::new(),
+            index: CidMap::default(),
             entries: Vec::new(),
             log,
         }
@@ -331,12 +311,19 @@ impl State {
 
     /// Adds an entry unless its CID is present; returns whether it was new.
     fn insert(&mut self, entry: Entry) -> bool {
-        if self.index.contains_key(&entry.cid) {
+        let Ok(i) = u32::try_from(self.entries.len()) else {
+            return false;
+        };
+        if !self.index.insert(entry.cid.clone(), i) {
             return false;
         }
-        self.index.insert(entry.cid.clone(), self.entries.len());
         self.entries.push(entry);
         true
+    }
+
+    fn find(&self, digest: &[u8; DIGEST_LEN]) -> Option<&Entry> {
+        let (_, &i) = self.index.get(digest)?;
+        self.entries.get(i as usize)
     }
 }
 
@@ -462,16 +449,31 @@ impl Store {
     }
 
     pub fn contains(&self, cid: &str) -> bool {
-        self.lock().index.contains_key(cid)
+        parse_digest(cid).is_some_and(|d| self.contains_digest(&d))
+    }
+
+    pub fn contains_digest(&self, digest: &[u8; DIGEST_LEN]) -> bool {
+        self.lock().index.get(digest).is_some()
+    }
+
+    /// The stored copy of a CID, shared with the index.
+    pub fn cid(&self, digest: &[u8; DIGEST_LEN]) -> Option<Cid> {
+        self.lock().index.get(digest).map(|(c, _)| c.clone())
     }
 
     pub fn get(&self, cid: &str) -> io::Result<Option<Blob>> {
-        let (format, stored_at, offset, len, file) = {
+        match parse_digest(cid) {
+            Some(d) => self.get_digest(&d),
+            None => Ok(None),
+        }
+    }
+
+    pub fn get_digest(&self, digest: &[u8; DIGEST_LEN]) -> io::Result<Option<Blob>> {
+        let (cid, format, stored_at, offset, len, file) = {
             let st = self.lock();
-            let Some(&i) = st.index.get(cid) else {
+            let Some(e) = st.find(digest) else {
                 return Ok(None);
             };
-            let e = &st.entries[i];
             match &e.loc {
                 Loc::Memory(bytes) => {
                     return Ok(Some(Blob {
@@ -485,7 +487,14 @@ impl Store {
                     let Some(log) = st.log.as_ref() else {
                         return Err(io::Error::other("store: disk entry without a log file"));
                     };
-                    (e.format, e.stored_at, *offset, *len, Arc::clone(&log.file))
+                    (
+                        e.cid.clone(),
+                        e.format,
+                        e.stored_at,
+                        *offset,
+                        *len,
+                        Arc::clone(&log.file),
+                    )
                 }
             }
         };
@@ -495,7 +504,7 @@ impl Store {
         let mut buf = vec![0u8; n];
         file.read_exact_at(&mut buf, offset)?;
         Ok(Some(Blob {
-            cid: cid.to_owned(),
+            cid,
             bytes: Arc::from(buf),
             format,
             stored_at,
@@ -505,28 +514,13 @@ impl Store {
     /// Stores the blobs not yet present (dedupe by CID; a blob already present
     /// keeps its first format and time), durably: all new records of one call
     /// are written with one write and one fsync (`sync_data`) before it
-    /// returns. Returns how many were new. Fails with `InvalidInput`, storing
-    /// nothing, if any CID is not 128 lowercase hex digits.
+    /// returns. Returns how many were new.
     pub fn put_blobs(&self, blobs: Vec<NewBlob>, now: f64) -> io::Result<usize> {
-        let mut digests = Vec::with_capacity(blobs.len());
-        for b in &blobs {
-            match decode_cid(&b.cid) {
-                Some(d) => digests.push(d),
-                None => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("store: malformed CID {:?}", b.cid),
-                    ))
-                }
-            }
-        }
-
         let mut st = self.lock();
-        let mut seen = HashSet::new();
-        let fresh: Vec<(NewBlob, [u8; DIGEST_LEN])> = blobs
+        let mut seen: CidMap<()> = CidMap::default();
+        let fresh: Vec<NewBlob> = blobs
             .into_iter()
-            .zip(digests)
-            .filter(|(b, _)| !st.index.contains_key(&b.cid) && seen.insert(b.cid.clone()))
+            .filter(|b| st.index.get(b.cid.digest()).is_none() && seen.insert(b.cid.clone(), ()))
             .collect();
         if fresh.is_empty() {
             return Ok(0);
@@ -538,18 +532,18 @@ impl Store {
             Some(log) => {
                 let total: usize = fresh
                     .iter()
-                    .map(|(b, _)| RECORD_PREFIX_LEN as usize + b.bytes.len())
+                    .map(|b| RECORD_PREFIX_LEN as usize + b.bytes.len())
                     .sum();
                 let mut buf = Vec::with_capacity(total);
                 let mut locs = Vec::with_capacity(count);
-                for (b, digest) in &fresh {
+                for b in &fresh {
                     let offset = log.end + buf.len() as u64 + RECORD_PREFIX_LEN;
                     encode_record(
                         &mut buf,
                         KIND_BLOB,
                         format_to_byte(b.format),
                         now,
-                        digest,
+                        b.cid.digest(),
                         &b.bytes,
                     );
                     locs.push(Loc::Disk {
@@ -562,8 +556,7 @@ impl Store {
             }
         };
         let mut locs = locs.into_iter();
-        for (b, _) in fresh {
-            let size = b.bytes.len() as u64;
+        for b in fresh {
             // Memory backend: no precomputed locations, keep the bytes.
             let loc = match locs.next() {
                 Some(loc) => loc,
@@ -573,7 +566,6 @@ impl Store {
                 cid: b.cid,
                 format: b.format,
                 stored_at: now,
-                size,
                 loc,
             });
         }
@@ -621,7 +613,7 @@ impl Store {
             .iter()
             .map(|e| BlobMeta {
                 cid: e.cid.clone(),
-                size: e.size,
+                size: e.size(),
                 format: e.format,
                 stored_at: e.stored_at,
             })
@@ -670,7 +662,7 @@ fn append_durably(log: &mut Log, buf: &[u8]) -> io::Result<()> {
 /// A record that verified.
 enum Parsed {
     Blob {
-        cid: String,
+        cid: Cid,
         format: Option<Format>,
         stored_at: f64,
         body_offset: u64,
@@ -726,7 +718,6 @@ fn scan(
                     cid,
                     format,
                     stored_at,
-                    size: body_len,
                     loc: Loc::Disk {
                         offset: body_offset,
                         len: body_len,
@@ -831,7 +822,11 @@ fn verify_at(file: &File, pos: u64, len: u64) -> io::Result<Option<(Parsed, u64)
             }
             Ok(Some((
                 Parsed::Blob {
-                    cid: encode_hex(digest),
+                    cid: Cid::from_digest(
+                        digest
+                            .try_into()
+                            .map_err(|_| io::Error::other("short digest"))?,
+                    ),
                     format,
                     stored_at,
                     body_offset,
@@ -918,12 +913,12 @@ mod tests {
     }
 
     fn cid_of(bytes: &[u8]) -> String {
-        encode_hex(&Sha512::digest(bytes))
+        crate::ids::hex(&Sha512::digest(bytes))
     }
 
     fn nb(bytes: &[u8], format: Option<Format>) -> NewBlob {
         NewBlob {
-            cid: cid_of(bytes),
+            cid: Cid::parse(&cid_of(bytes)).expect("a digest"),
             bytes: bytes.to_vec(),
             format,
         }
@@ -941,8 +936,11 @@ mod tests {
     /// Every blob a store lists can be read back and hashes to its CID.
     fn assert_all_blobs_verify(store: &Store) {
         for meta in store.list() {
-            let blob = store.get(&meta.cid).expect("get").expect("listed blob");
-            assert_eq!(cid_of(&blob.bytes), meta.cid);
+            let blob = store
+                .get(&meta.cid.hex())
+                .expect("get")
+                .expect("listed blob");
+            assert_eq!(cid_of(&blob.bytes), meta.cid.hex());
             assert_eq!(blob.bytes.len() as u64, meta.size);
         }
     }
@@ -966,7 +964,7 @@ mod tests {
         let a = nb(b"alpha", Some(Format::Dill));
         let b = nb(b"beta", Some(Format::Json));
         let c = nb(b"", None);
-        let (ca, cb, cc) = (a.cid.clone(), b.cid.clone(), c.cid.clone());
+        let (ca, cb, cc) = (a.cid.hex(), b.cid.hex(), c.cid.hex());
         assert_eq!(store.put_blobs(vec![a, b, c], 10.0).expect("put"), 3);
         assert_eq!(store.len(), 3);
         assert!(store.contains(&ca) && store.contains(&cb) && store.contains(&cc));
@@ -975,14 +973,14 @@ mod tests {
 
         let blob = store.get(&ca).expect("get").expect("present");
         assert_eq!(&blob.bytes[..], b"alpha");
-        assert_eq!(blob.cid, ca);
+        assert_eq!(blob.cid.hex(), ca);
         assert_eq!(blob.format, Some(Format::Dill));
         assert_eq!(blob.stored_at, 10.0);
         assert_eq!(bytes_of(store, &cb), b"beta");
         assert_eq!(bytes_of(store, &cc), b"");
 
         let list = store.list();
-        let cids: Vec<_> = list.iter().map(|m| m.cid.clone()).collect();
+        let cids: Vec<_> = list.iter().map(|m| m.cid.hex()).collect();
         assert_eq!(cids, vec![ca.clone(), cb.clone(), cc.clone()]);
         assert_eq!(list[0].size, 5);
         assert_eq!(list[1].format, Some(Format::Json));
@@ -1007,18 +1005,9 @@ mod tests {
             .append_record(RecordKind::CallRecord, &json!({"call": 1}))
             .expect("append");
 
-        // Malformed CIDs are refused and nothing is stored.
-        let bad = vec![
-            nb(b"delta", None),
-            NewBlob {
-                cid: cid_of(b"x").to_uppercase(),
-                bytes: b"x".to_vec(),
-                format: None,
-            },
-        ];
-        let err = store.put_blobs(bad, 40.0).expect_err("malformed");
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
-        assert!(!store.contains(&cid_of(b"delta")));
+        // Lookups by text accept only 128 lowercase hex digits.
+        assert!(!store.contains(&ca.to_uppercase()));
+        assert!(!store.contains("alpha"));
         assert_eq!(store.len(), 4);
         assert_all_blobs_verify(store);
     }
@@ -1068,7 +1057,7 @@ mod tests {
                 (RecordKind::History, json!({"h": [1, 2, 3]})),
             ]
         );
-        let cids: Vec<_> = store.list().into_iter().map(|m| m.cid).collect();
+        let cids: Vec<_> = store.list().into_iter().map(|m| m.cid.hex()).collect();
         let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
         assert_eq!(
             cids,
@@ -1133,7 +1122,7 @@ mod tests {
         assert_eq!(keys, vec!["h", "k", "a"]);
         let list = store.list();
         for (i, m) in list.iter().enumerate() {
-            assert_eq!(m.cid, cid_of(format!("blob {i}").as_bytes()));
+            assert_eq!(m.cid.hex(), cid_of(format!("blob {i}").as_bytes()));
             assert_eq!(m.stored_at, i as f64);
         }
     }
@@ -1143,7 +1132,7 @@ mod tests {
         let dir = TempDir::new("dup");
         let path = dir.file("s.log");
         drop(Store::open(&path).expect("create"));
-        let cid = decode_cid(&cid_of(b"same")).expect("cid");
+        let cid = parse_digest(&cid_of(b"same")).expect("cid");
         let mut tail = Vec::new();
         encode_record(&mut tail, KIND_BLOB, FORMAT_DILL, 1.0, &cid, b"same");
         encode_record(&mut tail, KIND_BLOB, FORMAT_JSON, 2.0, &cid, b"same");
@@ -1375,7 +1364,7 @@ mod tests {
         // Garbage so that the next record's magic straddles a chunk boundary.
         let gap = SCAN_CHUNK - 2;
         bytes.extend(std::iter::repeat_n(0xAA, gap));
-        let cid = decode_cid(&cid_of(b"late")).expect("cid");
+        let cid = parse_digest(&cid_of(b"late")).expect("cid");
         encode_record(&mut bytes, KIND_BLOB, FORMAT_NONE, 5.0, &cid, b"late");
         std::fs::write(&path, &bytes).expect("write");
         let (store, rec) = Store::open(&path).expect("open");

@@ -121,7 +121,7 @@ pub fn complete(shared: &Shared, params: &Map<String, Value>) -> Result<Value, R
             .into_iter()
             .rev()
             .take(1000)
-            .map(|m| m.cid)
+            .map(|m| m.cid.hex())
             .collect(),
         (Some("ref/prompt" | "ref/resource"), _) => Vec::new(),
         _ => {

@@ -91,7 +91,7 @@ pub fn call(
             result,
         }) => {
             let bytes = serde_json::to_vec(&result).unwrap_or_default();
-            let cid = cas::cid_of(&bytes);
+            let cid = cas::cid_value(&bytes);
             let size = bytes.len();
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             record["server"] = json!(server);
@@ -113,7 +113,7 @@ pub fn call(
                 tool: super::names::catalog_name(&server, &original_name),
                 server,
                 result,
-                result_cid: cid,
+                result_cid: cid.hex(),
                 result_size: size,
             })
         }

@@ -1,0 +1,537 @@
+//! Compact shared values for what the server keeps per recorded call: `Sym` (a thin, shared
+//! string), `Cid` (a thin, shared 64-byte SHA-512 digest, printed as 128 hex digits), `Val` (a
+//! 16-byte JSON value whose strings and trees are shared) and the `Interner` that makes equal
+//! values share one allocation. Pure: no I/O; the interner is a plain struct its owner locks.
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::ser::{Serialize, Serializer};
+use serde_json::Value;
+
+/// A shared string: one pointer wide, compared and hashed by content.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(Arc<Box<str>>);
+
+impl Sym {
+    /// A string that is not shared with anything (for values unique to one call).
+    pub fn new(s: &str) -> Sym {
+        Sym(Arc::new(Box::from(s)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for Sym {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Sym {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
+impl fmt::Display for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Sym {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// Length of a SHA-512 digest.
+pub const DIGEST_LEN: usize = 64;
+
+/// A content id: the SHA-512 digest of a payload, shared by every record that names it.
+/// Written on the wire as 128 lowercase hex digits (protocol doc §3).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Cid(Arc<[u8; DIGEST_LEN]>);
+
+impl Cid {
+    pub fn from_digest(digest: [u8; DIGEST_LEN]) -> Cid {
+        Cid(Arc::new(digest))
+    }
+
+    /// Parses 128 lowercase hex digits; anything else is not a CID.
+    pub fn parse(hex: &str) -> Option<Cid> {
+        parse_digest(hex).map(Cid::from_digest)
+    }
+
+    pub fn digest(&self) -> &[u8; DIGEST_LEN] {
+        &self.0
+    }
+
+    pub fn hex(&self) -> String {
+        crate::ids::hex(&self.0[..])
+    }
+}
+
+/// Decodes a 128-character lowercase hex CID into its 64 digest bytes.
+pub fn parse_digest(hex: &str) -> Option<[u8; DIGEST_LEN]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let s = hex.as_bytes();
+    if s.len() != DIGEST_LEN * 2 {
+        return None;
+    }
+    let mut out = [0u8; DIGEST_LEN];
+    for (i, pair) in s.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+/// The first eight bytes of a digest: uniformly distributed, so a good hash key.
+fn prefix(digest: &[u8; DIGEST_LEN]) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// A map from CIDs to small values that costs about 28 bytes per entry: keyed by the digest's
+/// first eight bytes, with the rare digests sharing a prefix kept in an overflow list.
+pub struct CidMap<V> {
+    primary: HashMap<u64, (Cid, V), DigestBuild>,
+    overflow: Vec<(Cid, V)>,
+}
+
+impl<V> Default for CidMap<V> {
+    fn default() -> Self {
+        CidMap {
+            primary: HashMap::default(),
+            overflow: Vec::new(),
+        }
+    }
+}
+
+impl<V> CidMap<V> {
+    pub fn get(&self, digest: &[u8; DIGEST_LEN]) -> Option<(&Cid, &V)> {
+        match self.primary.get(&prefix(digest)) {
+            Some((c, v)) if c.digest() == digest => Some((c, v)),
+            Some(_) => self
+                .overflow
+                .iter()
+                .find(|(c, _)| c.digest() == digest)
+                .map(|(c, v)| (c, v)),
+            None => None,
+        }
+    }
+
+    /// Inserts unless present; returns whether it was new.
+    pub fn insert(&mut self, cid: Cid, value: V) -> bool {
+        if self.get(cid.digest()).is_some() {
+            return false;
+        }
+        match self.primary.entry(prefix(cid.digest())) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((cid, value));
+            }
+            std::collections::hash_map::Entry::Occupied(_) => self.overflow.push((cid, value)),
+        }
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.primary.len() + self.overflow.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&Cid, &V) -> bool) {
+        self.primary.retain(|_, (c, v)| keep(c, v));
+        self.overflow.retain(|(c, v)| keep(c, v));
+    }
+}
+
+impl fmt::Debug for Cid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Cid({})", &self.hex()[..16])
+    }
+}
+
+impl fmt::Display for Cid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl Serialize for Cid {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; DIGEST_LEN * 2];
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for (i, b) in self.0.iter().enumerate() {
+            buf[2 * i] = DIGITS[usize::from(b >> 4)];
+            buf[2 * i + 1] = DIGITS[usize::from(b & 0x0f)];
+        }
+        s.serialize_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"))
+    }
+}
+
+/// A hasher for keys that are digests or already hashes: it keeps the last `u64` written.
+#[derive(Default)]
+pub struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+pub type DigestBuild = BuildHasherDefault<DigestHasher>;
+
+/// A JSON value as records keep it, 16 bytes: scalars inline, strings, CIDs and trees shared.
+/// `Absent` stands for a key the client did not send (written as null where a key is always
+/// present on the wire, left out where it is optional).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Val {
+    #[default]
+    Absent,
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Sym),
+    Cid(Cid),
+    Tree(Arc<Value>),
+}
+
+impl Val {
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Val::Absent)
+    }
+
+    /// Absent or null.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Val::Absent | Val::Null)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Val::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as JSON (absent as null).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Val::Absent | Val::Null => Value::Null,
+            Val::Bool(b) => Value::Bool(*b),
+            Val::Int(n) => Value::from(*n),
+            Val::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Val::Str(s) => Value::String(s.to_string()),
+            Val::Cid(c) => Value::String(c.hex()),
+            Val::Tree(t) => (**t).clone(),
+        }
+    }
+
+    /// A value that is not shared with anything (strings unique to one call).
+    pub fn unshared(v: &Value) -> Val {
+        match v {
+            Value::String(s) => Val::Str(Sym::new(s)),
+            other => Val::scalar(other).unwrap_or_else(|| Val::Tree(Arc::new(other.clone()))),
+        }
+    }
+
+    /// Null, booleans and numbers that fit inline.
+    fn scalar(v: &Value) -> Option<Val> {
+        match v {
+            Value::Null => Some(Val::Null),
+            Value::Bool(b) => Some(Val::Bool(*b)),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Some(Val::Int(i))
+                } else if n.is_f64() {
+                    n.as_f64().map(Val::Float)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Val {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Val::Absent | Val::Null => s.serialize_unit(),
+            Val::Bool(b) => s.serialize_bool(*b),
+            Val::Int(n) => s.serialize_i64(*n),
+            Val::Float(f) if f.is_finite() => s.serialize_f64(*f),
+            Val::Float(_) => s.serialize_unit(),
+            Val::Str(t) => s.serialize_str(t),
+            Val::Cid(c) => c.serialize(s),
+            Val::Tree(t) => t.serialize(s),
+        }
+    }
+}
+
+/// Makes equal strings, CIDs and JSON trees share one allocation. Entries nobody else holds any
+/// more are dropped by `sweep`, which runs by itself as the tables grow.
+#[derive(Default)]
+pub struct Interner {
+    strings: HashSet<Sym>,
+    cids: CidMap<()>,
+    trees: HashMap<u64, Vec<Arc<Value>>, DigestBuild>,
+    n_trees: usize,
+    next_sweep: usize,
+}
+
+/// Trees larger than this (in nodes) are kept unshared: hashing them costs more than it saves.
+const MAX_TREE_NODES: usize = 4096;
+/// Sweeping starts once the tables hold this many entries.
+const FIRST_SWEEP: usize = 4096;
+
+impl Interner {
+    pub fn sym(&mut self, s: &str) -> Sym {
+        if let Some(found) = self.strings.get(s) {
+            return found.clone();
+        }
+        let sym = Sym::new(s);
+        self.strings.insert(sym.clone());
+        self.maybe_sweep();
+        sym
+    }
+
+    pub fn cid(&mut self, digest: [u8; DIGEST_LEN]) -> Cid {
+        if let Some((found, ())) = self.cids.get(&digest) {
+            return found.clone();
+        }
+        let cid = Cid::from_digest(digest);
+        self.cids.insert(cid.clone(), ());
+        self.maybe_sweep();
+        cid
+    }
+
+    /// The shared copy of a CID made elsewhere.
+    pub fn share(&mut self, cid: &Cid) -> Cid {
+        if let Some((found, ())) = self.cids.get(cid.digest()) {
+            return found.clone();
+        }
+        self.cids.insert(cid.clone(), ());
+        self.maybe_sweep();
+        cid.clone()
+    }
+
+    /// A CID given as text, shared; `None` unless it is 128 lowercase hex digits.
+    pub fn cid_text(&mut self, hex: &str) -> Option<Cid> {
+        parse_digest(hex).map(|d| self.cid(d))
+    }
+
+    /// Any JSON value, shared: strings that are CIDs become `Cid`s.
+    pub fn val(&mut self, v: &Value) -> Val {
+        match v {
+            Value::String(s) => match self.cid_text(s) {
+                Some(c) => Val::Cid(c),
+                None => Val::Str(self.sym(s)),
+            },
+            Value::Array(_) | Value::Object(_) => Val::Tree(self.tree(v)),
+            other => Val::scalar(other).unwrap_or_else(|| Val::Tree(self.tree(other))),
+        }
+    }
+
+    /// An optional field: `Absent` when missing.
+    pub fn field(&mut self, v: Option<&Value>) -> Val {
+        v.map_or(Val::Absent, |v| self.val(v))
+    }
+
+    /// A JSON tree, shared with every equal tree seen before.
+    pub fn tree(&mut self, v: &Value) -> Arc<Value> {
+        let mut nodes = 0;
+        let mut h = DigestHasher(0xcbf2_9ce4_8422_2325);
+        if !hash_value(v, &mut h, &mut nodes) {
+            return Arc::new(v.clone());
+        }
+        let key = h.finish();
+        let bucket = self.trees.entry(key).or_default();
+        if let Some(found) = bucket.iter().find(|t| ***t == *v) {
+            return found.clone();
+        }
+        let tree = Arc::new(v.clone());
+        bucket.push(tree.clone());
+        self.n_trees += 1;
+        self.maybe_sweep();
+        tree
+    }
+
+    /// Entries in the tables.
+    pub fn len(&self) -> usize {
+        self.strings.len() + self.cids.len() + self.n_trees
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn maybe_sweep(&mut self) {
+        if self.len() >= self.next_sweep.max(FIRST_SWEEP) {
+            self.sweep();
+            self.next_sweep = 2 * self.len();
+        }
+    }
+
+    /// Drops the entries only the interner still holds.
+    pub fn sweep(&mut self) {
+        self.strings.retain(|s| Arc::strong_count(&s.0) > 1);
+        self.cids.retain(|c, ()| Arc::strong_count(&c.0) > 1);
+        let mut n = 0;
+        self.trees.retain(|_, bucket| {
+            bucket.retain(|t| Arc::strong_count(t) > 1);
+            n += bucket.len();
+            !bucket.is_empty()
+        });
+        self.n_trees = n;
+    }
+}
+
+/// Hashes a JSON value structurally; false when it has more than `MAX_TREE_NODES` nodes.
+fn hash_value(v: &Value, h: &mut DigestHasher, nodes: &mut usize) -> bool {
+    *nodes += 1;
+    if *nodes > MAX_TREE_NODES {
+        return false;
+    }
+    let mix = |h: &mut DigestHasher, x: u64| {
+        h.0 = (h.0 ^ x).wrapping_mul(0x0100_0000_01b3);
+    };
+    let mix_bytes = |h: &mut DigestHasher, b: &[u8]| {
+        for &c in b {
+            h.0 = (h.0 ^ u64::from(c)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h.0 = (h.0 ^ 0xff).wrapping_mul(0x0100_0000_01b3);
+    };
+    match v {
+        Value::Null => mix(h, 1),
+        Value::Bool(b) => mix(h, 2 + u64::from(*b)),
+        Value::Number(n) => {
+            mix(h, 4);
+            mix_bytes(h, n.to_string().as_bytes());
+        }
+        Value::String(s) => {
+            mix(h, 5);
+            mix_bytes(h, s.as_bytes());
+        }
+        Value::Array(a) => {
+            mix(h, 6);
+            mix(h, a.len() as u64);
+            for x in a {
+                if !hash_value(x, h, nodes) {
+                    return false;
+                }
+            }
+        }
+        Value::Object(m) => {
+            mix(h, 7);
+            mix(h, m.len() as u64);
+            for (k, x) in m {
+                mix_bytes(h, k.as_bytes());
+                if !hash_value(x, h, nodes) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_are_sixteen_bytes_and_names_one_pointer() {
+        assert_eq!(std::mem::size_of::<Val>(), 16);
+        assert_eq!(std::mem::size_of::<Sym>(), 8);
+        assert_eq!(std::mem::size_of::<Cid>(), 8);
+    }
+
+    #[test]
+    fn equal_values_share_one_allocation() {
+        let mut i = Interner::default();
+        let a = i.sym("add");
+        let b = i.sym("add");
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        let stack = json!([{"filename": "/app.py", "lineno": 3}]);
+        let (Val::Tree(x), Val::Tree(y)) = (i.val(&stack), i.val(&stack.clone())) else {
+            panic!("trees")
+        };
+        assert!(Arc::ptr_eq(&x, &y));
+        let hex = "ab".repeat(64);
+        let (Val::Cid(c), Val::Cid(d)) = (i.val(&json!(hex)), i.val(&json!(hex))) else {
+            panic!("cids")
+        };
+        assert!(Arc::ptr_eq(&c.0, &d.0));
+        assert_eq!(c.hex(), hex);
+    }
+
+    #[test]
+    fn values_round_trip_to_the_same_json() {
+        let mut i = Interner::default();
+        for v in [
+            json!(null),
+            json!(true),
+            json!(-3),
+            json!(u64::MAX),
+            json!(1795311683.7775),
+            json!("x"),
+            json!("AB".repeat(64)),
+            json!({"a": [1, 2.5, null]}),
+        ] {
+            let val = i.val(&v);
+            assert_eq!(val.to_value(), v);
+            assert_eq!(serde_json::to_value(&val).unwrap(), v);
+        }
+        assert_eq!(Val::Absent.to_value(), Value::Null);
+    }
+
+    #[test]
+    fn sweeping_drops_what_nobody_holds() {
+        let mut i = Interner::default();
+        let kept = i.sym("kept");
+        i.sym("dropped");
+        i.val(&json!({"t": 1}));
+        let tree = i.tree(&json!({"t": 2}));
+        i.sweep();
+        assert_eq!(i.len(), 2);
+        assert!(Arc::ptr_eq(&kept.0, &i.sym("kept").0));
+        assert!(Arc::ptr_eq(&tree, &i.tree(&json!({"t": 2}))));
+    }
+}
