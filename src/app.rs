@@ -17,9 +17,11 @@ use crate::config::{Config, Database};
 use crate::error::Error;
 use crate::http;
 use crate::ids;
+use crate::intern::Interner;
 use crate::mcp::{stdio, Mcp, Outgoing};
+use crate::records::{HistoryEntry, Record, Records};
 use crate::state::{Shared, State};
-use crate::store::{RecordKind, Store};
+use crate::store::{IndexKey, RecordKind, Store};
 use crate::upstream;
 use crate::upstream::manager::Manager;
 
@@ -50,25 +52,40 @@ pub struct Running {
 }
 
 /// Opens the store and rebuilds the persisted part of the state.
-fn open_database(db: &Database) -> Result<(Store, State), Error> {
+fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, State), Error> {
     let mut state = State::default();
-    let Database::File(path) = db else {
+    state.records = Records::new(config.max_records);
+    let Database::File(path) = &config.database else {
         return Ok((Store::memory(), state));
     };
-    let (store, recovered) = Store::open(path)
-        .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
     let (mut n_records, mut n_history) = (0, 0);
-    for (kind, record) in recovered.records {
-        match kind {
-            RecordKind::CallRecord => {
-                state.calls.push_record(record);
-                n_records += 1;
-            }
-            RecordKind::History => {
-                state.calls.push_history(record);
-                n_history += 1;
+    // Records stream through the bounded window (the file keeps them all; listings read
+    // the older ones back from it through the index).
+    let (store, recovered) = Store::open_with(path, &mut |kind, value| match kind {
+        RecordKind::CallRecord => {
+            n_records += 1;
+            let record = Record::from_disk(interner, value);
+            let key = record.index_key();
+            state.records.push(record);
+            key
+        }
+        RecordKind::History => {
+            let known = state.records.newest_call();
+            match HistoryEntry::from_disk(interner, &value, known) {
+                Some(entry) => {
+                    n_history += 1;
+                    let key = entry.index_key();
+                    state.records.push_history(entry);
+                    key
+                }
+                None => IndexKey::default(),
             }
         }
+    })
+    .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
+    // Records and the store's index then share one copy of each digest.
+    for meta in store.list() {
+        interner.share(&meta.cid);
     }
     if recovered.blobs + n_records + n_history > 0 {
         log::info!(
@@ -145,7 +162,8 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         &|k: &str| std::env::var(k).ok(),
     )
     .map_err(|e| Error::Config(e.to_string()))?;
-    let (store, state) = open_database(&config.database)?;
+    let mut interner = Interner::default();
+    let (store, state) = open_database(&config, &mut interner)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
     let port = listener
         .local_addr()
@@ -156,7 +174,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let server = Arc::new(server);
     let port_file = config.port_file.clone();
     let timing = config.upstream_timing.clone();
-    let shared = Arc::new(Shared::new(config, store, state));
+    let shared = Arc::new(Shared::with_interner(config, store, state, interner));
     if let Some(servers) = upstream_servers {
         let manager = Manager::start(servers, timing)
             .map_err(|e| Error::io("cannot start the MCP client manager", e))?;

@@ -1,11 +1,13 @@
-//! Calls in flight and their history: open calls, paused executions and their resume actions,
-//! call records, per-breakpoint execution history, object snapshots and com-error reports
-//! (protocol doc §2.5 to §2.10 and §5.2). Pure: no I/O, no locks. Values that travel to clients
-//! verbatim (`call_data`, records) are kept as JSON objects.
+//! Calls in flight: open calls (typed, as they will be recorded), paused executions and their
+//! resume actions, orphaned pause ids and com-error reports (protocol doc §2.5 to §2.10 and
+//! §5.2). Pure: no I/O, no locks. A pause keeps its `call_data` as the JSON object clients are
+//! shown (pauses are few); completed calls move to `records`.
 
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
+
+use crate::records::{CallId, CallRecord};
 
 /// How many resume actions of after-pauses are kept for clients still polling them. The
 /// original never deletes them; we keep the newest ones (a client polls within milliseconds).
@@ -14,8 +16,6 @@ const MAX_AFTER_ACTIONS: usize = 10_000;
 const MAX_ORPHANS: usize = 1_000;
 /// How many com-error reports are kept, as in the original.
 const MAX_COM_ERRORS: usize = 500;
-/// How many object snapshots are kept (oldest dropped first).
-const MAX_SNAPSHOTS: usize = 100_000;
 
 /// A paused execution.
 #[derive(Clone, Debug)]
@@ -43,14 +43,14 @@ impl Pause {
 
 #[derive(Debug)]
 struct OpenCall {
-    call_data: Map<String, Value>,
+    call: CallRecord,
     pause_id: Option<String>,
 }
 
 /// An open call popped at completion.
 #[derive(Debug)]
 pub struct Completed {
-    pub call_data: Map<String, Value>,
+    pub call: CallRecord,
     /// Its before-pause, if it paused.
     pub pause_id: Option<String>,
     /// That pause, if it was still paused (the client completed without being resumed).
@@ -74,26 +74,6 @@ pub enum Resumed {
     Orphan,
 }
 
-/// One object snapshot: an item with a `client_ref` seen in a call (the /objects history).
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    pub process_key: String,
-    pub client_ref: Value,
-    pub cid: Option<String>,
-    pub role: String,
-    pub method_name: String,
-    pub call_id: String,
-    pub pretty: Value,
-    pub at: f64,
-}
-
-/// Filters for listing call records.
-#[derive(Debug, Default)]
-pub struct RecordFilter<'a> {
-    pub function: Option<&'a str>,
-    pub status: Option<&'a str>,
-}
-
 #[derive(Debug, Default)]
 pub struct Calls {
     counter: u64,
@@ -102,27 +82,32 @@ pub struct Calls {
     actions: HashMap<String, Value>,
     after_actions: VecDeque<String>,
     orphans: HashMap<String, f64>,
-    records: Vec<Value>,
-    history: Vec<Value>,
-    snapshots: VecDeque<Snapshot>,
     com_errors: VecDeque<Value>,
 }
 
 impl Calls {
     /// A new call id: server wall time and a server-wide counter, `"%.6f-%03d"`.
-    pub fn next_call_id(&mut self, now: f64) -> String {
+    pub fn next_call_id(&mut self, now: f64) -> CallId {
         self.counter += 1;
-        format!("{now:.6}-{:03}", self.counter)
+        CallId::Ours {
+            at: now,
+            n: self.counter,
+        }
     }
 
-    pub fn open_call(&mut self, call_id: &str, call_data: Map<String, Value>) {
+    pub fn open_call(&mut self, call: CallRecord) {
         self.open.insert(
-            call_id.to_owned(),
+            call.call_id.to_string(),
             OpenCall {
-                call_data,
+                call,
                 pause_id: None,
             },
         );
+    }
+
+    /// The open calls, in no particular order (object snapshots are derived from them too).
+    pub fn open_calls(&self) -> impl Iterator<Item = &CallRecord> {
+        self.open.values().map(|o| &o.call)
     }
 
     pub fn n_open(&self) -> usize {
@@ -139,7 +124,7 @@ impl Calls {
     ) -> Pause {
         if let Some(open) = call_id.and_then(|c| self.open.get_mut(c)) {
             open.pause_id = Some(id.clone());
-            open.call_data = call_data.clone();
+            open.call.paused_before = true;
         }
         let pause = Pause {
             id,
@@ -240,80 +225,10 @@ impl Calls {
             }
         }
         Some(Completed {
-            call_data: open.call_data,
+            call: open.call,
             pause_id: open.pause_id,
             leftover,
         })
-    }
-
-    pub fn push_record(&mut self, record: Value) {
-        self.records.push(record);
-    }
-
-    pub fn n_records(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Call records, newest first, filtered; returns the page and the total that matched.
-    pub fn records(
-        &self,
-        filter: &RecordFilter,
-        offset: usize,
-        limit: usize,
-    ) -> (Vec<Value>, usize) {
-        let matches = |r: &&Value| {
-            filter
-                .function
-                .is_none_or(|f| r.get("method_name").and_then(Value::as_str) == Some(f))
-                && filter
-                    .status
-                    .is_none_or(|s| r.get("status").and_then(Value::as_str) == Some(s))
-        };
-        let total = self.records.iter().filter(matches).count();
-        let page = self
-            .records
-            .iter()
-            .rev()
-            .filter(matches)
-            .skip(offset)
-            .take(limit)
-            .cloned()
-            .collect();
-        (page, total)
-    }
-
-    /// The newest call record with this call id.
-    pub fn record_by_id(&self, call_id: &str) -> Option<&Value> {
-        self.records
-            .iter()
-            .rev()
-            .find(|r| r.get("call_id").and_then(Value::as_str) == Some(call_id))
-    }
-
-    pub fn push_history(&mut self, entry: Value) {
-        self.history.push(entry);
-    }
-
-    /// Execution history of one breakpoint, most recent first.
-    pub fn history(&self, function_name: &str, limit: usize) -> Vec<Value> {
-        self.history
-            .iter()
-            .rev()
-            .filter(|h| h.get("function_name").and_then(Value::as_str) == Some(function_name))
-            .take(limit)
-            .cloned()
-            .collect()
-    }
-
-    pub fn push_snapshot(&mut self, snapshot: Snapshot) {
-        self.snapshots.push_back(snapshot);
-        while self.snapshots.len() > MAX_SNAPSHOTS {
-            self.snapshots.pop_front();
-        }
-    }
-
-    pub fn snapshots(&self) -> impl Iterator<Item = &Snapshot> {
-        self.snapshots.iter()
     }
 
     pub fn push_com_error(&mut self, report: Value) {
@@ -349,14 +264,17 @@ mod tests {
     #[test]
     fn call_ids_have_the_original_format() {
         let mut c = Calls::default();
-        assert_eq!(c.next_call_id(1795311683.784533), "1795311683.784533-001");
-        assert_eq!(c.next_call_id(1.0), "1.000000-002");
+        assert_eq!(
+            c.next_call_id(1795311683.784533).to_string(),
+            "1795311683.784533-001"
+        );
+        assert_eq!(c.next_call_id(1.0).to_string(), "1.000000-002");
     }
 
     #[test]
     fn poll_is_idempotent_and_completion_cleans_up() {
         let mut c = Calls::default();
-        c.open_call("c1", data("f"));
+        c.open_call(CallRecord::for_tests("f", "c1"));
         c.pause("p1".into(), data("f"), 1.0, Some("c1"));
         assert_eq!(c.poll("p1", 1.0), None);
         assert!(!c.is_orphan("p1"));
@@ -369,7 +287,7 @@ mod tests {
             ResumeError::AlreadyResumed
         );
         let done = c.complete("c1").unwrap();
-        assert_eq!(done.call_data["method_name"], "f");
+        assert_eq!(&*done.call.method, "f");
         assert_eq!(done.pause_id.as_deref(), Some("p1"));
         assert!(done.leftover.is_none());
         assert_eq!(c.poll("p1", 3.0), None, "action deleted at completion");
@@ -379,7 +297,7 @@ mod tests {
     #[test]
     fn completing_a_still_paused_call_removes_the_pause() {
         let mut c = Calls::default();
-        c.open_call("c1", data("f"));
+        c.open_call(CallRecord::for_tests("f", "c1"));
         c.pause("p1".into(), data("f"), 1.0, Some("c1"));
         let done = c.complete("c1").unwrap();
         assert_eq!(done.leftover.unwrap().id, "p1");
@@ -413,39 +331,6 @@ mod tests {
         assert_eq!(c.actions.len(), MAX_AFTER_ACTIONS);
         assert!(!c.has_action("p0"));
         assert!(c.has_action(&format!("p{}", MAX_AFTER_ACTIONS + 4)));
-    }
-
-    #[test]
-    fn records_are_newest_first_and_filtered() {
-        let mut c = Calls::default();
-        for (i, (m, s)) in [("a", "success"), ("b", "exception"), ("a", "exception")]
-            .iter()
-            .enumerate()
-        {
-            c.push_record(json!({"call_id": i.to_string(), "method_name": m, "status": s}));
-        }
-        let (page, total) = c.records(&RecordFilter::default(), 0, 10);
-        assert_eq!(total, 3);
-        assert_eq!(page[0]["call_id"], "2");
-        let (page, total) = c.records(
-            &RecordFilter {
-                function: Some("a"),
-                status: None,
-            },
-            1,
-            10,
-        );
-        assert_eq!((page.len(), total), (1, 2));
-        assert_eq!(page[0]["call_id"], "0");
-        let (page, _) = c.records(
-            &RecordFilter {
-                function: None,
-                status: Some("exception"),
-            },
-            0,
-            1,
-        );
-        assert_eq!(page[0]["call_id"], "2");
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Args {
     #[argh(option, default = "64")]
     pub max_body_mb: u64,
 
+    /// call records (and breakpoint history entries) kept in memory (default 100000); older ones
+    /// stay in the database file and are read from it, or with --memory are dropped and counted
+    #[argh(option, default = "crate::records::DEFAULT_MAX_RECORDS")]
+    pub max_records: usize,
+
     /// allow binding a non-loopback --host. The server relays code evaluation into the debugged
     /// program and its HTTP library has no socket timeouts: never expose it to untrusted networks
     #[argh(switch)]
@@ -158,6 +163,7 @@ pub struct Config {
     pub database: Database,
     pub port_file: PathBuf,
     pub max_body_bytes: u64,
+    pub max_records: usize,
     pub allow_remote: bool,
     pub repl_timeout: Duration,
     pub poll_interval_ms: u64,
@@ -261,6 +267,9 @@ impl Config {
                 "--mcp-max-sessions must be at least 1".into(),
             ));
         }
+        if args.max_records == 0 {
+            return Err(Error::Config("--max-records must be at least 1".into()));
+        }
         if args.mcp_page_size == 0 {
             return Err(Error::Config("--mcp-page-size must be at least 1".into()));
         }
@@ -318,6 +327,7 @@ impl Config {
                 .map(|p| env.expand(p))
                 .unwrap_or_else(|| env.port_file()),
             max_body_bytes: args.max_body_mb * 1024 * 1024,
+            max_records: args.max_records,
             allow_remote: args.allow_remote,
             repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
             poll_interval_ms: args.poll_interval_ms,
@@ -345,6 +355,7 @@ impl Config {
             database: Database::Memory,
             port_file,
             max_body_bytes: 64 * 1024 * 1024,
+            max_records: crate::records::DEFAULT_MAX_RECORDS,
             allow_remote: false,
             repl_timeout: Duration::from_secs(30),
             poll_interval_ms: 100,

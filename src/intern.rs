@@ -242,6 +242,15 @@ impl Val {
         matches!(self, Val::Absent | Val::Null)
     }
 
+    /// Absent as null (for keys the wire always carries).
+    pub fn or_null(self) -> Val {
+        if self.is_absent() {
+            Val::Null
+        } else {
+            self
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Val::Str(s) => Some(s),

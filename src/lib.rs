@@ -9,12 +9,14 @@ pub mod intern;
 
 pub mod breakpoints;
 pub mod calls;
+pub mod records;
 pub mod repl;
 
 pub mod cas;
 pub mod pickle;
 pub mod pickle_write;
 pub mod pretty;
+pub mod render;
 pub mod schema;
 pub mod store;
 

@@ -5,22 +5,28 @@
 //! content store outside the lock, then one short critical section on `State`.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, RecvTimeoutError};
 use serde_json::{json, Map, Value};
 
 use crate::breakpoints::{After, Before, Global, ReplacementError};
-use crate::calls::{RecordFilter, ResumeError, Resumed, Snapshot};
+use crate::calls::{ResumeError, Resumed};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
+use crate::intern::{Interner, Sym, Val};
 use crate::pickle_write;
 use crate::pretty;
+use crate::records::{
+    self, CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item,
+    Process, Record, RecordFilter, Snapshot,
+};
 use crate::repl::{EvalOutcome, ReplError, SessionFilter};
 use crate::state::Shared;
-use crate::store::{Format, NewBlob, RecordKind};
+use crate::store::{Format, IndexKey, NewBlob, RecordKind};
 
 /// The actions the Python client executes at a before-pause (protocol doc §2.11).
 pub const BEFORE_ACTIONS: [&str; 5] = ["continue", "modify", "skip", "raise", "replace"];
@@ -70,6 +76,15 @@ struct Identity {
     key: String,
 }
 
+impl Identity {
+    fn process(&self) -> Process {
+        Process {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
 fn identity(body: &Obj) -> Result<Identity, ApiError> {
     let pid = body.get("process_pid").and_then(py_int);
     let start_time = body
@@ -103,8 +118,13 @@ fn store_blobs(shared: &Shared, blobs: Vec<NewBlob>) -> Result<(), ApiError> {
         })
 }
 
-fn persist(shared: &Shared, records: &[(RecordKind, &Value)]) -> Result<(), ApiError> {
-    shared.store.append_records(records).map_err(|err| {
+fn persist(shared: &Shared, records: &[(RecordKind, Value, IndexKey)]) -> Result<(), ApiError> {
+    if !shared.store.is_durable() {
+        return Ok(());
+    }
+    let records: Vec<(RecordKind, &Value, IndexKey)> =
+        records.iter().map(|(k, v, i)| (*k, v, *i)).collect();
+    shared.store.append_records(&records).map_err(|err| {
         log::error!("record write failed: {err}");
         ApiError::storage(&err)
     })
@@ -241,8 +261,21 @@ pub fn breakpoints(shared: &Shared) -> Value {
 }
 
 /// `GET /api/breakpoints/<name>/history?limit=N`, most recent first.
-pub fn breakpoint_history(shared: &Shared, name: &str, limit: usize) -> Value {
-    let history = shared.lock().calls.history(name, limit);
+pub fn breakpoint_history(shared: &Shared, name: &str, offset: usize, limit: usize) -> Value {
+    let page = if shared.store.is_durable() {
+        let key = records::key_hash(name);
+        let mut scratch = Interner::default();
+        read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit)
+            .0
+            .into_iter()
+            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
+            .filter(|h| &*h.call.method == name)
+            .collect()
+    } else {
+        shared.lock().records.history(name, offset, limit)
+    };
+    let render = shared.render();
+    let history: Vec<Value> = page.iter().map(|h| h.to_json(&render)).collect();
     json!({"function_name": name, "history": history})
 }
 
@@ -440,72 +473,65 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         .collect::<Result<Vec<_>, _>>()?;
     store_blobs(shared, blobs.into_iter().flatten().collect())?;
 
-    let pretty_target = match target {
-        Some(t @ Value::Object(_)) => pretty::item(&shared.store, t),
-        Some(_) => json!("<missing cid>"),
-        None => Value::Null,
-    };
-    let pretty_args: Vec<Value> = args
-        .iter()
-        .map(|a| pretty::item(&shared.store, a))
-        .collect();
-    let pretty_kwargs: Obj = kwargs
-        .iter()
-        .map(|(k, v)| (k.clone(), pretty::item(&shared.store, v)))
-        .collect();
-
-    let mut call_data = Map::new();
-    call_data.insert("method_name".into(), json!(method_name));
-    call_data.insert("target".into(), target.cloned().unwrap_or(Value::Null));
-    call_data.insert("pretty_target".into(), pretty_target.clone());
-    call_data.insert("args".into(), json!(args));
-    call_data.insert("kwargs".into(), json!(kwargs));
-    call_data.insert("pretty_args".into(), json!(pretty_args));
-    call_data.insert("pretty_kwargs".into(), json!(pretty_kwargs));
-    for key in ["signature", "call_site", "page_url"] {
-        call_data.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
-    }
-    call_data.insert("preferred_format".into(), json!(preferred_format));
-    call_data.insert("process_pid".into(), json!(who.pid));
-    call_data.insert("process_start_time".into(), json!(who.start_time));
-    call_data.insert("process_key".into(), json!(who.key));
-
     let now = ids::now();
-    let mut snapshots: Vec<(String, &Value, Value)> = Vec::new();
-    if let Some(t) = target {
-        snapshots.push(("target".into(), t, pretty_target));
-    }
-    for (i, (a, p)) in args.iter().zip(&pretty_args).enumerate() {
-        snapshots.push((format!("arg:{i}"), a, p.clone()));
-    }
-    for (k, v) in kwargs {
-        snapshots.push((
-            format!("kwarg:{k}"),
-            v,
-            pretty_kwargs.get(k).cloned().unwrap_or(Value::Null),
-        ));
-    }
+    let mut call = {
+        let mut interner = shared.interner();
+        let i = &mut *interner;
+        let parsed_args: Box<[Item]> = args.iter().map(|x| Item::parse(i, x)).collect();
+        let parsed_kwargs: Box<[(Sym, Item)]> = kwargs
+            .iter()
+            .map(|(name, x)| (i.sym(name), Item::parse(i, x)))
+            .collect();
+        CallRecord {
+            call_id: CallId::Ours { at: now, n: 0 },
+            method: interner.sym(&method_name),
+            process: who.process(),
+            target: target.map(|t| Item::parse(&mut interner, t)),
+            args: parsed_args,
+            kwargs: parsed_kwargs,
+            signature: interner.field(body.get("signature")).or_null(),
+            call_site: CallSite::parse(&mut interner, body.get("call_site")),
+            page_url: interner.field(body.get("page_url")).or_null(),
+            preferred_json: preferred_format == "json",
+            paused_before: false,
+            seen_at: now,
+            done_at: now,
+            status: Val::Null,
+            completed_at: now,
+            result_cid: Val::Null,
+            result_client_ref: Val::Null,
+            result_format: Hint::Absent,
+            exception: None,
+            repl_sessions: Box::default(),
+        }
+    };
+
+    // A pause shows its call data rendered, which reads the content store: render it before
+    // taking the lock when a pause is likely (the decision itself is taken under the lock).
+    let call_data_of = |call: &CallRecord| {
+        let mut data = call.call_data(&shared.render());
+        // The items as sent, payloads included (protocol doc §2.5 step 7).
+        data.insert("target".into(), target.cloned().unwrap_or(Value::Null));
+        data.insert("args".into(), json!(args));
+        data.insert("kwargs".into(), json!(kwargs));
+        data
+    };
+    let likely = shared.lock().breakpoints.should_pause_before(&method_name);
+    let mut rendered = likely.then(|| call_data_of(&call));
 
     let mut st = shared.lock();
-    let call_id = st.calls.next_call_id(now);
-    call_data.insert("call_id".into(), json!(call_id));
-    for (role, item, pretty) in snapshots {
-        if let Some(client_ref) = item.get("client_ref").filter(|r| !r.is_null()) {
-            st.calls.push_snapshot(Snapshot {
-                process_key: who.key.clone(),
-                client_ref: client_ref.clone(),
-                cid: item.get("cid").and_then(Value::as_str).map(str::to_owned),
-                role,
-                method_name: method_name.clone(),
-                call_id: call_id.clone(),
-                pretty,
-                at: now,
-            });
-        }
-    }
+    call.call_id = st.calls.next_call_id(now);
+    let call_id = call.call_id.to_string();
     if st.breakpoints.should_pause_before(&method_name) {
+        call.paused_before = true;
+        let mut call_data = match rendered.take() {
+            Some(data) => data,
+            // A breakpoint added in between: rare enough to render under the lock.
+            None => call_data_of(&call),
+        };
+        call_data.insert("call_id".into(), json!(call_id));
         call_data.insert("pause_reason".into(), json!("breakpoint"));
-        st.calls.open_call(&call_id, call_data.clone());
+        st.calls.open_call(call);
         let pause_id = ids::uuid4();
         st.calls
             .pause(pause_id.clone(), call_data, now, Some(&call_id));
@@ -519,7 +545,7 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         out.insert("call_id".into(), json!(call_id));
         return Ok(Value::Object(out));
     }
-    st.calls.open_call(&call_id, call_data);
+    st.calls.open_call(call);
     if st.breakpoints.contains(&method_name) {
         if let Some(r) = st.breakpoints.replacement(&method_name) {
             return Ok(json!({"call_id": call_id, "action": "replace", "function_name": r}));
@@ -602,7 +628,6 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let status = body.get("status").cloned().unwrap_or(Value::Null);
     let is_exception = body.get("exception_cid").is_some_and(|c| !c.is_null())
         || !matches!(status.as_str(), None | Some("success"));
-    let pretty_result = pretty_pair(shared, body, "result").unwrap_or(Value::Null);
     let decoded_exception = pretty_pair(shared, body, "exception");
     let exception = match (str_field(body, "exception_type"), decoded_exception) {
         (Some(t), None) => text_exception(body, t),
@@ -613,6 +638,26 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         (None, None) => Value::Null,
     };
 
+    let (status_val, result, exception_info) = {
+        let mut interner = shared.interner();
+        let mut field = |k: &str| interner.field(body.get(k)).or_null();
+        let status_val = field("status");
+        let result = (field("result_cid"), field("result_client_ref"));
+        let info = ExceptionInfo {
+            shown: Val::Null,
+            cid: field("exception_cid"),
+            client_ref: field("exception_client_ref"),
+            exception_type: field("exception_type"),
+            message: field("exception_message"),
+            traceback: field("exception_traceback"),
+        };
+        let shown = interner.val(&exception);
+        (status_val, result, ExceptionInfo { shown, ..info })
+    };
+    let result_format =
+        Hint::parse(body.get("result_serialization_format")).unwrap_or(Hint::Absent);
+    let has_exception = !exception_info.is_null();
+
     let mut st = shared.lock();
     let Some(done) = st.calls.complete(&call_id) else {
         // Compat: an unknown call id is fine and records nothing.
@@ -621,129 +666,117 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     if let Some(p) = &done.leftover {
         st.repl.close_pause(&p.id, now);
     }
-    let call_data = done.call_data;
-    let method_name = call_data
-        .get("method_name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let process_key = call_data
-        .get("process_key")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    for role in ["result", "exception"] {
-        if let (Some(client_ref), Some(cid)) = (
-            body.get(&format!("{role}_client_ref"))
-                .filter(|r| !r.is_null()),
-            body.get(&format!("{role}_cid")).and_then(Value::as_str),
-        ) {
-            let pretty = if role == "result" {
-                pretty_result.clone()
-            } else {
-                exception.clone()
-            };
-            st.calls.push_snapshot(Snapshot {
-                process_key: process_key.clone(),
-                client_ref: client_ref.clone(),
-                cid: Some(cid.to_owned()),
-                role: role.into(),
-                method_name: method_name.clone(),
-                call_id: call_id.clone(),
-                pretty,
-                at: now,
-            });
-        }
-    }
-    let repl_sessions = done
+    let mut call = done.call;
+    call.status = status_val;
+    call.completed_at = completed_at;
+    call.done_at = now;
+    (call.result_cid, call.result_client_ref) = result;
+    call.result_format = result_format;
+    call.exception = has_exception.then(|| Box::new(exception_info));
+    call.repl_sessions = done
         .pause_id
         .as_deref()
-        .map(|p| st.repl.sessions_of(p))
+        .map(|p| st.repl.sessions_of(p).iter().map(|s| Sym::new(s)).collect())
         .unwrap_or_default();
-    let mut record = without_item_data(&call_data);
-    record.insert("call_id".into(), json!(call_id));
-    record.insert("status".into(), status.clone());
-    record.insert("completed_at".into(), json!(completed_at));
-    record.insert("pretty_result".into(), pretty_result.clone());
-    for key in ["result_cid", "result_client_ref"] {
-        record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
-    }
-    record.insert("exception".into(), exception.clone());
-    for key in [
-        "exception_cid",
-        "exception_client_ref",
-        "exception_type",
-        "exception_message",
-        "exception_traceback",
-    ] {
-        record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
-    }
-    let started_at = call_data
-        .get("call_site")
-        .and_then(|c| c.get("timestamp"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    record.insert("started_at".into(), started_at);
-    record.insert("repl_sessions".into(), json!(repl_sessions));
-    let record = Value::Object(record);
-    st.calls.push_record(record.clone());
+    let call = Arc::new(call);
+    let method_name = call.method.to_string();
+    st.records.push(Record::Call(call.clone()));
     st.emit(EventKind::CallCompleted {
         call_id: call_id.clone(),
         method_name: method_name.clone(),
-        status: status.as_str().unwrap_or("").to_owned(),
+        status: call.status.as_str().unwrap_or("").to_owned(),
     });
-
     let mut history = None;
     if st.breakpoints.contains(&method_name) {
-        let mut hist_data = without_item_data(&call_data);
-        hist_data.insert("status".into(), status.clone());
-        hist_data.insert("pretty_result".into(), pretty_result.clone());
-        hist_data.insert("exception".into(), exception.clone());
-        let entry = json!({
-            "id": ids::uuid4(),
-            "function_name": method_name,
-            "call_data": hist_data,
-            "completed_at": completed_at,
-        });
-        st.calls.push_history(entry.clone());
+        let entry = HistoryEntry {
+            id: Sym::new(&ids::uuid4()),
+            call: call.clone(),
+        };
+        st.records.push_history(entry.clone());
         history = Some(entry);
     }
-
-    let mut answer = json!({"status": "ok"});
-    if st
+    let pause_after = st
         .breakpoints
-        .should_pause_after(&method_name, is_exception)
-    {
-        let reason = if is_exception {
-            "exception"
-        } else {
-            "breakpoint"
-        };
-        let mut pause_data = call_data;
-        pause_data.insert("pretty_result".into(), pretty_result);
-        if !exception.is_null() {
-            pause_data.insert("exception".into(), exception);
-        }
-        pause_data.insert("pause_reason".into(), json!(reason));
-        let pause_id = ids::uuid4();
-        st.calls.pause(pause_id.clone(), pause_data, now, None);
-        st.emit(EventKind::ExecutionPaused {
-            pause_id: pause_id.clone(),
-            method_name,
-            pause_reason: reason.into(),
-            paused_at: now,
-        });
-        // The after-pause answer carries no call_id (protocol doc §2.9).
-        answer = Value::Object(poll_action(shared, &pause_id));
-    }
+        .should_pause_after(&method_name, is_exception);
     drop(st);
+
     // Written before the reply: an acknowledged completion survives a crash.
-    let mut records = vec![(RecordKind::CallRecord, &record)];
-    if let Some(entry) = &history {
-        records.push((RecordKind::History, entry));
+    if shared.store.is_durable() {
+        let record = Record::Call(call.clone());
+        let mut records = vec![(RecordKind::CallRecord, call.to_disk(), record.index_key())];
+        if let Some(entry) = &history {
+            records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
+        }
+        persist(shared, &records)?;
     }
-    persist(shared, &records)?;
-    Ok(answer)
+
+    if !pause_after {
+        return Ok(json!({"status": "ok"}));
+    }
+    let reason = if is_exception {
+        "exception"
+    } else {
+        "breakpoint"
+    };
+    let render = shared.render();
+    let mut pause_data = call.call_data(&render);
+    attach_item_data(shared, &call, &mut pause_data);
+    pause_data.insert("pretty_result".into(), call.pretty_result(&render));
+    let exception = call
+        .exception
+        .as_ref()
+        .map_or(Value::Null, |e| e.shown.to_value());
+    if !exception.is_null() {
+        pause_data.insert("exception".into(), exception);
+    }
+    pause_data.insert("pause_reason".into(), json!(reason));
+    let pause_id = ids::uuid4();
+    let mut st = shared.lock();
+    st.calls.pause(pause_id.clone(), pause_data, now, None);
+    st.emit(EventKind::ExecutionPaused {
+        pause_id: pause_id.clone(),
+        method_name,
+        pause_reason: reason.into(),
+        paused_at: now,
+    });
+    drop(st);
+    // The after-pause answer carries no call_id (protocol doc §2.9).
+    Ok(Value::Object(poll_action(shared, &pause_id)))
+}
+
+/// Puts the payloads back into the items of a call's data that carried one when the call
+/// started (a pause shows the items as the client sent them): base64 of a pickle, or the text
+/// of a JSON item, from the content store.
+fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
+    let payload = |item: &Item| -> Option<Value> {
+        let Item::Std {
+            cid,
+            had_data: true,
+            ..
+        } = item
+        else {
+            return None;
+        };
+        let blob = shared.store.get_digest(cid.digest()).ok()??;
+        Some(match blob.format {
+            Some(Format::Json) => json!(String::from_utf8_lossy(&blob.bytes)),
+            _ => json!(cas::encode_base64(&blob.bytes)),
+        })
+    };
+    let put = |slot: Option<&mut Value>, item: &Item| {
+        if let (Some(Value::Object(m)), Some(p)) = (slot, payload(item)) {
+            m.insert("data".into(), p);
+        }
+    };
+    if let Some(t) = &call.target {
+        put(data.get_mut("target"), t);
+    }
+    for (i, a) in call.args.iter().enumerate() {
+        put(data.get_mut("args").and_then(|v| v.get_mut(i)), a);
+    }
+    for (k, v) in call.kwargs.iter() {
+        put(data.get_mut("kwargs").and_then(|m| m.get_mut(&**k)), v);
+    }
 }
 
 /// `POST /api/call/event` (protocol doc §2.4): diagnostics that become call records.
@@ -780,44 +813,31 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
                 .unwrap_or(Value::Null),
         }
     };
-    let mut record = Map::new();
-    record.insert("call_id".into(), json!(call_id));
-    record.insert("method_name".into(), json!(method_name));
-    record.insert("status".into(), json!(status));
-    record.insert(
-        "pretty_args".into(),
-        body.get("pretty_args")
-            .cloned()
-            .unwrap_or_else(|| json!([])),
-    );
-    record.insert(
-        "pretty_kwargs".into(),
-        body.get("pretty_kwargs")
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-    );
-    for key in ["signature", "call_site", "page_url", "event_type"] {
-        record.insert(key.into(), body.get(key).cloned().unwrap_or(Value::Null));
-    }
-    record.insert("process_pid".into(), json!(who.pid));
-    record.insert("process_start_time".into(), json!(who.start_time));
-    record.insert("process_key".into(), json!(who.key));
-    record.insert("started_at".into(), json!(at));
-    record.insert("completed_at".into(), json!(at));
-    record.insert(
-        "result_cid".into(),
-        body.get("result_cid").cloned().unwrap_or(Value::Null),
-    );
-    record.insert(
-        "exception_cid".into(),
-        body.get("exception_cid").cloned().unwrap_or(Value::Null),
-    );
-    record.insert("pretty_result".into(), pick("result", "pretty_result"));
-    record.insert("exception".into(), pick("exception", "exception"));
-    let record = Value::Object(record);
-
+    let pretty_result = pick("result", "pretty_result");
+    let exception = pick("exception", "exception");
+    let record = {
+        let mut i = shared.interner();
+        EventRecord {
+            call_id: Val::Str(Sym::new(&call_id)),
+            method: i.sym(&method_name),
+            status: i.sym(&status),
+            pretty_args: i.val(body.get("pretty_args").unwrap_or(&json!([]))),
+            pretty_kwargs: i.val(body.get("pretty_kwargs").unwrap_or(&json!({}))),
+            signature: i.field(body.get("signature")).or_null(),
+            call_site: CallSite::parse(&mut i, body.get("call_site")),
+            page_url: i.field(body.get("page_url")).or_null(),
+            event_type: i.field(body.get("event_type")).or_null(),
+            process: who.process(),
+            at,
+            result_cid: i.field(body.get("result_cid")).or_null(),
+            exception_cid: i.field(body.get("exception_cid")).or_null(),
+            pretty_result: i.val(&pretty_result),
+            exception: i.val(&exception),
+        }
+    };
+    let record = Record::Event(Arc::new(record));
     let mut st = shared.lock();
-    st.calls.push_record(record.clone());
+    st.records.push(record.clone());
     if method_name == "with_debug.register" {
         if let Some(f) = body
             .get("pretty_result")
@@ -835,7 +855,12 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         status,
     });
     drop(st);
-    persist(shared, &[(RecordKind::CallRecord, &record)])?;
+    if shared.store.is_durable() {
+        persist(
+            shared,
+            &[(RecordKind::CallRecord, record.to_disk(), record.index_key())],
+        )?;
+    }
     Ok(json!({"status": "ok"}))
 }
 
@@ -1378,8 +1403,63 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
 
 /// `GET /api/call-records`: newest first.
 pub fn call_records(shared: &Shared, filter: &RecordFilter, offset: usize, limit: usize) -> Value {
-    let (calls, total) = shared.lock().calls.records(filter, offset, limit);
+    let (page, total) = if shared.store.is_durable() {
+        // The file holds every record, also those past the in-memory window.
+        let (values, total) = read_stored(
+            shared,
+            RecordKind::CallRecord,
+            &|k| filter.may_match(k),
+            offset,
+            limit,
+        );
+        let mut scratch = Interner::default();
+        let page = values
+            .into_iter()
+            .map(|v| Record::from_disk(&mut scratch, v))
+            .filter(|r| filter.matches(r))
+            .collect();
+        (page, total)
+    } else {
+        shared.lock().records.page(filter, offset, limit)
+    };
+    let render = shared.render();
+    let calls: Vec<Value> = page.iter().map(|r| r.to_json(&render)).collect();
     json!({"calls": calls, "total_count": total, "offset": offset, "limit": limit})
+}
+
+/// Stored records of `kind` whose index key matches, newest first: a page and the number that
+/// matched. A read error is logged and ends the page early.
+fn read_stored(
+    shared: &Shared,
+    kind: RecordKind,
+    matches: &dyn Fn(IndexKey) -> bool,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Value>, usize) {
+    let (offsets, total) = match shared.store.index_page(kind, matches, offset, limit) {
+        Ok(found) => found,
+        Err(e) => {
+            log::error!("store index: read failed: {e}");
+            return (Vec::new(), 0);
+        }
+    };
+    let mut page = Vec::with_capacity(offsets.len());
+    for at in offsets {
+        match shared.store.read_record(at) {
+            Ok((_, v)) => page.push(v),
+            Err(e) => {
+                log::error!("store: cannot read the record at offset {at}: {e}");
+                break;
+            }
+        }
+    }
+    (page, total)
+}
+
+/// The newest call record with this call id.
+pub fn call_record(shared: &Shared, call_id: &str) -> Option<Value> {
+    let record = shared.lock().records.by_call_id(call_id)?;
+    Some(record.to_json(&shared.render()))
 }
 
 /// `GET /api/objects/<cid>`: a stored item with its rendered value.
@@ -1425,26 +1505,33 @@ pub fn objects(shared: &Shared, offset: usize, limit: usize) -> Value {
     json!({"objects": page, "total_count": total, "offset": offset, "limit": limit})
 }
 
-/// `GET /api/snapshots`: the object snapshots recorded for items with a `client_ref`.
+/// `GET /api/snapshots`: the object snapshots of items with a `client_ref` (derived from the
+/// open calls and the call records in memory; the newest `MAX_SNAPSHOTS`, oldest first).
 pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<&str>) -> Value {
-    let st = shared.lock();
-    let list: Vec<Value> = st
-        .calls
-        .snapshots()
-        .filter(|s| process_key.is_none_or(|k| s.process_key == k))
+    let calls: Vec<(Arc<CallRecord>, bool)> = {
+        let st = shared.lock();
+        let open = st.calls.open_calls().map(|c| (Arc::new(c.clone()), false));
+        st.records
+            .calls()
+            .map(|c| (c.clone(), true))
+            .chain(open)
+            .collect()
+    };
+    let mut rows: Vec<Snapshot> = calls
+        .iter()
+        .flat_map(|(c, completed)| records::snapshots_of(c, *completed))
+        .filter(|s| process_key.is_none_or(|k| s.call.process.key() == k))
         .filter(|s| {
             client_ref.is_none_or(|r| match &s.client_ref {
                 Value::String(text) => text == r,
                 other => serde_json::from_str::<Value>(r).ok().as_ref() == Some(other),
             })
         })
-        .map(|s| {
-            json!({
-                "process_key": s.process_key, "client_ref": s.client_ref, "cid": s.cid, "role": s.role,
-                "method_name": s.method_name, "call_id": s.call_id, "pretty": s.pretty, "at": s.at,
-            })
-        })
         .collect();
+    rows.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let skip = rows.len().saturating_sub(records::MAX_SNAPSHOTS);
+    let render = shared.render();
+    let list: Vec<Value> = rows[skip..].iter().map(|s| s.to_json(&render)).collect();
     json!({"snapshots": list})
 }
 
@@ -1481,7 +1568,9 @@ pub fn status(shared: &Shared) -> Value {
         "functions": st.functions.len(),
         "paused": st.calls.paused().len(),
         "open_calls": st.calls.n_open(),
-        "total_calls": st.calls.n_records(),
+        "total_calls": st.records.len() as u64 + st.records.dropped(),
+        "calls_in_memory": st.records.len(),
+        "calls_dropped": st.records.dropped(),
         "stored_objects": stored_objects,
         "default_behavior": st.breakpoints.global().as_str(),
     })

@@ -9,6 +9,9 @@ use crate::breakpoints::{Breakpoints, Functions};
 use crate::calls::Calls;
 use crate::config::Config;
 use crate::events::{Bus, Event, EventKind};
+use crate::intern::Interner;
+use crate::records::Records;
+use crate::render::{RenderCache, StoreRender};
 use crate::repl::Repl;
 use crate::store::Store;
 use crate::upstream::manager::Manager;
@@ -19,6 +22,7 @@ pub struct State {
     pub breakpoints: Breakpoints,
     pub functions: Functions,
     pub calls: Calls,
+    pub records: Records,
     pub repl: Repl,
     pub shutting_down: bool,
     next_seq: u64,
@@ -43,17 +47,41 @@ pub struct Shared {
     pub bus: Bus,
     /// The MCP client manager, when a flag asked for external MCP servers (set once at start).
     pub upstream: OnceLock<Arc<Manager>>,
+    /// Shares the strings, CIDs and JSON trees of records (a leaf lock, taken before `state`
+    /// is, never while it is held).
+    pub interner: Mutex<Interner>,
+    renders: Mutex<RenderCache>,
     state: Mutex<State>,
 }
 
 impl Shared {
     pub fn new(config: Config, store: Store, state: State) -> Shared {
+        Shared::with_interner(config, store, state, Interner::default())
+    }
+
+    pub fn with_interner(config: Config, store: Store, state: State, interner: Interner) -> Shared {
         Shared {
             config,
             store,
             bus: Bus::default(),
             upstream: OnceLock::new(),
+            interner: Mutex::new(interner),
+            renders: Mutex::new(RenderCache::default()),
             state: Mutex::new(state),
+        }
+    }
+
+    /// The interner (its poisoning is recovered: interning leaves no broken invariant).
+    pub fn interner(&self) -> MutexGuard<'_, Interner> {
+        self.interner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Renders stored payloads on demand (never call it with the state lock held: it reads
+    /// the content store).
+    pub fn render(&self) -> StoreRender<'_> {
+        StoreRender {
+            store: &self.store,
+            cache: &self.renders,
         }
     }
 

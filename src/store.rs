@@ -78,7 +78,7 @@
 //! log file open at a time; this module does not lock the file.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -137,11 +137,22 @@ pub struct BlobMeta {
     pub stored_at: f64,
 }
 
+/// Two 32-bit keys a JSON record is indexed by, chosen by the caller (opaque to the store):
+/// listings filter the on-disk index by them before reading any record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexKey {
+    pub a: u32,
+    pub b: u32,
+}
+
 /// What `open` found in an existing file.
 #[derive(Debug, Default)]
 pub struct Recovered {
-    /// JSON records, in append order.
+    /// JSON records, in append order (only from [`Store::open`]; [`Store::open_with`] hands
+    /// them to its callback instead).
     pub records: Vec<(RecordKind, serde_json::Value)>,
+    /// The file's format version before it was opened (older files are upgraded).
+    pub version: u32,
     /// Distinct blobs indexed.
     pub blobs: usize,
     /// Corrupt records skipped (each region of bad bytes followed by a valid
@@ -163,7 +174,14 @@ pub struct Recovered {
 // ---------------------------------------------------------------------------
 
 const FILE_MAGIC: [u8; 8] = *b"CDLSTORE";
-const FILE_VERSION: u32 = 1;
+/// Version 2: call records leave out rendered values and history entries hold their call
+/// record; the record envelope is unchanged, so version 1 files are read and upgraded.
+const FILE_VERSION: u32 = 2;
+const OLDEST_VERSION: u32 = 1;
+/// One entry of the on-disk index: record offset (48 bits), kind, a reserved byte, two keys.
+const INDEX_ENTRY_LEN: usize = 16;
+/// Index entries read at a time when a listing walks the index backwards.
+const INDEX_CHUNK: usize = 4096;
 const FILE_HEADER_LEN: u64 = 16;
 
 const RECORD_MAGIC: [u8; 4] = [0xCD, 0x5E, 0xC0, 0x7D];
@@ -291,7 +309,15 @@ struct Log {
     end: u64,
 }
 
+/// The on-disk index of JSON records (`<db>.idx`): fixed-size entries in append order.
+struct Index {
+    file: Arc<File>,
+    /// Bytes written.
+    len: u64,
+}
+
 struct State {
+    index_file: Option<Index>,
     /// CID → index into `entries`.
     index: CidMap<u32>,
     /// Blobs in insertion order.
@@ -303,6 +329,7 @@ struct State {
 impl State {
     fn new(log: Option<Log>) -> State {
         State {
+            index_file: None,
             index: CidMap::default(),
             entries: Vec::new(),
             log,
@@ -330,6 +357,7 @@ impl State {
 /// The content store. See the module documentation.
 pub struct Store {
     state: Mutex<State>,
+    durable: bool,
 }
 
 impl Store {
@@ -337,11 +365,29 @@ impl Store {
     pub fn memory() -> Store {
         Store {
             state: Mutex::new(State::new(None)),
+            durable: false,
         }
     }
 
-    /// Opens (creating it and its parent directories if needed) a log file.
+    /// Opens (creating it and its parent directories if needed) a log file, returning its JSON
+    /// records in [`Recovered::records`].
     pub fn open(path: &Path) -> io::Result<(Store, Recovered)> {
+        let mut records = Vec::new();
+        let (store, mut recovered) = Store::open_with(path, &mut |kind, value| {
+            records.push((kind, value));
+            IndexKey::default()
+        })?;
+        recovered.records = records;
+        Ok((store, recovered))
+    }
+
+    /// Opens a log file, handing each JSON record to `on_record` in append order (so they
+    /// need not all be in memory at once) and indexing it by the key it returns. The index
+    /// (`<path>.idx`) is derived data: it is rebuilt here and never fsynced.
+    pub fn open_with(
+        path: &Path,
+        on_record: &mut dyn FnMut(RecordKind, serde_json::Value) -> IndexKey,
+    ) -> io::Result<(Store, Recovered)> {
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -392,6 +438,12 @@ impl Store {
                 file: Arc::new(file),
                 end: FILE_HEADER_LEN,
             }));
+            let idx_path = index_path(path);
+            let idx_file = create_index(&idx_path)?;
+            state.index_file = Some(Index {
+                file: Arc::new(idx_file),
+                len: 0,
+            });
         } else {
             let mut header = [0u8; FILE_HEADER_LEN as usize];
             file.read_exact_at(&mut header, 0)
@@ -405,7 +457,8 @@ impl Store {
             let mut version = [0u8; 4];
             version.copy_from_slice(&header[8..12]);
             let version = u32::from_le_bytes(version);
-            if version != FILE_VERSION {
+            recovered.version = version;
+            if !(OLDEST_VERSION..=FILE_VERSION).contains(&version) {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
@@ -415,8 +468,42 @@ impl Store {
                 ));
             }
             state = State::new(None);
-            let end = scan(&file, path, len, &mut state, &mut recovered)
-                .map_err(|e| with_path(path, e))?;
+            let idx_path = index_path(path);
+            let idx_file = create_index(&idx_path)?;
+            let mut idx = io::BufWriter::new(idx_file);
+            let end = scan(
+                &file,
+                path,
+                len,
+                &mut state,
+                &mut recovered,
+                &mut |at, kind, value| {
+                    let key = on_record(kind, value);
+                    idx.write_all(&index_entry(at, kind, key))
+                },
+            )
+            .map_err(|e| with_path(path, e))?;
+            let idx_file = idx
+                .into_inner()
+                .map_err(|e| with_path(&idx_path, e.into_error()))?;
+            let idx_len = idx_file
+                .metadata()
+                .map_err(|e| with_path(&idx_path, e))?
+                .len();
+            state.index_file = Some(Index {
+                file: Arc::new(idx_file),
+                len: idx_len,
+            });
+            if version < FILE_VERSION {
+                // The records of this version read the older ones too: upgrade in place.
+                file.write_all_at(&FILE_VERSION.to_le_bytes(), 8)
+                    .and_then(|()| file.sync_data())
+                    .map_err(|e| with_path(path, e))?;
+                log::info!(
+                    "store {}: upgraded from format version {version} to {FILE_VERSION}",
+                    path.display()
+                );
+            }
             if end < len {
                 file.set_len(end).map_err(|e| with_path(path, e))?;
                 file.sync_data().map_err(|e| with_path(path, e))?;
@@ -432,6 +519,7 @@ impl Store {
         Ok((
             Store {
                 state: Mutex::new(state),
+                durable: true,
             },
             recovered,
         ))
@@ -441,6 +529,11 @@ impl Store {
         // Every update of `State` completes without panicking once begun, so a
         // poisoned lock still guards a consistent state.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether records are written to a file (false for the memory backend).
+    pub fn is_durable(&self) -> bool {
+        self.durable
     }
 
     /// The log file's path; `None` for the memory backend.
@@ -575,19 +668,24 @@ impl Store {
     /// Appends one JSON record durably (written and fsynced before returning).
     /// The memory backend accepts and discards it.
     pub fn append_record(&self, kind: RecordKind, record: &serde_json::Value) -> io::Result<()> {
-        self.append_records(&[(kind, record)])
+        self.append_records(&[(kind, record, IndexKey::default())])
     }
 
-    /// Appends JSON records durably with one write and one fsync, in order.
-    /// The memory backend accepts and discards them.
-    pub fn append_records(&self, records: &[(RecordKind, &serde_json::Value)]) -> io::Result<()> {
-        if self.lock().log.is_none() || records.is_empty() {
+    /// Appends JSON records durably with one write and one fsync, in order, and indexes them
+    /// by their keys. The memory backend accepts and discards them.
+    pub fn append_records(
+        &self,
+        records: &[(RecordKind, &serde_json::Value, IndexKey)],
+    ) -> io::Result<()> {
+        if !self.durable || records.is_empty() {
             return Ok(());
         }
         // Serialising and hashing happen before the lock is taken again.
         let now = now_unix();
         let mut buf = Vec::new();
-        for (kind, record) in records {
+        let mut starts = Vec::with_capacity(records.len());
+        for (kind, record, _) in records {
+            starts.push(buf.len() as u64);
             let body = serde_json::to_vec(record)?;
             let digest: [u8; DIGEST_LEN] = Sha512::digest(&body).into();
             encode_record(
@@ -603,7 +701,79 @@ impl Store {
         let Some(log) = st.log.as_mut() else {
             return Ok(());
         };
-        append_durably(log, &buf)
+        let base = log.end;
+        append_durably(log, &buf)?;
+        if let Some(index) = st.index_file.as_mut() {
+            let mut entries = Vec::with_capacity(records.len() * INDEX_ENTRY_LEN);
+            for ((kind, _, key), start) in records.iter().zip(starts) {
+                entries.extend_from_slice(&index_entry(base + start, *kind, *key));
+            }
+            // Derived data, rebuilt at every open: written, never fsynced.
+            match index.file.write_all_at(&entries, index.len) {
+                Ok(()) => index.len += entries.len() as u64,
+                Err(e) => log::error!("store index: write failed: {e}"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the JSON record that starts at `offset` (an offset from the index).
+    pub fn read_record(&self, offset: u64) -> io::Result<(RecordKind, serde_json::Value)> {
+        let (file, len) = {
+            let st = self.lock();
+            let log = st
+                .log
+                .as_ref()
+                .ok_or_else(|| io::Error::other("store: no log file"))?;
+            (Arc::clone(&log.file), log.end)
+        };
+        match verify_at(&file, offset, len)? {
+            Some((Parsed::Json(kind, value), _)) => Ok((kind, value)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("store: no JSON record at offset {offset}"),
+            )),
+        }
+    }
+
+    /// Walks the index from the newest entry back: the offsets of the records of `kind` whose
+    /// key `matches`, skipping the first `skip` matches and keeping `take`, and how many match
+    /// in all. Reads the index file, not the records.
+    pub fn index_page(
+        &self,
+        kind: RecordKind,
+        matches: &dyn Fn(IndexKey) -> bool,
+        skip: usize,
+        take: usize,
+    ) -> io::Result<(Vec<u64>, usize)> {
+        let (file, len) = {
+            let st = self.lock();
+            match st.index_file.as_ref() {
+                Some(i) => (Arc::clone(&i.file), i.len),
+                None => return Ok((Vec::new(), 0)),
+            }
+        };
+        let want = kind_to_byte(kind);
+        let mut total = 0;
+        let mut page = Vec::new();
+        let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
+        let mut end = len - len % INDEX_ENTRY_LEN as u64;
+        while end > 0 {
+            let start = end.saturating_sub(buf.len() as u64);
+            let chunk = &mut buf[..(end - start) as usize];
+            file.read_exact_at(chunk, start)?;
+            for e in chunk.chunks_exact(INDEX_ENTRY_LEN).rev() {
+                let (offset, kind, key) = parse_index_entry(e);
+                if kind == want && matches(key) {
+                    if total >= skip && page.len() < take {
+                        page.push(offset);
+                    }
+                    total += 1;
+                }
+            }
+            end = start;
+        }
+        Ok((page, total))
     }
 
     /// Metadata of every blob, in insertion order.
@@ -627,6 +797,49 @@ impl Store {
     pub fn is_empty(&self) -> bool {
         self.lock().entries.is_empty()
     }
+}
+
+/// Creates (or empties) an index file, readable and writable.
+fn create_index(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| with_path(path, e))
+}
+
+fn index_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".idx");
+    PathBuf::from(p)
+}
+
+fn index_entry(offset: u64, kind: RecordKind, key: IndexKey) -> [u8; INDEX_ENTRY_LEN] {
+    let mut e = [0u8; INDEX_ENTRY_LEN];
+    e[0..6].copy_from_slice(&offset.to_le_bytes()[0..6]);
+    e[6] = kind_to_byte(kind);
+    e[8..12].copy_from_slice(&key.a.to_le_bytes());
+    e[12..16].copy_from_slice(&key.b.to_le_bytes());
+    e
+}
+
+fn parse_index_entry(e: &[u8]) -> (u64, u8, IndexKey) {
+    let mut o = [0u8; 8];
+    o[0..6].copy_from_slice(&e[0..6]);
+    let mut a = [0u8; 4];
+    let mut b = [0u8; 4];
+    a.copy_from_slice(&e[8..12]);
+    b.copy_from_slice(&e[12..16]);
+    (
+        u64::from_le_bytes(o),
+        e[6],
+        IndexKey {
+            a: u32::from_le_bytes(a),
+            b: u32::from_le_bytes(b),
+        },
+    )
 }
 
 /// Writes `buf` at the end of the log with one `write_all` and one
@@ -679,6 +892,7 @@ fn scan(
     len: u64,
     state: &mut State,
     recovered: &mut Recovered,
+    on_json: &mut dyn FnMut(u64, RecordKind, serde_json::Value) -> io::Result<()>,
 ) -> io::Result<u64> {
     let mut pos = FILE_HEADER_LEN;
     while pos < len {
@@ -730,7 +944,7 @@ fn scan(
                     );
                 }
             }
-            Parsed::Json(kind, value) => recovered.records.push((kind, value)),
+            Parsed::Json(kind, value) => on_json(at, kind, value)?,
         }
         pos = end;
     }
@@ -1276,13 +1490,93 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert_eq!(std::fs::read(&path).expect("read"), content);
         assert_eq!(std::fs::read(&short).expect("read"), b"hi");
-        // Unknown version.
-        let v2 = dir.file("v2.log");
-        let mut h = file_header();
-        h[8] = 2;
-        std::fs::write(&v2, h).expect("write");
-        let err = Store::open(&v2).err().expect("must fail");
-        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        // Unknown versions: a newer one, and zero.
+        for version in [FILE_VERSION + 1, 0] {
+            let path = dir.file(&format!("v{version}.log"));
+            let mut h = file_header();
+            h[8..12].copy_from_slice(&version.to_le_bytes());
+            std::fs::write(&path, h).expect("write");
+            let err = Store::open(&path).err().expect("must fail");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+            assert_eq!(std::fs::read(&path).expect("read"), h, "left untouched");
+        }
+    }
+
+    #[test]
+    fn a_version_1_file_is_read_and_upgraded() {
+        let dir = TempDir::new("v1");
+        let path = dir.file("old.log");
+        let mut bytes = file_header();
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let mut bytes = bytes.to_vec();
+        let cid = parse_digest(&cid_of(b"old blob")).expect("cid");
+        encode_record(&mut bytes, KIND_BLOB, FORMAT_DILL, 1.0, &cid, b"old blob");
+        let body = br#"{"call_id":"1.000000-001"}"#;
+        let digest: [u8; DIGEST_LEN] = Sha512::digest(body).into();
+        encode_record(
+            &mut bytes,
+            KIND_CALL_RECORD,
+            FORMAT_NONE,
+            2.0,
+            &digest,
+            body,
+        );
+        std::fs::write(&path, &bytes).expect("write");
+
+        let (store, rec) = Store::open(&path).expect("open");
+        assert_eq!(rec.version, 1);
+        assert_eq!(rec.records.len(), 1);
+        assert_eq!(bytes_of(&store, &cid_of(b"old blob")), b"old blob");
+        drop(store);
+        let (_, rec) = Store::open(&path).expect("reopen");
+        assert_eq!(rec.version, FILE_VERSION, "the header was upgraded");
+        assert_eq!(rec.records.len(), 1);
+    }
+
+    #[test]
+    fn the_index_pages_records_newest_first_by_key_and_survives_reopening() {
+        let dir = TempDir::new("index");
+        let path = dir.file("i.log");
+        let (store, _) = Store::open(&path).expect("open");
+        for i in 0..10u32 {
+            let v = json!({"n": i});
+            let key = IndexKey { a: i % 2, b: i };
+            let kind = if i == 9 {
+                RecordKind::History
+            } else {
+                RecordKind::CallRecord
+            };
+            store.append_records(&[(kind, &v, key)]).expect("append");
+        }
+        let page = |store: &Store, skip, take| {
+            let (offsets, total) = store
+                .index_page(RecordKind::CallRecord, &|k| k.a == 0, skip, take)
+                .expect("index");
+            let ns: Vec<u64> = offsets
+                .iter()
+                .map(|&o| store.read_record(o).expect("read").1["n"].as_u64().unwrap())
+                .collect();
+            (ns, total)
+        };
+        assert_eq!(page(&store, 0, 10), (vec![8, 6, 4, 2, 0], 5));
+        assert_eq!(page(&store, 1, 2), (vec![6, 4], 5));
+        drop(store);
+        let mut n = 0u32;
+        let (store, _) = Store::open_with(&path, &mut |_, v| {
+            n += 1;
+            IndexKey {
+                a: (v["n"].as_u64().unwrap() % 2) as u32,
+                b: 0,
+            }
+        })
+        .expect("reopen");
+        assert_eq!(n, 10);
+        assert_eq!(page(&store, 0, 3), (vec![8, 6, 4], 5));
+        let (h, total) = store
+            .index_page(RecordKind::History, &|_| true, 0, 10)
+            .expect("index");
+        assert_eq!((h.len(), total), (1, 1));
+        assert!(store.read_record(3).is_err(), "not a record offset");
     }
 
     #[test]

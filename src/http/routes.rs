@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use super::{index, openapi, Reply, Req};
-use crate::calls::RecordFilter;
 use crate::error::ApiError;
+use crate::records::RecordFilter;
 use crate::repl::SessionFilter;
 use crate::service;
 use crate::state::Shared;
@@ -38,7 +38,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/breakpoints/{name}/behavior", summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| service::breakpoint_set_behavior(s, r.param(0), &r.json()?) },
     Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?) },
     Route { method: "POST", path: "/api/breakpoints/{name}/replacement", summary: "Set or clear (\"\") the replacement function: {replacement_function}; signatures must match.", query: &[], handler: |s, r| service::breakpoint_set_replacement(s, r.param(0), &r.json()?) },
-    Route { method: "GET", path: "/api/breakpoints/{name}/history", summary: "Execution history of one breakpoint, most recent first.", query: &[("limit", "entries to return (default 100)")], handler: |s, r| Ok(service::breakpoint_history(s, r.param(0), limit(r, 100)?)) },
+    Route { method: "GET", path: "/api/breakpoints/{name}/history", summary: "Execution history of one breakpoint, most recent first.", query: &[("offset", "entries to skip (default 0)"), ("limit", "entries to return (default 100)")], handler: |s, r| Ok(service::breakpoint_history(s, r.param(0), offset(r)?, limit(r, 100)?)) },
     Route { method: "GET", path: "/api/behavior", summary: "The global default behavior.", query: &[], handler: |s, _| Ok(service::default_behavior(s)) },
     Route { method: "POST", path: "/api/behavior", summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| service::set_default_behavior(s, &r.json()?) },
     Route { method: "GET", path: "/api/functions", summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| Ok(service::functions(s)) },

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::calls::RecordFilter;
 use crate::jsonrpc::RpcError;
+use crate::records::RecordFilter;
 use crate::service;
 use crate::state::Shared;
 

@@ -4,10 +4,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::calls::RecordFilter;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
 use crate::pretty;
+use crate::records::RecordFilter;
 use crate::service;
 use crate::state::Shared;
 
@@ -115,7 +115,7 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
                     .find(|p| p["id"] == id);
             }
             if let Some(id) = uri.strip_prefix("breakpoint://call/") {
-                return shared.lock().calls.record_by_id(id).cloned();
+                return service::call_record(shared, id);
             }
             if let Some(cid) = uri.strip_prefix("breakpoint://object/") {
                 let blob = shared.store.get(cid).ok()??;

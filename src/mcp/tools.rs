@@ -10,12 +10,12 @@ use serde_json::{json, Map, Value};
 
 use super::{external, Ctx};
 use crate::breakpoints::{After, Before, Global, ReplacementError};
-use crate::calls::RecordFilter;
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
 use crate::pretty;
+use crate::records::RecordFilter;
 use crate::schema;
 use crate::service;
 use crate::state::Shared;

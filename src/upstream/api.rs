@@ -3,6 +3,7 @@
 //! (`source: "mcp_client"`) with its result in the content store, and answer JSON or an
 //! [`ApiError`] carrying the design's error code and a fitting HTTP status.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
@@ -13,6 +14,7 @@ use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
+use crate::records::Record;
 use crate::state::Shared;
 use crate::store::{Format, NewBlob, RecordKind};
 
@@ -156,9 +158,11 @@ fn store_record(
         })?;
     }
     let status = record["status"].as_str().unwrap_or("").to_owned();
+    let stored = Record::Other(Arc::new(record.clone()));
+    let key = stored.index_key();
     {
         let mut st = shared.lock();
-        st.calls.push_record(record.clone());
+        st.records.push(stored);
         st.emit(EventKind::CallCompleted {
             call_id: call_id.to_owned(),
             method_name: tool.to_owned(),
@@ -167,7 +171,7 @@ fn store_record(
     }
     shared
         .store
-        .append_records(&[(RecordKind::CallRecord, &record)])
+        .append_records(&[(RecordKind::CallRecord, &record, key)])
         .map_err(|e| {
             log::error!("record write failed: {e}");
             ApiError::storage(&e)

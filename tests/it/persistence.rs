@@ -203,11 +203,17 @@ fn a_pause_from_before_a_restart_waits_and_can_still_be_continued() {
 fn the_default_database_is_a_new_file_under_cideldill_home() {
     let home = TempDir::new("default-db");
     let server = Server::start_in(home.path(), &[]);
-    let entries: Vec<_> = std::fs::read_dir(home.path().join("db"))
+    let mut entries: Vec<_> = std::fs::read_dir(home.path().join("db"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(entries.len(), 1);
+    entries.sort();
+    // The database and its index (derived data, rebuilt at every open).
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(
+        entries[1].as_os_str().to_str().unwrap(),
+        format!("{}.idx", entries[0].display())
+    );
     let name = entries[0].file_name().unwrap().to_str().unwrap().to_owned();
     assert!(
         name.starts_with("cideldill-") && name.ends_with(".db"),

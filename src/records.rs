@@ -1,0 +1,1189 @@
+//! Call records, execution history and object snapshots, kept compact: typed structs whose
+//! strings, CIDs and JSON trees are shared through the `Interner` (a call costs a few hundred
+//! bytes, however large its stack trace), and whose rendered ("pretty") values are not stored
+//! but computed on demand by a `Render` from the content store. The in-memory window is
+//! bounded; what falls out of it is counted. Pure: no I/O, no locks.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::intern::{Cid, Interner, Sym, Val};
+use crate::store::IndexKey;
+
+type Obj = Map<String, Value>;
+
+/// How many call records (and, separately, history entries) stay in memory by default.
+pub const DEFAULT_MAX_RECORDS: usize = 100_000;
+/// How many object snapshots `/api/snapshots` covers (the newest), as before.
+pub const MAX_SNAPSHOTS: usize = 100_000;
+
+/// The process a call came from; its key is derived (protocol doc §1: `"%.6f+%d"`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Process {
+    pub pid: i64,
+    pub start_time: f64,
+}
+
+impl Process {
+    pub fn key(&self) -> String {
+        format!("{:.6}+{}", self.start_time, self.pid)
+    }
+}
+
+/// A call id: ours are server time and a counter (`"%.6f-%03d"`), kept as numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallId {
+    Ours { at: f64, n: u64 },
+    Text(Sym),
+}
+
+impl CallId {
+    /// Reads a call id back, as numbers when it prints back exactly.
+    pub fn parse(text: &str) -> CallId {
+        if let Some((at, n)) = text.rsplit_once('-') {
+            if let (Ok(at), Ok(n)) = (at.parse::<f64>(), n.parse::<u64>()) {
+                let id = CallId::Ours { at, n };
+                if id.to_string() == text {
+                    return id;
+                }
+            }
+        }
+        CallId::Text(Sym::new(text))
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        match self {
+            CallId::Text(s) => &**s == text,
+            ours => ours.to_string() == text,
+        }
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallId::Ours { at, n } => write!(f, "{at:.6}-{n:03}"),
+            CallId::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// How a payload's serialization format was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Hint {
+    Absent,
+    Null,
+    Dill,
+    Json,
+}
+
+impl Hint {
+    /// `None` for a value that is not a known format.
+    pub fn parse(v: Option<&Value>) -> Option<Hint> {
+        match v {
+            None => Some(Hint::Absent),
+            Some(Value::Null) => Some(Hint::Null),
+            Some(Value::String(s)) if s == "dill" => Some(Hint::Dill),
+            Some(Value::String(s)) if s == "json" => Some(Hint::Json),
+            Some(_) => None,
+        }
+    }
+
+    pub fn to_value(self) -> Option<Value> {
+        match self {
+            Hint::Absent => None,
+            Hint::Null => Some(Value::Null),
+            Hint::Dill => Some(json!("dill")),
+            Hint::Json => Some(json!("json")),
+        }
+    }
+}
+
+/// An item (protocol doc §3) without its payload: the CID names it in the content store.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// `{cid, client_ref?, serialization_format?}`, the shape every client sends.
+    Std {
+        cid: Cid,
+        client_ref: Val,
+        format: Hint,
+        had_data: bool,
+    },
+    /// Anything else, kept as sent (without `data`).
+    Other { value: Arc<Value>, had_data: bool },
+}
+
+impl Item {
+    pub fn parse(interner: &mut Interner, v: &Value) -> Item {
+        let had_data = v.get("data").is_some();
+        if let Value::Object(m) = v {
+            let known = m.keys().all(|k| {
+                matches!(
+                    k.as_str(),
+                    "cid" | "client_ref" | "data" | "serialization_format"
+                )
+            });
+            let cid = m
+                .get("cid")
+                .and_then(Value::as_str)
+                .and_then(|c| interner.cid_text(c));
+            let format = Hint::parse(m.get("serialization_format"));
+            if let (true, Some(cid), Some(format)) = (known, cid, format) {
+                return Item::Std {
+                    cid,
+                    client_ref: interner.field(m.get("client_ref")),
+                    format,
+                    had_data,
+                };
+            }
+            let mut without = m.clone();
+            without.remove("data");
+            return Item::Other {
+                value: interner.tree(&Value::Object(without)),
+                had_data,
+            };
+        }
+        Item::Other {
+            value: interner.tree(v),
+            had_data,
+        }
+    }
+
+    /// The item as JSON, without `data`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Item::Std {
+                cid,
+                client_ref,
+                format,
+                ..
+            } => {
+                let mut m = Obj::new();
+                m.insert("cid".into(), Value::String(cid.hex()));
+                if !client_ref.is_absent() {
+                    m.insert("client_ref".into(), client_ref.to_value());
+                }
+                if let Some(f) = format.to_value() {
+                    m.insert("serialization_format".into(), f);
+                }
+                Value::Object(m)
+            }
+            Item::Other { value, .. } => (**value).clone(),
+        }
+    }
+
+    pub fn had_data(&self) -> bool {
+        match self {
+            Item::Std { had_data, .. } | Item::Other { had_data, .. } => *had_data,
+        }
+    }
+
+    pub fn cid(&self) -> Option<String> {
+        match self {
+            Item::Std { cid, .. } => Some(cid.hex()),
+            Item::Other { value, .. } => {
+                value.get("cid").and_then(Value::as_str).map(str::to_owned)
+            }
+        }
+    }
+
+    pub fn client_ref(&self) -> Value {
+        match self {
+            Item::Std { client_ref, .. } => client_ref.to_value(),
+            Item::Other { value, .. } => value.get("client_ref").cloned().unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// Renders stored payloads for display (the content store and a cache stand behind it).
+pub trait Render {
+    /// The display value of an item.
+    fn item(&self, item: &Item) -> Value;
+    /// The display value of a CID field (`<prefix>_cid`) read as `hint`; null without one.
+    fn cid(&self, cid: &Val, hint: Hint) -> Value;
+}
+
+/// Renders nothing (for the stored form, which leaves rendered values out).
+struct Unrendered;
+
+impl Render for Unrendered {
+    fn item(&self, _: &Item) -> Value {
+        Value::Null
+    }
+    fn cid(&self, _: &Val, _: Hint) -> Value {
+        Value::Null
+    }
+}
+
+/// A call's `call_site` split into its timestamp (different in every call) and the rest (the
+/// same for every call from one place, so it is shared).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallSite {
+    timestamp: Val,
+    rest: Val,
+}
+
+impl CallSite {
+    pub fn parse(interner: &mut Interner, v: Option<&Value>) -> CallSite {
+        match v {
+            Some(Value::Object(m)) if m.contains_key("timestamp") => {
+                let mut rest = m.clone();
+                let ts = rest.shift_remove("timestamp");
+                CallSite {
+                    timestamp: Val::unshared(ts.as_ref().unwrap_or(&Value::Null)),
+                    rest: Val::Tree(interner.tree(&Value::Object(rest))),
+                }
+            }
+            other => CallSite {
+                timestamp: Val::Absent,
+                rest: interner.field(other),
+            },
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        if self.timestamp.is_absent() {
+            return self.rest.to_value();
+        }
+        let mut m = Obj::new();
+        m.insert("timestamp".into(), self.timestamp.to_value());
+        if let Val::Tree(t) = &self.rest {
+            if let Value::Object(rest) = &**t {
+                m.extend(rest.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// `call_site.timestamp`, or null.
+    pub fn timestamp(&self) -> Value {
+        self.timestamp.to_value()
+    }
+}
+
+/// What a completion reported about an exception (all null for a success).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExceptionInfo {
+    /// The display value decided at completion (decoded payload or text form).
+    pub shown: Val,
+    pub cid: Val,
+    pub client_ref: Val,
+    pub exception_type: Val,
+    pub message: Val,
+    pub traceback: Val,
+}
+
+/// One call through `/api/call/start` and, once completed, `/api/call/complete`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    pub call_id: CallId,
+    pub method: Sym,
+    pub process: Process,
+    /// `None`: the target was null or absent.
+    pub target: Option<Item>,
+    pub args: Box<[Item]>,
+    pub kwargs: Box<[(Sym, Item)]>,
+    pub signature: Val,
+    pub call_site: CallSite,
+    pub page_url: Val,
+    pub preferred_json: bool,
+    /// Paused before it ran (`pause_reason: "breakpoint"` in its call data).
+    pub paused_before: bool,
+    /// Server clock at start and completion (the times of its object snapshots).
+    pub seen_at: f64,
+    pub done_at: f64,
+    // Filled in at completion.
+    pub status: Val,
+    pub completed_at: f64,
+    pub result_cid: Val,
+    pub result_client_ref: Val,
+    pub result_format: Hint,
+    pub exception: Option<Box<ExceptionInfo>>,
+    pub repl_sessions: Box<[Sym]>,
+}
+
+impl CallRecord {
+    /// The call data (protocol doc §2.5 step 7) without item payloads.
+    pub fn call_data(&self, render: &dyn Render) -> Obj {
+        let mut m = Obj::new();
+        m.insert("method_name".into(), json!(&*self.method));
+        match &self.target {
+            Some(t) => {
+                m.insert("target".into(), t.to_value());
+                m.insert("pretty_target".into(), render.item(t));
+            }
+            None => {
+                m.insert("target".into(), Value::Null);
+                m.insert("pretty_target".into(), Value::Null);
+            }
+        }
+        m.insert(
+            "args".into(),
+            Value::Array(self.args.iter().map(Item::to_value).collect()),
+        );
+        m.insert(
+            "kwargs".into(),
+            Value::Object(
+                self.kwargs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "pretty_args".into(),
+            Value::Array(self.args.iter().map(|a| render.item(a)).collect()),
+        );
+        m.insert(
+            "pretty_kwargs".into(),
+            Value::Object(
+                self.kwargs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), render.item(v)))
+                    .collect(),
+            ),
+        );
+        m.insert("signature".into(), self.signature.to_value());
+        m.insert("call_site".into(), self.call_site.to_value());
+        m.insert("page_url".into(), self.page_url.to_value());
+        m.insert(
+            "preferred_format".into(),
+            json!(if self.preferred_json { "json" } else { "dill" }),
+        );
+        m.insert("process_pid".into(), json!(self.process.pid));
+        m.insert("process_start_time".into(), json!(self.process.start_time));
+        m.insert("process_key".into(), json!(self.process.key()));
+        m.insert("call_id".into(), json!(self.call_id.to_string()));
+        if self.paused_before {
+            m.insert("pause_reason".into(), json!("breakpoint"));
+        }
+        m
+    }
+
+    pub fn pretty_result(&self, render: &dyn Render) -> Value {
+        render.cid(&self.result_cid, self.result_format)
+    }
+
+    fn exception_shown(&self) -> Value {
+        self.exception
+            .as_ref()
+            .map_or(Value::Null, |e| e.shown.to_value())
+    }
+
+    /// The call record (`/api/call-records`): the call data and its completion.
+    pub fn to_json(&self, render: &dyn Render) -> Obj {
+        let mut m = self.call_data(render);
+        m.insert("status".into(), self.status.to_value());
+        m.insert("completed_at".into(), json!(self.completed_at));
+        m.insert("pretty_result".into(), self.pretty_result(render));
+        m.insert("result_cid".into(), self.result_cid.to_value());
+        m.insert(
+            "result_client_ref".into(),
+            self.result_client_ref.to_value(),
+        );
+        let e = self.exception.as_deref().cloned().unwrap_or_default();
+        m.insert("exception".into(), e.shown.to_value());
+        m.insert("exception_cid".into(), e.cid.to_value());
+        m.insert("exception_client_ref".into(), e.client_ref.to_value());
+        m.insert("exception_type".into(), e.exception_type.to_value());
+        m.insert("exception_message".into(), e.message.to_value());
+        m.insert("exception_traceback".into(), e.traceback.to_value());
+        m.insert("started_at".into(), self.call_site.timestamp());
+        m.insert(
+            "repl_sessions".into(),
+            Value::Array(self.repl_sessions.iter().map(|s| json!(&**s)).collect()),
+        );
+        m
+    }
+
+    /// The call data of a history entry: the call data with its outcome.
+    pub fn history_data(&self, render: &dyn Render) -> Obj {
+        let mut m = self.call_data(render);
+        m.insert("status".into(), self.status.to_value());
+        m.insert("pretty_result".into(), self.pretty_result(render));
+        m.insert("exception".into(), self.exception_shown());
+        m
+    }
+
+    /// The stored form: the record without the values rendered from the content store.
+    pub fn to_disk(&self) -> Value {
+        let mut m = self.to_json(&Unrendered);
+        for key in [
+            "pretty_target",
+            "pretty_args",
+            "pretty_kwargs",
+            "pretty_result",
+        ] {
+            m.shift_remove(key);
+        }
+        m.insert("seen_at".into(), json!(self.seen_at));
+        m.insert("done_at".into(), json!(self.done_at));
+        if self.result_format != Hint::Absent {
+            m.insert(
+                "result_serialization_format".into(),
+                self.result_format.to_value().unwrap_or(Value::Null),
+            );
+        }
+        Value::Object(m)
+    }
+
+    /// Reads a stored record (this format or the previous one, which also held rendered
+    /// values: they are recomputed instead). `None` if it is not a call record.
+    pub fn from_disk(interner: &mut Interner, v: &Value) -> Option<CallRecord> {
+        let m = v.as_object()?;
+        let call_id = CallId::parse(m.get("call_id")?.as_str()?);
+        let method = interner.sym(m.get("method_name")?.as_str()?);
+        let process = Process {
+            pid: m.get("process_pid").and_then(Value::as_i64).unwrap_or(0),
+            start_time: m
+                .get("process_start_time")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+        };
+        let target = match m.get("target") {
+            None | Some(Value::Null) => None,
+            Some(t) => Some(Item::parse(interner, t)),
+        };
+        let args = match m.get("args") {
+            Some(Value::Array(a)) => a.iter().map(|x| Item::parse(interner, x)).collect(),
+            _ => Box::default(),
+        };
+        let kwargs = match m.get("kwargs") {
+            Some(Value::Object(k)) => k
+                .iter()
+                .map(|(name, x)| (interner.sym(name), Item::parse(interner, x)))
+                .collect(),
+            _ => Box::default(),
+        };
+        let completed_at = m.get("completed_at").and_then(Value::as_f64).unwrap_or(0.0);
+        let mut field = |k: &str| interner.field(m.get(k)).or_null();
+        let exception = ExceptionInfo {
+            shown: field("exception"),
+            cid: field("exception_cid"),
+            client_ref: field("exception_client_ref"),
+            exception_type: field("exception_type"),
+            message: field("exception_message"),
+            traceback: field("exception_traceback"),
+        };
+        let record = CallRecord {
+            call_id,
+            method,
+            process,
+            target,
+            args,
+            kwargs,
+            signature: field("signature"),
+            call_site: CallSite::default(),
+            page_url: field("page_url"),
+            preferred_json: m.get("preferred_format").and_then(Value::as_str) == Some("json"),
+            paused_before: m.get("pause_reason").is_some_and(|r| !r.is_null()),
+            seen_at: m
+                .get("seen_at")
+                .and_then(Value::as_f64)
+                .unwrap_or(completed_at),
+            done_at: m
+                .get("done_at")
+                .and_then(Value::as_f64)
+                .unwrap_or(completed_at),
+            status: field("status"),
+            completed_at,
+            result_cid: field("result_cid"),
+            result_client_ref: field("result_client_ref"),
+            result_format: Hint::parse(m.get("result_serialization_format"))
+                .unwrap_or(Hint::Absent),
+            exception: (exception != ExceptionInfo::null()).then(|| Box::new(exception)),
+            repl_sessions: m
+                .get("repl_sessions")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(Sym::new).collect())
+                .unwrap_or_default(),
+        };
+        Some(CallRecord {
+            call_site: CallSite::parse(interner, m.get("call_site")),
+            ..record
+        })
+    }
+}
+
+impl CallRecord {
+    /// A call of `method` with no items, as tests of other modules need one.
+    #[cfg(test)]
+    pub fn for_tests(method: &str, call_id: &str) -> CallRecord {
+        CallRecord {
+            call_id: CallId::parse(call_id),
+            method: Sym::new(method),
+            process: Process {
+                pid: 1,
+                start_time: 1.0,
+            },
+            target: None,
+            args: Box::default(),
+            kwargs: Box::default(),
+            signature: Val::Null,
+            call_site: CallSite::default(),
+            page_url: Val::Null,
+            preferred_json: false,
+            paused_before: false,
+            seen_at: 0.0,
+            done_at: 0.0,
+            status: Val::Null,
+            completed_at: 0.0,
+            result_cid: Val::Null,
+            result_client_ref: Val::Null,
+            result_format: Hint::Absent,
+            exception: None,
+            repl_sessions: Box::default(),
+        }
+    }
+}
+
+impl ExceptionInfo {
+    /// Whether every field is null (a success).
+    pub fn is_null(&self) -> bool {
+        [
+            &self.shown,
+            &self.cid,
+            &self.client_ref,
+            &self.exception_type,
+            &self.message,
+            &self.traceback,
+        ]
+        .iter()
+        .all(|v| v.is_null())
+    }
+
+    fn null() -> ExceptionInfo {
+        ExceptionInfo {
+            shown: Val::Null,
+            cid: Val::Null,
+            client_ref: Val::Null,
+            exception_type: Val::Null,
+            message: Val::Null,
+            traceback: Val::Null,
+        }
+    }
+}
+
+/// A diagnostic event (`/api/call/event`, protocol doc §2.4) as a call record. Its rendered
+/// values come from the client, so they are kept (shared: the same event repeats).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRecord {
+    pub call_id: Val,
+    pub method: Sym,
+    pub status: Sym,
+    pub pretty_args: Val,
+    pub pretty_kwargs: Val,
+    pub signature: Val,
+    pub call_site: CallSite,
+    pub page_url: Val,
+    pub event_type: Val,
+    pub process: Process,
+    pub at: f64,
+    pub result_cid: Val,
+    pub exception_cid: Val,
+    pub pretty_result: Val,
+    pub exception: Val,
+}
+
+impl EventRecord {
+    pub fn to_json(&self) -> Obj {
+        let mut m = Obj::new();
+        m.insert("call_id".into(), self.call_id.to_value());
+        m.insert("method_name".into(), json!(&*self.method));
+        m.insert("status".into(), json!(&*self.status));
+        m.insert("pretty_args".into(), self.pretty_args.to_value());
+        m.insert("pretty_kwargs".into(), self.pretty_kwargs.to_value());
+        m.insert("signature".into(), self.signature.to_value());
+        m.insert("call_site".into(), self.call_site.to_value());
+        m.insert("page_url".into(), self.page_url.to_value());
+        m.insert("event_type".into(), self.event_type.to_value());
+        m.insert("process_pid".into(), json!(self.process.pid));
+        m.insert("process_start_time".into(), json!(self.process.start_time));
+        m.insert("process_key".into(), json!(self.process.key()));
+        m.insert("started_at".into(), json!(self.at));
+        m.insert("completed_at".into(), json!(self.at));
+        m.insert("result_cid".into(), self.result_cid.to_value());
+        m.insert("exception_cid".into(), self.exception_cid.to_value());
+        m.insert("pretty_result".into(), self.pretty_result.to_value());
+        m.insert("exception".into(), self.exception.to_value());
+        m
+    }
+
+    /// Reads the stored form (the same as the wire form). `None` unless it is an event.
+    pub fn from_disk(interner: &mut Interner, v: &Value) -> Option<EventRecord> {
+        let m = v.as_object()?;
+        if !m.contains_key("event_type") {
+            return None;
+        }
+        Some(EventRecord {
+            call_id: interner.field(m.get("call_id")).or_null(),
+            method: interner.sym(m.get("method_name")?.as_str()?),
+            status: interner.sym(m.get("status").and_then(Value::as_str).unwrap_or("")),
+            pretty_args: interner.field(m.get("pretty_args")).or_null(),
+            pretty_kwargs: interner.field(m.get("pretty_kwargs")).or_null(),
+            signature: interner.field(m.get("signature")).or_null(),
+            call_site: CallSite::parse(interner, m.get("call_site")),
+            page_url: interner.field(m.get("page_url")).or_null(),
+            event_type: interner.field(m.get("event_type")).or_null(),
+            process: Process {
+                pid: m.get("process_pid").and_then(Value::as_i64).unwrap_or(0),
+                start_time: m
+                    .get("process_start_time")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+            },
+            at: m.get("completed_at").and_then(Value::as_f64).unwrap_or(0.0),
+            result_cid: interner.field(m.get("result_cid")).or_null(),
+            exception_cid: interner.field(m.get("exception_cid")).or_null(),
+            pretty_result: interner.field(m.get("pretty_result")).or_null(),
+            exception: interner.field(m.get("exception")).or_null(),
+        })
+    }
+}
+
+/// One entry of the call-record list.
+#[derive(Clone, Debug)]
+pub enum Record {
+    Call(Arc<CallRecord>),
+    Event(Arc<EventRecord>),
+    /// Records of other sources (calls to external MCP servers), kept as they are.
+    Other(Arc<Value>),
+}
+
+impl Record {
+    pub fn method_name(&self) -> &str {
+        match self {
+            Record::Call(c) => &c.method,
+            Record::Event(e) => &e.method,
+            Record::Other(v) => v.get("method_name").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    pub fn status(&self) -> Option<&str> {
+        match self {
+            Record::Call(c) => c.status.as_str(),
+            Record::Event(e) => Some(&e.status),
+            Record::Other(v) => v.get("status").and_then(Value::as_str),
+        }
+    }
+
+    pub fn call_id_is(&self, id: &str) -> bool {
+        match self {
+            Record::Call(c) => c.call_id.matches(id),
+            Record::Event(e) => e.call_id.to_value().as_str() == Some(id),
+            Record::Other(v) => v.get("call_id").and_then(Value::as_str) == Some(id),
+        }
+    }
+
+    pub fn to_json(&self, render: &dyn Render) -> Value {
+        match self {
+            Record::Call(c) => Value::Object(c.to_json(render)),
+            Record::Event(e) => Value::Object(e.to_json()),
+            Record::Other(v) => (**v).clone(),
+        }
+    }
+
+    /// The key the on-disk index keeps for it: its function and its status.
+    pub fn index_key(&self) -> IndexKey {
+        IndexKey {
+            a: key_hash(self.method_name()),
+            b: key_hash(self.status().unwrap_or("")),
+        }
+    }
+
+    pub fn to_disk(&self) -> Value {
+        match self {
+            Record::Call(c) => c.to_disk(),
+            Record::Event(e) => Value::Object(e.to_json()),
+            Record::Other(v) => (**v).clone(),
+        }
+    }
+
+    /// Reads a stored record of any kind, in this format or the previous one.
+    pub fn from_disk(interner: &mut Interner, v: Value) -> Record {
+        if v.get("source").is_some() {
+            return Record::Other(Arc::new(v));
+        }
+        if let Some(e) = EventRecord::from_disk(interner, &v) {
+            return Record::Event(Arc::new(e));
+        }
+        match CallRecord::from_disk(interner, &v) {
+            Some(c) => Record::Call(Arc::new(c)),
+            None => Record::Other(Arc::new(v)),
+        }
+    }
+}
+
+/// An execution-history entry: a completed call of a function with a breakpoint.
+#[derive(Clone, Debug)]
+pub struct HistoryEntry {
+    pub id: Sym,
+    pub call: Arc<CallRecord>,
+}
+
+impl HistoryEntry {
+    pub fn to_json(&self, render: &dyn Render) -> Value {
+        json!({
+            "id": &*self.id,
+            "function_name": &*self.call.method,
+            "call_data": self.call.history_data(render),
+            "completed_at": self.call.completed_at,
+        })
+    }
+
+    /// The stored form: the id and the call record (in its stored form).
+    pub fn to_disk(&self) -> Value {
+        json!({"id": &*self.id, "call": self.call.to_disk()})
+    }
+
+    /// The key the on-disk index keeps for it.
+    pub fn index_key(&self) -> IndexKey {
+        IndexKey {
+            a: key_hash(&self.call.method),
+            b: 0,
+        }
+    }
+
+    /// Reads a stored entry: this format (`{id, call}`) or the previous one (`{id,
+    /// function_name, call_data, completed_at}`). The call is shared with `known` (the record
+    /// stored just before it) when it is the same call.
+    pub fn from_disk(
+        interner: &mut Interner,
+        v: &Value,
+        known: Option<Arc<CallRecord>>,
+    ) -> Option<HistoryEntry> {
+        let id = Sym::new(v.get("id")?.as_str()?);
+        let parsed = match v.get("call") {
+            Some(call) => CallRecord::from_disk(interner, call)?,
+            None => {
+                let mut data = v.get("call_data")?.clone();
+                if let (Some(m), Some(at)) = (data.as_object_mut(), v.get("completed_at")) {
+                    m.insert("completed_at".into(), at.clone());
+                }
+                CallRecord::from_disk(interner, &data)?
+            }
+        };
+        let call = match known {
+            Some(k) if k.call_id == parsed.call_id => k,
+            _ => Arc::new(parsed),
+        };
+        Some(HistoryEntry { id, call })
+    }
+}
+
+/// A 32-bit FNV-1a hash of a name, for the on-disk index (a listing checks the record too).
+pub fn key_hash(s: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in s.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Filters for listing call records.
+#[derive(Debug, Default)]
+pub struct RecordFilter<'a> {
+    pub function: Option<&'a str>,
+    pub status: Option<&'a str>,
+}
+
+impl RecordFilter<'_> {
+    /// Whether an index key may belong to a matching record (hashes can collide: check
+    /// the record with `matches` too).
+    pub fn may_match(&self, key: IndexKey) -> bool {
+        self.function.is_none_or(|f| key_hash(f) == key.a)
+            && self.status.is_none_or(|s| key_hash(s) == key.b)
+    }
+
+    pub fn matches(&self, r: &Record) -> bool {
+        self.function.is_none_or(|f| r.method_name() == f)
+            && self.status.is_none_or(|s| r.status() == Some(s))
+    }
+}
+
+/// The in-memory window of call records and history entries.
+#[derive(Debug)]
+pub struct Records {
+    records: VecDeque<Record>,
+    history: VecDeque<HistoryEntry>,
+    max: usize,
+    dropped_records: u64,
+    dropped_history: u64,
+}
+
+impl Default for Records {
+    fn default() -> Self {
+        Records::new(DEFAULT_MAX_RECORDS)
+    }
+}
+
+impl Records {
+    pub fn new(max: usize) -> Records {
+        Records {
+            records: VecDeque::new(),
+            history: VecDeque::new(),
+            max: max.max(1),
+            dropped_records: 0,
+            dropped_history: 0,
+        }
+    }
+
+    pub fn push(&mut self, record: Record) {
+        if self.records.len() >= self.max {
+            self.records.pop_front();
+            self.dropped_records += 1;
+        }
+        self.records.push_back(record);
+    }
+
+    pub fn push_history(&mut self, entry: HistoryEntry) {
+        if self.history.len() >= self.max {
+            self.history.pop_front();
+            self.dropped_history += 1;
+        }
+        self.history.push_back(entry);
+    }
+
+    /// Records in memory.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Records that fell out of the window since start.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_records
+    }
+
+    pub fn dropped_history(&self) -> u64 {
+        self.dropped_history
+    }
+
+    /// Records in memory, newest first, filtered: the page and the number that matched.
+    pub fn page(&self, filter: &RecordFilter, offset: usize, limit: usize) -> (Vec<Record>, usize) {
+        let mut total = 0;
+        let mut page = Vec::new();
+        for r in self.records.iter().rev().filter(|r| filter.matches(r)) {
+            if total >= offset && page.len() < limit {
+                page.push(r.clone());
+            }
+            total += 1;
+        }
+        (page, total)
+    }
+
+    /// The newest record with this call id.
+    pub fn by_call_id(&self, call_id: &str) -> Option<Record> {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.call_id_is(call_id))
+            .cloned()
+    }
+
+    /// The newest call record with this call id (to link a stored history entry).
+    pub fn call_by_id(&self, call_id: &str) -> Option<Arc<CallRecord>> {
+        self.records.iter().rev().find_map(|r| match r {
+            Record::Call(c) if c.call_id.matches(call_id) => Some(c.clone()),
+            _ => None,
+        })
+    }
+
+    /// History of one function, most recent first.
+    pub fn history(&self, function: &str, offset: usize, limit: usize) -> Vec<HistoryEntry> {
+        self.history
+            .iter()
+            .rev()
+            .filter(|h| &*h.call.method == function)
+            .skip(offset)
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// The newest record, if it is a call record.
+    pub fn newest_call(&self) -> Option<Arc<CallRecord>> {
+        match self.records.back() {
+            Some(Record::Call(c)) => Some(c.clone()),
+            _ => None,
+        }
+    }
+
+    /// The call records in memory, oldest first (object snapshots are derived from them).
+    pub fn calls(&self) -> impl DoubleEndedIterator<Item = &Arc<CallRecord>> {
+        self.records.iter().filter_map(|r| match r {
+            Record::Call(c) => Some(c),
+            _ => None,
+        })
+    }
+}
+
+/// One object snapshot: an item with a `client_ref` seen in a call (`/api/snapshots`).
+pub struct Snapshot<'a> {
+    pub call: &'a CallRecord,
+    pub role: String,
+    pub client_ref: Value,
+    pub cid: Option<String>,
+    /// What to render: an item, or a completion CID field.
+    pub what: SnapshotOf<'a>,
+    pub at: f64,
+}
+
+pub enum SnapshotOf<'a> {
+    Item(&'a Item),
+    Result,
+    Exception,
+}
+
+impl Snapshot<'_> {
+    pub fn to_json(&self, render: &dyn Render) -> Value {
+        let pretty = match self.what {
+            SnapshotOf::Item(i) => render.item(i),
+            SnapshotOf::Result => self.call.pretty_result(render),
+            SnapshotOf::Exception => self.call.exception_shown(),
+        };
+        json!({
+            "process_key": self.call.process.key(), "client_ref": self.client_ref, "cid": self.cid,
+            "role": self.role, "method_name": &*self.call.method, "call_id": self.call.call_id.to_string(),
+            "pretty": pretty, "at": self.at,
+        })
+    }
+}
+
+/// The snapshots of a call's items (at start) and, when `completed`, of its result or exception.
+pub fn snapshots_of(call: &CallRecord, completed: bool) -> Vec<Snapshot<'_>> {
+    let mut out = Vec::new();
+    let mut items: Vec<(String, &Item)> = Vec::new();
+    if let Some(t) = &call.target {
+        items.push(("target".into(), t));
+    }
+    for (i, a) in call.args.iter().enumerate() {
+        items.push((format!("arg:{i}"), a));
+    }
+    for (k, v) in call.kwargs.iter() {
+        items.push((format!("kwarg:{k}"), v));
+    }
+    for (role, it) in items {
+        let client_ref = it.client_ref();
+        if !client_ref.is_null() {
+            out.push(Snapshot {
+                call,
+                role,
+                client_ref,
+                cid: it.cid(),
+                what: SnapshotOf::Item(it),
+                at: call.seen_at,
+            });
+        }
+    }
+    if completed {
+        let e = call.exception.as_deref();
+        for (role, client_ref, cid, what) in [
+            (
+                "result",
+                &call.result_client_ref,
+                &call.result_cid,
+                SnapshotOf::Result,
+            ),
+            (
+                "exception",
+                e.map_or(&Val::Null, |e| &e.client_ref),
+                e.map_or(&Val::Null, |e| &e.cid),
+                SnapshotOf::Exception,
+            ),
+        ] {
+            let cid = cid.to_value();
+            if !client_ref.is_null() && cid.is_string() {
+                out.push(Snapshot {
+                    call,
+                    role: role.into(),
+                    client_ref: client_ref.to_value(),
+                    cid: cid.as_str().map(str::to_owned),
+                    what,
+                    at: call.done_at,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoRender;
+    impl Render for NoRender {
+        fn item(&self, item: &Item) -> Value {
+            json!(format!(
+                "<{}>",
+                item.cid().unwrap_or_default().get(..4).unwrap_or("")
+            ))
+        }
+        fn cid(&self, cid: &Val, _hint: Hint) -> Value {
+            match cid {
+                Val::Cid(c) => json!(format!("<{}>", &c.hex()[..4])),
+                _ => Value::Null,
+            }
+        }
+    }
+
+    fn cid(n: u8) -> String {
+        format!("{:02x}", n).repeat(64)
+    }
+
+    fn sample(interner: &mut Interner, n: u64) -> CallRecord {
+        let item = |i: &mut Interner, c: u8, r: i64| {
+            Item::parse(i, &json!({"cid": cid(c), "client_ref": r, "data": "gAQu"}))
+        };
+        CallRecord {
+            call_id: CallId::Ours {
+                at: 1795311683.784533,
+                n,
+            },
+            method: interner.sym("add"),
+            process: Process {
+                pid: 42,
+                start_time: 1795311683.5,
+            },
+            target: Some(item(interner, 1, 1)),
+            args: vec![item(interner, 2, 2)].into(),
+            kwargs: vec![(interner.sym("y"), item(interner, 3, 3))].into(),
+            signature: interner.val(&json!("(x, y=1)")),
+            call_site: CallSite::parse(
+                interner,
+                Some(
+                    &json!({"timestamp": 1.5, "target_cid": cid(1), "stack_trace": [{"filename": "/a.py", "lineno": 3}]}),
+                ),
+            ),
+            page_url: Val::Null,
+            preferred_json: false,
+            paused_before: false,
+            seen_at: 10.0,
+            done_at: 11.0,
+            status: interner.val(&json!("success")),
+            completed_at: 2.5,
+            result_cid: interner.val(&json!(cid(4))),
+            result_client_ref: Val::Int(4),
+            result_format: Hint::Absent,
+            exception: None,
+            repl_sessions: Box::default(),
+        }
+    }
+
+    #[test]
+    fn call_ids_print_like_the_original_and_read_back() {
+        let id = CallId::Ours {
+            at: 1795311683.784533,
+            n: 1,
+        };
+        assert_eq!(id.to_string(), "1795311683.784533-001");
+        assert_eq!(CallId::parse("1795311683.784533-001"), id);
+        assert_eq!(CallId::parse("1.000000-1234").to_string(), "1.000000-1234");
+        assert!(matches!(CallId::parse("mcp-abc"), CallId::Text(_)));
+        assert!(matches!(CallId::parse("1.5-001"), CallId::Text(_)));
+    }
+
+    #[test]
+    fn a_record_has_the_wire_shape_and_survives_the_disk_form() {
+        let mut i = Interner::default();
+        let r = sample(&mut i, 1);
+        let v = Value::Object(r.to_json(&NoRender));
+        assert_eq!(v["call_id"], "1795311683.784533-001");
+        assert_eq!(v["target"], json!({"cid": cid(1), "client_ref": 1}));
+        assert_eq!(v["kwargs"]["y"]["cid"], cid(3));
+        assert_eq!(v["pretty_args"], json!(["<0202>"]));
+        assert_eq!(v["process_key"], "1795311683.500000+42");
+        assert_eq!(v["call_site"]["stack_trace"][0]["lineno"], 3);
+        assert_eq!(v["started_at"], 1.5);
+        assert_eq!(v["pretty_result"], "<0404>");
+        assert_eq!(v["exception"], Value::Null);
+        assert_eq!(v["exception_traceback"], Value::Null);
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys[..3], ["method_name", "target", "pretty_target"]);
+        assert_eq!(keys.last(), Some(&"repl_sessions"));
+
+        let disk = r.to_disk();
+        assert!(disk.get("pretty_args").is_none());
+        let back = CallRecord::from_disk(&mut i, &disk).unwrap();
+        assert_eq!(back.to_disk(), disk);
+        assert_eq!(back.to_json(&NoRender), r.to_json(&NoRender));
+        // The previous format kept rendered values; they are ignored.
+        let back = CallRecord::from_disk(&mut i, &v).unwrap();
+        assert_eq!(Value::Object(back.to_json(&NoRender)), v);
+    }
+
+    #[test]
+    fn unusual_items_are_kept_as_sent() {
+        let mut i = Interner::default();
+        for v in [
+            json!({"cid": "short", "client_ref": 1}),
+            json!({"cid": cid(1), "extra": true}),
+            json!({"cid": cid(1), "serialization_format": "xml"}),
+            json!("text"),
+        ] {
+            let item = Item::parse(&mut i, &v);
+            assert!(matches!(item, Item::Other { .. }));
+            assert_eq!(item.to_value(), v);
+        }
+        let with_format = json!({"cid": cid(1), "serialization_format": "json"});
+        assert_eq!(Item::parse(&mut i, &with_format).to_value(), with_format);
+    }
+
+    #[test]
+    fn the_window_is_bounded_and_counts_what_it_drops() {
+        let mut i = Interner::default();
+        let mut rs = Records::new(3);
+        for n in 0..5 {
+            rs.push(Record::Call(Arc::new(sample(&mut i, n))));
+        }
+        assert_eq!((rs.len(), rs.dropped()), (3, 2));
+        let (page, total) = rs.page(&RecordFilter::default(), 1, 10);
+        assert_eq!(total, 3);
+        assert_eq!(page.len(), 2);
+        assert!(page[0].call_id_is("1795311683.784533-003"));
+        let filter = RecordFilter {
+            function: Some("other"),
+            status: None,
+        };
+        assert_eq!(rs.page(&filter, 0, 10).1, 0);
+        assert!(rs.by_call_id("1795311683.784533-000").is_none());
+        assert!(rs.by_call_id("1795311683.784533-004").is_some());
+    }
+
+    #[test]
+    fn shared_parts_are_stored_once() {
+        let mut i = Interner::default();
+        let a = sample(&mut i, 1);
+        let b = sample(&mut i, 2);
+        let (Val::Tree(x), Val::Tree(y)) = (&a.call_site.rest, &b.call_site.rest) else {
+            panic!("trees")
+        };
+        assert!(Arc::ptr_eq(x, y));
+        assert!(
+            std::mem::size_of::<CallRecord>() <= 288,
+            "{}",
+            std::mem::size_of::<CallRecord>()
+        );
+    }
+
+    #[test]
+    fn snapshots_are_derived_from_the_items_with_a_client_ref() {
+        let mut i = Interner::default();
+        let r = sample(&mut i, 1);
+        let snaps = snapshots_of(&r, true);
+        let roles: Vec<&str> = snaps.iter().map(|s| s.role.as_str()).collect();
+        assert_eq!(roles, ["target", "arg:0", "kwarg:y", "result"]);
+        let v = snaps[1].to_json(&NoRender);
+        assert_eq!(v["client_ref"], 2);
+        assert_eq!(v["at"], 10.0);
+        assert_eq!(snaps[3].to_json(&NoRender)["at"], 11.0);
+        assert_eq!(snapshots_of(&r, false).len(), 3);
+    }
+}

@@ -1,0 +1,155 @@
+//! Display values of stored payloads, on demand: records keep CIDs, not rendered values, and
+//! `StoreRender` renders them from the content store when someone looks, through a bounded
+//! cache keyed by CID and format hint (`RenderCache`, its own leaf lock, never held across I/O).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use crate::intern::{Cid, Val};
+use crate::pretty;
+use crate::records::{Hint, Item, Render};
+use crate::store::Store;
+
+/// Rendered values kept, at most.
+const CACHE_ENTRIES: usize = 4096;
+/// Payload bytes behind the values kept, at most (a rendered value is about as large).
+const CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Payloads larger than this are rendered every time (their values are large too).
+const CACHE_MAX_PAYLOAD: usize = 64 * 1024;
+
+/// A bounded cache of rendered values, oldest out first.
+#[derive(Default)]
+pub struct RenderCache {
+    map: HashMap<(Cid, Hint), Value>,
+    order: VecDeque<((Cid, Hint), usize)>,
+    bytes: usize,
+}
+
+impl RenderCache {
+    fn get(&self, key: &(Cid, Hint)) -> Option<Value> {
+        self.map.get(key).cloned()
+    }
+
+    fn put(&mut self, key: (Cid, Hint), value: Value, cost: usize) {
+        if self.map.insert(key.clone(), value).is_none() {
+            self.order.push_back((key, cost));
+            self.bytes += cost;
+            while self.order.len() > CACHE_ENTRIES || self.bytes > CACHE_BYTES {
+                let Some((old, old_cost)) = self.order.pop_front() else {
+                    break;
+                };
+                self.map.remove(&old);
+                self.bytes -= old_cost;
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// Renders from a content store through a cache.
+pub struct StoreRender<'a> {
+    pub store: &'a Store,
+    pub cache: &'a Mutex<RenderCache>,
+}
+
+impl StoreRender<'_> {
+    fn cached(&self, cid: &Cid, hint: Hint) -> Value {
+        let key = (cid.clone(), hint);
+        if let Some(v) = self.lock().get(&key) {
+            return v;
+        }
+        let value = match self.store.get_digest(cid.digest()) {
+            Ok(Some(blob)) => {
+                let value = pretty::payload(&blob, hint.to_value().as_ref());
+                if blob.bytes.len() <= CACHE_MAX_PAYLOAD {
+                    self.lock().put(key, value.clone(), blob.bytes.len() + 64);
+                }
+                value
+            }
+            // Not cached: the payload may still arrive.
+            Ok(None) => json!(format!("<cid:{cid} missing>")),
+            Err(err) => json!(format!("<unavailable: storage error: {err}>")),
+        };
+        value
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RenderCache> {
+        // The cache holds no invariant a panic could break.
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Render for StoreRender<'_> {
+    fn item(&self, item: &Item) -> Value {
+        match item {
+            Item::Std { cid, format, .. } => self.cached(cid, *format),
+            Item::Other { value, .. } => pretty::item(self.store, value),
+        }
+    }
+
+    fn cid(&self, cid: &Val, hint: Hint) -> Value {
+        match cid {
+            Val::Absent | Val::Null => Value::Null,
+            Val::Cid(c) => self.cached(c, hint),
+            other => pretty::cid(
+                self.store,
+                Some(&other.to_value()),
+                hint.to_value().as_ref(),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cas::cid_value;
+    use crate::store::{Format, NewBlob};
+
+    #[test]
+    fn values_render_from_the_store_and_are_cached() {
+        let store = Store::memory();
+        let cache = Mutex::new(RenderCache::default());
+        let r = StoreRender {
+            store: &store,
+            cache: &cache,
+        };
+        let cid = cid_value(b"[1, 2]");
+        assert_eq!(
+            r.cid(&Val::Cid(cid.clone()), Hint::Absent),
+            json!(format!("<cid:{cid} missing>"))
+        );
+        assert!(
+            cache.lock().unwrap().is_empty(),
+            "a missing payload is not cached"
+        );
+        store
+            .put_blobs(
+                vec![NewBlob {
+                    cid: cid.clone(),
+                    bytes: b"[1, 2]".to_vec(),
+                    format: Some(Format::Json),
+                }],
+                1.0,
+            )
+            .unwrap();
+        assert_eq!(r.cid(&Val::Cid(cid.clone()), Hint::Absent), json!([1, 2]));
+        assert_eq!(cache.lock().unwrap().len(), 1);
+        assert_eq!(r.cid(&Val::Cid(cid), Hint::Absent), json!([1, 2]));
+        assert_eq!(r.cid(&Val::Null, Hint::Absent), Value::Null);
+        assert_eq!(
+            r.cid(&Val::Int(3), Hint::Absent),
+            json!("<missing cid>"),
+            "a CID that is not a string renders as the original does"
+        );
+    }
+}
