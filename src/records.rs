@@ -722,14 +722,28 @@ impl Record {
 pub struct HistoryEntry {
     pub id: Sym,
     pub call: Arc<CallRecord>,
+    /// The call data as a format 1 file stored it (with its rendered values), shown as is.
+    pub stored: Option<Arc<Value>>,
 }
 
 impl HistoryEntry {
+    pub fn new(id: Sym, call: Arc<CallRecord>) -> HistoryEntry {
+        HistoryEntry {
+            id,
+            call,
+            stored: None,
+        }
+    }
+
     pub fn to_json(&self, render: &dyn Render) -> Value {
+        let call_data = match &self.stored {
+            Some(stored) => (**stored).clone(),
+            None => Value::Object(self.call.history_data(render)),
+        };
         json!({
             "id": &*self.id,
             "function_name": &*self.call.method,
-            "call_data": self.call.history_data(render),
+            "call_data": call_data,
             "completed_at": self.call.completed_at,
         })
     }
@@ -756,21 +770,24 @@ impl HistoryEntry {
         known: Option<Arc<CallRecord>>,
     ) -> Option<HistoryEntry> {
         let id = Sym::new(v.get("id")?.as_str()?);
-        let parsed = match v.get("call") {
-            Some(call) => CallRecord::from_disk(interner, call)?,
+        let (parsed, stored) = match v.get("call") {
+            Some(call) => (CallRecord::from_disk(interner, call)?, None),
             None => {
-                let mut data = v.get("call_data")?.clone();
+                // Format 1: a copy of the call data, which lacks the result's CID; keep it.
+                let stored = v.get("call_data")?;
+                let mut data = stored.clone();
                 if let (Some(m), Some(at)) = (data.as_object_mut(), v.get("completed_at")) {
                     m.insert("completed_at".into(), at.clone());
                 }
-                CallRecord::from_disk(interner, &data)?
+                let call = CallRecord::from_disk(interner, &data)?;
+                (call, Some(interner.tree(stored)))
             }
         };
         let call = match known {
             Some(k) if k.call_id == parsed.call_id => k,
             _ => Arc::new(parsed),
         };
-        Some(HistoryEntry { id, call })
+        Some(HistoryEntry { id, call, stored })
     }
 }
 

@@ -688,10 +688,7 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     });
     let mut history = None;
     if st.breakpoints.contains(&method_name) {
-        let entry = HistoryEntry {
-            id: Sym::new(&ids::uuid4()),
-            call: call.clone(),
-        };
+        let entry = HistoryEntry::new(Sym::new(&ids::uuid4()), call.clone());
         st.records.push_history(entry.clone());
         history = Some(entry);
     }

@@ -321,3 +321,138 @@ fn bad_flags_are_refused_with_a_clear_message() {
         assert!(out.contains(flag), "--help lacks {flag}: {out}");
     }
 }
+
+/// Completes one call of `method` that does not pause (behaviors `go`), returning its call id.
+fn go_call(c: &crate::support::Client, method: &str, n: u64) -> String {
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body(method, vec![item(&json!(n), 2)], json!({})),
+    );
+    assert_eq!(start["action"], "continue", "{start}");
+    let call_id = start["call_id"].as_str().unwrap().to_owned();
+    c.post_ok(
+        "/api/call/complete",
+        &complete_body(&call_id, &json!(n * 10)),
+    );
+    call_id
+}
+
+fn call_ids(page: &Value) -> Vec<String> {
+    page["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["call_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn past_the_in_memory_window_records_are_read_back_from_the_database() {
+    let home = TempDir::new("window-db");
+    let db = home.path().join("w.db");
+    let args = ["--db", &db_arg(&db), "--max-records", "3"];
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    for name in ["a", "b"] {
+        c.post_ok("/api/breakpoints", &json!({"function_name": name}));
+        for path in ["behavior", "after_behavior"] {
+            c.post_ok(
+                &format!("/api/breakpoints/{name}/{path}"),
+                &json!({"behavior": "go"}),
+            );
+        }
+    }
+    let ids: Vec<String> = (0..7)
+        .map(|n| go_call(&c, if n % 2 == 0 { "a" } else { "b" }, n))
+        .collect();
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+
+    let check = |c: &crate::support::Client| {
+        let all = c.get_ok("/api/call-records?limit=100");
+        assert_eq!(all["total_count"], 7, "{all}");
+        assert_eq!(call_ids(&all), newest_first);
+        let oldest = c.get_ok("/api/call-records?offset=6&limit=1");
+        assert_eq!(call_ids(&oldest), [ids[0].clone()]);
+        assert_eq!(oldest["calls"][0]["pretty_args"], json!(["0"]));
+        assert_eq!(oldest["calls"][0]["pretty_result"], json!("0"));
+        let a = c.get_ok("/api/call-records?function=a&offset=2");
+        assert_eq!(a["total_count"], 4);
+        assert_eq!(call_ids(&a), [ids[2].clone(), ids[0].clone()]);
+        let history = c.get_ok("/api/breakpoints/a/history?offset=3&limit=5");
+        let h = history["history"].as_array().unwrap();
+        assert_eq!(h.len(), 1, "{history}");
+        assert_eq!(h[0]["call_data"]["call_id"], ids[0].as_str());
+        assert_eq!(h[0]["call_data"]["pretty_result"], json!("0"));
+        assert_eq!(
+            c.get_ok("/api/breakpoints/b/history")["history"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3
+        );
+    };
+    check(&c);
+    let status = c.get_ok("/api/status");
+    assert_eq!(status["calls_in_memory"], 3, "{status}");
+    drop(server);
+
+    let server = Server::start_in(home.path(), &args);
+    check(&server.client());
+}
+
+#[test]
+fn with_memory_only_the_newest_records_are_kept_and_the_others_counted() {
+    let server = Server::start(&["--memory", "--max-records", "3"]);
+    let c = server.client();
+    let ids: Vec<String> = (0..5).map(|n| go_call(&c, "f", n)).collect();
+    let page = c.get_ok("/api/call-records");
+    assert_eq!(page["total_count"], 3);
+    assert_eq!(
+        call_ids(&page),
+        [ids[4].clone(), ids[3].clone(), ids[2].clone()]
+    );
+    let status = c.get_ok("/api/status");
+    assert_eq!(
+        (
+            &status["total_calls"],
+            &status["calls_in_memory"],
+            &status["calls_dropped"]
+        ),
+        (&json!(5), &json!(3), &json!(2)),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_format_1_database_reopens_with_the_same_records() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v1");
+    let home = TempDir::new("format1");
+    let db = home.path().join("v1.db");
+    std::fs::copy(fixtures.join("v1.db"), &db).unwrap();
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("expected.json")).unwrap())
+            .unwrap();
+    let args = ["--db", &db_arg(&db)];
+    let check = |c: &crate::support::Client| {
+        assert_eq!(c.get_ok("/api/call-records"), expected["call_records"]);
+        assert_eq!(
+            c.get_ok("/api/breakpoints/hist/history"),
+            expected["history"]
+        );
+        assert_eq!(c.get_ok("/api/objects")["total_count"], expected["objects"]);
+    };
+    let server = Server::start_in(home.path(), &args);
+    check(&server.client());
+    drop(server);
+    let header = std::fs::read(&db).unwrap();
+    assert_eq!(header[8..12], 2u32.to_le_bytes(), "upgraded to format 2");
+    // Reopened in the new format, with a record of the new format added.
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    check(&c);
+    let id = go_call(&c, "free", 9);
+    drop(server);
+    let server = Server::start_in(home.path(), &args);
+    let page = server.client().get_ok("/api/call-records?limit=1");
+    assert_eq!(call_ids(&page), [id]);
+}
