@@ -11,6 +11,7 @@ pub mod stdio;
 pub mod tools;
 pub mod version;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -405,7 +406,25 @@ impl Mcp {
         let (cancel_tx, cancel_rx) = bounded(1);
         session.state().in_flight.insert(req.id.clone(), cancel_tx);
         let started = Instant::now();
-        let outcome = self.dispatch(session, &req, &cancel_rx, progress_out);
+        // A panicking handler still answers (-32603), on every transport, and the session and
+        // the server keep working: the state lock recovers from poisoning.
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            #[cfg(debug_assertions)]
+            failpoint(&req);
+            self.dispatch(session, &req, &cancel_rx, progress_out)
+        }))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            log::error!("mcp: {} {} panicked: {what}", req.method, req.id);
+            Err(RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "internal error while handling the request (logged)",
+            ))
+        });
         let still_ours = session.state().in_flight.remove(&req.id).is_some();
         log::debug!(
             "mcp: {} {} -> {} in {:.1} ms",
@@ -425,6 +444,7 @@ impl Mcp {
     }
 
     /// Handles a batch (MCP 2025-03-26 only), returning the array to send, if any.
+    /// Each request in it is guarded like a single one.
     pub fn handle_batch(
         &self,
         session: &Session,
@@ -728,6 +748,20 @@ breakpoint_add (or rely on the breakpoints the program registers) -> breakpoint_
 pause's pretty_args and objects (breakpoint_inspect_object with a CID) -> breakpoint_repl_eval to evaluate \
 Python in the paused call -> breakpoint_continue (continue, modified arguments, a fake result, or an exception). \
 A pause whose call_data has pretty_result is after the call completed: only 'continue' is possible there.";
+
+/// Debug builds only: `CIDELDILL_PANIC_ON=<method or tool name>` makes that request panic, so
+/// the tests can check that every transport still answers it.
+#[cfg(debug_assertions)]
+fn failpoint(req: &Request) {
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let target = TARGET.get_or_init(|| std::env::var("CIDELDILL_PANIC_ON").ok());
+    if let Some(t) = target {
+        let tool = req.params.get("name").and_then(Value::as_str);
+        if req.method == *t || tool == Some(t.as_str()) {
+            panic!("failpoint CIDELDILL_PANIC_ON={t}");
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -133,7 +133,15 @@ fn read_loop<R: BufRead>(mcp: &Mcp, mut input: R, out: Sender<Outgoing>) {
                         log::error!("mcp stdio: cannot start a request thread: {e}");
                     }
                 }
-                Incoming::Single(Message::Notification(n)) => mcp.handle_notification(&session, &n),
+                Incoming::Single(Message::Notification(n)) => {
+                    // Notifications get no answer, but a panic must not end the transport.
+                    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        mcp.handle_notification(&session, &n)
+                    }));
+                    if handled.is_err() {
+                        log::error!("mcp stdio: notification {} panicked", n.method);
+                    }
+                }
                 Incoming::Single(Message::Response(r)) => {
                     log::debug!(
                         "mcp stdio: ignoring a response to {:?} (we send no requests)",

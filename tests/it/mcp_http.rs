@@ -11,7 +11,7 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
 use crate::mcp_support::{tool_json, McpServer};
-use crate::support::{call_start_body, deadline, pause_id, wait_for, Client, Resp, Server};
+use crate::support::{call_start_body, deadline, pause_id, wait_for, Client, Resp, Server, TempDir};
 
 // ---------------------------------------------------------------------------------------------
 // A test-side SSE client over a raw socket.
@@ -1020,4 +1020,40 @@ fn pause_notifications_reach_ten_sse_sessions_quickly() {
         pct(&floor, 99)
     );
     assert!(p99 < Duration::from_secs(2), "p99 {p99:?}");
+}
+
+#[test]
+fn a_panicking_request_is_answered_with_an_internal_error_on_both_http_transports() {
+    let home = TempDir::new("panic-http");
+    let s = Server::start_in_env(
+        home.path(),
+        &["--memory", "--mcp-sse"],
+        &[("CIDELDILL_PANIC_ON", "breakpoint_list_breakpoints")],
+    );
+    let call = |id| {
+        rpc(
+            id,
+            "tools/call",
+            json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+        )
+    };
+    let sid = streamable_session(s.port, "2025-11-25");
+    let r = mcp_post(s.port, Some(&sid), &call(7));
+    assert_eq!(r.status, 200, "{}", body_text(&r));
+    assert_eq!(r.json()["id"], 7);
+    assert_eq!(r.json()["error"]["code"], -32603, "{}", body_text(&r));
+    // The session and the server keep working.
+    let r = mcp_post(s.port, Some(&sid), &rpc(8, "ping", json!({})));
+    assert_eq!(r.json()["result"], json!({}));
+
+    let mut legacy = Legacy::connect(s.port);
+    legacy.init();
+    let answer = legacy.request(
+        "tools/call",
+        json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+    );
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    let answer = legacy.request("ping", json!({}));
+    assert_eq!(answer["result"], json!({}));
+    assert!(s.stderr().contains("panicked"), "{}", s.stderr());
 }

@@ -675,3 +675,28 @@ fn sigterm_in_mcp_mode_exits_cleanly() {
     assert!(s.wait_exit().success());
     assert!(!port_file.exists());
 }
+
+#[test]
+fn a_panicking_request_is_answered_and_stdin_eof_still_exits() {
+    let mut s = McpServer::start_env(
+        &["--exit-on-stdin-close"],
+        &[("CIDELDILL_PANIC_ON", "breakpoint_list_breakpoints")],
+    );
+    s.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
+    );
+    s.notify("notifications/initialized", json!({}));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    // Other requests still work, and so does the same one through the other door.
+    assert_eq!(s.request("ping", json!({}))["result"], json!({}));
+    let listed = s.call_ok("breakpoint_list_paused", json!({}));
+    assert!(listed.get("isError").is_none_or(|e| e == false), "{listed}");
+    s.close_stdin();
+    let status = s.wait_exit();
+    assert!(status.success(), "{status}\n{}", s.stderr());
+}

@@ -28,6 +28,11 @@ pub struct McpServer {
 
 impl McpServer {
     pub fn start(extra: &[&str]) -> McpServer {
+        McpServer::start_env(extra, &[])
+    }
+
+    /// Like `start`, with extra environment variables.
+    pub fn start_env(extra: &[&str], envs: &[(&str, &str)]) -> McpServer {
         let home = Arc::new(TempDir::new("mcp"));
         let port_file = home.path().join("port");
         let stderr_path = home.path().join("stderr.log");
@@ -41,6 +46,7 @@ impl McpServer {
             .env("CIDELDILL_HOME", home.path())
             .env("CIDELDILL_PORT_FILE", &port_file)
             .env("RUST_LOG", "debug")
+            .envs(envs.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_path).unwrap())

@@ -69,6 +69,11 @@ impl Server {
 
     /// With `home` as `CIDELDILL_HOME` (kept by the caller, e.g. across restarts).
     pub fn start_in(home: &Path, args: &[&str]) -> Server {
+        Server::start_in_env(home, args, &[])
+    }
+
+    /// Like `start_in`, with extra environment variables.
+    pub fn start_in_env(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let port_file = home.join("port");
         let _ = std::fs::remove_file(&port_file);
         let stderr_path = home.join(format!(
@@ -88,6 +93,7 @@ impl Server {
                 "RUST_LOG",
                 std::env::var("IT_RUST_LOG").unwrap_or_else(|_| "debug".into()),
             )
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
