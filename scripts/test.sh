@@ -13,9 +13,6 @@ command -v python3 >/dev/null || { echo "scripts/test.sh: python3 is required" >
 
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
-# The fixture MCP server is an example; `cargo test --all-targets` builds examples only as test
-# harnesses, so build the real binary first (tests/it/fixture.rs finds it next to the tests).
-cargo build --examples --quiet
 cargo test --all-targets
 # https to external MCP servers is an optional feature (rustls): it must keep building and pass
 # its lints; the default build comes last so the interop peers run the default binary.

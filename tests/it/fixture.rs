@@ -1,4 +1,4 @@
-//! Where the fixture MCP server (the example `fixture_mcp_server`, from
+//! Where the fixture MCP server (the binary `cideldill-fixture-mcp-server`, from
 //! `tests/fixtures/mcp_server.rs`) lives, and a check that it speaks MCP over stdio.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -11,26 +11,9 @@ use serde_json::{json, Value};
 
 use crate::support::deadline;
 
-/// The fixture server's executable: `target/<profile>/examples/`, beside the `deps/` folder that
-/// holds this test binary.
+/// The fixture server's executable, which cargo builds with the tests.
 pub fn fixture_server_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the test binary lives in target/<profile>/deps/");
-    let path = profile_dir.join("examples").join(format!(
-        "fixture_mcp_server{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    assert!(
-        path.is_file(),
-        "the fixture MCP server is missing at {}: run `cargo test`, which builds examples \
-         (`cargo test --test it` alone does not; `cargo build --example fixture_mcp_server` or \
-         `cargo test --all-targets` does)",
-        path.display()
-    );
-    path
+    PathBuf::from(env!("CARGO_BIN_EXE_cideldill-fixture-mcp-server"))
 }
 
 /// The fixture process, killed on drop.

@@ -1,5 +1,5 @@
 //! The MCP client manager end to end: the real binary connects to fixture MCP servers (the
-//! `fixture_mcp_server` example of this crate, spawned over stdio) and to another instance of
+//! `cideldill-fixture-mcp-server` binary of this crate, spawned over stdio) and to another instance of
 //! itself over Streamable HTTP and legacy SSE; tests drive it through the REST API and the
 //! `external_*` MCP tools. Seed 000's test numbers are noted on each test.
 
