@@ -11,8 +11,8 @@ pub mod stdio;
 pub mod tools;
 pub mod version;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};

@@ -1371,7 +1371,8 @@ mod tests {
         }
         assert_eq!(
             one_err(r#"{"command": "x", "timeout_ms": 0.0000001}"#),
-            "servers.s.timeout_ms: expected a positive number, got 1e-7"
+            // Numbers are shown as written (serde_json keeps their text).
+            "servers.s.timeout_ms: expected a positive number, got 0.0000001"
         );
         // The brief's example message.
         assert_eq!(

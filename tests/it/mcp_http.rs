@@ -11,7 +11,9 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
 use crate::mcp_support::{tool_json, McpServer};
-use crate::support::{call_start_body, deadline, pause_id, wait_for, Client, Resp, Server, TempDir};
+use crate::support::{
+    call_start_body, deadline, pause_id, wait_for, Client, Resp, Server, TempDir,
+};
 
 // ---------------------------------------------------------------------------------------------
 // A test-side SSE client over a raw socket.

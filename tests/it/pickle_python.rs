@@ -372,3 +372,66 @@ fn pickle_writer_matches_python_byte_for_byte_on_random_values() {
     }
     assert_matches_python(&values);
 }
+
+/// Integers wider than 64 bits reach the program exactly, whichever face resumes the pause:
+/// REST `modify` and `skip`, and the MCP tool, pickle them as python3 does (not as floats).
+#[test]
+fn wide_integers_in_modify_and_skip_are_pickled_exactly_over_rest_and_mcp() {
+    use cideldill_server::cas::decode_base64_lenient;
+
+    let s = crate::mcp_support::McpServer::initialized("2025-11-25");
+    let http = s.http();
+    s.call_ok(
+        "breakpoint_add",
+        serde_json::json!({"function_name": "wide"}),
+    );
+    let texts = [
+        "1000000000000000000000000000000",
+        "-1180591620717411303424",
+        "18446744073709551616",
+        "[1000000000000000000000000000000, {\"k\": -99999999999999999999999}]",
+    ];
+    let expected = python_pickles(&texts.iter().map(|t| t.to_string()).collect::<Vec<_>>());
+    let pickled = |item: &Value| hex(&decode_base64_lenient(item.as_str().unwrap()).unwrap());
+
+    // REST: raw text, so nothing on our side could have rounded the numbers.
+    let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
+    let body = format!(
+        r#"{{"action": "modify", "modified_args": [{}, {}], "modified_kwargs": {{"y": {}}}}}"#,
+        texts[0], texts[1], texts[2]
+    );
+    let r = http.request(
+        "POST",
+        &format!("/api/paused/{p}/continue"),
+        Some(body.as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let action = http.get_ok(&format!("/api/poll/{p}"))["action"].clone();
+    assert_eq!(pickled(&action["modified_args"][0]["data"]), expected[0]);
+    assert_eq!(pickled(&action["modified_args"][1]["data"]), expected[1]);
+    assert_eq!(
+        pickled(&action["modified_kwargs"]["y"]["data"]),
+        expected[2]
+    );
+
+    let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
+    let body = format!(r#"{{"action": "skip", "fake_result": {}}}"#, texts[3]);
+    let r = http.request(
+        "POST",
+        &format!("/api/paused/{p}/continue"),
+        Some(body.as_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let action = http.get_ok(&format!("/api/poll/{p}"))["action"].clone();
+    assert_eq!(pickled(&action["fake_result_data"]), expected[3]);
+
+    // MCP: the agent's JSON-RPC line carries the same text.
+    let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
+    let fake: Value = serde_json::from_str(texts[3]).unwrap();
+    s.call_ok(
+        "breakpoint_continue",
+        serde_json::json!({"pause_id": p, "fake_result": fake}),
+    );
+    let action = http.get_ok(&format!("/api/poll/{p}"))["action"].clone();
+    assert_eq!(pickled(&action["fake_result_data"]), expected[3]);
+}
