@@ -391,6 +391,20 @@ impl Mcp {
         }
     }
 
+    /// Whether a request may block (it waits for a pause, for the program's REPL answer or for
+    /// an external MCP server) and so needs a thread of its own. Every other request is
+    /// answered at once, and transports run it on the thread that read it.
+    pub fn may_block(req: &Request) -> bool {
+        /// Our tools that wait; every `external_*` tool talks to an external server.
+        const BLOCKING_TOOLS: [&str; 2] = ["breakpoint_wait_for_pause", "breakpoint_repl_eval"];
+        req.method == "tools/call"
+            && req
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .is_none_or(|name| BLOCKING_TOOLS.contains(&name) || name.starts_with("external_"))
+    }
+
     /// Handles one request. `None` means no response is sent (it was cancelled).
     pub fn handle_request(&self, session: &Session, req: Request) -> Option<Response> {
         self.handle_request_via(session, req, None)

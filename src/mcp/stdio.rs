@@ -1,6 +1,7 @@
-//! The MCP stdio transport: `stdio-in` reads one JSON-RPC message per line from stdin and runs
-//! each request on its own scoped `mcp-req` thread (so `ping` and `notifications/cancelled` are
-//! read while a tool blocks); `stdio-out` is the only writer of stdout in the whole program and
+//! The MCP stdio transport: `stdio-in` reads one JSON-RPC message per line from stdin, answers
+//! the requests that cannot block itself, and runs each one that may block (`Mcp::may_block`) on
+//! its own scoped `mcp-req` thread (so `ping` and `notifications/cancelled` are read while a
+//! tool waits); `stdio-out` is the only writer of stdout in the whole program and
 //! writes one message per line, flushing each. On stdin EOF the session's requests are
 //! cancelled and joined, the session closes, and `on_eof` runs.
 
@@ -118,6 +119,12 @@ fn read_loop<R: BufRead>(mcp: &Mcp, mut input: R, out: Sender<Outgoing>) {
             }
             log::trace!("< stdio {}", jsonrpc::excerpt(line));
             match jsonrpc::parse(line) {
+                Incoming::Single(Message::Request(req)) if !Mcp::may_block(&req) => {
+                    // Answered at once: no thread to start, no hand-off.
+                    if let Some(resp) = mcp.handle_request(&session, req) {
+                        send(Message::Response(resp));
+                    }
+                }
                 Incoming::Single(Message::Request(req)) => {
                     let session = &session;
                     let send = &send;
