@@ -1035,39 +1035,59 @@ impl Bench {
         let mut bytes_per_cycle = None;
         let mut cells: Vec<Vec<Cell>> = servers.iter().map(|_| Vec::new()).collect();
         let mut floors = Vec::new();
+        // Short windows taken in turns (floor, ours, baseline; three rounds) so that drift of
+        // a shared machine touches every column alike; a rate is its cycles over its time.
+        const ROUNDS: u32 = 3;
         for threads in THREADS {
             let until = self.opts.n(if db { 20_000 } else { 100_000 });
-            let limit = self.opts.secs(1.5);
-            if let Some(tr) = &trivial {
-                let never = AtomicBool::new(false);
-                let r = run_cycles(tr.port, &self.load, threads, 0, until, limit, &never);
-                floors.push(match r.error {
-                    None => Some(r.rate()),
-                    Some(e) => {
-                        eprintln!("bench:   floor failed: {e}");
-                        None
-                    }
-                });
-            }
-            for (i, (s, dbfile)) in servers.iter().enumerate() {
-                let cell = match s {
-                    Err(e) => Cell::of(Err(e.clone())),
-                    Ok(s) => {
-                        let size0 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
-                        let never = AtomicBool::new(false);
-                        let r = run_cycles(s.port, &self.load, threads, 0, until, limit, &never);
-                        if db && i == 0 && threads == 1 && r.done > 0 {
-                            let size1 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
-                            bytes_per_cycle =
-                                Some(size1.saturating_sub(size0) as f64 / r.done as f64);
+            let limit = self.opts.secs(1.5) / ROUNDS;
+            let mut floor = Some((0, Duration::ZERO));
+            let mut totals: Vec<Res<(u64, Duration)>> = servers
+                .iter()
+                .map(|(s, _)| {
+                    s.as_ref()
+                        .map(|_| (0, Duration::ZERO))
+                        .map_err(Clone::clone)
+                })
+                .collect();
+            for _ in 0..ROUNDS {
+                if let (Some(tr), Some((done, took))) = (&trivial, &mut floor) {
+                    let never = AtomicBool::new(false);
+                    let r = run_cycles(tr.port, &self.load, threads, 0, until, limit, &never);
+                    match r.error {
+                        None => (*done, *took) = (*done + r.done, *took + r.elapsed),
+                        Some(e) => {
+                            eprintln!("bench:   floor failed: {e}");
+                            floor = None;
                         }
-                        Cell::of(match r.error {
-                            Some(e) => Err(e),
-                            None => Ok((format!("{} /s", num(r.rate())), r.rate())),
-                        })
                     }
-                };
-                cells[i].push(cell);
+                }
+                for (i, ((s, dbfile), total)) in servers.iter().zip(&mut totals).enumerate() {
+                    let (Ok(s), Ok((done, took))) = (s, &mut *total) else {
+                        continue;
+                    };
+                    let size0 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
+                    let never = AtomicBool::new(false);
+                    let r = run_cycles(s.port, &self.load, threads, 0, until, limit, &never);
+                    if let Some(e) = r.error {
+                        *total = Err(e);
+                        continue;
+                    }
+                    (*done, *took) = (*done + r.done, *took + r.elapsed);
+                    if db && i == 0 && threads == 1 && r.done > 0 {
+                        let size1 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
+                        bytes_per_cycle = Some(size1.saturating_sub(size0) as f64 / r.done as f64);
+                    }
+                }
+            }
+            if trivial.is_some() {
+                floors.push(floor.map(|(done, took)| done as f64 / took.as_secs_f64()));
+            }
+            for (i, total) in totals.into_iter().enumerate() {
+                cells[i].push(Cell::of(total.map(|(done, took)| {
+                    let rate = done as f64 / took.as_secs_f64();
+                    (format!("{} /s", num(rate)), rate)
+                })));
             }
         }
         for (k, threads) in THREADS.iter().enumerate() {
