@@ -5,23 +5,33 @@ Builds a few realistic payloads with pickle (protocol 4) and dill (as the debug 
 then measures, on the same bytes, our `pickle::repr` (a small release binary built against this
 crate in .cache/bench-pickle) and python3's `repr(pickle.loads(b))` (dill.loads for dill payloads).
 Reports MB/s for both and the ratio per payload.
-Needs: cargo, python3; dill from the cache that scripts/demo_app.py installs.
+`--emit DIR` is the half that scripts/bench.sh uses: it writes the plain-pickle payloads (no dill)
+to DIR/p<i>.pkl and prints one line per payload, `file<TAB>name<TAB>bytes<TAB>python MB/s`;
+benches/bench.rs then times our reader on the same files.
+Needs: cargo, python3; dill from the cache that scripts/demo_app.py installs (not for --emit).
 Usage: scripts/bench_pickle.py [seconds-per-measurement]
+       scripts/bench_pickle.py --emit DIR [seconds-per-measurement]
 """
 import dataclasses, datetime, decimal, os, pickle, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".cache")
-SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
+EMIT = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--emit" else None
+ARGS = sys.argv[3:] if EMIT else sys.argv[1:]
+SECONDS = float(ARGS[0]) if ARGS else 1.0
+dill = None
 
-sys.path.insert(0, os.path.join(CACHE, "python"))
-try:
-    import dill
-except ImportError:
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "demo_app.py"), "--self-test", "--dill"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import dill
-dill.settings["recurse"] = True
+
+def load_dill():
+    global dill
+    sys.path.insert(0, os.path.join(CACHE, "python"))
+    try:
+        import dill
+    except ImportError:
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "demo_app.py"), "--self-test", "--dill"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import dill
+    dill.settings["recurse"] = True
 
 
 @dataclasses.dataclass
@@ -33,7 +43,7 @@ class Order:
     placed: datetime.datetime
 
 
-def payloads():
+def payloads(with_dill=True):
     records = [{"id": i, "name": f"user{i}", "score": i * 1.5, "tags": ["a", "b", str(i)], "active": i % 2 == 0}
                for i in range(20000)]
     text = ["line %d: %s" % (i, "lorem ipsum dolor sit amet " * 3) for i in range(20000)]
@@ -42,13 +52,15 @@ def payloads():
               "when": datetime.datetime(2024, 1, 2, 3, 4, 5), "price": decimal.Decimal("19.99")}
     orders = [Order(i, f"c{i % 97}", i * 3.25, [("sku%d" % j, j) for j in range(5)],
                     datetime.datetime(2024, 5, 1, 12, 0, i % 60)) for i in range(5000)]
-    return [
+    plain = [
         ("records (list of dicts)", pickle.dumps(records, protocol=4), "pickle"),
         ("text lines", pickle.dumps(text, protocol=4), "pickle"),
         ("numbers (ints, bigints, floats)", pickle.dumps(numbers, protocol=4), "pickle"),
         ("nested tuples, datetime, Decimal", pickle.dumps(nested, protocol=4), "pickle"),
-        ("dataclass instances (dill, by value)", dill.dumps(orders, protocol=4), "dill"),
     ]
+    if not with_dill:
+        return plain
+    return plain + [("dataclass instances (dill, by value)", dill.dumps(orders, protocol=4), "dill")]
 
 
 BENCH_MAIN = r'''
@@ -95,7 +107,19 @@ def python_rate(data, kind):
     return len(data) * n / (time.perf_counter() - t) / 1e6
 
 
+def emit(directory):
+    os.makedirs(directory, exist_ok=True)
+    for i, (name, data, kind) in enumerate(payloads(with_dill=False)):
+        path = os.path.join(directory, f"p{i}.pkl")
+        with open(path, "wb") as f:
+            f.write(data)
+        print(f"{path}\t{name}\t{len(data)}\t{python_rate(data, kind)}", flush=True)
+
+
 def main():
+    if EMIT:
+        return emit(EMIT)
+    load_dill()
     binary = build_rust()
     work = os.path.join(CACHE, "bench-pickle", "data")
     os.makedirs(work, exist_ok=True)

@@ -1,0 +1,1783 @@
+//! The project's benchmark: one markdown table, every row beside its floor measured in the same
+//! run. scripts/bench.sh builds everything and calls this program through `cargo bench`; see its
+//! header for what the rows mean.
+//!
+//! Arguments (all given by bench.sh): `--server BIN` (the release binary), `--baseline BIN`
+//! (optional second binary, same rows in extra columns), `--fixture BIN` (the fixture MCP
+//! server), `--load FILE` (scripts/bench_load.py's output), `--pickles FILE` (the lines of
+//! `scripts/bench_pickle.py --emit`), `--tmp DIR` (scratch directory, on the disk under test),
+//! `--scale X` (multiplies every request count and deadline; 1 is the real run).
+//!
+//! The load generator talks HTTP/1.1 by hand over std `TcpStream`, one new connection per
+//! request with `Connection: close`, like the Python client; threads are `std::thread`. Servers
+//! run with `RUST_LOG=warn` and their own `CIDELDILL_HOME`; their stderr goes to a log file in
+//! their scratch directory. Every child process is stopped when its handle drops, and every
+//! blocking read has a deadline (socket timeouts, or a watchdog that kills the child).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+type Res<T> = Result<T, String>;
+
+/// Stops a call cycle load when the server's RSS passes this.
+const RSS_GUARD_KIB: u64 = 4 * 1024 * 1024;
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+const THREADS: [usize; 3] = [1, 4, 16];
+
+fn err<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options.
+
+struct Opts {
+    server: PathBuf,
+    baseline: Option<PathBuf>,
+    fixture: PathBuf,
+    load: PathBuf,
+    pickles: Option<PathBuf>,
+    tmp: PathBuf,
+    scale: f64,
+    budget: Duration,
+}
+
+impl Opts {
+    fn parse() -> Res<Opts> {
+        let mut args = std::env::args().skip(1);
+        let (mut server, mut baseline, mut fixture, mut load, mut pickles, mut tmp) =
+            (None, None, None, None, None, None);
+        let mut scale = 1.0;
+        let mut budget = 280.0;
+        while let Some(a) = args.next() {
+            let mut value = || args.next().ok_or(format!("{a} needs a value"));
+            match a.as_str() {
+                "--server" => server = Some(PathBuf::from(value()?)),
+                "--baseline" => baseline = Some(PathBuf::from(value()?)),
+                "--fixture" => fixture = Some(PathBuf::from(value()?)),
+                "--load" => load = Some(PathBuf::from(value()?)),
+                "--pickles" => pickles = Some(PathBuf::from(value()?)),
+                "--tmp" => tmp = Some(PathBuf::from(value()?)),
+                "--scale" => scale = value()?.parse().map_err(err("--scale"))?,
+                "--budget-s" => budget = value()?.parse().map_err(err("--budget-s"))?,
+                "--bench" => {} // added by `cargo bench`
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        Ok(Opts {
+            server: server.ok_or("--server is required")?,
+            baseline,
+            fixture: fixture.ok_or("--fixture is required")?,
+            load: load.ok_or("--load is required")?,
+            pickles,
+            tmp: tmp.ok_or("--tmp is required")?,
+            scale,
+            budget: Duration::from_secs_f64(f64::max(budget, 0.0)),
+        })
+    }
+
+    fn n(&self, count: u64) -> u64 {
+        ((count as f64 * self.scale) as u64).max(1)
+    }
+
+    fn secs(&self, s: f64) -> Duration {
+        Duration::from_secs_f64(s * self.scale.max(0.05))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP client: one connection per request, `Connection: close`, read to EOF.
+
+fn http(port: u16, method: &str, path: &str, body: &[u8]) -> Res<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(err("connect"))?;
+    s.set_nodelay(true).map_err(err("nodelay"))?;
+    s.set_read_timeout(Some(HTTP_TIMEOUT))
+        .map_err(err("timeout"))?;
+    s.set_write_timeout(Some(HTTP_TIMEOUT))
+        .map_err(err("timeout"))?;
+    let mut req = Vec::with_capacity(160 + body.len());
+    let _ = write!(
+        req,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    req.extend_from_slice(body);
+    s.write_all(&req).map_err(err("write"))?;
+    let mut resp = Vec::with_capacity(1024);
+    s.read_to_end(&mut resp).map_err(err("read"))?;
+    parse_response(&resp)
+}
+
+fn parse_response(resp: &[u8]) -> Res<(u16, Vec<u8>)> {
+    let end = find(resp, b"\r\n\r\n").ok_or("response without a header end")?;
+    let head = String::from_utf8_lossy(&resp[..end]);
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line: {head}"))?;
+    let rest = &resp[end + 4..];
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    if !chunked {
+        return Ok((status, rest.to_vec()));
+    }
+    let (mut body, mut at) = (Vec::new(), 0);
+    loop {
+        let eol = find(&rest[at..], b"\r\n").ok_or("bad chunk")? + at;
+        let size_text = String::from_utf8_lossy(&rest[at..eol]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(err("chunk size"))?;
+        if size == 0 {
+            return Ok((status, body));
+        }
+        let data = eol + 2;
+        body.extend_from_slice(rest.get(data..data + size).ok_or("short chunk")?);
+        at = data + size + 2;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A request that must answer 200 with a JSON body.
+fn call(port: u16, method: &str, path: &str, body: &[u8]) -> Res<Value> {
+    let (status, body) = http(port, method, path, body)?;
+    if status != 200 {
+        return Err(format!(
+            "{method} {path} -> {status} {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        ));
+    }
+    serde_json::from_slice(&body).map_err(err("response JSON"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The trivial floor server: a thread per connection, a fixed small JSON answer, then close.
+
+struct Trivial {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+const TRIVIAL_ANSWER: &str = r#"{"call_id":"bench-1","action":"continue","status":"ok"}"#;
+
+impl Trivial {
+    fn start() -> Res<Trivial> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(err("bind"))?;
+        let port = listener.local_addr().map_err(err("addr"))?.port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok(c) = conn {
+                    thread::spawn(move || trivial_serve(c));
+                }
+            }
+        });
+        Ok(Trivial { port, stop })
+    }
+}
+
+impl Drop for Trivial {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn trivial_serve(mut c: TcpStream) {
+    let _ = c.set_read_timeout(Some(HTTP_TIMEOUT));
+    let mut buf = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(e) = find(&buf, b"\r\n\r\n") {
+            break e;
+        }
+        match c.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < end + 4 + length {
+        match c.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{TRIVIAL_ANSWER}",
+        TRIVIAL_ANSWER.len()
+    );
+    let _ = c.write_all(answer.as_bytes());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: servers, `cat`, the fixture MCP server.
+
+/// Newline-delimited JSON-RPC over a child's stdin/stdout.
+struct Rpc {
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    line: String,
+}
+
+impl Rpc {
+    fn new(child: &mut Child) -> Rpc {
+        Rpc {
+            stdin: child.stdin.take().expect("piped stdin"),
+            stdout: BufReader::new(child.stdout.take().expect("piped stdout")),
+            next: 1,
+            line: String::new(),
+        }
+    }
+
+    fn send(&mut self, msg: &Value) -> Res<()> {
+        let mut bytes = serde_json::to_vec(msg).map_err(err("encode"))?;
+        bytes.push(b'\n');
+        self.stdin.write_all(&bytes).map_err(err("write stdin"))
+    }
+
+    /// Sends a request and reads lines until the one carrying its id (notifications are skipped).
+    fn request(&mut self, method: &str, params: &Value) -> Res<Value> {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            self.line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut self.line)
+                .map_err(err("read stdout"))?;
+            if n == 0 {
+                return Err(format!("{method}: end of stdout"));
+            }
+            let v: Value = match serde_json::from_str(&self.line) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            if v.get("id").and_then(Value::as_u64) == Some(id) {
+                if let Some(e) = v.get("error") {
+                    return Err(format!("{method}: error {e}"));
+                }
+                if v.pointer("/result/isError") == Some(&Value::Bool(true)) {
+                    return Err(format!("{method}: isError {}", v["result"]));
+                }
+                return Ok(v);
+            }
+        }
+    }
+
+    fn mcp_handshake(&mut self) -> Res<()> {
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "cideldill-bench", "version": "0"}});
+        self.request("initialize", &init)?;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    }
+}
+
+struct Proc {
+    child: Child,
+    rpc: Option<Rpc>,
+    /// The scratch directory (home, port file, stderr log), for servers.
+    dir: Option<PathBuf>,
+    port: u16,
+}
+
+impl Proc {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn rpc(&mut self) -> &mut Rpc {
+        self.rpc.as_mut().expect("a piped child")
+    }
+
+    fn stderr_tail(&self) -> String {
+        let Some(dir) = &self.dir else {
+            return String::new();
+        };
+        let text = fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    /// A piped child speaking JSON-RPC on stdio (`cat`, the fixture server).
+    fn piped(program: &Path, args: &[&str]) -> Res<Proc> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(err("spawn"))?;
+        let rpc = Some(Rpc::new(&mut child));
+        Ok(Proc {
+            child,
+            rpc,
+            dir: None,
+            port: 0,
+        })
+    }
+
+    /// Starts a server on port 0 in a fresh scratch directory and waits for its port file.
+    fn server(bin: &Path, dir: &Path, args: &[String], mcp: bool) -> Res<Proc> {
+        let home = dir.join("home");
+        fs::create_dir_all(&home).map_err(err("mkdir"))?;
+        let port_file = dir.join("port");
+        let log = fs::File::create(dir.join("stderr.log")).map_err(err("log"))?;
+        let mut cmd = Command::new(bin);
+        cmd.arg("--port")
+            .arg("0")
+            .arg("--port-file")
+            .arg(&port_file)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .env("CIDELDILL_HOME", &home)
+            .env_remove("CIDELDILL_PORT_FILE")
+            .stderr(log);
+        if mcp {
+            cmd.arg("--mcp")
+                .arg("--exit-on-stdin-close")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped());
+        } else {
+            cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        }
+        let mut child = cmd.spawn().map_err(err("spawn server"))?;
+        let rpc = mcp.then(|| Rpc::new(&mut child));
+        let mut p = Proc {
+            child,
+            rpc,
+            dir: Some(dir.to_path_buf()),
+            port: 0,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(port) = fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                p.port = port;
+                return Ok(p);
+            }
+            if let Ok(Some(status)) = p.child.try_wait() {
+                return Err(format!(
+                    "server exited at start ({status}): {}",
+                    p.stderr_tail()
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err("no port file within 10 s".into());
+            }
+            thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.pid())
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // Closing stdin ends `cat`, the fixture, and a server started with --exit-on-stdin-close.
+        let piped = self.rpc.take().is_some();
+        if piped && self.wait_exit(Duration::from_secs(3)) {
+            return;
+        }
+        signal(self.pid(), "-TERM");
+        if !self.wait_exit(Duration::from_secs(5)) {
+            eprintln!("bench: pid {} ignored SIGTERM; killing it", self.pid());
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Kills a child if a measurement over its pipes outlives its deadline (a blocked read then
+/// sees end of file).
+struct Watchdog {
+    tx: Option<mpsc::Sender<()>>,
+}
+
+impl Watchdog {
+    fn new(pid: u32, limit: Duration) -> Watchdog {
+        let (tx, rx) = mpsc::channel::<()>();
+        thread::spawn(move || {
+            if rx.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
+                eprintln!("bench: pid {pid} still busy after {limit:?}; killing it");
+                signal(pid, "-KILL");
+            }
+        });
+        Watchdog { tx: Some(tx) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.tx.take();
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load: request bodies of the real client, built once.
+
+struct Load {
+    /// Per argument set: the call/start body for the function without a breakpoint.
+    free: Vec<Vec<u8>>,
+    /// The same for `bp`, the function with a breakpoint.
+    bp: Vec<Vec<u8>>,
+    /// Per argument set: the call/complete body after `{"call_id":<id>`.
+    complete_tail: Vec<String>,
+}
+
+impl Load {
+    fn read(path: &Path) -> Res<Load> {
+        let text = fs::read_to_string(path).map_err(err("load file"))?;
+        let v: Value = serde_json::from_str(&text).map_err(err("load JSON"))?;
+        let target = &v["target"];
+        let sets = v["sets"].as_array().ok_or("load: no sets")?;
+        let pid = std::process::id();
+        let started = now() - 12.5;
+        let frames = |i: usize| {
+            json!([
+                {"filename": "/srv/shop/checkout.py", "lineno": 120 + i, "function": "checkout",
+                 "code_context": "total = apply_discount(order, currency, c=flags)"},
+                {"filename": "/srv/shop/views.py", "lineno": 57, "function": "post_order",
+                 "code_context": "receipt = checkout(cart, user)"},
+                {"filename": "/srv/shop/app.py", "lineno": 14, "function": "main",
+                 "code_context": "serve(routes)"},
+            ])
+        };
+        let start = |method: &str, i: usize, set: &Value| {
+            let body = json!({
+                "method_name": method,
+                "process_pid": pid,
+                "process_start_time": started,
+                "target": target,
+                "args": set["args"],
+                "kwargs": set["kwargs"],
+                "call_site": {"timestamp": started + 1.0 + i as f64, "target_cid": target["cid"],
+                              "stack_trace": frames(i)},
+                "call_type": "proxy",
+                "signature": "(a, b, c=None)",
+            });
+            serde_json::to_vec(&body).expect("JSON")
+        };
+        let mut load = Load {
+            free: Vec::new(),
+            bp: Vec::new(),
+            complete_tail: Vec::new(),
+        };
+        for (i, set) in sets.iter().enumerate() {
+            load.free.push(start("apply_discount", i, set));
+            load.bp.push(start("bp", i, set));
+            let r = &set["result"];
+            let tail = json!({
+                "timestamp": started + 2.0 + i as f64,
+                "status": "success",
+                "result_cid": r["cid"],
+                "result_data": r["data"],
+                "result_client_ref": r["client_ref"],
+                "process_pid": pid,
+                "process_start_time": started,
+            })
+            .to_string();
+            load.complete_tail.push(format!(",{}", &tail[1..]));
+        }
+        if load.free.is_empty() {
+            return Err("load: empty".into());
+        }
+        Ok(load)
+    }
+
+    fn complete(&self, i: usize, call_id: &Value) -> Vec<u8> {
+        let tail = &self.complete_tail[i % self.complete_tail.len()];
+        format!("{{\"call_id\":{call_id}{tail}").into_bytes()
+    }
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// One call cycle of a function without a breakpoint: call/start (continue) + call/complete.
+fn cycle(port: u16, load: &Load, i: u64) -> Res<()> {
+    let i = (i % load.free.len() as u64) as usize;
+    let start = call(port, "POST", "/api/call/start", &load.free[i])?;
+    if start["action"] != "continue" {
+        return Err(format!("call/start answered {start}"));
+    }
+    let done = call(
+        port,
+        "POST",
+        "/api/call/complete",
+        &load.complete(i, &start["call_id"]),
+    )?;
+    if done["action"] == "poll" {
+        return Err(format!("call/complete paused: {done}"));
+    }
+    Ok(())
+}
+
+struct Ran {
+    done: u64,
+    elapsed: Duration,
+    error: Option<String>,
+    stopped: bool,
+}
+
+impl Ran {
+    fn rate(&self) -> f64 {
+        self.done as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Call cycles `first..until` on `threads` threads, until done, the deadline, an error, or
+/// `stop` (the RSS guard).
+fn run_cycles(
+    port: u16,
+    load: &Load,
+    threads: usize,
+    first: u64,
+    until: u64,
+    deadline: Duration,
+    stop: &AtomicBool,
+) -> Ran {
+    let next = AtomicU64::new(first);
+    let done = AtomicU64::new(0);
+    let error = Mutex::new(None);
+    let t0 = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) || t0.elapsed() > deadline {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= until {
+                    break;
+                }
+                if let Err(e) = cycle(port, load, i) {
+                    error.lock().unwrap().get_or_insert(e);
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    let error = error.into_inner().unwrap();
+    Ran {
+        done: done.into_inner(),
+        elapsed: t0.elapsed(),
+        stopped: stop.load(Ordering::Relaxed) && error.is_none(),
+        error,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and cells.
+
+#[derive(Clone, Copy)]
+struct Lat {
+    p50: f64,
+    p99: f64,
+}
+
+fn lat(mut v: Vec<Duration>) -> Res<Lat> {
+    if v.is_empty() {
+        return Err("no samples".into());
+    }
+    v.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    Ok(Lat {
+        p50: us(v[v.len() / 2]),
+        p99: us(v[(v.len() * 99 / 100).min(v.len() - 1)]),
+    })
+}
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        let s = format!("{:.0}", x);
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn lat_cell(l: &Lat) -> String {
+    format!("{} µs (p99 {})", num(l.p50), num(l.p99))
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "—".into()
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{} MiB", num(kib as f64 / 1024.0))
+}
+
+/// A measured value for one binary: the cell text and the number compared with the floor.
+struct Cell {
+    text: String,
+    value: Option<f64>,
+}
+
+impl Cell {
+    fn of(r: Res<(String, f64)>) -> Cell {
+        match r {
+            Ok((text, value)) => Cell {
+                text,
+                value: Some(value),
+            },
+            Err(e) => {
+                eprintln!("bench:   failed: {e}");
+                let short: String = e.chars().take(60).collect();
+                Cell {
+                    text: format!("failed: {}", short.replace('|', "/")),
+                    value: None,
+                }
+            }
+        }
+    }
+
+    fn text(text: String) -> Cell {
+        Cell { text, value: None }
+    }
+}
+
+struct Row {
+    measure: String,
+    ours: Cell,
+    base: Option<Cell>,
+    floor: String,
+    floor_value: Option<f64>,
+    /// How to compare a value with the floor: a ratio, or a difference in µs.
+    diff: bool,
+    goal: String,
+}
+
+impl Row {
+    fn compare(&self, c: &Cell) -> String {
+        match (c.value, self.floor_value) {
+            (Some(v), Some(f)) if self.diff => format!("+{} µs ({})", num(v - f), ratio(v, f)),
+            (Some(v), Some(f)) => ratio(v, f),
+            _ => "—".into(),
+        }
+    }
+}
+
+struct Table {
+    rows: Vec<Row>,
+    baseline: bool,
+    costs: Vec<(String, f64)>,
+    t0: Instant,
+}
+
+impl Table {
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &mut self,
+        measure: &str,
+        ours: Cell,
+        base: Option<Cell>,
+        floor: &str,
+        floor_value: Option<f64>,
+        diff: bool,
+        goal: &str,
+    ) {
+        self.rows.push(Row {
+            measure: measure.into(),
+            ours,
+            base,
+            floor: floor.into(),
+            floor_value,
+            diff,
+            goal: goal.into(),
+        });
+    }
+
+    fn print(&self) {
+        let mut out = String::new();
+        if self.baseline {
+            out.push_str("| measure | ours | floor | ours vs floor | baseline | baseline vs floor | goal |\n");
+            out.push_str("|---|---|---|---|---|---|---|\n");
+        } else {
+            out.push_str("| measure | ours | floor | ours vs floor | goal |\n");
+            out.push_str("|---|---|---|---|---|\n");
+        }
+        for r in &self.rows {
+            let _ = write!(
+                out,
+                "| {} | {} | {} | {} |",
+                r.measure,
+                r.ours.text,
+                r.floor,
+                r.compare(&r.ours)
+            );
+            if self.baseline {
+                match &r.base {
+                    Some(b) => {
+                        let _ = write!(out, " {} | {} |", b.text, r.compare(b));
+                    }
+                    None => out.push_str(" n/a | — |"),
+                }
+            }
+            let _ = writeln!(out, " {} |", r.goal);
+        }
+        print!("{out}");
+        let costs: Vec<String> = self
+            .costs
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.1} s"))
+            .collect();
+        println!(
+            "\nRun time of the measurements: {:.0} s ({}).",
+            self.t0.elapsed().as_secs_f64(),
+            costs.join(", ")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The measurements.
+
+struct Bench {
+    opts: Opts,
+    load: Load,
+    runs: AtomicU64,
+    /// The in-memory floors, reused by the `--db` rows (plus one fsync).
+    floors: Mutex<Floors>,
+}
+
+#[derive(Default)]
+struct Floors {
+    /// Trivial server call cycles per second, per entry of `THREADS`.
+    cycles: Vec<Option<f64>>,
+    /// Trivial server, the 3 requests of a pause round trip.
+    pause: Option<Lat>,
+    /// The fixture MCP server called directly.
+    direct: Option<Lat>,
+}
+
+impl Bench {
+    fn bins(&self) -> Vec<(&'static str, &Path)> {
+        let mut v = vec![("ours", self.opts.server.as_path())];
+        if let Some(b) = &self.opts.baseline {
+            v.push(("baseline", b.as_path()));
+        }
+        v
+    }
+
+    fn dir(&self, label: &str) -> PathBuf {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        self.opts.tmp.join(format!("{n:02}-{label}"))
+    }
+
+    fn server(&self, bin: &Path, label: &str, args: &[&str], mcp: bool) -> Res<Proc> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Proc::server(bin, &self.dir(label), &args, mcp)
+    }
+
+    /// Call cycles `from..until` on 4 threads while a monitor thread stops them if the
+    /// server's RSS passes the guard; then the RSS once the load has stopped.
+    fn phase(&self, server: &Proc, from: u64, until: u64, limit: Duration) -> (Ran, u64) {
+        let stop = AtomicBool::new(false);
+        let finished = AtomicBool::new(false);
+        let pid = server.pid();
+        let ran = thread::scope(|s| {
+            s.spawn(|| {
+                while !finished.load(Ordering::Relaxed) {
+                    if rss_kib(pid).is_some_and(|r| r > RSS_GUARD_KIB) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    thread::sleep(Duration::from_millis(20));
+                }
+            });
+            let ran = run_cycles(server.port, &self.load, 4, from, until, limit, &stop);
+            finished.store(true, Ordering::Relaxed);
+            ran
+        });
+        thread::sleep(Duration::from_millis(100));
+        (ran, server.rss_kib().unwrap_or(0))
+    }
+
+    /// Resident memory per call, and RSS after 100,000 and 1,000,000 calls: one `--memory`
+    /// server per binary, the phases interleaved; the last phase gets what is left of the
+    /// time budget (the baseline first: a server that grows without bound stops at the guard).
+    fn rows_memory(&self, t: &mut Table, budget_end: Instant) {
+        struct Mem<'a> {
+            label: &'a str,
+            server: Res<Proc>,
+            total: u64,
+            cells: Vec<Cell>,
+        }
+        let warm = self.load.free.len() as u64 * 2;
+        let mut mems: Vec<Mem> = self
+            .bins()
+            .into_iter()
+            .map(|(label, bin)| {
+                let server = self.server(bin, label, &["--memory"], false).and_then(|s| {
+                    let never = AtomicBool::new(false);
+                    let r =
+                        run_cycles(s.port, &self.load, 4, 0, warm, self.opts.secs(30.0), &never);
+                    r.error.map_or(Ok(s), Err)
+                });
+                Mem {
+                    label,
+                    server,
+                    total: warm,
+                    cells: Vec::new(),
+                }
+            })
+            .collect();
+        let per_call = self.opts.n(20_000);
+        let marks = [self.opts.n(100_000), self.opts.n(1_000_000)];
+        // The per-call phase.
+        for m in &mut mems {
+            let Ok(server) = &m.server else {
+                m.cells.push(Cell::of(Err(m
+                    .server
+                    .as_ref()
+                    .err()
+                    .cloned()
+                    .unwrap_or_default())));
+                continue;
+            };
+            let rss0 = server.rss_kib().unwrap_or(0);
+            let (r, rss1) = self.phase(server, m.total, m.total + per_call, self.opts.secs(60.0));
+            m.total += r.done;
+            let rate = r.rate();
+            m.cells.push(Cell::of(match (r.error, r.done) {
+                (Some(e), _) => Err(e),
+                (None, 0) => Err("no call completed".into()),
+                (None, done) => {
+                    let per = (rss1 as f64 - rss0 as f64) / done as f64;
+                    eprintln!(
+                        "bench:   {}: {done} call cycles, RSS {rss0} -> {rss1} KiB: {per:.2} KiB/call ({:.0} cycles/s)",
+                        m.label,
+                        rate
+                    );
+                    Ok((format!("{per:.2} KiB"), per))
+                }
+            }));
+        }
+        // RSS after 100,000 calls, then after 1,000,000 (baseline first, within the budget).
+        for (k, mark) in marks.iter().enumerate() {
+            let last = k == marks.len() - 1;
+            let order: Vec<usize> = if last {
+                (0..mems.len()).rev().collect()
+            } else {
+                (0..mems.len()).collect()
+            };
+            for (j, &i) in order.iter().enumerate() {
+                let m = &mut mems[i];
+                let Ok(server) = &m.server else {
+                    m.cells.push(Cell::text("failed".into()));
+                    continue;
+                };
+                if m.cells
+                    .last()
+                    .is_some_and(|c| c.text.starts_with('>') || c.text.starts_with("failed"))
+                {
+                    m.cells.push(Cell::text(
+                        m.cells.last().map(|c| c.text.clone()).unwrap_or_default(),
+                    ));
+                    continue;
+                }
+                let limit = if last {
+                    let left = budget_end.saturating_duration_since(Instant::now());
+                    left / (order.len() - j) as u32
+                } else {
+                    self.opts.secs(60.0)
+                };
+                let (r, rss) = self.phase(server, m.total, *mark, limit);
+                m.total += r.done;
+                eprintln!(
+                    "bench:   {}: {} calls, RSS {rss} KiB ({:.0} cycles/s, {:.0} s)",
+                    m.label,
+                    m.total,
+                    r.rate(),
+                    r.elapsed.as_secs_f64()
+                );
+                let total = num(m.total as f64);
+                m.cells.push(if let Some(e) = r.error {
+                    Cell::of(Err(e))
+                } else if r.stopped {
+                    Cell::text(format!("> 4 GiB after {total} calls"))
+                } else if m.total < *mark {
+                    Cell {
+                        text: format!(
+                            "{} after only {total} calls (time box {:.0} s)",
+                            mib(rss),
+                            limit.as_secs_f64()
+                        ),
+                        value: Some(rss as f64),
+                    }
+                } else {
+                    Cell {
+                        text: mib(rss),
+                        value: Some(rss as f64),
+                    }
+                });
+            }
+        }
+        let mut cells: Vec<Vec<Cell>> = mems.into_iter().map(|m| m.cells).collect();
+        let n = |x: u64| num(self.opts.n(x) as f64);
+        for (k, (measure, goal)) in [
+            (format!("resident memory per recorded call ({} call cycles, `--memory`): RSS growth / calls", n(20_000)), "≤ 1 KiB"),
+            (format!("RSS after {} recorded calls (`--memory`)", n(100_000)), "flat past the retention cap (100,000 records)"),
+            (format!("RSS after {} recorded calls (`--memory`)", n(1_000_000)), "flat past the retention cap: ≈ the row above"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut col: Vec<Cell> = cells
+                .iter_mut()
+                .map(|c| std::mem::replace(&mut c[k], Cell::text(String::new())))
+                .collect();
+            let base = if col.len() > 1 { col.pop() } else { None };
+            let ours = col.pop().expect("ours");
+            t.row(&measure, ours, base, "—", None, false, goal);
+        }
+    }
+
+    /// Call cycles per second at 1, 4 and 16 threads, floor and binaries interleaved; with
+    /// `db`, also the bytes the database grows per call cycle.
+    fn rows_throughput(&self, t: &mut Table, db: bool) -> Option<f64> {
+        let trivial = if db { None } else { Trivial::start().ok() };
+        let mut servers = Vec::new();
+        for (label, bin) in self.bins() {
+            let dir = self.dir(label);
+            let dbfile = dir.join("bench.db");
+            let args: Vec<String> = if db {
+                vec!["--db".into(), dbfile.display().to_string()]
+            } else {
+                vec!["--memory".into()]
+            };
+            let s = Proc::server(bin, &dir, &args, false).and_then(|s| {
+                let never = AtomicBool::new(false);
+                let warm = self.load.free.len() as u64 * 2;
+                let r = run_cycles(s.port, &self.load, 2, 0, warm, self.opts.secs(30.0), &never);
+                r.error.map_or(Ok(s), Err)
+            });
+            servers.push((s, dbfile));
+        }
+        let mut bytes_per_cycle = None;
+        let mut cells: Vec<Vec<Cell>> = servers.iter().map(|_| Vec::new()).collect();
+        let mut floors = Vec::new();
+        // Short windows taken in turns (floor, ours, baseline; three rounds) so that drift of
+        // a shared machine touches every column alike; a rate is its cycles over its time.
+        const ROUNDS: u32 = 3;
+        for threads in THREADS {
+            let until = self.opts.n(if db { 20_000 } else { 100_000 });
+            let limit = self.opts.secs(1.5) / ROUNDS;
+            let mut floor = Some((0, Duration::ZERO));
+            let mut totals: Vec<Res<(u64, Duration)>> = servers
+                .iter()
+                .map(|(s, _)| {
+                    s.as_ref()
+                        .map(|_| (0, Duration::ZERO))
+                        .map_err(Clone::clone)
+                })
+                .collect();
+            for _ in 0..ROUNDS {
+                if let (Some(tr), Some((done, took))) = (&trivial, &mut floor) {
+                    let never = AtomicBool::new(false);
+                    let r = run_cycles(tr.port, &self.load, threads, 0, until, limit, &never);
+                    match r.error {
+                        None => (*done, *took) = (*done + r.done, *took + r.elapsed),
+                        Some(e) => {
+                            eprintln!("bench:   floor failed: {e}");
+                            floor = None;
+                        }
+                    }
+                }
+                for (i, ((s, dbfile), total)) in servers.iter().zip(&mut totals).enumerate() {
+                    let (Ok(s), Ok((done, took))) = (s, &mut *total) else {
+                        continue;
+                    };
+                    let size0 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
+                    let never = AtomicBool::new(false);
+                    let r = run_cycles(s.port, &self.load, threads, 0, until, limit, &never);
+                    if let Some(e) = r.error {
+                        *total = Err(e);
+                        continue;
+                    }
+                    (*done, *took) = (*done + r.done, *took + r.elapsed);
+                    if db && i == 0 && threads == 1 && r.done > 0 {
+                        let size1 = fs::metadata(dbfile).map(|m| m.len()).unwrap_or(0);
+                        bytes_per_cycle = Some(size1.saturating_sub(size0) as f64 / r.done as f64);
+                    }
+                }
+            }
+            if trivial.is_some() {
+                floors.push(floor.map(|(done, took)| done as f64 / took.as_secs_f64()));
+            }
+            for (i, total) in totals.into_iter().enumerate() {
+                cells[i].push(Cell::of(total.map(|(done, took)| {
+                    let rate = done as f64 / took.as_secs_f64();
+                    (format!("{} /s", num(rate)), rate)
+                })));
+            }
+        }
+        for (k, threads) in THREADS.iter().enumerate() {
+            let mut col: Vec<Cell> = cells
+                .iter_mut()
+                .map(|c| std::mem::replace(&mut c[k], Cell::text(String::new())))
+                .collect();
+            let base = if col.len() > 1 { col.pop() } else { None };
+            let ours = col.pop().expect("ours");
+            let (measure, floor, fv, goal) = if db {
+                (
+                    format!("`--db`: call cycles per second, {threads} client thread(s)"),
+                    "see the fsync floor row".to_string(),
+                    None,
+                    "small gap to that floor",
+                )
+            } else {
+                let f = floors.get(k).copied().flatten();
+                (
+                    format!("call cycles per second (start + complete, new connection per request), {threads} client thread(s)"),
+                    f.map_or("failed".into(), |f| format!("{} /s (trivial server)", num(f))),
+                    f,
+                    "≥ 0.9×",
+                )
+            };
+            t.row(&measure, ours, base, &floor, fv, false, goal);
+        }
+        if !db {
+            self.floors.lock().unwrap().cycles = floors;
+        }
+        bytes_per_cycle
+    }
+
+    /// call/start that pauses + continue + the poll that answers ready, p50/p99; the call is
+    /// completed outside the timed section (its after-behavior is `go`).
+    fn pause_rt(&self, port: u16, trivial: bool) -> Res<Lat> {
+        if !trivial {
+            call(
+                port,
+                "POST",
+                "/api/breakpoints",
+                br#"{"function_name": "bp"}"#,
+            )?;
+            call(
+                port,
+                "POST",
+                "/api/breakpoints/bp/after_behavior",
+                br#"{"behavior": "go"}"#,
+            )?;
+        }
+        let warm = 50;
+        let n = self.opts.n(1_000);
+        let deadline = Instant::now() + self.opts.secs(8.0);
+        let mut samples = Vec::new();
+        for i in 0..(warm + n) {
+            if Instant::now() > deadline {
+                break;
+            }
+            let k = (i % self.load.bp.len() as u64) as usize;
+            let t0 = Instant::now();
+            let start = call(port, "POST", "/api/call/start", &self.load.bp[k])?;
+            let (pause, poll_url) = if trivial {
+                ("bench-1".to_string(), "/api/poll/bench-1".to_string())
+            } else {
+                let url = start["poll_url"]
+                    .as_str()
+                    .ok_or_else(|| format!("call/start did not pause: {start}"))?;
+                (
+                    url.rsplit('/').next().unwrap_or("").to_string(),
+                    url.to_string(),
+                )
+            };
+            call(
+                port,
+                "POST",
+                &format!("/api/paused/{pause}/continue"),
+                br#"{"action": "continue"}"#,
+            )?;
+            let polled = http(port, "GET", &poll_url, b"")?;
+            let elapsed = t0.elapsed();
+            if !trivial {
+                let v: Value = serde_json::from_slice(&polled.1).map_err(err("poll JSON"))?;
+                if v["status"] != "ready" {
+                    return Err(format!("poll answered {v}"));
+                }
+                let done = call(
+                    port,
+                    "POST",
+                    "/api/call/complete",
+                    &self.load.complete(k, &start["call_id"]),
+                )?;
+                if done.get("action").is_some() {
+                    return Err(format!("after-pause despite after-behavior go: {done}"));
+                }
+            }
+            if i >= warm {
+                samples.push(elapsed);
+            }
+        }
+        lat(samples)
+    }
+
+    fn rows_pause(&self, t: &mut Table, db: bool, fsync: Option<Lat>) {
+        let floor = if db {
+            self.floors.lock().unwrap().pause
+        } else {
+            let f = Trivial::start().and_then(|tr| self.pause_rt(tr.port, true));
+            if let Err(e) = &f {
+                eprintln!("bench:   floor failed: {e}");
+            }
+            self.floors.lock().unwrap().pause = f.as_ref().ok().copied();
+            f.ok()
+        };
+        let mut cells: Vec<Cell> = self
+            .bins()
+            .into_iter()
+            .map(|(label, bin)| {
+                Cell::of((|| {
+                    let dir = self.dir(label);
+                    let dbfile = dir.join("bench.db").display().to_string();
+                    let args: Vec<String> = if db {
+                        vec!["--db".into(), dbfile]
+                    } else {
+                        vec!["--memory".into()]
+                    };
+                    let s = Proc::server(bin, &dir, &args, false)?;
+                    let l = self.pause_rt(s.port, false)?;
+                    Ok((lat_cell(&l), l.p50))
+                })())
+            })
+            .collect();
+        let base = if cells.len() > 1 { cells.pop() } else { None };
+        let ours = cells.pop().expect("ours");
+        if db {
+            let f = floor.zip(fsync).map(|(p, s)| p.p50 + s.p50);
+            t.row(
+                "`--db`: pause round trip, p50",
+                ours,
+                base,
+                &f.map_or("failed".into(), |f| {
+                    format!(
+                        "{} µs (trivial server's 3 requests p50 + fsync p50)",
+                        num(f)
+                    )
+                }),
+                f,
+                true,
+                "small gap to that floor",
+            );
+        } else {
+            t.row(
+                "pause round trip (call/start that pauses + POST continue + GET poll answering ready), p50",
+                ours,
+                base,
+                &floor.map_or("failed".into(), |l| {
+                    format!("{} (trivial server, the same 3 requests)", lat_cell(&l))
+                }),
+                floor.map(|l| l.p50),
+                false,
+                "≤ 0.5 ms",
+            );
+        }
+    }
+
+    /// p50/p99 of one JSON-RPC request repeated over a child's stdio.
+    fn time_rpc(&self, p: &mut Proc, method: &str, params: &Value, n: u64) -> Res<Lat> {
+        let _dog = Watchdog::new(p.pid(), self.opts.secs(20.0) + Duration::from_secs(5));
+        let warm = 200;
+        let deadline = Instant::now() + self.opts.secs(10.0);
+        let mut samples = Vec::new();
+        for i in 0..(warm + n) {
+            if Instant::now() > deadline {
+                break;
+            }
+            let t0 = Instant::now();
+            p.rpc().request(method, params)?;
+            if i >= warm {
+                samples.push(t0.elapsed());
+            }
+        }
+        lat(samples)
+    }
+
+    fn rows_mcp(&self, t: &mut Table) {
+        let params = json!({"name": "breakpoint_list_breakpoints", "arguments": {}});
+        let n = self.opts.n(3_000);
+        let floor = Proc::piped(Path::new("cat"), &[])
+            .and_then(|mut cat| self.time_rpc(&mut cat, "tools/call", &params, n));
+        let mut cells: Vec<Cell> = self
+            .bins()
+            .into_iter()
+            .map(|(label, bin)| {
+                Cell::of((|| {
+                    let mut s = self.server(bin, label, &["--memory"], true)?;
+                    s.rpc().mcp_handshake()?;
+                    let l = self.time_rpc(&mut s, "tools/call", &params, n)?;
+                    Ok((lat_cell(&l), l.p50))
+                })())
+            })
+            .collect();
+        let base = if cells.len() > 1 { cells.pop() } else { None };
+        let ours = cells.pop().expect("ours");
+        if let Err(e) = &floor {
+            eprintln!("bench:   floor failed: {e}");
+        }
+        t.row(
+            "MCP stdio `tools/call breakpoint_list_breakpoints`, p50",
+            ours,
+            base,
+            &floor.as_ref().map_or("failed".into(), |l| {
+                format!("{} (pipe through `cat`)", lat_cell(l))
+            }),
+            floor.as_ref().ok().map(|l| l.p50),
+            false,
+            "≤ 2×",
+        );
+    }
+
+    /// `external_call_tool` of the fixture's `echo` through a server with `--mcp-client`.
+    fn external(&self, bin: &Path, label: &str, db: bool) -> Res<Lat> {
+        let fixture = format!("fx:{}", self.opts.fixture.display());
+        let dir = self.dir(label);
+        let mut args = vec!["--mcp-client".to_string(), fixture];
+        if db {
+            args.extend(["--db".into(), dir.join("bench.db").display().to_string()]);
+        } else {
+            args.push("--memory".into());
+        }
+        let mut s = Proc::server(bin, &dir, &args, true)?;
+        s.rpc().mcp_handshake()?;
+        let params = json!({"name": "external_call_tool",
+                            "arguments": {"tool": "fx/echo", "arguments": {"text": "hello"}}});
+        // Wait until the fixture is connected (its first call succeeds).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let dog = Watchdog::new(s.pid(), Duration::from_secs(20));
+        loop {
+            match s.rpc().request("tools/call", &params) {
+                Ok(_) => break,
+                Err(e) if Instant::now() > deadline => {
+                    return Err(format!("fixture never connected: {e}"))
+                }
+                Err(_) => thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        drop(dog);
+        self.time_rpc(&mut s, "tools/call", &params, self.opts.n(1_000))
+    }
+
+    fn rows_external(&self, t: &mut Table, db: bool, fsync: Option<Lat>) {
+        let direct = if db {
+            self.floors
+                .lock()
+                .unwrap()
+                .direct
+                .ok_or_else(|| "no floor".to_string())
+        } else {
+            Proc::piped(&self.opts.fixture, &[]).and_then(|mut f| {
+                f.rpc().mcp_handshake()?;
+                let params = json!({"name": "echo", "arguments": {"text": "hello"}});
+                self.time_rpc(&mut f, "tools/call", &params, self.opts.n(1_000))
+            })
+        };
+        if let Err(e) = &direct {
+            eprintln!("bench:   floor failed: {e}");
+        }
+        if !db {
+            self.floors.lock().unwrap().direct = direct.as_ref().ok().copied();
+        }
+        let mut cells: Vec<Cell> = self
+            .bins()
+            .into_iter()
+            .map(|(label, bin)| {
+                Cell::of(self.external(bin, label, db).map(|l| (lat_cell(&l), l.p50)))
+            })
+            .collect();
+        let base = if cells.len() > 1 { cells.pop() } else { None };
+        let ours = cells.pop().expect("ours");
+        let direct = direct.ok();
+        if db {
+            // The floor: the fixture called directly, plus one fsync.
+            let f = direct.zip(fsync).map(|(d, s)| d.p50 + s.p50);
+            t.row(
+                "`--db`: `external_call_tool` p50",
+                ours,
+                base,
+                &f.map_or("failed".into(), |f| {
+                    format!("{} µs (fixture called directly p50 + fsync p50)", num(f))
+                }),
+                f,
+                true,
+                "small gap to that floor",
+            );
+        } else {
+            t.row(
+                "`external_call_tool` p50 (fixture's `echo` through `--mcp --mcp-client fx:…`)",
+                ours,
+                base,
+                &direct.map_or("failed".into(), |l| {
+                    format!("{} (fixture called directly)", lat_cell(&l))
+                }),
+                direct.map(|l| l.p50),
+                true,
+                "≤ +0.1 ms",
+            );
+        }
+    }
+
+    /// Spawn → first 200 on GET /api/breakpoints, p50 of ~20 starts; idle RSS (median).
+    fn startup(&self, bin: &Path, label: &str) -> Res<(Lat, u64)> {
+        let starts = self.opts.n(20).max(3);
+        let mut times = Vec::new();
+        let mut rss = Vec::new();
+        for _ in 0..starts {
+            let dir = self.dir(label);
+            let t0 = Instant::now();
+            let s = Proc::server(bin, &dir, &["--memory".to_string()], false)?;
+            loop {
+                match http(s.port, "GET", "/api/breakpoints", b"") {
+                    Ok((200, _)) => break,
+                    Ok((status, _)) => return Err(format!("GET /api/breakpoints -> {status}")),
+                    Err(e) if t0.elapsed() > Duration::from_secs(5) => return Err(e),
+                    Err(_) => thread::sleep(Duration::from_micros(100)),
+                }
+            }
+            times.push(t0.elapsed());
+            thread::sleep(Duration::from_millis(50));
+            rss.push(s.rss_kib().ok_or("no RSS")?);
+        }
+        rss.sort();
+        Ok((lat(times)?, rss[rss.len() / 2]))
+    }
+
+    fn rows_startup(&self, t: &mut Table) {
+        let mut time_cells = Vec::new();
+        let mut rss_cells = Vec::new();
+        let mut size_cells = Vec::new();
+        for (label, bin) in self.bins() {
+            match self.startup(bin, label) {
+                Ok((l, rss)) => {
+                    time_cells.push(Cell {
+                        text: format!("{} ms (p99 {})", num(l.p50 / 1000.0), num(l.p99 / 1000.0)),
+                        value: Some(l.p50),
+                    });
+                    rss_cells.push(Cell {
+                        text: mib(rss),
+                        value: Some(rss as f64),
+                    });
+                }
+                Err(e) => {
+                    time_cells.push(Cell::of(Err(e)));
+                    rss_cells.push(Cell::text("failed".into()));
+                }
+            }
+            size_cells.push(Cell::of(
+                fs::metadata(bin)
+                    .map(|m| {
+                        let b = m.len() as f64;
+                        (format!("{:.2} MB ({:.2} MiB)", b / 1e6, b / 1048576.0), b)
+                    })
+                    .map_err(err("binary")),
+            ));
+        }
+        for (measure, mut cells, goal) in [
+            (
+                "start-up to first answer (spawn → first 200 on GET /api/breakpoints), p50",
+                time_cells,
+                "≤ 10 ms",
+            ),
+            ("idle RSS after start-up (median)", rss_cells, "≤ 5 MiB"),
+            ("release binary size", size_cells, "≤ 5 MB"),
+        ] {
+            let base = if cells.len() > 1 { cells.pop() } else { None };
+            let ours = cells.pop().expect("ours");
+            t.row(measure, ours, base, "—", None, false, goal);
+        }
+    }
+
+    /// One append of `size` bytes + `fdatasync`, repeated, on the scratch directory's disk.
+    fn fsync_floor(&self, size: usize) -> Res<(f64, Lat)> {
+        let path = self.opts.tmp.join("fsync-floor.bin");
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(err("fsync file"))?;
+        let buf = vec![0x5a_u8; size];
+        let n = self.opts.n(2_000);
+        let deadline = Instant::now() + self.opts.secs(3.0);
+        let mut samples = Vec::new();
+        let t0 = Instant::now();
+        for _ in 0..n {
+            if Instant::now() > deadline {
+                break;
+            }
+            let t = Instant::now();
+            f.write_all(&buf).map_err(err("append"))?;
+            f.sync_data().map_err(err("fdatasync"))?;
+            samples.push(t.elapsed());
+        }
+        let rate = samples.len() as f64 / t0.elapsed().as_secs_f64();
+        drop(f);
+        let _ = fs::remove_file(&path);
+        Ok((rate, lat(samples)?))
+    }
+
+    fn rows_db(&self, t: &mut Table) {
+        let first = t.rows.len();
+        let bytes = self.rows_throughput(t, true);
+        let size = bytes.map_or(2048, |b| b.round().max(1.0) as usize);
+        let fsync = self.fsync_floor(size);
+        if let Err(e) = &fsync {
+            eprintln!("bench:   fsync floor failed: {e}");
+        }
+        let (rate, fl) = match &fsync {
+            Ok((r, l)) => (Some(*r), Some(*l)),
+            Err(_) => (None, None),
+        };
+        let cycles = self.floors.lock().unwrap().cycles.clone();
+        for (k, row) in t.rows[first..].iter_mut().enumerate() {
+            // Per cycle: the trivial server's time plus one fsync's (fsyncs do not overlap).
+            let f = rate
+                .zip(cycles.get(k).copied().flatten())
+                .map(|(s, c)| 1.0 / (1.0 / c + 1.0 / s));
+            row.floor = f.map_or("failed".into(), |f| {
+                format!("{} /s (trivial server + one fsync per cycle)", num(f))
+            });
+            row.floor_value = f;
+        }
+        let measured = if bytes.is_some() {
+            ""
+        } else {
+            " (a guess: the growth was not measured)"
+        };
+        t.rows.insert(
+            first,
+            Row {
+                measure: format!(
+                    "fsync floor: append {size} B (the database growth per call cycle{measured}) + `fdatasync`, same disk"
+                ),
+                ours: Cell::text("—".into()),
+                base: Some(Cell::text("—".into())),
+                floor: match &fsync {
+                    Ok((r, l)) => format!("{} /s, {}", num(*r), lat_cell(l)),
+                    Err(e) => format!("failed: {e}"),
+                },
+                floor_value: None,
+                diff: false,
+                goal: "the floor of the `--db` rows below".into(),
+            },
+        );
+        self.rows_pause(t, true, fl);
+        self.rows_external(t, true, fl);
+    }
+
+    fn rows_pickle(&self, t: &mut Table) {
+        let Some(list) = &self.opts.pickles else {
+            return;
+        };
+        let text = match fs::read_to_string(list) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("bench:   pickle list: {e}");
+                return;
+            }
+        };
+        for line in text.lines() {
+            let parts: Vec<&str> = line.split('\t').collect();
+            let [file, name, size, python] = parts[..] else {
+                continue;
+            };
+            let python: f64 = python.parse().unwrap_or(0.0);
+            let ours = Cell::of((|| {
+                let bytes = fs::read(file).map_err(err("pickle file"))?;
+                cideldill_server::pickle::repr(&bytes).map_err(|e| format!("{e:?}"))?;
+                let limit = self.opts.secs(0.5);
+                let (mut n, t0) = (0u64, Instant::now());
+                while t0.elapsed() < limit {
+                    std::hint::black_box(
+                        cideldill_server::pickle::repr(std::hint::black_box(&bytes))
+                            .map_err(|e| format!("{e:?}"))?,
+                    );
+                    n += 1;
+                }
+                let rate = bytes.len() as f64 * n as f64 / t0.elapsed().as_secs_f64() / 1e6;
+                Ok((format!("{} MB/s", num(rate)), rate))
+            })());
+            let kb = size.parse::<f64>().unwrap_or(0.0) / 1e3;
+            t.row(
+                &format!("pickle decode-and-render: {name} ({} kB)", num(kb)),
+                ours,
+                self.opts
+                    .baseline
+                    .as_ref()
+                    .map(|_| Cell::text("n/a (library)".into())),
+                &format!("{} MB/s (python3 `pickle.loads` + `repr`)", num(python)),
+                Some(python),
+                false,
+                "—",
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The content store, through the library. Every use of the store API is in this function.
+
+struct StoreResult {
+    objects_per_s: f64,
+    mb_per_s: f64,
+    reopen_s: f64,
+    objects: usize,
+}
+
+fn store_bench(dir: &Path, objects: usize, batch: usize) -> Res<StoreResult> {
+    use cideldill_server::cas::cid_of;
+    use cideldill_server::store::{NewBlob, Store};
+    let path = dir.join("store.db");
+    let (store, _) = Store::open(&path).map_err(err("open"))?;
+    let mut put = Duration::ZERO;
+    let mut bytes = 0usize;
+    let mut i = 0usize;
+    while i < objects {
+        let blobs: Vec<NewBlob> = (i..(i + batch).min(objects))
+            .map(|k| {
+                // A small pickle-sized blob, distinct per object.
+                let data =
+                    format!("\u{80}\u{4}object {k:09} of the content store benchmark").into_bytes();
+                NewBlob {
+                    cid: cid_of(&data),
+                    bytes: data,
+                    format: None,
+                }
+            })
+            .collect();
+        let n = blobs.len();
+        bytes += blobs.iter().map(|b| b.bytes.len()).sum::<usize>();
+        let t0 = Instant::now();
+        let fresh = store.put_blobs(blobs, now()).map_err(err("put_blobs"))?;
+        put += t0.elapsed();
+        if fresh != n {
+            return Err(format!("put_blobs stored {fresh} of {n}"));
+        }
+        i += n;
+    }
+    drop(store);
+    let t0 = Instant::now();
+    let (store, recovered) = Store::open(&path).map_err(err("reopen"))?;
+    let reopen_s = t0.elapsed().as_secs_f64();
+    if recovered.blobs != objects || store.len() != objects {
+        return Err(format!(
+            "reopen found {} of {objects} blobs",
+            recovered.blobs
+        ));
+    }
+    drop(store);
+    let _ = fs::remove_file(&path);
+    Ok(StoreResult {
+        objects_per_s: objects as f64 / put.as_secs_f64(),
+        mb_per_s: bytes as f64 / put.as_secs_f64() / 1e6,
+        reopen_s,
+        objects,
+    })
+}
+
+fn rows_store(b: &Bench, t: &mut Table) {
+    let objects = b.opts.n(1_000_000) as usize;
+    let dir = b.dir("store");
+    let r = fs::create_dir_all(&dir)
+        .map_err(err("mkdir"))
+        .and_then(|_| store_bench(&dir, objects, 1_000));
+    let base = || {
+        b.opts
+            .baseline
+            .as_ref()
+            .map(|_| Cell::text("n/a (library)".into()))
+    };
+    match r {
+        Ok(r) => {
+            t.row(
+                &format!(
+                    "content-store append throughput, {} objects in batches of 1,000 (library)",
+                    num(r.objects as f64)
+                ),
+                Cell::text(format!(
+                    "{} objects/s, {} MB/s",
+                    num(r.objects_per_s),
+                    num(r.mb_per_s)
+                )),
+                base(),
+                "—",
+                None,
+                false,
+                "—",
+            );
+            t.row(
+                &format!(
+                    "content-store reopen time at {} objects (library)",
+                    num(r.objects as f64)
+                ),
+                Cell::text(format!("{:.2} s", r.reopen_s)),
+                base(),
+                "—",
+                None,
+                false,
+                "—",
+            );
+        }
+        Err(e) => t.row(
+            "content-store append and reopen (library)",
+            Cell::of(Err(e)),
+            base(),
+            "—",
+            None,
+            false,
+            "—",
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn main() {
+    let opts = match Opts::parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let load = match Load::read(&opts.load) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let bench = Bench {
+        opts,
+        load,
+        runs: AtomicU64::new(0),
+        floors: Mutex::new(Floors::default()),
+    };
+    let mut t = Table {
+        rows: Vec::new(),
+        baseline: bench.opts.baseline.is_some(),
+        costs: Vec::new(),
+        t0: Instant::now(),
+    };
+    type Step<'a> = (&'static str, Box<dyn Fn(&mut Table) + 'a>);
+    // The memory rows go last, as their 1,000,000-call phase takes what is left of the budget;
+    // they are printed first.
+    let budget_end = t.t0 + bench.opts.budget;
+    let steps: Vec<Step> = vec![
+        (
+            "throughput",
+            Box::new(|t: &mut Table| {
+                bench.rows_throughput(t, false);
+            }),
+        ),
+        ("MCP stdio", Box::new(|t: &mut Table| bench.rows_mcp(t))),
+        (
+            "pause",
+            Box::new(|t: &mut Table| bench.rows_pause(t, false, None)),
+        ),
+        (
+            "external",
+            Box::new(|t: &mut Table| bench.rows_external(t, false, None)),
+        ),
+        ("start-up", Box::new(|t: &mut Table| bench.rows_startup(t))),
+        ("--db", Box::new(|t: &mut Table| bench.rows_db(t))),
+        (
+            "content store",
+            Box::new(|t: &mut Table| rows_store(&bench, t)),
+        ),
+        ("pickle", Box::new(|t: &mut Table| bench.rows_pickle(t))),
+        (
+            "memory",
+            Box::new(|t: &mut Table| bench.rows_memory(t, budget_end)),
+        ),
+    ];
+    for (name, step) in steps {
+        eprintln!("bench: [{:6.1} s] {name}", t.t0.elapsed().as_secs_f64());
+        let s0 = Instant::now();
+        let first = t.rows.len();
+        step(&mut t);
+        if name == "memory" {
+            let rows: Vec<Row> = t.rows.drain(first..).collect();
+            t.rows.splice(0..0, rows);
+        }
+        t.costs.push((name.to_string(), s0.elapsed().as_secs_f64()));
+    }
+    t.print();
+}
