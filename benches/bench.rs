@@ -1598,11 +1598,13 @@ struct StoreResult {
     objects_per_s: f64,
     mb_per_s: f64,
     reopen_s: f64,
+    /// Resident memory of the reopened store's index, per object.
+    index_bytes_per_object: f64,
     objects: usize,
 }
 
 fn store_bench(dir: &Path, objects: usize, batch: usize) -> Res<StoreResult> {
-    use cideldill_server::cas::cid_of;
+    use cideldill_server::cas::cid_value;
     use cideldill_server::store::{NewBlob, Store};
     let path = dir.join("store.db");
     let (store, _) = Store::open(&path).map_err(err("open"))?;
@@ -1616,7 +1618,7 @@ fn store_bench(dir: &Path, objects: usize, batch: usize) -> Res<StoreResult> {
                 let data =
                     format!("\u{80}\u{4}object {k:09} of the content store benchmark").into_bytes();
                 NewBlob {
-                    cid: cid_of(&data),
+                    cid: cid_value(&data),
                     bytes: data,
                     format: None,
                 }
@@ -1633,9 +1635,13 @@ fn store_bench(dir: &Path, objects: usize, batch: usize) -> Res<StoreResult> {
         i += n;
     }
     drop(store);
+    let rss_before = rss_kib(std::process::id()).unwrap_or(0);
     let t0 = Instant::now();
     let (store, recovered) = Store::open(&path).map_err(err("reopen"))?;
     let reopen_s = t0.elapsed().as_secs_f64();
+    let rss_after = rss_kib(std::process::id()).unwrap_or(0);
+    let index_bytes_per_object =
+        rss_after.saturating_sub(rss_before) as f64 * 1024.0 / objects as f64;
     if recovered.blobs != objects || store.len() != objects {
         return Err(format!(
             "reopen found {} of {objects} blobs",
@@ -1648,6 +1654,7 @@ fn store_bench(dir: &Path, objects: usize, batch: usize) -> Res<StoreResult> {
         objects_per_s: objects as f64 / put.as_secs_f64(),
         mb_per_s: bytes as f64 / put.as_secs_f64() / 1e6,
         reopen_s,
+        index_bytes_per_object,
         objects,
     })
 }
@@ -1693,6 +1700,18 @@ fn rows_store(b: &Bench, t: &mut Table) {
                 None,
                 false,
                 "—",
+            );
+            t.row(
+                &format!(
+                    "content-store index in memory per object (RSS growth of the reopen at {} objects)",
+                    num(r.objects as f64)
+                ),
+                Cell::text(format!("{:.0} B", r.index_bytes_per_object)),
+                base(),
+                "—",
+                None,
+                false,
+                "stated, small",
             );
         }
         Err(e) => t.row(

@@ -8,7 +8,7 @@
 # floor, the content store at 1,000,000 objects, and pickle decode-and-render against python3.
 # With `--baseline BIN` every server row is also measured on BIN (e.g. an older release binary;
 # only flags that exist in it are used) in extra columns of the same table.
-# It builds the release binary, the fixture MCP server example and benches/bench.rs (the load
+# It builds the release binaries (the server and the fixture MCP server) and benches/bench.rs (the load
 # generator and floors, in Rust), and generates the load with scripts/bench_load.py and
 # `scripts/bench_pickle.py --emit`. Servers run with RUST_LOG=warn and CIDELDILL_HOME in a
 # temporary directory (removed at the end), on loopback ports chosen by the kernel.
@@ -83,8 +83,7 @@ done
 
 started=$(date +%s)
 echo "bench: building (release binary, fixture MCP server, bench program)" >&2
-cargo build --release --quiet
-cargo build --release --examples --quiet
+cargo build --release --bins --quiet
 cargo bench --bench bench --no-run --quiet
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-bench.XXXXXX")
@@ -113,7 +112,7 @@ echo "- scale: $scale"
 echo
 
 set -- --server "$root/target/release/cideldill-server" \
-    --fixture "$root/target/release/examples/fixture_mcp_server" \
+    --fixture "$root/target/release/cideldill-fixture-mcp-server" \
     --load "$tmp/load.json" --pickles "$tmp/pickles.tsv" --tmp "$tmp/run" --scale "$scale" \
     --budget-s "$((budget - ($(date +%s) - started) - 15))"
 if [ -n "$baseline" ]; then
