@@ -51,6 +51,8 @@ struct Opts {
     tmp: PathBuf,
     scale: f64,
     budget: Duration,
+    /// Comma-separated step names to run (all when absent).
+    only: Option<String>,
 }
 
 impl Opts {
@@ -60,6 +62,7 @@ impl Opts {
             (None, None, None, None, None, None);
         let mut scale = 1.0;
         let mut budget = 280.0;
+        let mut only = None;
         while let Some(a) = args.next() {
             let mut value = || args.next().ok_or(format!("{a} needs a value"));
             match a.as_str() {
@@ -71,6 +74,7 @@ impl Opts {
                 "--tmp" => tmp = Some(PathBuf::from(value()?)),
                 "--scale" => scale = value()?.parse().map_err(err("--scale"))?,
                 "--budget-s" => budget = value()?.parse().map_err(err("--budget-s"))?,
+                "--only" => only = Some(value()?),
                 "--bench" => {} // added by `cargo bench`
                 other => return Err(format!("unknown argument {other}")),
             }
@@ -84,6 +88,7 @@ impl Opts {
             tmp: tmp.ok_or("--tmp is required")?,
             scale,
             budget: Duration::from_secs_f64(f64::max(budget, 0.0)),
+            only,
         })
     }
 
@@ -1788,6 +1793,9 @@ fn main() {
         ),
     ];
     for (name, step) in steps {
+        if bench.opts.only.as_ref().is_some_and(|o| !o.split(',').any(|x| x == name)) {
+            continue;
+        }
         eprintln!("bench: [{:6.1} s] {name}", t.t0.elapsed().as_secs_f64());
         let s0 = Instant::now();
         let first = t.rows.len();

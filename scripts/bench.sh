@@ -19,6 +19,8 @@
 # counts and deadlines (e.g. 0.1 for a quick try).
 # Needs: cargo, python3 (stdlib only), cat, kill; loopback networking.
 # Usage: scripts/bench.sh [--baseline /path/to/old/cideldill-server] [--scale X] [--budget S]
+#        [--only STEPS] (comma-separated: throughput, MCP stdio, pause, external, start-up, --db,
+#        content store, pickle, memory)
 set -eu
 
 usage() {
@@ -26,6 +28,7 @@ usage() {
 }
 
 baseline=""
+only=""
 scale=1
 budget=300
 while [ $# -gt 0 ]; do
@@ -38,6 +41,11 @@ while [ $# -gt 0 ]; do
         --scale)
             [ $# -ge 2 ] || { echo "scripts/bench.sh: --scale needs a number" >&2; exit 2; }
             scale=$2
+            shift 2
+            ;;
+        --only)
+            [ $# -ge 2 ] || { echo "scripts/bench.sh: --only needs step names" >&2; exit 2; }
+            only=$2
             shift 2
             ;;
         --budget)
@@ -117,6 +125,9 @@ set -- --server "$root/target/release/cideldill-server" \
     --budget-s "$((budget - ($(date +%s) - started) - 15))"
 if [ -n "$baseline" ]; then
     set -- "$@" --baseline "$baseline"
+fi
+if [ -n "$only" ]; then
+    set -- "$@" --only "$only"
 fi
 cargo bench --quiet --bench bench -- "$@"
 echo "Total wall time of scripts/bench.sh: $(($(date +%s) - started)) s (builds included)."
