@@ -1793,7 +1793,12 @@ fn main() {
         ),
     ];
     for (name, step) in steps {
-        if bench.opts.only.as_ref().is_some_and(|o| !o.split(',').any(|x| x == name)) {
+        if bench
+            .opts
+            .only
+            .as_ref()
+            .is_some_and(|o| !o.split(',').any(|x| x == name))
+        {
             continue;
         }
         eprintln!("bench: [{:6.1} s] {name}", t.t0.elapsed().as_secs_f64());

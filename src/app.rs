@@ -40,8 +40,7 @@ pub enum Shutdown {
 /// A running server.
 pub struct Running {
     shared: Arc<Shared>,
-    server: Arc<tiny_http::Server>,
-    http: Option<JoinHandle<()>>,
+    http: http::Workers,
     port: u16,
     fell_back_from: Option<u16>,
     shutdown_tx: Sender<Shutdown>,
@@ -183,16 +182,15 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let http = http::spawn_http(shared.clone(), server.clone(), http_mcp)
-        .map_err(|e| Error::io("cannot start the http thread", e))?;
+    let http = http::spawn_http(shared.clone(), server, http_mcp)
+        .map_err(|e| Error::io("cannot start the http workers", e))?;
 
     let notifier = mcp
         .spawn_notifier()
         .map_err(|e| Error::io("cannot start the mcp-notify thread", e))?;
     let running = Running {
         shared,
-        server,
-        http: Some(http),
+        http,
         port,
         fell_back_from,
         shutdown_tx,
@@ -316,19 +314,13 @@ impl Running {
         if let Some(manager) = self.shared.upstream.get() {
             manager.shutdown();
         }
-        // One thread calls recv(), so one unblock() wakes it (tiny_http wakes one waiter per call).
-        self.server.unblock();
-        if let Some(handle) = self.http.take() {
-            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-            let joiner = thread::Builder::new()
-                .name("http-join".into())
-                .spawn(move || {
-                    let _ = handle.join();
-                    let _ = done_tx.send(());
-                });
-            if joiner.is_ok() && done_rx.recv_timeout(SHUTDOWN_DEADLINE).is_err() {
-                log::warn!("http: request threads still running after {SHUTDOWN_DEADLINE:?}; exiting anyway");
-            }
+        let busy = self
+            .http
+            .stop(std::time::Instant::now() + SHUTDOWN_DEADLINE);
+        if busy > 0 {
+            log::warn!(
+                "http: {busy} request workers still running after {SHUTDOWN_DEADLINE:?}; exiting anyway"
+            );
         }
         let until = std::time::Instant::now() + SHUTDOWN_DEADLINE;
         while self

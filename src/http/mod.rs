@@ -1,7 +1,8 @@
-//! The HTTP server: one `http` thread receives requests from tiny_http and runs each on its own
-//! scoped `http-req` thread, so a REPL eval blocking for 30 s never stalls polling. Each request
-//! thread caps and reads the body, routes it, catches any panic (answered 500), adds CORS
-//! headers under `/api/`, and responds. Only this module and `routes` touch tiny_http types.
+//! The HTTP server: a self-sizing set of `http-worker` threads take requests from tiny_http and
+//! answer them where they took them; the last idle worker starts another before it handles a
+//! request, so a REPL eval blocking for 30 s never stalls polling. A worker caps and reads the
+//! body, routes it, catches any panic (answered 500), adds CORS headers under `/api/`, and
+//! responds. Only this module and `routes` touch tiny_http types.
 
 mod guard;
 mod mcp_http;
@@ -11,8 +12,9 @@ mod stream;
 
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
@@ -158,37 +160,112 @@ impl Reply {
     }
 }
 
-/// Starts the `http` thread. It ends when `server.unblock()` is called after shutdown began,
-/// once every request thread it started has finished.
+/// Workers kept waiting for requests when the server is quiet.
+const MAX_IDLE_WORKERS: usize = 4;
+
+/// The request workers: threads that take requests from tiny_http and answer them on the
+/// spot (no hand-off, no thread started per request). Whenever the last idle worker takes a
+/// request it starts another first, so a request that blocks (a REPL eval waits up to 30 s, an
+/// MCP event stream lasts as long as its client) never keeps the others waiting; when more
+/// than `MAX_IDLE_WORKERS` are idle, the extra ones end.
+pub struct Workers {
+    pool: Arc<Pool>,
+}
+
+struct Pool {
+    shared: Arc<Shared>,
+    server: Arc<tiny_http::Server>,
+    mcp: Option<Arc<Mcp>>,
+    /// Workers waiting in `recv`.
+    idle: AtomicUsize,
+    /// Workers alive.
+    live: AtomicUsize,
+}
+
+/// Starts the request workers.
 pub fn spawn_http(
     shared: Arc<Shared>,
     server: Arc<tiny_http::Server>,
     mcp: Option<Arc<Mcp>>,
-) -> std::io::Result<JoinHandle<()>> {
-    thread::Builder::new().name("http".into()).spawn(move || {
-        thread::scope(|scope| loop {
-            let rq = match server.recv() {
-                Ok(rq) => rq,
-                Err(err) => {
-                    if shared.lock().shutting_down {
-                        break;
-                    }
-                    log::warn!("http: accept failed: {err}");
-                    continue;
-                }
-            };
-            let shared = &shared;
-            let mcp = mcp.as_ref();
-            let spawned = thread::Builder::new()
-                .name("http-req".into())
-                .spawn_scoped(scope, move || handle(shared, mcp, rq));
-            if let Err(err) = spawned {
-                // The request was dropped with the closure; tiny_http answers it with 500.
-                log::error!("http: could not start a request thread: {err}");
+) -> std::io::Result<Workers> {
+    let pool = Arc::new(Pool {
+        shared,
+        server,
+        mcp,
+        idle: AtomicUsize::new(0),
+        live: AtomicUsize::new(0),
+    });
+    for _ in 0..2 {
+        spawn_worker(&pool)?;
+    }
+    Ok(Workers { pool })
+}
+
+fn spawn_worker(pool: &Arc<Pool>) -> std::io::Result<()> {
+    pool.live.fetch_add(1, Ordering::SeqCst);
+    pool.idle.fetch_add(1, Ordering::SeqCst);
+    let worker = Arc::clone(pool);
+    let spawned = thread::Builder::new()
+        .name("http-worker".into())
+        .spawn(move || worker_loop(&worker));
+    if spawned.is_err() {
+        pool.live.fetch_sub(1, Ordering::SeqCst);
+        pool.idle.fetch_sub(1, Ordering::SeqCst);
+    }
+    spawned.map(|_| ())
+}
+
+/// One worker: counted idle while it waits in `recv`.
+fn worker_loop(pool: &Arc<Pool>) {
+    loop {
+        let received = pool.server.recv();
+        let now_idle = pool.idle.fetch_sub(1, Ordering::SeqCst) - 1;
+        let rq = match received {
+            Ok(rq) => rq,
+            // Unblocked for shutdown.
+            Err(_) if pool.shared.lock().shutting_down => break,
+            Err(err) => {
+                log::warn!("http: accept failed: {err}");
+                pool.idle.fetch_add(1, Ordering::SeqCst);
+                continue;
             }
-        });
-        log::debug!("http: stopped");
-    })
+        };
+        if now_idle == 0 {
+            // Keep one worker in recv while this one is busy.
+            if let Err(err) = spawn_worker(pool) {
+                log::error!("http: could not start a request worker: {err}");
+            }
+        }
+        let mcp = pool.mcp.as_ref();
+        // `handle` answers every panic of a handler itself; this only keeps the counts right
+        // if something around the handlers panics.
+        if catch_unwind(AssertUnwindSafe(|| handle(&pool.shared, mcp, rq))).is_err() {
+            log::error!("http: a request worker caught a panic outside the handlers");
+        }
+        if pool.idle.load(Ordering::SeqCst) >= MAX_IDLE_WORKERS {
+            break;
+        }
+        pool.idle.fetch_add(1, Ordering::SeqCst);
+    }
+    pool.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+impl Workers {
+    /// Stops every worker once its request is answered (shutdown must already be flagged in the
+    /// state); waits until `deadline`. Returns how many were still busy then.
+    pub fn stop(&self, deadline: Instant) -> usize {
+        loop {
+            let live = self.pool.live.load(Ordering::SeqCst);
+            if live == 0 || Instant::now() >= deadline {
+                return live;
+            }
+            // tiny_http wakes one thread in recv per unblock(); extra ones are harmless.
+            for _ in 0..self.pool.idle.load(Ordering::SeqCst).max(1) {
+                self.pool.server.unblock();
+            }
+            thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// Declared body lengths above this (and above the configured cap) are never drained.

@@ -2539,3 +2539,37 @@ fn status_counts_the_server_state() {
     );
     assert_eq!(st["default_behavior"], "go");
 }
+
+/// Evals block their requests until the program answers, and the program answers through other
+/// requests (poll-repl, repl-result): more waiting evals than the server keeps idle workers
+/// must not starve those, and every eval completes.
+#[test]
+fn more_concurrent_evals_than_idle_workers_all_complete() {
+    const EVALS: usize = 12;
+    let s = Server::start(&[]);
+    let c = s.client();
+    let (_, pause) = pause_before(&c, "m");
+    let waiting: Vec<(String, mpsc::Receiver<Resp>)> = (0..EVALS)
+        .map(|i| {
+            let sid = start_session(&c, &pause);
+            let expr = format!("{i} * 2");
+            (expr.clone(), eval_in_background(s.client(), &sid, &expr))
+        })
+        .collect();
+    // The program: hands back every eval it is given, while all of them are still waiting.
+    for _ in 0..EVALS {
+        let eval = next_eval(&c, &pause);
+        let expr = eval["expr"].as_str().unwrap_or_default().to_owned();
+        let n: usize = expr.split(' ').next().unwrap().parse().unwrap();
+        c.post_ok(
+            "/api/call/repl-result",
+            &repl_result(&eval, &(n * 2).to_string(), Value::Null),
+        );
+    }
+    for (expr, rx) in waiting {
+        let r = eval_answer(&rx);
+        assert_eq!(r.status, 200, "{expr}: {}", text(&r));
+        let n: usize = expr.split(' ').next().unwrap().parse().unwrap();
+        assert_eq!(r.json()["output"], (n * 2).to_string(), "{expr}");
+    }
+}
