@@ -861,9 +861,21 @@ impl Bench {
         let pid = server.pid();
         let ran = thread::scope(|s| {
             s.spawn(|| {
+                let t0 = Instant::now();
+                let mut next_report = Duration::from_secs(20);
                 while !finished.load(Ordering::Relaxed) {
-                    if rss_kib(pid).is_some_and(|r| r > RSS_GUARD_KIB) {
+                    let rss = rss_kib(pid);
+                    if rss.is_some_and(|r| r > RSS_GUARD_KIB) {
                         stop.store(true, Ordering::Relaxed);
+                    }
+                    if t0.elapsed() >= next_report {
+                        // Progress on stderr: shows whether RSS levels off.
+                        eprintln!(
+                            "bench:     after {:.0} s: RSS {} KiB",
+                            t0.elapsed().as_secs_f64(),
+                            rss.unwrap_or(0)
+                        );
+                        next_report += Duration::from_secs(20);
                     }
                     thread::sleep(Duration::from_millis(20));
                 }
