@@ -2,9 +2,10 @@
 //! parameters, handler). Routing, the OpenAPI document and the README's REST reference are all
 //! generated from it. Handlers are thin: parse the request, call `service`, return JSON.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{index, openapi, Reply, Req};
+use super::openapi::{self, Endpoint};
+use super::{index, Reply, Req};
 use crate::error::ApiError;
 use crate::records::RecordFilter;
 use crate::repl::SessionFilter;
@@ -71,8 +72,8 @@ pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/mcp-resources", summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| upstream::api::resources(s, r.query("server").filter(|v| !v.is_empty())) },
     Route { method: "POST", path: "/api/mcp-resources/read", summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| upstream::api::read_resource(s, &r.json()?) },
     Route { method: "GET", path: "/api/status", summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| Ok(service::status(s)) },
-    Route { method: "GET", path: "/api/openapi.json", summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi::document(r.host.as_deref())) },
-    Route { method: "GET", path: "/openapi.json", summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi::document(r.host.as_deref())) },
+    Route { method: "GET", path: "/api/openapi.json", summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
+    Route { method: "GET", path: "/openapi.json", summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
     Route { method: "GET", path: "/", summary: "Server summary and a pointer to the API description.", query: &[], handler: |s, _| Ok(index(s)) },
 ];
 
@@ -234,14 +235,18 @@ pub fn reference_markdown() -> String {
     out
 }
 
-/// The route table as JSON (used by the OpenAPI builder).
-pub(super) fn table() -> Vec<Value> {
-    ROUTES
+/// The OpenAPI document of the route table.
+fn openapi_document(r: &Req) -> Value {
+    let endpoints: Vec<Endpoint> = ROUTES
         .iter()
-        .map(
-            |r| json!({"method": r.method, "path": r.path, "summary": r.summary, "query": r.query}),
-        )
-        .collect()
+        .map(|r| Endpoint {
+            method: r.method,
+            path: r.path,
+            summary: r.summary,
+            query: r.query,
+        })
+        .collect();
+    openapi::document(r.host.as_deref(), &endpoints)
 }
 
 #[cfg(test)]
