@@ -313,15 +313,7 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<Value, ApiError>
     let mut metadata: Option<Obj> = None;
     if let Some(blob) = blob {
         // Only payloads that could not be pickled are sent here; they are placeholders.
-        let decoded = pretty::payload(
-            &crate::store::Blob {
-                cid: blob.cid.clone(),
-                bytes: blob.bytes.clone().into(),
-                format: blob.format,
-                stored_at: 0.0,
-            },
-            None,
-        );
+        let decoded = pretty::payload(&blob.bytes, blob.format, None);
         let view = match blob.format {
             Some(Format::Json) => Value::Null,
             _ => crate::pickle::view(&blob.bytes),
@@ -568,8 +560,7 @@ fn pretty_pair(shared: &Shared, body: &Obj, prefix: &str) -> Option<Value> {
     let cid = body
         .get(&format!("{prefix}_cid"))
         .filter(|c| !c.is_null())?;
-    Some(pretty::cid(
-        &shared.store,
+    Some(shared.render().json_cid(
         Some(cid),
         body.get(&format!("{prefix}_serialization_format")),
     ))
@@ -1468,16 +1459,16 @@ pub fn object(shared: &Shared, cid: &str, include_data: bool) -> Result<Value, A
                 .with("cid", cid),
         );
     };
-    let view = pretty::view(&blob);
+    let view = pretty::view(&blob.bytes, blob.format);
     let mut out = json!({
         "cid": blob.cid,
         "format": blob.format.map(Format::as_str),
         "size": blob.bytes.len(),
         "stored_at": blob.stored_at,
-        "value": pretty::payload(&blob, None),
-        "type": view["type"],
-        "repr": view["repr"],
-        "attributes": view["attributes"],
+        "value": pretty::payload(&blob.bytes, blob.format, None),
+        "type": view.type_name,
+        "repr": view.repr,
+        "attributes": view.attributes,
     });
     if include_data {
         out["data"] = match blob.format {

@@ -119,8 +119,8 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
             }
             if let Some(cid) = uri.strip_prefix("breakpoint://object/") {
                 let blob = shared.store.get(cid).ok()??;
-                let mut v = pretty::view(&blob);
-                v["cid"] = json!(cid);
+                let v = pretty::view(&blob.bytes, blob.format);
+                let v = json!({"type": v.type_name, "repr": v.repr, "attributes": v.attributes, "cid": cid});
                 return Some(v);
             }
             return None;

@@ -893,8 +893,8 @@ fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
         )
         .with_extra("cid", json!(cid)));
     };
-    let mut v = pretty::view(&blob);
-    v["cid"] = json!(cid);
+    let v = pretty::view(&blob.bytes, blob.format);
+    let v = json!({"type": v.type_name, "repr": v.repr, "attributes": v.attributes, "cid": cid});
     Ok(v)
 }
 
