@@ -88,7 +88,7 @@ fn hint_for(code: &str) -> &'static str {
         }
         "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
-        _ => super::external::hint_for(code)
+        _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
     }
 }
@@ -512,7 +512,7 @@ mcp_clients_not_configured when the debugger was started without external server
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_servers,
+        handler: |ctx, args| Ok(external::list_servers(ctx, args)?),
     },
     Tool {
         name: "external_list_tools",
@@ -529,7 +529,7 @@ to list one server's tools.",
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_tools,
+        handler: |ctx, args| Ok(external::list_tools(ctx, args)?),
     },
     Tool {
         name: "external_call_tool",
@@ -550,7 +550,7 @@ whole result). Waits at most the server's timeout_s (default 30 s).",
         read_only: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
-        handler: external::call_tool,
+        handler: |ctx, args| Ok(external::call_tool(ctx, args)?),
     },
     Tool {
         name: "external_list_resources",
@@ -567,7 +567,7 @@ server, name, description, mime_type. Read one with external_read_resource. A se
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_resources,
+        handler: |ctx, args| Ok(external::list_resources(ctx, args)?),
     },
     Tool {
         name: "external_read_resource",
@@ -583,7 +583,7 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::read_resource,
+        handler: |ctx, args| Ok(external::read_resource(ctx, args)?),
     },
 ];
 
@@ -1015,6 +1015,10 @@ mod tests {
             }
             assert!(t.max_block_s <= MAX_BLOCK_S);
         }
+        assert!(
+            external::MAX_SETTLE.as_secs_f64() <= MAX_BLOCK_S,
+            "external listings wait for connecting servers within a tool's block limit"
+        );
         assert_eq!(
             TOOLS.len(),
             20,
