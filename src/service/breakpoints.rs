@@ -440,3 +440,191 @@ pub fn functions(shared: &Shared) -> FunctionListing {
         function_metadata: st.functions.all_metadata().clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+    use crate::service::testing::{body, shared};
+
+    fn events(rx: &crossbeam_channel::Receiver<Event>) -> Vec<EventKind> {
+        rx.try_iter().map(|e| e.kind).collect()
+    }
+
+    #[test]
+    fn adding_sets_behavior_and_registers_in_one_section_with_one_event() {
+        let s = shared();
+        function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
+        let rx = s.bus.subscribe();
+        let added = add_breakpoint(&s, "f", Signature::Keep, Some(Before::Go));
+        assert_eq!(
+            serde_json::to_value(&added).unwrap(),
+            json!({"status": "ok", "function_name": "f"})
+        );
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        let l = breakpoints(&s);
+        assert_eq!(l.breakpoints, ["f"]);
+        assert_eq!(l.breakpoint_behaviors["f"], Before::Go);
+        assert_eq!(l.breakpoint_after_behaviors["f"], After::Yield);
+        assert_eq!(
+            functions(&s).function_signatures["f"],
+            "(x)",
+            "Keep keeps the signature"
+        );
+        // The client's rule: no signature erases it; an unknown behavior is ignored.
+        breakpoint_add(
+            &s,
+            &body(json!({"function_name": "f", "behavior": "later"})),
+        )
+        .unwrap();
+        assert!(functions(&s).function_signatures.is_empty());
+        assert_eq!(breakpoints(&s).breakpoint_behaviors["f"], Before::Go);
+    }
+
+    #[test]
+    fn rest_add_accepts_no_alias_and_requires_a_name() {
+        let s = shared();
+        breakpoint_add(
+            &s,
+            &body(json!({"function_name": "g", "behavior": "continue"})),
+        )
+        .unwrap();
+        assert_eq!(breakpoints(&s).breakpoint_behaviors["g"], Before::Yield);
+        let e = breakpoint_add(&s, &body(json!({"function_name": ""}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "function_name required"));
+    }
+
+    #[test]
+    fn behaviors_need_an_existing_breakpoint() {
+        let s = shared();
+        assert_eq!(set_before(&s, "f", Before::Stop), Err(BreakpointNotFound));
+        assert_eq!(
+            set_after(&s, "f", After::Global(Global::Exception)),
+            Err(BreakpointNotFound)
+        );
+        let e = breakpoint_set_behavior(&s, "f", &body(json!({"behavior": "stop"}))).unwrap_err();
+        assert_eq!(e.status, 404);
+        assert_eq!(e.to_json(), json!({"error": "breakpoint_not_found"}));
+        add_breakpoint(&s, "f", Signature::Keep, None);
+        let set =
+            breakpoint_set_after_behavior(&s, "f", &body(json!({"behavior": "both"}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(&set).unwrap(),
+            json!({"status": "ok", "function_name": "f", "behavior": "stop_exception"})
+        );
+        let e = breakpoint_set_behavior(&s, "f", &body(json!({"behavior": "defer"}))).unwrap_err();
+        assert_eq!(e.status, 400, "REST is strict about before-behaviors");
+        let e =
+            breakpoint_set_after_behavior(&s, "f", &body(json!({"behavior": "x"}))).unwrap_err();
+        assert_eq!(e.code(), "invalid_behavior");
+    }
+
+    #[test]
+    fn replacements_report_both_refusals_and_rest_names_the_signature_first() {
+        let s = shared();
+        function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
+        function_register(&s, &body(json!({"function_name": "g", "signature": "(y)"}))).unwrap();
+        assert_eq!(
+            set_replacement(&s, "f", "g"),
+            Err(ReplacementRefused {
+                breakpoint_missing: true,
+                signature_mismatch: true
+            })
+        );
+        let e = breakpoint_set_replacement(&s, "f", &body(json!({"replacement_function": "g"})))
+            .unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "signature_mismatch"));
+        add_breakpoint(&s, "f", Signature::Keep, None);
+        function_register(&s, &body(json!({"function_name": "g", "signature": "(x)"}))).unwrap();
+        let rx = s.bus.subscribe();
+        let set = set_replacement(&s, "f", "g").unwrap();
+        assert_eq!(set.replacement_function, "g");
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        assert_eq!(breakpoints(&s).breakpoint_replacements["f"], "g");
+        breakpoint_set_replacement(&s, "f", &body(json!({"replacement_function": null}))).unwrap();
+        assert!(breakpoints(&s).breakpoint_replacements.is_empty());
+        let e = breakpoint_set_replacement(&s, "f", &body(json!({}))).unwrap_err();
+        assert_eq!(e.code(), "missing_replacement_function");
+        assert_eq!(
+            set_replacement(&s, "nope", ""),
+            Err(ReplacementRefused {
+                breakpoint_missing: true,
+                signature_mismatch: false
+            })
+        );
+    }
+
+    #[test]
+    fn listings_serialize_in_the_rest_wire_shape() {
+        let s = shared();
+        add_breakpoint(&s, "b", Signature::Set(Some("(x)")), Some(Before::Stop));
+        add_breakpoint(&s, "a", Signature::Keep, None);
+        assert_eq!(
+            serde_json::to_string(&breakpoints(&s)).unwrap(),
+            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&functions(&s)).unwrap(),
+            r#"{"functions":["a","b"],"function_signatures":{"b":"(x)"},"function_metadata":{}}"#
+        );
+        let r = breakpoint_remove(&s, "b");
+        assert_eq!(r.function_name, "b");
+        assert_eq!(breakpoints(&s).breakpoints, ["a"]);
+        assert_eq!(
+            breakpoint_remove(&s, "b").status,
+            Ack::Ok,
+            "removing again is ok"
+        );
+    }
+
+    #[test]
+    fn the_default_behavior_is_read_and_set() {
+        let s = shared();
+        assert_eq!(default_behavior(&s).behavior, Global::Stop);
+        let set = set_default_behavior(&s, &body(json!({"behavior": "exceptions"}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(set).unwrap(),
+            json!({"status": "ok", "behavior": "exception"})
+        );
+        assert_eq!(
+            serde_json::to_value(default_behavior(&s)).unwrap(),
+            json!({"behavior": "exception"})
+        );
+        let e = set_default_behavior(&s, &body(json!({"behavior": "yield"}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "invalid_behavior"));
+        assert_eq!(set_global(&s, Global::Go).behavior, Global::Go);
+    }
+
+    #[test]
+    fn registering_a_function_keeps_metadata_and_client_refs() {
+        let s = shared();
+        let r = function_register(
+            &s,
+            &body(json!({"function_name": "f", "signature": "(x)", "function_client_ref": 7})),
+        )
+        .unwrap();
+        assert_eq!(r.signature.as_deref(), Some("(x)"));
+        let meta = &functions(&s).function_metadata["f"];
+        assert_eq!(meta["client_ref"], 7);
+        assert!(meta["registered_at"].is_number());
+        let e = function_register(&s, &body(json!({}))).unwrap_err();
+        assert_eq!(e.status, 400);
+    }
+
+    #[test]
+    fn history_lists_completed_calls_of_a_breakpoint() {
+        let s = shared();
+        assert!(breakpoint_history(&s, "f", 0, 10).history.is_empty());
+        let (pause, call_id) = crate::service::testing::paused_call(&s, "f", &[json!(1)]);
+        crate::service::continue_pause(&s, &pause, &body(json!({}))).unwrap();
+        set_global(&s, Global::Go);
+        crate::service::call_complete(
+            &s,
+            &crate::service::testing::complete_body(&call_id, &json!(2)),
+        )
+        .unwrap();
+        let h = breakpoint_history(&s, "f", 0, 10);
+        assert_eq!(h.function_name, "f");
+        assert_eq!(h.history.len(), 1);
+    }
+}

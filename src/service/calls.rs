@@ -510,3 +510,114 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     }
     Ok(json!({"status": "ok"}))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakpoints::Global;
+    use crate::records::RecordFilter;
+    use crate::service::testing::{body, complete_body, item, paused_call, shared, start_body};
+    use crate::service::{call_records, set_global, Payloads};
+
+    #[test]
+    fn a_call_without_a_breakpoint_continues_and_its_completion_is_recorded() {
+        let s = shared();
+        let answer = call_start(&s, &start_body("add", &[json!(1), json!(2)])).unwrap();
+        assert_eq!(answer["action"], "continue");
+        let call_id = answer["call_id"].as_str().unwrap().to_owned();
+        assert_eq!(s.lock().calls.n_open(), 1);
+        let done = call_complete(&s, &complete_body(&call_id, &json!(3))).unwrap();
+        assert_eq!(done, json!({"status": "ok"}));
+        let page = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(page.total_count, 1);
+        assert_eq!(page.call_ids(), [call_id]);
+        let record = &page.calls[0];
+        assert_eq!(record["method_name"], "add");
+        assert_eq!(record["pretty_args"], json!(["1", "2"]));
+        assert_eq!(record["pretty_result"], "3");
+        assert_eq!(record["status"], "success");
+    }
+
+    #[test]
+    fn a_breakpoint_pauses_before_and_after() {
+        let s = shared();
+        let (pause_id, call_id) = paused_call(&s, "f", &[json!("x")]);
+        let paused = crate::service::paused(&s, Payloads::Omitted).paused;
+        assert_eq!(paused.len(), 1);
+        assert_eq!(paused[0].id, pause_id);
+        assert_eq!(paused[0].call_data["call_id"], json!(call_id));
+        assert!(!paused[0].is_after());
+        crate::service::continue_pause(&s, &pause_id, &body(json!({}))).unwrap();
+        // Global stop pauses after a successful call too: the answer is a poll without call_id.
+        let after = call_complete(&s, &complete_body(&call_id, &json!(1))).unwrap();
+        assert_eq!(after["action"], "poll");
+        assert!(after.get("call_id").is_none());
+        let paused = crate::service::paused(&s, Payloads::Included).paused;
+        assert!(paused[0].is_after());
+        assert_eq!(paused[0].call_data["pretty_result"], "1");
+        assert_eq!(paused[0].call_data["pause_reason"], "breakpoint");
+    }
+
+    #[test]
+    fn a_replacement_is_announced_when_the_call_does_not_pause() {
+        let s = shared();
+        set_global(&s, Global::Go);
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None);
+        crate::service::function_register(
+            &s,
+            &body(json!({"function_name": "g", "signature": "(x)"})),
+        )
+        .unwrap();
+        crate::service::set_replacement(&s, "f", "g").unwrap();
+        let answer = call_start(&s, &start_body("f", &[])).unwrap();
+        assert_eq!(answer["action"], "replace");
+        assert_eq!(answer["function_name"], "g");
+    }
+
+    #[test]
+    fn missing_payloads_and_identities_are_refused_before_anything_is_stored() {
+        let s = shared();
+        let mut b = start_body("f", &[json!(5)]);
+        let arg = item(&json!(5));
+        b["args"] = json!([{"cid": arg["cid"]}]);
+        let e = call_start(&s, &b).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "cid_not_found"));
+        assert_eq!(e.body["missing_cids"], json!([arg["cid"]]));
+        // The same CID with its data in the same request counts as present.
+        b["kwargs"] = json!({"y": arg});
+        assert_eq!(call_start(&s, &b).unwrap()["action"], "continue");
+        let mut b = start_body("f", &[]);
+        b.remove("process_pid");
+        assert_eq!(
+            call_start(&s, &b).unwrap_err().code(),
+            "missing_process_identity"
+        );
+        let mut b = start_body("f", &[]);
+        b.insert("preferred_format".into(), json!("yaml"));
+        assert_eq!(
+            call_start(&s, &b).unwrap_err().code(),
+            "invalid_preferred_format"
+        );
+    }
+
+    #[test]
+    fn unknown_completions_are_fine_and_events_become_records() {
+        let s = shared();
+        assert_eq!(
+            call_complete(&s, &body(json!({"call_id": "nope"}))).unwrap(),
+            json!({"status": "ok"})
+        );
+        assert_eq!(
+            call_complete(&s, &body(json!({}))).unwrap_err().code(),
+            "missing_call_id"
+        );
+        let event = body(json!({
+            "event_type": "pickle_error", "process_pid": 1, "process_start_time": 2.5,
+            "pretty_args": ["a"], "timestamp": 3.0,
+        }));
+        assert_eq!(call_event(&s, &event).unwrap(), json!({"status": "ok"}));
+        let page = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(page.calls[0]["method_name"], "pickle_error");
+        assert_eq!(page.calls[0]["process_key"], "2.500000+1");
+    }
+}

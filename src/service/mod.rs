@@ -14,6 +14,9 @@ mod pauses;
 mod records;
 mod repl;
 
+#[cfg(test)]
+mod testing;
+
 pub use breakpoints::*;
 pub use calls::*;
 pub use pauses::*;

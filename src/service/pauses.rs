@@ -412,3 +412,120 @@ fn pause_already_resumed(pause_id: &str) -> ApiError {
     )
     .with("pause_id", pause_id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, complete_body, item, paused_call, shared};
+
+    #[test]
+    fn pauses_are_listed_with_or_without_payloads() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
+        let with = paused(&s, Payloads::Included);
+        assert!(with.paused[0].call_data["args"][0].get("data").is_some());
+        let without = paused(&s, Payloads::Omitted);
+        let arg = &without.paused[0].call_data["args"][0];
+        assert!(arg.get("data").is_none() && arg.get("cid").is_some());
+        assert_eq!(without.paused[0].method_name(), "f");
+        assert_eq!(
+            pause(&s, &pause_id, Payloads::Omitted).as_ref(),
+            without.paused.first()
+        );
+        assert_eq!(pause(&s, "nope", Payloads::Omitted), None);
+        assert_eq!(paused_ids(&s), vec![pause_id.clone()]);
+        let wire = serde_json::to_value(&with).unwrap();
+        let keys: Vec<&String> = wire["paused"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["id", "call_data", "paused_at", "repl_sessions"]);
+    }
+
+    #[test]
+    fn modify_encodes_plain_values_as_pickles_for_the_client() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
+        assert_eq!(poll(&s, &pause_id), json!({"status": "waiting"}));
+        let rx = s.bus.subscribe();
+        let done = continue_pause(
+            &s,
+            &pause_id,
+            &body(
+                json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": "z"}}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(done.action, "modify");
+        assert_eq!(
+            serde_json::to_value(&done).unwrap(),
+            json!({"status": "ok", "pause_id": pause_id}),
+            "the action is not part of the REST answer"
+        );
+        assert!(matches!(
+            rx.try_recv().unwrap().kind,
+            EventKind::ExecutionResumed { .. }
+        ));
+        let ready = poll(&s, &pause_id);
+        assert_eq!(ready["status"], "ready");
+        let action = &ready["action"];
+        assert_eq!(action["action"], "modify");
+        let expected = item(&json!(10));
+        assert_eq!(action["modified_args"][0]["cid"], expected["cid"]);
+        assert_eq!(action["modified_args"][0]["serialization_format"], "dill");
+        assert!(
+            s.store
+                .contains(action["modified_kwargs"]["y"]["cid"].as_str().unwrap()),
+            "the encoded payloads are stored"
+        );
+        assert!(paused(&s, Payloads::Omitted).paused.is_empty());
+    }
+
+    #[test]
+    fn resuming_twice_unknown_pauses_and_bad_actions_are_refused() {
+        let s = shared();
+        let e = continue_pause(&s, "nope", &body(json!({}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (404, "pause_not_found"));
+        let (pause_id, call_id) = paused_call(&s, "f", &[]);
+        let bad = |b: Value| continue_pause(&s, &pause_id, &body(b)).unwrap_err();
+        assert_eq!(bad(json!({"action": "fly"})).code(), "invalid_action");
+        assert_eq!(
+            bad(json!({"action": "raise", "exception_type": "a.B"})).code(),
+            "invalid_exception_type"
+        );
+        assert_eq!(
+            bad(json!({"modified_args": {"x": 1}})).code(),
+            "invalid_payload"
+        );
+        let done =
+            continue_pause(&s, &pause_id, &body(json!({"replacement_function": "g"}))).unwrap();
+        assert_eq!(done.action, "replace");
+        let e = continue_pause(&s, &pause_id, &body(json!({}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (409, "pause_already_resumed"));
+        // An after-pause can only continue.
+        let after = crate::service::call_complete(&s, &complete_body(&call_id, &json!(0))).unwrap();
+        let after_id = after["poll_url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        let e = continue_pause(
+            &s,
+            after_id,
+            &body(json!({"action": "skip", "fake_result": 1})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "invalid_action");
+        continue_pause(&s, after_id, &body(json!({"action": "continue"}))).unwrap();
+    }
+
+    #[test]
+    fn original_items_carry_their_payloads() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!([1, 2])]);
+        let original = original_items(&s, &pause_id).unwrap();
+        assert_eq!(original.args.len(), 1);
+        assert_eq!(original.args[0]["cid"], item(&json!([1, 2]))["cid"]);
+        assert!(original.args[0]["data"].is_string());
+        assert!(original.kwargs.is_empty());
+        assert_eq!(original_items(&s, "nope"), None);
+    }
+}

@@ -263,3 +263,129 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
 pub fn status(shared: &Shared) -> Value {
     serde_json::to_value(server_status(shared)).unwrap_or(Value::Null)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, complete_body, item, shared, start_body};
+    use crate::service::{call_complete, call_start};
+
+    fn record_call(s: &Shared, method: &str, result: &Value) -> String {
+        let started = call_start(s, &start_body(method, &[json!(1)])).unwrap();
+        let call_id = started["call_id"].as_str().unwrap().to_owned();
+        call_complete(s, &complete_body(&call_id, result)).unwrap();
+        call_id
+    }
+
+    #[test]
+    fn call_records_are_paged_newest_first_and_filtered() {
+        let s = shared();
+        let first = record_call(&s, "f", &json!(1));
+        let second = record_call(&s, "g", &json!(2));
+        let third = record_call(&s, "f", &json!(3));
+        let page = call_records(&s, &RecordFilter::default(), 0, 2);
+        assert_eq!(page.call_ids(), [third.clone(), second]);
+        assert_eq!((page.total_count, page.offset, page.limit), (3, 0, 2));
+        assert!(page.truncated());
+        let f_only = RecordFilter {
+            function: Some("f"),
+            status: None,
+        };
+        let page = call_records(&s, &f_only, 0, 10);
+        assert_eq!(page.call_ids(), [third, first.clone()]);
+        assert!(!page.truncated());
+        let wire = serde_json::to_value(&page).unwrap();
+        let keys: Vec<&String> = wire.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["calls", "total_count", "offset", "limit"]);
+        assert_eq!(
+            call_record(&s, &first).unwrap()["pretty_result"],
+            json!("1")
+        );
+        assert_eq!(call_record(&s, "nope"), None);
+    }
+
+    #[test]
+    fn stored_objects_are_shown_with_their_view_and_data_on_request() {
+        let s = shared();
+        record_call(&s, "f", &json!({"a": 1}));
+        let cid = item(&json!({"a": 1}))["cid"].as_str().unwrap().to_owned();
+        let o = object(&s, &cid, false).unwrap();
+        assert_eq!(o.view.type_name, "dict");
+        assert_eq!(o.value, json!("{'a': 1}"));
+        let wire = serde_json::to_value(&o).unwrap();
+        let keys: Vec<&String> = wire.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "cid",
+                "format",
+                "size",
+                "stored_at",
+                "value",
+                "type",
+                "repr",
+                "attributes"
+            ]
+        );
+        assert_eq!(wire["cid"], json!(cid));
+        assert_eq!(wire["format"], "dill");
+        let with_data = object(&s, &cid, true).unwrap();
+        assert_eq!(with_data.data, Some(item(&json!({"a": 1}))["data"].clone()));
+        assert_eq!(object_view(&s, &cid).unwrap(), o.view);
+        let missing = "0".repeat(128);
+        let e = object(&s, &missing, false).unwrap_err();
+        assert_eq!((e.status, e.code()), (404, "cid_not_found"));
+        assert_eq!(e.body["cid"], json!(missing));
+        assert_eq!(object_view(&s, &missing).unwrap_err(), e);
+        let page = objects(&s, 0, 100);
+        assert_eq!(page.total_count, 2, "the argument and the result");
+        assert_eq!(page.objects[0].cid.hex(), cid, "newest first");
+        assert_eq!(objects(&s, 1, 100).objects.len(), 1);
+    }
+
+    #[test]
+    fn status_counts_and_com_errors() {
+        let s = shared();
+        record_call(&s, "f", &json!(1));
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Keep, None);
+        let st = server_status(&s);
+        assert_eq!(
+            (
+                st.breakpoints,
+                st.total_calls,
+                st.calls_in_memory,
+                st.open_calls
+            ),
+            (1, 1, 1, 0)
+        );
+        assert_eq!(st.database, ":memory:");
+        let wire = status(&s);
+        assert_eq!(wire, serde_json::to_value(&st).unwrap());
+        assert_eq!(wire["default_behavior"], "stop");
+        assert_eq!(
+            wire.as_object().unwrap().keys().next().map(String::as_str),
+            Some("server")
+        );
+        report_com_error(&s, &body(json!({"summary": "timeout", "timestamp": 1.0})));
+        let errors = com_errors(&s);
+        assert_eq!(errors["errors"][0]["summary"], "timeout");
+        assert_eq!(errors["errors"][0]["timestamp"], 1.0);
+        assert!(errors["errors"][0]["received_at"].is_number());
+    }
+
+    #[test]
+    fn snapshots_follow_client_refs() {
+        let s = shared();
+        let mut b = start_body("f", &[]);
+        let mut arg = item(&json!(5));
+        arg["client_ref"] = json!(77);
+        b["args"] = json!([arg]);
+        call_start(&s, &b).unwrap();
+        let snaps = snapshots(&s, None, Some("77"));
+        assert_eq!(snaps["snapshots"].as_array().unwrap().len(), 1);
+        assert!(snapshots(&s, None, Some("78"))["snapshots"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -136,6 +136,7 @@ fn session_closed(session_id: &str) -> ApiError {
 }
 
 /// A queued eval: wait on `outcome`, then hand what arrived to [`repl_eval_finish`].
+#[derive(Debug)]
 pub struct PendingEval {
     pub eval_id: String,
     pub session_id: String,
@@ -334,4 +335,127 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
         .deliver(&session_id, &eval_id, result.to_outcome(), ids::now())
         .map_err(|_| ApiError::internal("eval vanished"))?;
     Ok(Done { status: Ack::Ok })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, paused_call, shared};
+
+    fn answer(s: &Shared, pause_id: &str, fields: Value) -> Result<Done, ApiError> {
+        let req = poll_repl(s, pause_id);
+        let mut b = body(json!({
+            "eval_id": req["eval_id"], "session_id": req["session_id"], "pause_id": pause_id,
+        }));
+        b.extend(body(fields));
+        repl_result(s, &b)
+    }
+
+    #[test]
+    fn an_eval_is_relayed_to_the_program_and_its_answer_is_typed() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
+        let sid = session_for_pause(&s, &pause_id, None).unwrap();
+        let pending = repl_eval_start(&s, &sid, Some(&json!("x + 1"))).unwrap();
+        let req = poll_repl(&s, &pause_id);
+        assert_eq!(req["expr"], "x + 1");
+        assert_eq!(req["eval_id"], json!(pending.eval_id));
+        let mut b = body(
+            json!({"eval_id": pending.eval_id, "session_id": sid, "pause_id": pause_id,
+            "result": "2", "stdout": "hi\n", "result_cid": null}),
+        );
+        assert_eq!(repl_result(&s, &b).unwrap().status, Ack::Ok);
+        let got = pending.outcome.try_recv().ok();
+        let r = repl_eval_finish(&s, &pending, got, Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            r,
+            EvalResult {
+                output: "2".into(),
+                stdout: "hi\n".into(),
+                is_error: false,
+                result_cid: Value::Null
+            }
+        );
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"output":"2","stdout":"hi\n","is_error":false,"result_cid":null}"#
+        );
+        // Answered: a second delivery is refused.
+        b.insert("result".into(), json!("3"));
+        assert_eq!(repl_result(&s, &b).unwrap_err().code(), "eval_not_found");
+        let session = repl_session(&s, &sid).unwrap();
+        assert_eq!(session["session"]["transcript"][0]["output"], "2");
+    }
+
+    #[test]
+    fn errors_from_the_program_are_results_with_is_error() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[]);
+        let sid = start_session(&s, &pause_id).unwrap().session_id;
+        let pending = repl_eval_start(&s, &sid, Some(&json!("boom"))).unwrap();
+        answer(&s, &pause_id, json!({"error": "NameError: boom"})).unwrap();
+        let r = repl_eval_finish(
+            &s,
+            &pending,
+            pending.outcome.try_recv().ok(),
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert!(r.is_error);
+        assert_eq!(r.output, "NameError: boom");
+        assert_eq!(r.stdout, "");
+    }
+
+    #[test]
+    fn sessions_belong_to_their_pause() {
+        let s = shared();
+        let (p1, _) = paused_call(&s, "f", &[]);
+        let (p2, _) = paused_call(&s, "g", &[]);
+        let sid = repl_start(&s, &body(json!({"pause_id": p1})))
+            .unwrap()
+            .session_id;
+        assert_eq!(session_for_pause(&s, &p1, Some(&sid)).unwrap(), sid);
+        let e = session_for_pause(&s, &p2, Some(&sid)).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "invalid_session_id"));
+        let e = session_for_pause(&s, &p1, Some("nope")).unwrap_err();
+        assert_eq!((e.status, e.code()), (404, "session_not_found"));
+        let e = start_session(&s, "nope").unwrap_err();
+        assert_eq!(e.code(), "pause_not_found");
+        let e = repl_start(&s, &body(json!({"pause_id": " "}))).unwrap_err();
+        assert_eq!(e.code(), "missing_pause_id");
+        let e = repl_eval_start(&s, &sid, Some(&json!("  "))).unwrap_err();
+        assert_eq!(e.code(), "missing_expr");
+    }
+
+    #[test]
+    fn timeouts_abandoned_evals_and_closed_sessions() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[]);
+        let sid = start_session(&s, &pause_id).unwrap().session_id;
+        let e = repl_eval(&s, &sid, Some(&json!("1")), Duration::from_millis(1)).unwrap_err();
+        assert_eq!((e.status, e.code()), (504, "eval_timeout"));
+        assert_eq!(poll_repl(&s, &pause_id), json!({"eval_id": null}));
+        let pending = repl_eval_start(&s, &sid, Some(&json!("2"))).unwrap();
+        repl_eval_abandon(&s, &pending);
+        assert_eq!(
+            poll_repl(&s, &pause_id),
+            json!({"eval_id": null}),
+            "an abandoned eval leaves the queue"
+        );
+        let pending = repl_eval_start(&s, &sid, Some(&json!("3"))).unwrap();
+        assert_eq!(repl_close(&s, &sid).unwrap().status, Ack::Ok);
+        let e = repl_eval_finish(
+            &s,
+            &pending,
+            pending.outcome.try_recv().ok(),
+            Duration::ZERO,
+        )
+        .unwrap_err();
+        assert_eq!((e.status, e.code()), (409, "session_closed"));
+        let e = repl_eval_start(&s, &sid, Some(&json!("4"))).unwrap_err();
+        assert_eq!(e.code(), "session_closed");
+        assert_eq!(repl_close(&s, "nope").unwrap_err().status, 404);
+        let listed = repl_sessions(&s, &SessionFilter::default());
+        assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    }
 }
