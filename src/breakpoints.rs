@@ -4,7 +4,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The behaviours serialize as their wire names (`stop`, `go`, ...).
+macro_rules! serialize_as_str {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    )*};
+}
+serialize_as_str!(Global, Before, After);
 
 /// The global default behaviour (`/api/behavior`). `yield` is not one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,24 +285,9 @@ impl Breakpoints {
             }
     }
 
-    /// The REST listing (protocol doc §2.1); MCP renames the keys.
-    pub fn listing(&self) -> Value {
-        let before: Map<String, Value> = self
-            .names
-            .iter()
-            .map(|n| (n.clone(), json!(self.before(n).as_str())))
-            .collect();
-        let after: Map<String, Value> = self
-            .names
-            .iter()
-            .map(|n| (n.clone(), json!(self.after(n).as_str())))
-            .collect();
-        json!({
-            "breakpoints": self.names.iter().collect::<Vec<_>>(),
-            "breakpoint_behaviors": before,
-            "breakpoint_after_behaviors": after,
-            "breakpoint_replacements": self.replacements,
-        })
+    /// Replacement function names by breakpoint, sorted.
+    pub fn replacements(&self) -> &BTreeMap<String, String> {
+        &self.replacements
     }
 }
 
@@ -348,13 +346,19 @@ impl Functions {
         self.names.is_empty()
     }
 
-    /// The REST listing; names sorted.
-    pub fn listing(&self) -> Value {
-        json!({
-            "functions": self.names.iter().collect::<Vec<_>>(),
-            "function_signatures": self.signatures,
-            "function_metadata": self.metadata,
-        })
+    /// Registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.names.iter()
+    }
+
+    /// Registered signatures by name, sorted.
+    pub fn signatures(&self) -> &BTreeMap<String, String> {
+        &self.signatures
+    }
+
+    /// Metadata by name, sorted.
+    pub fn all_metadata(&self) -> &BTreeMap<String, Map<String, Value>> {
+        &self.metadata
     }
 }
 

@@ -1,38 +1,38 @@
 //! Display values of stored items (protocol doc §4): what the UI, the REST API and MCP show
 //! for arguments, results, exceptions and REPL output. JSON items render as their JSON value;
-//! pickles go through the safe reader in `pickle`, which never executes anything.
+//! pickles go through the safe reader in `pickle`, which never executes anything. Pure: it
+//! renders the bytes it is given; reading them from the content store is `render.rs`'s job.
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::pickle;
-use crate::store::{Blob, Format, Store};
+use crate::store::Format;
 
 /// Prefix of the value shown for a payload that could not be rendered.
 pub const UNAVAILABLE_PREFIX: &str = "<unavailable: ";
 
-/// The display value of an item object (`{"cid", "serialization_format"?}`).
-pub fn item(store: &Store, item: &Value) -> Value {
-    cid(store, item.get("cid"), item.get("serialization_format"))
+/// The value shown for an item without a CID string.
+pub fn missing_cid() -> Value {
+    json!("<missing cid>")
 }
 
-/// The display value of the payload stored under `cid`, read as `format` when given.
-pub fn cid(store: &Store, cid: Option<&Value>, format: Option<&Value>) -> Value {
-    let Some(Value::String(cid)) = cid else {
-        return json!("<missing cid>");
-    };
-    match store.get(cid) {
-        Ok(Some(blob)) => payload(&blob, format),
-        Ok(None) => json!(format!("<cid:{cid} missing>")),
-        Err(err) => json!(format!("<unavailable: storage error: {err}>")),
-    }
+/// The value shown for a CID whose payload is not stored.
+pub fn cid_missing(cid: &dyn std::fmt::Display) -> Value {
+    json!(format!("<cid:{cid} missing>"))
 }
 
-/// Renders one stored payload.
-pub fn payload(blob: &Blob, format: Option<&Value>) -> Value {
+/// The value shown when the content store could not be read.
+pub fn storage_unavailable(err: &dyn std::fmt::Display) -> Value {
+    json!(format!("{UNAVAILABLE_PREFIX}storage error: {err}>"))
+}
+
+/// Renders one payload: `bytes` stored as `stored`, read as `format` when given.
+pub fn payload(bytes: &[u8], stored: Option<Format>, format: Option<&Value>) -> Value {
     let format = match format {
         Some(Value::String(s)) if s == "json" => Some(Format::Json),
         Some(Value::String(s)) if s == "dill" => Some(Format::Dill),
-        None | Some(Value::Null) => blob.format,
+        None | Some(Value::Null) => stored,
         Some(other) => {
             let name = other
                 .as_str()
@@ -42,23 +42,35 @@ pub fn payload(blob: &Blob, format: Option<&Value>) -> Value {
         }
     };
     match format {
-        Some(Format::Json) => match serde_json::from_slice::<Value>(&blob.bytes) {
+        Some(Format::Json) => match serde_json::from_slice::<Value>(bytes) {
             Ok(v) => v,
             Err(_) => json!("<unavailable: JSONDecodeError>"),
         },
         // An unknown format tries JSON first, like the original (pickles never parse as JSON).
-        None => match serde_json::from_slice::<Value>(&blob.bytes) {
+        None => match serde_json::from_slice::<Value>(bytes) {
             Ok(v) => v,
-            Err(_) => pickle::pretty(&blob.bytes),
+            Err(_) => pickle::pretty(bytes),
         },
-        Some(Format::Dill) => pickle::pretty(&blob.bytes),
+        Some(Format::Dill) => pickle::pretty(bytes),
     }
 }
 
-/// The structured view of a stored payload for inspection: `{type, repr, attributes}`.
-pub fn view(blob: &Blob) -> Value {
-    let json_value = match blob.format {
-        Some(Format::Json) | None => serde_json::from_slice::<Value>(&blob.bytes).ok(),
+/// The structured view of a payload for inspection (`GET /api/objects/<cid>`, MCP's
+/// `breakpoint_inspect_object`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct View {
+    /// Python's type name (`int`, `mymod.Point`).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub repr: String,
+    /// At most 100 attributes, nested views to depth 3.
+    pub attributes: Map<String, Value>,
+}
+
+/// The view of `bytes` stored as `stored`.
+pub fn view(bytes: &[u8], stored: Option<Format>) -> View {
+    let json_value = match stored {
+        Some(Format::Json) | None => serde_json::from_slice::<Value>(bytes).ok(),
         Some(Format::Dill) => None,
     };
     match json_value {
@@ -73,17 +85,28 @@ pub fn view(blob: &Blob) -> Value {
                 Value::Object(_) => "dict",
             };
             let attributes = match &v {
-                Value::Object(m) => Value::Object(
-                    m.iter()
-                        .take(100)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                ),
-                _ => json!({}),
+                Value::Object(m) => m
+                    .iter()
+                    .take(100)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                _ => Map::new(),
             };
-            json!({"type": type_name, "repr": cut(&v.to_string()), "attributes": attributes})
+            View {
+                type_name: type_name.to_owned(),
+                repr: cut(&v.to_string()),
+                attributes,
+            }
         }
-        None => pickle::view(&blob.bytes),
+        None => {
+            let v = pickle::view(bytes);
+            let text = |key: &str| v[key].as_str().unwrap_or_default().to_owned();
+            View {
+                type_name: text("type"),
+                repr: text("repr"),
+                attributes: v["attributes"].as_object().cloned().unwrap_or_default(),
+            }
+        }
     }
 }
 
@@ -135,67 +158,66 @@ pub fn is_placeholder(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cas::cid_of;
-    use crate::store::NewBlob;
-
-    fn store_with(bytes: &[u8], format: Option<Format>) -> (Store, String) {
-        let store = Store::memory();
-        let cid = cid_of(bytes);
-        store
-            .put_blobs(
-                vec![NewBlob {
-                    cid: crate::intern::Cid::parse(&cid).expect("a CID"),
-                    bytes: bytes.to_vec(),
-                    format,
-                }],
-                1.0,
-            )
-            .unwrap();
-        (store, cid)
-    }
 
     #[test]
-    fn json_items_render_as_their_value() {
-        let (store, cid) = store_with(br#"{"a": [1, 2]}"#, Some(Format::Json));
-        assert_eq!(item(&store, &json!({"cid": cid})), json!({"a": [1, 2]}));
-        let (store, cid) = store_with(b"{", Some(Format::Json));
+    fn json_payloads_render_as_their_value() {
+        let json = Some(Format::Json);
         assert_eq!(
-            item(&store, &json!({"cid": cid})),
+            payload(br#"{"a": [1, 2]}"#, json, None),
+            json!({"a": [1, 2]})
+        );
+        assert_eq!(
+            payload(b"{", json, None),
             json!("<unavailable: JSONDecodeError>")
         );
     }
 
     #[test]
     fn pickles_render_as_python_repr() {
-        let (store, cid) = store_with(&[0x80, 4, 0x4b, 2, 0x2e], Some(Format::Dill));
-        assert_eq!(item(&store, &json!({"cid": cid})), json!("2"));
-        let (store, cid) = store_with(&[0x80, 4, 0xff], Some(Format::Dill));
-        let v = item(&store, &json!({"cid": cid}));
+        let dill = Some(Format::Dill);
+        assert_eq!(payload(&[0x80, 4, 0x4b, 2, 0x2e], dill, None), json!("2"));
+        let v = payload(&[0x80, 4, 0xff], dill, None);
         assert!(is_unrendered(&v), "corrupt pickles are marked: {v}");
     }
 
     #[test]
-    fn missing_and_unknown_cids_render_like_the_original() {
-        let store = Store::memory();
-        assert_eq!(item(&store, &json!({})), json!("<missing cid>"));
+    fn formats_are_read_like_the_original() {
         assert_eq!(
-            item(&store, &json!({"cid": "ab"})),
-            json!("<cid:ab missing>")
-        );
-        let (store, cid) = store_with(b"1", None);
-        assert_eq!(
-            cid_fn(&store, &cid, Some(json!("yaml"))),
+            payload(b"1", None, Some(&json!("yaml"))),
             json!("<unavailable: invalid format yaml>")
         );
         assert_eq!(
-            cid_fn(&store, &cid, None),
+            payload(b"1", None, None),
             json!(1),
             "unknown format tries JSON first"
         );
+        assert_eq!(
+            payload(b"1", Some(Format::Dill), Some(&json!("json"))),
+            json!(1),
+            "the requested format wins over the stored one"
+        );
+        assert_eq!(missing_cid(), json!("<missing cid>"));
+        assert_eq!(cid_missing(&"ab"), json!("<cid:ab missing>"));
+        assert!(is_unrendered(&storage_unavailable(&"disk on fire")));
     }
 
-    fn cid_fn(store: &Store, c: &str, format: Option<Value>) -> Value {
-        cid(store, Some(&json!(c)), format.as_ref())
+    #[test]
+    fn views_of_json_and_pickles() {
+        let v = view(br#"{"a": 1}"#, Some(Format::Json));
+        assert_eq!(
+            (v.type_name.as_str(), v.repr.as_str()),
+            ("dict", r#"{"a":1}"#)
+        );
+        assert_eq!(v.attributes.get("a"), Some(&json!(1)));
+        let v = view(&[0x80, 4, 0x4b, 2, 0x2e], Some(Format::Dill));
+        assert_eq!((v.type_name.as_str(), v.repr.as_str()), ("int", "2"));
+        assert_eq!(
+            serde_json::to_value(&v).unwrap(),
+            json!({"type": "int", "repr": "2", "attributes": {}}),
+            "serialized in the wire shape"
+        );
+        let v = view(&[0x80, 4, 0xff], Some(Format::Dill));
+        assert_eq!(v.type_name, "<unavailable>");
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Display values of stored payloads, on demand: records keep CIDs, not rendered values, and
-//! `StoreRender` renders them from the content store when someone looks, through a bounded
-//! cache keyed by CID and format hint (`RenderCache`, its own leaf lock, never held across I/O).
+//! `StoreRender` reads them from the content store when someone looks and renders them with the
+//! pure `pretty`, through a bounded cache keyed by CID and format hint (`RenderCache`, its own
+//! leaf lock, never held across I/O). Items still in their JSON form are rendered uncached.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::intern::{Cid, Val};
 use crate::pretty;
@@ -69,17 +70,35 @@ impl StoreRender<'_> {
         }
         let value = match self.store.get_digest(cid.digest()) {
             Ok(Some(blob)) => {
-                let value = pretty::payload(&blob, hint.to_value().as_ref());
+                let value = pretty::payload(&blob.bytes, blob.format, hint.to_value().as_ref());
                 if blob.bytes.len() <= CACHE_MAX_PAYLOAD {
                     self.lock().put(key, value.clone(), blob.bytes.len() + 64);
                 }
                 value
             }
             // Not cached: the payload may still arrive.
-            Ok(None) => json!(format!("<cid:{cid} missing>")),
-            Err(err) => json!(format!("<unavailable: storage error: {err}>")),
+            Ok(None) => pretty::cid_missing(cid),
+            Err(err) => pretty::storage_unavailable(&err),
         };
         value
+    }
+
+    /// The display value of an item object as sent (`{"cid", "serialization_format"?}`).
+    pub fn json_item(&self, item: &Value) -> Value {
+        self.json_cid(item.get("cid"), item.get("serialization_format"))
+    }
+
+    /// The display value of the payload stored under a CID as sent, read as `format` when
+    /// given (uncached: such values come from request bodies and old records).
+    pub fn json_cid(&self, cid: Option<&Value>, format: Option<&Value>) -> Value {
+        let Some(Value::String(cid)) = cid else {
+            return pretty::missing_cid();
+        };
+        match self.store.get(cid) {
+            Ok(Some(blob)) => pretty::payload(&blob.bytes, blob.format, format),
+            Ok(None) => pretty::cid_missing(cid),
+            Err(err) => pretty::storage_unavailable(&err),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RenderCache> {
@@ -92,7 +111,7 @@ impl Render for StoreRender<'_> {
     fn item(&self, item: &Item) -> Value {
         match item {
             Item::Std { cid, format, .. } => self.cached(cid, *format),
-            Item::Other { value, .. } => pretty::item(self.store, value),
+            Item::Other { value, .. } => self.json_item(value),
         }
     }
 
@@ -100,11 +119,7 @@ impl Render for StoreRender<'_> {
         match cid {
             Val::Absent | Val::Null => Value::Null,
             Val::Cid(c) => self.cached(c, hint),
-            other => pretty::cid(
-                self.store,
-                Some(&other.to_value()),
-                hint.to_value().as_ref(),
-            ),
+            other => self.json_cid(Some(&other.to_value()), hint.to_value().as_ref()),
         }
     }
 }
@@ -114,6 +129,7 @@ mod tests {
     use super::*;
     use crate::cas::cid_value;
     use crate::store::{Format, NewBlob};
+    use serde_json::json;
 
     #[test]
     fn values_render_from_the_store_and_are_cached() {
@@ -150,6 +166,58 @@ mod tests {
             r.cid(&Val::Int(3), Hint::Absent),
             json!("<missing cid>"),
             "a CID that is not a string renders as the original does"
+        );
+    }
+
+    fn store_with(bytes: &[u8], format: Option<Format>) -> (Store, String) {
+        let store = Store::memory();
+        let cid = cid_value(bytes);
+        store
+            .put_blobs(
+                vec![NewBlob {
+                    cid: cid.clone(),
+                    bytes: bytes.to_vec(),
+                    format,
+                }],
+                1.0,
+            )
+            .unwrap();
+        (store, cid.hex())
+    }
+
+    #[test]
+    fn items_as_sent_render_from_the_store() {
+        let cache = Mutex::new(RenderCache::default());
+        let (store, cid) = store_with(br#"{"a": [1, 2]}"#, Some(Format::Json));
+        let r = StoreRender {
+            store: &store,
+            cache: &cache,
+        };
+        assert_eq!(r.json_item(&json!({"cid": cid})), json!({"a": [1, 2]}));
+        assert_eq!(r.json_item(&json!({})), json!("<missing cid>"));
+        assert_eq!(
+            r.json_item(&json!({"cid": "ab"})),
+            json!("<cid:ab missing>")
+        );
+        let (store, cid) = store_with(&[0x80, 4, 0x4b, 2, 0x2e], Some(Format::Dill));
+        let r = StoreRender {
+            store: &store,
+            cache: &cache,
+        };
+        assert_eq!(r.json_item(&json!({"cid": cid})), json!("2"));
+        let (store, cid) = store_with(b"1", None);
+        let r = StoreRender {
+            store: &store,
+            cache: &cache,
+        };
+        assert_eq!(
+            r.json_cid(Some(&json!(cid)), Some(&json!("yaml"))),
+            json!("<unavailable: invalid format yaml>")
+        );
+        assert_eq!(r.json_cid(Some(&json!(cid)), None), json!(1));
+        assert!(
+            cache.lock().unwrap().is_empty(),
+            "items as sent are not cached"
         );
     }
 }

@@ -1,30 +1,34 @@
-//! The OpenAPI 3.1 document of the REST API, built from the route table so it cannot drift.
+//! The OpenAPI 3.1 document of the REST API, built from the endpoints the route table hands
+//! it (so it cannot drift, and knows nothing of routing).
 
 use serde_json::{json, Map, Value};
 
-use super::routes::table;
+/// What the document says of one endpoint.
+pub(super) struct Endpoint {
+    pub method: &'static str,
+    /// Path segments in braces are path parameters.
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Query parameters: name and description.
+    pub query: &'static [(&'static str, &'static str)],
+}
 
 /// The document; `host` (the request's Host header) names the server URL.
-pub(super) fn document(host: Option<&str>) -> Value {
+pub(super) fn document(host: Option<&str>, endpoints: &[Endpoint]) -> Value {
     let mut paths = Map::new();
-    for route in table() {
-        let path = route["path"].as_str().unwrap_or_default().to_owned();
-        let method = route["method"]
-            .as_str()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+    for route in endpoints {
+        let path = route.path.to_owned();
+        let method = route.method.to_ascii_lowercase();
         let mut parameters: Vec<Value> = path
             .split('/')
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
-        if let Some(q) = route["query"].as_array() {
-            for pair in q {
-                parameters.push(json!({
-                    "name": pair[0], "in": "query", "required": false,
-                    "description": pair[1], "schema": {"type": "string"},
-                }));
-            }
+        for (name, description) in route.query {
+            parameters.push(json!({
+                "name": name, "in": "query", "required": false,
+                "description": description, "schema": {"type": "string"},
+            }));
         }
         let op_id = format!(
             "{method}_{}",
@@ -33,7 +37,7 @@ pub(super) fn document(host: Option<&str>) -> Value {
                 .replace(['{', '}'], "")
         );
         let mut op = json!({
-            "summary": route["summary"],
+            "summary": route.summary,
             "operationId": op_id,
             "parameters": parameters,
             "responses": {

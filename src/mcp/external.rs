@@ -1,15 +1,15 @@
-//! Handlers of the five `external_*` proxy tools (their table entries are in `tools.rs`): they
-//! reach the external MCP servers through `upstream::api`, exactly as the REST API does, and
-//! shape the answers for an agent. The only difference from REST: a very large tool result is
-//! cut for the agent (hosts reject huge tool results) and says so, with the CID of the full
-//! result, which is stored whole.
+//! Handlers of the five `external_*` proxy tools (`tools.rs` lists them in its table and turns
+//! their `ApiError`s into tool errors; this module knows nothing of the table): they reach the
+//! external MCP servers through `upstream::api`, exactly as the REST API does, and shape the
+//! answers for an agent. The only difference from REST: a very large tool result is cut for the
+//! agent (hosts reject huge tool results) and says so, with the CID of the full result.
 
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::tools::{ToolError, MAX_BLOCK_S};
 use super::Ctx;
+use crate::error::ApiError;
 use crate::upstream::api;
 
 type Args = Map<String, Value>;
@@ -44,9 +44,8 @@ pub fn hint_for(code: &str) -> Option<&'static str> {
     })
 }
 
-fn err(e: crate::error::ApiError) -> ToolError {
-    ToolError::from(e)
-}
+/// The longest a listing waits for servers still connecting (within the tools' `MAX_BLOCK_S`).
+pub const MAX_SETTLE: Duration = Duration::from_secs(55);
 
 fn server_arg(args: &Args) -> Option<&str> {
     args.get("server")
@@ -57,28 +56,25 @@ fn server_arg(args: &Args) -> Option<&str> {
 /// Waits (briefly) for servers still connecting at start-up, so a first listing is complete.
 fn settle(ctx: &Ctx) {
     if let Some(m) = ctx.shared().upstream.get() {
-        let wait = m
-            .timing()
-            .connect_timeout
-            .min(Duration::from_secs_f64(MAX_BLOCK_S));
+        let wait = m.timing().connect_timeout.min(MAX_SETTLE);
         m.wait_settled(wait);
     }
 }
 
-pub fn list_servers(ctx: &Ctx, _args: &Args) -> Result<Value, ToolError> {
+pub fn list_servers(ctx: &Ctx, _args: &Args) -> Result<Value, ApiError> {
     settle(ctx);
-    let clients = api::clients(ctx.shared()).map_err(err)?;
+    let clients = api::clients(ctx.shared())?;
     Ok(json!({"servers": clients["clients"]}))
 }
 
-pub fn list_tools(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+pub fn list_tools(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     settle(ctx);
-    api::tools(ctx.shared(), server_arg(args)).map_err(err)
+    api::tools(ctx.shared(), server_arg(args))
 }
 
-pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let tool = args.get("tool").and_then(Value::as_str).unwrap_or("");
-    let arguments = api::arguments_of(args).map_err(err)?;
+    let arguments = api::arguments_of(args)?;
     let called = call_forwarding_progress(ctx, tool, arguments)?;
     let is_error = called.result.get("isError").and_then(Value::as_bool) == Some(true);
     let mut out = json!({
@@ -106,7 +102,7 @@ fn call_forwarding_progress(
     ctx: &Ctx,
     tool: &str,
     arguments: Value,
-) -> Result<api::Called, ToolError> {
+) -> Result<api::Called, ApiError> {
     let (progress_tx, progress_rx) = crossbeam_channel::unbounded::<Value>();
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     let shared = ctx.shared();
@@ -125,14 +121,13 @@ fn call_forwarding_progress(
         while let Ok(p) = progress_rx.recv() {
             relay_progress(ctx, &p);
         }
-        match done_rx.recv() {
-            Ok(r) => r.map_err(err),
-            Err(_) => Err(ToolError::new(
+        done_rx.recv().unwrap_or_else(|_| {
+            Err(ApiError::new(
+                502,
                 "call_failed",
                 "the call ended without an answer",
-                "",
-            )),
-        }
+            ))
+        })
     })
 }
 
@@ -198,13 +193,13 @@ fn cut(out: &mut Value, limit: usize) {
     ));
 }
 
-pub fn list_resources(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+pub fn list_resources(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     settle(ctx);
-    api::resources(ctx.shared(), server_arg(args)).map_err(err)
+    api::resources(ctx.shared(), server_arg(args))
 }
 
-pub fn read_resource(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
-    api::read_resource(ctx.shared(), args).map_err(err)
+pub fn read_resource(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    api::read_resource(ctx.shared(), args)
 }
 
 #[cfg(test)]

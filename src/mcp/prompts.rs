@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::RpcError;
 use crate::records::RecordFilter;
-use crate::service;
+use crate::service::{self, Payloads};
 use crate::state::Shared;
 
 /// `prompts/list`.
@@ -41,12 +41,12 @@ pub fn get(shared: &Shared, params: &Map<String, Value>) -> Result<Value, RpcErr
             let bp = service::breakpoints(shared);
             let functions = service::functions(shared);
             let recent = service::call_records(shared, &RecordFilter::default(), 0, 10);
-            let paused = service::paused_without_data(shared);
+            let paused = service::paused(shared, Payloads::Omitted).paused;
             let state = json!({
-                "breakpoints": {"breakpoints": bp["breakpoints"], "behaviors": bp["breakpoint_behaviors"],
-                                "after_behaviors": bp["breakpoint_after_behaviors"], "replacements": bp["breakpoint_replacements"]},
-                "functions": {"functions": functions["functions"], "signatures": functions["function_signatures"]},
-                "recent_calls": recent["calls"],
+                "breakpoints": {"breakpoints": bp.breakpoints, "behaviors": bp.breakpoint_behaviors,
+                                "after_behaviors": bp.breakpoint_after_behaviors, "replacements": bp.breakpoint_replacements},
+                "functions": {"functions": functions.functions, "signatures": functions.function_signatures},
+                "recent_calls": recent.calls,
                 "paused": paused,
             });
             let text = format!(
@@ -65,21 +65,20 @@ Current state:\n{}",
                 .and_then(Value::as_str)
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| RpcError::invalid_params("missing required argument pause_id"))?;
-            let p = service::paused_without_data(shared)
-                .into_iter()
-                .find(|p| p["id"] == pause_id)
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!("pause_not_found: no paused call {pause_id}"))
-                        .with_data(json!({"pause_id": pause_id}))
-                })?;
-            let after = p["call_data"].get("pretty_result").is_some()
-                || p["call_data"].get("exception").is_some();
-            let doc = json!({"pause_id": pause_id, "call_data": p["call_data"], "repl_sessions": p["repl_sessions"]});
+            let p = service::pause(shared, pause_id, Payloads::Omitted).ok_or_else(|| {
+                RpcError::invalid_params(format!("pause_not_found: no paused call {pause_id}"))
+                    .with_data(json!({"pause_id": pause_id}))
+            })?;
+            let after = p.is_after();
+            let doc = json!({"pause_id": pause_id, "call_data": p.call_data, "repl_sessions": p.repl_sessions});
             let text = format!(
                 "Inspect this paused call of {}. It is paused {}. Look at its arguments (pretty_args, pretty_kwargs; \
 CIDs can be opened with breakpoint_inspect_object), evaluate expressions in it with breakpoint_repl_eval (pause_id {pause_id}), \
 then resume it with breakpoint_continue{}.\n\n{}",
-                p["call_data"]["method_name"].as_str().unwrap_or("?"),
+                p.call_data
+                    .get("method_name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
                 if after { "after the call completed (see pretty_result or exception)" } else { "before the call runs" },
                 if after { " (only action 'continue' is possible here)" } else { "" },
                 serde_json::to_string_pretty(&doc).unwrap_or_default()
@@ -97,30 +96,15 @@ pub fn complete(shared: &Shared, params: &Map<String, Value>) -> Result<Value, R
     let arg_name = argument.get("name").and_then(Value::as_str).unwrap_or("");
     let prefix = argument.get("value").and_then(Value::as_str).unwrap_or("");
     let candidates: Vec<String> = match (reference.get("type").and_then(Value::as_str), arg_name) {
-        (Some("ref/prompt"), "pause_id") | (Some("ref/resource"), "pause_id") => shared
-            .lock()
-            .calls
-            .paused()
-            .iter()
-            .map(|p| p.id.clone())
-            .collect(),
-        (Some("ref/resource"), "call_id") => {
-            let page = service::call_records(shared, &RecordFilter::default(), 0, 100);
-            page["calls"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|c| c["call_id"].as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default()
+        (Some("ref/prompt"), "pause_id") | (Some("ref/resource"), "pause_id") => {
+            service::paused_ids(shared)
         }
-        (Some("ref/resource"), "cid") => shared
-            .store
-            .list()
+        (Some("ref/resource"), "call_id") => {
+            service::call_records(shared, &RecordFilter::default(), 0, 100).call_ids()
+        }
+        (Some("ref/resource"), "cid") => service::objects(shared, 0, 1000)
+            .objects
             .into_iter()
-            .rev()
-            .take(1000)
             .map(|m| m.cid.hex())
             .collect(),
         (Some("ref/prompt" | "ref/resource"), _) => Vec::new(),

@@ -6,9 +6,8 @@ use serde_json::{json, Map, Value};
 
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
-use crate::pretty;
 use crate::records::RecordFilter;
-use crate::service;
+use crate::service::{self, Payloads};
 use crate::state::Shared;
 
 use super::RESOURCE_NOT_FOUND;
@@ -56,8 +55,7 @@ pub fn list(shared: &Shared) -> Vec<Value> {
         .iter()
         .map(|(uri, name, description)| json!({"uri": uri, "name": name, "description": description, "mimeType": MIME}))
         .collect();
-    let st = shared.lock();
-    for p in st.calls.paused() {
+    for p in service::paused(shared, Payloads::Omitted).paused {
         let kind = if p.is_after() { "after" } else { "before" };
         out.push(json!({
             "uri": format!("breakpoint://paused/{}", p.id),
@@ -87,41 +85,38 @@ pub fn not_found(uri: &str) -> RpcError {
 fn content(shared: &Shared, uri: &str) -> Option<Value> {
     Some(match uri {
         "breakpoint://status" => {
-            let s = service::status(shared);
-            json!({"breakpoints": s["breakpoints"], "paused": s["paused"], "total_calls": s["total_calls"]})
+            let s = service::server_status(shared);
+            json!({"breakpoints": s.breakpoints, "paused": s.paused, "total_calls": s.total_calls})
         }
         "breakpoint://breakpoints" => {
             let l = service::breakpoints(shared);
-            json!({"breakpoints": l["breakpoints"], "behaviors": l["breakpoint_behaviors"],
-                   "after_behaviors": l["breakpoint_after_behaviors"], "replacements": l["breakpoint_replacements"]})
+            json!({"breakpoints": l.breakpoints, "behaviors": l.breakpoint_behaviors,
+                   "after_behaviors": l.breakpoint_after_behaviors, "replacements": l.breakpoint_replacements})
         }
         "breakpoint://paused" => {
-            json!({"paused": service::paused_without_data(shared)})
+            serde_json::to_value(service::paused(shared, Payloads::Omitted)).ok()?
         }
         "breakpoint://call-history" => {
             let page = service::call_records(shared, &RecordFilter::default(), 0, 50);
-            let n = page["calls"].as_array().map(Vec::len).unwrap_or(0) as u64;
-            let total = page["total_count"].as_u64().unwrap_or(0);
-            json!({"calls": page["calls"], "total_count": total, "truncated": n < total})
+            let truncated = page.truncated();
+            json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated})
         }
         "breakpoint://functions" => {
             let l = service::functions(shared);
-            json!({"functions": l["functions"], "signatures": l["function_signatures"], "metadata": l["function_metadata"]})
+            json!({"functions": l.functions, "signatures": l.function_signatures, "metadata": l.function_metadata})
         }
         _ => {
             if let Some(id) = uri.strip_prefix("breakpoint://paused/") {
-                return service::paused_without_data(shared)
-                    .into_iter()
-                    .find(|p| p["id"] == id);
+                return serde_json::to_value(service::pause(shared, id, Payloads::Omitted)?).ok();
             }
             if let Some(id) = uri.strip_prefix("breakpoint://call/") {
                 return service::call_record(shared, id);
             }
             if let Some(cid) = uri.strip_prefix("breakpoint://object/") {
-                let blob = shared.store.get(cid).ok()??;
-                let mut v = pretty::view(&blob);
-                v["cid"] = json!(cid);
-                return Some(v);
+                let v = service::object_view(shared, cid).ok()?;
+                return Some(
+                    json!({"type": v.type_name, "repr": v.repr, "attributes": v.attributes, "cid": cid}),
+                );
             }
             return None;
         }

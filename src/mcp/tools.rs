@@ -1,24 +1,25 @@
 //! THE tool table: every MCP tool as one `Tool` (name, title, description for an LLM with
 //! when-to-use guidance, input schema with examples, output schema, annotations, the longest it
 //! may block, handler). `tools/list`, argument validation and the README's tool reference are
-//! generated from it. Handlers are thin: they call `service` and shape JSON; they never see a
-//! transport. Results never carry base64 payloads: items keep their CID and rendered value.
+//! generated from it. Handlers are thin: they call `service` (never the state lock or the
+//! content store) and shape JSON from its typed results; they never see a transport. Results
+//! never carry base64 payloads: items keep their CID and rendered value. The `external_*`
+//! entries call `external.rs`, which knows nothing of this table.
 
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{external, Ctx};
-use crate::breakpoints::{After, Before, Global, ReplacementError};
-use crate::cas;
+use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
 use crate::pretty;
 use crate::records::RecordFilter;
 use crate::schema;
-use crate::service;
-use crate::state::Shared;
+use crate::service::{self, Payloads, Signature};
 
 type Args = Map<String, Value>;
 type Handler = fn(&Ctx, &Args) -> Result<Value, ToolError>;
@@ -88,7 +89,7 @@ fn hint_for(code: &str) -> &'static str {
         }
         "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
-        _ => super::external::hint_for(code)
+        _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
     }
 }
@@ -215,13 +216,6 @@ impl ToolError {
     fn with_extra(mut self, key: &str, value: Value) -> ToolError {
         self.extra.insert(key.into(), value);
         self
-    }
-}
-
-fn obj(v: Value) -> Args {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
     }
 }
 
@@ -512,7 +506,7 @@ mcp_clients_not_configured when the debugger was started without external server
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_servers,
+        handler: |ctx, args| Ok(external::list_servers(ctx, args)?),
     },
     Tool {
         name: "external_list_tools",
@@ -529,7 +523,7 @@ to list one server's tools.",
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_tools,
+        handler: |ctx, args| Ok(external::list_tools(ctx, args)?),
     },
     Tool {
         name: "external_call_tool",
@@ -550,7 +544,7 @@ whole result). Waits at most the server's timeout_s (default 30 s).",
         read_only: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
-        handler: external::call_tool,
+        handler: |ctx, args| Ok(external::call_tool(ctx, args)?),
     },
     Tool {
         name: "external_list_resources",
@@ -567,7 +561,7 @@ server, name, description, mime_type. Read one with external_read_resource. A se
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::list_resources,
+        handler: |ctx, args| Ok(external::list_resources(ctx, args)?),
     },
     Tool {
         name: "external_read_resource",
@@ -583,20 +577,31 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: external::read_resource,
+        handler: |ctx, args| Ok(external::read_resource(ctx, args)?),
     },
 ];
 
 // ---------------------------------------------------------------------------------------------
 // Handlers, named like their tools.
 
+/// A typed result of `service` whose shape the tool shares with REST.
+fn out<T: Serialize>(result: T) -> Result<Value, ToolError> {
+    serde_json::to_value(result).map_err(|e| {
+        ToolError::new(
+            "internal_error",
+            format!("unserializable result: {e}"),
+            hint_for(""),
+        )
+    })
+}
+
 fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
     let l = service::breakpoints(ctx.shared());
     Ok(json!({
-        "breakpoints": l["breakpoints"],
-        "behaviors": l["breakpoint_behaviors"],
-        "after_behaviors": l["breakpoint_after_behaviors"],
-        "replacements": l["breakpoint_replacements"],
+        "breakpoints": l.breakpoints,
+        "behaviors": l.breakpoint_behaviors,
+        "after_behaviors": l.breakpoint_after_behaviors,
+        "replacements": l.breakpoint_replacements,
     }))
 }
 
@@ -608,131 +613,78 @@ fn invalid_behavior(value: &str, names: &[&str]) -> ToolError {
     )
 }
 
+fn breakpoint_not_found(name: &str) -> ToolError {
+    ToolError::new(
+        "breakpoint_not_found",
+        format!("no breakpoint on {name}"),
+        hint_for("breakpoint_not_found"),
+    )
+    .with_extra("function_name", json!(name))
+}
+
 fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let name = required(args, "function_name")?;
     let behavior = match str_arg(args, "behavior") {
         None => None,
         Some(b) => Some(Before::parse(b).ok_or_else(|| invalid_behavior(b, &Before::NAMES))?),
     };
-    let mut body = Map::new();
-    body.insert("function_name".into(), json!(name));
-    let mut st = ctx.shared().lock();
-    let signature = st.functions.signature(name).map(str::to_owned);
-    drop(st);
     // Keep a registered signature: the REST rule "no signature erases it" is for the client.
-    if let Some(sig) = signature {
-        body.insert("signature".into(), json!(sig));
-    }
-    service::breakpoint_add(ctx.shared(), &body)?;
-    if let Some(b) = behavior {
-        st = ctx.shared().lock();
-        st.breakpoints.set_before(name, b);
-    }
-    Ok(json!({"status": "ok", "function_name": name}))
-}
-
-fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
-    Ok(service::breakpoint_remove(
+    out(service::add_breakpoint(
         ctx.shared(),
-        required(args, "function_name")?,
+        name,
+        Signature::Keep,
+        behavior,
     ))
 }
 
-fn with_breakpoint<T>(
-    shared: &Shared,
-    name: &str,
-    f: impl FnOnce(&mut crate::state::State) -> T,
-) -> Result<T, ToolError> {
-    let mut st = shared.lock();
-    if !st.breakpoints.contains(name) {
-        return Err(ToolError::new(
-            "breakpoint_not_found",
-            format!("no breakpoint on {name}"),
-            hint_for("breakpoint_not_found"),
-        )
-        .with_extra("function_name", json!(name)));
-    }
-    let out = f(&mut st);
-    st.emit(EventKind::BreakpointsChanged);
-    Ok(out)
+fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+    out(service::breakpoint_remove(
+        ctx.shared(),
+        required(args, "function_name")?,
+    ))
 }
 
 fn breakpoint_set_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let b = Before::parse(raw).ok_or_else(|| invalid_behavior(raw, &Before::NAMES))?;
-    with_breakpoint(ctx.shared(), name, |st| st.breakpoints.set_before(name, b))?;
-    Ok(json!({"status": "ok", "function_name": name, "behavior": b.as_str()}))
+    out(service::set_before(ctx.shared(), name, b).map_err(|_| breakpoint_not_found(name))?)
 }
 
 fn breakpoint_set_after_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let a = After::parse(raw).ok_or_else(|| invalid_behavior(raw, &After::NAMES))?;
-    with_breakpoint(ctx.shared(), name, |st| st.breakpoints.set_after(name, a))?;
-    Ok(json!({"status": "ok", "function_name": name, "behavior": a.as_str()}))
+    out(service::set_after(ctx.shared(), name, a).map_err(|_| breakpoint_not_found(name))?)
 }
 
 fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let name = required(args, "function_name")?;
     let replacement = str_arg(args, "replacement_function").unwrap_or("");
-    // MCP checks the breakpoint first (the REST route checks the signature first).
-    let result = with_breakpoint(ctx.shared(), name, |st| {
-        let st = &mut *st;
-        st.breakpoints
-            .set_replacement(name, replacement, &st.functions)
-    })?;
-    match result {
-        Ok(()) => {
-            Ok(json!({"status": "ok", "function_name": name, "replacement_function": replacement}))
-        }
-        Err(ReplacementError::SignatureMismatch) => Err(ToolError::new(
+    match service::set_replacement(ctx.shared(), name, replacement) {
+        Ok(set) => out(set),
+        // MCP names the missing breakpoint first (the REST route names the signature first).
+        Err(refused) if refused.breakpoint_missing => Err(breakpoint_not_found(name)),
+        Err(_) => Err(ToolError::new(
             "signature_mismatch",
             format!("{replacement} does not have the registered signature of {name}"),
             hint_for("signature_mismatch"),
         )),
-        Err(ReplacementError::BreakpointNotFound) => {
-            Err(ApiError::bare(404, "breakpoint_not_found").into())
-        }
     }
 }
 
 fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
-    Ok(service::default_behavior(ctx.shared()))
+    out(service::default_behavior(ctx.shared()))
 }
 
 fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let raw = required(args, "behavior")?;
-    if Global::parse(raw).is_none() {
-        return Err(invalid_behavior(raw, &Global::NAMES));
-    }
-    Ok(service::set_default_behavior(
-        ctx.shared(),
-        &obj(json!({"behavior": raw})),
-    )?)
+    let g = Global::parse(raw).ok_or_else(|| invalid_behavior(raw, &Global::NAMES))?;
+    out(service::set_global(ctx.shared(), g))
 }
 
 fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
-    Ok(json!({"paused": service::paused_without_data(ctx.shared())}))
-}
-
-/// An original argument item, with its stored payload so the client need not have it cached.
-fn original_item(shared: &Shared, item: &Value) -> Value {
-    let mut item = item.clone();
-    if item.get("data").is_none() {
-        if let Some(cid) = item.get("cid").and_then(Value::as_str) {
-            if let Ok(Some(blob)) = shared.store.get(cid) {
-                let data = match blob.format {
-                    Some(crate::store::Format::Json) => json!(String::from_utf8_lossy(&blob.bytes)),
-                    _ => json!(cas::encode_base64(&blob.bytes)),
-                };
-                item["data"] = data;
-                item["serialization_format"] =
-                    json!(blob.format.unwrap_or(crate::store::Format::Dill).as_str());
-            }
-        }
-    }
-    item
+    out(service::paused(ctx.shared(), Payloads::Omitted))
 }
 
 fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
@@ -751,49 +703,31 @@ fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     if action == "modify" {
         // The Python client calls with exactly the lists it gets: fill the missing one from the
         // call's original items.
-        let (orig_args, orig_kwargs) = {
-            let st = ctx.shared().lock();
-            match st.calls.paused_by_id(pause_id) {
-                Some(p) => (
-                    p.call_data.get("args").cloned(),
-                    p.call_data.get("kwargs").cloned(),
-                ),
-                None => (None, None),
-            }
-        };
+        let original = service::original_items(ctx.shared(), pause_id).unwrap_or_default();
         if !has("modified_args") {
-            let items: Vec<Value> = orig_args
-                .and_then(|v| v.as_array().cloned())
-                .unwrap_or_default()
-                .iter()
-                .map(|i| original_item(ctx.shared(), i))
-                .collect();
-            body.insert("modified_args".into(), json!(items));
+            body.insert("modified_args".into(), json!(original.args));
         }
         if !has("modified_kwargs") {
-            let items: Map<String, Value> = orig_kwargs
-                .and_then(|v| v.as_object().cloned())
-                .unwrap_or_default()
-                .iter()
-                .map(|(k, i)| (k.clone(), original_item(ctx.shared(), i)))
-                .collect();
-            body.insert("modified_kwargs".into(), Value::Object(items));
+            body.insert("modified_kwargs".into(), Value::Object(original.kwargs));
         }
     }
-    service::continue_pause(ctx.shared(), pause_id, &body)?;
+    let done = service::continue_pause(ctx.shared(), pause_id, &body)?;
+    // Compat with the first release: any replacement_function argument reports "replace".
     let action = if has("replacement_function") {
         "replace"
     } else {
         action
     };
-    Ok(json!({"status": "ok", "pause_id": pause_id, "action": action}))
+    Ok(json!({"status": done.status, "pause_id": done.pause_id, "action": action}))
 }
 
 fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
     let l = service::functions(ctx.shared());
-    Ok(
-        json!({"functions": l["functions"], "signatures": l["function_signatures"], "metadata": l["function_metadata"]}),
-    )
+    Ok(json!({
+        "functions": l.functions,
+        "signatures": l.function_signatures,
+        "metadata": l.function_metadata,
+    }))
 }
 
 fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
@@ -803,10 +737,8 @@ fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ToolErro
         status: None,
     };
     let page = service::call_records(ctx.shared(), &filter, 0, limit);
-    let total = page["total_count"].as_u64().unwrap_or(0);
-    let calls = page["calls"].clone();
-    let n = calls.as_array().map(Vec::len).unwrap_or(0) as u64;
-    Ok(json!({"calls": calls, "total_count": total, "truncated": n < total}))
+    let truncated = page.truncated();
+    Ok(json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated}))
 }
 
 fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
@@ -827,38 +759,11 @@ fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
             .unwrap_or(30.0)
             .clamp(0.001, MAX_BLOCK_S),
     );
-    let session_id = match str_arg(args, "session_id").filter(|s| !s.is_empty()) {
-        Some(sid) => {
-            let st = ctx.shared().lock();
-            match st.repl.session(sid) {
-                None => {
-                    return Err(ApiError::not_found(
-                        "session_not_found",
-                        format!("no REPL session {sid}"),
-                    )
-                    .into())
-                }
-                Some(s) if s.pause_id != pause_id => {
-                    return Err(ToolError::new(
-                        "invalid_session_id",
-                        format!(
-                            "session {sid} belongs to pause {}, not {pause_id}",
-                            s.pause_id
-                        ),
-                        hint_for("invalid_session_id"),
-                    ))
-                }
-                Some(_) => sid.to_owned(),
-            }
-        }
-        None => {
-            let started = service::repl_start(ctx.shared(), &obj(json!({"pause_id": pause_id})))?;
-            started["session_id"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        }
-    };
+    let session_id = service::session_for_pause(
+        ctx.shared(),
+        pause_id,
+        str_arg(args, "session_id").filter(|s| !s.is_empty()),
+    )?;
     let pending = service::repl_eval_start(ctx.shared(), &session_id, Some(&json!(expression)))?;
     let received = match ctx.wait(
         &pending.outcome,
@@ -868,34 +773,29 @@ fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     ) {
         Some(Ok(outcome)) => Some(outcome),
         Some(Err(())) => {
-            ctx.shared().lock().repl.expire(&pending.eval_id);
+            service::repl_eval_abandon(ctx.shared(), &pending);
             return Err(ToolError::cancelled());
         }
         None => None,
     };
-    let mut out = service::repl_eval_finish(ctx.shared(), &pending, received, timeout)?;
-    out["session_id"] = json!(session_id);
-    Ok(out)
+    let r = service::repl_eval_finish(ctx.shared(), &pending, received, timeout)?;
+    Ok(json!({
+        "output": r.output,
+        "stdout": r.stdout,
+        "is_error": r.is_error,
+        "result_cid": r.result_cid,
+        "session_id": session_id,
+    }))
+}
+
+/// The view of a stored object with the CID as the agent gave it.
+fn view_with_cid(view: pretty::View, cid: &str) -> Value {
+    json!({"type": view.type_name, "repr": view.repr, "attributes": view.attributes, "cid": cid})
 }
 
 fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     let cid = required(args, "cid")?;
-    let blob = ctx
-        .shared()
-        .store
-        .get(cid)
-        .map_err(|e| ToolError::from(ApiError::storage(&e)))?;
-    let Some(blob) = blob else {
-        return Err(ToolError::new(
-            "cid_not_found",
-            format!("no stored object {cid}"),
-            hint_for("cid_not_found"),
-        )
-        .with_extra("cid", json!(cid)));
-    };
-    let mut v = pretty::view(&blob);
-    v["cid"] = json!(cid);
-    Ok(v)
+    Ok(view_with_cid(service::object_view(ctx.shared(), cid)?, cid))
 }
 
 fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
@@ -909,16 +809,16 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
     // Subscribe before looking, so a pause between the look and the wait is not missed.
     let events = ctx.shared().bus.subscribe();
     let started = Instant::now();
-    let find = |pause_id: Option<&str>| -> Option<Value> {
-        service::paused_without_data(ctx.shared())
+    let find = |pause_id: Option<&str>| -> Option<service::PausedExecution> {
+        service::paused(ctx.shared(), Payloads::Omitted)
+            .paused
             .into_iter()
             .find(|p| {
-                pause_id.is_none_or(|id| p["id"] == id)
-                    && function.is_none_or(|f| p["call_data"]["method_name"] == f)
+                pause_id.is_none_or(|id| p.id == id)
+                    && function.is_none_or(|f| p.method_name() == f)
             })
     };
-    let found =
-        |p: Value| json!({"paused": true, "pause": p, "waited_s": started.elapsed().as_secs_f64()});
+    let found = |p: service::PausedExecution| json!({"paused": true, "pause": p, "waited_s": started.elapsed().as_secs_f64()});
     if let Some(p) = find(None) {
         return Ok(found(p));
     }
@@ -1015,6 +915,10 @@ mod tests {
             }
             assert!(t.max_block_s <= MAX_BLOCK_S);
         }
+        assert!(
+            external::MAX_SETTLE.as_secs_f64() <= MAX_BLOCK_S,
+            "external listings wait for connecting servers within a tool's block limit"
+        );
         assert_eq!(
             TOOLS.len(),
             20,

@@ -12,6 +12,7 @@ mod mcp_http;
 mod mcp_stdio;
 mod mcp_support;
 mod mcp_tools;
+mod parity;
 mod persistence;
 mod pickle_python;
 mod rest_api;

@@ -1,5 +1,6 @@
 //! Repository rules as tests: module docs, one stdout writer, no skipped tests, the README's
-//! REST reference generated from the route table, every dependency justified.
+//! REST reference generated from the route table, every dependency justified, MCP handlers
+//! going through `service`.
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,25 @@ fn no_test_is_skipped_and_no_whitespace_trails() {
                 !line.ends_with(' ') && !line.ends_with('\t'),
                 "{}:{} has trailing whitespace",
                 path.display(),
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn mcp_tools_resources_and_prompts_reach_state_only_through_service() {
+    // One service for every face: the MCP handlers never lock the state nor read the store.
+    for file in [
+        "src/mcp/tools.rs",
+        "src/mcp/resources.rs",
+        "src/mcp/prompts.rs",
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains("lock()") && !line.contains(".store."),
+                "{file}:{}: call a `service` function instead of locking the state or reading the store: {line}",
                 i + 1
             );
         }

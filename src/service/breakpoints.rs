@@ -1,0 +1,630 @@
+//! Breakpoints with their before/after behaviors and replacements, the global default
+//! behavior, and the function registry. Each change is one critical section that emits one
+//! `BreakpointsChanged` (or `FunctionsChanged`) event. The typed operations (`add_breakpoint`,
+//! `set_before`, ...) serve every face; the `breakpoint_*` functions parse REST bodies.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::{quote_list, read_stored, store_blobs, str_field, Ack, Obj};
+use crate::breakpoints::{After, Before, Global, ReplacementError};
+use crate::cas;
+use crate::error::ApiError;
+use crate::events::EventKind;
+use crate::ids;
+use crate::intern::Interner;
+use crate::pretty;
+use crate::records::{self, HistoryEntry};
+use crate::state::Shared;
+use crate::store::RecordKind;
+
+/// `GET /api/breakpoints`: names sorted; every breakpoint has a before- and an after-behavior
+/// (`yield` when it has none of its own).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct BreakpointListing {
+    pub breakpoints: Vec<String>,
+    pub breakpoint_behaviors: BTreeMap<String, Before>,
+    pub breakpoint_after_behaviors: BTreeMap<String, After>,
+    pub breakpoint_replacements: BTreeMap<String, String>,
+}
+
+/// A breakpoint added or removed.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct NameAck {
+    pub status: Ack,
+    pub function_name: String,
+}
+
+/// A before- or after-behavior set.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct BehaviorSet<B> {
+    pub status: Ack,
+    pub function_name: String,
+    pub behavior: B,
+}
+
+/// A replacement set (or cleared: `""`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ReplacementSet {
+    pub status: Ack,
+    pub function_name: String,
+    pub replacement_function: String,
+}
+
+/// `GET /api/behavior`.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct DefaultBehavior {
+    pub behavior: Global,
+}
+
+/// `POST /api/behavior`.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct DefaultBehaviorSet {
+    pub status: Ack,
+    pub behavior: Global,
+}
+
+/// `GET /api/functions`: names sorted.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FunctionListing {
+    pub functions: Vec<String>,
+    pub function_signatures: BTreeMap<String, String>,
+    pub function_metadata: BTreeMap<String, Map<String, Value>>,
+}
+
+/// `POST /api/functions`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FunctionRegistered {
+    pub status: Ack,
+    pub function_name: String,
+    pub signature: Option<String>,
+}
+
+/// `GET /api/breakpoints/<name>/history`: each entry in its wire shape.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct BreakpointHistory {
+    pub function_name: String,
+    pub history: Vec<Value>,
+}
+
+/// The operation named a function without a breakpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakpointNotFound;
+
+impl From<BreakpointNotFound> for ApiError {
+    fn from(_: BreakpointNotFound) -> ApiError {
+        ApiError::bare(404, "breakpoint_not_found")
+    }
+}
+
+/// Why a replacement was refused: both conditions are reported, each face decides which one
+/// it names first (REST the signature, as the original; MCP the missing breakpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplacementRefused {
+    pub breakpoint_missing: bool,
+    pub signature_mismatch: bool,
+}
+
+/// What adding a breakpoint does to the function's registered signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signature<'a> {
+    /// Keep the registered one (agents and people adding a breakpoint by name).
+    Keep,
+    /// Register this one; `None` or `""` erases it (the debug client's rule).
+    Set(Option<&'a str>),
+}
+
+/// Adds a breakpoint (idempotent) with an optional before-behavior and registers the function,
+/// in one critical section with one `BreakpointsChanged` event.
+pub fn add_breakpoint(
+    shared: &Shared,
+    name: &str,
+    signature: Signature,
+    behavior: Option<Before>,
+) -> NameAck {
+    let mut st = shared.lock();
+    st.breakpoints.add(name);
+    if let Some(b) = behavior {
+        st.breakpoints.set_before(name, b);
+    }
+    match signature {
+        Signature::Set(sig) => st.functions.register(name, sig),
+        Signature::Keep => {
+            let kept = st.functions.signature(name).map(str::to_owned);
+            st.functions.register(name, kept.as_deref());
+        }
+    }
+    st.emit(EventKind::BreakpointsChanged);
+    NameAck {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+    }
+}
+
+/// `POST /api/breakpoints`: `{function_name, signature?, behavior?}`.
+pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<NameAck, ApiError> {
+    let name = match str_field(body, "function_name") {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(ApiError::bare(400, "function_name required")),
+    };
+    // Compat: an unknown behavior is silently ignored here, and no alias is accepted
+    // (protocol doc §2.2).
+    let behavior = str_field(body, "behavior").and_then(|b| match b {
+        "stop" => Some(Before::Stop),
+        "go" => Some(Before::Go),
+        "yield" => Some(Before::Yield),
+        _ => None,
+    });
+    let signature = Signature::Set(str_field(body, "signature"));
+    Ok(add_breakpoint(shared, name, signature, behavior))
+}
+
+/// `DELETE /api/breakpoints/<name>`: always ok.
+pub fn breakpoint_remove(shared: &Shared, name: &str) -> NameAck {
+    let mut st = shared.lock();
+    if st.breakpoints.remove(name) {
+        st.emit(EventKind::BreakpointsChanged);
+    }
+    NameAck {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+    }
+}
+
+/// Sets the before-behavior of an existing breakpoint.
+pub fn set_before(
+    shared: &Shared,
+    name: &str,
+    behavior: Before,
+) -> Result<BehaviorSet<Before>, BreakpointNotFound> {
+    let mut st = shared.lock();
+    if !st.breakpoints.set_before(name, behavior) {
+        return Err(BreakpointNotFound);
+    }
+    st.emit(EventKind::BreakpointsChanged);
+    Ok(BehaviorSet {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+        behavior,
+    })
+}
+
+/// Sets the after-behavior of an existing breakpoint.
+pub fn set_after(
+    shared: &Shared,
+    name: &str,
+    behavior: After,
+) -> Result<BehaviorSet<After>, BreakpointNotFound> {
+    let mut st = shared.lock();
+    if !st.breakpoints.set_after(name, behavior) {
+        return Err(BreakpointNotFound);
+    }
+    st.emit(EventKind::BreakpointsChanged);
+    Ok(BehaviorSet {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+        behavior,
+    })
+}
+
+/// `POST /api/breakpoints/<name>/behavior` (strict values: stop, go, yield, continue).
+pub fn breakpoint_set_behavior(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<BehaviorSet<Before>, ApiError> {
+    let Some(b) = str_field(body, "behavior").and_then(Before::parse_strict) else {
+        return Err(ApiError::bare(
+            400,
+            "behavior must be 'stop', 'go', or 'yield'",
+        ));
+    };
+    Ok(set_before(shared, name, b)?)
+}
+
+/// `POST /api/breakpoints/<name>/after_behavior`.
+pub fn breakpoint_set_after_behavior(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<BehaviorSet<After>, ApiError> {
+    let Some(a) = str_field(body, "behavior").and_then(After::parse) else {
+        return Err(ApiError::bad_request(
+            "invalid_behavior",
+            format!("behavior must be one of {}", quote_list(&After::NAMES)),
+        ));
+    };
+    Ok(set_after(shared, name, a)?)
+}
+
+/// Sets (or clears, with `""` or the function's own name) the replacement of a breakpoint;
+/// a replacement needs the same registered signature.
+pub fn set_replacement(
+    shared: &Shared,
+    name: &str,
+    replacement: &str,
+) -> Result<ReplacementSet, ReplacementRefused> {
+    let mut st = shared.lock();
+    let st = &mut *st;
+    let breakpoint_missing = !st.breakpoints.contains(name);
+    match st
+        .breakpoints
+        .set_replacement(name, replacement, &st.functions)
+    {
+        Ok(()) => {
+            st.emit(EventKind::BreakpointsChanged);
+            Ok(ReplacementSet {
+                status: Ack::Ok,
+                function_name: name.to_owned(),
+                replacement_function: replacement.to_owned(),
+            })
+        }
+        Err(ReplacementError::SignatureMismatch) => Err(ReplacementRefused {
+            breakpoint_missing,
+            signature_mismatch: true,
+        }),
+        Err(ReplacementError::BreakpointNotFound) => Err(ReplacementRefused {
+            breakpoint_missing: true,
+            signature_mismatch: false,
+        }),
+    }
+}
+
+/// `POST /api/breakpoints/<name>/replacement`.
+pub fn breakpoint_set_replacement(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<ReplacementSet, ApiError> {
+    let replacement = match body.get("replacement_function") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(Value::Null) => "",
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_replacement_function",
+                "replacement_function (a function name, or \"\" to clear) is required",
+            ))
+        }
+    };
+    set_replacement(shared, name, replacement).map_err(|refused| {
+        if refused.signature_mismatch {
+            ApiError::bare(400, "signature_mismatch")
+        } else {
+            BreakpointNotFound.into()
+        }
+    })
+}
+
+/// `GET /api/breakpoints`.
+pub fn breakpoints(shared: &Shared) -> BreakpointListing {
+    let st = shared.lock();
+    let bp = &st.breakpoints;
+    BreakpointListing {
+        breakpoints: bp.names().cloned().collect(),
+        breakpoint_behaviors: bp.names().map(|n| (n.clone(), bp.before(n))).collect(),
+        breakpoint_after_behaviors: bp.names().map(|n| (n.clone(), bp.after(n))).collect(),
+        breakpoint_replacements: bp.replacements().clone(),
+    }
+}
+
+/// `GET /api/breakpoints/<name>/history?limit=N`, most recent first.
+pub fn breakpoint_history(
+    shared: &Shared,
+    name: &str,
+    offset: usize,
+    limit: usize,
+) -> BreakpointHistory {
+    let page = if shared.store.is_durable() {
+        let key = records::key_hash(name);
+        let mut scratch = Interner::default();
+        read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit)
+            .0
+            .into_iter()
+            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
+            .filter(|h| &*h.call.method == name)
+            .collect()
+    } else {
+        shared.lock().records.history(name, offset, limit)
+    };
+    let render = shared.render();
+    BreakpointHistory {
+        function_name: name.to_owned(),
+        history: page.iter().map(|h| h.to_json(&render)).collect(),
+    }
+}
+
+/// `GET /api/behavior`.
+pub fn default_behavior(shared: &Shared) -> DefaultBehavior {
+    DefaultBehavior {
+        behavior: shared.lock().breakpoints.global(),
+    }
+}
+
+/// Sets the global default behavior.
+pub fn set_global(shared: &Shared, behavior: Global) -> DefaultBehaviorSet {
+    let mut st = shared.lock();
+    st.breakpoints.set_global(behavior);
+    st.emit(EventKind::BreakpointsChanged);
+    DefaultBehaviorSet {
+        status: Ack::Ok,
+        behavior,
+    }
+}
+
+/// `POST /api/behavior`.
+pub fn set_default_behavior(shared: &Shared, body: &Obj) -> Result<DefaultBehaviorSet, ApiError> {
+    let Some(g) = str_field(body, "behavior").and_then(Global::parse) else {
+        return Err(ApiError::bad_request(
+            "invalid_behavior",
+            format!("behavior must be one of {}", quote_list(&Global::NAMES)),
+        ));
+    };
+    Ok(set_global(shared, g))
+}
+
+/// `POST /api/functions`: registers a function with its signature and metadata.
+pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegistered, ApiError> {
+    let name = match str_field(body, "function_name") {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(ApiError::bare(400, "function_name required")),
+    };
+    let signature = str_field(body, "signature");
+    let blob = cas::verify_payload(
+        body.get("function_cid"),
+        body.get("function_data"),
+        body.get("function_serialization_format"),
+    )?;
+    let mut metadata: Option<Obj> = None;
+    if let Some(blob) = blob {
+        // Only payloads that could not be pickled are sent here; they are placeholders.
+        let decoded = pretty::payload(&blob.bytes, blob.format, None);
+        let object_path = match blob.format {
+            Some(crate::store::Format::Json) => Value::Null,
+            _ => crate::pickle::view(&blob.bytes)
+                .get("type")
+                .cloned()
+                .unwrap_or(Value::Null),
+        };
+        store_blobs(shared, vec![blob])?;
+        metadata = match decoded {
+            Value::Object(m) if pretty::is_placeholder(&Value::Object(m.clone())) => Some(m),
+            other if !pretty::is_unrendered(&other) => {
+                let summary = match &other {
+                    Value::String(s) => s.clone(),
+                    v => pretty::cut(&v.to_string()),
+                };
+                let mut m = Map::new();
+                m.insert("summary".into(), json!(summary));
+                m.insert("object_name".into(), json!(name));
+                m.insert("object_path".into(), object_path);
+                Some(m)
+            }
+            _ => None,
+        };
+    }
+    if metadata.is_none() {
+        metadata = body
+            .get("function_metadata")
+            .and_then(Value::as_object)
+            .cloned();
+    }
+    if let Some(client_ref @ (Value::Number(_) | Value::String(_))) =
+        body.get("function_client_ref")
+    {
+        let m = metadata.get_or_insert_with(Map::new);
+        m.entry("client_ref").or_insert_with(|| client_ref.clone());
+        m.entry("registered_at")
+            .or_insert_with(|| json!(ids::now()));
+    }
+    let mut st = shared.lock();
+    st.functions.register(name, signature);
+    if let Some(m) = metadata {
+        st.functions.set_metadata(name, m);
+    }
+    st.emit(EventKind::FunctionsChanged);
+    Ok(FunctionRegistered {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+        signature: st.functions.signature(name).map(str::to_owned),
+    })
+}
+
+/// `GET /api/functions`.
+pub fn functions(shared: &Shared) -> FunctionListing {
+    let st = shared.lock();
+    FunctionListing {
+        functions: st.functions.names().cloned().collect(),
+        function_signatures: st.functions.signatures().clone(),
+        function_metadata: st.functions.all_metadata().clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Event;
+    use crate::service::testing::{body, shared};
+
+    fn events(rx: &crossbeam_channel::Receiver<Event>) -> Vec<EventKind> {
+        rx.try_iter().map(|e| e.kind).collect()
+    }
+
+    #[test]
+    fn adding_sets_behavior_and_registers_in_one_section_with_one_event() {
+        let s = shared();
+        function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
+        let rx = s.bus.subscribe();
+        let added = add_breakpoint(&s, "f", Signature::Keep, Some(Before::Go));
+        assert_eq!(
+            serde_json::to_value(&added).unwrap(),
+            json!({"status": "ok", "function_name": "f"})
+        );
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        let l = breakpoints(&s);
+        assert_eq!(l.breakpoints, ["f"]);
+        assert_eq!(l.breakpoint_behaviors["f"], Before::Go);
+        assert_eq!(l.breakpoint_after_behaviors["f"], After::Yield);
+        assert_eq!(
+            functions(&s).function_signatures["f"],
+            "(x)",
+            "Keep keeps the signature"
+        );
+        // The client's rule: no signature erases it; an unknown behavior is ignored.
+        breakpoint_add(
+            &s,
+            &body(json!({"function_name": "f", "behavior": "later"})),
+        )
+        .unwrap();
+        assert!(functions(&s).function_signatures.is_empty());
+        assert_eq!(breakpoints(&s).breakpoint_behaviors["f"], Before::Go);
+    }
+
+    #[test]
+    fn rest_add_accepts_no_alias_and_requires_a_name() {
+        let s = shared();
+        breakpoint_add(
+            &s,
+            &body(json!({"function_name": "g", "behavior": "continue"})),
+        )
+        .unwrap();
+        assert_eq!(breakpoints(&s).breakpoint_behaviors["g"], Before::Yield);
+        let e = breakpoint_add(&s, &body(json!({"function_name": ""}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "function_name required"));
+    }
+
+    #[test]
+    fn behaviors_need_an_existing_breakpoint() {
+        let s = shared();
+        assert_eq!(set_before(&s, "f", Before::Stop), Err(BreakpointNotFound));
+        assert_eq!(
+            set_after(&s, "f", After::Global(Global::Exception)),
+            Err(BreakpointNotFound)
+        );
+        let e = breakpoint_set_behavior(&s, "f", &body(json!({"behavior": "stop"}))).unwrap_err();
+        assert_eq!(e.status, 404);
+        assert_eq!(e.to_json(), json!({"error": "breakpoint_not_found"}));
+        add_breakpoint(&s, "f", Signature::Keep, None);
+        let set =
+            breakpoint_set_after_behavior(&s, "f", &body(json!({"behavior": "both"}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(&set).unwrap(),
+            json!({"status": "ok", "function_name": "f", "behavior": "stop_exception"})
+        );
+        let e = breakpoint_set_behavior(&s, "f", &body(json!({"behavior": "defer"}))).unwrap_err();
+        assert_eq!(e.status, 400, "REST is strict about before-behaviors");
+        let e =
+            breakpoint_set_after_behavior(&s, "f", &body(json!({"behavior": "x"}))).unwrap_err();
+        assert_eq!(e.code(), "invalid_behavior");
+    }
+
+    #[test]
+    fn replacements_report_both_refusals_and_rest_names_the_signature_first() {
+        let s = shared();
+        function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
+        function_register(&s, &body(json!({"function_name": "g", "signature": "(y)"}))).unwrap();
+        assert_eq!(
+            set_replacement(&s, "f", "g"),
+            Err(ReplacementRefused {
+                breakpoint_missing: true,
+                signature_mismatch: true
+            })
+        );
+        let e = breakpoint_set_replacement(&s, "f", &body(json!({"replacement_function": "g"})))
+            .unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "signature_mismatch"));
+        add_breakpoint(&s, "f", Signature::Keep, None);
+        function_register(&s, &body(json!({"function_name": "g", "signature": "(x)"}))).unwrap();
+        let rx = s.bus.subscribe();
+        let set = set_replacement(&s, "f", "g").unwrap();
+        assert_eq!(set.replacement_function, "g");
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        assert_eq!(breakpoints(&s).breakpoint_replacements["f"], "g");
+        breakpoint_set_replacement(&s, "f", &body(json!({"replacement_function": null}))).unwrap();
+        assert!(breakpoints(&s).breakpoint_replacements.is_empty());
+        let e = breakpoint_set_replacement(&s, "f", &body(json!({}))).unwrap_err();
+        assert_eq!(e.code(), "missing_replacement_function");
+        assert_eq!(
+            set_replacement(&s, "nope", ""),
+            Err(ReplacementRefused {
+                breakpoint_missing: true,
+                signature_mismatch: false
+            })
+        );
+    }
+
+    #[test]
+    fn listings_serialize_in_the_rest_wire_shape() {
+        let s = shared();
+        add_breakpoint(&s, "b", Signature::Set(Some("(x)")), Some(Before::Stop));
+        add_breakpoint(&s, "a", Signature::Keep, None);
+        assert_eq!(
+            serde_json::to_string(&breakpoints(&s)).unwrap(),
+            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&functions(&s)).unwrap(),
+            r#"{"functions":["a","b"],"function_signatures":{"b":"(x)"},"function_metadata":{}}"#
+        );
+        let r = breakpoint_remove(&s, "b");
+        assert_eq!(r.function_name, "b");
+        assert_eq!(breakpoints(&s).breakpoints, ["a"]);
+        assert_eq!(
+            breakpoint_remove(&s, "b").status,
+            Ack::Ok,
+            "removing again is ok"
+        );
+    }
+
+    #[test]
+    fn the_default_behavior_is_read_and_set() {
+        let s = shared();
+        assert_eq!(default_behavior(&s).behavior, Global::Stop);
+        let set = set_default_behavior(&s, &body(json!({"behavior": "exceptions"}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(set).unwrap(),
+            json!({"status": "ok", "behavior": "exception"})
+        );
+        assert_eq!(
+            serde_json::to_value(default_behavior(&s)).unwrap(),
+            json!({"behavior": "exception"})
+        );
+        let e = set_default_behavior(&s, &body(json!({"behavior": "yield"}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "invalid_behavior"));
+        assert_eq!(set_global(&s, Global::Go).behavior, Global::Go);
+    }
+
+    #[test]
+    fn registering_a_function_keeps_metadata_and_client_refs() {
+        let s = shared();
+        let r = function_register(
+            &s,
+            &body(json!({"function_name": "f", "signature": "(x)", "function_client_ref": 7})),
+        )
+        .unwrap();
+        assert_eq!(r.signature.as_deref(), Some("(x)"));
+        let meta = &functions(&s).function_metadata["f"];
+        assert_eq!(meta["client_ref"], 7);
+        assert!(meta["registered_at"].is_number());
+        let e = function_register(&s, &body(json!({}))).unwrap_err();
+        assert_eq!(e.status, 400);
+    }
+
+    #[test]
+    fn history_lists_completed_calls_of_a_breakpoint() {
+        let s = shared();
+        assert!(breakpoint_history(&s, "f", 0, 10).history.is_empty());
+        let (pause, call_id) = crate::service::testing::paused_call(&s, "f", &[json!(1)]);
+        crate::service::continue_pause(&s, &pause, &body(json!({}))).unwrap();
+        set_global(&s, Global::Go);
+        crate::service::call_complete(
+            &s,
+            &crate::service::testing::complete_body(&call_id, &json!(2)),
+        )
+        .unwrap();
+        let h = breakpoint_history(&s, "f", 0, 10);
+        assert_eq!(h.function_name, "f");
+        assert_eq!(h.history.len(), 1);
+    }
+}

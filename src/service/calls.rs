@@ -1,0 +1,623 @@
+//! The debug-client protocol's call reports (protocol doc §2.4, §2.5, §2.9): a wrapped call
+//! starts (stored payloads verified, the call opened, paused before it runs when a breakpoint
+//! says so), completes (recorded, persisted before the answer, paused after when a breakpoint
+//! says so) or reports an event. Answers are the protocol's JSON, which only the client reads.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    item_data, persist, pretty_pair, py_float, py_int, store_blobs, str_field, timestamp,
+    verify_pair, Obj,
+};
+use crate::cas;
+use crate::error::ApiError;
+use crate::events::EventKind;
+use crate::ids;
+use crate::intern::{Sym, Val};
+use crate::pretty;
+use crate::records::{
+    CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item, Process,
+    Record,
+};
+use crate::state::Shared;
+use crate::store::RecordKind;
+
+/// The process identity of a request: pid, start time and the derived `process_key`.
+struct Identity {
+    pid: i64,
+    start_time: f64,
+    key: String,
+}
+
+impl Identity {
+    fn process(&self) -> Process {
+        Process {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
+fn identity(body: &Obj) -> Result<Identity, ApiError> {
+    let pid = body.get("process_pid").and_then(py_int);
+    let start_time = body
+        .get("process_start_time")
+        .and_then(py_float)
+        .filter(|t| t.is_finite());
+    match (pid, start_time) {
+        (Some(pid), Some(start_time)) => Ok(Identity {
+            pid,
+            start_time,
+            key: format!("{start_time:.6}+{pid}"),
+        }),
+        _ => Err(ApiError::bad_request(
+            "missing_process_identity",
+            "process_pid (int) and process_start_time (float) are required",
+        )),
+    }
+}
+
+/// The answer that tells the client to poll a pause.
+fn poll_action(shared: &Shared, pause_id: &str) -> Obj {
+    let mut out = Map::new();
+    out.insert("action".into(), json!("poll"));
+    out.insert(
+        "poll_interval_ms".into(),
+        json!(shared.config.poll_interval_ms),
+    );
+    // Compat: the Python client joins poll_url onto its server URL by string concatenation.
+    out.insert("poll_url".into(), json!(format!("/api/poll/{pause_id}")));
+    out.insert("timeout_ms".into(), json!(shared.config.poll_timeout_ms));
+    out
+}
+
+/// The items of a call start, in the order the original scans them for missing CIDs.
+fn call_items<'a>(target: Option<&'a Value>, args: &'a [Value], kwargs: &'a Obj) -> Vec<&'a Value> {
+    let mut items = Vec::with_capacity(1 + args.len() + kwargs.len());
+    if let Some(t @ Value::Object(m)) = target {
+        if !m.is_empty() {
+            items.push(t);
+        }
+    }
+    items.extend(args.iter());
+    items.extend(kwargs.values());
+    items
+}
+
+fn has_data(item: &Value) -> bool {
+    item.get("data").is_some_and(|d| !d.is_null())
+}
+
+/// `POST /api/call/start` (protocol doc §2.5).
+pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
+    let who = identity(body)?;
+    let method_name = match str_field(body, "method_name") {
+        Some(m) if !m.is_empty() => m.to_owned(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_method_name",
+                "method_name is required",
+            ))
+        }
+    };
+    let empty_args = Vec::new();
+    let empty_kwargs = Map::new();
+    let args = match body.get("args") {
+        None | Some(Value::Null) => &empty_args,
+        Some(Value::Array(a)) => a,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "args must be a list of items",
+            ))
+        }
+    };
+    let kwargs = match body.get("kwargs") {
+        None | Some(Value::Null) => &empty_kwargs,
+        Some(Value::Object(k)) => k,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "kwargs must be an object of items",
+            ))
+        }
+    };
+    let target = body.get("target").filter(|t| !t.is_null());
+    // Checked before anything is stored or a call id is used (the original checks it after).
+    let preferred_format = match body.get("preferred_format") {
+        None | Some(Value::Null) => "dill",
+        Some(Value::String(s)) if s == "dill" || s == "json" => s.as_str(),
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "invalid_preferred_format",
+                format!("preferred_format must be 'dill' or 'json', got {other}"),
+            ))
+        }
+    };
+
+    let items = call_items(target, args, kwargs);
+    // An item may omit data its twin in the same request carries (the client marks a CID sent
+    // as soon as it serializes it), so CIDs with data in this request count as present.
+    let provided: HashSet<&str> = items
+        .iter()
+        .filter(|i| has_data(i))
+        .filter_map(|i| i.get("cid")?.as_str())
+        .collect();
+    let mut missing: Vec<&str> = Vec::new();
+    for item in &items {
+        if let Some(cid) = item.get("cid").and_then(Value::as_str) {
+            if !has_data(item)
+                && !provided.contains(cid)
+                && !missing.contains(&cid)
+                && !shared.store.contains(cid)
+            {
+                missing.push(cid);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        // Compat: the only error the Python client survives on call/start; it resends once.
+        return Err(ApiError::new(400, "cid_not_found", "Resend with full data")
+            .with("missing_cids", json!(missing)));
+    }
+    let blobs = items
+        .iter()
+        .map(|i| cas::verify_item(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    store_blobs(shared, blobs.into_iter().flatten().collect())?;
+
+    let now = ids::now();
+    let mut call = {
+        let mut interner = shared.interner();
+        let i = &mut *interner;
+        let parsed_args: Box<[Item]> = args.iter().map(|x| Item::parse(i, x)).collect();
+        let parsed_kwargs: Box<[(Sym, Item)]> = kwargs
+            .iter()
+            .map(|(name, x)| (i.sym(name), Item::parse(i, x)))
+            .collect();
+        CallRecord {
+            call_id: CallId::Ours { at: now, n: 0 },
+            method: interner.sym(&method_name),
+            process: who.process(),
+            target: target.map(|t| Item::parse(&mut interner, t)),
+            args: parsed_args,
+            kwargs: parsed_kwargs,
+            signature: interner.field(body.get("signature")).or_null(),
+            call_site: CallSite::parse(&mut interner, body.get("call_site")),
+            page_url: interner.field(body.get("page_url")).or_null(),
+            preferred_json: preferred_format == "json",
+            paused_before: false,
+            seen_at: now,
+            done_at: now,
+            status: Val::Null,
+            completed_at: now,
+            result_cid: Val::Null,
+            result_client_ref: Val::Null,
+            result_format: Hint::Absent,
+            exception: None,
+            repl_sessions: Box::default(),
+        }
+    };
+
+    // A pause shows its call data rendered, which reads the content store: render it before
+    // taking the lock when a pause is likely (the decision itself is taken under the lock).
+    let call_data_of = |call: &CallRecord| {
+        let mut data = call.call_data(&shared.render());
+        // The items as sent, payloads included (protocol doc §2.5 step 7).
+        data.insert("target".into(), target.cloned().unwrap_or(Value::Null));
+        data.insert("args".into(), json!(args));
+        data.insert("kwargs".into(), json!(kwargs));
+        data
+    };
+    let likely = shared.lock().breakpoints.should_pause_before(&method_name);
+    let mut rendered = likely.then(|| call_data_of(&call));
+
+    let mut st = shared.lock();
+    call.call_id = st.calls.next_call_id(now);
+    let call_id = call.call_id.to_string();
+    if st.breakpoints.should_pause_before(&method_name) {
+        call.paused_before = true;
+        let mut call_data = match rendered.take() {
+            Some(data) => data,
+            // A breakpoint added in between: rare enough to render under the lock.
+            None => call_data_of(&call),
+        };
+        call_data.insert("call_id".into(), json!(call_id));
+        call_data.insert("pause_reason".into(), json!("breakpoint"));
+        st.calls.open_call(call);
+        let pause_id = ids::uuid4();
+        st.calls
+            .pause(pause_id.clone(), call_data, now, Some(&call_id));
+        st.emit(EventKind::ExecutionPaused {
+            pause_id: pause_id.clone(),
+            method_name,
+            pause_reason: "breakpoint".into(),
+            paused_at: now,
+        });
+        let mut out = poll_action(shared, &pause_id);
+        out.insert("call_id".into(), json!(call_id));
+        return Ok(Value::Object(out));
+    }
+    st.calls.open_call(call);
+    if st.breakpoints.contains(&method_name) {
+        if let Some(r) = st.breakpoints.replacement(&method_name) {
+            return Ok(json!({"call_id": call_id, "action": "replace", "function_name": r}));
+        }
+    }
+    Ok(json!({"call_id": call_id, "action": "continue"}))
+}
+
+/// The text form of the exception reported at completion (protocol doc §4.3).
+fn text_exception(body: &Obj, exception_type: &str) -> Value {
+    pretty::exception_text(
+        exception_type,
+        str_field(body, "exception_message").unwrap_or(""),
+        body.get("exception_traceback"),
+    )
+}
+
+/// `POST /api/call/complete` (protocol doc §2.9).
+pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
+    let call_id = match body.get("call_id") {
+        Some(Value::String(c)) if !c.is_empty() => c.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "missing_call_id",
+                "call_id is required",
+            ))
+        }
+    };
+    let mut blobs = Vec::new();
+    blobs.extend(verify_pair(body, "result")?);
+    blobs.extend(verify_pair(body, "exception")?);
+    store_blobs(shared, blobs)?;
+
+    let now = ids::now();
+    let completed_at = timestamp(body, "timestamp", now);
+    let status = body.get("status").cloned().unwrap_or(Value::Null);
+    let is_exception = body.get("exception_cid").is_some_and(|c| !c.is_null())
+        || !matches!(status.as_str(), None | Some("success"));
+    let decoded_exception = pretty_pair(shared, body, "exception");
+    let exception = match (str_field(body, "exception_type"), decoded_exception) {
+        (Some(t), None) => text_exception(body, t),
+        (Some(t), Some(d)) if pretty::is_placeholder(&d) || pretty::is_unrendered(&d) => {
+            text_exception(body, t)
+        }
+        (_, Some(d)) => d,
+        (None, None) => Value::Null,
+    };
+
+    let (status_val, result, exception_info) = {
+        let mut interner = shared.interner();
+        let mut field = |k: &str| interner.field(body.get(k)).or_null();
+        let status_val = field("status");
+        let result = (field("result_cid"), field("result_client_ref"));
+        let info = ExceptionInfo {
+            shown: Val::Null,
+            cid: field("exception_cid"),
+            client_ref: field("exception_client_ref"),
+            exception_type: field("exception_type"),
+            message: field("exception_message"),
+            traceback: field("exception_traceback"),
+        };
+        let shown = interner.val(&exception);
+        (status_val, result, ExceptionInfo { shown, ..info })
+    };
+    let result_format =
+        Hint::parse(body.get("result_serialization_format")).unwrap_or(Hint::Absent);
+    let has_exception = !exception_info.is_null();
+
+    let mut st = shared.lock();
+    let Some(done) = st.calls.complete(&call_id) else {
+        // Compat: an unknown call id is fine and records nothing.
+        return Ok(json!({"status": "ok"}));
+    };
+    if let Some(p) = &done.leftover {
+        st.repl.close_pause(&p.id, now);
+    }
+    let mut call = done.call;
+    call.status = status_val;
+    call.completed_at = completed_at;
+    call.done_at = now;
+    (call.result_cid, call.result_client_ref) = result;
+    call.result_format = result_format;
+    call.exception = has_exception.then(|| Box::new(exception_info));
+    call.repl_sessions = done
+        .pause_id
+        .as_deref()
+        .map(|p| st.repl.sessions_of(p).iter().map(|s| Sym::new(s)).collect())
+        .unwrap_or_default();
+    let call = Arc::new(call);
+    let method_name = call.method.to_string();
+    st.records.push(Record::Call(call.clone()));
+    st.emit(EventKind::CallCompleted {
+        call_id: call_id.clone(),
+        method_name: method_name.clone(),
+        status: call.status.as_str().unwrap_or("").to_owned(),
+    });
+    let mut history = None;
+    if st.breakpoints.contains(&method_name) {
+        let entry = HistoryEntry::new(Sym::new(&ids::uuid4()), call.clone());
+        st.records.push_history(entry.clone());
+        history = Some(entry);
+    }
+    let pause_after = st
+        .breakpoints
+        .should_pause_after(&method_name, is_exception);
+    drop(st);
+
+    // Written before the reply: an acknowledged completion survives a crash.
+    if shared.store.is_durable() {
+        let record = Record::Call(call.clone());
+        let mut records = vec![(RecordKind::CallRecord, call.to_disk(), record.index_key())];
+        if let Some(entry) = &history {
+            records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
+        }
+        persist(shared, &records)?;
+    }
+
+    if !pause_after {
+        return Ok(json!({"status": "ok"}));
+    }
+    let reason = if is_exception {
+        "exception"
+    } else {
+        "breakpoint"
+    };
+    let render = shared.render();
+    let mut pause_data = call.call_data(&render);
+    attach_item_data(shared, &call, &mut pause_data);
+    pause_data.insert("pretty_result".into(), call.pretty_result(&render));
+    let exception = call
+        .exception
+        .as_ref()
+        .map_or(Value::Null, |e| e.shown.to_value());
+    if !exception.is_null() {
+        pause_data.insert("exception".into(), exception);
+    }
+    pause_data.insert("pause_reason".into(), json!(reason));
+    let pause_id = ids::uuid4();
+    let mut st = shared.lock();
+    st.calls.pause(pause_id.clone(), pause_data, now, None);
+    st.emit(EventKind::ExecutionPaused {
+        pause_id: pause_id.clone(),
+        method_name,
+        pause_reason: reason.into(),
+        paused_at: now,
+    });
+    drop(st);
+    // The after-pause answer carries no call_id (protocol doc §2.9).
+    Ok(Value::Object(poll_action(shared, &pause_id)))
+}
+
+/// Puts the payloads back into the items of a call's data that carried one when the call
+/// started (a pause shows the items as the client sent them): base64 of a pickle, or the text
+/// of a JSON item, from the content store.
+fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
+    let payload = |item: &Item| -> Option<Value> {
+        let Item::Std {
+            cid,
+            had_data: true,
+            ..
+        } = item
+        else {
+            return None;
+        };
+        let blob = shared.store.get_digest(cid.digest()).ok()??;
+        Some(item_data(&blob.bytes, blob.format))
+    };
+    let put = |slot: Option<&mut Value>, item: &Item| {
+        if let (Some(Value::Object(m)), Some(p)) = (slot, payload(item)) {
+            m.insert("data".into(), p);
+        }
+    };
+    if let Some(t) = &call.target {
+        put(data.get_mut("target"), t);
+    }
+    for (i, a) in call.args.iter().enumerate() {
+        put(data.get_mut("args").and_then(|v| v.get_mut(i)), a);
+    }
+    for (k, v) in call.kwargs.iter() {
+        put(data.get_mut("kwargs").and_then(|m| m.get_mut(&**k)), v);
+    }
+}
+
+/// `POST /api/call/event` (protocol doc §2.4): diagnostics that become call records.
+pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
+    let who = identity(body)?;
+    let mut blobs = Vec::new();
+    blobs.extend(verify_pair(body, "result")?);
+    blobs.extend(verify_pair(body, "exception")?);
+    store_blobs(shared, blobs)?;
+    let now = ids::now();
+    let at = timestamp(body, "timestamp", now);
+    let first_str = |keys: &[&str], default: &str| -> String {
+        keys.iter()
+            .find_map(|k| str_field(body, k).filter(|s| !s.is_empty()))
+            .unwrap_or(default)
+            .to_owned()
+    };
+    let call_id = match body.get("event_id").or_else(|| body.get("call_id")) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => ids::uuid4(),
+    };
+    let method_name = first_str(&["method_name", "event_type"], "event");
+    let status = first_str(&["status", "event_type"], "event");
+    // A decoded payload wins over the sanitized field, unless we could not render it.
+    let pick = |prefix: &str, field: &str| -> Value {
+        match pretty_pair(shared, body, prefix) {
+            Some(v) if !pretty::is_unrendered(&v) => v,
+            decoded => body
+                .get(field)
+                .cloned()
+                .filter(|v| !v.is_null())
+                .or(decoded)
+                .unwrap_or(Value::Null),
+        }
+    };
+    let pretty_result = pick("result", "pretty_result");
+    let exception = pick("exception", "exception");
+    let record = {
+        let mut i = shared.interner();
+        EventRecord {
+            call_id: Val::Str(Sym::new(&call_id)),
+            method: i.sym(&method_name),
+            status: i.sym(&status),
+            pretty_args: i.val(body.get("pretty_args").unwrap_or(&json!([]))),
+            pretty_kwargs: i.val(body.get("pretty_kwargs").unwrap_or(&json!({}))),
+            signature: i.field(body.get("signature")).or_null(),
+            call_site: CallSite::parse(&mut i, body.get("call_site")),
+            page_url: i.field(body.get("page_url")).or_null(),
+            event_type: i.field(body.get("event_type")).or_null(),
+            process: who.process(),
+            at,
+            result_cid: i.field(body.get("result_cid")).or_null(),
+            exception_cid: i.field(body.get("exception_cid")).or_null(),
+            pretty_result: i.val(&pretty_result),
+            exception: i.val(&exception),
+        }
+    };
+    let record = Record::Event(Arc::new(record));
+    let mut st = shared.lock();
+    st.records.push(record.clone());
+    if method_name == "with_debug.register" {
+        if let Some(f) = body
+            .get("pretty_result")
+            .and_then(|r| r.get("function_name"))
+            .and_then(Value::as_str)
+        {
+            st.functions
+                .set_metadata_key(f, "last_process_key", json!(who.key));
+            st.emit(EventKind::FunctionsChanged);
+        }
+    }
+    st.emit(EventKind::CallCompleted {
+        call_id,
+        method_name,
+        status,
+    });
+    drop(st);
+    if shared.store.is_durable() {
+        persist(
+            shared,
+            &[(RecordKind::CallRecord, record.to_disk(), record.index_key())],
+        )?;
+    }
+    Ok(json!({"status": "ok"}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakpoints::Global;
+    use crate::records::RecordFilter;
+    use crate::service::testing::{body, complete_body, item, paused_call, shared, start_body};
+    use crate::service::{call_records, set_global, Payloads};
+
+    #[test]
+    fn a_call_without_a_breakpoint_continues_and_its_completion_is_recorded() {
+        let s = shared();
+        let answer = call_start(&s, &start_body("add", &[json!(1), json!(2)])).unwrap();
+        assert_eq!(answer["action"], "continue");
+        let call_id = answer["call_id"].as_str().unwrap().to_owned();
+        assert_eq!(s.lock().calls.n_open(), 1);
+        let done = call_complete(&s, &complete_body(&call_id, &json!(3))).unwrap();
+        assert_eq!(done, json!({"status": "ok"}));
+        let page = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(page.total_count, 1);
+        assert_eq!(page.call_ids(), [call_id]);
+        let record = &page.calls[0];
+        assert_eq!(record["method_name"], "add");
+        assert_eq!(record["pretty_args"], json!(["1", "2"]));
+        assert_eq!(record["pretty_result"], "3");
+        assert_eq!(record["status"], "success");
+    }
+
+    #[test]
+    fn a_breakpoint_pauses_before_and_after() {
+        let s = shared();
+        let (pause_id, call_id) = paused_call(&s, "f", &[json!("x")]);
+        let paused = crate::service::paused(&s, Payloads::Omitted).paused;
+        assert_eq!(paused.len(), 1);
+        assert_eq!(paused[0].id, pause_id);
+        assert_eq!(paused[0].call_data["call_id"], json!(call_id));
+        assert!(!paused[0].is_after());
+        crate::service::continue_pause(&s, &pause_id, &body(json!({}))).unwrap();
+        // Global stop pauses after a successful call too: the answer is a poll without call_id.
+        let after = call_complete(&s, &complete_body(&call_id, &json!(1))).unwrap();
+        assert_eq!(after["action"], "poll");
+        assert!(after.get("call_id").is_none());
+        let paused = crate::service::paused(&s, Payloads::Included).paused;
+        assert!(paused[0].is_after());
+        assert_eq!(paused[0].call_data["pretty_result"], "1");
+        assert_eq!(paused[0].call_data["pause_reason"], "breakpoint");
+    }
+
+    #[test]
+    fn a_replacement_is_announced_when_the_call_does_not_pause() {
+        let s = shared();
+        set_global(&s, Global::Go);
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None);
+        crate::service::function_register(
+            &s,
+            &body(json!({"function_name": "g", "signature": "(x)"})),
+        )
+        .unwrap();
+        crate::service::set_replacement(&s, "f", "g").unwrap();
+        let answer = call_start(&s, &start_body("f", &[])).unwrap();
+        assert_eq!(answer["action"], "replace");
+        assert_eq!(answer["function_name"], "g");
+    }
+
+    #[test]
+    fn missing_payloads_and_identities_are_refused_before_anything_is_stored() {
+        let s = shared();
+        let mut b = start_body("f", &[json!(5)]);
+        let arg = item(&json!(5));
+        b["args"] = json!([{"cid": arg["cid"]}]);
+        let e = call_start(&s, &b).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "cid_not_found"));
+        assert_eq!(e.body["missing_cids"], json!([arg["cid"]]));
+        // The same CID with its data in the same request counts as present.
+        b["kwargs"] = json!({"y": arg});
+        assert_eq!(call_start(&s, &b).unwrap()["action"], "continue");
+        let mut b = start_body("f", &[]);
+        b.remove("process_pid");
+        assert_eq!(
+            call_start(&s, &b).unwrap_err().code(),
+            "missing_process_identity"
+        );
+        let mut b = start_body("f", &[]);
+        b.insert("preferred_format".into(), json!("yaml"));
+        assert_eq!(
+            call_start(&s, &b).unwrap_err().code(),
+            "invalid_preferred_format"
+        );
+    }
+
+    #[test]
+    fn unknown_completions_are_fine_and_events_become_records() {
+        let s = shared();
+        assert_eq!(
+            call_complete(&s, &body(json!({"call_id": "nope"}))).unwrap(),
+            json!({"status": "ok"})
+        );
+        assert_eq!(
+            call_complete(&s, &body(json!({}))).unwrap_err().code(),
+            "missing_call_id"
+        );
+        let event = body(json!({
+            "event_type": "pickle_error", "process_pid": 1, "process_start_time": 2.5,
+            "pretty_args": ["a"], "timestamp": 3.0,
+        }));
+        assert_eq!(call_event(&s, &event).unwrap(), json!({"status": "ok"}));
+        let page = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(page.calls[0]["method_name"], "pickle_error");
+        assert_eq!(page.calls[0]["process_key"], "2.500000+1");
+    }
+}

@@ -1,0 +1,175 @@
+//! The operations every face shares (the debug-client protocol and REST API, MCP tools,
+//! resources and prompts), independent of transport. Each takes the shared state and typed
+//! arguments (or, for the protocol, the JSON request body) and returns a typed result
+//! (`#[derive(Serialize)]`: REST serializes it as the original server's wire shape, MCP builds
+//! its own shapes from its fields) or an `ApiError` with the original's status and body
+//! (protocol doc §2 and §5). Faces never lock the state or read the content store themselves.
+//!
+//! Pattern: verify and hash outside the lock, write to the content store outside the lock, then
+//! one short critical section on `State` that emits its events once.
+
+mod breakpoints;
+mod calls;
+mod pauses;
+mod records;
+mod repl;
+
+#[cfg(test)]
+mod testing;
+
+pub use breakpoints::*;
+pub use calls::*;
+pub use pauses::*;
+pub use records::*;
+pub use repl::*;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::cas;
+use crate::error::ApiError;
+use crate::ids;
+use crate::state::Shared;
+use crate::store::{Format, IndexKey, NewBlob, RecordKind};
+
+type Obj = Map<String, Value>;
+
+/// `"ok"`: the `status` of every acknowledgement.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Ack {
+    Ok,
+}
+
+/// `{"status": "ok"}`.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    pub status: Ack,
+}
+
+fn str_field<'a>(body: &'a Obj, key: &str) -> Option<&'a str> {
+    body.get(key).and_then(Value::as_str)
+}
+
+/// Python's `int(x)` for the values a JSON body can hold.
+fn py_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f.trunc() as i64)
+        }),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Python's `float(x)` for the values a JSON body can hold.
+fn py_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A timestamp field, or `now` when absent or not a number.
+fn timestamp(body: &Obj, key: &str, now: f64) -> f64 {
+    body.get(key)
+        .and_then(py_float)
+        .filter(|t| t.is_finite())
+        .unwrap_or(now)
+}
+
+fn quote_list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn store_blobs(shared: &Shared, blobs: Vec<NewBlob>) -> Result<(), ApiError> {
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    shared
+        .store
+        .put_blobs(blobs, ids::now())
+        .map(|_| ())
+        .map_err(|err| {
+            log::error!("content store write failed: {err}");
+            ApiError::storage(&err)
+        })
+}
+
+fn persist(shared: &Shared, records: &[(RecordKind, Value, IndexKey)]) -> Result<(), ApiError> {
+    if !shared.store.is_durable() {
+        return Ok(());
+    }
+    let records: Vec<(RecordKind, &Value, IndexKey)> =
+        records.iter().map(|(k, v, i)| (*k, v, *i)).collect();
+    shared.store.append_records(&records).map_err(|err| {
+        log::error!("record write failed: {err}");
+        ApiError::storage(&err)
+    })
+}
+
+/// Stored records of `kind` whose index key matches, newest first: a page and the number that
+/// matched. A read error is logged and ends the page early.
+fn read_stored(
+    shared: &Shared,
+    kind: RecordKind,
+    matches: &dyn Fn(IndexKey) -> bool,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Value>, usize) {
+    let (offsets, total) = match shared.store.index_page(kind, matches, offset, limit) {
+        Ok(found) => found,
+        Err(e) => {
+            log::error!("store index: read failed: {e}");
+            return (Vec::new(), 0);
+        }
+    };
+    let mut page = Vec::with_capacity(offsets.len());
+    for at in offsets {
+        match shared.store.read_record(at) {
+            Ok((_, v)) => page.push(v),
+            Err(e) => {
+                log::error!("store: cannot read the record at offset {at}: {e}");
+                break;
+            }
+        }
+    }
+    (page, total)
+}
+
+/// A payload as items carry it in `data`: the text of a JSON item, base64 of anything else.
+fn item_data(bytes: &[u8], format: Option<Format>) -> Value {
+    match format {
+        Some(Format::Json) => json!(String::from_utf8_lossy(bytes)),
+        _ => json!(cas::encode_base64(bytes)),
+    }
+}
+
+/// The pair of payload fields `<prefix>_cid` / `<prefix>_data` of a completion or event.
+fn verify_pair(body: &Obj, prefix: &str) -> Result<Option<NewBlob>, ApiError> {
+    cas::verify_payload(
+        body.get(&format!("{prefix}_cid")),
+        body.get(&format!("{prefix}_data")),
+        body.get(&format!("{prefix}_serialization_format")),
+    )
+}
+
+/// The display value of `<prefix>_cid`, or `None` without one.
+fn pretty_pair(shared: &Shared, body: &Obj, prefix: &str) -> Option<Value> {
+    let cid = body
+        .get(&format!("{prefix}_cid"))
+        .filter(|c| !c.is_null())?;
+    Some(shared.render().json_cid(
+        Some(cid),
+        body.get(&format!("{prefix}_serialization_format")),
+    ))
+}

@@ -1,0 +1,531 @@
+//! Paused executions: listing them (with or without the items' base64 payloads), the debug
+//! client's poll, and resuming a pause with an action the client can execute (plain JSON values
+//! encoded as pickles, or as JSON for clients that prefer it).
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::{item_data, quote_list, store_blobs, str_field, Ack, Obj};
+use crate::calls::{ResumeError, Resumed};
+use crate::cas;
+use crate::error::ApiError;
+use crate::events::EventKind;
+use crate::ids;
+use crate::pickle_write;
+use crate::state::Shared;
+use crate::store::{Format, NewBlob};
+
+/// The actions the Python client executes at a before-pause (protocol doc §2.11).
+pub const BEFORE_ACTIONS: [&str; 5] = ["continue", "modify", "skip", "raise", "replace"];
+
+/// One paused execution. `call_data` is the client's call data (arbitrary JSON), rendered.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct PausedExecution {
+    pub id: String,
+    pub call_data: Obj,
+    pub paused_at: f64,
+    pub repl_sessions: Vec<String>,
+}
+
+impl PausedExecution {
+    pub fn method_name(&self) -> &str {
+        self.call_data
+            .get("method_name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// A pause after the call completed (it shows a result or an exception).
+    pub fn is_after(&self) -> bool {
+        self.call_data.contains_key("pretty_result") || self.call_data.contains_key("exception")
+    }
+}
+
+/// `GET /api/paused`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct PausedList {
+    pub paused: Vec<PausedExecution>,
+}
+
+/// Whether the items of a pause's call data keep their base64 `data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payloads {
+    /// As the client sent them (REST, for clients that resend them).
+    Included,
+    /// CIDs only: what MCP tools, resources and prompts show.
+    Omitted,
+}
+
+/// A pause resumed.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Continued {
+    pub status: Ack,
+    pub pause_id: String,
+    /// The action stored for the client (`replace` when a replacement function was given).
+    #[serde(skip)]
+    pub action: String,
+}
+
+/// The original items of a paused call, with their payloads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OriginalItems {
+    pub args: Vec<Value>,
+    pub kwargs: Obj,
+}
+
+/// A copy of `call_data` whose items (target, args, kwargs) keep their CID but not their
+/// base64 `data`: records are kept for the whole session and persisted, while the payload is
+/// already in the content store once (`GET /api/objects/<cid>`).
+pub fn without_item_data(call_data: &Obj) -> Obj {
+    let mut out = call_data.clone();
+    let strip = |v: &mut Value| {
+        if let Value::Object(item) = v {
+            item.remove("data");
+        }
+    };
+    if let Some(t) = out.get_mut("target") {
+        strip(t);
+    }
+    if let Some(Value::Array(args)) = out.get_mut("args") {
+        args.iter_mut().for_each(strip);
+    }
+    if let Some(Value::Object(kwargs)) = out.get_mut("kwargs") {
+        kwargs.values_mut().for_each(strip);
+    }
+    out
+}
+
+/// The paused executions, oldest first.
+pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
+    let st = shared.lock();
+    let paused = st
+        .calls
+        .paused()
+        .iter()
+        .map(|p| PausedExecution {
+            id: p.id.clone(),
+            call_data: match payloads {
+                Payloads::Included => p.call_data.clone(),
+                Payloads::Omitted => without_item_data(&p.call_data),
+            },
+            paused_at: p.paused_at,
+            repl_sessions: st.repl.sessions_of(&p.id),
+        })
+        .collect();
+    PausedList { paused }
+}
+
+/// One paused execution.
+pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<PausedExecution> {
+    let st = shared.lock();
+    let p = st.calls.paused_by_id(pause_id)?;
+    Some(PausedExecution {
+        id: p.id.clone(),
+        call_data: match payloads {
+            Payloads::Included => p.call_data.clone(),
+            Payloads::Omitted => without_item_data(&p.call_data),
+        },
+        paused_at: p.paused_at,
+        repl_sessions: st.repl.sessions_of(&p.id),
+    })
+}
+
+/// The ids of the paused executions, oldest first.
+pub fn paused_ids(shared: &Shared) -> Vec<String> {
+    let st = shared.lock();
+    st.calls.paused().iter().map(|p| p.id.clone()).collect()
+}
+
+/// The arguments a paused call was made with, each item with its payload (from the content
+/// store when the client sent only its CID), so they can be sent back unchanged.
+pub fn original_items(shared: &Shared, pause_id: &str) -> Option<OriginalItems> {
+    let (args, kwargs) = {
+        let st = shared.lock();
+        let p = st.calls.paused_by_id(pause_id)?;
+        (
+            p.call_data.get("args").cloned(),
+            p.call_data.get("kwargs").cloned(),
+        )
+    };
+    let with_payload = |item: &Value| -> Value {
+        let mut item = item.clone();
+        if item.get("data").is_none() {
+            if let Some(cid) = item.get("cid").and_then(Value::as_str) {
+                if let Ok(Some(blob)) = shared.store.get(cid) {
+                    item["data"] = item_data(&blob.bytes, blob.format);
+                    item["serialization_format"] =
+                        json!(blob.format.unwrap_or(Format::Dill).as_str());
+                }
+            }
+        }
+        item
+    };
+    Some(OriginalItems {
+        args: args
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(with_payload)
+            .collect(),
+        kwargs: kwargs
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, i)| (k.clone(), with_payload(i)))
+            .collect(),
+    })
+}
+
+/// `GET /api/poll/<id>`: ready with the stored action, or waiting (also for unknown ids).
+pub fn poll(shared: &Shared, pause_id: &str) -> Value {
+    match shared.lock().calls.poll(pause_id, ids::now()) {
+        Some(action) => json!({"status": "ready", "action": action}),
+        None => json!({"status": "waiting"}),
+    }
+}
+
+/// Encodes a plain value for a client of `preferred_format`, returning the item and its blob.
+fn encode_value(value: &Value, preferred_format: &str) -> (Value, NewBlob) {
+    if preferred_format == "json" {
+        let text = value.to_string();
+        let cid = cas::cid_value(text.as_bytes());
+        let item = json!({"cid": cid, "data": text, "serialization_format": "json"});
+        (
+            item,
+            NewBlob {
+                cid,
+                bytes: text.into_bytes(),
+                format: Some(Format::Json),
+            },
+        )
+    } else {
+        let bytes = pickle_write::dumps(value);
+        let cid = cas::cid_value(&bytes);
+        let item =
+            json!({"cid": cid, "data": cas::encode_base64(&bytes), "serialization_format": "dill"});
+        (
+            item,
+            NewBlob {
+                cid,
+                bytes,
+                format: Some(Format::Dill),
+            },
+        )
+    }
+}
+
+/// Values that are already items (objects with a `cid` key) pass through untouched.
+fn encode_arg(value: &Value, preferred_format: &str, blobs: &mut Vec<NewBlob>) -> Value {
+    if value.get("cid").is_some() {
+        return value.clone();
+    }
+    let (item, blob) = encode_value(value, preferred_format);
+    blobs.push(blob);
+    item
+}
+
+/// `POST /api/paused/<id>/continue`: resumes a pause with an action the client can execute.
+pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Continued, ApiError> {
+    let mut action_name = match body.get("action") {
+        None | Some(Value::Null) => "continue".to_owned(),
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(other) => {
+            return Err(ApiError::bad_request(
+                "invalid_action",
+                format!("action must be a string, got {other}"),
+            ))
+        }
+    };
+    let replacement = match body.get("replacement_function") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "replacement_function must be a string",
+            ))
+        }
+    };
+    if replacement.is_some() {
+        action_name = "replace".into();
+    }
+
+    let (is_after, preferred_format) = {
+        let st = shared.lock();
+        if st.calls.has_action(pause_id) {
+            return Err(pause_already_resumed(pause_id));
+        }
+        match st.calls.paused_by_id(pause_id) {
+            Some(p) => (
+                p.is_after(),
+                p.call_data
+                    .get("preferred_format")
+                    .and_then(Value::as_str)
+                    .unwrap_or("dill")
+                    .to_owned(),
+            ),
+            // A pause from before a restart that a client still polls: only `continue` is
+            // safe, as we cannot tell a before-pause from an after-pause.
+            None if st.calls.is_orphan(pause_id) => (true, "dill".to_owned()),
+            None => return Err(pause_not_found(pause_id)),
+        }
+    };
+    if is_after && action_name != "continue" {
+        return Err(ApiError::bad_request(
+            "invalid_action",
+            format!(
+                "pause {pause_id} is after the call completed (or from before a restart); \
+                 it can only be resumed with action 'continue', not '{action_name}'"
+            ),
+        ));
+    }
+    if !BEFORE_ACTIONS.contains(&action_name.as_str()) {
+        return Err(ApiError::bad_request(
+            "invalid_action",
+            format!(
+                "action must be one of {}, got '{action_name}'",
+                quote_list(&BEFORE_ACTIONS)
+            ),
+        ));
+    }
+
+    let mut action = Map::new();
+    action.insert("action".into(), json!(action_name));
+    if let Some(r) = &replacement {
+        action.insert("function_name".into(), json!(r));
+    }
+    let mut blobs = Vec::new();
+    if let Some(v) = body.get("modified_args") {
+        let Value::Array(list) = v else {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "modified_args must be a list",
+            ));
+        };
+        let items: Vec<Value> = list
+            .iter()
+            .map(|a| encode_arg(a, &preferred_format, &mut blobs))
+            .collect();
+        action.insert("modified_args".into(), json!(items));
+    }
+    if let Some(v) = body.get("modified_kwargs") {
+        let Value::Object(map) = v else {
+            return Err(ApiError::bad_request(
+                "invalid_payload",
+                "modified_kwargs must be an object",
+            ));
+        };
+        let items: Obj = map
+            .iter()
+            .map(|(k, a)| (k.clone(), encode_arg(a, &preferred_format, &mut blobs)))
+            .collect();
+        action.insert("modified_kwargs".into(), Value::Object(items));
+    }
+    for key in ["fake_result", "fake_result_data", "exception"] {
+        if let Some(v) = body.get(key) {
+            action.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(fake) = body.get("fake_result") {
+        if !body.contains_key("fake_result_data") {
+            let (item, blob) = encode_value(fake, &preferred_format);
+            blobs.push(blob);
+            action.insert("fake_result_cid".into(), item["cid"].clone());
+            action.insert("fake_result_data".into(), item["data"].clone());
+            action.insert(
+                "fake_result_serialization_format".into(),
+                item["serialization_format"].clone(),
+            );
+        }
+    }
+    for key in ["exception_type", "exception_message"] {
+        match body.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => {
+                action.insert(key.into(), json!(s));
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_payload",
+                    format!("{key} must be a string"),
+                ))
+            }
+        }
+    }
+    if let Some(t) = str_field(body, "exception_type") {
+        // Compat: the Python client raises getattr(builtins, name, Exception); a dotted name
+        // would silently become a plain Exception.
+        let is_identifier = t
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_')
+            && t.chars().all(|c| c.is_alphanumeric() || c == '_');
+        if !is_identifier {
+            return Err(ApiError::bad_request(
+                "invalid_exception_type",
+                format!(
+                    "exception_type must be a builtin exception name such as ValueError, got '{t}'"
+                ),
+            ));
+        }
+    }
+    store_blobs(shared, blobs)?;
+
+    let now = ids::now();
+    let mut st = shared.lock();
+    match st.calls.resume(pause_id, Value::Object(action)) {
+        Ok(Resumed::Pause(p)) => {
+            st.repl.close_pause(pause_id, now);
+            st.emit(EventKind::ExecutionResumed {
+                pause_id: pause_id.to_owned(),
+                method_name: p.method_name().to_owned(),
+                action: action_name.clone(),
+            });
+        }
+        Ok(Resumed::Orphan) => {
+            st.emit(EventKind::ExecutionResumed {
+                pause_id: pause_id.to_owned(),
+                method_name: String::new(),
+                action: action_name.clone(),
+            });
+        }
+        Err(ResumeError::AlreadyResumed) => return Err(pause_already_resumed(pause_id)),
+        Err(ResumeError::NotFound) => return Err(pause_not_found(pause_id)),
+    }
+    Ok(Continued {
+        status: Ack::Ok,
+        pause_id: pause_id.to_owned(),
+        action: action_name,
+    })
+}
+
+fn pause_not_found(pause_id: &str) -> ApiError {
+    ApiError::not_found("pause_not_found", format!("no paused execution {pause_id}"))
+        .with("pause_id", pause_id)
+}
+
+fn pause_already_resumed(pause_id: &str) -> ApiError {
+    ApiError::conflict(
+        "pause_already_resumed",
+        format!("pause {pause_id} was already resumed"),
+    )
+    .with("pause_id", pause_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, complete_body, item, paused_call, shared};
+
+    #[test]
+    fn pauses_are_listed_with_or_without_payloads() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
+        let with = paused(&s, Payloads::Included);
+        assert!(with.paused[0].call_data["args"][0].get("data").is_some());
+        let without = paused(&s, Payloads::Omitted);
+        let arg = &without.paused[0].call_data["args"][0];
+        assert!(arg.get("data").is_none() && arg.get("cid").is_some());
+        assert_eq!(without.paused[0].method_name(), "f");
+        assert_eq!(
+            pause(&s, &pause_id, Payloads::Omitted).as_ref(),
+            without.paused.first()
+        );
+        assert_eq!(pause(&s, "nope", Payloads::Omitted), None);
+        assert_eq!(paused_ids(&s), vec![pause_id.clone()]);
+        let wire = serde_json::to_value(&with).unwrap();
+        let keys: Vec<&String> = wire["paused"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["id", "call_data", "paused_at", "repl_sessions"]);
+    }
+
+    #[test]
+    fn modify_encodes_plain_values_as_pickles_for_the_client() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
+        assert_eq!(poll(&s, &pause_id), json!({"status": "waiting"}));
+        let rx = s.bus.subscribe();
+        let done = continue_pause(
+            &s,
+            &pause_id,
+            &body(
+                json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": "z"}}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(done.action, "modify");
+        assert_eq!(
+            serde_json::to_value(&done).unwrap(),
+            json!({"status": "ok", "pause_id": pause_id}),
+            "the action is not part of the REST answer"
+        );
+        assert!(matches!(
+            rx.try_recv().unwrap().kind,
+            EventKind::ExecutionResumed { .. }
+        ));
+        let ready = poll(&s, &pause_id);
+        assert_eq!(ready["status"], "ready");
+        let action = &ready["action"];
+        assert_eq!(action["action"], "modify");
+        let expected = item(&json!(10));
+        assert_eq!(action["modified_args"][0]["cid"], expected["cid"]);
+        assert_eq!(action["modified_args"][0]["serialization_format"], "dill");
+        assert!(
+            s.store
+                .contains(action["modified_kwargs"]["y"]["cid"].as_str().unwrap()),
+            "the encoded payloads are stored"
+        );
+        assert!(paused(&s, Payloads::Omitted).paused.is_empty());
+    }
+
+    #[test]
+    fn resuming_twice_unknown_pauses_and_bad_actions_are_refused() {
+        let s = shared();
+        let e = continue_pause(&s, "nope", &body(json!({}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (404, "pause_not_found"));
+        let (pause_id, call_id) = paused_call(&s, "f", &[]);
+        let bad = |b: Value| continue_pause(&s, &pause_id, &body(b)).unwrap_err();
+        assert_eq!(bad(json!({"action": "fly"})).code(), "invalid_action");
+        assert_eq!(
+            bad(json!({"action": "raise", "exception_type": "a.B"})).code(),
+            "invalid_exception_type"
+        );
+        assert_eq!(
+            bad(json!({"modified_args": {"x": 1}})).code(),
+            "invalid_payload"
+        );
+        let done =
+            continue_pause(&s, &pause_id, &body(json!({"replacement_function": "g"}))).unwrap();
+        assert_eq!(done.action, "replace");
+        let e = continue_pause(&s, &pause_id, &body(json!({}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (409, "pause_already_resumed"));
+        // An after-pause can only continue.
+        let after = crate::service::call_complete(&s, &complete_body(&call_id, &json!(0))).unwrap();
+        let after_id = after["poll_url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        let e = continue_pause(
+            &s,
+            after_id,
+            &body(json!({"action": "skip", "fake_result": 1})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "invalid_action");
+        continue_pause(&s, after_id, &body(json!({"action": "continue"}))).unwrap();
+    }
+
+    #[test]
+    fn original_items_carry_their_payloads() {
+        let s = shared();
+        let (pause_id, _) = paused_call(&s, "f", &[json!([1, 2])]);
+        let original = original_items(&s, &pause_id).unwrap();
+        assert_eq!(original.args.len(), 1);
+        assert_eq!(original.args[0]["cid"], item(&json!([1, 2]))["cid"]);
+        assert!(original.args[0]["data"].is_string());
+        assert!(original.kwargs.is_empty());
+        assert_eq!(original_items(&s, "nope"), None);
+    }
+}
