@@ -96,13 +96,17 @@ pub fn call_tool(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     Ok(out)
 }
 
-/// Calls the tool on a helper thread while this thread relays the external server's progress
-/// to our client (when it asked for progress), scaled to the total the server gives.
+/// Calls the tool; when our client asked for progress, on a helper thread while this thread
+/// relays the external server's progress, scaled to the total the server gives.
 fn call_forwarding_progress(
     ctx: &Ctx,
     tool: &str,
     arguments: Value,
 ) -> Result<api::Called, ApiError> {
+    if !ctx.wants_progress() {
+        // Nobody to relay progress to: call on this thread.
+        return api::call(ctx.shared(), tool, arguments, Some(ctx.cancel), None);
+    }
     let (progress_tx, progress_rx) = crossbeam_channel::unbounded::<Value>();
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     let shared = ctx.shared();

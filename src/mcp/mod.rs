@@ -228,6 +228,11 @@ impl Ctx<'_> {
         &self.mcp.shared
     }
 
+    /// Whether the client asked for progress notifications (a `progressToken`).
+    pub fn wants_progress(&self) -> bool {
+        self.progress_token.is_some()
+    }
+
     /// Sends `notifications/progress` when the request carried a `progressToken` and `progress`
     /// is larger than the last value sent (MCP: progress increases with each notification).
     pub fn progress(&self, progress: f64, total: Option<f64>, message: &str) {

@@ -6,7 +6,7 @@
 //! cancelled and joined, the session closes, and `on_eof` runs.
 
 use std::io::{self, BufRead, Read, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
@@ -43,14 +43,16 @@ where
     W: Write + Send + 'static,
 {
     let (out_tx, out_rx) = unbounded();
+    let output = Arc::new(Mutex::new(io::BufWriter::new(output)));
+    let out = Arc::clone(&output);
     let writer = thread::Builder::new()
         .name("stdio-out".into())
-        .spawn(move || write_loop(output, &out_rx))?;
+        .spawn(move || write_loop(&out, &out_rx))?;
     let session_tx = out_tx.clone();
     let reader = thread::Builder::new()
         .name("stdio-in".into())
         .spawn(move || {
-            read_loop(&mcp, io::BufReader::new(input), session_tx);
+            read_loop(&mcp, io::BufReader::new(input), session_tx, &output);
             on_eof();
         })?;
     Ok(Stdio {
@@ -60,16 +62,23 @@ where
     })
 }
 
-fn write_loop<W: Write>(output: W, rx: &Receiver<Outgoing>) {
-    let mut out = io::BufWriter::new(output);
+/// Stdout, shared by `stdio-out` and by `stdio-in` for the answers it gives itself.
+type Out<W> = Mutex<io::BufWriter<W>>;
+
+/// Writes one message as one line and flushes it.
+fn write_line<W: Write>(output: &Out<W>, text: &str) -> io::Result<()> {
+    // A panic while writing leaves at worst a partial line; the stream is lost either way.
+    let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+        .and_then(|_| out.flush())
+}
+
+fn write_loop<W: Write>(output: &Out<W>, rx: &Receiver<Outgoing>) {
     while let Ok(item) = rx.recv() {
         match item {
             Outgoing::Message(text) => {
-                let written = out
-                    .write_all(text.as_bytes())
-                    .and_then(|_| out.write_all(b"\n"))
-                    .and_then(|_| out.flush());
-                if let Err(e) = written {
+                if let Err(e) = write_line(output, &text) {
                     // A closed stdout means the client left: a normal end.
                     log::debug!("mcp stdio: stdout closed ({e})");
                     return;
@@ -78,10 +87,14 @@ fn write_loop<W: Write>(output: W, rx: &Receiver<Outgoing>) {
             Outgoing::Close => break,
         }
     }
-    let _ = out.flush();
 }
 
-fn read_loop<R: BufRead>(mcp: &Mcp, mut input: R, out: Sender<Outgoing>) {
+fn read_loop<R: BufRead, W: Write>(
+    mcp: &Mcp,
+    mut input: R,
+    out: Sender<Outgoing>,
+    output: &Out<W>,
+) {
     let session = mcp.open_session("stdio", Some(out.clone()));
     let send = |msg: Message| {
         let _ = out.send(Outgoing::Message(msg.to_text()));
@@ -120,9 +133,13 @@ fn read_loop<R: BufRead>(mcp: &Mcp, mut input: R, out: Sender<Outgoing>) {
             log::trace!("< stdio {}", jsonrpc::excerpt(line));
             match jsonrpc::parse(line) {
                 Incoming::Single(Message::Request(req)) if !Mcp::may_block(&req) => {
-                    // Answered at once: no thread to start, no hand-off.
+                    // Answered at once and written here: no thread to start, no hand-off.
                     if let Some(resp) = mcp.handle_request(&session, req) {
-                        send(Message::Response(resp));
+                        let text = Message::Response(resp).to_text();
+                        log::trace!("> stdio {}", jsonrpc::excerpt(&text));
+                        if let Err(e) = write_line(output, &text) {
+                            log::debug!("mcp stdio: stdout closed ({e})");
+                        }
                     }
                 }
                 Incoming::Single(Message::Request(req)) => {
