@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{quote_list, read_stored, store_blobs, str_field, Ack, Obj};
-use crate::breakpoints::{After, Before, Global, ReplacementError};
+use crate::breakpoints::{After, Before, Breakpoints, Global, ReplacementError};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
@@ -179,16 +179,7 @@ pub fn set_before(
     name: &str,
     behavior: Before,
 ) -> Result<BehaviorSet<Before>, BreakpointNotFound> {
-    let mut st = shared.lock();
-    if !st.breakpoints.set_before(name, behavior) {
-        return Err(BreakpointNotFound);
-    }
-    st.emit(EventKind::BreakpointsChanged);
-    Ok(BehaviorSet {
-        status: Ack::Ok,
-        function_name: name.to_owned(),
-        behavior,
-    })
+    set_behavior(shared, name, behavior, |b, n, v| b.set_before(n, v))
 }
 
 /// Sets the after-behavior of an existing breakpoint.
@@ -197,8 +188,18 @@ pub fn set_after(
     name: &str,
     behavior: After,
 ) -> Result<BehaviorSet<After>, BreakpointNotFound> {
+    set_behavior(shared, name, behavior, |b, n, v| b.set_after(n, v))
+}
+
+/// Sets a behavior of an existing breakpoint with `set`, then tells the subscribers once.
+fn set_behavior<B: Copy>(
+    shared: &Shared,
+    name: &str,
+    behavior: B,
+    set: impl FnOnce(&mut Breakpoints, &str, B) -> bool,
+) -> Result<BehaviorSet<B>, BreakpointNotFound> {
     let mut st = shared.lock();
-    if !st.breakpoints.set_after(name, behavior) {
+    if !set(&mut st.breakpoints, name, behavior) {
         return Err(BreakpointNotFound);
     }
     st.emit(EventKind::BreakpointsChanged);

@@ -6,13 +6,13 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{item_data, quote_list, store_blobs, str_field, Ack, Obj};
-use crate::calls::{ResumeError, Resumed};
+use crate::calls::{Pause, ResumeError, Resumed};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
 use crate::pickle_write;
-use crate::state::Shared;
+use crate::state::{Shared, State};
 use crate::store::{Format, NewBlob};
 
 /// The actions the Python client executes at a before-pause (protocol doc §2.11).
@@ -102,24 +102,13 @@ pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
         .calls
         .paused()
         .iter()
-        .map(|p| PausedExecution {
-            id: p.id.clone(),
-            call_data: match payloads {
-                Payloads::Included => p.call_data.clone(),
-                Payloads::Omitted => without_item_data(&p.call_data),
-            },
-            paused_at: p.paused_at,
-            repl_sessions: st.repl.sessions_of(&p.id),
-        })
+        .map(|p| execution(&st, p, payloads))
         .collect();
     PausedList { paused }
 }
 
-/// One paused execution.
-pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<PausedExecution> {
-    let st = shared.lock();
-    let p = st.calls.paused_by_id(pause_id)?;
-    Some(PausedExecution {
+fn execution(st: &State, p: &Pause, payloads: Payloads) -> PausedExecution {
+    PausedExecution {
         id: p.id.clone(),
         call_data: match payloads {
             Payloads::Included => p.call_data.clone(),
@@ -127,7 +116,14 @@ pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<Paus
         },
         paused_at: p.paused_at,
         repl_sessions: st.repl.sessions_of(&p.id),
-    })
+    }
+}
+
+/// One paused execution.
+pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<PausedExecution> {
+    let st = shared.lock();
+    let p = st.calls.paused_by_id(pause_id)?;
+    Some(execution(&st, p, payloads))
 }
 
 /// The ids of the paused executions, oldest first.
