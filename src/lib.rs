@@ -19,6 +19,7 @@ pub mod pretty;
 pub mod render;
 pub mod schema;
 pub mod store;
+pub mod sys;
 
 pub mod events;
 pub mod jsonrpc;

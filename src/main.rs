@@ -7,6 +7,8 @@ use cideldill_server::app;
 use cideldill_server::config::{Args, Config, Env};
 
 fn main() -> ExitCode {
+    // Before any thread starts (see `sys`).
+    cideldill_server::sys::limit_malloc_arenas();
     let args: Args = argh::from_env();
     let mut err = std::io::stderr();
     if args.version {

@@ -7,7 +7,7 @@
 //!   for which file is read and how inline servers merge over it.
 //! - [`names`]: server-name validation, tool glob filters and the catalog resolver.
 //! - [`peer`]: one JSON-RPC conversation over any transport ([`peer::Link`]).
-//! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; [`sys`]: process-group
+//! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; `crate::sys`: process-group
 //!   signals, the crate's one `unsafe` module.
 //! - [`manager`]: the servers, their statuses, routing, health and reconnection.
 //! - [`api`]: the operations the REST API and the `external_*` MCP tools share.
@@ -21,4 +21,3 @@ pub mod peer;
 pub mod sse;
 pub mod sse_parse;
 pub mod stdio;
-pub mod sys;

@@ -20,7 +20,7 @@ use crossbeam_channel::{bounded, Receiver};
 use serde_json::Value;
 
 use super::peer::{preview, Link, Peer};
-use super::sys::{signal_group, Signal};
+use crate::sys::{signal_group, Signal};
 
 /// The longest stdout line accepted (a single JSON-RPC message); longer lines are skipped.
 pub const MAX_LINE: usize = 256 * 1024 * 1024;

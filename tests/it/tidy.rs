@@ -68,7 +68,7 @@ fn unsafe_code_lives_only_in_the_counting_allocator_test_and_the_signal_module()
     for (path, text) in sources("src").into_iter().chain(sources("tests")) {
         if path.ends_with("tests/pickle_props.rs")
             || path.ends_with("tests/it/tidy.rs")
-            || path.ends_with("src/upstream/sys.rs")
+            || path.ends_with("src/sys.rs")
         {
             continue;
         }

@@ -1,4 +1,5 @@
-//! The one module with `unsafe` code: signals to a child's process group.
+//! The one module with `unsafe` code: signals to a child's process group, and the malloc
+//! arena limit set once at start-up.
 //!
 //! Every stdio upstream server starts in its own process group (`Command::process_group(0)`,
 //! safe std), so its group id is its pid and the group holds its descendants too (such as the
@@ -10,9 +11,29 @@
 //! signal our own group or every process we may signal, so such ids are refused before the
 //! call. A stale group id (every member gone) yields `ESRCH`, which is reported as "no such
 //! group", never as an error.
+//!
+//! Why the arena limit: glibc gives threads their own malloc arenas, and a long session whose
+//! records are allocated and freed by several request threads then keeps growing in RSS past
+//! the retention window (fragmentation across arenas: about 15 bytes per call measured over a
+//! million calls), while two arenas keep it flat. `mallopt(3)` takes two integers and is
+//! called before any thread starts.
 #![allow(unsafe_code)]
 
 use std::io;
+
+/// Limits glibc's malloc to two arenas (see the module documentation). Does nothing on other
+/// C libraries.
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt takes two integers and touches no memory of ours; it is called before
+        // any other thread exists.
+        let ok = unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+        if ok != 1 {
+            log::debug!("mallopt(M_ARENA_MAX, 2) was refused");
+        }
+    }
+}
 
 /// A signal this module sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
