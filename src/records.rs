@@ -28,6 +28,17 @@ pub struct Process {
 }
 
 impl Process {
+    /// Reads `process_pid` and `process_start_time` of a stored record.
+    fn from_disk(m: &Obj) -> Process {
+        Process {
+            pid: m.get("process_pid").and_then(Value::as_i64).unwrap_or(0),
+            start_time: m
+                .get("process_start_time")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+        }
+    }
+
     pub fn key(&self) -> String {
         format!("{:.6}+{}", self.start_time, self.pid)
     }
@@ -436,13 +447,7 @@ impl CallRecord {
         let m = v.as_object()?;
         let call_id = CallId::parse(m.get("call_id")?.as_str()?);
         let method = interner.sym(m.get("method_name")?.as_str()?);
-        let process = Process {
-            pid: m.get("process_pid").and_then(Value::as_i64).unwrap_or(0),
-            start_time: m
-                .get("process_start_time")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-        };
+        let process = Process::from_disk(m);
         let target = match m.get("target") {
             None | Some(Value::Null) => None,
             Some(t) => Some(Item::parse(interner, t)),
@@ -628,13 +633,7 @@ impl EventRecord {
             call_site: CallSite::parse(interner, m.get("call_site")),
             page_url: interner.field(m.get("page_url")).or_null(),
             event_type: interner.field(m.get("event_type")).or_null(),
-            process: Process {
-                pid: m.get("process_pid").and_then(Value::as_i64).unwrap_or(0),
-                start_time: m
-                    .get("process_start_time")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0),
-            },
+            process: Process::from_disk(m),
             at: m.get("completed_at").and_then(Value::as_f64).unwrap_or(0.0),
             result_cid: interner.field(m.get("result_cid")).or_null(),
             exception_cid: interner.field(m.get("exception_cid")).or_null(),
