@@ -396,18 +396,20 @@ impl Mcp {
         }
     }
 
-    /// Whether a request may block (it waits for a pause, for the program's REPL answer or for
-    /// an external MCP server) and so needs a thread of its own. Every other request is
-    /// answered at once, and transports run it on the thread that read it.
+    /// Whether a request may block (a tool whose table entry has `max_block_s` above 0: it
+    /// waits for a pause, for the program's REPL answer or for an external MCP server) and so
+    /// needs a thread of its own. Every other request is answered at once, and transports run
+    /// it on the thread that read it.
     pub fn may_block(req: &Request) -> bool {
-        /// Our tools that wait; every `external_*` tool talks to an external server.
-        const BLOCKING_TOOLS: [&str; 2] = ["breakpoint_wait_for_pause", "breakpoint_repl_eval"];
+        // The tool table says how long each tool may block; an unknown tool is answered at
+        // once with an error.
         req.method == "tools/call"
             && req
                 .params
                 .get("name")
                 .and_then(Value::as_str)
-                .is_none_or(|name| BLOCKING_TOOLS.contains(&name) || name.starts_with("external_"))
+                .and_then(tools::find)
+                .is_some_and(|t| t.max_block_s > 0.0)
     }
 
     /// Handles one request. `None` means no response is sent (it was cancelled).

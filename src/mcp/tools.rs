@@ -107,6 +107,22 @@ impl From<ApiError> for ToolError {
     }
 }
 
+/// The tool with this name.
+pub fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// A tool's input schema, built once (calls validate against it every time).
+fn input_schema(tool: &Tool) -> &'static Value {
+    static SCHEMAS: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let schemas = SCHEMAS.get_or_init(|| TOOLS.iter().map(|t| (t.input_schema)()).collect());
+    let i = TOOLS
+        .iter()
+        .position(|t| t.name == tool.name)
+        .expect("a tool of the table");
+    &schemas[i]
+}
+
 /// One tool.
 pub struct Tool {
     pub name: &'static str,
@@ -148,7 +164,7 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("name is required"))?;
-    let Some(tool) = TOOLS.iter().find(|t| t.name == name) else {
+    let Some(tool) = find(name) else {
         return Err(RpcError::invalid_params(format!("unknown tool: {name}")));
     };
     let args = match params.get("arguments") {
@@ -162,7 +178,7 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
             )))
         }
     };
-    let errors = schema::validate(&(tool.input_schema)(), &Value::Object(args.clone()));
+    let errors = schema::validate(input_schema(tool), &Value::Object(args.clone()));
     if !errors.is_empty() {
         let message = errors
             .iter()
