@@ -395,18 +395,21 @@ fn wide_integers_in_modify_and_skip_are_pickled_exactly_over_rest_and_mcp() {
     let pickled = |item: &Value| hex(&decode_base64_lenient(item.as_str().unwrap()).unwrap());
 
     // REST: raw text, so nothing on our side could have rounded the numbers.
-    let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
-    let body = format!(
+    // Pauses a call, continues it with `body` as raw text, and returns what the program polls.
+    let continue_raw = |body: String| -> Value {
+        let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
+        let r = http.request(
+            "POST",
+            &format!("/api/paused/{p}/continue"),
+            Some(body.as_bytes()),
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        http.get_ok(&format!("/api/poll/{p}"))["action"].clone()
+    };
+    let action = continue_raw(format!(
         r#"{{"action": "modify", "modified_args": [{}, {}], "modified_kwargs": {{"y": {}}}}}"#,
         texts[0], texts[1], texts[2]
-    );
-    let r = http.request(
-        "POST",
-        &format!("/api/paused/{p}/continue"),
-        Some(body.as_bytes()),
-    );
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-    let action = http.get_ok(&format!("/api/poll/{p}"))["action"].clone();
+    ));
     assert_eq!(pickled(&action["modified_args"][0]["data"]), expected[0]);
     assert_eq!(pickled(&action["modified_args"][1]["data"]), expected[1]);
     assert_eq!(
@@ -414,15 +417,10 @@ fn wide_integers_in_modify_and_skip_are_pickled_exactly_over_rest_and_mcp() {
         expected[2]
     );
 
-    let (p, _) = crate::mcp_stdio::start_paused_call(&s, "wide");
-    let body = format!(r#"{{"action": "skip", "fake_result": {}}}"#, texts[3]);
-    let r = http.request(
-        "POST",
-        &format!("/api/paused/{p}/continue"),
-        Some(body.as_bytes()),
-    );
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-    let action = http.get_ok(&format!("/api/poll/{p}"))["action"].clone();
+    let action = continue_raw(format!(
+        r#"{{"action": "skip", "fake_result": {}}}"#,
+        texts[3]
+    ));
     assert_eq!(pickled(&action["fake_result_data"]), expected[3]);
 
     // MCP: the agent's JSON-RPC line carries the same text.
