@@ -333,15 +333,25 @@ impl Proc {
         lines[lines.len().saturating_sub(5)..].join(" | ")
     }
 
-    /// A piped child speaking JSON-RPC on stdio (`cat`, the fixture server).
+    /// A piped child speaking JSON-RPC on stdio (`cat`, the fixture server). Its stderr is
+    /// read line by line on a thread, as the server reads the stderr of its MCP children, so a
+    /// child that logs costs the same whether the bench or the server calls it.
     fn piped(program: &Path, args: &[&str]) -> Res<Proc> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(err("spawn"))?;
+        let stderr = child.stderr.take().expect("piped stderr");
+        thread::spawn(move || {
+            let mut lines = BufReader::new(stderr);
+            let mut line = String::new();
+            while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+                line.clear();
+            }
+        });
         let rpc = Some(Rpc::new(&mut child));
         Ok(Proc {
             child,
@@ -435,6 +445,48 @@ impl Drop for Proc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Pins the calling thread, and the children it starts while pinned, to some CPUs (a `taskset`
+/// list); dropping it frees the thread again (its children stay where they are).
+struct Pin;
+
+/// CPUs this process may use, read before any pinning (the count follows the thread's mask).
+fn all_cpus() -> usize {
+    static ALL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *ALL.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+impl Pin {
+    fn to(cpus: &str) -> Res<Pin> {
+        all_cpus();
+        if set_affinity(cpus) {
+            Ok(Pin)
+        } else {
+            Err(format!("cannot pin to CPU {cpus} (is taskset installed?)"))
+        }
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        set_affinity(&format!("0-{}", all_cpus() - 1));
+    }
+}
+
+fn set_affinity(cpus: &str) -> bool {
+    let Some(tid) = fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+    else {
+        return false;
+    };
+    Command::new("taskset")
+        .args(["-pc", cpus, &tid])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn signal(pid: u32, sig: &str) {
@@ -1288,43 +1340,84 @@ impl Bench {
         lat(samples)
     }
 
+    /// Two placements: everything on one CPU, where a wake-up is a context switch and the
+    /// ratio shows the server's own work; then as the scheduler places it, where a wake-up
+    /// across CPUs (costly on a VM) can dominate either side, shown beside `cat` forced onto
+    /// the other CPU.
     fn rows_mcp(&self, t: &mut Table) {
         let params = json!({"name": "breakpoint_list_breakpoints", "arguments": {}});
         let n = self.opts.n(3_000);
-        let floor = Proc::piped(Path::new("cat"), &[])
-            .and_then(|mut cat| self.time_rpc(&mut cat, "tools/call", &params, n));
-        let mut cells: Vec<Cell> = self
-            .bins()
-            .into_iter()
-            .map(|(label, bin)| {
-                Cell::of((|| {
-                    let mut s = self.server(bin, label, &["--memory"], true)?;
-                    s.rpc().mcp_handshake()?;
-                    let l = self.time_rpc(&mut s, "tools/call", &params, n)?;
-                    Ok((lat_cell(&l), l.p50))
-                })())
-            })
-            .collect();
+        let two_cpus = all_cpus() >= 2;
+        let measure = |pinned: bool| -> Vec<Cell> {
+            self.bins()
+                .into_iter()
+                .map(|(label, bin)| {
+                    Cell::of((|| {
+                        let _pin = if pinned { Some(Pin::to("0")?) } else { None };
+                        let mut s = self.server(bin, label, &["--memory"], true)?;
+                        s.rpc().mcp_handshake()?;
+                        let l = self.time_rpc(&mut s, "tools/call", &params, n)?;
+                        Ok((lat_cell(&l), l.p50))
+                    })())
+                })
+                .collect()
+        };
+        // One CPU.
+        let floor = Pin::to("0").and_then(|_pin| {
+            let mut cat = Proc::piped(Path::new("cat"), &[])?;
+            self.time_rpc(&mut cat, "tools/call", &params, n)
+        });
+        let mut cells = measure(true);
         let base = if cells.len() > 1 { cells.pop() } else { None };
         let ours = cells.pop().expect("ours");
         if let Err(e) = &floor {
             eprintln!("bench:   floor failed: {e}");
         }
         t.row(
-            "MCP stdio `tools/call breakpoint_list_breakpoints`, p50",
+            "MCP stdio `tools/call breakpoint_list_breakpoints`, p50, client and server on one CPU",
             ours,
             base,
             &floor.as_ref().map_or("failed".into(), |l| {
-                format!("{} (pipe through `cat`)", lat_cell(l))
+                format!("{} (pipe through `cat`, on the same CPU)", lat_cell(l))
             }),
             floor.as_ref().ok().map(|l| l.p50),
             false,
             "≤ 2×",
         );
+        if !two_cpus {
+            return;
+        }
+        // As scheduled, beside `cat` on the other CPU.
+        let floor = (|| {
+            let mut cat = {
+                let _pin = Pin::to("1")?;
+                Proc::piped(Path::new("cat"), &[])?
+            };
+            let _pin = Pin::to("0")?;
+            self.time_rpc(&mut cat, "tools/call", &params, n)
+        })();
+        let mut cells = measure(false);
+        let base = if cells.len() > 1 { cells.pop() } else { None };
+        let ours = cells.pop().expect("ours");
+        if let Err(e) = &floor {
+            eprintln!("bench:   floor failed: {e}");
+        }
+        t.row(
+            "the same, placed by the scheduler",
+            ours,
+            base,
+            &floor.as_ref().map_or("failed".into(), |l| {
+                format!("{} (`cat` forced onto the other CPU)", lat_cell(l))
+            }),
+            floor.as_ref().ok().map(|l| l.p50),
+            false,
+            "(shows the cost of a wake-up across CPUs)",
+        );
     }
 
     /// `external_call_tool` of the fixture's `echo` through a server with `--mcp-client`.
-    fn external(&self, bin: &Path, label: &str, db: bool) -> Res<Lat> {
+    fn external(&self, bin: &Path, label: &str, db: bool, pinned: bool) -> Res<Lat> {
+        let _pin = if pinned { Some(Pin::to("0")?) } else { None };
         let fixture = format!("fx:{}", self.opts.fixture.display());
         let dir = self.dir(label);
         let mut args = vec!["--mcp-client".to_string(), fixture];
@@ -1353,37 +1446,26 @@ impl Bench {
         self.time_rpc(&mut s, "tools/call", &params, self.opts.n(1_000))
     }
 
+    /// Without a database, two placements as for MCP stdio: one CPU (the goal row), then as
+    /// the scheduler places it. With `--db`, as placed by the scheduler.
     fn rows_external(&self, t: &mut Table, db: bool, fsync: Option<Lat>) {
-        let direct = if db {
-            self.floors
-                .lock()
-                .unwrap()
-                .direct
-                .ok_or_else(|| "no floor".to_string())
-        } else {
-            Proc::piped(&self.opts.fixture, &[]).and_then(|mut f| {
-                f.rpc().mcp_handshake()?;
-                let params = json!({"name": "echo", "arguments": {"text": "hello"}});
-                self.time_rpc(&mut f, "tools/call", &params, self.opts.n(1_000))
-            })
+        let cells = |pinned: bool| -> (Cell, Option<Cell>) {
+            let mut cells: Vec<Cell> = self
+                .bins()
+                .into_iter()
+                .map(|(label, bin)| {
+                    Cell::of(
+                        self.external(bin, label, db, pinned)
+                            .map(|l| (lat_cell(&l), l.p50)),
+                    )
+                })
+                .collect();
+            let base = if cells.len() > 1 { cells.pop() } else { None };
+            (cells.pop().expect("ours"), base)
         };
-        if let Err(e) = &direct {
-            eprintln!("bench:   floor failed: {e}");
-        }
-        if !db {
-            self.floors.lock().unwrap().direct = direct.as_ref().ok().copied();
-        }
-        let mut cells: Vec<Cell> = self
-            .bins()
-            .into_iter()
-            .map(|(label, bin)| {
-                Cell::of(self.external(bin, label, db).map(|l| (lat_cell(&l), l.p50)))
-            })
-            .collect();
-        let base = if cells.len() > 1 { cells.pop() } else { None };
-        let ours = cells.pop().expect("ours");
-        let direct = direct.ok();
         if db {
+            let direct = self.floors.lock().unwrap().direct;
+            let (ours, base) = cells(false);
             // The floor: the fixture called directly, plus one fsync.
             let f = direct.zip(fsync).map(|(d, s)| d.p50 + s.p50);
             t.row(
@@ -1397,9 +1479,42 @@ impl Bench {
                 true,
                 "small gap to that floor",
             );
-        } else {
+            return;
+        }
+        let two_cpus = all_cpus() >= 2;
+        for pinned in [true, false] {
+            if !pinned && !two_cpus {
+                break;
+            }
+            let direct = (|| {
+                let _pin = if pinned { Some(Pin::to("0")?) } else { None };
+                let mut f = Proc::piped(&self.opts.fixture, &[])?;
+                f.rpc().mcp_handshake()?;
+                let params = json!({"name": "echo", "arguments": {"text": "hello"}});
+                self.time_rpc(&mut f, "tools/call", &params, self.opts.n(1_000))
+            })();
+            if let Err(e) = &direct {
+                eprintln!("bench:   floor failed: {e}");
+            }
+            let direct = direct.ok();
+            if !pinned {
+                self.floors.lock().unwrap().direct = direct;
+            }
+            let (ours, base) = cells(pinned);
+            let (measure, goal) = if pinned {
+                (
+                    "`external_call_tool` p50 (fixture's `echo` through `--mcp --mcp-client fx:…`), \
+                     client, server and fixture on one CPU",
+                    "≤ +0.1 ms",
+                )
+            } else {
+                (
+                    "the same, placed by the scheduler",
+                    "(two more wake-ups than calling directly: see the row above it)",
+                )
+            };
             t.row(
-                "`external_call_tool` p50 (fixture's `echo` through `--mcp --mcp-client fx:…`)",
+                measure,
                 ours,
                 base,
                 &direct.map_or("failed".into(), |l| {
@@ -1407,7 +1522,7 @@ impl Bench {
                 }),
                 direct.map(|l| l.p50),
                 true,
-                "≤ +0.1 ms",
+                goal,
             );
         }
     }
@@ -1746,6 +1861,7 @@ fn rows_store(b: &Bench, t: &mut Table) {
 // ---------------------------------------------------------------------------------------------
 
 fn main() {
+    all_cpus();
     let opts = match Opts::parse() {
         Ok(o) => o,
         Err(e) => {

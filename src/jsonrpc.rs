@@ -171,9 +171,46 @@ impl Message {
         }
     }
 
-    /// Compact JSON text without a trailing newline.
+    /// Compact JSON text without a trailing newline: the same text as `to_value()`'s, written
+    /// straight from the message (no copy of its tree).
     pub fn to_text(&self) -> String {
-        self.to_value().to_string()
+        fn put(out: &mut Vec<u8>, key: &str, v: &impl serde::Serialize) {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\":");
+            // Writing JSON values and strings into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, v);
+        }
+        let id = |id: Option<&RequestId>| match id {
+            Some(RequestId::Num(n)) => Value::from(*n),
+            Some(RequestId::Str(s)) => Value::from(s.as_str()),
+            None => Value::Null,
+        };
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+        match self {
+            Message::Request(r) => {
+                put(&mut out, "id", &id(Some(&r.id)));
+                put(&mut out, "method", &r.method);
+                put(&mut out, "params", &r.params);
+            }
+            Message::Notification(n) => {
+                put(&mut out, "method", &n.method);
+                if !n.params.is_null() {
+                    put(&mut out, "params", &n.params);
+                }
+            }
+            Message::Response(r) => {
+                put(&mut out, "id", &id(r.id.as_ref()));
+                match &r.outcome {
+                    Ok(result) => put(&mut out, "result", result),
+                    Err(e) => put(&mut out, "error", &e.to_value()),
+                }
+            }
+        }
+        out.push(b'}');
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     pub fn notification(method: &str, params: Value) -> Message {
@@ -382,5 +419,34 @@ mod tests {
         let text = m.to_text();
         assert!(!text.contains('\n'));
         assert_eq!(parse(&text), Incoming::Single(m));
+    }
+
+    #[test]
+    fn text_is_the_value_tree_written_compactly() {
+        let big: Value = serde_json::from_str("123456789012345678901234567890").unwrap();
+        let messages = [
+            Message::Request(Request {
+                id: RequestId::Num(-3),
+                method: "tools/call".into(),
+                params: json!({"name": "x", "arguments": {"n": big, "s": "é\"\u{1}"}}),
+            }),
+            Message::notification("notifications/initialized", Value::Null),
+            Message::notification("n", json!([1, 2.5, null])),
+            Message::Response(Response::ok(
+                RequestId::Str("a\"b".into()),
+                json!({"z": 1, "a": [] }),
+            )),
+            Message::Response(Response::err(
+                None,
+                RpcError::new(PARSE_ERROR, "bad").with_data(json!({"line": 1})),
+            )),
+            Message::Response(Response::err(
+                Some(RequestId::Num(7)),
+                RpcError::new(INTERNAL_ERROR, "x"),
+            )),
+        ];
+        for m in messages {
+            assert_eq!(m.to_text(), m.to_value().to_string());
+        }
     }
 }

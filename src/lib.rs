@@ -15,6 +15,7 @@ pub mod repl;
 pub mod cas;
 pub mod pickle;
 pub mod pickle_write;
+pub mod pool;
 pub mod pretty;
 pub mod render;
 pub mod schema;

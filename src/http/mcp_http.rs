@@ -443,26 +443,34 @@ fn sse_reply(
         return;
     };
     let (tx, rx) = unbounded::<Outgoing>();
-    thread::scope(|scope| {
-        let handler =
-            thread::Builder::new()
-                .name("mcp-req".into())
-                .spawn_scoped(scope, move || {
-                    if let Some(resp) = mcp.handle_request_via(session, req, Some(&tx)) {
-                        let _ = tx.send(Outgoing::Message(Message::Response(resp).to_text()));
-                    }
-                });
-        if handler.is_err() {
-            return;
-        }
-        let mut peer_gone = false;
-        while let Ok(Outgoing::Message(text)) = rx.recv() {
-            // Disconnecting is not a cancellation (MCP 2025-03-26): keep draining.
-            if !peer_gone && stream.event(Some("message"), &text).is_err() {
-                peer_gone = true;
-            }
+    let (mcp2, session2) = (Arc::clone(mcp), Arc::clone(session));
+    let id = req.id.clone();
+    let ran = mcp.pool.run(move || {
+        if let Some(resp) = mcp2.handle_request_via(&session2, req, Some(&tx)) {
+            let _ = tx.send(Outgoing::Message(Message::Response(resp).to_text()));
         }
     });
+    if let Err(e) = ran {
+        log::error!("mcp http: cannot start a request thread: {e}");
+        let err = RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("the server cannot start a thread for this request: {e}"),
+        );
+        let _ = stream.event(
+            Some("message"),
+            &Message::Response(Response::err(Some(id), err)).to_text(),
+        );
+        stream.finish();
+        return;
+    }
+    // The job's sender is dropped when it ends, which ends this loop.
+    let mut peer_gone = false;
+    while let Ok(Outgoing::Message(text)) = rx.recv() {
+        // Disconnecting is not a cancellation (MCP 2025-03-26): keep draining.
+        if !peer_gone && stream.event(Some("message"), &text).is_err() {
+            peer_gone = true;
+        }
+    }
     stream.finish();
 }
 

@@ -294,6 +294,8 @@ pub struct Mcp {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Items per page of every list method.
     pub page_size: usize,
+    /// Threads for requests that may block (`may_block`), on every transport.
+    pub pool: crate::pool::Pool,
 }
 
 impl Mcp {
@@ -303,6 +305,7 @@ impl Mcp {
             open_streams: std::sync::atomic::AtomicUsize::new(0),
             sessions: Mutex::new(HashMap::new()),
             page_size: page_size.max(1),
+            pool: crate::pool::Pool::new("mcp-req", 2, Duration::from_secs(30)),
         })
     }
 
@@ -426,13 +429,44 @@ impl Mcp {
     ) -> Option<Response> {
         let (cancel_tx, cancel_rx) = bounded(1);
         session.state().in_flight.insert(req.id.clone(), cancel_tx);
+        let outcome = self.guarded(session, &req, &cancel_rx, progress_out);
+        let still_ours = session.state().in_flight.remove(&req.id).is_some();
+        if !still_ours && req.method != "initialize" {
+            // MCP: a cancelled request gets no response.
+            return None;
+        }
+        Some(Response {
+            id: Some(req.id),
+            outcome,
+        })
+    }
+
+    /// Handles a request that cannot block (`!may_block`) on the thread that reads the
+    /// session's messages: no cancellation can be read while it runs, so it is not registered
+    /// as cancellable.
+    pub fn handle_request_now(&self, session: &Session, req: Request) -> Response {
+        debug_assert!(!Self::may_block(&req));
+        let outcome = self.guarded(session, &req, &crossbeam_channel::never(), None);
+        Response {
+            id: Some(req.id),
+            outcome,
+        }
+    }
+
+    /// Dispatches a request; a panicking handler still answers (-32603), on every transport,
+    /// and the session and the server keep working: the state lock recovers from poisoning.
+    fn guarded(
+        &self,
+        session: &Session,
+        req: &Request,
+        cancel: &Receiver<()>,
+        progress_out: Option<&Sender<Outgoing>>,
+    ) -> Result<Value, RpcError> {
         let started = Instant::now();
-        // A panicking handler still answers (-32603), on every transport, and the session and
-        // the server keep working: the state lock recovers from poisoning.
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             #[cfg(debug_assertions)]
-            failpoint(&req);
-            self.dispatch(session, &req, &cancel_rx, progress_out)
+            failpoint(req);
+            self.dispatch(session, req, cancel, progress_out)
         }))
         .unwrap_or_else(|panic| {
             let what = panic
@@ -446,7 +480,6 @@ impl Mcp {
                 "internal error while handling the request (logged)",
             ))
         });
-        let still_ours = session.state().in_flight.remove(&req.id).is_some();
         log::debug!(
             "mcp: {} {} -> {} in {:.1} ms",
             req.method,
@@ -454,14 +487,7 @@ impl Mcp {
             if outcome.is_ok() { "ok" } else { "error" },
             started.elapsed().as_secs_f64() * 1e3
         );
-        if !still_ours && req.method != "initialize" {
-            // MCP: a cancelled request gets no response.
-            return None;
-        }
-        Some(Response {
-            id: Some(req.id),
-            outcome,
-        })
+        outcome
     }
 
     /// Handles a batch (MCP 2025-03-26 only), returning the array to send, if any.

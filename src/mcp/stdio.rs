@@ -1,8 +1,11 @@
-//! The MCP stdio transport: `stdio-in` reads one JSON-RPC message per line from stdin, answers
-//! the requests that cannot block itself, and runs each one that may block (`Mcp::may_block`) on
-//! its own scoped `mcp-req` thread (so `ping` and `notifications/cancelled` are read while a
-//! tool waits); `stdio-out` is the only writer of stdout in the whole program and
-//! writes one message per line, flushing each. On stdin EOF the session's requests are
+//! The MCP stdio transport: `stdio-in` reads one JSON-RPC message per line from stdin and
+//! answers the requests that cannot block itself. On a request that may block
+//! (`Mcp::may_block`), the reading moves to an `mcp-req` thread of the MCP pool (so `ping` and
+//! `notifications/cancelled` are read while a tool waits) and the thread that read the request
+//! handles it: the request starts at once, and the reader's wake-up is off its path. Stdout is one buffered writer behind a lock: responses are written by the
+//! thread that made them, and `stdio-out` writes notifications (and the responses of requests
+//! that asked for progress, so they follow their progress notifications). One message per line,
+//! each flushed; nothing else in the program writes stdout. On stdin EOF the session's requests are
 //! cancelled and joined, the session closes, and `on_eof` runs.
 
 use std::io::{self, BufRead, Read, Write};
@@ -11,8 +14,9 @@ use std::thread::{self, JoinHandle};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
-use super::{Mcp, Outgoing};
+use super::{Mcp, Outgoing, Session};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
+use crate::pool::Joiner;
 
 /// Longest accepted input line; longer ones are answered with a parse error and skipped.
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
@@ -22,7 +26,8 @@ pub struct Stdio {
     /// Send `Outgoing::Close` here to stop the writer after it has drained.
     pub out_tx: Sender<Outgoing>,
     pub writer: JoinHandle<()>,
-    /// Not joined unless stdin reached EOF: a blocking read cannot be interrupted portably.
+    /// The first reading thread (reading may move to pool threads). Never joined: a blocking
+    /// read cannot be interrupted portably.
     pub reader: JoinHandle<()>,
 }
 
@@ -48,13 +53,20 @@ where
     let writer = thread::Builder::new()
         .name("stdio-out".into())
         .spawn(move || write_loop(&out, &out_rx))?;
-    let session_tx = out_tx.clone();
+    let session = mcp.open_session("stdio", Some(out_tx.clone()));
+    let reader = Reader {
+        mcp,
+        session,
+        input: io::BufReader::new(input),
+        buf: Vec::new(),
+        out: out_tx.clone(),
+        output,
+        running: Joiner::default(),
+        on_eof: Box::new(on_eof),
+    };
     let reader = thread::Builder::new()
         .name("stdio-in".into())
-        .spawn(move || {
-            read_loop(&mcp, io::BufReader::new(input), session_tx, &output);
-            on_eof();
-        })?;
+        .spawn(move || reader.run())?;
     Ok(Stdio {
         out_tx,
         writer,
@@ -64,6 +76,15 @@ where
 
 /// Stdout, shared by `stdio-out` and by `stdio-in` for the answers it gives itself.
 type Out<W> = Mutex<io::BufWriter<W>>;
+
+/// Writes a response as one line.
+fn write_response<W: Write>(output: &Out<W>, resp: Response) {
+    let text = Message::Response(resp).to_text();
+    log::trace!("> stdio {}", jsonrpc::excerpt(&text));
+    if let Err(e) = write_line(output, &text) {
+        log::debug!("mcp stdio: stdout closed ({e})");
+    }
+}
 
 /// Writes one message as one line and flushes it.
 fn write_line<W: Write>(output: &Out<W>, text: &str) -> io::Result<()> {
@@ -89,23 +110,33 @@ fn write_loop<W: Write>(output: &Out<W>, rx: &Receiver<Outgoing>) {
     }
 }
 
-fn read_loop<R: BufRead, W: Write>(
-    mcp: &Mcp,
-    mut input: R,
+/// The reading side of the session. Whichever thread holds it reads stdin; on a request that
+/// may block, it hands itself to a pool thread (which goes on reading) and handles that request
+/// in place, so the request starts without waiting for another thread to wake up.
+struct Reader<R, W: Write> {
+    mcp: Arc<Mcp>,
+    session: Arc<Session>,
+    input: io::BufReader<R>,
+    buf: Vec<u8>,
+    /// The session's outbox, drained by `stdio-out`.
     out: Sender<Outgoing>,
-    output: &Out<W>,
-) {
-    let session = mcp.open_session("stdio", Some(out.clone()));
-    let send = |msg: Message| {
-        let _ = out.send(Outgoing::Message(msg.to_text()));
-    };
-    thread::scope(|scope| {
-        let mut buf = Vec::new();
+    output: Arc<Out<W>>,
+    /// The requests still running, waited for at EOF.
+    running: Joiner,
+    on_eof: Box<dyn FnOnce() + Send>,
+}
+
+impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
+    fn send(&self, msg: Message) {
+        let _ = self.out.send(Outgoing::Message(msg.to_text()));
+    }
+
+    fn run(mut self) {
         loop {
-            buf.clear();
-            match (&mut input)
+            self.buf.clear();
+            match (&mut self.input)
                 .take(MAX_LINE_BYTES + 1)
-                .read_until(b'\n', &mut buf)
+                .read_until(b'\n', &mut self.buf)
             {
                 Ok(0) => break,
                 Ok(_) => {}
@@ -114,53 +145,55 @@ fn read_loop<R: BufRead, W: Write>(
                     break;
                 }
             }
-            if buf.len() as u64 > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+            if self.buf.len() as u64 > MAX_LINE_BYTES && self.buf.last() != Some(&b'\n') {
                 // Skip the rest of the oversized line.
                 let mut rest = Vec::new();
-                let _ = input.read_until(b'\n', &mut rest);
+                let _ = self.input.read_until(b'\n', &mut rest);
                 let err = RpcError::new(
                     jsonrpc::PARSE_ERROR,
                     format!("message longer than {MAX_LINE_BYTES} bytes"),
                 );
-                send(Message::Response(Response::err(None, err)));
+                self.send(Message::Response(Response::err(None, err)));
                 continue;
             }
-            let line = String::from_utf8_lossy(&buf);
+            let line = String::from_utf8_lossy(&self.buf);
             let line = line.trim();
             if line.is_empty() {
                 continue;
             }
             log::trace!("< stdio {}", jsonrpc::excerpt(line));
-            match jsonrpc::parse(line) {
+            let incoming = jsonrpc::parse(line);
+            match incoming {
                 Incoming::Single(Message::Request(req)) if !Mcp::may_block(&req) => {
-                    // Answered at once and written here: no thread to start, no hand-off.
-                    if let Some(resp) = mcp.handle_request(&session, req) {
-                        let text = Message::Response(resp).to_text();
-                        log::trace!("> stdio {}", jsonrpc::excerpt(&text));
-                        if let Err(e) = write_line(output, &text) {
-                            log::debug!("mcp stdio: stdout closed ({e})");
-                        }
-                    }
+                    // Answered at once and written here: no thread to wake, no hand-off.
+                    let resp = self.mcp.handle_request_now(&self.session, req);
+                    write_response(&self.output, resp);
                 }
                 Incoming::Single(Message::Request(req)) => {
-                    let session = &session;
-                    let send = &send;
-                    let spawned = thread::Builder::new().name("mcp-req".into()).spawn_scoped(
-                        scope,
-                        move || {
-                            if let Some(resp) = mcp.handle_request(session, req) {
-                                send(Message::Response(resp));
-                            }
-                        },
-                    );
-                    if let Err(e) = spawned {
-                        log::error!("mcp stdio: cannot start a request thread: {e}");
+                    let (mcp, session) = (Arc::clone(&self.mcp), Arc::clone(&self.session));
+                    let (out, output) = (self.out.clone(), Arc::clone(&self.output));
+                    let token = self.running.token();
+                    match self.hand_off() {
+                        Ok(()) => {
+                            answer_blocking(&mcp, &session, req, &out, &output);
+                            drop(token);
+                            return;
+                        }
+                        Err((me, e)) => {
+                            self = me;
+                            log::error!("mcp stdio: cannot start a thread to read on: {e}");
+                            let err = RpcError::new(
+                                jsonrpc::INTERNAL_ERROR,
+                                format!("the server cannot start a thread for this request: {e}"),
+                            );
+                            self.send(Message::Response(Response::err(Some(req.id), err)));
+                        }
                     }
                 }
                 Incoming::Single(Message::Notification(n)) => {
                     // Notifications get no answer, but a panic must not end the transport.
                     let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        mcp.handle_notification(&session, &n)
+                        self.mcp.handle_notification(&self.session, &n)
                     }));
                     if handled.is_err() {
                         log::error!("mcp stdio: notification {} panicked", n.method);
@@ -173,26 +206,78 @@ fn read_loop<R: BufRead, W: Write>(
                     );
                 }
                 Incoming::Batch(items) => {
-                    let session = &session;
-                    let out = &out;
-                    let spawned = thread::Builder::new().name("mcp-req".into()).spawn_scoped(
-                        scope,
-                        move || {
-                            if let Some(array) = mcp.handle_batch(session, items) {
-                                let _ = out.send(Outgoing::Message(array.to_string()));
-                            }
-                        },
-                    );
-                    if let Err(e) = spawned {
+                    let (mcp, session) = (Arc::clone(&self.mcp), Arc::clone(&self.session));
+                    let out = self.out.clone();
+                    let token = self.running.token();
+                    let ran = self.mcp.pool.run(move || {
+                        if let Some(array) = mcp.handle_batch(&session, items) {
+                            let _ = out.send(Outgoing::Message(array.to_string()));
+                        }
+                        drop(token);
+                    });
+                    if let Err(e) = ran {
                         log::error!("mcp stdio: cannot start a request thread: {e}");
+                        let err = RpcError::new(
+                            jsonrpc::INTERNAL_ERROR,
+                            format!("the server cannot start a thread for this batch: {e}"),
+                        );
+                        self.send(Message::Response(Response::err(None, err)));
                     }
                 }
-                Incoming::Invalid(resp) => send(Message::Response(resp)),
+                Incoming::Invalid(resp) => self.send(Message::Response(resp)),
             }
         }
-        // EOF: nothing more can be answered usefully; release every waiting tool.
-        session.cancel_all();
-    });
-    mcp.close_session(&session.id);
-    log::info!("mcp stdio: stdin closed");
+        self.finish();
+    }
+
+    /// Moves the reading to a pool thread; gives the reader back if none can be started.
+    #[allow(clippy::result_large_err)]
+    fn hand_off(self) -> Result<(), (Self, io::Error)> {
+        let pool = self.mcp.pool.clone();
+        let slot = Arc::new(Mutex::new(Some(self)));
+        let theirs = Arc::clone(&slot);
+        pool.run(move || {
+            let reader = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(reader) = reader {
+                reader.run();
+            }
+        })
+        .map_err(|e| {
+            let me = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            (me.expect("the job never ran"), e)
+        })
+    }
+
+    /// EOF: nothing more can be answered usefully; release every waiting tool, wait for them,
+    /// close the session.
+    fn finish(self) {
+        self.session.cancel_all();
+        self.running.join();
+        self.mcp.close_session(&self.session.id);
+        log::info!("mcp stdio: stdin closed");
+        (self.on_eof)();
+    }
+}
+
+/// Runs a request that may block and writes its response. Progress notifications go through
+/// `stdio-out`; the response of a request that asked for them goes that way too, so it cannot
+/// overtake them. Other responses are written directly.
+fn answer_blocking<W: Write>(
+    mcp: &Mcp,
+    session: &Session,
+    req: jsonrpc::Request,
+    out: &Sender<Outgoing>,
+    output: &Out<W>,
+) {
+    let via_writer = req
+        .params
+        .get("_meta")
+        .is_some_and(|m| m.get("progressToken").is_some());
+    if let Some(resp) = mcp.handle_request(session, req) {
+        if via_writer {
+            let _ = out.send(Outgoing::Message(Message::Response(resp).to_text()));
+        } else {
+            write_response(output, resp);
+        }
+    }
 }

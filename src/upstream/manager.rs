@@ -530,6 +530,18 @@ impl Manager {
                         Some(server.to_owned()),
                     ));
                 }
+                // The common case, `server/tool` naming a tool the server lists: the same
+                // answer the catalog gives (a qualified name resolves first), without building it.
+                if let Some(live) = &slot.live {
+                    if slot.visible_tools().any(|(t, _)| t == tool) {
+                        return Ok(Routed {
+                            server: server.to_owned(),
+                            tool: tool.to_owned(),
+                            live: live.clone(),
+                            timeout: slot.config.timeout,
+                        });
+                    }
+                }
             }
         }
         let mut catalog = Catalog::new();

@@ -700,3 +700,42 @@ fn a_panicking_request_is_answered_and_stdin_eof_still_exits() {
     let status = s.wait_exit();
     assert!(status.success(), "{status}\n{}", s.stderr());
 }
+
+#[test]
+fn blocking_requests_run_side_by_side_and_stdin_eof_waits_for_them() {
+    // Each blocking request moves the reading of stdin to another thread: every one of these
+    // waits, the pings between them, and a pause that releases two waits are all served.
+    let mut s = McpServer::start(&["--exit-on-stdin-close"]);
+    s.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
+    );
+    s.notify("notifications/initialized", json!({}));
+    s.call_ok("breakpoint_add", json!({"function_name": "mul"}));
+    let waits: Vec<i64> = (0..3)
+        .map(|_| {
+            let id = s.start_request(
+                "tools/call",
+                json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 30}}),
+            );
+            assert_eq!(s.request("ping", json!({}))["result"], json!({}));
+            id
+        })
+        .collect();
+    let (pause, _) = start_paused_call(&s, "mul");
+    for id in &waits {
+        let r = s
+            .take(deadline(), |m| m.get("id") == Some(&json!(id)))
+            .unwrap_or_else(|| panic!("wait {id} was never answered"));
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(&pause), "wait {id}: {text}");
+    }
+    // A wait still running at EOF is released, and the process exits.
+    s.start_request(
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 30, "function_name": "none"}}),
+    );
+    s.close_stdin();
+    let status = s.wait_exit();
+    assert!(status.success(), "{status}");
+}
