@@ -209,6 +209,62 @@ impl Drop for Trivial {
     }
 }
 
+/// A do-nothing server on tiny_http, served the way ours is (threads calling `recv`): what the
+/// design's HTTP layer costs by itself.
+struct TinyFloor {
+    server: Arc<tiny_http::Server>,
+    port: u16,
+    workers: Vec<thread::JoinHandle<()>>,
+}
+
+impl TinyFloor {
+    fn start(workers: usize) -> Res<TinyFloor> {
+        let server =
+            tiny_http::Server::http("127.0.0.1:0").map_err(|e| format!("tiny_http: {e}"))?;
+        let port = server
+            .server_addr()
+            .to_ip()
+            .map(|a| a.port())
+            .ok_or("tiny_http: no port")?;
+        let server = Arc::new(server);
+        let workers = (0..workers)
+            .map(|_| {
+                let server = Arc::clone(&server);
+                thread::spawn(move || {
+                    let header = tiny_http::Header::from_bytes(
+                        &b"Content-Type"[..],
+                        &b"application/json"[..],
+                    )
+                    .expect("a valid header");
+                    while let Ok(mut rq) = server.recv() {
+                        let mut body = Vec::new();
+                        let _ = rq.as_reader().read_to_end(&mut body);
+                        let answer = tiny_http::Response::from_string(TRIVIAL_ANSWER)
+                            .with_header(header.clone());
+                        let _ = rq.respond(answer);
+                    }
+                })
+            })
+            .collect();
+        Ok(TinyFloor {
+            server,
+            port,
+            workers,
+        })
+    }
+}
+
+impl Drop for TinyFloor {
+    fn drop(&mut self) {
+        for _ in &self.workers {
+            self.server.unblock();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
 fn trivial_serve(mut c: TcpStream) {
     let _ = c.set_read_timeout(Some(HTTP_TIMEOUT));
     let mut buf = Vec::with_capacity(2048);
@@ -744,6 +800,7 @@ fn mib(kib: u64) -> String {
 }
 
 /// A measured value for one binary: the cell text and the number compared with the floor.
+#[derive(Clone)]
 struct Cell {
     text: String,
     value: Option<f64>,
@@ -1083,7 +1140,16 @@ impl Bench {
     /// Call cycles per second at 1, 4 and 16 threads, floor and binaries interleaved; with
     /// `db`, also the bytes the database grows per call cycle.
     fn rows_throughput(&self, t: &mut Table, db: bool) -> Option<f64> {
-        let trivial = if db { None } else { Trivial::start().ok() };
+        let trivial = if db {
+            None
+        } else {
+            FloorProc::start("trivial").ok()
+        };
+        let tiny = if db {
+            None
+        } else {
+            FloorProc::start("tiny").ok()
+        };
         let mut servers = Vec::new();
         for (label, bin) in self.bins() {
             let dir = self.dir(label);
@@ -1104,6 +1170,7 @@ impl Bench {
         let mut bytes_per_cycle = None;
         let mut cells: Vec<Vec<Cell>> = servers.iter().map(|_| Vec::new()).collect();
         let mut floors = Vec::new();
+        let mut tiny_floors = Vec::new();
         // Short windows taken in turns (floor, ours, baseline; three rounds) so that drift of
         // a shared machine touches every column alike; a rate is its cycles over its time.
         const ROUNDS: u32 = 3;
@@ -1111,6 +1178,7 @@ impl Bench {
             let until = self.opts.n(if db { 20_000 } else { 100_000 });
             let limit = self.opts.secs(1.5) / ROUNDS;
             let mut floor = Some((0, Duration::ZERO));
+            let mut tiny_floor = Some((0, Duration::ZERO));
             let mut totals: Vec<Res<(u64, Duration)>> = servers
                 .iter()
                 .map(|(s, _)| {
@@ -1128,6 +1196,17 @@ impl Bench {
                         Some(e) => {
                             eprintln!("bench:   floor failed: {e}");
                             floor = None;
+                        }
+                    }
+                }
+                if let (Some(tf), Some((done, took))) = (&tiny, &mut tiny_floor) {
+                    let never = AtomicBool::new(false);
+                    let r = run_cycles(tf.port, &self.load, threads, 0, until, limit, &never);
+                    match r.error {
+                        None => (*done, *took) = (*done + r.done, *took + r.elapsed),
+                        Some(e) => {
+                            eprintln!("bench:   tiny_http floor failed: {e}");
+                            tiny_floor = None;
                         }
                     }
                 }
@@ -1151,6 +1230,9 @@ impl Bench {
             }
             if trivial.is_some() {
                 floors.push(floor.map(|(done, took)| done as f64 / took.as_secs_f64()));
+            }
+            if tiny.is_some() {
+                tiny_floors.push(tiny_floor.map(|(done, took)| done as f64 / took.as_secs_f64()));
             }
             for (i, total) in totals.into_iter().enumerate() {
                 cells[i].push(Cell::of(total.map(|(done, took)| {
@@ -1182,7 +1264,23 @@ impl Bench {
                     "≥ 0.9×",
                 )
             };
+            let again = (ours.clone(), base.clone());
             t.row(&measure, ours, base, &floor, fv, false, goal);
+            if let (Some(tf), Some(f)) = (tiny_floors.get(k).copied().flatten(), fv) {
+                t.row(
+                    "the same, beside a do-nothing tiny_http server",
+                    again.0,
+                    again.1,
+                    &format!(
+                        "{} /s (tiny_http, 4 threads in `recv`: {} of the trivial server)",
+                        num(tf),
+                        ratio(tf, f)
+                    ),
+                    Some(tf),
+                    false,
+                    "(what bounds the row above)",
+                );
+            }
         }
         if !db {
             self.floors.lock().unwrap().cycles = floors;
@@ -1263,7 +1361,7 @@ impl Bench {
         let floor = if db {
             self.floors.lock().unwrap().pause
         } else {
-            let f = Trivial::start().and_then(|tr| self.pause_rt(tr.port, true));
+            let f = FloorProc::start("trivial").and_then(|tr| self.pause_rt(tr.port, true));
             if let Err(e) = &f {
                 eprintln!("bench:   floor failed: {e}");
             }
@@ -1860,8 +1958,80 @@ fn rows_store(b: &Bench, t: &mut Table) {
 
 // ---------------------------------------------------------------------------------------------
 
+/// `bench --floor-server trivial|tiny`: serves a floor in its own process (so that it pays
+/// the same process switches ours does), prints its port, and exits when stdin closes.
+fn floor_server(kind: &str) -> ! {
+    let port = match kind {
+        "trivial" => Trivial::start().map(|t| {
+            let port = t.port;
+            std::mem::forget(t);
+            port
+        }),
+        "tiny" => TinyFloor::start(4).map(|t| {
+            let port = t.port;
+            std::mem::forget(t);
+            port
+        }),
+        other => Err(format!("unknown floor server {other:?}")),
+    };
+    match port {
+        Ok(port) => {
+            println!("{port}");
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("bench: floor server: {e}");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// A floor server in a child process (see `floor_server`).
+struct FloorProc {
+    child: Child,
+    port: u16,
+}
+
+impl FloorProc {
+    fn start(kind: &str) -> Res<FloorProc> {
+        let exe = std::env::current_exe().map_err(err("current_exe"))?;
+        let mut child = Command::new(exe)
+            .args(["--floor-server", kind])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(err("spawn floor server"))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(err("floor server port"))?;
+        match line.trim().parse() {
+            Ok(port) => Ok(FloorProc { child, port }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("floor server {kind}: no port"))
+            }
+        }
+    }
+}
+
+impl Drop for FloorProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn main() {
     all_cpus();
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--floor-server") {
+        floor_server(args.get(2).map_or("", String::as_str));
+    }
     let opts = match Opts::parse() {
         Ok(o) => o,
         Err(e) => {

@@ -2,7 +2,8 @@
 //! held and published by `StateGuard` after it is released, so a slow subscriber never holds
 //! up the state; each carries a sequence number taken under the lock, which orders them.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Value};
@@ -88,27 +89,50 @@ impl Event {
 /// Subscribers to events. Its mutex is a leaf lock: never taken while calling out.
 #[derive(Default)]
 pub struct Bus {
-    subscribers: Mutex<Vec<Sender<Event>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
+}
+
+struct Subscriber {
+    tx: Sender<Event>,
+    /// Events reach a gated subscriber only while its gate is open.
+    gate: Option<Arc<AtomicBool>>,
 }
 
 impl Bus {
     /// A new unbounded subscription; dropping the receiver unsubscribes.
     pub fn subscribe(&self) -> Receiver<Event> {
+        self.add(None)
+    }
+
+    /// A subscription that receives only the events published while `gate` is true (the MCP
+    /// notifier: with no session open, no event wakes it).
+    pub fn subscribe_gated(&self, gate: Arc<AtomicBool>) -> Receiver<Event> {
+        self.add(Some(gate))
+    }
+
+    fn add(&self, gate: Option<Arc<AtomicBool>>) -> Receiver<Event> {
         let (tx, rx) = unbounded();
         self.subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(tx);
+            .push(Subscriber { tx, gate });
         rx
     }
 
-    /// Sends every event to every live subscriber, forgetting the ones that went away.
+    /// Sends every event to every live subscriber whose gate is open, forgetting the ones that
+    /// went away (a gated one when its gate is open).
     pub fn publish(&self, events: Vec<Event>) {
         if events.is_empty() {
             return;
         }
         let mut subs = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subs.retain(|tx| events.iter().all(|e| tx.send(e.clone()).is_ok()));
+        subs.retain(|s| {
+            if s.gate.as_ref().is_some_and(|g| !g.load(Ordering::SeqCst)) {
+                // Kept, and forgotten at a publish with its gate open if it went away.
+                return true;
+            }
+            events.iter().all(|e| s.tx.send(e.clone()).is_ok())
+        });
     }
 
     pub fn n_subscribers(&self) -> usize {
@@ -135,6 +159,29 @@ mod tests {
         }]);
         assert_eq!(a.try_recv().unwrap().seq, 1);
         assert_eq!(bus.n_subscribers(), 1);
+    }
+
+    #[test]
+    fn a_gated_subscriber_gets_only_what_is_published_while_its_gate_is_open() {
+        let bus = Bus::default();
+        let gate = Arc::new(AtomicBool::new(false));
+        let rx = bus.subscribe_gated(Arc::clone(&gate));
+        let ev = |seq| Event {
+            seq,
+            kind: EventKind::BreakpointsChanged,
+        };
+        bus.publish(vec![ev(1)]);
+        gate.store(true, Ordering::SeqCst);
+        bus.publish(vec![ev(2)]);
+        assert_eq!(rx.try_recv().unwrap().seq, 2);
+        assert!(rx.try_recv().is_err());
+        drop(rx);
+        bus.publish(vec![ev(3)]);
+        assert_eq!(
+            bus.n_subscribers(),
+            0,
+            "a gated subscriber that went away is forgotten"
+        );
     }
 
     #[test]

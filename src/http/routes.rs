@@ -157,6 +157,12 @@ fn repl_sessions(s: &Shared, r: &Req) -> Result<Value, ApiError> {
 
 /// Matches `path` against a pattern, returning the captured segments.
 fn match_path(pattern: &str, path: &str) -> Option<Vec<String>> {
+    // Most patterns are rejected by their literal start, without splitting either string.
+    match pattern.find('{') {
+        None => return (pattern == path).then(Vec::new),
+        Some(i) if !path.starts_with(&pattern[..i]) => return None,
+        Some(_) => {}
+    }
     let mut pat = pattern.split('/');
     let mut seg = path.split('/');
     let mut params = Vec::new();

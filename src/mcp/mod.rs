@@ -69,6 +69,8 @@ struct SessionState {
     log_level: Option<usize>,
     subscriptions: HashSet<String>,
     in_flight: HashMap<RequestId, Sender<()>>,
+    /// Set by `cancel_all`: a request that starts afterwards is cancelled at once.
+    closed: bool,
     client_info: Value,
 }
 
@@ -189,7 +191,11 @@ impl Session {
 
     /// Cancels every request in flight (the transport closed).
     pub fn cancel_all(&self) {
-        let pending: Vec<Sender<()>> = self.state().in_flight.drain().map(|(_, tx)| tx).collect();
+        let pending: Vec<Sender<()>> = {
+            let mut st = self.state();
+            st.closed = true;
+            st.in_flight.drain().map(|(_, tx)| tx).collect()
+        };
         for tx in pending {
             let _ = tx.try_send(());
         }
@@ -296,6 +302,8 @@ pub struct Mcp {
     pub page_size: usize,
     /// Threads for requests that may block (`may_block`), on every transport.
     pub pool: crate::pool::Pool,
+    /// True while a session is open: the notifier receives events only then.
+    any_session: Arc<AtomicBool>,
 }
 
 impl Mcp {
@@ -306,6 +314,7 @@ impl Mcp {
             sessions: Mutex::new(HashMap::new()),
             page_size: page_size.max(1),
             pool: crate::pool::Pool::new("mcp-req", 2, Duration::from_secs(30)),
+            any_session: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -334,15 +343,24 @@ impl Mcp {
             drain: Mutex::new(None),
             state: Mutex::new(SessionState::default()),
         });
-        self.sessions_map()
-            .insert(session.id.clone(), session.clone());
+        {
+            let mut sessions = self.sessions_map();
+            sessions.insert(session.id.clone(), session.clone());
+            self.any_session.store(true, Ordering::SeqCst);
+        }
         log::debug!("mcp: session {} opened on {transport}", session.id);
         session
     }
 
     /// Forgets a session and cancels its requests.
     pub fn close_session(&self, id: &str) {
-        let removed = self.sessions_map().remove(id);
+        let removed = {
+            let mut sessions = self.sessions_map();
+            let removed = sessions.remove(id);
+            self.any_session
+                .store(!sessions.is_empty(), Ordering::SeqCst);
+            removed
+        };
         if let Some(s) = removed {
             s.cancel_all();
             // Dropping the outbox ends the session's stream, if any.
@@ -428,7 +446,16 @@ impl Mcp {
         progress_out: Option<&Sender<Outgoing>>,
     ) -> Option<Response> {
         let (cancel_tx, cancel_rx) = bounded(1);
-        session.state().in_flight.insert(req.id.clone(), cancel_tx);
+        {
+            let mut st = session.state();
+            if st.closed {
+                // The transport closed before this request started (it was read just before
+                // the end of the input): it is cancelled, as those in flight were.
+                let _ = cancel_tx.try_send(());
+            } else {
+                st.in_flight.insert(req.id.clone(), cancel_tx);
+            }
+        }
         let outcome = self.guarded(session, &req, &cancel_rx, progress_out);
         let still_ours = session.state().in_flight.remove(&req.id).is_some();
         if !still_ours && req.method != "initialize" {
@@ -682,7 +709,10 @@ impl Mcp {
     /// Starts the thread that turns state events into notifications. It ends when `stop` is
     /// dropped or sent to.
     pub fn spawn_notifier(self: &Arc<Self>) -> std::io::Result<(Sender<()>, JoinHandle<()>)> {
-        let events = self.shared.bus.subscribe();
+        let events = self
+            .shared
+            .bus
+            .subscribe_gated(Arc::clone(&self.any_session));
         let (stop_tx, stop_rx) = unbounded::<()>();
         let mcp = self.clone();
         let handle = thread::Builder::new()
