@@ -13,7 +13,6 @@ use crate::records::RecordFilter;
 use crate::repl::SessionFilter;
 use crate::service::{self, Payloads};
 use crate::state::Shared;
-use crate::upstream;
 
 type Handler = fn(&Shared, &Req) -> Result<Value, ApiError>;
 
@@ -65,14 +64,14 @@ pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/objects", summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| wire(service::objects(s, offset(r)?, limit(r, 100)?)) },
     Route { method: "GET", path: "/api/objects/{cid}", summary: "One stored object: format, size, rendered value, and the structured view {type, repr, attributes} (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| wire(service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes")))?) },
     Route { method: "GET", path: "/api/snapshots", summary: "Object snapshots: every argument, target and result seen with a client_ref, oldest first.", query: &[("process_key", "only this process"), ("client_ref", "only this client object")], handler: |s, r| Ok(service::snapshots(s, r.query("process_key"), r.query("client_ref"))) },
-    Route { method: "GET", path: "/api/mcp-clients", summary: "External MCP servers with status (connecting, connected, disconnected, error, failed), transport, tools and last error.", query: &[], handler: |s, _| upstream::api::clients(s) },
-    Route { method: "POST", path: "/api/mcp-clients/connect", summary: "Connect an external MCP server at run time (not persisted): {name, command?, args?, env?, cwd?, url?, transport|type?, headers?, timeout_s?, auto_reconnect?, allowed_tools?, denied_tools?}.", query: &[], handler: |s, r| upstream::api::connect(s, &r.json()?) },
-    Route { method: "POST", path: "/api/mcp-clients/{name}/disconnect", summary: "Disconnect an external MCP server, keeping its definition; in-flight calls fail at once.", query: &[], handler: |s, r| upstream::api::disconnect(s, r.param(0)) },
-    Route { method: "POST", path: "/api/mcp-clients/{name}/reconnect", summary: "Reconnect an external MCP server with its retained definition (resets the automatic retry count).", query: &[], handler: |s, r| upstream::api::reconnect(s, r.param(0)) },
-    Route { method: "GET", path: "/api/mcp-tools", summary: "Tools of the connected external MCP servers: {name: server/tool, server, original_name, description, input_schema}.", query: &[("server", "only this server's tools")], handler: |s, r| upstream::api::tools(s, r.query("server").filter(|v| !v.is_empty())) },
-    Route { method: "POST", path: "/api/mcp-tools/call", summary: "Call an external tool: {tool: server/tool (or a bare name unique across servers), arguments?}; the full result is returned, recorded and stored.", query: &[], handler: |s, r| upstream::api::call_rest(s, &r.json()?) },
-    Route { method: "GET", path: "/api/mcp-resources", summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| upstream::api::resources(s, r.query("server").filter(|v| !v.is_empty())) },
-    Route { method: "POST", path: "/api/mcp-resources/read", summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| upstream::api::read_resource(s, &r.json()?) },
+    Route { method: "GET", path: "/api/mcp-clients", summary: "External MCP servers with status (connecting, connected, disconnected, error, failed), transport, tools and last error.", query: &[], handler: |s, _| service::external::clients(s) },
+    Route { method: "POST", path: "/api/mcp-clients/connect", summary: "Connect an external MCP server at run time (not persisted): {name, command?, args?, env?, cwd?, url?, transport|type?, headers?, timeout_s?, auto_reconnect?, allowed_tools?, denied_tools?}.", query: &[], handler: |s, r| service::external::connect(s, &r.json()?) },
+    Route { method: "POST", path: "/api/mcp-clients/{name}/disconnect", summary: "Disconnect an external MCP server, keeping its definition; in-flight calls fail at once.", query: &[], handler: |s, r| service::external::disconnect(s, r.param(0)) },
+    Route { method: "POST", path: "/api/mcp-clients/{name}/reconnect", summary: "Reconnect an external MCP server with its retained definition (resets the automatic retry count).", query: &[], handler: |s, r| service::external::reconnect(s, r.param(0)) },
+    Route { method: "GET", path: "/api/mcp-tools", summary: "Tools of the connected external MCP servers: {name: server/tool, server, original_name, description, input_schema}.", query: &[("server", "only this server's tools")], handler: |s, r| service::external::tools(s, r.query("server").filter(|v| !v.is_empty())) },
+    Route { method: "POST", path: "/api/mcp-tools/call", summary: "Call an external tool: {tool: server/tool (or a bare name unique across servers), arguments?}; the full result is returned, recorded and stored.", query: &[], handler: |s, r| service::external::call_rest(s, &r.json()?) },
+    Route { method: "GET", path: "/api/mcp-resources", summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| service::external::resources(s, r.query("server").filter(|v| !v.is_empty())) },
+    Route { method: "POST", path: "/api/mcp-resources/read", summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| service::external::read_resource(s, &r.json()?) },
     Route { method: "GET", path: "/api/status", summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| wire(service::server_status(s)) },
     Route { method: "GET", path: "/api/openapi.json", summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
     Route { method: "GET", path: "/openapi.json", summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi_document(r)) },

@@ -1,6 +1,6 @@
 //! Handlers of the five `external_*` proxy tools (`tools.rs` lists them in its table and turns
 //! their `ApiError`s into tool errors; this module knows nothing of the table): they reach the
-//! external MCP servers through `upstream::api`, exactly as the REST API does, and shape the
+//! external MCP servers through `service::external`, exactly as the REST API does, and shape the
 //! answers for an agent. The only difference from REST: a very large tool result is cut for the
 //! agent (hosts reject huge tool results) and says so, with the CID of the full result.
 
@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::Ctx;
 use crate::error::ApiError;
-use crate::upstream::api;
+use crate::service::external as api;
 
 type Args = Map<String, Value>;
 

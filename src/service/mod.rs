@@ -10,6 +10,7 @@
 
 mod breakpoints;
 mod calls;
+pub mod external;
 mod pauses;
 mod records;
 mod repl;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
-use super::config::{ServerConfig, Transport};
+use super::config::{ServerConfig, Timing, Transport};
 use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
 use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
@@ -31,42 +31,6 @@ use crate::ids;
 /// because hosts give an MCP server about 2 s after closing its stdin before SIGTERM and 2 s
 /// more before SIGKILL, and a SIGKILLed server could not stop its children any more.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(800);
-
-/// The timing constants. The defaults are the design's; tests shorten them.
-#[derive(Clone, Debug)]
-pub struct Timing {
-    /// Spawn or HTTP handshake plus `initialize` plus the first `tools/list`.
-    pub connect_timeout: Duration,
-    /// How often a connected server is pinged.
-    pub ping_interval: Duration,
-    /// How long a ping may take before the connection counts as lost.
-    pub ping_timeout: Duration,
-    /// Delays before each automatic reconnection attempt; its length is the attempt limit.
-    pub backoff: Vec<Duration>,
-    /// Between closing a child's stdin, SIGTERM and SIGKILL.
-    pub kill_grace: Duration,
-}
-
-impl Default for Timing {
-    fn default() -> Timing {
-        Timing {
-            connect_timeout: Duration::from_secs(30),
-            ping_interval: Duration::from_secs(15),
-            ping_timeout: Duration::from_secs(10),
-            backoff: [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec(),
-            kill_grace: Duration::from_secs(2),
-        }
-    }
-}
-
-impl Timing {
-    /// The defaults with the backoff schedule scaled so its first delay is `base`
-    /// (1, 2, 4, 8, 16 × base).
-    pub fn with_backoff_base(mut self, base: Duration) -> Timing {
-        self.backoff = [1u32, 2, 4, 8, 16].map(|k| base * k).to_vec();
-        self
-    }
-}
 
 /// A server's connection status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

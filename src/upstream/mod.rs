@@ -10,9 +10,10 @@
 //! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; `crate::sys`: process-group
 //!   signals, the crate's one `unsafe` module.
 //! - [`manager`]: the servers, their statuses, routing, health and reconnection.
-//! - [`api`]: the operations the REST API and the `external_*` MCP tools share.
+//!
+//! Nothing here knows the server's state: `crate::service::external` holds the operations the
+//! REST API and the `external_*` MCP tools share (calls recorded into the state and the store).
 
-pub mod api;
 pub mod config;
 pub mod http;
 pub mod manager;

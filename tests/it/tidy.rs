@@ -210,3 +210,62 @@ fn readme_documents_every_flag() {
         );
     }
 }
+
+#[test]
+fn module_layers_point_one_way() {
+    // Each rule: files under a path must not name these modules (a dependency the other way
+    // would make a cycle, or tie plain data to a heavy module).
+    let rules: &[(&str, &[&str])] = &[
+        // The MCP client manager knows nothing of the server that uses it.
+        (
+            "src/upstream",
+            &[
+                "crate::state",
+                "crate::service",
+                "crate::mcp",
+                "crate::http",
+                "crate::config",
+                "crate::app",
+            ],
+        ),
+        // Configuration is plain data.
+        (
+            "src/config.rs",
+            &["upstream::manager", "crate::state", "crate::service"],
+        ),
+        // The `external_*` tools do not know the tool table that lists them.
+        ("src/mcp/external.rs", &["tools::", "super::tools"]),
+        // The OpenAPI writer is given endpoints; it does not read the route table.
+        ("src/http/openapi.rs", &["routes"]),
+        // Rendering is pure: bytes in, values out.
+        ("src/pretty.rs", &["Store", "crate::state"]),
+        // The domain stores and the service never reach into a face.
+        ("src/service", &["crate::http", "crate::mcp"]),
+        (
+            "src/state.rs",
+            &["crate::service", "crate::http", "crate::mcp"],
+        ),
+    ];
+    for (place, banned) in rules {
+        let files = if place.ends_with(".rs") {
+            let p = root().join(place);
+            vec![(p.clone(), std::fs::read_to_string(&p).unwrap())]
+        } else {
+            sources(place)
+        };
+        assert!(!files.is_empty(), "{place}: no files");
+        for (path, text) in files {
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for b in *banned {
+                    assert!(
+                        !code.contains(b),
+                        "{}:{}: names {b}, against the layering in ARCHITECTURE.md: {line}",
+                        path.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+}

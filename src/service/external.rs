@@ -6,10 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::config::parse_runtime;
-use super::manager::{CallFailure, CallOutcome, Manager, UpstreamError};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
@@ -17,8 +15,10 @@ use crate::ids;
 use crate::records::Record;
 use crate::state::Shared;
 use crate::store::{Format, NewBlob, RecordKind};
+use crate::upstream::config::parse_runtime;
+use crate::upstream::manager::{CallFailure, CallOutcome, Manager, UpstreamError};
 
-type Obj = Map<String, Value>;
+use super::Obj;
 
 impl From<UpstreamError> for ApiError {
     fn from(e: UpstreamError) -> ApiError {
@@ -98,7 +98,10 @@ pub fn call(
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             record["server"] = json!(server);
             record["original_name"] = json!(original_name);
-            record["tool"] = json!(super::names::catalog_name(&server, &original_name));
+            record["tool"] = json!(crate::upstream::names::catalog_name(
+                &server,
+                &original_name
+            ));
             record["status"] = json!(if is_error { "tool_error" } else { "success" });
             record["is_error"] = json!(is_error);
             record["error"] = Value::Null;
@@ -112,7 +115,7 @@ pub fn call(
             });
             Ok(Called {
                 call_id: call_id.clone(),
-                tool: super::names::catalog_name(&server, &original_name),
+                tool: crate::upstream::names::catalog_name(&server, &original_name),
                 server,
                 result,
                 result_cid: cid.hex(),
@@ -189,7 +192,7 @@ fn preview_content(result: &Value) -> String {
                 .find_map(|i| i.get("text").and_then(Value::as_str))
         })
         .unwrap_or("");
-    super::peer::preview(text)
+    crate::upstream::peer::preview(text)
 }
 
 /// `POST /api/mcp-tools/call`: `{tool, arguments?}`.
