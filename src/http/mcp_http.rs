@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::stream::EventStream;
 use super::{guard, read_body};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
-use crate::mcp::{version, Mcp, Outgoing, Session};
+use crate::mcp::{version, Mcp, Outgoing, Session, Transport};
 
 /// Messages a session may have queued for its stream before it counts as stalled.
 pub const OUTBOX_CAPACITY: usize = 1024;
@@ -146,7 +146,8 @@ pub fn handle(mcp: &Arc<Mcp>, mut rq: tiny_http::Request, path: &str, query: &[(
 }
 
 fn at_capacity(mcp: &Mcp) -> bool {
-    mcp.count_sessions("sse") + mcp.count_sessions("http") >= mcp.shared.config.mcp_max_sessions
+    mcp.count_sessions(Transport::Sse) + mcp.count_sessions(Transport::Http)
+        >= mcp.shared.config.mcp_max_sessions
 }
 
 /// Writes a session's outbox to an event stream until the session ends or the peer leaves.
@@ -163,7 +164,7 @@ fn spawn_stream(
     let name = format!("mcp-stream:{}", &session.id[..8.min(session.id.len())]);
     let spawned = thread::Builder::new().name(name).spawn(move || {
         run_stream(rq, &session, &rx, endpoint.as_deref());
-        if session.transport == "sse" {
+        if session.transport == Transport::Sse {
             // Legacy SSE: closing the stream ends the session.
             mcp2.close_session(&session.id);
         } else {
@@ -184,7 +185,7 @@ fn run_stream(
     endpoint: Option<&str>,
 ) {
     let mut headers = Vec::new();
-    if session.transport == "http" {
+    if session.transport == Transport::Http {
         headers.push((SESSION_HEADER, session.id.clone()));
     }
     let Ok(mut stream) = EventStream::open(rq, 200, &headers) else {
@@ -229,7 +230,7 @@ fn legacy_open(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
         );
     }
     let (tx, rx) = bounded(OUTBOX_CAPACITY);
-    let session = mcp.open_session("sse", Some(tx));
+    let session = mcp.open_session(Transport::Sse, Some(tx));
     session.keep_drain(rx.clone());
     // Compat: the original's endpoint, relative to the stream's URL.
     let endpoint = format!("/mcp/messages?session_id={}", session.id);
@@ -245,7 +246,7 @@ fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)
     else {
         return text(rq, 400, "session_id is required");
     };
-    let Some(session) = mcp.session(id).filter(|s| s.transport == "sse") else {
+    let Some(session) = mcp.session(id).filter(|s| s.transport == Transport::Sse) else {
         return text(rq, 404, "Could not find session");
     };
     let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
@@ -311,7 +312,7 @@ fn streamable_session(
         );
         return Err(());
     };
-    match mcp.session(&id).filter(|s| s.transport == "http") {
+    match mcp.session(&id).filter(|s| s.transport == Transport::Http) {
         Some(s) => Ok((s, rq)),
         None => {
             // MCP 2025-03-26, Streamable HTTP: an unknown or ended session is 404.
@@ -366,7 +367,7 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
                     "Service Unavailable: too many MCP sessions (see --mcp-max-sessions)",
                 );
             }
-            let session = mcp.open_session("http", None);
+            let session = mcp.open_session(Transport::Http, None);
             let Some(resp) = mcp.handle_request(&session, req.clone()) else {
                 return respond(rq, 202, "text/plain", Vec::new(), &[]);
             };

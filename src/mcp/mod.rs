@@ -74,10 +74,36 @@ struct SessionState {
     client_info: Value,
 }
 
+/// The transport an MCP client reached us on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse,
+    /// Streamable HTTP.
+    Http,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Sse => "sse",
+            Transport::Http => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One MCP client connection.
 pub struct Session {
     pub id: String,
-    pub transport: &'static str,
+    pub transport: Transport,
     /// Where messages not tied to an HTTP response go: stdout, a legacy SSE stream, or the
     /// Streamable HTTP GET stream while one is open (none: such messages are dropped).
     outbox: Mutex<Option<Sender<Outgoing>>>,
@@ -325,7 +351,7 @@ impl Mcp {
     /// Registers a session whose out-of-band messages go to `outbox`.
     pub fn open_session(
         &self,
-        transport: &'static str,
+        transport: Transport,
         outbox: Option<Sender<Outgoing>>,
     ) -> Arc<Session> {
         let session = Arc::new(Session {
@@ -334,7 +360,7 @@ impl Mcp {
             outbox: Mutex::new(outbox),
             overflowed: AtomicBool::new(false),
             queued: std::sync::atomic::AtomicUsize::new(0),
-            max_queued: if transport == "stdio" {
+            max_queued: if transport == Transport::Stdio {
                 0
             } else {
                 MAX_QUEUED_BYTES
@@ -370,7 +396,7 @@ impl Mcp {
     }
 
     /// How many sessions use `transport`.
-    pub fn count_sessions(&self, transport: &str) -> usize {
+    pub fn count_sessions(&self, transport: Transport) -> usize {
         self.sessions_map()
             .values()
             .filter(|s| s.transport == transport)
@@ -855,7 +881,7 @@ mod tests {
         ));
         let mcp = Mcp::new(shared, 2);
         let (tx, rx) = unbounded();
-        let s = mcp.open_session("test", Some(tx));
+        let s = mcp.open_session(Transport::Stdio, Some(tx));
         (mcp, s, rx)
     }
 

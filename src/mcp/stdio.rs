@@ -14,7 +14,7 @@ use std::thread::{self, JoinHandle};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
-use super::{Mcp, Outgoing, Session};
+use super::{Mcp, Outgoing, Session, Transport};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
 use crate::pool::Joiner;
 
@@ -53,7 +53,7 @@ where
     let writer = thread::Builder::new()
         .name("stdio-out".into())
         .spawn(move || write_loop(&out, &out_rx))?;
-    let session = mcp.open_session("stdio", Some(out_tx.clone()));
+    let session = mcp.open_session(Transport::Stdio, Some(out_tx.clone()));
     let reader = Reader {
         mcp,
         session,

@@ -87,12 +87,12 @@ pub enum Transport {
 
 impl Transport {
     /// `"stdio"`, `"sse"`, `"http"` or `"auto"`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> TransportKind {
         match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Sse { .. } => "sse",
-            Transport::Http { .. } => "http",
-            Transport::Auto { .. } => "auto",
+            Transport::Stdio { .. } => TransportKind::Stdio,
+            Transport::Sse { .. } => TransportKind::Sse,
+            Transport::Http { .. } => TransportKind::Http,
+            Transport::Auto { .. } => TransportKind::Auto,
         }
     }
 
@@ -343,16 +343,18 @@ fn show(v: &Value) -> String {
     }
 }
 
+/// Which transport a server entry names (`Auto`: a URL without one, Streamable HTTP first,
+/// then legacy SSE), or which one a live connection uses (never `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub enum TransportKind {
     Stdio,
     Sse,
     Http,
     Auto,
 }
 
-impl Kind {
-    fn parse(s: &str) -> Option<Kind> {
+impl TransportKind {
+    fn parse(s: &str) -> Option<TransportKind> {
         match s {
             "stdio" => Some(Kind::Stdio),
             "sse" => Some(Kind::Sse),
@@ -360,7 +362,25 @@ impl Kind {
             _ => None,
         }
     }
+
+    /// The name shown in listings and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stdio => "stdio",
+            Kind::Sse => "sse",
+            Kind::Http => "http",
+            Kind::Auto => "auto",
+        }
+    }
 }
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+use TransportKind as Kind;
 
 const STDIO_KEYS: [&str; 4] = ["command", "args", "env", "cwd"];
 const HTTP_KEYS: [&str; 2] = ["url", "headers"];
@@ -1146,7 +1166,7 @@ mod tests {
                 headers: vec![]
             }
         );
-        assert_eq!(servers[1].transport.kind(), "sse");
+        assert_eq!(servers[1].transport.kind(), TransportKind::Sse);
         assert_eq!(
             servers[1].transport.url(),
             Some("http://db-server:8080/mcp/sse")
@@ -1269,7 +1289,7 @@ mod tests {
         assert_eq!(s.transport, stdio("x", &[]));
         let s =
             one(r#"{"type": "http", "command": "x", "url": "http://h", "env": {"A": 1}}"#).unwrap();
-        assert_eq!(s.transport.kind(), "http");
+        assert_eq!(s.transport.kind(), TransportKind::Http);
     }
 
     // Seed 000 test 75.
@@ -1336,7 +1356,7 @@ mod tests {
             "streamable_http",
         ] {
             let s = one(&format!(r#"{{"type": "{alias}", "url": "https://h/mcp"}}"#)).unwrap();
-            assert_eq!(s.transport.kind(), "http", "{alias}");
+            assert_eq!(s.transport.kind(), TransportKind::Http, "{alias}");
         }
         // `transport` and `type` may both be present if they agree.
         assert!(one(r#"{"type": "sse", "transport": "sse", "url": "http://h"}"#).is_ok());
@@ -1638,7 +1658,7 @@ mod tests {
         let s = parse_file(text, &env).unwrap();
         let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["everything", "local-http", "old-sse", "bare-url"]);
-        let kinds: Vec<&str> = s.iter().map(|s| s.transport.kind()).collect();
+        let kinds: Vec<&str> = s.iter().map(|s| s.transport.kind().as_str()).collect();
         assert_eq!(kinds, ["stdio", "http", "sse", "auto"]);
         // Seed 000 tests 165/166: the URL is kept exactly, trailing slash or not.
         assert_eq!(s[3].transport.url(), Some("https://example.com/mcp/"));
@@ -1675,9 +1695,12 @@ mod tests {
                 .unwrap()
                 .transport
                 .kind(),
-            "auto"
+            TransportKind::Auto
         );
-        assert_eq!(p("x:HTTPS://h/").unwrap().transport.kind(), "auto");
+        assert_eq!(
+            p("x:HTTPS://h/").unwrap().transport.kind(),
+            TransportKind::Auto
+        );
         assert_eq!(
             p("x:  srv  --a:b  ").unwrap().transport,
             stdio("srv", &["--a:b"])

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
-use super::config::{ServerConfig, Timing, Transport};
+use super::config::{ServerConfig, Timing, Transport, TransportKind};
 use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
 use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
@@ -113,8 +113,8 @@ impl std::fmt::Display for UpstreamError {
 struct Live {
     peer: Arc<Peer>,
     proc: Option<Arc<Proc>>,
-    /// The transport actually used (`auto` resolves to `http` or `sse`).
-    transport: &'static str,
+    /// The transport actually used (`Auto` resolves to `Http` or `Sse`).
+    transport: TransportKind,
     init: Initialized,
 }
 
@@ -397,8 +397,8 @@ impl Manager {
                 .collect();
             let mut s = json!({
                 "status": slot.status.as_str(),
-                "transport": slot.live.as_ref().map_or(slot.config.transport.kind(), |l| l.transport),
-                "configured_transport": slot.config.transport.kind(),
+                "transport": slot.live.as_ref().map_or(slot.config.transport.kind(), |l| l.transport).as_str(),
+                "configured_transport": slot.config.transport.kind().as_str(),
                 "tools": tools,
                 "tool_count": tools.len(),
                 "connected_at": slot.connected_at,
@@ -906,7 +906,7 @@ fn establish(
                 procs.push(proc.clone());
             }
             match peer.initialize(remaining()) {
-                Ok(i) => (peer, Some(proc), "stdio", i),
+                Ok(i) => (peer, Some(proc), TransportKind::Stdio, i),
                 Err(f) => return Err(failed(&peer, f, Some(&proc))),
             }
         }
@@ -914,7 +914,7 @@ fn establish(
             let peer = new_peer();
             super::sse::connect(&peer, url, headers, remaining())?;
             match peer.initialize(remaining()) {
-                Ok(i) => (peer, None, "sse", i),
+                Ok(i) => (peer, None, TransportKind::Sse, i),
                 Err(f) => return Err(failed(&peer, f, None)),
             }
         }
@@ -925,7 +925,7 @@ fn establish(
                 .map_err(Failure::Disconnected)
                 .and_then(|()| peer.initialize(remaining()));
             match first {
-                Ok(i) => (peer, None, "http", i),
+                Ok(i) => (peer, None, TransportKind::Http, i),
                 // A plain 4xx (no JSON-RPC body): no Streamable HTTP endpoint here; a URL given
                 // without a transport then tries legacy SSE (mcp-notes §11).
                 Err(Failure::Http {
@@ -944,7 +944,7 @@ fn establish(
                         )
                     })?;
                     match peer.initialize(remaining()) {
-                        Ok(i) => (peer, None, "sse", i),
+                        Ok(i) => (peer, None, TransportKind::Sse, i),
                         Err(f) => return Err(failed(&peer, f, None)),
                     }
                 }
