@@ -17,7 +17,8 @@
 # left of --budget seconds (default 300, counted from the start of the script, builds included;
 # it says "after only N calls (time box)" if that is not enough); --scale X multiplies request
 # counts and deadlines (e.g. 0.1 for a quick try).
-# Needs: cargo, python3 (stdlib only), cat, kill; loopback networking.
+# Needs: cargo, python3 (stdlib only), cat, kill, taskset (util-linux: the pipe rows are also
+# measured with client and server pinned to one CPU); loopback networking.
 # Usage: scripts/bench.sh [--baseline /path/to/old/cideldill-server] [--scale X] [--budget S]
 #        [--only STEPS] (comma-separated: throughput, MCP stdio, pause, external, start-up, --db,
 #        content store, pickle, memory)
