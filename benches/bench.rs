@@ -1460,57 +1460,50 @@ impl Bench {
                 })
                 .collect()
         };
-        // One CPU.
-        let floor = Pin::to("0").and_then(|_pin| {
-            let mut cat = Proc::piped(Path::new("cat"), &[])?;
-            self.time_rpc(&mut cat, "tools/call", &params, n)
-        });
-        let mut cells = measure(true);
-        let base = if cells.len() > 1 { cells.pop() } else { None };
-        let ours = cells.pop().expect("ours");
-        if let Err(e) = &floor {
-            eprintln!("bench:   floor failed: {e}");
-        }
-        t.row(
-            "MCP stdio `tools/call breakpoint_list_breakpoints`, p50, client and server on one CPU",
-            ours,
-            base,
-            &floor.as_ref().map_or("failed".into(), |l| {
-                format!("{} (pipe through `cat`, on the same CPU)", lat_cell(l))
-            }),
-            floor.as_ref().ok().map(|l| l.p50),
-            false,
-            "≤ 2×",
-        );
-        if !two_cpus {
-            return;
-        }
-        // As scheduled, beside `cat` on the other CPU.
-        let floor = (|| {
-            let mut cat = {
-                let _pin = Pin::to("1")?;
-                Proc::piped(Path::new("cat"), &[])?
+        for pinned in [true, false] {
+            if !pinned && !two_cpus {
+                break;
+            }
+            // Pinned: all on CPU 0. Else: the client on CPU 0 and `cat` forced onto CPU 1.
+            let floor = (|| {
+                let mut cat = {
+                    let _pin = Pin::to(if pinned { "0" } else { "1" })?;
+                    Proc::piped(Path::new("cat"), &[])?
+                };
+                let _pin = Pin::to("0")?;
+                self.time_rpc(&mut cat, "tools/call", &params, n)
+            })();
+            let mut cells = measure(pinned);
+            let base = if cells.len() > 1 { cells.pop() } else { None };
+            let ours = cells.pop().expect("ours");
+            if let Err(e) = &floor {
+                eprintln!("bench:   floor failed: {e}");
+            }
+            let (measure, floor_text, goal) = if pinned {
+                (
+                    "MCP stdio `tools/call breakpoint_list_breakpoints`, p50, client and server on one CPU",
+                    "pipe through `cat`, on the same CPU",
+                    "≤ 2×",
+                )
+            } else {
+                (
+                    "the same, placed by the scheduler",
+                    "`cat` forced onto the other CPU",
+                    "(shows the cost of a wake-up across CPUs)",
+                )
             };
-            let _pin = Pin::to("0")?;
-            self.time_rpc(&mut cat, "tools/call", &params, n)
-        })();
-        let mut cells = measure(false);
-        let base = if cells.len() > 1 { cells.pop() } else { None };
-        let ours = cells.pop().expect("ours");
-        if let Err(e) = &floor {
-            eprintln!("bench:   floor failed: {e}");
+            t.row(
+                measure,
+                ours,
+                base,
+                &floor.as_ref().map_or("failed".into(), |l| {
+                    format!("{} ({floor_text})", lat_cell(l))
+                }),
+                floor.as_ref().ok().map(|l| l.p50),
+                false,
+                goal,
+            );
         }
-        t.row(
-            "the same, placed by the scheduler",
-            ours,
-            base,
-            &floor.as_ref().map_or("failed".into(), |l| {
-                format!("{} (`cat` forced onto the other CPU)", lat_cell(l))
-            }),
-            floor.as_ref().ok().map(|l| l.p50),
-            false,
-            "(shows the cost of a wake-up across CPUs)",
-        );
     }
 
     /// `external_call_tool` of the fixture's `echo` through a server with `--mcp-client`.

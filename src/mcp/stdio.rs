@@ -231,7 +231,6 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
     }
 
     /// Moves the reading to a pool thread; gives the reader back if none can be started.
-    #[allow(clippy::result_large_err)]
     fn hand_off(self) -> Result<(), (Self, io::Error)> {
         let pool = self.mcp.pool.clone();
         let slot = Arc::new(Mutex::new(Some(self)));
