@@ -3,13 +3,15 @@
 //! turns request JSON into verified blobs ready for the store, or into the exact 400 bodies
 //! the original server answers with.
 
+use std::collections::HashMap;
+
 use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha512};
 
 use crate::error::ApiError;
 use crate::ids::hex;
-use crate::intern::{parse_digest, Cid};
+use crate::intern::{parse_digest, Cid, DigestBuild, DIGEST_LEN};
 use crate::store::{Format, NewBlob};
 
 /// The CID of `bytes`: 128 lowercase hex characters of their SHA-512 digest.
@@ -153,18 +155,72 @@ pub fn verify_payload(
     }))
 }
 
-/// Verifies an item object (`{"cid", "data"?, "serialization_format"?}`); see [`verify_payload`].
-pub fn verify_item(item: &Value) -> Result<Option<NewBlob>, ApiError> {
-    verify_payload(
-        item.get("cid"),
-        item.get("data"),
-        item.get("serialization_format"),
-    )
+/// Payload texts already verified against their CID. The Python client sends an argument's
+/// data every time it passes it, so the same text arrives again and again: when it is
+/// byte-for-byte a text verified before, decoding and hashing it again can only give the same
+/// answer. Bounded by the bytes of text it holds; it forgets everything when full.
+#[derive(Default)]
+pub struct Verified {
+    /// By the first eight bytes of the digest: the digest, the format and the text.
+    texts: HashMap<u64, VerifiedText, DigestBuild>,
+    bytes: usize,
+}
+
+type VerifiedText = (Box<[u8; DIGEST_LEN]>, Format, Box<str>);
+
+/// Text bytes `Verified` keeps at most.
+const VERIFIED_BYTES: usize = 4 << 20;
+
+impl Verified {
+    /// The digest of a text verified before for this CID and format.
+    pub fn knows(&self, cid: &str, format: Format, text: &str) -> Option<[u8; DIGEST_LEN]> {
+        let digest = parse_digest(cid)?;
+        let (known, f, t) = self.texts.get(&prefix(&digest))?;
+        (**known == digest && *f == format && &**t == text).then_some(digest)
+    }
+
+    /// Remembers a text whose digest was checked.
+    pub fn remember(&mut self, digest: &[u8; DIGEST_LEN], format: Format, text: &str) {
+        if text.len() > VERIFIED_BYTES / 64 {
+            return;
+        }
+        if self.bytes + text.len() > VERIFIED_BYTES {
+            self.texts.clear();
+            self.bytes = 0;
+        }
+        let old = self
+            .texts
+            .insert(prefix(digest), (Box::new(*digest), format, text.into()));
+        self.bytes = self.bytes + text.len() - old.map_or(0, |(_, _, t)| t.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+}
+
+fn prefix(digest: &[u8; DIGEST_LEN]) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Verifies an item object (`{"cid", "data"?, "serialization_format"?}`); see [`verify_payload`].
+    fn verify_item(item: &Value) -> Result<Option<NewBlob>, ApiError> {
+        verify_payload(
+            item.get("cid"),
+            item.get("data"),
+            item.get("serialization_format"),
+        )
+    }
     use serde_json::json;
 
     #[test]
@@ -176,6 +232,35 @@ mod tests {
         );
         assert!(looks_like_cid(&cid_of(b"")));
         assert!(!looks_like_cid("ABC"));
+    }
+
+    #[test]
+    fn verified_texts_are_matched_exactly_and_bounded() {
+        let mut v = Verified::default();
+        let cid = cid_of(b"abc");
+        let digest = parse_digest(&cid).unwrap();
+        assert_eq!(v.knows(&cid, Format::Dill, "YWJj"), None);
+        v.remember(&digest, Format::Dill, "YWJj");
+        assert_eq!(v.knows(&cid, Format::Dill, "YWJj"), Some(digest));
+        assert_eq!(v.knows(&cid, Format::Dill, "YWJj\n"), None, "another text");
+        assert_eq!(v.knows(&cid, Format::Json, "YWJj"), None, "another format");
+        assert_eq!(
+            v.knows(&cid_of(b"abd"), Format::Dill, "YWJj"),
+            None,
+            "another CID"
+        );
+        // Filling it past its bound forgets everything, and a huge text is never kept.
+        let big = "A".repeat(VERIFIED_BYTES / 64);
+        for i in 0..70u32 {
+            let d = parse_digest(&cid_of(&i.to_le_bytes())).unwrap();
+            v.remember(&d, Format::Dill, &big);
+            assert!(v.bytes <= VERIFIED_BYTES);
+        }
+        assert!(v.len() < 70);
+        let mut v = Verified::default();
+        let huge = "A".repeat(VERIFIED_BYTES / 64 + 1);
+        v.remember(&digest, Format::Dill, &huge);
+        assert_eq!(v.knows(&cid, Format::Dill, &huge), None);
     }
 
     #[test]

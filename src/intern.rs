@@ -11,7 +11,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::ser::{Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A shared string: one pointer wide, compared and hashed by content.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,22 +88,34 @@ impl Cid {
 
 /// Decodes a 128-character lowercase hex CID into its 64 digest bytes.
 pub fn parse_digest(hex: &str) -> Option<[u8; DIGEST_LEN]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
+    /// Nibble values of the lowercase hex digits; 0x10 marks every other byte.
+    const NIBBLE: [u8; 256] = {
+        let mut t = [0x10u8; 256];
+        let mut c = 0;
+        while c < 10 {
+            t[b'0' as usize + c] = c as u8;
+            c += 1;
         }
-    }
+        let mut c = 0;
+        while c < 6 {
+            t[b'a' as usize + c] = 10 + c as u8;
+            c += 1;
+        }
+        t
+    };
     let s = hex.as_bytes();
     if s.len() != DIGEST_LEN * 2 {
         return None;
     }
     let mut out = [0u8; DIGEST_LEN];
-    for (i, pair) in s.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    // Invalid digits are collected and checked once, so the loop has no branch.
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
     }
-    Some(out)
+    (bad & 0x10 == 0).then_some(out)
 }
 
 /// The first eight bytes of a digest: uniformly distributed, so a good hash key.
@@ -384,18 +396,52 @@ impl Interner {
 
     /// A JSON tree, shared with every equal tree seen before.
     pub fn tree(&mut self, v: &Value) -> Arc<Value> {
-        let mut nodes = 0;
-        let mut h = DigestHasher(0xcbf2_9ce4_8422_2325);
-        if !hash_value(v, &mut h, &mut nodes) {
+        let mut h = TreeHash::new();
+        if !h.value(v) {
             return Arc::new(v.clone());
         }
-        let key = h.finish();
-        let bucket = self.trees.entry(key).or_default();
+        let bucket = self.trees.entry(h.0).or_default();
         if let Some(found) = bucket.iter().find(|t| ***t == *v) {
             return found.clone();
         }
         let tree = Arc::new(v.clone());
-        bucket.push(tree.clone());
+        self.add_tree(h.0, tree)
+    }
+
+    /// The object `m` without its key `skip`, shared like [`Interner::tree`]: nothing is copied
+    /// when an equal object is already known (a call site without its timestamp).
+    pub fn object_without(&mut self, m: &Map<String, Value>, skip: &str) -> Arc<Value> {
+        let rest = || m.iter().filter(|(k, _)| k.as_str() != skip);
+        let len = rest().count();
+        let mut h = TreeHash::new();
+        h.mix(7);
+        h.mix(len as u64);
+        let hashed = rest().all(|(k, x)| {
+            h.bytes(k.as_bytes());
+            h.value(x)
+        });
+        let owned = || {
+            Arc::new(Value::Object(
+                rest().map(|(k, x)| (k.clone(), x.clone())).collect(),
+            ))
+        };
+        if !hashed {
+            return owned();
+        }
+        let bucket = self.trees.entry(h.0).or_default();
+        let same = |t: &Value| match t {
+            Value::Object(o) => o.len() == len && o.iter().zip(rest()).all(|(a, b)| a == b),
+            _ => false,
+        };
+        if let Some(found) = bucket.iter().find(|t| same(t)) {
+            return found.clone();
+        }
+        let tree = owned();
+        self.add_tree(h.0, tree)
+    }
+
+    fn add_tree(&mut self, key: u64, tree: Arc<Value>) -> Arc<Value> {
+        self.trees.entry(key).or_default().push(tree.clone());
         self.n_trees += 1;
         self.maybe_sweep();
         tree
@@ -431,53 +477,73 @@ impl Interner {
     }
 }
 
-/// Hashes a JSON value structurally; false when it has more than `MAX_TREE_NODES` nodes.
-fn hash_value(v: &Value, h: &mut DigestHasher, nodes: &mut usize) -> bool {
-    *nodes += 1;
-    if *nodes > MAX_TREE_NODES {
-        return false;
+/// A structural hash of JSON trees (word-at-a-time FNV-style mixing), counting nodes: trees of
+/// more than `MAX_TREE_NODES` nodes are not hashed.
+struct TreeHash(u64, usize);
+
+impl TreeHash {
+    fn new() -> TreeHash {
+        TreeHash(0xcbf2_9ce4_8422_2325, 0)
     }
-    let mix = |h: &mut DigestHasher, x: u64| {
-        h.0 = (h.0 ^ x).wrapping_mul(0x0100_0000_01b3);
-    };
-    let mix_bytes = |h: &mut DigestHasher, b: &[u8]| {
-        for &c in b {
-            h.0 = (h.0 ^ u64::from(c)).wrapping_mul(0x0100_0000_01b3);
+
+    fn mix(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        let mut words = b.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.mix(u64::from_le_bytes(word));
         }
-        h.0 = (h.0 ^ 0xff).wrapping_mul(0x0100_0000_01b3);
-    };
-    match v {
-        Value::Null => mix(h, 1),
-        Value::Bool(b) => mix(h, 2 + u64::from(*b)),
-        Value::Number(n) => {
-            mix(h, 4);
-            mix_bytes(h, n.to_string().as_bytes());
+        let mut tail = [0u8; 8];
+        tail[..words.remainder().len()].copy_from_slice(words.remainder());
+        self.mix(u64::from_le_bytes(tail));
+        self.mix(b.len() as u64);
+    }
+
+    /// False when the tree is too large to share.
+    fn value(&mut self, v: &Value) -> bool {
+        self.1 += 1;
+        if self.1 > MAX_TREE_NODES {
+            return false;
         }
-        Value::String(s) => {
-            mix(h, 5);
-            mix_bytes(h, s.as_bytes());
-        }
-        Value::Array(a) => {
-            mix(h, 6);
-            mix(h, a.len() as u64);
-            for x in a {
-                if !hash_value(x, h, nodes) {
-                    return false;
-                }
+        match v {
+            Value::Null => self.mix(1),
+            Value::Bool(b) => self.mix(2 + u64::from(*b)),
+            Value::Number(n) => {
+                self.mix(4);
+                // The number's JSON text, without allocating it.
+                let _ = fmt::write(self, format_args!("{n}"));
+            }
+            Value::String(s) => {
+                self.mix(5);
+                self.bytes(s.as_bytes());
+            }
+            Value::Array(a) => {
+                self.mix(6);
+                self.mix(a.len() as u64);
+                return a.iter().all(|x| self.value(x));
+            }
+            Value::Object(m) => {
+                self.mix(7);
+                self.mix(m.len() as u64);
+                return m.iter().all(|(k, x)| {
+                    self.bytes(k.as_bytes());
+                    self.value(x)
+                });
             }
         }
-        Value::Object(m) => {
-            mix(h, 7);
-            mix(h, m.len() as u64);
-            for (k, x) in m {
-                mix_bytes(h, k.as_bytes());
-                if !hash_value(x, h, nodes) {
-                    return false;
-                }
-            }
-        }
+        true
     }
-    true
+}
+
+impl fmt::Write for TreeHash {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.bytes(s.as_bytes());
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -529,6 +595,41 @@ mod tests {
             assert_eq!(serde_json::to_value(&val).unwrap(), v);
         }
         assert_eq!(Val::Absent.to_value(), Value::Null);
+    }
+
+    #[test]
+    fn digests_are_parsed_from_lowercase_hex_only() {
+        let hex: String = (0..64).map(|i| format!("{:02x}", i * 4)).collect();
+        let d = parse_digest(&hex).unwrap();
+        assert_eq!(d[0], 0);
+        assert_eq!(d[1], 4);
+        assert_eq!(d[63], 252);
+        assert_eq!(crate::ids::hex(&d), hex);
+        assert_eq!(parse_digest(&hex.to_uppercase()), None);
+        assert_eq!(parse_digest(&hex[1..]), None);
+        for bad in ["g", "/", ":", "`", " ", "\u{e9}"] {
+            let text = format!("{bad}{}", &hex[bad.len()..]);
+            assert_eq!(parse_digest(&text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_object_without_one_key_is_shared_with_the_same_tree() {
+        let mut i = Interner::default();
+        let site = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 3}], "target_cid": null});
+        let Value::Object(m) = &site else { panic!() };
+        let a = i.object_without(m, "timestamp");
+        assert_eq!(
+            *a,
+            json!({"stack_trace": [{"lineno": 3}], "target_cid": null})
+        );
+        let later = json!({"timestamp": 9.25, "stack_trace": [{"lineno": 3}], "target_cid": null});
+        let Value::Object(m2) = &later else { panic!() };
+        assert!(Arc::ptr_eq(&a, &i.object_without(m2, "timestamp")));
+        assert!(Arc::ptr_eq(&a, &i.tree(&a.clone())));
+        let other = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 4}], "target_cid": null});
+        let Value::Object(m3) = &other else { panic!() };
+        assert!(!Arc::ptr_eq(&a, &i.object_without(m3, "timestamp")));
     }
 
     #[test]

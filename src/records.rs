@@ -240,14 +240,16 @@ pub struct CallSite {
 impl CallSite {
     pub fn parse(interner: &mut Interner, v: Option<&Value>) -> CallSite {
         match v {
-            Some(Value::Object(m)) if m.contains_key("timestamp") => {
-                let mut rest = m.clone();
-                let ts = rest.shift_remove("timestamp");
-                CallSite {
-                    timestamp: Val::unshared(ts.as_ref().unwrap_or(&Value::Null)),
-                    rest: Val::Tree(interner.tree(&Value::Object(rest))),
-                }
-            }
+            Some(Value::Object(m)) => match m.get("timestamp") {
+                Some(ts) => CallSite {
+                    timestamp: Val::unshared(ts),
+                    rest: Val::Tree(interner.object_without(m, "timestamp")),
+                },
+                None => CallSite {
+                    timestamp: Val::Absent,
+                    rest: interner.field(v),
+                },
+            },
             other => CallSite {
                 timestamp: Val::Absent,
                 rest: interner.field(other),

@@ -51,6 +51,8 @@ pub struct Shared {
     /// is, never while it is held).
     pub interner: Mutex<Interner>,
     renders: Mutex<RenderCache>,
+    /// Payload texts verified before (a leaf lock, like the interner).
+    verified: Mutex<crate::cas::Verified>,
     state: Mutex<State>,
 }
 
@@ -67,6 +69,7 @@ impl Shared {
             upstream: OnceLock::new(),
             interner: Mutex::new(interner),
             renders: Mutex::new(RenderCache::default()),
+            verified: Mutex::new(crate::cas::Verified::default()),
             state: Mutex::new(state),
         }
     }
@@ -74,6 +77,11 @@ impl Shared {
     /// The interner (its poisoning is recovered: interning leaves no broken invariant).
     pub fn interner(&self) -> MutexGuard<'_, Interner> {
         self.interner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The payload texts verified before (poisoning recovered: a lost entry is only re-verified).
+    pub fn verified(&self) -> MutexGuard<'_, crate::cas::Verified> {
+        self.verified.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Renders stored payloads on demand (never call it with the state lock held: it reads

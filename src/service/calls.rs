@@ -9,10 +9,9 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::{
-    item_data, persist, pretty_pair, py_float, py_int, store_blobs, str_field, timestamp,
-    verify_pair, Obj,
+    item_data, item_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
+    verify_and_store, Obj,
 };
-use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -163,11 +162,8 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         return Err(ApiError::new(400, "cid_not_found", "Resend with full data")
             .with("missing_cids", json!(missing)));
     }
-    let blobs = items
-        .iter()
-        .map(|i| cas::verify_item(i))
-        .collect::<Result<Vec<_>, _>>()?;
-    store_blobs(shared, blobs.into_iter().flatten().collect())?;
+    let payloads: Vec<_> = items.iter().map(|i| item_payload(i)).collect();
+    verify_and_store(shared, &payloads)?;
 
     let now = ids::now();
     let mut call = {
@@ -271,10 +267,7 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             ))
         }
     };
-    let mut blobs = Vec::new();
-    blobs.extend(verify_pair(body, "result")?);
-    blobs.extend(verify_pair(body, "exception")?);
-    store_blobs(shared, blobs)?;
+    verify_and_store(shared, &[pair(body, "result"), pair(body, "exception")])?;
 
     let now = ids::now();
     let completed_at = timestamp(body, "timestamp", now);
@@ -429,10 +422,7 @@ fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
 /// `POST /api/call/event` (protocol doc §2.4): diagnostics that become call records.
 pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let who = identity(body)?;
-    let mut blobs = Vec::new();
-    blobs.extend(verify_pair(body, "result")?);
-    blobs.extend(verify_pair(body, "exception")?);
-    store_blobs(shared, blobs)?;
+    verify_and_store(shared, &[pair(body, "result"), pair(body, "exception")])?;
     let now = ids::now();
     let at = timestamp(body, "timestamp", now);
     let first_str = |keys: &[&str], default: &str| -> String {
@@ -598,6 +588,27 @@ mod tests {
             call_start(&s, &b).unwrap_err().code(),
             "invalid_preferred_format"
         );
+    }
+
+    #[test]
+    fn a_payload_sent_again_is_checked_against_the_text_verified_before() {
+        let s = shared();
+        let b = start_body("f", &[json!(5)]);
+        call_start(&s, &b).unwrap();
+        assert_eq!(s.verified().len(), 1);
+        // The same text again: accepted without a new blob.
+        call_start(&s, &b).unwrap();
+        assert_eq!(s.store.len(), 1);
+        // Another text under the same CID is still refused, even though the CID is stored.
+        let mut bad = b.clone();
+        bad["args"][0]["data"] = item(&json!(6))["data"].clone();
+        let e = call_start(&s, &bad).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "cid_mismatch"));
+        // The same text under another format is verified as that format (and fails).
+        let mut as_json = b.clone();
+        as_json["args"][0]["serialization_format"] = json!("json");
+        assert_eq!(call_start(&s, &as_json).unwrap_err().code(), "invalid_json");
+        assert_eq!(s.store.len(), 1);
     }
 
     #[test]

@@ -156,12 +156,68 @@ fn item_data(bytes: &[u8], format: Option<Format>) -> Value {
 }
 
 /// The pair of payload fields `<prefix>_cid` / `<prefix>_data` of a completion or event.
-fn verify_pair(body: &Obj, prefix: &str) -> Result<Option<NewBlob>, ApiError> {
-    cas::verify_payload(
+/// A payload as a request carries it: `cid`, `data` and `serialization_format`.
+type Payload<'a> = (Option<&'a Value>, Option<&'a Value>, Option<&'a Value>);
+
+/// The payload `<prefix>_cid`, `<prefix>_data`, `<prefix>_serialization_format` of a body.
+fn pair<'a>(body: &'a Obj, prefix: &str) -> Payload<'a> {
+    (
         body.get(&format!("{prefix}_cid")),
         body.get(&format!("{prefix}_data")),
         body.get(&format!("{prefix}_serialization_format")),
     )
+}
+
+/// The payload of an item object.
+fn item_payload(item: &Value) -> Payload<'_> {
+    (
+        item.get("cid"),
+        item.get("data"),
+        item.get("serialization_format"),
+    )
+}
+
+/// Verifies payloads in order (the first error is the answer, nothing is stored then) and
+/// stores the new blobs. A text verified before for a CID still in the store is not decoded
+/// and hashed again (`cas::Verified`).
+fn verify_and_store(shared: &Shared, payloads: &[Payload<'_>]) -> Result<(), ApiError> {
+    fn text<'a>(p: &Payload<'a>) -> Option<(&'a str, &'a str, Format)> {
+        match *p {
+            (Some(Value::String(cid)), Some(Value::String(text)), format) => {
+                Some((cid.as_str(), text.as_str(), cas::parse_format(format).ok()?))
+            }
+            _ => None,
+        }
+    }
+    let known: Vec<Option<[u8; 64]>> = {
+        let verified = shared.verified();
+        payloads
+            .iter()
+            .map(|p| text(p).and_then(|(cid, t, f)| verified.knows(cid, f, t)))
+            .collect()
+    };
+    let mut blobs = Vec::new();
+    let mut learned = Vec::new();
+    for (p, known) in payloads.iter().zip(known) {
+        if known.is_some_and(|d| shared.store.contains_digest(&d)) {
+            continue;
+        }
+        let Some(blob) = cas::verify_payload(p.0, p.1, p.2)? else {
+            continue;
+        };
+        if let (Some((_, t, _)), Some(format)) = (text(p), blob.format) {
+            learned.push((*blob.cid.digest(), format, t));
+        }
+        blobs.push(blob);
+    }
+    store_blobs(shared, blobs)?;
+    if !learned.is_empty() {
+        let mut verified = shared.verified();
+        for (digest, format, t) in learned {
+            verified.remember(&digest, format, t);
+        }
+    }
+    Ok(())
 }
 
 /// The display value of `<prefix>_cid`, or `None` without one.

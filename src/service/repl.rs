@@ -9,7 +9,7 @@ use crossbeam_channel::{bounded, RecvTimeoutError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{pretty_pair, store_blobs, str_field, verify_pair, Ack, Done, Obj};
+use super::{pair, pretty_pair, str_field, verify_and_store, Ack, Done, Obj};
 use crate::error::ApiError;
 use crate::ids;
 use crate::pretty;
@@ -292,8 +292,7 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
         )),
     };
     check(&shared.lock())?;
-    let blob = verify_pair(body, "result")?;
-    store_blobs(shared, blob.into_iter().collect())?;
+    verify_and_store(shared, &[pair(body, "result")])?;
 
     let error = body.get("error").filter(|e| !e.is_null());
     let (output, is_error) = match error {
