@@ -66,12 +66,18 @@
 //! # Durability policy
 //!
 //! Every [`Store::put_blobs`] call writes all of its new records with a single
-//! positioned `write_all` at the end of the log followed by one `sync_data`,
-//! and [`Store::append_record`] does the same for its one record; both return
-//! only after the data is on stable storage. The in-memory index is updated
-//! only after the sync succeeds. If the write or the sync fails, the file is
-//! cut back to its previous length (best effort) and the error is returned, so
-//! a failed call leaves nothing behind that the index refers to. When the file
+//! positioned `write_all` at the end of the log, and [`Store::append_records`]
+//! does the same for its records; both return only after the data is on stable
+//! storage (`sync_data`). Syncs are shared (group commit): the write happens
+//! under the store lock, the sync without it, and one sync covers every writer
+//! whose bytes were written before it started, so concurrent writers pay for one
+//! sync instead of queueing for one each, and readers are not blocked by a sync.
+//! The in-memory index (and the `.idx` file) is updated only after the sync
+//! covering the record succeeded. If a write fails, the file is cut back to
+//! where that write began; if a sync fails, the file is cut back to the end of
+//! the last successful sync and every writer whose bytes were not yet synced
+//! gets the error, so a failed call leaves nothing behind that the index refers
+//! to, and nothing unsynced is ever acknowledged. When the file
 //! is created (or found empty), the header is written and synced and the
 //! parent directory is fsynced so the new directory entry survives a crash.
 //! Truncating a torn tail on open is also synced. Only one process may have a
@@ -81,7 +87,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha512};
@@ -307,6 +313,30 @@ struct Log {
     file: Arc<File>,
     /// Logical end of the log: where the next record is written.
     end: u64,
+    /// Everything before this offset is on stable storage.
+    synced: u64,
+    /// A writer is running `sync_data` (without the lock) for everything written before it
+    /// started.
+    syncing: bool,
+    /// Counts failed syncs: a writer whose bytes were written in an earlier generation lost
+    /// them to the cut-back of a failed sync.
+    generation: u64,
+    /// The error of the last failed sync.
+    failure: String,
+}
+
+impl Log {
+    fn new(path: &Path, file: File, end: u64) -> Log {
+        Log {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            end,
+            synced: end,
+            syncing: false,
+            generation: 0,
+            failure: String::new(),
+        }
+    }
 }
 
 /// The on-disk index of JSON records (`<db>.idx`): fixed-size entries in append order.
@@ -357,6 +387,8 @@ impl State {
 /// The content store. See the module documentation.
 pub struct Store {
     state: Mutex<State>,
+    /// Signalled when a sync of the log ends.
+    synced: Condvar,
     durable: bool,
 }
 
@@ -365,6 +397,7 @@ impl Store {
     pub fn memory() -> Store {
         Store {
             state: Mutex::new(State::new(None)),
+            synced: Condvar::new(),
             durable: false,
         }
     }
@@ -433,11 +466,7 @@ impl Store {
             File::open(&parent)
                 .and_then(|d| d.sync_all())
                 .map_err(|e| with_path(&parent, e))?;
-            state = State::new(Some(Log {
-                path: path.to_path_buf(),
-                file: Arc::new(file),
-                end: FILE_HEADER_LEN,
-            }));
+            state = State::new(Some(Log::new(path, file, FILE_HEADER_LEN)));
             let idx_path = index_path(path);
             let idx_file = create_index(&idx_path)?;
             state.index_file = Some(Index {
@@ -509,16 +538,13 @@ impl Store {
                 file.sync_data().map_err(|e| with_path(path, e))?;
                 recovered.truncated_bytes = len - end;
             }
-            state.log = Some(Log {
-                path: path.to_path_buf(),
-                file: Arc::new(file),
-                end,
-            });
+            state.log = Some(Log::new(path, file, end));
         }
         recovered.blobs = state.entries.len();
         Ok((
             Store {
                 state: Mutex::new(state),
+                synced: Condvar::new(),
                 durable: true,
             },
             recovered,
@@ -618,49 +644,58 @@ impl Store {
         if fresh.is_empty() {
             return Ok(0);
         }
-        let count = fresh.len();
-
-        let locs: Vec<Loc> = match st.log.as_mut() {
-            None => Vec::new(),
-            Some(log) => {
-                let total: usize = fresh
-                    .iter()
-                    .map(|b| RECORD_PREFIX_LEN as usize + b.bytes.len())
-                    .sum();
-                let mut buf = Vec::with_capacity(total);
-                let mut locs = Vec::with_capacity(count);
-                for b in &fresh {
-                    let offset = log.end + buf.len() as u64 + RECORD_PREFIX_LEN;
-                    encode_record(
-                        &mut buf,
-                        KIND_BLOB,
-                        format_to_byte(b.format),
-                        now,
-                        b.cid.digest(),
-                        &b.bytes,
-                    );
-                    locs.push(Loc::Disk {
-                        offset,
-                        len: b.bytes.len() as u64,
-                    });
-                }
-                append_durably(log, &buf)?;
-                locs
+        let located: Vec<(Cid, Option<Format>, Loc)> = if st.log.is_none() {
+            // Memory backend: keep the bytes.
+            fresh
+                .into_iter()
+                .map(|b| (b.cid, b.format, Loc::Memory(Arc::from(b.bytes))))
+                .collect()
+        } else {
+            let total: usize = fresh
+                .iter()
+                .map(|b| RECORD_PREFIX_LEN as usize + b.bytes.len())
+                .sum();
+            let mut buf = Vec::with_capacity(total);
+            let mut starts = Vec::with_capacity(fresh.len());
+            for b in &fresh {
+                starts.push(buf.len() as u64 + RECORD_PREFIX_LEN);
+                encode_record(
+                    &mut buf,
+                    KIND_BLOB,
+                    format_to_byte(b.format),
+                    now,
+                    b.cid.digest(),
+                    &b.bytes,
+                );
             }
+            let base;
+            (st, base) = self.append_durably(st, &buf)?;
+            fresh
+                .into_iter()
+                .zip(starts)
+                .map(|(b, start)| {
+                    let loc = Loc::Disk {
+                        offset: base + start,
+                        len: b.bytes.len() as u64,
+                    };
+                    (b.cid, b.format, loc)
+                })
+                .collect()
         };
-        let mut locs = locs.into_iter();
-        for b in fresh {
-            // Memory backend: no precomputed locations, keep the bytes.
-            let loc = match locs.next() {
-                Some(loc) => loc,
-                None => Loc::Memory(Arc::from(b.bytes)),
-            };
+        let mut count = 0;
+        for (cid, format, loc) in located {
+            // A blob another writer stored while this one waited for its sync keeps that
+            // first copy (this one is a duplicate record in the log, skipped on open).
+            if st.index.get(cid.digest()).is_some() {
+                continue;
+            }
             st.insert(Entry {
-                cid: b.cid,
-                format: b.format,
+                cid,
+                format,
                 stored_at: now,
                 loc,
             });
+            count += 1;
         }
         Ok(count)
     }
@@ -697,12 +732,11 @@ impl Store {
                 &body,
             );
         }
-        let mut st = self.lock();
-        let Some(log) = st.log.as_mut() else {
+        let st = self.lock();
+        if st.log.is_none() {
             return Ok(());
-        };
-        let base = log.end;
-        append_durably(log, &buf)?;
+        }
+        let (mut st, base) = self.append_durably(st, &buf)?;
         if let Some(index) = st.index_file.as_mut() {
             let mut entries = Vec::with_capacity(records.len() * INDEX_ENTRY_LEN);
             for ((kind, _, key), start) in records.iter().zip(starts) {
@@ -842,30 +876,79 @@ fn parse_index_entry(e: &[u8]) -> (u64, u8, IndexKey) {
     )
 }
 
-/// Writes `buf` at the end of the log with one `write_all` and one
-/// `sync_data`, advancing `end` only on success. On failure the file is cut
-/// back to `end` (best effort) so no partial record lingers.
-fn append_durably(log: &mut Log, buf: &[u8]) -> io::Result<()> {
-    let result = log
-        .file
-        .write_all_at(buf, log.end)
-        .and_then(|()| log.file.sync_data());
-    match result {
-        Ok(()) => {
-            log.end += buf.len() as u64;
-            Ok(())
+impl Store {
+    /// Writes `buf` at the end of the log and returns once it is on stable storage, with the
+    /// offset it was written at. Group commit: the write happens under the lock, the
+    /// `sync_data` without it, and one sync covers every writer that wrote before it started
+    /// (a writer that finds a sync running waits for it, then syncs what is left if its own
+    /// bytes were written too late for it). A failed write is cut back at once; a failed sync
+    /// cuts the log back to its last synced end and fails every writer whose bytes were not
+    /// synced yet, so nothing unsynced is ever acknowledged or indexed.
+    fn append_durably<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        buf: &[u8],
+    ) -> io::Result<(MutexGuard<'a, State>, u64)> {
+        let log = st
+            .log
+            .as_mut()
+            .ok_or_else(|| io::Error::other("store: no log file"))?;
+        let start = log.end;
+        if let Err(e) = log.file.write_all_at(buf, start) {
+            cut_back(log, start);
+            return Err(with_path(&log.path, e));
         }
-        Err(e) => {
-            if let Err(e2) = log.file.set_len(log.end) {
-                log::warn!(
-                    "store {}: could not cut back to {} after failed append: {e2}",
-                    log.path.display(),
-                    log.end
-                );
+        log.end += buf.len() as u64;
+        let (mine, generation) = (log.end, log.generation);
+        loop {
+            let Some(log) = st.log.as_mut() else {
+                return Err(io::Error::other("store: no log file"));
+            };
+            if log.generation != generation {
+                return Err(with_path(
+                    &log.path,
+                    io::Error::other(format!("sync failed: {}", log.failure)),
+                ));
             }
-            Err(with_path(&log.path, e))
+            if log.synced >= mine {
+                return Ok((st, start));
+            }
+            if log.syncing {
+                st = self.synced.wait(st).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            log.syncing = true;
+            let (file, upto) = (Arc::clone(&log.file), log.end);
+            drop(st);
+            let result = file.sync_data();
+            st = self.lock();
+            if let Some(log) = st.log.as_mut() {
+                log.syncing = false;
+                match result {
+                    Ok(()) => log.synced = log.synced.max(upto),
+                    Err(e) => {
+                        log::error!("store {}: sync failed: {e}", log.path.display());
+                        log.failure = e.to_string();
+                        log.generation += 1;
+                        let synced = log.synced;
+                        cut_back(log, synced);
+                    }
+                }
+            }
+            self.synced.notify_all();
         }
     }
+}
+
+/// Cuts the log back to `end` (best effort) so no partial or unsynced record lingers.
+fn cut_back(log: &mut Log, end: u64) {
+    if let Err(e) = log.file.set_len(end) {
+        log::warn!(
+            "store {}: could not cut back to {end} after a failed append: {e}",
+            log.path.display()
+        );
+    }
+    log.end = end;
 }
 
 // ---------------------------------------------------------------------------
@@ -1577,6 +1660,58 @@ mod tests {
             .expect("index");
         assert_eq!((h.len(), total), (1, 1));
         assert!(store.read_record(3).is_err(), "not a record offset");
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing_and_every_acknowledged_write_is_indexed() {
+        let dir = TempDir::new("group");
+        let path = dir.file("g.log");
+        let (store, _) = Store::open(&path).expect("open");
+        let (threads, rounds) = (6u32, 40u32);
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let store = &store;
+                scope.spawn(move || {
+                    for r in 0..rounds {
+                        let own = format!("blob {t} {r}").into_bytes();
+                        let shared = format!("shared {r}").into_bytes();
+                        store
+                            .put_blobs(vec![nb(&own, None), nb(&shared, None)], 1.0)
+                            .expect("put");
+                        let v = json!({"t": t, "r": r});
+                        let key = IndexKey { a: t, b: r };
+                        store
+                            .append_records(&[(RecordKind::CallRecord, &v, key)])
+                            .expect("append");
+                        // Acknowledged means indexed and readable.
+                        assert!(store.contains(&cid_of(&own)));
+                    }
+                });
+            }
+        });
+        let check = |store: &Store| {
+            assert_eq!(store.len() as u32, threads * rounds + rounds);
+            let (offsets, total) = store
+                .index_page(RecordKind::CallRecord, &|_| true, 0, 10_000)
+                .expect("index");
+            assert_eq!(total as u32, threads * rounds);
+            let mut seen: Vec<(u64, u64)> = offsets
+                .iter()
+                .map(|&o| {
+                    let v = store.read_record(o).expect("read").1;
+                    (v["t"].as_u64().unwrap(), v["r"].as_u64().unwrap())
+                })
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len() as u32, threads * rounds);
+        };
+        check(&store);
+        drop(store);
+        let (store, rec) = Store::open(&path).expect("reopen");
+        assert_eq!(rec.records.len() as u32, threads * rounds);
+        check(&store);
+        assert_all_blobs_verify(&store);
     }
 
     #[test]
