@@ -1,6 +1,8 @@
-//! Errors: `Error` for start-up and I/O failures, `ApiError` for answers to a request.
-//! An `ApiError` carries the exact JSON body the protocol doc prescribes (the original server's
-//! shapes differ from route to route), so the REST layer and later the MCP layer can map it.
+//! Errors: `Error` for start-up and I/O failures, `ApiError` for answers to a request, the one
+//! error shape of every face and layer (REST handlers, MCP tools, the external MCP server
+//! manager). An `ApiError` carries the exact JSON body the protocol doc prescribes (the original
+//! server's shapes differ from route to route), the HTTP status REST answers with, and an
+//! optional hint that MCP tool errors show to agents.
 
 use std::fmt;
 use std::io;
@@ -40,6 +42,9 @@ impl std::error::Error for Error {}
 pub struct ApiError {
     pub status: u16,
     pub body: Map<String, Value>,
+    /// What to do next, for an agent: MCP tool errors carry it as `hint` (a default by code
+    /// when `None`); REST bodies never show it.
+    pub hint: Option<String>,
 }
 
 impl ApiError {
@@ -48,19 +53,33 @@ impl ApiError {
         let mut body = Map::new();
         body.insert("error".into(), json!(code));
         body.insert("message".into(), json!(message.into()));
-        ApiError { status, body }
+        ApiError {
+            status,
+            body,
+            hint: None,
+        }
     }
 
     /// `{"error": code}` alone, for the routes whose original answer has no message.
     pub fn bare(status: u16, code: &str) -> ApiError {
         let mut body = Map::new();
         body.insert("error".into(), json!(code));
-        ApiError { status, body }
+        ApiError {
+            status,
+            body,
+            hint: None,
+        }
     }
 
     /// Adds one more field to the body.
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> ApiError {
         self.body.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the hint for agents.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> ApiError {
+        self.hint = Some(hint.into());
         self
     }
 

@@ -22,45 +22,19 @@ use crate::schema;
 use crate::service::{self, Payloads, Signature};
 
 type Args = Map<String, Value>;
-type Handler = fn(&Ctx, &Args) -> Result<Value, ToolError>;
+type Handler = fn(&Ctx, &Args) -> Result<Value, ApiError>;
 
 /// The longest a tool may block: below the 60 s after which common MCP hosts give up.
 pub const MAX_BLOCK_S: f64 = 55.0;
 
-/// A tool failure, sent as an `isError` result whose text is `{"error","message","hint"}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolError {
-    pub code: String,
-    pub message: String,
-    pub hint: String,
-    /// Extra fields (e.g. `pause_id`).
-    pub extra: Map<String, Value>,
+/// A tool failure: an `ApiError` with the status its REST twin would have (tool errors only
+/// ever travel as `isError` results, so the status is never sent) and a hint for the agent.
+fn tool_error(code: &str, message: impl Into<String>, hint: impl Into<String>) -> ApiError {
+    ApiError::bad_request(code, message).with_hint(hint)
 }
 
-impl ToolError {
-    pub fn new(code: &str, message: impl Into<String>, hint: impl Into<String>) -> ToolError {
-        ToolError {
-            code: code.into(),
-            message: message.into(),
-            hint: hint.into(),
-            extra: Map::new(),
-        }
-    }
-
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("error".into(), json!(self.code));
-        m.insert("message".into(), json!(self.message));
-        m.insert("hint".into(), json!(self.hint));
-        for (k, v) in &self.extra {
-            m.insert(k.clone(), v.clone());
-        }
-        Value::Object(m)
-    }
-
-    fn cancelled() -> ToolError {
-        ToolError::new("cancelled", "the request was cancelled", "")
-    }
+fn cancelled() -> ApiError {
+    tool_error("cancelled", "the request was cancelled", "")
 }
 
 /// What an agent should do next after an error, by code.
@@ -91,19 +65,6 @@ fn hint_for(code: &str) -> &'static str {
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
         _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
-    }
-}
-
-impl From<ApiError> for ToolError {
-    fn from(e: ApiError) -> ToolError {
-        let code = e.code().to_owned();
-        let mut t = ToolError::new(&code, e.message(), hint_for(&code));
-        for (k, v) in &e.body {
-            if !matches!(k.as_str(), "error" | "message") {
-                t.extra.insert(k.clone(), v.clone());
-            }
-        }
-        t
     }
 }
 
@@ -171,7 +132,7 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
         Some(_) => {
-            return Ok(error_result(&ToolError::new(
+            return Ok(error_result(&tool_error(
                 "invalid_arguments",
                 "arguments must be an object",
                 hint_for(""),
@@ -187,7 +148,7 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
             .join("; ");
         let hint =
             format!("Fix the arguments and call {name} again; its input schema is in tools/list.");
-        return Ok(error_result(&ToolError::new(
+        return Ok(error_result(&tool_error(
             "invalid_arguments",
             message,
             hint,
@@ -207,8 +168,20 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
     }
 }
 
-fn error_result(e: &ToolError) -> Value {
-    json!({"content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true})
+/// An `isError` result whose text is `{"error", "message", "hint", ...the error's other fields}`.
+fn error_result(e: &ApiError) -> Value {
+    let mut m = Map::new();
+    m.insert("error".into(), json!(e.code()));
+    m.insert("message".into(), json!(e.message()));
+    let hint = e.hint.as_deref().unwrap_or_else(|| hint_for(e.code()));
+    m.insert("hint".into(), json!(hint));
+    for (k, v) in &e.body {
+        if !matches!(k.as_str(), "error" | "message") {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    let text = Value::Object(m).to_string();
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
 
 fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
@@ -216,22 +189,15 @@ fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
 }
 
 /// A required string argument that must not be blank (the schema has checked its type).
-fn required<'a>(args: &'a Args, key: &str) -> Result<&'a str, ToolError> {
+fn required<'a>(args: &'a Args, key: &str) -> Result<&'a str, ApiError> {
     match str_arg(args, key) {
         Some(s) if !s.trim().is_empty() => Ok(s),
-        _ => Err(ToolError::new(
+        _ => Err(tool_error(
             "missing_parameter",
             format!("{key} must be a non-blank string"),
             "Pass a non-blank value for it.",
         )
-        .with_extra("parameter", json!(key))),
-    }
-}
-
-impl ToolError {
-    fn with_extra(mut self, key: &str, value: Value) -> ToolError {
-        self.extra.insert(key.into(), value);
-        self
+        .with("parameter", json!(key))),
     }
 }
 
@@ -522,7 +488,7 @@ mcp_clients_not_configured when the debugger was started without external server
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: |ctx, args| Ok(external::list_servers(ctx, args)?),
+        handler: |ctx, args| external::list_servers(ctx, args),
     },
     Tool {
         name: "external_list_tools",
@@ -539,7 +505,7 @@ to list one server's tools.",
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: |ctx, args| Ok(external::list_tools(ctx, args)?),
+        handler: |ctx, args| external::list_tools(ctx, args),
     },
     Tool {
         name: "external_call_tool",
@@ -560,7 +526,7 @@ whole result). Waits at most the server's timeout_s (default 30 s).",
         read_only: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
-        handler: |ctx, args| Ok(external::call_tool(ctx, args)?),
+        handler: |ctx, args| external::call_tool(ctx, args),
     },
     Tool {
         name: "external_list_resources",
@@ -577,7 +543,7 @@ server, name, description, mime_type. Read one with external_read_resource. A se
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: |ctx, args| Ok(external::list_resources(ctx, args)?),
+        handler: |ctx, args| external::list_resources(ctx, args),
     },
     Tool {
         name: "external_read_resource",
@@ -593,7 +559,7 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
-        handler: |ctx, args| Ok(external::read_resource(ctx, args)?),
+        handler: |ctx, args| external::read_resource(ctx, args),
     },
 ];
 
@@ -601,9 +567,9 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
 // Handlers, named like their tools.
 
 /// A typed result of `service` whose shape the tool shares with REST.
-fn out<T: Serialize>(result: T) -> Result<Value, ToolError> {
+fn out<T: Serialize>(result: T) -> Result<Value, ApiError> {
     serde_json::to_value(result).map_err(|e| {
-        ToolError::new(
+        tool_error(
             "internal_error",
             format!("unserializable result: {e}"),
             hint_for(""),
@@ -611,7 +577,7 @@ fn out<T: Serialize>(result: T) -> Result<Value, ToolError> {
     })
 }
 
-fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
     let l = service::breakpoints(ctx.shared());
     Ok(json!({
         "breakpoints": l.breakpoints,
@@ -621,24 +587,24 @@ fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> 
     }))
 }
 
-fn invalid_behavior(value: &str, names: &[&str]) -> ToolError {
-    ToolError::new(
+fn invalid_behavior(value: &str, names: &[&str]) -> ApiError {
+    tool_error(
         "invalid_behavior",
         format!("invalid behavior {value:?}"),
         format!("Use one of: {}.", names.join(", ")),
     )
 }
 
-fn breakpoint_not_found(name: &str) -> ToolError {
-    ToolError::new(
+fn breakpoint_not_found(name: &str) -> ApiError {
+    tool_error(
         "breakpoint_not_found",
         format!("no breakpoint on {name}"),
         hint_for("breakpoint_not_found"),
     )
-    .with_extra("function_name", json!(name))
+    .with("function_name", json!(name))
 }
 
-fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let behavior = match str_arg(args, "behavior") {
         None => None,
@@ -653,35 +619,35 @@ fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     ))
 }
 
-fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     out(service::breakpoint_remove(
         ctx.shared(),
         required(args, "function_name")?,
     ))
 }
 
-fn breakpoint_set_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_set_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let b = Before::parse(raw).ok_or_else(|| invalid_behavior(raw, &Before::NAMES))?;
     out(service::set_before(ctx.shared(), name, b).map_err(|_| breakpoint_not_found(name))?)
 }
 
-fn breakpoint_set_after_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_set_after_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let a = After::parse(raw).ok_or_else(|| invalid_behavior(raw, &After::NAMES))?;
     out(service::set_after(ctx.shared(), name, a).map_err(|_| breakpoint_not_found(name))?)
 }
 
-fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let replacement = str_arg(args, "replacement_function").unwrap_or("");
     match service::set_replacement(ctx.shared(), name, replacement) {
         Ok(set) => out(set),
         // MCP names the missing breakpoint first (the REST route names the signature first).
         Err(refused) if refused.breakpoint_missing => Err(breakpoint_not_found(name)),
-        Err(_) => Err(ToolError::new(
+        Err(_) => Err(tool_error(
             "signature_mismatch",
             format!("{replacement} does not have the registered signature of {name}"),
             hint_for("signature_mismatch"),
@@ -689,21 +655,21 @@ fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ToolError
     }
 }
 
-fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
     out(service::default_behavior(ctx.shared()))
 }
 
-fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let raw = required(args, "behavior")?;
     let g = Global::parse(raw).ok_or_else(|| invalid_behavior(raw, &Global::NAMES))?;
     out(service::set_global(ctx.shared(), g))
 }
 
-fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
     out(service::paused(ctx.shared(), Payloads::Omitted))
 }
 
-fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let pause_id = required(args, "pause_id")?;
     let has = |k: &str| args.get(k).is_some_and(|v| !v.is_null());
     let explicit = str_arg(args, "action").filter(|a| !a.is_empty());
@@ -737,7 +703,7 @@ fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
     Ok(json!({"status": done.status, "pause_id": done.pause_id, "action": action}))
 }
 
-fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
+fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
     let l = service::functions(ctx.shared());
     Ok(json!({
         "functions": l.functions,
@@ -746,7 +712,7 @@ fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ToolError> {
     }))
 }
 
-fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
     let filter = RecordFilter {
         function: str_arg(args, "function_name").filter(|f| !f.is_empty()),
@@ -757,12 +723,12 @@ fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ToolErro
     Ok(json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated}))
 }
 
-fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let pause_id = required(args, "pause_id")?;
     let expression = match str_arg(args, "expression") {
         Some(e) if !e.trim().is_empty() => e,
         _ => {
-            return Err(ToolError::new(
+            return Err(tool_error(
                 "missing_expression",
                 "expression must be non-blank",
                 hint_for("missing_expression"),
@@ -790,7 +756,7 @@ fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
         Some(Ok(outcome)) => Some(outcome),
         Some(Err(())) => {
             service::repl_eval_abandon(ctx.shared(), &pending);
-            return Err(ToolError::cancelled());
+            return Err(cancelled());
         }
         None => None,
     };
@@ -809,12 +775,12 @@ fn view_with_cid(view: pretty::View, cid: &str) -> Value {
     json!({"type": view.type_name, "repr": view.repr, "attributes": view.attributes, "cid": cid})
 }
 
-fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let cid = required(args, "cid")?;
     Ok(view_with_cid(service::object_view(ctx.shared(), cid)?, cid))
 }
 
-fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError> {
+fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let function = str_arg(args, "function_name").filter(|f| !f.is_empty());
     let timeout = Duration::from_secs_f64(
         args.get("timeout_s")
@@ -852,7 +818,7 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ToolError>
                     }
                 }
             }
-            Some(Err(())) => return Err(ToolError::cancelled()),
+            Some(Err(())) => return Err(cancelled()),
             None => {
                 return Ok(json!({
                     "paused": false,

@@ -16,19 +16,9 @@ use crate::records::Record;
 use crate::state::Shared;
 use crate::store::{Format, NewBlob, RecordKind};
 use crate::upstream::config::parse_runtime;
-use crate::upstream::manager::{CallFailure, CallOutcome, Manager, UpstreamError};
+use crate::upstream::manager::{CallFailure, CallOutcome, Manager};
 
 use super::Obj;
-
-impl From<UpstreamError> for ApiError {
-    fn from(e: UpstreamError) -> ApiError {
-        let mut a = ApiError::new(e.status, e.code, e.message);
-        for (k, v) in e.extra {
-            a = a.with(&k, v);
-        }
-        a
-    }
-}
 
 /// The manager, or 503 when the server was started without external MCP servers.
 pub fn manager(shared: &Shared) -> Result<&Manager, ApiError> {
@@ -130,16 +120,16 @@ pub fn call(
         }) => {
             record["server"] = json!(server);
             record["original_name"] = json!(original_name);
-            record["status"] = json!(match error.code {
+            record["status"] = json!(match error.code() {
                 "call_timeout" => "timeout",
                 "cancelled" => "cancelled",
                 _ => "error",
             });
             record["is_error"] = json!(true);
-            record["error"] = json!({"code": error.code, "message": error.message});
+            record["error"] = json!({"code": error.code(), "message": error.message()});
             record["reached_server"] = json!(sent);
             record["result_cid"] = Value::Null;
-            Err(ApiError::from(error).with("call_id", call_id.as_str()))
+            Err(error.with("call_id", call_id.as_str()))
         }
     };
     store_record(shared, &call_id, tool, record, blob)?;
@@ -238,14 +228,14 @@ pub fn arguments_of(body: &Obj) -> Result<Value, ApiError> {
 
 /// `GET /api/mcp-resources`.
 pub fn resources(shared: &Shared, server: Option<&str>) -> Result<Value, ApiError> {
-    Ok(manager(shared)?.resources(server)?)
+    manager(shared)?.resources(server)
 }
 
 /// `POST /api/mcp-resources/read`: `{server, uri}`.
 pub fn read_resource(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let server = required_str(body, "server")?;
     let uri = required_str(body, "uri")?;
-    Ok(manager(shared)?.read_resource(server, uri)?)
+    manager(shared)?.read_resource(server, uri)
 }
 
 fn required_str<'a>(body: &'a Obj, key: &str) -> Result<&'a str, ApiError> {

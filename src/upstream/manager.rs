@@ -25,6 +25,7 @@ use super::config::{ServerConfig, Timing, Transport, TransportKind};
 use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
 use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
+use crate::error::ApiError;
 use crate::ids;
 
 /// The grace periods of a child at shutdown (stdin closed, then SIGTERM, then SIGKILL): short,
@@ -57,56 +58,23 @@ impl Status {
     }
 }
 
-/// A failed manager operation: a snake_case code, the HTTP status the REST API answers with, a
-/// message for people, and extra fields for the body.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UpstreamError {
-    pub code: &'static str,
-    pub status: u16,
-    pub message: String,
-    pub extra: Map<String, Value>,
+fn server_not_found(name: &str) -> ApiError {
+    ApiError::not_found(
+        "server_not_found",
+        format!("no upstream server is named {name:?}"),
+    )
+    .with("server", name)
+    .with("name", name)
 }
 
-impl UpstreamError {
-    pub fn new(code: &'static str, status: u16, message: impl Into<String>) -> UpstreamError {
-        UpstreamError {
-            code,
-            status,
-            message: message.into(),
-            extra: Map::new(),
-        }
+fn not_connected(name: &str, status: Status, error: Option<&str>) -> ApiError {
+    let mut message = format!("upstream server {name:?} is {}", status.as_str());
+    if let Some(e) = error {
+        message.push_str(&format!(": {e}"));
     }
-
-    pub fn with(mut self, key: &str, value: impl Into<Value>) -> UpstreamError {
-        self.extra.insert(key.to_owned(), value.into());
-        self
-    }
-
-    fn server_not_found(name: &str) -> UpstreamError {
-        UpstreamError::new(
-            "server_not_found",
-            404,
-            format!("no upstream server is named {name:?}"),
-        )
+    ApiError::new(502, "server_not_connected", message)
         .with("server", name)
-        .with("name", name)
-    }
-
-    fn not_connected(name: &str, status: Status, error: Option<&str>) -> UpstreamError {
-        let mut message = format!("upstream server {name:?} is {}", status.as_str());
-        if let Some(e) = error {
-            message.push_str(&format!(": {e}"));
-        }
-        UpstreamError::new("server_not_connected", 502, message)
-            .with("server", name)
-            .with("status", status.as_str())
-    }
-}
-
-impl std::fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
+        .with("status", status.as_str())
 }
 
 /// A live connection.
@@ -212,7 +180,7 @@ struct Routed {
 /// A failed call with what is known about it (for the call record).
 #[derive(Clone, Debug)]
 pub struct CallFailure {
-    pub error: UpstreamError,
+    pub error: ApiError,
     /// Set when the name resolved (the call was attempted or refused for a known server).
     pub server: Option<String>,
     pub original_name: Option<String>,
@@ -290,20 +258,20 @@ impl Manager {
     /// Connects a new server at run time (never written to any file). A name already
     /// connected or connecting is `duplicate_name`; a name whose last attempt failed or that
     /// was disconnected is replaced by the new definition.
-    pub fn connect(&self, config: ServerConfig) -> Result<Vec<String>, UpstreamError> {
+    pub fn connect(&self, config: ServerConfig) -> Result<Vec<String>, ApiError> {
         let name = config.name.clone();
         validate_server_name(&name).map_err(|e| {
-            UpstreamError::new(
-                "invalid_name",
+            ApiError::new(
                 400,
+                "invalid_name",
                 format!("invalid server name {name:?}: {e}"),
             )
             .with("name", name.as_str())
         })?;
         if self.inner.shutting_down.load(Ordering::SeqCst) {
-            return Err(UpstreamError::new(
-                "shutting_down",
+            return Err(ApiError::new(
                 503,
+                "shutting_down",
                 "the server is shutting down",
             ));
         }
@@ -311,9 +279,9 @@ impl Manager {
             let mut servers = lock(&self.inner.servers);
             if let Some(slot) = servers.get(&name) {
                 if matches!(slot.status, Status::Connected | Status::Connecting) {
-                    return Err(UpstreamError::new(
-                        "duplicate_name",
+                    return Err(ApiError::new(
                         409,
+                        "duplicate_name",
                         format!(
                             "an upstream server named {name:?} is already {}",
                             slot.status.as_str()
@@ -334,12 +302,12 @@ impl Manager {
 
     /// Disconnects a server, keeping its definition for [`Manager::reconnect`]. In-flight
     /// calls fail at once.
-    pub fn disconnect(&self, name: &str) -> Result<(), UpstreamError> {
+    pub fn disconnect(&self, name: &str) -> Result<(), ApiError> {
         let live = {
             let mut servers = lock(&self.inner.servers);
             let slot = servers
                 .get_mut(name)
-                .ok_or_else(|| UpstreamError::server_not_found(name))?;
+                .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
             slot.status = Status::Disconnected;
             slot.error = None;
@@ -357,11 +325,11 @@ impl Manager {
     }
 
     /// Reconnects a server with its retained definition; resets the automatic attempt count.
-    pub fn reconnect(&self, name: &str) -> Result<Vec<String>, UpstreamError> {
+    pub fn reconnect(&self, name: &str) -> Result<Vec<String>, ApiError> {
         if self.inner.shutting_down.load(Ordering::SeqCst) {
-            return Err(UpstreamError::new(
-                "shutting_down",
+            return Err(ApiError::new(
                 503,
+                "shutting_down",
                 "the server is shutting down",
             ));
         }
@@ -369,7 +337,7 @@ impl Manager {
             let mut servers = lock(&self.inner.servers);
             let slot = servers
                 .get_mut(name)
-                .ok_or_else(|| UpstreamError::server_not_found(name))?;
+                .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
             slot.status = Status::Connecting;
             slot.error = None;
@@ -435,11 +403,11 @@ impl Manager {
     }
 
     /// The catalog: every visible tool of every connected server (or of `server`).
-    pub fn tools(&self, server: Option<&str>) -> Result<Vec<Value>, UpstreamError> {
+    pub fn tools(&self, server: Option<&str>) -> Result<Vec<Value>, ApiError> {
         let servers = lock(&self.inner.servers);
         if let Some(s) = server {
             if !servers.contains_key(s) {
-                return Err(UpstreamError::server_not_found(s));
+                return Err(server_not_found(s));
             }
         }
         let mut out = Vec::new();
@@ -472,22 +440,22 @@ impl Manager {
 
     /// Resolves a tool name (`server/tool`, or a bare name offered by exactly one connected
     /// server) to the live connection, its original name and its timeout.
-    fn route(&self, name: &str) -> Result<Routed, (UpstreamError, Option<String>)> {
+    fn route(&self, name: &str) -> Result<Routed, (ApiError, Option<String>)> {
         let servers = lock(&self.inner.servers);
         // A known server prefix decides before any catalog lookup.
         if let Some((server, tool)) = name.split_once('/') {
             if let Some(slot) = servers.get(server) {
                 if slot.status != Status::Connected {
                     return Err((
-                        UpstreamError::not_connected(server, slot.status, slot.error.as_deref()),
+                        not_connected(server, slot.status, slot.error.as_deref()),
                         Some(server.to_owned()),
                     ));
                 }
                 if !slot.config.tool_filter().allows(tool) {
                     return Err((
-                        UpstreamError::new(
-                            "tool_denied",
+                        ApiError::new(
                             403,
+                            "tool_denied",
                             format!("tool {name:?} is not allowed by the configuration of server {server:?} (allowed_tools / denied_tools)"),
                         )
                         .with("tool", name),
@@ -524,7 +492,7 @@ impl Manager {
                 ResolveError::Ambiguous { .. } => 409,
                 _ => 404,
             };
-            let mut err = UpstreamError::new(e.code(), status, e.to_string()).with("tool", name);
+            let mut err = ApiError::new(status, e.code(), e.to_string()).with("tool", name);
             if let ResolveError::Ambiguous { candidates, .. } = &e {
                 err = err.with("candidates", json!(candidates));
             }
@@ -542,7 +510,7 @@ impl Manager {
                 timeout: slot.config.timeout,
             }),
             None => Err((
-                UpstreamError::not_connected(resolved.server, slot.status, slot.error.as_deref()),
+                not_connected(resolved.server, slot.status, slot.error.as_deref()),
                 Some(resolved.server.to_owned()),
             )),
         }
@@ -577,7 +545,7 @@ impl Manager {
             sent: false,
         })?;
         let params = json!({"name": tool, "arguments": arguments});
-        let fail = |error: UpstreamError| CallFailure {
+        let fail = |error: ApiError| CallFailure {
             error,
             server: Some(server.clone()),
             original_name: Some(tool.clone()),
@@ -597,9 +565,9 @@ impl Manager {
                 original_name: tool.clone(),
                 result,
             }),
-            Ok(other) => Err(fail(UpstreamError::new(
-                "call_failed",
+            Ok(other) => Err(fail(ApiError::new(
                 502,
+                "call_failed",
                 format!(
                     "the server answered tools/call with a non-object result: {}",
                     super::peer::preview(&other.to_string())
@@ -622,25 +590,21 @@ impl Manager {
         }
     }
 
-    fn live_of(&self, server: &str) -> Result<(Arc<Live>, Duration), UpstreamError> {
+    fn live_of(&self, server: &str) -> Result<(Arc<Live>, Duration), ApiError> {
         self.wait_for(server);
         let servers = lock(&self.inner.servers);
         let slot = servers
             .get(server)
-            .ok_or_else(|| UpstreamError::server_not_found(server))?;
+            .ok_or_else(|| server_not_found(server))?;
         match (&slot.live, slot.status) {
             (Some(live), Status::Connected) => Ok((live.clone(), slot.config.timeout)),
-            _ => Err(UpstreamError::not_connected(
-                server,
-                slot.status,
-                slot.error.as_deref(),
-            )),
+            _ => Err(not_connected(server, slot.status, slot.error.as_deref())),
         }
     }
 
     /// Resources of every connected server (or of `server`), each with its `server`. A server
     /// that fails to list is reported in `errors` instead of failing the whole listing.
-    pub fn resources(&self, server: Option<&str>) -> Result<Value, UpstreamError> {
+    pub fn resources(&self, server: Option<&str>) -> Result<Value, ApiError> {
         let targets: Vec<String> = match server {
             Some(s) => {
                 self.live_of(s)?;
@@ -696,7 +660,7 @@ impl Manager {
 
     /// Reads a resource: `{content, mime_type, contents}` where `content` is the first text
     /// (or base64 blob) and `contents` the server's full list.
-    pub fn read_resource(&self, server: &str, uri: &str) -> Result<Value, UpstreamError> {
+    pub fn read_resource(&self, server: &str, uri: &str) -> Result<Value, ApiError> {
         let (live, timeout) = self.live_of(server)?;
         match live
             .peer
@@ -724,9 +688,9 @@ impl Manager {
             Err(Failure::Rpc { code, message, .. })
                 if code == -32002 || message.to_ascii_lowercase().contains("not found") =>
             {
-                Err(UpstreamError::new(
-                    "resource_not_found",
+                Err(ApiError::new(
                     404,
+                    "resource_not_found",
                     format!("server {server:?} has no resource {uri:?}: {message}"),
                 )
                 .with("uri", uri)
@@ -781,11 +745,11 @@ impl Manager {
 }
 
 /// Maps a request failure to the error a caller sees.
-fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
+fn failure_error(server: &str, what: &str, f: &Failure) -> ApiError {
     match f {
-        Failure::Timeout(d) => UpstreamError::new(
-            "call_timeout",
+        Failure::Timeout(d) => ApiError::new(
             504,
+            "call_timeout",
             format!(
                 "server {server:?} did not answer the {what} within {} (its timeout_s); the request was cancelled",
                 show_duration(*d)
@@ -793,9 +757,9 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
         )
         .with("server", server)
         .with("timeout_s", d.as_secs_f64()),
-        Failure::Disconnected(why) => UpstreamError::new(
-            "call_failed",
+        Failure::Disconnected(why) => ApiError::new(
             502,
+            "call_failed",
             format!("server {server:?} disconnected during the {what}: {why}"),
         )
         .with("server", server),
@@ -804,9 +768,9 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
             message,
             data,
         } => {
-            let mut e = UpstreamError::new(
-                "call_failed",
+            let mut e = ApiError::new(
                 502,
+                "call_failed",
                 format!("server {server:?} answered with error {code}: {message}"),
             )
             .with("server", server)
@@ -816,15 +780,15 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> UpstreamError {
             }
             e
         }
-        Failure::Cancelled => UpstreamError::new(
-            "cancelled",
+        Failure::Cancelled => ApiError::new(
             400,
+            "cancelled",
             format!("the {what} was cancelled by the caller; server {server:?} was told"),
         )
         .with("server", server),
-        other => UpstreamError::new(
-            "call_failed",
+        other => ApiError::new(
             502,
+            "call_failed",
             format!("server {server:?}: {other}"),
         )
         .with("server", server),
@@ -985,11 +949,11 @@ fn establish(
 
 /// Connects slot `name` for generation `gen` and installs the connection if the slot still
 /// wants it. Returns the visible catalog names.
-fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>, UpstreamError> {
+fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>, ApiError> {
     let config = {
         let mut servers = lock(&inner.servers);
         let Some(slot) = servers.get_mut(name) else {
-            return Err(UpstreamError::server_not_found(name));
+            return Err(server_not_found(name));
         };
         if slot.gen != gen {
             return Err(superseded(name));
@@ -1039,19 +1003,19 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
     }
 }
 
-fn connect_failed(name: &str, why: &str) -> UpstreamError {
-    UpstreamError::new(
-        "connect_failed",
+fn connect_failed(name: &str, why: &str) -> ApiError {
+    ApiError::new(
         502,
+        "connect_failed",
         format!("cannot connect to upstream server {name:?}: {why}"),
     )
     .with("name", name)
 }
 
-fn superseded(name: &str) -> UpstreamError {
-    UpstreamError::new(
-        "connect_failed",
+fn superseded(name: &str) -> ApiError {
+    ApiError::new(
         502,
+        "connect_failed",
         format!("the connection attempt to {name:?} was superseded (disconnected, reconnected or shutting down meanwhile)"),
     )
     .with("name", name)
@@ -1132,7 +1096,7 @@ fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
                 slot.status = Status::Failed;
                 slot.error = Some(format!(
                     "gave up after {max} reconnection attempts; last error: {}",
-                    e.message
+                    e.message()
                 ));
                 log::warn!("upstream {name}: gave up reconnecting after {max} attempts");
             } else {
@@ -1140,7 +1104,7 @@ fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
                 slot.retry_at = Some(Instant::now() + inner.timing.backoff[attempt as usize]);
                 log::info!(
                     "upstream {name}: attempt {attempt} failed ({}); next in {}",
-                    e.message,
+                    e.message(),
                     show_duration(inner.timing.backoff[attempt as usize])
                 );
             }
@@ -1251,7 +1215,7 @@ mod tests {
                 },
             ))
             .unwrap_err();
-        assert_eq!(err.code, "shutting_down");
+        assert_eq!(err.code(), "shutting_down");
     }
 
     #[test]
