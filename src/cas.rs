@@ -106,15 +106,39 @@ pub fn verify_payload(
     data: Option<&Value>,
     format: Option<&Value>,
 ) -> Result<Option<NewBlob>, ApiError> {
-    let (Some(Value::String(cid)), Some(data)) = (cid, data) else {
+    let data = match data {
+        None | Some(Value::Null) => Data::Missing,
+        Some(Value::String(text)) => Data::Text(text),
+        Some(_) => Data::NotText,
+    };
+    verify_parts(cid.and_then(Value::as_str), data, format)
+}
+
+/// A payload's `data`, as far as verifying it goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Data<'a> {
+    /// Absent or null: nothing to store.
+    Missing,
+    Text(&'a str),
+    /// Neither a string nor null: refused.
+    NotText,
+}
+
+/// [`verify_payload`] on the parts of a payload: `cid` only when it is a string.
+pub fn verify_parts(
+    cid: Option<&str>,
+    data: Data<'_>,
+    format: Option<&Value>,
+) -> Result<Option<NewBlob>, ApiError> {
+    let Some(cid) = cid else {
         return Ok(None);
     };
-    if data.is_null() {
+    if let Data::Missing = data {
         return Ok(None);
     }
     let format = parse_format(format)?;
     let bytes = match (format, data) {
-        (Format::Json, Value::String(text)) if serde_json::from_str::<Value>(text).is_ok() => {
+        (Format::Json, Data::Text(text)) if serde_json::from_str::<Value>(text).is_ok() => {
             text.as_bytes().to_vec()
         }
         (Format::Json, _) => {
@@ -123,7 +147,7 @@ pub fn verify_payload(
                 "Invalid JSON payload",
             ));
         }
-        (Format::Dill, Value::String(text)) => match decode_base64_lenient(text) {
+        (Format::Dill, Data::Text(text)) => match decode_base64_lenient(text) {
             Some(bytes) => bytes,
             None => {
                 return Err(ApiError::bad_request(
@@ -146,7 +170,7 @@ pub fn verify_payload(
             "Provided CID does not match SHA-512 hash of data",
         )
         .with("expected_cid", actual.hex())
-        .with("provided_cid", cid.as_str()));
+        .with("provided_cid", cid));
     }
     Ok(Some(NewBlob {
         cid: actual,

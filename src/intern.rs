@@ -3,7 +3,7 @@
 //! 16-byte JSON value whose strings and trees are shared) and the `Interner` that makes equal
 //! values share one allocation. Pure: no I/O; the interner is a plain struct its owner locks.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use crate::node::Node;
 
 /// A shared string: one pointer wide, compared and hashed by content.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -440,6 +442,46 @@ impl Interner {
         self.add_tree(h.0, tree)
     }
 
+    /// [`Interner::object_without`] for the entries of a parsed request object.
+    pub fn node_object_without(
+        &mut self,
+        entries: &[(Cow<'_, str>, Node<'_>)],
+        skip: &str,
+    ) -> Arc<Value> {
+        let rest = || entries.iter().filter(|(k, _)| k != skip);
+        let len = rest().count();
+        let mut h = TreeHash::new();
+        h.mix(7);
+        h.mix(len as u64);
+        let hashed = rest().all(|(k, x)| {
+            h.bytes(k.as_bytes());
+            h.node(x)
+        });
+        let owned = || {
+            Arc::new(Value::Object(
+                rest().map(|(k, x)| (k.to_string(), x.to_value())).collect(),
+            ))
+        };
+        if !hashed {
+            return owned();
+        }
+        let bucket = self.trees.entry(h.0).or_default();
+        let same = |t: &Value| match t {
+            Value::Object(o) => {
+                o.len() == len
+                    && o.iter()
+                        .zip(rest())
+                        .all(|((ka, va), (kb, vb))| ka == kb && vb.same_as(va))
+            }
+            _ => false,
+        };
+        if let Some(found) = bucket.iter().find(|t| same(t)) {
+            return found.clone();
+        }
+        let tree = owned();
+        self.add_tree(h.0, tree)
+    }
+
     fn add_tree(&mut self, key: u64, tree: Arc<Value>) -> Arc<Value> {
         self.trees.entry(key).or_default().push(tree.clone());
         self.n_trees += 1;
@@ -539,6 +581,42 @@ impl TreeHash {
     }
 }
 
+impl TreeHash {
+    /// The hash `value` gives the same JSON as a `Value`.
+    fn node(&mut self, n: &Node<'_>) -> bool {
+        self.1 += 1;
+        if self.1 > MAX_TREE_NODES {
+            return false;
+        }
+        match n {
+            Node::Null => self.mix(1),
+            Node::Bool(b) => self.mix(2 + u64::from(*b)),
+            Node::Num(n) => {
+                self.mix(4);
+                let _ = fmt::write(self, format_args!("{n}"));
+            }
+            Node::Str(s) => {
+                self.mix(5);
+                self.bytes(s.as_bytes());
+            }
+            Node::Arr(a) => {
+                self.mix(6);
+                self.mix(a.len() as u64);
+                return a.iter().all(|x| self.node(x));
+            }
+            Node::Obj(entries) => {
+                self.mix(7);
+                self.mix(entries.len() as u64);
+                return entries.iter().all(|(k, x)| {
+                    self.bytes(k.as_bytes());
+                    self.node(x)
+                });
+            }
+        }
+        true
+    }
+}
+
 impl fmt::Write for TreeHash {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.bytes(s.as_bytes());
@@ -627,6 +705,25 @@ mod tests {
         let Value::Object(m2) = &later else { panic!() };
         assert!(Arc::ptr_eq(&a, &i.object_without(m2, "timestamp")));
         assert!(Arc::ptr_eq(&a, &i.tree(&a.clone())));
+        // The same call site parsed from a request body shares the tree too.
+        let text = br#"{"timestamp": 7.0, "stack_trace": [{"lineno": 3}], "target_cid": null}"#;
+        let Node::Obj(entries) = Node::parse(text).unwrap() else {
+            panic!()
+        };
+        assert!(Arc::ptr_eq(
+            &a,
+            &i.node_object_without(&entries, "timestamp")
+        ));
+        let text = br#"{"stack_trace": [{"lineno": 3.0}], "target_cid": null, "timestamp": 7}"#;
+        let Node::Obj(entries) = Node::parse(text).unwrap() else {
+            panic!()
+        };
+        let b = i.node_object_without(&entries, "timestamp");
+        assert!(!Arc::ptr_eq(&a, &b), "3.0 is not 3");
+        assert_eq!(
+            *b,
+            json!({"stack_trace": [{"lineno": 3.0}], "target_cid": null})
+        );
         let other = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 4}], "target_cid": null});
         let Value::Object(m3) = &other else { panic!() };
         assert!(!Arc::ptr_eq(&a, &i.object_without(m3, "timestamp")));

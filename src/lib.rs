@@ -13,6 +13,7 @@ pub mod records;
 pub mod repl;
 
 pub mod cas;
+pub mod node;
 pub mod pickle;
 pub mod pickle_write;
 pub mod pool;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::intern::{Cid, Interner, Sym, Val};
+use crate::node::Node;
 use crate::store::IndexKey;
 
 type Obj = Map<String, Value>;
@@ -151,7 +152,8 @@ impl Item {
                 };
             }
             let mut without = m.clone();
-            without.remove("data");
+            // Python's dict.pop: the other keys keep their order.
+            without.shift_remove("data");
             return Item::Other {
                 value: interner.tree(&Value::Object(without)),
                 had_data,
@@ -159,6 +161,46 @@ impl Item {
         }
         Item::Other {
             value: interner.tree(v),
+            had_data,
+        }
+    }
+
+    /// [`Item::parse`] on an item as parsed from a request body.
+    pub fn from_node(interner: &mut Interner, v: &Node<'_>) -> Item {
+        let had_data = v.get("data").is_some();
+        if let Node::Obj(entries) = v {
+            let known = entries.iter().all(|(k, _)| {
+                matches!(&**k, "cid" | "client_ref" | "data" | "serialization_format")
+            });
+            let cid = v
+                .get("cid")
+                .and_then(Node::as_str)
+                .and_then(|c| interner.cid_text(c));
+            let format = match v.get("serialization_format") {
+                None => Some(Hint::Absent),
+                Some(f) => Hint::parse(Some(&f.to_value())),
+            };
+            if let (true, Some(cid), Some(format)) = (known, cid, format) {
+                let client_ref = v.get("client_ref").map(Node::to_value);
+                return Item::Std {
+                    cid,
+                    client_ref: interner.field(client_ref.as_ref()),
+                    format,
+                    had_data,
+                };
+            }
+            let without: Obj = entries
+                .iter()
+                .filter(|(k, _)| k != "data")
+                .map(|(k, x)| (k.to_string(), x.to_value()))
+                .collect();
+            return Item::Other {
+                value: interner.tree(&Value::Object(without)),
+                had_data,
+            };
+        }
+        Item::Other {
+            value: interner.tree(&v.to_value()),
             had_data,
         }
     }
@@ -253,6 +295,26 @@ impl CallSite {
             other => CallSite {
                 timestamp: Val::Absent,
                 rest: interner.field(other),
+            },
+        }
+    }
+
+    /// [`CallSite::parse`] on a call site as parsed from a request body.
+    pub fn from_node(interner: &mut Interner, v: Option<&Node<'_>>) -> CallSite {
+        match v {
+            Some(Node::Obj(entries)) => match v.and_then(|o| o.get("timestamp")) {
+                Some(ts) => CallSite {
+                    timestamp: Val::unshared(&ts.to_value()),
+                    rest: Val::Tree(interner.node_object_without(entries, "timestamp")),
+                },
+                None => CallSite {
+                    timestamp: Val::Absent,
+                    rest: interner.val(&v.map_or(Value::Null, Node::to_value)),
+                },
+            },
+            other => CallSite {
+                timestamp: Val::Absent,
+                rest: interner.field(other.map(Node::to_value).as_ref()),
             },
         }
     }
@@ -1093,6 +1155,46 @@ mod tests {
             exception: None,
             repl_sessions: Box::default(),
         }
+    }
+
+    #[test]
+    fn items_and_call_sites_read_from_a_request_body_equal_those_read_from_json() {
+        let cid = "ab".repeat(64);
+        let items = [
+            json!({"cid": cid, "client_ref": 3, "data": "gARLBS4="}),
+            json!({"cid": cid, "serialization_format": "json"}),
+            json!({"cid": cid, "client_ref": null, "serialization_format": null}),
+            json!({"cid": cid, "data": "x", "extra": [1, 2], "client_ref": 7}),
+            json!({"cid": "short", "data": "x"}),
+            json!({"cid": cid, "serialization_format": "yaml"}),
+            json!("not an object"),
+            json!(12.5),
+            json!({}),
+        ];
+        let sites = [
+            json!({"timestamp": 5.5, "target_cid": cid, "stack_trace": [{"lineno": 1}]}),
+            json!({"stack_trace": []}),
+            json!("odd"),
+            json!(null),
+        ];
+        let mut i = Interner::default();
+        for v in items {
+            let text = serde_json::to_vec(&v).unwrap();
+            let node = Node::parse(&text).unwrap();
+            let (a, b) = (Item::parse(&mut i, &v), Item::from_node(&mut i, &node));
+            assert_eq!(a, b, "{v}");
+            assert_eq!(a.to_value(), b.to_value(), "{v}");
+        }
+        for v in sites {
+            let text = serde_json::to_vec(&v).unwrap();
+            let node = Node::parse(&text).unwrap();
+            let a = CallSite::parse(&mut i, Some(&v));
+            let b = CallSite::from_node(&mut i, Some(&node));
+            assert_eq!(a, b, "{v}");
+            assert_eq!(a.to_value(), v);
+            assert_eq!(b.to_value(), v);
+        }
+        assert_eq!(CallSite::parse(&mut i, None), CallSite::from_node(&mut i, None));
     }
 
     #[test]

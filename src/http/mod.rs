@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::mcp::Mcp;
+use crate::node::Node;
 use crate::state::Shared;
 
 pub use routes::{reference_markdown, ROUTES};
@@ -67,19 +68,45 @@ impl Req {
         }
         match parse_json_tolerant(&self.body) {
             Ok(Value::Object(m)) => Ok(m),
-            Ok(other) => Err(ApiError::bad_request(
-                "invalid_body",
-                format!(
-                    "request body must be a JSON object, got {}",
-                    crate::schema::type_phrase(&other)
-                ),
-            )),
-            Err(err) => Err(ApiError::bad_request(
-                "invalid_json",
-                format!("request body is not valid JSON: {err}"),
-            )),
+            Ok(other) => Err(not_an_object(&other)),
+            Err(err) => Err(invalid_json(&err)),
         }
     }
+
+    /// The body as a JSON object whose strings borrow from the body (for the hot
+    /// `/api/call/start`); the same rules and errors as [`Req::json`].
+    pub fn node(&self) -> Result<Node<'_>, ApiError> {
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Node::Obj(Vec::new()));
+        }
+        let node = match Node::parse(&self.body) {
+            Ok(node) => node,
+            Err(_) => parse_json_tolerant(&self.body)
+                .map(Node::from_value)
+                .map_err(|err| invalid_json(&err))?,
+        };
+        match node {
+            Node::Obj(_) => Ok(node),
+            other => Err(not_an_object(&other.to_value())),
+        }
+    }
+}
+
+fn not_an_object(v: &Value) -> ApiError {
+    ApiError::bad_request(
+        "invalid_body",
+        format!(
+            "request body must be a JSON object, got {}",
+            crate::schema::type_phrase(v)
+        ),
+    )
+}
+
+fn invalid_json(err: &serde_json::Error) -> ApiError {
+    ApiError::bad_request(
+        "invalid_json",
+        format!("request body is not valid JSON: {err}"),
+    )
 }
 
 /// Parses JSON, also accepting the bare `NaN`, `Infinity` and `-Infinity` tokens that Python's

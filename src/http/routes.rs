@@ -45,7 +45,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/behavior", summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| wire(service::set_default_behavior(s, &r.json()?)?) },
     Route { method: "GET", path: "/api/functions", summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| wire(service::functions(s)) },
     Route { method: "POST", path: "/api/functions", summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
-    Route { method: "POST", path: "/api/call/start", summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/start", summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
     Route { method: "POST", path: "/api/call/complete", summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.json()?) },
     Route { method: "POST", path: "/api/call/event", summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
     Route { method: "POST", path: "/api/call/repl-result", summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| wire(service::repl_result(s, &r.json()?)?) },

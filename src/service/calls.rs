@@ -3,19 +3,21 @@
 //! says so), completes (recorded, persisted before the answer, paused after when a breakpoint
 //! says so) or reports an event. Answers are the protocol's JSON, which only the client reads.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::{
-    item_data, item_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
+    item_data, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
     verify_and_store, Obj,
 };
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
 use crate::intern::{Sym, Val};
+use crate::node::Node;
 use crate::pretty;
 use crate::records::{
     CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item, Process,
@@ -41,11 +43,12 @@ impl Identity {
 }
 
 fn identity(body: &Obj) -> Result<Identity, ApiError> {
-    let pid = body.get("process_pid").and_then(py_int);
-    let start_time = body
-        .get("process_start_time")
-        .and_then(py_float)
-        .filter(|t| t.is_finite());
+    identity_of(body.get("process_pid"), body.get("process_start_time"))
+}
+
+fn identity_of(pid: Option<&Value>, start_time: Option<&Value>) -> Result<Identity, ApiError> {
+    let pid = pid.and_then(py_int);
+    let start_time = start_time.and_then(py_float).filter(|t| t.is_finite());
     match (pid, start_time) {
         (Some(pid), Some(start_time)) => Ok(Identity {
             pid,
@@ -74,26 +77,36 @@ fn poll_action(shared: &Shared, pause_id: &str) -> Obj {
 }
 
 /// The items of a call start, in the order the original scans them for missing CIDs.
-fn call_items<'a>(target: Option<&'a Value>, args: &'a [Value], kwargs: &'a Obj) -> Vec<&'a Value> {
+fn call_items<'a, 'b>(
+    target: Option<&'b Node<'a>>,
+    args: &'b [Node<'a>],
+    kwargs: &'b [(Cow<'a, str>, Node<'a>)],
+) -> Vec<&'b Node<'a>> {
     let mut items = Vec::with_capacity(1 + args.len() + kwargs.len());
-    if let Some(t @ Value::Object(m)) = target {
+    if let Some(t @ Node::Obj(m)) = target {
         if !m.is_empty() {
             items.push(t);
         }
     }
     items.extend(args.iter());
-    items.extend(kwargs.values());
+    items.extend(kwargs.iter().map(|(_, v)| v));
     items
 }
 
-fn has_data(item: &Value) -> bool {
+fn has_data(item: &Node<'_>) -> bool {
     item.get("data").is_some_and(|d| !d.is_null())
 }
 
-/// `POST /api/call/start` (protocol doc §2.5).
-pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
-    let who = identity(body)?;
-    let method_name = match str_field(body, "method_name") {
+/// `POST /api/call/start` (protocol doc §2.5), on the body as parsed by `Node::parse` (the
+/// hottest request: its items and call site are read without copying the body into a
+/// `Value` first).
+pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+    let scalar = |key: &str| body.get(key).map(Node::to_value);
+    let who = identity_of(
+        scalar("process_pid").as_ref(),
+        scalar("process_start_time").as_ref(),
+    )?;
+    let method_name = match body.get("method_name").and_then(Node::as_str) {
         Some(m) if !m.is_empty() => m.to_owned(),
         _ => {
             return Err(ApiError::bad_request(
@@ -102,11 +115,9 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             ))
         }
     };
-    let empty_args = Vec::new();
-    let empty_kwargs = Map::new();
-    let args = match body.get("args") {
-        None | Some(Value::Null) => &empty_args,
-        Some(Value::Array(a)) => a,
+    let args: &[Node<'_>] = match body.get("args") {
+        None | Some(Node::Null) => &[],
+        Some(Node::Arr(a)) => a,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_payload",
@@ -114,9 +125,9 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             ))
         }
     };
-    let kwargs = match body.get("kwargs") {
-        None | Some(Value::Null) => &empty_kwargs,
-        Some(Value::Object(k)) => k,
+    let kwargs: &[(Cow<'_, str>, Node<'_>)] = match body.get("kwargs") {
+        None | Some(Node::Null) => &[],
+        Some(Node::Obj(k)) => k,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_payload",
@@ -127,8 +138,8 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let target = body.get("target").filter(|t| !t.is_null());
     // Checked before anything is stored or a call id is used (the original checks it after).
     let preferred_format = match body.get("preferred_format") {
-        None | Some(Value::Null) => "dill",
-        Some(Value::String(s)) if s == "dill" || s == "json" => s.as_str(),
+        None | Some(Node::Null) => "dill",
+        Some(Node::Str(s)) if s == "dill" || s == "json" => s,
         Some(other) => {
             return Err(ApiError::bad_request(
                 "invalid_preferred_format",
@@ -147,7 +158,7 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         .collect();
     let mut missing: Vec<&str> = Vec::new();
     for item in &items {
-        if let Some(cid) = item.get("cid").and_then(Value::as_str) {
+        if let Some(cid) = item.get("cid").and_then(Node::as_str) {
             if !has_data(item)
                 && !provided.contains(cid)
                 && !missing.contains(&cid)
@@ -162,28 +173,28 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         return Err(ApiError::new(400, "cid_not_found", "Resend with full data")
             .with("missing_cids", json!(missing)));
     }
-    let payloads: Vec<_> = items.iter().map(|i| item_payload(i)).collect();
+    let payloads: Vec<_> = items.iter().map(|i| node_payload(i)).collect();
     verify_and_store(shared, &payloads)?;
 
     let now = ids::now();
     let mut call = {
         let mut interner = shared.interner();
         let i = &mut *interner;
-        let parsed_args: Box<[Item]> = args.iter().map(|x| Item::parse(i, x)).collect();
+        let parsed_args: Box<[Item]> = args.iter().map(|x| Item::from_node(i, x)).collect();
         let parsed_kwargs: Box<[(Sym, Item)]> = kwargs
             .iter()
-            .map(|(name, x)| (i.sym(name), Item::parse(i, x)))
+            .map(|(name, x)| (i.sym(name), Item::from_node(i, x)))
             .collect();
         CallRecord {
             call_id: CallId::Ours { at: now, n: 0 },
             method: interner.sym(&method_name),
             process: who.process(),
-            target: target.map(|t| Item::parse(&mut interner, t)),
+            target: target.map(|t| Item::from_node(&mut interner, t)),
             args: parsed_args,
             kwargs: parsed_kwargs,
-            signature: interner.field(body.get("signature")).or_null(),
-            call_site: CallSite::parse(&mut interner, body.get("call_site")),
-            page_url: interner.field(body.get("page_url")).or_null(),
+            signature: interner.field(scalar("signature").as_ref()).or_null(),
+            call_site: CallSite::from_node(&mut interner, body.get("call_site")),
+            page_url: interner.field(scalar("page_url").as_ref()).or_null(),
             preferred_json: preferred_format == "json",
             paused_before: false,
             seen_at: now,
@@ -203,9 +214,16 @@ pub fn call_start(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let call_data_of = |call: &CallRecord| {
         let mut data = call.call_data(&shared.render());
         // The items as sent, payloads included (protocol doc §2.5 step 7).
-        data.insert("target".into(), target.cloned().unwrap_or(Value::Null));
-        data.insert("args".into(), json!(args));
-        data.insert("kwargs".into(), json!(kwargs));
+        data.insert("target".into(), target.map_or(Value::Null, Node::to_value));
+        data.insert(
+            "args".into(),
+            Value::Array(args.iter().map(Node::to_value).collect()),
+        );
+        let kwargs: Obj = kwargs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect();
+        data.insert("kwargs".into(), Value::Object(kwargs));
         data
     };
     let likely = shared.lock().breakpoints.should_pause_before(&method_name);
@@ -506,13 +524,15 @@ mod tests {
     use super::*;
     use crate::breakpoints::Global;
     use crate::records::RecordFilter;
-    use crate::service::testing::{body, complete_body, item, paused_call, shared, start_body};
+    use crate::service::testing::{
+        body, complete_body, item, paused_call, shared, start, start_body,
+    };
     use crate::service::{call_records, set_global, Payloads};
 
     #[test]
     fn a_call_without_a_breakpoint_continues_and_its_completion_is_recorded() {
         let s = shared();
-        let answer = call_start(&s, &start_body("add", &[json!(1), json!(2)])).unwrap();
+        let answer = start(&s, &start_body("add", &[json!(1), json!(2)])).unwrap();
         assert_eq!(answer["action"], "continue");
         let call_id = answer["call_id"].as_str().unwrap().to_owned();
         assert_eq!(s.lock().calls.n_open(), 1);
@@ -559,7 +579,7 @@ mod tests {
         )
         .unwrap();
         crate::service::set_replacement(&s, "f", "g").unwrap();
-        let answer = call_start(&s, &start_body("f", &[])).unwrap();
+        let answer = start(&s, &start_body("f", &[])).unwrap();
         assert_eq!(answer["action"], "replace");
         assert_eq!(answer["function_name"], "g");
     }
@@ -570,22 +590,22 @@ mod tests {
         let mut b = start_body("f", &[json!(5)]);
         let arg = item(&json!(5));
         b["args"] = json!([{"cid": arg["cid"]}]);
-        let e = call_start(&s, &b).unwrap_err();
+        let e = start(&s, &b).unwrap_err();
         assert_eq!((e.status, e.code()), (400, "cid_not_found"));
         assert_eq!(e.body["missing_cids"], json!([arg["cid"]]));
         // The same CID with its data in the same request counts as present.
         b["kwargs"] = json!({"y": arg});
-        assert_eq!(call_start(&s, &b).unwrap()["action"], "continue");
+        assert_eq!(start(&s, &b).unwrap()["action"], "continue");
         let mut b = start_body("f", &[]);
         b.remove("process_pid");
         assert_eq!(
-            call_start(&s, &b).unwrap_err().code(),
+            start(&s, &b).unwrap_err().code(),
             "missing_process_identity"
         );
         let mut b = start_body("f", &[]);
         b.insert("preferred_format".into(), json!("yaml"));
         assert_eq!(
-            call_start(&s, &b).unwrap_err().code(),
+            start(&s, &b).unwrap_err().code(),
             "invalid_preferred_format"
         );
     }
@@ -594,20 +614,20 @@ mod tests {
     fn a_payload_sent_again_is_checked_against_the_text_verified_before() {
         let s = shared();
         let b = start_body("f", &[json!(5)]);
-        call_start(&s, &b).unwrap();
+        start(&s, &b).unwrap();
         assert_eq!(s.verified().len(), 1);
         // The same text again: accepted without a new blob.
-        call_start(&s, &b).unwrap();
+        start(&s, &b).unwrap();
         assert_eq!(s.store.len(), 1);
         // Another text under the same CID is still refused, even though the CID is stored.
         let mut bad = b.clone();
         bad["args"][0]["data"] = item(&json!(6))["data"].clone();
-        let e = call_start(&s, &bad).unwrap_err();
+        let e = start(&s, &bad).unwrap_err();
         assert_eq!((e.status, e.code()), (400, "cid_mismatch"));
         // The same text under another format is verified as that format (and fails).
         let mut as_json = b.clone();
         as_json["args"][0]["serialization_format"] = json!("json");
-        assert_eq!(call_start(&s, &as_json).unwrap_err().code(), "invalid_json");
+        assert_eq!(start(&s, &as_json).unwrap_err().code(), "invalid_json");
         assert_eq!(s.store.len(), 1);
     }
 

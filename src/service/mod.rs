@@ -24,12 +24,15 @@ pub use pauses::*;
 pub use records::*;
 pub use repl::*;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::cas;
 use crate::error::ApiError;
 use crate::ids;
+use crate::node::Node;
 use crate::state::Shared;
 use crate::store::{Format, IndexKey, NewBlob, RecordKind};
 
@@ -156,35 +159,52 @@ fn item_data(bytes: &[u8], format: Option<Format>) -> Value {
 }
 
 /// The pair of payload fields `<prefix>_cid` / `<prefix>_data` of a completion or event.
-/// A payload as a request carries it: `cid`, `data` and `serialization_format`.
-type Payload<'a> = (Option<&'a Value>, Option<&'a Value>, Option<&'a Value>);
+/// A payload as a request carries it: `cid` (when it is a string), `data` and
+/// `serialization_format`.
+struct Payload<'a> {
+    cid: Option<&'a str>,
+    data: cas::Data<'a>,
+    format: Option<Cow<'a, Value>>,
+}
 
 /// The payload `<prefix>_cid`, `<prefix>_data`, `<prefix>_serialization_format` of a body.
 fn pair<'a>(body: &'a Obj, prefix: &str) -> Payload<'a> {
-    (
-        body.get(&format!("{prefix}_cid")),
-        body.get(&format!("{prefix}_data")),
-        body.get(&format!("{prefix}_serialization_format")),
-    )
+    Payload {
+        cid: str_field(body, &format!("{prefix}_cid")),
+        data: match body.get(&format!("{prefix}_data")) {
+            None | Some(Value::Null) => cas::Data::Missing,
+            Some(Value::String(text)) => cas::Data::Text(text),
+            Some(_) => cas::Data::NotText,
+        },
+        format: body
+            .get(&format!("{prefix}_serialization_format"))
+            .map(Cow::Borrowed),
+    }
 }
 
-/// The payload of an item object.
-fn item_payload(item: &Value) -> Payload<'_> {
-    (
-        item.get("cid"),
-        item.get("data"),
-        item.get("serialization_format"),
-    )
+/// The payload of an item as parsed from a request body.
+fn node_payload<'a>(item: &'a Node<'a>) -> Payload<'a> {
+    Payload {
+        cid: item.get("cid").and_then(Node::as_str),
+        data: match item.get("data") {
+            None | Some(Node::Null) => cas::Data::Missing,
+            Some(Node::Str(text)) => cas::Data::Text(text),
+            Some(_) => cas::Data::NotText,
+        },
+        format: item
+            .get("serialization_format")
+            .map(|f| Cow::Owned(f.to_value())),
+    }
 }
 
 /// Verifies payloads in order (the first error is the answer, nothing is stored then) and
 /// stores the new blobs. A text verified before for a CID still in the store is not decoded
 /// and hashed again (`cas::Verified`).
 fn verify_and_store(shared: &Shared, payloads: &[Payload<'_>]) -> Result<(), ApiError> {
-    fn text<'a>(p: &Payload<'a>) -> Option<(&'a str, &'a str, Format)> {
-        match *p {
-            (Some(Value::String(cid)), Some(Value::String(text)), format) => {
-                Some((cid.as_str(), text.as_str(), cas::parse_format(format).ok()?))
+    fn text<'a>(p: &'a Payload<'_>) -> Option<(&'a str, &'a str, Format)> {
+        match (p.cid, p.data) {
+            (Some(cid), cas::Data::Text(text)) => {
+                Some((cid, text, cas::parse_format(p.format.as_deref()).ok()?))
             }
             _ => None,
         }
@@ -202,7 +222,7 @@ fn verify_and_store(shared: &Shared, payloads: &[Payload<'_>]) -> Result<(), Api
         if known.is_some_and(|d| shared.store.contains_digest(&d)) {
             continue;
         }
-        let Some(blob) = cas::verify_payload(p.0, p.1, p.2)? else {
+        let Some(blob) = cas::verify_parts(p.cid, p.data, p.format.as_deref())? else {
             continue;
         };
         if let (Some((_, t, _)), Some(format)) = (text(p), blob.format) {

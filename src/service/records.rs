@@ -267,11 +267,11 @@ pub fn status(shared: &Shared) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::testing::{body, complete_body, item, shared, start_body};
-    use crate::service::{call_complete, call_start};
+    use crate::service::call_complete;
+    use crate::service::testing::{body, complete_body, item, shared, start, start_body};
 
     fn record_call(s: &Shared, method: &str, result: &Value) -> String {
-        let started = call_start(s, &start_body(method, &[json!(1)])).unwrap();
+        let started = start(s, &start_body(method, &[json!(1)])).unwrap();
         let call_id = started["call_id"].as_str().unwrap().to_owned();
         call_complete(s, &complete_body(&call_id, result)).unwrap();
         call_id
@@ -380,7 +380,7 @@ mod tests {
         let mut arg = item(&json!(5));
         arg["client_ref"] = json!(77);
         b["args"] = json!([arg]);
-        call_start(&s, &b).unwrap();
+        start(&s, &b).unwrap();
         let snaps = snapshots(&s, None, Some("77"));
         assert_eq!(snaps["snapshots"].as_array().unwrap().len(), 1);
         assert!(snapshots(&s, None, Some("78"))["snapshots"]

@@ -10,6 +10,12 @@ use crate::pickle_write;
 use crate::state::{Shared, State};
 use crate::store::Store;
 
+/// `call_start` on a body given as a JSON object (parsed as the route parses it).
+pub fn start(shared: &Shared, body: &Obj) -> Result<Value, crate::error::ApiError> {
+    let text = serde_json::to_vec(body).expect("a JSON body");
+    super::call_start(shared, &crate::node::Node::parse(&text).expect("parses"))
+}
+
 /// A fresh in-memory server state.
 pub fn shared() -> Shared {
     let config = Config::for_tests("/nonexistent/port".into());
@@ -47,7 +53,7 @@ pub fn start_body(method: &str, args: &[Value]) -> Obj {
 /// its pause id and call id.
 pub fn paused_call(shared: &Shared, method: &str, args: &[Value]) -> (String, String) {
     super::breakpoint_add(shared, &body(json!({"function_name": method}))).unwrap();
-    let answer = super::call_start(shared, &start_body(method, args)).unwrap();
+    let answer = start(shared, &start_body(method, args)).unwrap();
     assert_eq!(answer["action"], "poll", "{answer}");
     let pause_id = answer["poll_url"]
         .as_str()

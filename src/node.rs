@@ -1,0 +1,291 @@
+//! `Node`: a JSON tree that borrows its strings from the request body, for the hot request
+//! bodies (`/api/call/start`). Parsing the Python client's call reports into
+//! `serde_json::Value` allocates every key, string and map; a `Node` allocates only its arrays,
+//! objects and numbers, and the handler copies what it keeps. Objects keep their keys in the
+//! order sent; a key sent twice keeps its first place and its last value, as
+//! `serde_json::Map` does. Pure: no I/O.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+/// A JSON value whose strings may borrow from the text it was parsed from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node<'a> {
+    Null,
+    Bool(bool),
+    Num(Number),
+    Str(Cow<'a, str>),
+    Arr(Vec<Node<'a>>),
+    Obj(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+/// How serde_json hands a number over with its `arbitrary_precision` feature: a one-entry map
+/// with this key and the number's text.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// Objects with more keys than this find duplicate keys through a hash map.
+const LINEAR_KEYS: usize = 16;
+
+impl<'a> Node<'a> {
+    /// Parses JSON text; strings without escapes borrow from it.
+    pub fn parse(text: &'a [u8]) -> Result<Node<'a>, serde_json::Error> {
+        serde_json::from_slice(text)
+    }
+
+    /// The same value, owning its strings.
+    pub fn from_value(v: Value) -> Node<'static> {
+        match v {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(b),
+            Value::Number(n) => Node::Num(n),
+            Value::String(s) => Node::Str(Cow::Owned(s)),
+            Value::Array(a) => Node::Arr(a.into_iter().map(Node::from_value).collect()),
+            Value::Object(m) => Node::Obj(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Node::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A field of an object (`None` for other nodes and missing keys).
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+        match self {
+            Node::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Node::Null)
+    }
+
+    /// The same value as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Num(n) => Value::Number(n.clone()),
+            Node::Str(s) => Value::String(s.to_string()),
+            Node::Arr(a) => Value::Array(a.iter().map(Node::to_value).collect()),
+            Node::Obj(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect::<Map<String, Value>>(),
+            ),
+        }
+    }
+
+    /// Whether this node and a `Value` are the same JSON, keys in the same order.
+    pub fn same_as(&self, v: &Value) -> bool {
+        match (self, v) {
+            (Node::Null, Value::Null) => true,
+            (Node::Bool(a), Value::Bool(b)) => a == b,
+            (Node::Num(a), Value::Number(b)) => a == b,
+            (Node::Str(a), Value::String(b)) => a == b,
+            (Node::Arr(a), Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y))
+            }
+            (Node::Obj(a), Value::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.same_as(vb))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Node<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.to_value(), f)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node<'a>, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+/// A key or string: borrowed when the text has no escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text<'a>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Bool(b))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Num(n.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Node<'de>, E> {
+        Ok(Node::Num(n.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Node<'de>, E> {
+        Ok(Number::from_f64(n).map_or(Node::Null, Node::Num))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(x) = seq.next_element()? {
+            items.push(x);
+        }
+        Ok(Node::Arr(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        let mut entries: Vec<(Cow<'de, str>, Node<'de>)> = Vec::new();
+        let mut index: Option<HashMap<String, usize>> = None;
+        while let Some(Text(key)) = map.next_key()? {
+            if entries.is_empty() && key == NUMBER_TOKEN {
+                let text: String = map.next_value()?;
+                return text.parse().map(Node::Num).map_err(de::Error::custom);
+            }
+            let value: Node<'de> = map.next_value()?;
+            // A repeated key keeps its first place and takes the last value.
+            let found = match &mut index {
+                Some(ix) => ix.get(&*key).copied(),
+                None => entries.iter().position(|(k, _)| *k == key),
+            };
+            match found {
+                Some(i) => entries[i].1 = value,
+                None => {
+                    if let Some(ix) = &mut index {
+                        ix.insert(key.to_string(), entries.len());
+                    }
+                    entries.push((key, value));
+                    if index.is_none() && entries.len() > LINEAR_KEYS {
+                        let ix = entries
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (k.to_string(), i))
+                            .collect();
+                        index = Some(ix);
+                    }
+                }
+            }
+        }
+        Ok(Node::Obj(entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_to_the_same_json_as_value_and_borrows_plain_strings() {
+        let text = br#"{"a": [1, -2, 3.5, 1e400, 123456789012345678901234567890, true, null],
+            "b": {"c": "plain", "d": "esc\"aped\u00e9"}, "": {}}"#;
+        let node = Node::parse(text).unwrap();
+        let value: Value = serde_json::from_slice(text).unwrap();
+        assert_eq!(node.to_value(), value);
+        assert!(node.same_as(&value));
+        assert!(matches!(
+            node.get("b").and_then(|b| b.get("c")),
+            Some(Node::Str(Cow::Borrowed("plain")))
+        ));
+        assert_eq!(
+            node.get("b").unwrap().get("d").unwrap().as_str(),
+            Some("esc\"aped\u{e9}")
+        );
+        assert_eq!(
+            node.to_value()["a"][4].to_string(),
+            "123456789012345678901234567890"
+        );
+        assert_eq!(Node::from_value(value.clone()), node);
+    }
+
+    #[test]
+    fn repeated_keys_keep_their_first_place_and_last_value_like_a_map() {
+        for n in [3, LINEAR_KEYS + 5] {
+            let mut text = String::from("{");
+            for i in 0..n {
+                text.push_str(&format!("\"k{i}\": {i}, "));
+            }
+            text.push_str("\"k1\": \"again\", \"k0\": [0]}");
+            let node = Node::parse(text.as_bytes()).unwrap();
+            let value: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(node.to_value(), value);
+            assert!(node.same_as(&value));
+            assert_eq!(node.get("k1").and_then(Node::as_str), Some("again"));
+        }
+    }
+
+    #[test]
+    fn order_and_shape_matter_for_sameness() {
+        let node = Node::parse(br#"{"a": 1, "b": 2}"#).unwrap();
+        assert!(node.same_as(&json!({"a": 1, "b": 2})));
+        assert!(!node.same_as(&json!({"b": 2, "a": 1})));
+        assert!(!node.same_as(&json!({"a": 1})));
+        assert!(!node.same_as(&json!([1, 2])));
+        assert!(!Node::parse(b"1").unwrap().same_as(&json!(1.0)));
+    }
+}
