@@ -1194,7 +1194,10 @@ mod tests {
             assert_eq!(a.to_value(), v);
             assert_eq!(b.to_value(), v);
         }
-        assert_eq!(CallSite::parse(&mut i, None), CallSite::from_node(&mut i, None));
+        assert_eq!(
+            CallSite::parse(&mut i, None),
+            CallSite::from_node(&mut i, None)
+        );
     }
 
     #[test]
