@@ -432,7 +432,10 @@ fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
     if rq.body_length().is_some_and(|n| n as u64 > cap) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
+    // Sized from Content-Length (the Python client always sends it), so the body is read
+    // into one allocation instead of a chain of growing ones.
+    let declared = rq.body_length().unwrap_or(0).min(1 << 20);
+    let mut body = Vec::with_capacity(declared + 1);
     match rq.as_reader().take(cap + 1).read_to_end(&mut body) {
         Ok(_) if body.len() as u64 > cap => Err(too_large()),
         Ok(_) => Ok(body),

@@ -4,7 +4,6 @@
 //! says so) or reports an event. Answers are the protocol's JSON, which only the client reads.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -26,14 +25,18 @@ use crate::records::{
 use crate::state::Shared;
 use crate::store::RecordKind;
 
-/// The process identity of a request: pid, start time and the derived `process_key`.
+/// The process identity of a request: pid and start time.
 struct Identity {
     pid: i64,
     start_time: f64,
-    key: String,
 }
 
 impl Identity {
+    /// The derived `process_key`.
+    fn key(&self) -> String {
+        format!("{:.6}+{}", self.start_time, self.pid)
+    }
+
     fn process(&self) -> Process {
         Process {
             pid: self.pid,
@@ -50,11 +53,7 @@ fn identity_of(pid: Option<&Value>, start_time: Option<&Value>) -> Result<Identi
     let pid = pid.and_then(py_int);
     let start_time = start_time.and_then(py_float).filter(|t| t.is_finite());
     match (pid, start_time) {
-        (Some(pid), Some(start_time)) => Ok(Identity {
-            pid,
-            start_time,
-            key: format!("{start_time:.6}+{pid}"),
-        }),
+        (Some(pid), Some(start_time)) => Ok(Identity { pid, start_time }),
         _ => Err(ApiError::bad_request(
             "missing_process_identity",
             "process_pid (int) and process_start_time (float) are required",
@@ -151,7 +150,7 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
     let items = call_items(target, args, kwargs);
     // An item may omit data its twin in the same request carries (the client marks a CID sent
     // as soon as it serializes it), so CIDs with data in this request count as present.
-    let provided: HashSet<&str> = items
+    let provided: Vec<&str> = items
         .iter()
         .filter(|i| has_data(i))
         .filter_map(|i| i.get("cid")?.as_str())
@@ -160,7 +159,7 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
     for item in &items {
         if let Some(cid) = item.get("cid").and_then(Node::as_str) {
             if !has_data(item)
-                && !provided.contains(cid)
+                && !provided.contains(&cid)
                 && !missing.contains(&cid)
                 && !shared.store.contains(cid)
             {
@@ -500,7 +499,7 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             .and_then(Value::as_str)
         {
             st.functions
-                .set_metadata_key(f, "last_process_key", json!(who.key));
+                .set_metadata_key(f, "last_process_key", json!(who.key()));
             st.emit(EventKind::FunctionsChanged);
         }
     }
