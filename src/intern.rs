@@ -399,7 +399,7 @@ impl Interner {
     /// A JSON tree, shared with every equal tree seen before.
     pub fn tree(&mut self, v: &Value) -> Arc<Value> {
         let mut h = TreeHash::new();
-        if !h.value(v) {
+        if !h.tree(v) {
             return Arc::new(v.clone());
         }
         let bucket = self.trees.entry(h.0).or_default();
@@ -413,33 +413,11 @@ impl Interner {
     /// The object `m` without its key `skip`, shared like [`Interner::tree`]: nothing is copied
     /// when an equal object is already known (a call site without its timestamp).
     pub fn object_without(&mut self, m: &Map<String, Value>, skip: &str) -> Arc<Value> {
-        let rest = || m.iter().filter(|(k, _)| k.as_str() != skip);
-        let len = rest().count();
-        let mut h = TreeHash::new();
-        h.mix(7);
-        h.mix(len as u64);
-        let hashed = rest().all(|(k, x)| {
-            h.bytes(k.as_bytes());
-            h.value(x)
-        });
-        let owned = || {
-            Arc::new(Value::Object(
-                rest().map(|(k, x)| (k.clone(), x.clone())).collect(),
-            ))
-        };
-        if !hashed {
-            return owned();
-        }
-        let bucket = self.trees.entry(h.0).or_default();
-        let same = |t: &Value| match t {
-            Value::Object(o) => o.len() == len && o.iter().zip(rest()).all(|(a, b)| a == b),
-            _ => false,
-        };
-        if let Some(found) = bucket.iter().find(|t| same(t)) {
-            return found.clone();
-        }
-        let tree = owned();
-        self.add_tree(h.0, tree)
+        self.share_object(|| {
+            m.iter()
+                .map(|(k, v)| (k.as_str(), v))
+                .filter(|(k, _)| *k != skip)
+        })
     }
 
     /// [`Interner::object_without`] for the entries of a parsed request object.
@@ -448,18 +426,31 @@ impl Interner {
         entries: &[(Cow<'_, str>, Node<'_>)],
         skip: &str,
     ) -> Arc<Value> {
-        let rest = || entries.iter().filter(|(k, _)| k != skip);
+        self.share_object(|| {
+            entries
+                .iter()
+                .map(|(k, v)| (&**k, v))
+                .filter(|(k, _)| *k != skip)
+        })
+    }
+
+    /// The object of these entries, shared like [`Interner::tree`].
+    fn share_object<'e, T, I>(&mut self, rest: impl Fn() -> I) -> Arc<Value>
+    where
+        T: JsonTree + 'e,
+        I: Iterator<Item = (&'e str, &'e T)>,
+    {
         let len = rest().count();
         let mut h = TreeHash::new();
         h.mix(7);
         h.mix(len as u64);
         let hashed = rest().all(|(k, x)| {
             h.bytes(k.as_bytes());
-            h.node(x)
+            h.tree(x)
         });
         let owned = || {
             Arc::new(Value::Object(
-                rest().map(|(k, x)| (k.to_string(), x.to_value())).collect(),
+                rest().map(|(k, x)| (k.to_owned(), x.to_value())).collect(),
             ))
         };
         if !hashed {
@@ -546,34 +537,34 @@ impl TreeHash {
     }
 
     /// False when the tree is too large to share.
-    fn value(&mut self, v: &Value) -> bool {
+    fn tree<T: JsonTree>(&mut self, t: &T) -> bool {
         self.1 += 1;
         if self.1 > MAX_TREE_NODES {
             return false;
         }
-        match v {
-            Value::Null => self.mix(1),
-            Value::Bool(b) => self.mix(2 + u64::from(*b)),
-            Value::Number(n) => {
+        match t.shape() {
+            Shape::Null => self.mix(1),
+            Shape::Bool(b) => self.mix(2 + u64::from(b)),
+            Shape::Num(n) => {
                 self.mix(4);
                 // The number's JSON text, without allocating it.
                 let _ = fmt::write(self, format_args!("{n}"));
             }
-            Value::String(s) => {
+            Shape::Str(s) => {
                 self.mix(5);
                 self.bytes(s.as_bytes());
             }
-            Value::Array(a) => {
+            Shape::Arr(a) => {
                 self.mix(6);
                 self.mix(a.len() as u64);
-                return a.iter().all(|x| self.value(x));
+                return a.iter().all(|x| self.tree(x));
             }
-            Value::Object(m) => {
+            Shape::Obj(len) => {
                 self.mix(7);
-                self.mix(m.len() as u64);
-                return m.iter().all(|(k, x)| {
+                self.mix(len as u64);
+                return t.entries(&mut |k, x| {
                     self.bytes(k.as_bytes());
-                    self.value(x)
+                    self.tree(x)
                 });
             }
         }
@@ -581,39 +572,80 @@ impl TreeHash {
     }
 }
 
-impl TreeHash {
-    /// The hash `value` gives the same JSON as a `Value`.
-    fn node(&mut self, n: &Node<'_>) -> bool {
-        self.1 += 1;
-        if self.1 > MAX_TREE_NODES {
-            return false;
+/// One level of a JSON tree, as `TreeHash` reads it.
+enum Shape<'a, T> {
+    Null,
+    Bool(bool),
+    Num(&'a serde_json::Number),
+    Str(&'a str),
+    Arr(&'a [T]),
+    /// An object with this many entries (read through `JsonTree::entries`).
+    Obj(usize),
+}
+
+/// What the interner reads of a JSON tree: a `Value`, or a request's `Node` (which hashes and
+/// compares as the `Value` it stands for).
+trait JsonTree: Sized {
+    fn shape(&self) -> Shape<'_, Self>;
+    /// Calls `f` on each entry of an object in order, while it returns true.
+    fn entries(&self, f: &mut dyn FnMut(&str, &Self) -> bool) -> bool;
+    fn to_value(&self) -> Value;
+    fn same_as(&self, v: &Value) -> bool;
+}
+
+impl JsonTree for Value {
+    fn shape(&self) -> Shape<'_, Value> {
+        match self {
+            Value::Null => Shape::Null,
+            Value::Bool(b) => Shape::Bool(*b),
+            Value::Number(n) => Shape::Num(n),
+            Value::String(s) => Shape::Str(s),
+            Value::Array(a) => Shape::Arr(a),
+            Value::Object(m) => Shape::Obj(m.len()),
         }
-        match n {
-            Node::Null => self.mix(1),
-            Node::Bool(b) => self.mix(2 + u64::from(*b)),
-            Node::Num(n) => {
-                self.mix(4);
-                let _ = fmt::write(self, format_args!("{n}"));
-            }
-            Node::Str(s) => {
-                self.mix(5);
-                self.bytes(s.as_bytes());
-            }
-            Node::Arr(a) => {
-                self.mix(6);
-                self.mix(a.len() as u64);
-                return a.iter().all(|x| self.node(x));
-            }
-            Node::Obj(entries) => {
-                self.mix(7);
-                self.mix(entries.len() as u64);
-                return entries.iter().all(|(k, x)| {
-                    self.bytes(k.as_bytes());
-                    self.node(x)
-                });
-            }
+    }
+
+    fn entries(&self, f: &mut dyn FnMut(&str, &Value) -> bool) -> bool {
+        match self {
+            Value::Object(m) => m.iter().all(|(k, v)| f(k, v)),
+            _ => true,
         }
-        true
+    }
+
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+
+    fn same_as(&self, v: &Value) -> bool {
+        self == v
+    }
+}
+
+impl<'b> JsonTree for Node<'b> {
+    fn shape(&self) -> Shape<'_, Node<'b>> {
+        match self {
+            Node::Null => Shape::Null,
+            Node::Bool(b) => Shape::Bool(*b),
+            Node::Num(n) => Shape::Num(n),
+            Node::Str(s) => Shape::Str(s),
+            Node::Arr(a) => Shape::Arr(a),
+            Node::Obj(entries) => Shape::Obj(entries.len()),
+        }
+    }
+
+    fn entries(&self, f: &mut dyn FnMut(&str, &Node<'b>) -> bool) -> bool {
+        match self {
+            Node::Obj(entries) => entries.iter().all(|(k, v)| f(k, v)),
+            _ => true,
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        Node::to_value(self)
+    }
+
+    fn same_as(&self, v: &Value) -> bool {
+        Node::same_as(self, v)
     }
 }
 
