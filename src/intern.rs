@@ -396,6 +396,23 @@ impl Interner {
         v.map_or(Val::Absent, |v| self.val(v))
     }
 
+    /// [`Interner::val`] for a value of a parsed request body: strings are looked up without
+    /// copying them first.
+    pub fn node_val(&mut self, n: &Node<'_>) -> Val {
+        match n {
+            Node::Str(s) => match self.cid_text(s) {
+                Some(c) => Val::Cid(c),
+                None => Val::Str(self.sym(s)),
+            },
+            other => self.val(&other.to_value()),
+        }
+    }
+
+    /// [`Interner::field`] for a parsed request body.
+    pub fn node_field(&mut self, n: Option<&Node<'_>>) -> Val {
+        n.map_or(Val::Absent, |n| self.node_val(n))
+    }
+
     /// A JSON tree, shared with every equal tree seen before.
     pub fn tree(&mut self, v: &Value) -> Arc<Value> {
         let mut h = TreeHash::new();

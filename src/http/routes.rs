@@ -46,7 +46,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/functions", summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| wire(service::functions(s)) },
     Route { method: "POST", path: "/api/functions", summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
     Route { method: "POST", path: "/api/call/start", summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
-    Route { method: "POST", path: "/api/call/complete", summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/complete", summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.node()?) },
     Route { method: "POST", path: "/api/call/event", summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
     Route { method: "POST", path: "/api/call/repl-result", summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| wire(service::repl_result(s, &r.json()?)?) },
     Route { method: "GET", path: "/api/poll/{pause_id}", summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait.", query: &[], handler: |s, r| Ok(service::poll(s, r.param(0))) },

@@ -619,7 +619,7 @@ mod tests {
         let (pause, call_id) = crate::service::testing::paused_call(&s, "f", &[json!(1)]);
         crate::service::continue_pause(&s, &pause, &body(json!({}))).unwrap();
         set_global(&s, Global::Go);
-        crate::service::call_complete(
+        crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call_id, &json!(2)),
         )

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::{
-    item_data, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
-    verify_and_store, Obj,
+    item_data, node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field,
+    timestamp, verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::error::ApiError;
 use crate::events::EventKind;
@@ -272,11 +272,25 @@ fn text_exception(body: &Obj, exception_type: &str) -> Value {
     )
 }
 
+/// What a completion shows as its exception: the decoded exception payload, or the text form
+/// when there is no payload or it cannot be rendered.
+fn shown_exception(shared: &Shared, body: &Obj) -> Value {
+    let decoded = pretty_pair(shared, body, "exception");
+    match (str_field(body, "exception_type"), decoded) {
+        (Some(t), None) => text_exception(body, t),
+        (Some(t), Some(d)) if pretty::is_placeholder(&d) || pretty::is_unrendered(&d) => {
+            text_exception(body, t)
+        }
+        (_, Some(d)) => d,
+        (None, None) => Value::Null,
+    }
+}
+
 /// `POST /api/call/complete` (protocol doc §2.9).
-pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
+pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
     let call_id = match body.get("call_id") {
-        Some(Value::String(c)) if !c.is_empty() => c.clone(),
-        Some(Value::Number(n)) => n.to_string(),
+        Some(Node::Str(c)) if !c.is_empty() => c.to_string(),
+        Some(Node::Num(n)) => n.to_string(),
         _ => {
             return Err(ApiError::bad_request(
                 "missing_call_id",
@@ -284,26 +298,37 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             ))
         }
     };
-    verify_and_store(shared, &[pair(body, "result"), pair(body, "exception")])?;
+    verify_and_store(
+        shared,
+        &[node_pair(body, RESULT), node_pair(body, EXCEPTION)],
+    )?;
 
     let now = ids::now();
-    let completed_at = timestamp(body, "timestamp", now);
-    let status = body.get("status").cloned().unwrap_or(Value::Null);
+    let value = |key: &str| body.get(key).map(Node::to_value);
+    let completed_at = value("timestamp")
+        .as_ref()
+        .and_then(py_float)
+        .filter(|t| t.is_finite())
+        .unwrap_or(now);
+    let status = body.get("status").and_then(Node::as_str);
     let is_exception = body.get("exception_cid").is_some_and(|c| !c.is_null())
-        || !matches!(status.as_str(), None | Some("success"));
-    let decoded_exception = pretty_pair(shared, body, "exception");
-    let exception = match (str_field(body, "exception_type"), decoded_exception) {
-        (Some(t), None) => text_exception(body, t),
-        (Some(t), Some(d)) if pretty::is_placeholder(&d) || pretty::is_unrendered(&d) => {
-            text_exception(body, t)
+        || !matches!(status, None | Some("success"));
+    let exception = match body.get("exception_type").and_then(Node::as_str) {
+        // Only a failed call carries these: read them as JSON then.
+        None if body.get("exception_cid").is_none_or(Node::is_null) => Value::Null,
+        _ => {
+            let Value::Object(fields) = body.to_value() else {
+                return Err(ApiError::internal(
+                    "a call/complete body that is not an object",
+                ));
+            };
+            shown_exception(shared, &fields)
         }
-        (_, Some(d)) => d,
-        (None, None) => Value::Null,
     };
 
     let (status_val, result, exception_info) = {
         let mut interner = shared.interner();
-        let mut field = |k: &str| interner.field(body.get(k)).or_null();
+        let mut field = |k: &str| interner.node_field(body.get(k)).or_null();
         let status_val = field("status");
         let result = (field("result_cid"), field("result_client_ref"));
         let info = ExceptionInfo {
@@ -318,7 +343,7 @@ pub fn call_complete(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         (status_val, result, ExceptionInfo { shown, ..info })
     };
     let result_format =
-        Hint::parse(body.get("result_serialization_format")).unwrap_or(Hint::Absent);
+        Hint::parse(value("result_serialization_format").as_ref()).unwrap_or(Hint::Absent);
     let has_exception = !exception_info.is_null();
 
     let mut st = shared.lock();
@@ -535,7 +560,8 @@ mod tests {
         assert_eq!(answer["action"], "continue");
         let call_id = answer["call_id"].as_str().unwrap().to_owned();
         assert_eq!(s.lock().calls.n_open(), 1);
-        let done = call_complete(&s, &complete_body(&call_id, &json!(3))).unwrap();
+        let done =
+            crate::service::testing::complete(&s, &complete_body(&call_id, &json!(3))).unwrap();
         assert_eq!(done, json!({"status": "ok"}));
         let page = call_records(&s, &RecordFilter::default(), 0, 10);
         assert_eq!(page.total_count, 1);
@@ -558,7 +584,8 @@ mod tests {
         assert!(!paused[0].is_after());
         crate::service::continue_pause(&s, &pause_id, &body(json!({}))).unwrap();
         // Global stop pauses after a successful call too: the answer is a poll without call_id.
-        let after = call_complete(&s, &complete_body(&call_id, &json!(1))).unwrap();
+        let after =
+            crate::service::testing::complete(&s, &complete_body(&call_id, &json!(1))).unwrap();
         assert_eq!(after["action"], "poll");
         assert!(after.get("call_id").is_none());
         let paused = crate::service::paused(&s, Payloads::Included).paused;
@@ -610,6 +637,43 @@ mod tests {
     }
 
     #[test]
+    fn completions_report_exceptions_by_status_cid_or_type() {
+        use crate::service::testing::complete;
+        let s = shared();
+        crate::service::breakpoint_add(&s, &body(json!({"function_name": "f"}))).unwrap();
+        set_global(&s, Global::Exception);
+        let mut finish = |status: Value, extra: Value| {
+            let call_id = start(&s, &start_body("f", &[])).unwrap()["call_id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let mut b = body(json!({"call_id": call_id, "status": status}));
+            if let Value::Object(m) = extra {
+                b.extend(m);
+            }
+            let answer = complete(&s, &b).unwrap();
+            let page = call_records(&s, &RecordFilter::default(), 0, 1);
+            (answer, page.calls[0].clone())
+        };
+        // A status that is not a string is no exception; only the exact "success" is success.
+        assert_eq!(finish(json!(5), json!({})).0, json!({"status": "ok"}));
+        assert_eq!(
+            finish(json!("success"), json!({})).0,
+            json!({"status": "ok"})
+        );
+        let (answer, _) = finish(json!("error"), json!({}));
+        assert_eq!(answer["action"], "poll");
+        // A type without a payload shows the text form, with the message.
+        let (answer, record) = finish(
+            json!("exception"),
+            json!({"exception_type": "ValueError", "exception_message": "bad x"}),
+        );
+        assert_eq!(answer["action"], "poll");
+        assert_eq!(record["exception"]["type_name"], "ValueError");
+        assert_eq!(record["exception"]["message"], "bad x");
+    }
+
+    #[test]
     fn a_payload_sent_again_is_checked_against_the_text_verified_before() {
         let s = shared();
         let b = start_body("f", &[json!(5)]);
@@ -634,11 +698,13 @@ mod tests {
     fn unknown_completions_are_fine_and_events_become_records() {
         let s = shared();
         assert_eq!(
-            call_complete(&s, &body(json!({"call_id": "nope"}))).unwrap(),
+            crate::service::testing::complete(&s, &body(json!({"call_id": "nope"}))).unwrap(),
             json!({"status": "ok"})
         );
         assert_eq!(
-            call_complete(&s, &body(json!({}))).unwrap_err().code(),
+            crate::service::testing::complete(&s, &body(json!({})))
+                .unwrap_err()
+                .code(),
             "missing_call_id"
         );
         let event = body(json!({

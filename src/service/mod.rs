@@ -182,15 +182,38 @@ fn pair<'a>(body: &'a Obj, prefix: &str) -> Payload<'a> {
     }
 }
 
+/// The keys of a payload named by a prefix: `<prefix>_cid`, `<prefix>_data`,
+/// `<prefix>_serialization_format`.
+type PairKeys = [&'static str; 3];
+const RESULT: PairKeys = ["result_cid", "result_data", "result_serialization_format"];
+const EXCEPTION: PairKeys = [
+    "exception_cid",
+    "exception_data",
+    "exception_serialization_format",
+];
+
+/// [`pair`] on a body as parsed from a request.
+fn node_pair<'a>(body: &'a Node<'a>, [cid, data, format]: PairKeys) -> Payload<'a> {
+    Payload {
+        cid: body.get(cid).and_then(Node::as_str),
+        data: node_data(body.get(data)),
+        format: body.get(format).map(|f| Cow::Owned(f.to_value())),
+    }
+}
+
+fn node_data<'a>(data: Option<&'a Node<'a>>) -> cas::Data<'a> {
+    match data {
+        None | Some(Node::Null) => cas::Data::Missing,
+        Some(Node::Str(text)) => cas::Data::Text(text),
+        Some(_) => cas::Data::NotText,
+    }
+}
+
 /// The payload of an item as parsed from a request body.
 fn node_payload<'a>(item: &'a Node<'a>) -> Payload<'a> {
     Payload {
         cid: item.get("cid").and_then(Node::as_str),
-        data: match item.get("data") {
-            None | Some(Node::Null) => cas::Data::Missing,
-            Some(Node::Str(text)) => cas::Data::Text(text),
-            Some(_) => cas::Data::NotText,
-        },
+        data: node_data(item.get("data")),
         format: item
             .get("serialization_format")
             .map(|f| Cow::Owned(f.to_value())),

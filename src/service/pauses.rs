@@ -496,7 +496,8 @@ mod tests {
         let e = continue_pause(&s, &pause_id, &body(json!({}))).unwrap_err();
         assert_eq!((e.status, e.code()), (409, "pause_already_resumed"));
         // An after-pause can only continue.
-        let after = crate::service::call_complete(&s, &complete_body(&call_id, &json!(0))).unwrap();
+        let after =
+            crate::service::testing::complete(&s, &complete_body(&call_id, &json!(0))).unwrap();
         let after_id = after["poll_url"]
             .as_str()
             .unwrap()

@@ -267,13 +267,12 @@ pub fn status(shared: &Shared) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::call_complete;
     use crate::service::testing::{body, complete_body, item, shared, start, start_body};
 
     fn record_call(s: &Shared, method: &str, result: &Value) -> String {
         let started = start(s, &start_body(method, &[json!(1)])).unwrap();
         let call_id = started["call_id"].as_str().unwrap().to_owned();
-        call_complete(s, &complete_body(&call_id, result)).unwrap();
+        crate::service::testing::complete(s, &complete_body(&call_id, result)).unwrap();
         call_id
     }
 
