@@ -642,7 +642,7 @@ mod tests {
         let s = shared();
         crate::service::breakpoint_add(&s, &body(json!({"function_name": "f"}))).unwrap();
         set_global(&s, Global::Exception);
-        let mut finish = |status: Value, extra: Value| {
+        let finish = |status: Value, extra: Value| {
             let call_id = start(&s, &start_body("f", &[])).unwrap()["call_id"]
                 .as_str()
                 .unwrap()
