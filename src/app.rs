@@ -182,7 +182,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let http = http::spawn_http(shared.clone(), server, http_mcp)
+    let http = http::spawn_http(shared.clone(), server, port, http_mcp)
         .map_err(|e| Error::io("cannot start the http workers", e))?;
 
     let notifier = mcp

@@ -91,8 +91,8 @@ pub struct Args {
     #[argh(switch)]
     pub mcp_sse: bool,
 
-    /// an extra Origin allowed on the MCP HTTP endpoints besides loopback origins (repeatable;
-    /// "*" allows any)
+    /// an extra browser Origin allowed on every endpoint besides the server's own, e.g.
+    /// https://tools.example (repeatable; "*" allows any)
     #[argh(option)]
     pub allow_origin: Vec<String>,
 

@@ -75,18 +75,16 @@ fn rpc_error(rq: tiny_http::Request, status: u16, code: i64, message: &str) {
 }
 
 /// Handles one request on an MCP path.
-pub fn handle(mcp: &Arc<Mcp>, mut rq: tiny_http::Request, path: &str, query: &[(String, String)]) {
+pub fn handle(
+    mcp: &Arc<Mcp>,
+    policy: &guard::Policy,
+    mut rq: tiny_http::Request,
+    path: &str,
+    query: &[(String, String)],
+) {
     let config = &mcp.shared.config;
-    let loopback = crate::config::is_loopback_host(&config.host);
-    if loopback && !guard::host_allowed(header(&rq, "Host")) {
-        // DNS-rebinding protection: a loopback server only answers to loopback names.
-        return text(
-            rq,
-            421,
-            "Misdirected Request: this server only answers to localhost names",
-        );
-    }
-    if !guard::origin_allowed(header(&rq, "Origin"), &config.allow_origins) {
+    // `Host` was checked before (421 on every endpoint of a loopback server).
+    if !policy.origin_allowed(header(&rq, "Origin")) {
         // MCP 2025-11-25, Streamable HTTP: an invalid Origin gets 403.
         return rpc_error(
             rq,

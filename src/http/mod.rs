@@ -4,7 +4,7 @@
 //! body, routes it, catches any panic (answered 500), adds CORS headers under `/api/`, and
 //! responds. Only this module and `routes` touch tiny_http types.
 
-mod guard;
+pub mod guard;
 mod mcp_http;
 mod openapi;
 pub mod routes;
@@ -24,7 +24,8 @@ use crate::mcp::Mcp;
 use crate::node::Node;
 use crate::state::Shared;
 
-pub use routes::{reference_markdown, ROUTES};
+pub use guard::Policy;
+pub use routes::{reference_markdown, Access, ROUTES};
 
 /// CORS headers of every `/api/` response (protocol doc §1).
 const CORS: [(&str, &str); 3] = [
@@ -201,6 +202,7 @@ pub struct Workers {
 
 struct Pool {
     shared: Arc<Shared>,
+    policy: Policy,
     server: Arc<tiny_http::Server>,
     mcp: Option<Arc<Mcp>>,
     /// Workers waiting in `recv`.
@@ -213,9 +215,12 @@ struct Pool {
 pub fn spawn_http(
     shared: Arc<Shared>,
     server: Arc<tiny_http::Server>,
+    port: u16,
     mcp: Option<Arc<Mcp>>,
 ) -> std::io::Result<Workers> {
+    let policy = Policy::new(&shared.config.host, port, &shared.config.allow_origins);
     let pool = Arc::new(Pool {
+        policy,
         shared,
         server,
         mcp,
@@ -266,7 +271,11 @@ fn worker_loop(pool: &Arc<Pool>) {
         let mcp = pool.mcp.as_ref();
         // `handle` answers every panic of a handler itself; this only keeps the counts right
         // if something around the handlers panics.
-        if catch_unwind(AssertUnwindSafe(|| handle(&pool.shared, mcp, rq))).is_err() {
+        if catch_unwind(AssertUnwindSafe(|| {
+            handle(&pool.shared, mcp, &pool.policy, rq)
+        }))
+        .is_err()
+        {
             log::error!("http: a request worker caught a panic outside the handlers");
         }
         if pool.idle.load(Ordering::SeqCst) >= MAX_IDLE_WORKERS {
@@ -298,7 +307,7 @@ impl Workers {
 /// Declared body lengths above this (and above the configured cap) are never drained.
 const ABSURD_BODY_BYTES: u64 = 1 << 30;
 
-fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
+fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
     let started = Instant::now();
     if let Some(n) = rq
         .body_length()
@@ -322,14 +331,24 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
         Some((p, q)) => (p.to_owned(), parse_query(q)),
         None => (url.clone(), Vec::new()),
     };
-    let host = rq
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Host"))
-        .map(|h| h.value.as_str().to_owned());
+    let host = header_value(&rq, "Host");
+    let origin = header_value(&rq, "Origin");
+    if !policy.host_allowed(host.as_deref()) {
+        // DNS rebinding: a page of another site, resolved to this machine, names its own host.
+        log::warn!("http: refused {method} {url} for Host {host:?}");
+        return send(
+            rq,
+            Reply::error(&ApiError::new(
+                421,
+                "misdirected_request",
+                "this server only answers to localhost names (DNS-rebinding protection)",
+            )),
+            &[],
+        );
+    }
     if let Some(mcp) = mcp.filter(|_| mcp_http::is_mcp_path(&path)) {
         let caught = catch_unwind(AssertUnwindSafe(|| {
-            mcp_http::handle(mcp, rq, &path, &query)
+            mcp_http::handle(mcp, policy, rq, &path, &query)
         }));
         if caught.is_err() {
             log::error!("http: MCP handler panicked on {method} {url}");
@@ -340,31 +359,39 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
         );
         return;
     }
-    let is_api = path == "/api" || path.starts_with("/api/");
-    // The endpoints of external MCP servers can spawn programs and run their tools: unlike the
-    // rest of /api (CORS *, as the original), they refuse browsers from foreign origins, so a web
-    // page cannot drive them behind the user's back.
-    let origin = rq
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Origin"))
-        .map(|h| h.value.as_str().to_owned());
-    let foreign = path.starts_with("/api/mcp-")
-        && method != "OPTIONS"
-        && !guard::origin_allowed(origin.as_deref(), &shared.config.allow_origins);
+    // A preflight is judged by the method it asks for.
+    let asked = header_value(&rq, "Access-Control-Request-Method")
+        .filter(|_| method == "OPTIONS")
+        .map(|m| m.trim().to_ascii_uppercase());
+    let access = routes::access(asked.as_deref().unwrap_or(&method), &path);
+    if access == Access::Guarded && !policy.origin_allowed(origin.as_deref()) {
+        log::warn!(
+            "http: refused {method} {url} from origin {:?}",
+            origin.as_deref().unwrap_or("")
+        );
+        let refused = ApiError::new(
+            403,
+            "origin_not_allowed",
+            "this endpoint answers only the server's own pages and --allow-origin origins",
+        );
+        return send(rq, Reply::error(&refused), &[]);
+    }
+    // CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only
+    // the allowed origin that asked (its own pages need no grant, --allow-origin ones do).
+    let cors: Vec<(&str, String)> = match (access, &origin) {
+        (Access::Anyone, _) => CORS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+        (Access::Guarded, Some(o)) => {
+            let mut grant = vec![
+                ("Access-Control-Allow-Origin", o.clone()),
+                ("Vary", "Origin".to_owned()),
+            ];
+            grant.extend(CORS[1..].iter().map(|(k, v)| (*k, (*v).to_owned())));
+            grant
+        }
+        (Access::Guarded, None) => Vec::new(),
+    };
     let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
         Err(reply) => reply,
-        Ok(_) if foreign => {
-            log::warn!(
-                "http: refused {method} {url} from origin {:?}",
-                origin.as_deref().unwrap_or("")
-            );
-            Reply::error(&ApiError::new(
-                403,
-                "origin_not_allowed",
-                "the external MCP server endpoints refuse requests from other web origins (see --allow-origin)",
-            ))
-        }
         Ok(body) => {
             let mut req = Req {
                 method: method.clone(),
@@ -378,6 +405,23 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
         }
     };
     let status = reply.status;
+    send(rq, reply, &cors);
+    log::debug!(
+        "http: {method} {url} -> {status} in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+}
+
+/// A request header's value.
+fn header_value(rq: &tiny_http::Request, name: &'static str) -> Option<String> {
+    rq.headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str().to_owned())
+}
+
+/// Sends a reply with extra headers.
+fn send(rq: tiny_http::Request, reply: Reply, extra: &[(&str, String)]) {
     let mut response = tiny_http::Response::from_data(reply.body).with_status_code(reply.status);
     let mut add = |name: &str, value: &str| {
         if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
@@ -388,18 +432,12 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, mut rq: tiny_http::Request) {
     for (k, v) in &reply.headers {
         add(k, v);
     }
-    if is_api {
-        for (k, v) in CORS {
-            add(k, v);
-        }
+    for (k, v) in extra {
+        add(k, v);
     }
     if let Err(err) = rq.respond(response) {
-        log::debug!("http: {method} {url}: could not send the response: {err}");
+        log::debug!("http: could not send a response: {err}");
     }
-    log::debug!(
-        "http: {method} {url} -> {status} in {:.1} ms",
-        started.elapsed().as_secs_f64() * 1e3
-    );
 }
 
 /// Runs a handler, turning a panic into a logged 500 so the server keeps serving.

@@ -16,10 +16,24 @@ use crate::state::Shared;
 
 type Handler = fn(&Shared, &Req) -> Result<Value, ApiError>;
 
+/// Who may call an endpoint from a browser (see `guard`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A browser-client endpoint (what the original's browser JS client calls): every origin,
+    /// CORS `*` with preflight, as the original server.
+    Anyone,
+    /// Everything else: a browser request must come from the server's own origin or an
+    /// `--allow-origin` one (403 otherwise); requests without `Origin` pass.
+    Guarded,
+}
+
+use Access::{Anyone, Guarded};
+
 /// One endpoint. Path segments in braces capture one segment into `Req::params`, in order.
 pub struct Route {
     pub method: &'static str,
     pub path: &'static str,
+    pub access: Access,
     pub summary: &'static str,
     /// Query parameters: name and description.
     pub query: &'static [(&'static str, &'static str)],
@@ -34,48 +48,48 @@ const PAGE: &[(&str, &str)] = &[
 /// Every endpoint, in the order of the README reference. Literal paths come before patterns
 /// that would also match them.
 pub static ROUTES: &[Route] = &[
-    Route { method: "GET", path: "/api/breakpoints", summary: "List breakpoints with their before/after behaviors and replacements.", query: &[], handler: |s, _| wire(service::breakpoints(s)) },
-    Route { method: "POST", path: "/api/breakpoints", summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?}.", query: &[], handler: |s, r| wire(service::breakpoint_add(s, &r.json()?)?) },
-    Route { method: "DELETE", path: "/api/breakpoints/{name}", summary: "Remove a breakpoint with its behaviors and replacement (ok for unknown names).", query: &[], handler: |s, r| wire(service::breakpoint_remove(s, r.param(0))) },
-    Route { method: "POST", path: "/api/breakpoints/{name}/behavior", summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| wire(service::breakpoint_set_behavior(s, r.param(0), &r.json()?)?) },
-    Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| wire(service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?)?) },
-    Route { method: "POST", path: "/api/breakpoints/{name}/replacement", summary: "Set or clear (\"\") the replacement function: {replacement_function}; signatures must match.", query: &[], handler: |s, r| wire(service::breakpoint_set_replacement(s, r.param(0), &r.json()?)?) },
-    Route { method: "GET", path: "/api/breakpoints/{name}/history", summary: "Execution history of one breakpoint, most recent first.", query: &[("offset", "entries to skip (default 0)"), ("limit", "entries to return (default 100)")], handler: |s, r| wire(service::breakpoint_history(s, r.param(0), offset(r)?, limit(r, 100)?)) },
-    Route { method: "GET", path: "/api/behavior", summary: "The global default behavior.", query: &[], handler: |s, _| wire(service::default_behavior(s)) },
-    Route { method: "POST", path: "/api/behavior", summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| wire(service::set_default_behavior(s, &r.json()?)?) },
-    Route { method: "GET", path: "/api/functions", summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| wire(service::functions(s)) },
-    Route { method: "POST", path: "/api/functions", summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
-    Route { method: "POST", path: "/api/call/start", summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
-    Route { method: "POST", path: "/api/call/complete", summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.node()?) },
-    Route { method: "POST", path: "/api/call/event", summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
-    Route { method: "POST", path: "/api/call/repl-result", summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| wire(service::repl_result(s, &r.json()?)?) },
-    Route { method: "GET", path: "/api/poll/{pause_id}", summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait.", query: &[], handler: |s, r| Ok(service::poll(s, r.param(0))) },
-    Route { method: "GET", path: "/api/poll-repl/{pause_id}", summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| Ok(service::poll_repl(s, r.param(0))) },
-    Route { method: "GET", path: "/api/paused", summary: "Paused executions with their call data and REPL sessions.", query: &[], handler: |s, _| wire(service::paused(s, Payloads::Included)) },
-    Route { method: "POST", path: "/api/paused/{pause_id}/continue", summary: "Resume a pause: {action: continue|modify|skip|raise|replace, modified_args?, modified_kwargs?, fake_result?, exception_type?, exception_message?, replacement_function?}.", query: &[], handler: |s, r| wire(service::continue_pause(s, r.param(0), &r.json()?)?) },
-    Route { method: "POST", path: "/api/repl/start", summary: "Start a REPL session on a pause: {pause_id}.", query: &[], handler: |s, r| wire(service::repl_start(s, &r.json()?)?) },
-    Route { method: "GET", path: "/api/repl/sessions", summary: "REPL sessions, newest first.", query: &[("search", "substring of session, pause, function, call or process"), ("status", "active or closed"), ("from", "started at or after (epoch seconds)"), ("to", "started at or before (epoch seconds)")], handler: repl_sessions },
-    Route { method: "GET", path: "/api/repl/{session_id}", summary: "One REPL session with its transcript.", query: &[], handler: |s, r| service::repl_session(s, r.param(0)) },
-    Route { method: "POST", path: "/api/repl/{session_id}/eval", summary: "Evaluate {expr} in the paused program; blocks until it answers (default 30 s, then 504).", query: &[], handler: |s, r| wire(service::repl_eval(s, r.param(0), r.json()?.get("expr"), s.config.repl_timeout)?) },
-    Route { method: "POST", path: "/api/repl/{session_id}/close", summary: "Close a REPL session, releasing waiting evals.", query: &[], handler: |s, r| wire(service::repl_close(s, r.param(0))?) },
-    Route { method: "POST", path: "/api/report-com-error", summary: "A client reports a failed request to the server (the last 500 are kept).", query: &[], handler: |s, r| wire(service::report_com_error(s, &r.json()?)) },
-    Route { method: "GET", path: "/api/com-errors", summary: "Reported communication errors, oldest first.", query: &[], handler: |s, _| Ok(service::com_errors(s)) },
-    Route { method: "GET", path: "/api/call-records", summary: "Call records (completed calls and client events), newest first.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)")], handler: call_records },
-    Route { method: "GET", path: "/api/objects", summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| wire(service::objects(s, offset(r)?, limit(r, 100)?)) },
-    Route { method: "GET", path: "/api/objects/{cid}", summary: "One stored object: format, size, rendered value, and the structured view {type, repr, attributes} (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| wire(service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes")))?) },
-    Route { method: "GET", path: "/api/snapshots", summary: "Object snapshots: every argument, target and result seen with a client_ref, oldest first.", query: &[("process_key", "only this process"), ("client_ref", "only this client object")], handler: |s, r| Ok(service::snapshots(s, r.query("process_key"), r.query("client_ref"))) },
-    Route { method: "GET", path: "/api/mcp-clients", summary: "External MCP servers with status (connecting, connected, disconnected, error, failed), transport, tools and last error.", query: &[], handler: |s, _| service::external::clients(s) },
-    Route { method: "POST", path: "/api/mcp-clients/connect", summary: "Connect an external MCP server at run time (not persisted): {name, command?, args?, env?, cwd?, url?, transport|type?, headers?, timeout_s?, auto_reconnect?, allowed_tools?, denied_tools?}.", query: &[], handler: |s, r| service::external::connect(s, &r.json()?) },
-    Route { method: "POST", path: "/api/mcp-clients/{name}/disconnect", summary: "Disconnect an external MCP server, keeping its definition; in-flight calls fail at once.", query: &[], handler: |s, r| service::external::disconnect(s, r.param(0)) },
-    Route { method: "POST", path: "/api/mcp-clients/{name}/reconnect", summary: "Reconnect an external MCP server with its retained definition (resets the automatic retry count).", query: &[], handler: |s, r| service::external::reconnect(s, r.param(0)) },
-    Route { method: "GET", path: "/api/mcp-tools", summary: "Tools of the connected external MCP servers: {name: server/tool, server, original_name, description, input_schema}.", query: &[("server", "only this server's tools")], handler: |s, r| service::external::tools(s, r.query("server").filter(|v| !v.is_empty())) },
-    Route { method: "POST", path: "/api/mcp-tools/call", summary: "Call an external tool: {tool: server/tool (or a bare name unique across servers), arguments?}; the full result is returned, recorded and stored.", query: &[], handler: |s, r| service::external::call_rest(s, &r.json()?) },
-    Route { method: "GET", path: "/api/mcp-resources", summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| service::external::resources(s, r.query("server").filter(|v| !v.is_empty())) },
-    Route { method: "POST", path: "/api/mcp-resources/read", summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| service::external::read_resource(s, &r.json()?) },
-    Route { method: "GET", path: "/api/status", summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| wire(service::server_status(s)) },
-    Route { method: "GET", path: "/api/openapi.json", summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
-    Route { method: "GET", path: "/openapi.json", summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
-    Route { method: "GET", path: "/", summary: "Server summary and a pointer to the API description.", query: &[], handler: |s, _| Ok(index(s)) },
+    Route { method: "GET", path: "/api/breakpoints", access: Guarded, summary: "List breakpoints with their before/after behaviors and replacements.", query: &[], handler: |s, _| wire(service::breakpoints(s)) },
+    Route { method: "POST", path: "/api/breakpoints", access: Guarded, summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?}.", query: &[], handler: |s, r| wire(service::breakpoint_add(s, &r.json()?)?) },
+    Route { method: "DELETE", path: "/api/breakpoints/{name}", access: Guarded, summary: "Remove a breakpoint with its behaviors and replacement (ok for unknown names).", query: &[], handler: |s, r| wire(service::breakpoint_remove(s, r.param(0))) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/behavior", access: Guarded, summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| wire(service::breakpoint_set_behavior(s, r.param(0), &r.json()?)?) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", access: Guarded, summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| wire(service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?)?) },
+    Route { method: "POST", path: "/api/breakpoints/{name}/replacement", access: Guarded, summary: "Set or clear (\"\") the replacement function: {replacement_function}; signatures must match.", query: &[], handler: |s, r| wire(service::breakpoint_set_replacement(s, r.param(0), &r.json()?)?) },
+    Route { method: "GET", path: "/api/breakpoints/{name}/history", access: Guarded, summary: "Execution history of one breakpoint, most recent first.", query: &[("offset", "entries to skip (default 0)"), ("limit", "entries to return (default 100)")], handler: |s, r| wire(service::breakpoint_history(s, r.param(0), offset(r)?, limit(r, 100)?)) },
+    Route { method: "GET", path: "/api/behavior", access: Guarded, summary: "The global default behavior.", query: &[], handler: |s, _| wire(service::default_behavior(s)) },
+    Route { method: "POST", path: "/api/behavior", access: Guarded, summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| wire(service::set_default_behavior(s, &r.json()?)?) },
+    Route { method: "GET", path: "/api/functions", access: Guarded, summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| wire(service::functions(s)) },
+    Route { method: "POST", path: "/api/functions", access: Anyone, summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
+    Route { method: "POST", path: "/api/call/start", access: Anyone, summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
+    Route { method: "POST", path: "/api/call/complete", access: Anyone, summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.node()?) },
+    Route { method: "POST", path: "/api/call/event", access: Guarded, summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
+    Route { method: "POST", path: "/api/call/repl-result", access: Anyone, summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| wire(service::repl_result(s, &r.json()?)?) },
+    Route { method: "GET", path: "/api/poll/{pause_id}", access: Anyone, summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait.", query: &[], handler: |s, r| Ok(service::poll(s, r.param(0))) },
+    Route { method: "GET", path: "/api/poll-repl/{pause_id}", access: Anyone, summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| Ok(service::poll_repl(s, r.param(0))) },
+    Route { method: "GET", path: "/api/paused", access: Guarded, summary: "Paused executions with their call data and REPL sessions.", query: &[], handler: |s, _| wire(service::paused(s, Payloads::Included)) },
+    Route { method: "POST", path: "/api/paused/{pause_id}/continue", access: Guarded, summary: "Resume a pause: {action: continue|modify|skip|raise|replace, modified_args?, modified_kwargs?, fake_result?, exception_type?, exception_message?, replacement_function?}.", query: &[], handler: |s, r| wire(service::continue_pause(s, r.param(0), &r.json()?)?) },
+    Route { method: "POST", path: "/api/repl/start", access: Guarded, summary: "Start a REPL session on a pause: {pause_id}.", query: &[], handler: |s, r| wire(service::repl_start(s, &r.json()?)?) },
+    Route { method: "GET", path: "/api/repl/sessions", access: Guarded, summary: "REPL sessions, newest first.", query: &[("search", "substring of session, pause, function, call or process"), ("status", "active or closed"), ("from", "started at or after (epoch seconds)"), ("to", "started at or before (epoch seconds)")], handler: repl_sessions },
+    Route { method: "GET", path: "/api/repl/{session_id}", access: Guarded, summary: "One REPL session with its transcript.", query: &[], handler: |s, r| service::repl_session(s, r.param(0)) },
+    Route { method: "POST", path: "/api/repl/{session_id}/eval", access: Guarded, summary: "Evaluate {expr} in the paused program; blocks until it answers (default 30 s, then 504).", query: &[], handler: |s, r| wire(service::repl_eval(s, r.param(0), r.json()?.get("expr"), s.config.repl_timeout)?) },
+    Route { method: "POST", path: "/api/repl/{session_id}/close", access: Guarded, summary: "Close a REPL session, releasing waiting evals.", query: &[], handler: |s, r| wire(service::repl_close(s, r.param(0))?) },
+    Route { method: "POST", path: "/api/report-com-error", access: Guarded, summary: "A client reports a failed request to the server (the last 500 are kept).", query: &[], handler: |s, r| wire(service::report_com_error(s, &r.json()?)) },
+    Route { method: "GET", path: "/api/com-errors", access: Guarded, summary: "Reported communication errors, oldest first.", query: &[], handler: |s, _| Ok(service::com_errors(s)) },
+    Route { method: "GET", path: "/api/call-records", access: Guarded, summary: "Call records (completed calls and client events), newest first.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)")], handler: call_records },
+    Route { method: "GET", path: "/api/objects", access: Guarded, summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| wire(service::objects(s, offset(r)?, limit(r, 100)?)) },
+    Route { method: "GET", path: "/api/objects/{cid}", access: Guarded, summary: "One stored object: format, size, rendered value, and the structured view {type, repr, attributes} (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| wire(service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes")))?) },
+    Route { method: "GET", path: "/api/snapshots", access: Guarded, summary: "Object snapshots: every argument, target and result seen with a client_ref, oldest first.", query: &[("process_key", "only this process"), ("client_ref", "only this client object")], handler: |s, r| Ok(service::snapshots(s, r.query("process_key"), r.query("client_ref"))) },
+    Route { method: "GET", path: "/api/mcp-clients", access: Guarded, summary: "External MCP servers with status (connecting, connected, disconnected, error, failed), transport, tools and last error.", query: &[], handler: |s, _| service::external::clients(s) },
+    Route { method: "POST", path: "/api/mcp-clients/connect", access: Guarded, summary: "Connect an external MCP server at run time (not persisted): {name, command?, args?, env?, cwd?, url?, transport|type?, headers?, timeout_s?, auto_reconnect?, allowed_tools?, denied_tools?}.", query: &[], handler: |s, r| service::external::connect(s, &r.json()?) },
+    Route { method: "POST", path: "/api/mcp-clients/{name}/disconnect", access: Guarded, summary: "Disconnect an external MCP server, keeping its definition; in-flight calls fail at once.", query: &[], handler: |s, r| service::external::disconnect(s, r.param(0)) },
+    Route { method: "POST", path: "/api/mcp-clients/{name}/reconnect", access: Guarded, summary: "Reconnect an external MCP server with its retained definition (resets the automatic retry count).", query: &[], handler: |s, r| service::external::reconnect(s, r.param(0)) },
+    Route { method: "GET", path: "/api/mcp-tools", access: Guarded, summary: "Tools of the connected external MCP servers: {name: server/tool, server, original_name, description, input_schema}.", query: &[("server", "only this server's tools")], handler: |s, r| service::external::tools(s, r.query("server").filter(|v| !v.is_empty())) },
+    Route { method: "POST", path: "/api/mcp-tools/call", access: Guarded, summary: "Call an external tool: {tool: server/tool (or a bare name unique across servers), arguments?}; the full result is returned, recorded and stored.", query: &[], handler: |s, r| service::external::call_rest(s, &r.json()?) },
+    Route { method: "GET", path: "/api/mcp-resources", access: Guarded, summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| service::external::resources(s, r.query("server").filter(|v| !v.is_empty())) },
+    Route { method: "POST", path: "/api/mcp-resources/read", access: Guarded, summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| service::external::read_resource(s, &r.json()?) },
+    Route { method: "GET", path: "/api/status", access: Guarded, summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| wire(service::server_status(s)) },
+    Route { method: "GET", path: "/api/openapi.json", access: Guarded, summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
+    Route { method: "GET", path: "/openapi.json", access: Guarded, summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
+    Route { method: "GET", path: "/", access: Guarded, summary: "Server summary and a pointer to the API description.", query: &[], handler: |s, _| Ok(index(s)) },
 ];
 
 /// A typed result of `service` in its wire shape.
@@ -180,6 +194,23 @@ fn match_path(pattern: &str, path: &str) -> Option<Vec<String>> {
     }
 }
 
+/// The access rule of a request: its route's; for a bare `OPTIONS` (a preflight that does not
+/// name its method) the most open rule of the routes on that path; unknown paths are guarded.
+pub fn access(method: &str, path: &str) -> Access {
+    let path = if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
+    let mut on_path = ROUTES.iter().filter(|r| match_path(r.path, path).is_some());
+    let open = |r: &&Route| r.access == Anyone && (method == "OPTIONS" || r.method == method);
+    if on_path.any(|r| open(&r)) {
+        Anyone
+    } else {
+        Guarded
+    }
+}
+
 /// Routes one request.
 pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
     let path = if req.path.len() > 1 {
@@ -235,14 +266,22 @@ pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
 
 /// The README's REST reference, generated from `ROUTES`.
 pub fn reference_markdown() -> String {
-    let mut out = String::from("| Method | Path | What it does |\n|---|---|---|\n");
+    let mut out =
+        String::from("| Method | Path | Browser origins | What it does |\n|---|---|---|---|\n");
     for r in ROUTES {
         let mut what = r.summary.replace('|', "\\|");
         if !r.query.is_empty() {
             let q: Vec<String> = r.query.iter().map(|(k, _)| format!("`{k}`")).collect();
             what.push_str(&format!(" Query: {}.", q.join(", ")));
         }
-        out.push_str(&format!("| {} | `{}` | {} |\n", r.method, r.path, what));
+        let origins = match r.access {
+            Anyone => "any (CORS `*`)",
+            Guarded => "own only",
+        };
+        out.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            r.method, r.path, origins, what
+        ));
     }
     out
 }

@@ -17,4 +17,5 @@ mod persistence;
 mod pickle_python;
 mod rest_api;
 mod tidy;
+mod trust;
 mod upstream;

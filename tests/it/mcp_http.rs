@@ -774,7 +774,7 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     let post = |headers: &[(&str, &str)]| http(port, "POST", "/mcp", headers, Some(&init));
     let status = |r: Resp| (r.status, body_text(&r));
 
-    // A foreign Origin is refused on all three endpoints; loopback origins are fine.
+    // A foreign Origin is refused on all three endpoints; the server's own origin is fine.
     let r = post(&[JSON, ACCEPT, ("Origin", EVIL)]);
     assert_eq!(r.status, 403, "{}", body_text(&r));
     assert_eq!(r.json()["error"]["code"], -32600);
@@ -796,16 +796,28 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
         Some(&msg),
     );
     assert_eq!(status(r).0, 403);
+    // Another loopback port is another web origin: refused too.
+    let other = format!("http://localhost:{}", port.wrapping_add(1).max(1));
     let r = http(
         port,
         "POST",
         &l.endpoint,
-        &[JSON, ("Origin", "http://localhost:5173")],
+        &[JSON, ("Origin", &other)],
+        Some(&msg),
+    );
+    assert_eq!(status(r).0, 403);
+    assert_eq!(post(&[JSON, ACCEPT, ("Origin", "null")]).status, 403);
+    let own = format!("http://localhost:{port}");
+    let r = http(
+        port,
+        "POST",
+        &l.endpoint,
+        &[JSON, ("Origin", &own)],
         Some(&msg),
     );
     assert_eq!(status(r).0, 202);
-    for origin in ["http://localhost:5173", &format!("http://127.0.0.1:{port}")] {
-        let r = post(&[JSON, ACCEPT, ("Origin", origin)]);
+    for origin in [own.clone(), format!("http://127.0.0.1:{port}")] {
+        let r = post(&[JSON, ACCEPT, ("Origin", &origin)]);
         assert_eq!(r.status, 200, "{origin}: {}", body_text(&r));
     }
 

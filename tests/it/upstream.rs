@@ -1206,7 +1206,7 @@ fn with_origin(
 }
 
 // A web page in the user's browser must not spawn programs or run external tools through the
-// local port: the /api/mcp-* endpoints refuse foreign origins (the rest of /api keeps CORS *).
+// local port: the /api/mcp-* endpoints refuse foreign origins.
 #[test]
 fn a_foreign_web_origin_cannot_use_the_external_server_endpoints() {
     let s = Server::start(&["--mcp-clients"]);
@@ -1225,10 +1225,10 @@ fn a_foreign_web_origin_cannot_use_the_external_server_endpoints() {
         let r = with_origin(&c, method, path, evil, Some(&json!({"tool": "fx/echo"})));
         assert_eq!(r.status, 403, "{method} {path}");
     }
-    // Other endpoints keep the original's CORS behaviour.
+    // So does every endpoint that is not the browser client's (tests/it/trust.rs has them all).
     assert_eq!(
         with_origin(&c, "GET", "/api/status", evil, None).status,
-        200
+        403
     );
     // The server's own (loopback) origin is fine.
     let own = format!("http://127.0.0.1:{}", s.port);

@@ -1,0 +1,186 @@
+//! The trust boundary of the HTTP port, row by row over the route table: the browser-client
+//! endpoints answer every origin with CORS `*`; every other endpoint refuses browser origins
+//! other than the server's own (other loopback ports and `null` included) with 403 and no CORS
+//! grant; requests without `Origin` (curl, scripts, the Python client) pass everywhere; and a
+//! loopback server answers 421 to any request naming a non-loopback `Host`.
+
+use cideldill_server::http::{Access, ROUTES};
+use serde_json::json;
+
+use crate::support::{Client, Resp, Server};
+
+/// A request with exactly these extra headers (a `Host` naming the server unless given).
+fn send(c: &Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
+    let body = if matches!(method, "POST" | "PUT" | "PATCH") {
+        "{}"
+    } else {
+        ""
+    };
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: 127.0.0.1:{}\r\n", c.port));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    c.raw(req.as_bytes())
+}
+
+/// A concrete path for a route pattern (every `{param}` becomes `x`).
+fn concrete(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .map(|seg| if seg.starts_with('{') { "x" } else { seg })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[test]
+fn every_route_row_applies_its_origin_rule() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let own = [
+        format!("http://127.0.0.1:{}", s.port),
+        format!("http://localhost:{}", s.port),
+        format!("http://[::1]:{}", s.port),
+    ];
+    let other_port = format!("http://localhost:{}", s.port.wrapping_add(1).max(1));
+    let foreign = ["http://evil.example", other_port.as_str(), "null"];
+    let browser_client = [
+        ("POST", "/api/functions"),
+        ("POST", "/api/call/start"),
+        ("POST", "/api/call/complete"),
+        ("POST", "/api/call/repl-result"),
+        ("GET", "/api/poll/{pause_id}"),
+        ("GET", "/api/poll-repl/{pause_id}"),
+    ];
+    let mut open = Vec::new();
+    for route in ROUTES {
+        let path = concrete(route.path);
+        let row = format!("{} {}", route.method, route.path);
+        assert_eq!(
+            route.access == Access::Anyone,
+            browser_client.contains(&(route.method, route.path)),
+            "{row}: only the browser-client endpoints are open to every origin"
+        );
+        if route.access == Access::Anyone {
+            open.push(row.clone());
+        }
+        for origin in foreign {
+            let r = send(&c, route.method, &path, &[("Origin", origin)]);
+            match route.access {
+                Access::Anyone => {
+                    assert_ne!(r.status, 403, "{row} from {origin}");
+                    assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"), "{row}");
+                }
+                Access::Guarded => {
+                    assert_eq!(r.status, 403, "{row} from {origin}");
+                    assert_eq!(r.json()["error"], "origin_not_allowed", "{row}");
+                    assert_eq!(r.header("Access-Control-Allow-Origin"), None, "{row}");
+                }
+            }
+            // The preflight of a browser's cross-origin request: granted only where open.
+            let pre = send(
+                &c,
+                "OPTIONS",
+                &path,
+                &[
+                    ("Origin", origin),
+                    ("Access-Control-Request-Method", route.method),
+                ],
+            );
+            let granted = pre.status < 300 && pre.header("Access-Control-Allow-Origin").is_some();
+            assert_eq!(
+                granted,
+                route.access == Access::Anyone,
+                "OPTIONS {row} from {origin}"
+            );
+        }
+        for origin in &own {
+            let r = send(&c, route.method, &path, &[("Origin", origin)]);
+            assert_ne!(r.status, 403, "{row} from its own origin {origin}");
+            if route.access == Access::Guarded {
+                assert_eq!(
+                    r.header("Access-Control-Allow-Origin"),
+                    Some(origin.as_str()),
+                    "{row}"
+                );
+            }
+        }
+        // No Origin: curl, scripts and the Python client.
+        let r = send(&c, route.method, &path, &[]);
+        assert_ne!(r.status, 403, "{row} without Origin");
+        assert_ne!(r.status, 421, "{row} without Origin");
+        // DNS rebinding: another site's name resolved to this machine.
+        for host in [
+            "evil.example",
+            &format!("evil.example:{}", s.port),
+            "192.168.1.9",
+        ] {
+            let r = send(&c, route.method, &path, &[("Host", host)]);
+            assert_eq!(r.status, 421, "{row} with Host {host}");
+            assert_eq!(r.json()["error"], "misdirected_request", "{row}");
+        }
+    }
+    assert_eq!(open.len(), browser_client.len(), "{open:?}");
+    // Loopback names with any port are this machine.
+    for host in ["localhost", "localhost:1", "[::1]:80", "127.0.0.1"] {
+        let r = send(&c, "GET", "/api/status", &[("Host", host)]);
+        assert_eq!(r.status, 200, "Host {host}");
+    }
+}
+
+#[test]
+fn a_foreign_page_cannot_steer_the_debugger_but_the_program_keeps_talking() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let evil = [("Origin", "http://evil.example")];
+    // The classic attack: a text/plain POST (no preflight) that changes the behavior.
+    let r = send(&c, "POST", "/api/behavior", &evil);
+    assert_eq!(r.status, 403);
+    assert_eq!(c.get("/api/behavior").json()["behavior"], "stop");
+    for (method, path) in [
+        ("POST", "/api/breakpoints"),
+        ("POST", "/api/repl/start"),
+        ("POST", "/api/paused/x/continue"),
+        ("GET", "/api/paused"),
+        ("GET", "/api/call-records"),
+        ("GET", "/"),
+        ("GET", "/api/nope"),
+    ] {
+        assert_eq!(send(&c, method, path, &evil).status, 403, "{method} {path}");
+    }
+    // What an instrumented page's browser client sends still works from any origin.
+    let r = send(&c, "GET", "/api/poll/x", &evil);
+    assert_eq!(r.status, 200);
+    let body = json!({"function_name": "f"}).to_string();
+    let req = format!(
+        "POST /api/functions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nOrigin: http://evil.example\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        c.port,
+        body.len()
+    );
+    let r = c.raw(req.as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
+    // An origin given with --allow-origin is granted, by name.
+    let s = Server::start(&["--memory", "--allow-origin", "https://tools.example"]);
+    let c = s.client();
+    let r = send(
+        &c,
+        "GET",
+        "/api/status",
+        &[("Origin", "https://tools.example")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("Access-Control-Allow-Origin"),
+        Some("https://tools.example")
+    );
+    assert_eq!(r.header("Vary"), Some("Origin"));
+    assert_eq!(send(&c, "GET", "/api/status", &evil).status, 403);
+}
