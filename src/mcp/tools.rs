@@ -227,9 +227,10 @@ fn fn_behavior_out() -> Value {
 fn pause_out() -> Value {
     json!({
         "type": "object",
-        "required": ["id", "call_data", "paused_at", "repl_sessions"],
+        "required": ["id", "when", "call_data", "paused_at", "repl_sessions"],
         "properties": {
             "id": {"type": "string"},
+            "when": {"enum": ["before", "after"]},
             "call_data": {"type": "object", "required": ["method_name"], "properties": {"method_name": {"type": "string"}}},
             "paused_at": {"type": "number"},
             "repl_sessions": {"type": "array", "items": {"type": "string"}},
@@ -394,6 +395,19 @@ only 'continue' is possible.",
         idempotent: false,
         max_block_s: 0.0,
         handler: breakpoint_continue,
+    },
+    Tool {
+        name: "breakpoint_continue_all",
+        title: "Resume every paused call",
+        description: "Resume every current pause with 'continue' (before-pauses run the call as is, after-pauses \
+return its result). Returns the pause ids resumed.",
+        input_schema: || json!({"type": "object", "properties": {}}),
+        output_schema: || json!({"type": "object", "required": ["status", "resumed"], "properties": {
+            "status": {"const": "ok"}, "resumed": {"type": "array", "items": {"type": "string"}}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: |ctx, _| out(service::continue_all(ctx.shared())),
     },
     Tool {
         name: "breakpoint_list_functions",
@@ -903,8 +917,9 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            20,
-            "the 14 tools of the design, breakpoint_wait_for_pause and the 5 external_* proxies"
+            21,
+            "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all and \
+             the 5 external_* proxies"
         );
         // Seed 000 tests 132, 133: the five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

@@ -18,10 +18,20 @@ use crate::store::{Format, NewBlob};
 /// The actions the Python client executes at a before-pause (protocol doc §2.11).
 pub const BEFORE_ACTIONS: [&str; 5] = ["continue", "modify", "skip", "raise", "replace"];
 
+/// Whether a pause is before the call runs or after it returned (or raised).
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    Before,
+    After,
+}
+
 /// One paused execution. `call_data` is the client's call data (arbitrary JSON), rendered.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct PausedExecution {
     pub id: String,
+    /// Before or after the call: an after-pause takes only `continue`.
+    pub when: When,
     pub call_data: Obj,
     pub paused_at: f64,
     pub repl_sessions: Vec<String>,
@@ -37,7 +47,7 @@ impl PausedExecution {
 
     /// A pause after the call completed (it shows a result or an exception).
     pub fn is_after(&self) -> bool {
-        self.call_data.contains_key("pretty_result") || self.call_data.contains_key("exception")
+        self.when == When::After
     }
 }
 
@@ -64,6 +74,27 @@ pub struct Continued {
     /// The action stored for the client (`replace` when a replacement function was given).
     #[serde(skip)]
     pub action: String,
+}
+
+/// Every pause resumed with `continue`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ContinuedAll {
+    pub status: Ack,
+    /// The pauses resumed, oldest first.
+    pub resumed: Vec<String>,
+}
+
+/// Resumes every current pause with `continue` (a pause resumed meanwhile by someone else is
+/// left out of `resumed`).
+pub fn continue_all(shared: &Shared) -> ContinuedAll {
+    let resumed = paused_ids(shared)
+        .into_iter()
+        .filter(|id| continue_pause(shared, id, &Obj::new()).is_ok())
+        .collect();
+    ContinuedAll {
+        status: Ack::Ok,
+        resumed,
+    }
 }
 
 /// The original items of a paused call, with their payloads.
@@ -108,8 +139,10 @@ pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
 }
 
 fn execution(st: &State, p: &Pause, payloads: Payloads) -> PausedExecution {
+    let after = p.call_data.contains_key("pretty_result") || p.call_data.contains_key("exception");
     PausedExecution {
         id: p.id.clone(),
+        when: if after { When::After } else { When::Before },
         call_data: match payloads {
             Payloads::Included => p.call_data.clone(),
             Payloads::Omitted => without_item_data(&p.call_data),
@@ -415,6 +448,19 @@ mod tests {
     use crate::service::testing::{body, complete_body, item, paused_call, shared};
 
     #[test]
+    fn continue_all_resumes_every_pause_once() {
+        let s = shared();
+        let (a, _) = paused_call(&s, "f", &[json!(1)]);
+        let (b, _) = paused_call(&s, "g", &[json!(2)]);
+        let done = continue_all(&s);
+        assert_eq!(done.resumed, [a.clone(), b.clone()]);
+        assert!(paused(&s, Payloads::Omitted).paused.is_empty());
+        assert_eq!(poll(&s, &a)["action"]["action"], "continue");
+        assert_eq!(poll(&s, &b)["status"], "ready");
+        assert!(continue_all(&s).resumed.is_empty());
+    }
+
+    #[test]
     fn pauses_are_listed_with_or_without_payloads() {
         let s = shared();
         let (pause_id, _) = paused_call(&s, "f", &[json!(1)]);
@@ -432,7 +478,11 @@ mod tests {
         assert_eq!(paused_ids(&s), vec![pause_id.clone()]);
         let wire = serde_json::to_value(&with).unwrap();
         let keys: Vec<&String> = wire["paused"][0].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["id", "call_data", "paused_at", "repl_sessions"]);
+        assert_eq!(
+            keys,
+            ["id", "when", "call_data", "paused_at", "repl_sessions"]
+        );
+        assert_eq!(wire["paused"][0]["when"], "before");
     }
 
     #[test]

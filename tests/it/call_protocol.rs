@@ -398,8 +398,9 @@ fn paused_call_data_has_the_documented_fields() {
     let p = &c.get_ok("/api/paused")["paused"][0];
     assert_eq!(
         obj_keys(p),
-        ["id", "call_data", "paused_at", "repl_sessions"]
+        ["id", "when", "call_data", "paused_at", "repl_sessions"]
     );
+    assert_eq!(p["when"], "before");
     assert!(p["paused_at"].is_f64());
     let cd = &p["call_data"];
     for key in [

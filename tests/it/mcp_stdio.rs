@@ -292,6 +292,7 @@ fn every_tool_result_matches_its_output_schema() {
             json!({"function_name": "nobody", "timeout_s": 0.2}),
         ),
         ("breakpoint_continue", json!({"pause_id": p})),
+        ("breakpoint_continue_all", json!({})),
         ("breakpoint_remove", json!({"function_name": "g"})),
     ];
     let mut covered = std::collections::HashSet::new();
