@@ -2,10 +2,11 @@
 //! held and published by `StateGuard` after it is released, so a slow subscriber never holds
 //! up the state; each carries a sequence number taken under the lock, which orders them.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Value};
 
 /// What happened.
@@ -86,17 +87,41 @@ impl Event {
     }
 }
 
-/// Subscribers to events. Its mutex is a leaf lock: never taken while calling out.
+/// Events the bus keeps for subscribers that come back (`Last-Event-ID`).
+pub const REPLAY_EVENTS: usize = 1024;
+
+/// Subscribers to events, and the most recent events for replay. Its mutex is a leaf lock:
+/// never taken while calling out.
 #[derive(Default)]
 pub struct Bus {
-    subscribers: Mutex<Vec<Subscriber>>,
+    subscribers: Mutex<Subscribers>,
+}
+
+#[derive(Default)]
+struct Subscribers {
+    list: Vec<Subscriber>,
+    /// The last `REPLAY_EVENTS` events published, in publishing order.
+    recent: VecDeque<Event>,
 }
 
 struct Subscriber {
     tx: Sender<Event>,
     /// Events reach a gated subscriber only while its gate is open.
     gate: Option<Arc<AtomicBool>>,
+    /// A bounded subscriber that fell behind: set, and the subscriber dropped, when its queue
+    /// is full (so a stalled reader never holds memory or blocks anyone).
+    lagged: Option<Arc<AtomicBool>>,
 }
+
+/// A bounded subscription: its events, and whether it fell behind and was dropped.
+pub struct Subscription {
+    pub rx: Receiver<Event>,
+    pub lagged: Arc<AtomicBool>,
+}
+
+/// Why a replay cannot give every event after the one asked for.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Gap;
 
 impl Bus {
     /// A new unbounded subscription; dropping the receiver unsubscribes.
@@ -112,11 +137,48 @@ impl Bus {
 
     fn add(&self, gate: Option<Arc<AtomicBool>>) -> Receiver<Event> {
         let (tx, rx) = unbounded();
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Subscriber { tx, gate });
+        self.lock().list.push(Subscriber {
+            tx,
+            gate,
+            lagged: None,
+        });
         rx
+    }
+
+    /// A subscription whose queue holds at most `capacity` events; a subscriber that lets it
+    /// fill up is dropped and told so through `lagged`.
+    pub fn subscribe_bounded(&self, capacity: usize) -> Subscription {
+        let (tx, rx) = bounded(capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
+        self.lock().list.push(Subscriber {
+            tx,
+            gate: None,
+            lagged: Some(Arc::clone(&lagged)),
+        });
+        Subscription { rx, lagged }
+    }
+
+    /// The kept events after `seq`, by sequence number; `Gap` when some of them are no longer
+    /// kept.
+    pub fn replay_after(&self, seq: u64) -> Result<Vec<Event>, Gap> {
+        let subs = self.lock();
+        let mut after: Vec<Event> = subs
+            .recent
+            .iter()
+            .filter(|e| e.seq > seq)
+            .cloned()
+            .collect();
+        let oldest = subs.recent.iter().map(|e| e.seq).min();
+        let newest = subs.recent.iter().map(|e| e.seq).max();
+        if newest.is_some_and(|n| n > seq) && oldest.is_some_and(|o| o > seq + 1) {
+            return Err(Gap);
+        }
+        after.sort_by_key(|e| e.seq);
+        Ok(after)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Subscribers> {
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Sends every event to every live subscriber whose gate is open, forgetting the ones that
@@ -125,21 +187,33 @@ impl Bus {
         if events.is_empty() {
             return;
         }
-        let mut subs = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
-        subs.retain(|s| {
+        let mut subs = self.lock();
+        for e in &events {
+            if subs.recent.len() == REPLAY_EVENTS {
+                subs.recent.pop_front();
+            }
+            subs.recent.push_back(e.clone());
+        }
+        subs.list.retain(|s| {
             if s.gate.as_ref().is_some_and(|g| !g.load(Ordering::SeqCst)) {
                 // Kept, and forgotten at a publish with its gate open if it went away.
                 return true;
             }
-            events.iter().all(|e| s.tx.send(e.clone()).is_ok())
+            events.iter().all(|e| match s.tx.try_send(e.clone()) {
+                Ok(()) => true,
+                Err(TrySendError::Disconnected(_)) => false,
+                Err(TrySendError::Full(_)) => {
+                    if let Some(lagged) = &s.lagged {
+                        lagged.store(true, Ordering::SeqCst);
+                    }
+                    false
+                }
+            })
         });
     }
 
     pub fn n_subscribers(&self) -> usize {
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        self.lock().list.len()
     }
 }
 
@@ -159,6 +233,45 @@ mod tests {
         }]);
         assert_eq!(a.try_recv().unwrap().seq, 1);
         assert_eq!(bus.n_subscribers(), 1);
+    }
+
+    fn ev(seq: u64) -> Event {
+        Event {
+            seq,
+            kind: EventKind::BreakpointsChanged,
+        }
+    }
+
+    #[test]
+    fn a_bounded_subscriber_that_falls_behind_is_dropped_and_told() {
+        let bus = Bus::default();
+        let slow = bus.subscribe_bounded(2);
+        let fast = bus.subscribe();
+        bus.publish(vec![ev(1), ev(2)]);
+        assert!(!slow.lagged.load(Ordering::SeqCst));
+        bus.publish(vec![ev(3)]);
+        assert!(slow.lagged.load(Ordering::SeqCst));
+        assert_eq!(bus.n_subscribers(), 1, "the slow one is gone");
+        let got: Vec<u64> = slow.rx.try_iter().map(|e| e.seq).collect();
+        assert_eq!(got, [1, 2]);
+        assert_eq!(fast.try_iter().count(), 3, "the others are not held up");
+    }
+
+    #[test]
+    fn replay_gives_the_kept_events_after_an_id_or_says_there_is_a_gap() {
+        let bus = Bus::default();
+        assert_eq!(bus.replay_after(0), Ok(vec![]));
+        bus.publish(vec![ev(2), ev(1)]);
+        let seqs =
+            |r: Result<Vec<Event>, Gap>| r.map(|v| v.iter().map(|e| e.seq).collect::<Vec<_>>());
+        assert_eq!(seqs(bus.replay_after(0)), Ok(vec![1, 2]));
+        assert_eq!(seqs(bus.replay_after(1)), Ok(vec![2]));
+        assert_eq!(seqs(bus.replay_after(2)), Ok(vec![]));
+        bus.publish((3..=(REPLAY_EVENTS as u64 + 10)).map(ev).collect());
+        assert_eq!(bus.replay_after(5), Err(Gap), "event 6 is no longer kept");
+        let last = REPLAY_EVENTS as u64 + 10;
+        assert_eq!(seqs(bus.replay_after(last - 1)), Ok(vec![last]));
+        assert_eq!(seqs(bus.replay_after(last)), Ok(vec![]));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! body, routes it, catches any panic (answered 500), adds CORS headers under `/api/`, and
 //! responds. Only this module and `routes` touch tiny_http types.
 
+mod events;
 pub mod guard;
 mod mcp_http;
 mod openapi;
@@ -390,6 +391,20 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         }
         (Access::Guarded, None) => Vec::new(),
     };
+    if method == "GET" && path.trim_end_matches('/') == "/api/events" {
+        let last = header_value(&rq, "Last-Event-ID").or_else(|| {
+            query
+                .iter()
+                .find(|(k, _)| k == "last_event_id")
+                .map(|(_, v)| v.clone())
+        });
+        events::serve(shared, rq, last.as_deref(), &cors);
+        log::debug!(
+            "http: {method} {url} (event stream) ended after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        return;
+    }
     let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
         Err(reply) => reply,
         Ok(body) => {

@@ -57,6 +57,13 @@ impl EventStream {
         self.write_raw(&sse::event(name, data))
     }
 
+    /// Writes one event with an `id` and a name, and flushes it.
+    pub fn event_with_id(&mut self, id: &str, name: &str, data: &str) -> io::Result<()> {
+        let mut text = format!("id: {}\n", id.replace(['\n', '\r'], ""));
+        text.push_str(&sse::event(Some(name), data));
+        self.write_raw(&text)
+    }
+
     /// Writes a keep-alive comment.
     pub fn ping(&mut self) -> io::Result<()> {
         self.write_raw(&sse::comment("ping"))

@@ -6,6 +6,7 @@ mod support;
 
 mod call_protocol;
 mod demo;
+mod event_stream;
 mod events;
 mod fixture;
 mod mcp_http;
