@@ -360,12 +360,14 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         );
         return;
     }
-    // A preflight is judged by the method it asks for.
+    // A preflight is judged by the method it asks for. Requests without `Origin` (the Python
+    // client's) learn their route's rule from the routing itself, in one pass.
     let asked = header_value(&rq, "Access-Control-Request-Method")
         .filter(|_| method == "OPTIONS")
         .map(|m| m.trim().to_ascii_uppercase());
-    let access = routes::access(asked.as_deref().unwrap_or(&method), &path);
-    if access == Access::Guarded && !policy.origin_allowed(origin.as_deref()) {
+    let checked = (origin.is_some() || method == "OPTIONS")
+        .then(|| routes::access(asked.as_deref().unwrap_or(&method), &path));
+    if checked == Some(Access::Guarded) && !policy.origin_allowed(origin.as_deref()) {
         log::warn!(
             "http: refused {method} {url} from origin {:?}",
             origin.as_deref().unwrap_or("")
@@ -379,17 +381,19 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
     }
     // CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only
     // the allowed origin that asked (its own pages need no grant, --allow-origin ones do).
-    let cors: Vec<(&str, String)> = match (access, &origin) {
-        (Access::Anyone, _) => CORS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
-        (Access::Guarded, Some(o)) => {
-            let mut grant = vec![
-                ("Access-Control-Allow-Origin", o.clone()),
-                ("Vary", "Origin".to_owned()),
-            ];
-            grant.extend(CORS[1..].iter().map(|(k, v)| (*k, (*v).to_owned())));
-            grant
+    let cors = |access: Access| -> Vec<(&str, String)> {
+        match (access, &origin) {
+            (Access::Anyone, _) => CORS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            (Access::Guarded, Some(o)) => {
+                let mut grant = vec![
+                    ("Access-Control-Allow-Origin", o.clone()),
+                    ("Vary", "Origin".to_owned()),
+                ];
+                grant.extend(CORS[1..].iter().map(|(k, v)| (*k, (*v).to_owned())));
+                grant
+            }
+            (Access::Guarded, None) => Vec::new(),
         }
-        (Access::Guarded, None) => Vec::new(),
     };
     if method == "GET" && path.trim_end_matches('/') == "/api/events" {
         let last = header_value(&rq, "Last-Event-ID").or_else(|| {
@@ -398,15 +402,15 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
                 .find(|(k, _)| k == "last_event_id")
                 .map(|(_, v)| v.clone())
         });
-        events::serve(shared, rq, last.as_deref(), &cors);
+        events::serve(shared, rq, last.as_deref(), &cors(Access::Guarded));
         log::debug!(
             "http: {method} {url} (event stream) ended after {:.1} s",
             started.elapsed().as_secs_f64()
         );
         return;
     }
-    let reply = match read_body(&mut rq, shared.config.max_body_bytes) {
-        Err(reply) => reply,
+    let (reply, routed) = match read_body(&mut rq, shared.config.max_body_bytes) {
+        Err(reply) => (reply, routes::access(&method, &path)),
         Ok(body) => {
             let mut req = Req {
                 method: method.clone(),
@@ -420,7 +424,7 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         }
     };
     let status = reply.status;
-    send(rq, reply, &cors);
+    send(rq, reply, &cors(checked.unwrap_or(routed)));
     log::debug!(
         "http: {method} {url} -> {status} in {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
@@ -456,7 +460,7 @@ fn send(rq: tiny_http::Request, reply: Reply, extra: &[(&str, String)]) {
 }
 
 /// Runs a handler, turning a panic into a logged 500 so the server keeps serving.
-fn guarded(method: &str, url: &str, f: impl FnOnce() -> Reply) -> Reply {
+fn guarded(method: &str, url: &str, f: impl FnOnce() -> (Reply, Access)) -> (Reply, Access) {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -464,9 +468,11 @@ fn guarded(method: &str, url: &str, f: impl FnOnce() -> Reply) -> Reply {
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
         log::error!("http: handler panicked on {method} {url}: {what}");
-        Reply::error(&ApiError::internal(
+        let reply = Reply::error(&ApiError::internal(
             "internal error while handling the request (logged)",
-        ))
+        ));
+        let path = url.split('?').next().unwrap_or(url);
+        (reply, routes::access(method, path))
     })
 }
 
@@ -547,11 +553,15 @@ mod tests {
 
     #[test]
     fn a_panicking_handler_becomes_a_500_json_reply() {
-        let reply = guarded("GET", "/x", || panic!("boom"));
-        assert_eq!(reply.status, 500);
+        let (reply, access) = guarded("GET", "/x", || panic!("boom"));
+        assert_eq!((reply.status, access), (500, Access::Guarded));
         let body: Value = serde_json::from_slice(&reply.body).unwrap();
         assert_eq!(body["error"], "internal_error");
-        assert_eq!(guarded("GET", "/x", || Reply::empty(204)).status, 204);
+        // A browser-client endpoint keeps its CORS grant on a 500.
+        let (_, access) = guarded("POST", "/api/call/start?x=1", || panic!("boom"));
+        assert_eq!(access, Access::Anyone);
+        let ok = guarded("GET", "/x", || (Reply::empty(204), Access::Guarded));
+        assert_eq!(ok.0.status, 204);
     }
 
     #[test]

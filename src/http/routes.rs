@@ -205,6 +205,7 @@ pub fn access(method: &str, path: &str) -> Access {
         path
     };
     let mut on_path = ROUTES.iter().filter(|r| match_path(r.path, path).is_some());
+    let method = if method == "HEAD" { "GET" } else { method };
     let open = |r: &&Route| r.access == Anyone && (method == "OPTIONS" || r.method == method);
     if on_path.any(|r| open(&r)) {
         Anyone
@@ -213,8 +214,14 @@ pub fn access(method: &str, path: &str) -> Access {
     }
 }
 
-/// Routes one request.
-pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
+/// Routes one request; also says the access rule of the route it went to (`Guarded` when none).
+pub(super) fn route(shared: &Shared, req: &mut Req) -> (Reply, Access) {
+    let mut access = Guarded;
+    let reply = route_to(shared, req, &mut access);
+    (reply, access)
+}
+
+fn route_to(shared: &Shared, req: &mut Req, access: &mut Access) -> Reply {
     let path = if req.path.len() > 1 {
         req.path.trim_end_matches('/').to_owned()
     } else {
@@ -255,6 +262,7 @@ pub(super) fn route(shared: &Shared, req: &mut Req) -> Reply {
         .with_header("Allow", &allowed.join(", "));
     };
     req.params = params.clone();
+    *access = route.access;
     match (route.handler)(shared, req) {
         Ok(v) => Reply::json(200, &v),
         Err(e) => {
