@@ -188,12 +188,6 @@ impl Bus {
             return;
         }
         let mut subs = self.lock();
-        for e in &events {
-            if subs.recent.len() == REPLAY_EVENTS {
-                subs.recent.pop_front();
-            }
-            subs.recent.push_back(e.clone());
-        }
         subs.list.retain(|s| {
             if s.gate.as_ref().is_some_and(|g| !g.load(Ordering::SeqCst)) {
                 // Kept, and forgotten at a publish with its gate open if it went away.
@@ -210,6 +204,13 @@ impl Bus {
                 }
             })
         });
+        // Kept for replay by moving them in: no copy when nobody listens.
+        for e in events {
+            if subs.recent.len() == REPLAY_EVENTS {
+                subs.recent.pop_front();
+            }
+            subs.recent.push_back(e);
+        }
     }
 
     pub fn n_subscribers(&self) -> usize {
