@@ -70,7 +70,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_get_default_behavior", "breakpoint_set_default_behavior",
     "breakpoint_list_paused", "breakpoint_continue", "breakpoint_list_functions",
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
-    "breakpoint_wait_for_pause",
+    "breakpoint_wait_for_pause", "breakpoint_continue_all",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {
@@ -747,6 +747,8 @@ class Runner:
             need(done.get("status") == "ok", f"call/complete answered {done}")
             return "poll ready, call completed"
         await self.step("program resumes and completes (HTTP)", program_resumes)
+        await self.tool("breakpoint_continue_all", {},
+                        check=lambda d: need(d.get("status") == "ok" and isinstance(d.get("resumed"), list), str(d)))
 
         await self.tool("breakpoint_get_call_records", {"function_name": "add", "limit": 10},
                         check=lambda d: need(d["total_count"] >= 1 and d["calls"][0]["method_name"] == "add", short(d)))
