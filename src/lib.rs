@@ -29,6 +29,7 @@ pub mod state;
 
 pub mod service;
 pub mod sse;
+pub mod ui;
 pub mod upstream;
 
 pub mod http;

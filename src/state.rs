@@ -53,6 +53,8 @@ pub struct Shared {
     renders: Mutex<RenderCache>,
     /// Payload texts verified before (a leaf lock, like the interner).
     verified: Mutex<crate::cas::Verified>,
+    /// MCP sessions open (agents connected), kept by the MCP server for the status line.
+    pub mcp_sessions: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -70,6 +72,7 @@ impl Shared {
             interner: Mutex::new(interner),
             renders: Mutex::new(RenderCache::default()),
             verified: Mutex::new(crate::cas::Verified::default()),
+            mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
             state: Mutex::new(state),
         }
     }

@@ -395,6 +395,24 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
             (Access::Guarded, None) => Vec::new(),
         }
     };
+    let page_path = matches!(method.as_str(), "GET" | "HEAD")
+        && (path.starts_with("/ui/")
+            || (path == "/" && crate::ui::wants_html(header_value(&rq, "Accept").as_deref())));
+    if page_path {
+        let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
+        if let Some(page) = crate::ui::serve(shared, &path, fragment) {
+            let reply = Reply {
+                status: page.status,
+                content_type: page.content_type,
+                body: page.body.into_bytes(),
+                headers: crate::ui::headers()
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            };
+            return send(rq, reply, &[]);
+        }
+    }
     if method == "GET" && path.trim_end_matches('/') == "/api/events" {
         let last = header_value(&rq, "Last-Event-ID").or_else(|| {
             query

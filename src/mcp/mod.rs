@@ -373,6 +373,9 @@ impl Mcp {
             let mut sessions = self.sessions_map();
             sessions.insert(session.id.clone(), session.clone());
             self.any_session.store(true, Ordering::SeqCst);
+            self.shared
+                .mcp_sessions
+                .store(sessions.len(), Ordering::SeqCst);
         }
         log::debug!("mcp: session {} opened on {transport}", session.id);
         session
@@ -385,6 +388,9 @@ impl Mcp {
             let removed = sessions.remove(id);
             self.any_session
                 .store(!sessions.is_empty(), Ordering::SeqCst);
+            self.shared
+                .mcp_sessions
+                .store(sessions.len(), Ordering::SeqCst);
             removed
         };
         if let Some(s) = removed {

@@ -16,7 +16,7 @@ mod records;
 mod repl;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 pub use breakpoints::*;
 pub use calls::*;

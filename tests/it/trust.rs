@@ -220,3 +220,48 @@ fn a_foreign_page_cannot_steer_the_debugger_but_the_program_keeps_talking() {
     assert_eq!(r.header("Vary"), Some("Origin"));
     assert_eq!(send(&c, "GET", "/api/status", &evil).status, 403);
 }
+
+#[test]
+fn the_pages_are_html_with_a_strict_policy_and_scripts_still_get_json() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let page = |path: &str| {
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/html,*/*;q=0.8\r\nConnection: close\r\n\r\n",
+            c.port
+        );
+        c.raw(req.as_bytes())
+    };
+    let home = page("/");
+    assert_eq!(home.status, 200);
+    assert_eq!(
+        home.header("Content-Type"),
+        Some("text/html; charset=utf-8")
+    );
+    let csp = home.header("Content-Security-Policy").expect("a CSP");
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    assert!(!csp.contains("unsafe-inline"));
+    let html = String::from_utf8_lossy(&home.body);
+    assert!(html.contains("Nothing is paused"), "{html}");
+    assert!(!html.contains("<script>"), "no inline script");
+    // The same URL without Accept: text/html is the JSON summary scripts use.
+    assert_eq!(c.get_ok("/")["server"], "cideldill-server");
+    let js = page("/ui/app.js");
+    assert_eq!(
+        js.header("Content-Type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(page("/ui/app.css").status == 200);
+    let missing = page("/ui/no-such-page");
+    assert_eq!(missing.status, 404);
+    assert!(String::from_utf8_lossy(&missing.body).contains("Not found"));
+    assert!(missing.header("Content-Security-Policy").is_some());
+    // A foreign page cannot read them either.
+    let r = send(
+        &c,
+        "GET",
+        "/ui/app.js",
+        &[("Origin", "http://evil.example")],
+    );
+    assert_eq!(r.status, 403);
+}
