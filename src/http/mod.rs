@@ -362,8 +362,9 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
     }
     // A preflight is judged by the method it asks for. Requests without `Origin` (the Python
     // client's) learn their route's rule from the routing itself, in one pass.
-    let asked = header_value(&rq, "Access-Control-Request-Method")
-        .filter(|_| method == "OPTIONS")
+    let asked = (method == "OPTIONS")
+        .then(|| header_value(&rq, "Access-Control-Request-Method"))
+        .flatten()
         .map(|m| m.trim().to_ascii_uppercase());
     let checked = (origin.is_some() || method == "OPTIONS")
         .then(|| routes::access(asked.as_deref().unwrap_or(&method), &path));
