@@ -397,11 +397,10 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         }
     };
     let page_path = matches!(method.as_str(), "GET" | "HEAD")
-        && (path.starts_with("/ui/")
+        && (crate::ui::is_page_path(&path)
             || (path == "/" && crate::ui::wants_html(header_value(&rq, "Accept").as_deref())));
     if page_path {
-        let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
-        if let Some(page) = crate::ui::serve(shared, &path, fragment) {
+        if let Some(page) = crate::ui::serve(shared, &path, &query) {
             let reply = Reply {
                 status: page.status,
                 content_type: page.content_type,

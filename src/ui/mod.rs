@@ -16,6 +16,7 @@ use crate::state::Shared;
 
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
+const EVENTS_WORKER_JS: &str = include_str!("assets/events-worker.js");
 
 /// The Content-Security-Policy of every page.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -45,43 +46,107 @@ pub fn wants_html(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| a.contains("text/html"))
 }
 
-/// The UI's answer to `GET path`, or `None` when the path is not a UI page (then the REST
-/// routes answer it). `fragment`: only the part of the page that live updates replace.
-pub fn serve(shared: &Shared, path: &str, fragment: bool) -> Option<Page> {
-    let html = |status, body| Page {
-        status,
-        content_type: "text/html; charset=utf-8",
-        body,
-    };
-    match path {
-        "/ui/app.css" => Some(Page {
-            status: 200,
-            content_type: "text/css; charset=utf-8",
-            body: APP_CSS.to_owned(),
-        }),
-        "/ui/app.js" => Some(Page {
-            status: 200,
-            content_type: "text/javascript; charset=utf-8",
-            body: APP_JS.to_owned(),
-        }),
-        "/" if fragment => Some(html(200, paused::cards(shared))),
-        "/" => Some(html(
-            200,
-            layout(shared, "Paused", "paused", &paused::page(shared)),
-        )),
-        p if p.starts_with("/ui/") => Some(html(404, not_found(shared, p))),
-        _ => None,
+/// A page's content: its title, which navigation entry it belongs to, and its `main`.
+/// Elements of `main` with an `id` and a `data-live` attribute are what live updates replace.
+#[derive(Debug)]
+pub struct Html {
+    pub title: String,
+    pub nav: &'static str,
+    pub main: String,
+}
+
+impl Html {
+    pub fn new(title: impl Into<String>, nav: &'static str, main: String) -> Html {
+        Html {
+            title: title.into(),
+            nav,
+            main,
+        }
     }
 }
 
+/// A page's answer: its content, or "no such thing" with what was asked for (a 404 page).
+pub type Answer = Result<Html, String>;
+
+/// The navigation: path and label of every page that has an entry.
+const NAV: &[(&str, &str)] = &[("/", "Paused")];
+
+/// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
+/// says; `/` only for browsers, see [`wants_html`]).
+pub fn is_page_path(path: &str) -> bool {
+    path.starts_with("/ui/")
+}
+
+/// The UI's answer to `GET path?query`, or `None` when the path is not a UI page (then the
+/// REST routes answer it). `?fragment=1`: only the status line and `main`, which live
+/// updates parse to replace the page's `data-live` regions.
+pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<Page> {
+    let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
+    let answer: Answer = match path {
+        "/ui/app.css" => {
+            return Some(Page {
+                status: 200,
+                content_type: "text/css; charset=utf-8",
+                body: APP_CSS.to_owned(),
+            })
+        }
+        "/ui/app.js" => {
+            return Some(Page {
+                status: 200,
+                content_type: "text/javascript; charset=utf-8",
+                body: APP_JS.to_owned(),
+            })
+        }
+        "/ui/events-worker.js" => {
+            return Some(Page {
+                status: 200,
+                content_type: "text/javascript; charset=utf-8",
+                body: EVENTS_WORKER_JS.to_owned(),
+            })
+        }
+        "/" => Ok(paused::page(shared)),
+        p if p.starts_with("/ui/") => Err(p.to_owned()),
+        _ => return None,
+    };
+    let (status, html) = match answer {
+        Ok(html) => (200, html),
+        Err(what) => (404, not_found(&what)),
+    };
+    let body = if fragment {
+        format!(
+            "<div id=\"frag-status\">{}</div><div id=\"frag-main\">{}</div>",
+            shared_status(shared),
+            html.main
+        )
+    } else {
+        layout(shared, &html)
+    };
+    Some(Page {
+        status,
+        content_type: "text/html; charset=utf-8",
+        body,
+    })
+}
+
+/// Looks up a query parameter.
+pub fn param<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
 /// A page for a path or id that does not exist.
-pub fn not_found(shared: &Shared, what: &str) -> String {
-    let body = format!(
-        "<h1>Not found</h1><p class=\"empty\">There is no page at <code>{}</code>.</p>\
-         <p><a href=\"/\">Go to the paused calls</a></p>",
-        esc(what)
-    );
-    layout(shared, "Not found", "", &body)
+pub fn not_found(what: &str) -> Html {
+    Html::new(
+        "Not found",
+        "",
+        format!(
+            "<h1>Not found</h1><p class=\"empty\">There is nothing at <code>{}</code>: it may \
+             never have existed, or it is gone.</p><p><a href=\"/\">Go to the paused calls</a></p>",
+            esc(what)
+        ),
+    )
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -101,28 +166,33 @@ pub fn esc(s: &str) -> String {
 }
 
 /// The whole page: head, header with the status line and navigation, then `main`.
-fn layout(shared: &Shared, title: &str, page: &str, main: &str) -> String {
+fn layout(shared: &Shared, html: &Html) -> String {
     let status = shared_status(shared);
-    let mut out = String::with_capacity(main.len() + 1024);
+    let mut out = String::with_capacity(html.main.len() + 2048);
     let _ = write!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · cideldill</title><link rel=\"stylesheet\" href=\"/ui/app.css\">\
          <script src=\"/ui/app.js\" defer></script></head>\
-         <body data-page=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>\
-         <a href=\"/\"{}>Paused</a></nav><p class=\"status\" id=\"status\">{}</p>\
-         <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\">{}</main>\
-         </body></html>\n",
-        esc(title),
-        esc(page),
-        if page == "paused" {
+         <body data-page=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>",
+        esc(&html.title),
+        esc(html.nav),
+    );
+    for (path, label) in NAV {
+        let current = if *path == html.nav {
             " aria-current=\"page\""
         } else {
             ""
-        },
-        status,
-        main
+        };
+        let _ = write!(out, "<a href=\"{path}\"{current}>{label}</a>");
+    }
+    let _ = write!(
+        out,
+        "</nav><p class=\"status\" id=\"status\">{status}</p>\
+         <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\">{}</main>\
+         </body></html>\n",
+        html.main
     );
     out
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, shared_status};
+use super::{esc, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 
@@ -23,22 +23,17 @@ const EXCEPTIONS: [&str; 10] = [
     "Exception",
 ];
 
-/// The page's `main`.
-pub fn page(shared: &Shared) -> String {
-    format!(
-        "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
-         Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
-         <div id=\"cards\">{}</div>",
-        cards_html(shared)
-    )
-}
-
-/// What a live update replaces: the status line and the cards.
-pub fn cards(shared: &Shared) -> String {
-    format!(
-        "<div id=\"frag-status\">{}</div><div id=\"frag-main\">{}</div>",
-        shared_status(shared),
-        cards_html(shared)
+/// The page (its cards are the live region).
+pub fn page(shared: &Shared) -> Html {
+    Html::new(
+        "Paused",
+        "/",
+        format!(
+            "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
+             Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
+             <div id=\"cards\" data-live>{}</div>",
+            cards_html(shared)
+        ),
     )
 }
 
@@ -233,7 +228,7 @@ mod tests {
     #[test]
     fn an_empty_session_says_how_to_instrument_a_program() {
         let s = shared();
-        let html = page(&s);
+        let html = page(&s).main;
         assert!(html.contains("Nothing is paused"));
         assert!(html.contains("with_debug"));
         assert!(html.contains("CIDELDILL_SERVER_URL"));
@@ -243,7 +238,7 @@ mod tests {
     fn program_data_is_escaped_in_every_field() {
         let s = shared();
         paused_call(&s, HOSTILE, &[json!(HOSTILE), json!({"k": HOSTILE})]);
-        let html = page(&s);
+        let html = page(&s).main;
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("</script>"), "{html}");
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
@@ -261,12 +256,11 @@ mod tests {
             &crate::service::testing::complete_body(&call_id, &json!(HOSTILE)),
         )
         .unwrap();
-        let html = cards(&s);
+        let html = page(&s).main;
         assert!(html.contains("after the call"), "{html}");
         assert!(html.contains("returned"));
         assert!(html.contains("data-act=\"continue\""));
         assert!(!html.contains("data-act=\"skip\""));
         assert!(!html.contains("<img"));
-        assert!(html.contains("frag-status"));
     }
 }

@@ -21,7 +21,7 @@ async function post(path, body) {
   return data;
 }
 
-// --- live refresh of the page's fragment ---
+// --- live refresh of the page's data-live regions ---
 let pending = false;
 let timer = null;
 
@@ -37,17 +37,21 @@ function openDetails() {
 async function refresh() {
   if (editing() || openDetails()) { pending = true; return; }
   pending = false;
+  const regions = Array.from(main.querySelectorAll("[data-live][id]"));
   const focused = document.activeElement && document.activeElement.closest &&
     document.activeElement.closest("[data-pause-id]");
   const focusedId = focused ? focused.dataset.pauseId : null;
-  const r = await fetch(location.pathname + "?fragment=1", { headers: { Accept: "text/html" } });
+  const url = new URL(location.href);
+  url.searchParams.set("fragment", "1");
+  const r = await fetch(url, { headers: { Accept: "text/html" } });
   if (!r.ok) return;
   const doc = new DOMParser().parseFromString(await r.text(), "text/html");
   const status = doc.getElementById("frag-status");
-  const frag = doc.getElementById("frag-main");
-  const cards = document.getElementById("cards");
   if (status) statusLine.textContent = status.textContent;
-  if (frag && cards) cards.replaceChildren(...Array.from(frag.childNodes));
+  for (const region of regions) {
+    const fresh = doc.getElementById(region.id);
+    if (fresh) region.replaceChildren(...Array.from(fresh.childNodes));
+  }
   if (focusedId) {
     const again = main.querySelector('[data-pause-id="' + CSS.escape(focusedId) + '"]');
     if (again) again.focus();
@@ -63,15 +67,33 @@ function schedule() {
 main.addEventListener("focusout", () => { if (pending) setTimeout(schedule, 0); });
 main.addEventListener("toggle", () => { if (pending && !openDetails()) schedule(); }, true);
 
-function connect() {
-  const es = new EventSource("/api/events");
-  es.onopen = () => { live.textContent = "live"; schedule(); };
-  es.onerror = () => { live.textContent = "reconnecting…"; };
-  for (const name of ["execution_paused", "execution_resumed", "call_completed",
-                      "breakpoints_changed", "functions_changed", "resync"]) {
-    es.addEventListener(name, schedule);
-  }
+// One event stream per browser: every tab of this server shares the SharedWorker's
+// EventSource (a browser allows about six connections per host, and each stream holds one).
+// Where SharedWorker is missing, the tab opens its own stream.
+function onStream(msg) {
+  if (msg.state === "live") { live.textContent = "live"; schedule(); }
+  else if (msg.state === "reconnecting") { live.textContent = "reconnecting…"; }
+  else if (msg.event) { schedule(); }
 }
+
+function connect() {
+  if (typeof SharedWorker === "function") {
+    try {
+      const worker = new SharedWorker("/ui/events-worker.js", { name: "cideldill-events" });
+      worker.port.onmessage = (ev) => onStream(ev.data);
+      worker.port.start();
+      addEventListener("pagehide", () => worker.port.postMessage("bye"));
+      return;
+    } catch (_) { /* fall back to a stream of this tab's own */ }
+  }
+  const es = new EventSource("/api/events");
+  es.onopen = () => onStream({ state: "live" });
+  es.onerror = () => onStream({ state: "reconnecting" });
+  for (const name of EVENTS) es.addEventListener(name, () => onStream({ event: name }));
+}
+
+const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
+                "functions_changed", "repl_output", "external_server", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
@@ -162,4 +184,4 @@ document.addEventListener("keydown", (ev) => {
 
 tick();
 setInterval(tick, 1000);
-if (document.body.dataset.page === "paused") connect();
+if (main.querySelector("[data-live]")) connect();
