@@ -187,11 +187,11 @@ fn layout(shared: &Shared, html: &Html) -> String {
         };
         let _ = write!(out, "<a href=\"{path}\"{current}>{label}</a>");
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
         "</nav><p class=\"status\" id=\"status\">{status}</p>\
          <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\">{}</main>\
-         </body></html>\n",
+         </body></html>",
         html.main
     );
     out
