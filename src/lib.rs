@@ -22,6 +22,7 @@ pub mod render;
 pub mod schema;
 pub mod store;
 pub mod sys;
+pub mod urlenc;
 
 pub mod events;
 pub mod jsonrpc;

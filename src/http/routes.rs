@@ -49,7 +49,7 @@ const PAGE: &[(&str, &str)] = &[
 /// that would also match them.
 pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/breakpoints", access: Guarded, summary: "List breakpoints with their before/after behaviors and replacements.", query: &[], handler: |s, _| wire(service::breakpoints(s)) },
-    Route { method: "POST", path: "/api/breakpoints", access: Guarded, summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?}.", query: &[], handler: |s, r| wire(service::breakpoint_add(s, &r.json()?)?) },
+    Route { method: "POST", path: "/api/breakpoints", access: Guarded, summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?, keep_signature?}; without signature the registered one is erased, unless keep_signature is true.", query: &[], handler: |s, r| wire(service::breakpoint_add(s, &r.json()?)?) },
     Route { method: "DELETE", path: "/api/breakpoints/{name}", access: Guarded, summary: "Remove a breakpoint with its behaviors and replacement (ok for unknown names).", query: &[], handler: |s, r| wire(service::breakpoint_remove(s, r.param(0))) },
     Route { method: "POST", path: "/api/breakpoints/{name}/behavior", access: Guarded, summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| wire(service::breakpoint_set_behavior(s, r.param(0), &r.json()?)?) },
     Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", access: Guarded, summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| wire(service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?)?) },
@@ -188,7 +188,7 @@ fn match_path(pattern: &str, path: &str) -> Option<Vec<String>> {
                 if s.is_empty() {
                     return None;
                 }
-                params.push(super::percent_decode(s));
+                params.push(crate::urlenc::percent_decode(s));
             }
             (Some(p), Some(s)) if p == s => {}
             _ => return None,

@@ -143,7 +143,7 @@ pub fn add_breakpoint(
     }
 }
 
-/// `POST /api/breakpoints`: `{function_name, signature?, behavior?}`.
+/// `POST /api/breakpoints`: `{function_name, signature?, behavior?, keep_signature?}`.
 pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<NameAck, ApiError> {
     let name = match str_field(body, "function_name") {
         Some(n) if !n.is_empty() => n,
@@ -157,7 +157,13 @@ pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<NameAck, ApiError> 
         "yield" => Some(Before::Yield),
         _ => None,
     });
-    let signature = Signature::Set(str_field(body, "signature"));
+    // The client's rule: a missing signature erases the registered one. People adding a
+    // breakpoint by name (the web UI) ask to keep it.
+    let signature = if body.get("keep_signature") == Some(&Value::Bool(true)) {
+        Signature::Keep
+    } else {
+        Signature::Set(str_field(body, "signature"))
+    };
     Ok(add_breakpoint(shared, name, signature, behavior))
 }
 

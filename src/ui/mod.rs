@@ -7,12 +7,15 @@
 //! listens to `GET /api/events` and refetches the page's fragment (`?fragment=1`) when something
 //! it shows changed.
 
+mod breakpoints;
+mod lists;
 mod paused;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use crate::state::Shared;
+use crate::urlenc::percent_decode;
 
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -69,12 +72,32 @@ impl Html {
 pub type Answer = Result<Html, String>;
 
 /// The navigation: path and label of every page that has an entry.
-const NAV: &[(&str, &str)] = &[("/", "Paused")];
+const NAV: &[(&str, &str)] = &[
+    ("/", "Paused"),
+    ("/breakpoints", "Breakpoints"),
+    ("/functions", "Functions"),
+    ("/com-errors", "Errors"),
+];
+
+/// Path prefixes of the pages other than `/` (a prefix ending in `/` takes ids after it).
+const PAGE_PREFIXES: &[&str] = &[
+    "/ui/",
+    "/breakpoints",
+    "/breakpoint/",
+    "/functions",
+    "/com-errors",
+];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
 /// says; `/` only for browsers, see [`wants_html`]).
 pub fn is_page_path(path: &str) -> bool {
-    path.starts_with("/ui/")
+    PAGE_PREFIXES.iter().any(|p| {
+        if p.ends_with('/') {
+            path.starts_with(p)
+        } else {
+            path == *p || path.strip_prefix(p) == Some("/")
+        }
+    })
 }
 
 /// The UI's answer to `GET path?query`, or `None` when the path is not a UI page (then the
@@ -105,7 +128,14 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             })
         }
         "/" => Ok(paused::page(shared)),
-        p if p.starts_with("/ui/") => Err(p.to_owned()),
+        "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
+        "/functions" | "/functions/" => Ok(lists::functions(shared)),
+        "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
+        p if p.starts_with("/breakpoint/") && p.ends_with("/history") => {
+            let name = &p["/breakpoint/".len()..p.len() - "/history".len()];
+            breakpoints::history(shared, &percent_decode(name))
+        }
+        p if is_page_path(p) => Err(percent_decode(p)),
         _ => return None,
     };
     let (status, html) = match answer {
@@ -221,7 +251,51 @@ fn shared_status(shared: &Shared) -> String {
     )
 }
 
-fn plural(n: usize) -> &'static str {
+/// Text of a rendered value (strings are shown as they are, a placeholder by its summary,
+/// anything else as JSON).
+pub fn shown(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(m) => match m.get("summary").and_then(Value::as_str) {
+            Some(s) => s.to_owned(),
+            None => v.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A point in time: UTC in the markup, shown in the browser's local time by `app.js`
+/// (`data-time` holds epoch seconds).
+pub fn time(at: f64) -> String {
+    format!(
+        "<time datetime=\"{iso}\" data-time=\"{at}\">{iso}</time>",
+        iso = iso_utc(at)
+    )
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds (civil-from-days, proleptic Gregorian).
+pub fn iso_utc(at: f64) -> String {
+    let secs = if at.is_finite() { at.floor() as i64 } else { 0 };
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -252,6 +326,14 @@ mod tests {
             !APP_JS.contains("innerHTML +="),
             "no string-built markup in the script"
         );
+    }
+
+    #[test]
+    fn times_are_utc_in_the_markup() {
+        assert_eq!(iso_utc(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso_utc(1_795_000_000.5), "2026-11-18T11:06:40Z");
+        assert_eq!(iso_utc(951_782_400.0), "2000-02-29T00:00:00Z");
+        assert!(time(0.0).contains("data-time=\"0\""));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, Html};
+use super::{esc, shown, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 
@@ -59,18 +59,6 @@ fn empty() -> String {
      <code>~/.cideldill/port</code>, or set <code>CIDELDILL_SERVER_URL</code> to this page's \
      address. Or try the demo: <code>python3 scripts/demo_app.py</code>.</p></section>"
         .to_owned()
-}
-
-/// Text of a rendered value (strings are shown as they are, anything else as JSON).
-fn shown(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(m) => match m.get("summary").and_then(Value::as_str) {
-            Some(s) => s.to_owned(),
-            None => v.to_string(),
-        },
-        other => other.to_string(),
-    }
 }
 
 /// `file:line` of the frame nearest the call, when the client sent a stack.

@@ -239,6 +239,8 @@ fn module_layers_point_one_way() {
         ("src/http/openapi.rs", &["routes"]),
         // Rendering is pure: bytes in, values out.
         ("src/pretty.rs", &["Store", "crate::state"]),
+        // The web UI renders what the service answers; the HTTP face serves it, not the reverse.
+        ("src/ui", &["crate::http", "crate::mcp"]),
         // The domain stores and the service never reach into a face.
         ("src/service", &["crate::http", "crate::mcp"]),
         (

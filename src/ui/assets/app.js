@@ -6,20 +6,7 @@ const main = document.getElementById("main");
 const statusLine = document.getElementById("status");
 const live = document.getElementById("live");
 
-async function post(path, body) {
-  const r = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  let data = null;
-  try { data = await r.json(); } catch (_) { /* not JSON */ }
-  if (!r.ok) {
-    const msg = data && (data.message || data.error) || ("HTTP " + r.status);
-    throw new Error(msg);
-  }
-  return data;
-}
+function post(path, body) { return send(path, "POST", body); }
 
 // --- live refresh of the page's data-live regions ---
 let pending = false;
@@ -57,6 +44,7 @@ async function refresh() {
     if (again) again.focus();
   }
   tick();
+  localTimes();
 }
 
 function schedule() {
@@ -166,6 +154,85 @@ document.addEventListener("click", (ev) => {
   if (b) act(b);
 });
 
+// --- forms that call the REST API: <form data-api="/api/..." data-method="POST|DELETE"> ---
+// The body is a JSON object of the form's named fields (a field with data-json is parsed as
+// JSON). data-then: "refresh" (refetch the live regions), "go:/path/{field}" (open a page
+// named by a field of the answer), or "show:<id>" (write the answer into that element).
+function formBody(form) {
+  const body = {};
+  for (const el of form.elements) {
+    if (!el.name || el.disabled) continue;
+    if (el.type === "checkbox") { body[el.name] = el.checked; continue; }
+    if (el.dataset.json !== undefined) {
+      const text = el.value.trim();
+      if (text === "" && el.dataset.optional !== undefined) continue;
+      try { body[el.name] = JSON.parse(text); }
+      catch (e) { throw new Error(el.name + ": not valid JSON (" + e.message + ")"); }
+    } else {
+      body[el.name] = el.value;
+    }
+  }
+  return body;
+}
+
+async function submitForm(form) {
+  const err = form.querySelector(".error");
+  const buttons = Array.from(form.querySelectorAll("button"));
+  let data;
+  try {
+    const body = formBody(form);
+    buttons.forEach((b) => { b.disabled = true; });
+    data = await send(form.dataset.api, form.dataset.method || "POST", body);
+    if (err) err.textContent = "";
+  } catch (e) {
+    if (err) err.textContent = e.message;
+    buttons.forEach((b) => { b.disabled = false; });
+    return;
+  }
+  buttons.forEach((b) => { b.disabled = false; });
+  const then = form.dataset.then || "refresh";
+  if (then.startsWith("go:")) {
+    location.href = then.slice(3).replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data[k]));
+  } else if (then.startsWith("show:")) {
+    const out = document.getElementById(then.slice(5));
+    if (out) { out.textContent = JSON.stringify(data, null, 2); out.hidden = false; }
+  } else {
+    if (form.dataset.reset !== undefined) form.reset();
+    pending = false;
+    refresh();
+  }
+}
+
+async function send(path, method, body) {
+  const r = await fetch(path, {
+    method,
+    headers: { "Content-Type": "application/json" },
+    body: method === "GET" ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await r.json(); } catch (_) { /* not JSON */ }
+  if (!r.ok) {
+    const msg = data && (data.message || data.error) || ("HTTP " + r.status);
+    throw new Error(msg);
+  }
+  return data;
+}
+
+document.addEventListener("submit", (ev) => {
+  const form = ev.target.closest("form[data-api]");
+  if (!form) return;
+  ev.preventDefault();
+  submitForm(form);
+});
+
+document.addEventListener("change", (ev) => {
+  const el = ev.target;
+  if (el.matches && el.matches("select[data-submit]")) {
+    const form = el.closest("form[data-api]");
+    if (form) submitForm(form);
+  }
+});
+
 // Keyboard: c continues the focused card, j / k move between cards.
 document.addEventListener("keydown", (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || editing()) return;
@@ -182,6 +249,17 @@ document.addEventListener("keydown", (ev) => {
   }
 });
 
+// --- time stamps in the browser's own time zone ---
+function localTimes() {
+  for (const el of document.querySelectorAll("[data-time]")) {
+    const at = Number(el.dataset.time);
+    if (!Number.isFinite(at) || el.dataset.shown === el.dataset.time) continue;
+    el.textContent = new Date(at * 1000).toLocaleString();
+    el.dataset.shown = el.dataset.time;
+  }
+}
+
 tick();
+localTimes();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();

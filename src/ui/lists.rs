@@ -1,0 +1,171 @@
+//! Two plain lists: the registered functions (`/functions`) and the communication errors the
+//! debug client reported (`/com-errors`).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{esc, shown, time, Html};
+use crate::service;
+use crate::state::Shared;
+use crate::urlenc::encode_segment;
+
+/// `/functions`: every registered function with its signature, whether it has a breakpoint
+/// (and a button to add one), and what the client told about it.
+pub fn functions(shared: &Shared) -> Html {
+    let listing = service::functions(shared);
+    let breakpoints = service::breakpoints(shared).breakpoints;
+    let mut out = String::from(
+        "<div class=\"bar\"><h1>Functions</h1></div><div id=\"function-list\" data-live>",
+    );
+    if listing.functions.is_empty() {
+        out.push_str(
+            "<section class=\"empty\"><h2>No function registered</h2><p>A program registers \
+             each function it wraps with <code>with_debug</code> when it starts.</p></section>",
+        );
+    } else {
+        out.push_str(
+            "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Function</th>\
+             <th scope=\"col\">Signature</th><th scope=\"col\">Registered</th><th scope=\"col\">About</th>\
+             <th scope=\"col\">Breakpoint</th></tr></thead><tbody>",
+        );
+        for name in &listing.functions {
+            let meta = listing.function_metadata.get(name);
+            let registered = meta
+                .and_then(|m| m.get("registered_at"))
+                .and_then(Value::as_f64)
+                .map(time)
+                .unwrap_or_default();
+            let about = meta
+                .and_then(|m| m.get("summary"))
+                .map(shown)
+                .unwrap_or_default();
+            let breakpoint = if breakpoints.contains(name) {
+                format!(
+                    "<a href=\"/breakpoint/{}/history\">has one</a>",
+                    encode_segment(name)
+                )
+            } else {
+                format!(
+                    "<form class=\"inline\" data-api=\"/api/breakpoints\"><input type=\"hidden\" \
+                     name=\"function_name\" value=\"{}\"><input type=\"hidden\" name=\"keep_signature\" \
+                     value=\"true\" data-json><button type=\"submit\" class=\"quiet\">Add</button>\
+                     <p class=\"error\" role=\"alert\"></p></form>",
+                    esc(name)
+                )
+            };
+            let _ = write!(
+                out,
+                "<tr><th scope=\"row\"><code>{}</code></th><td><code>{}</code></td><td>{registered}</td>\
+                 <td>{}</td><td>{breakpoint}</td></tr>",
+                esc(name),
+                esc(listing
+                    .function_signatures
+                    .get(name)
+                    .map_or("", String::as_str)),
+                esc(&about),
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("</div>");
+    Html::new("Functions", "/functions", out)
+}
+
+/// `/com-errors`: requests the debug client could not complete, newest first.
+pub fn com_errors(shared: &Shared) -> Html {
+    let all = service::com_errors(shared);
+    let errors = all["errors"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut out = String::from(
+        "<div class=\"bar\"><h1>Communication errors</h1></div><div id=\"com-error-list\" data-live>",
+    );
+    if errors.is_empty() {
+        out.push_str(
+            "<section class=\"empty\"><h2>No communication errors</h2><p>When the debug client \
+             fails to talk to this server, it reports the failed request here before it exits \
+             (the last 500 are kept).</p></section>",
+        );
+    } else {
+        for e in errors.iter().rev() {
+            let text = |k: &str| e.get(k).map(shown).unwrap_or_default();
+            let at = e
+                .get("timestamp")
+                .or_else(|| e.get("received_at"))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            let _ = write!(
+                out,
+                "<article class=\"card\"><h2>{}</h2><p class=\"meta\">{} · {} {} · process {}{}</p>",
+                esc(&text("summary")),
+                time(at),
+                esc(&text("method")),
+                esc(&text("path")),
+                esc(&text("process_pid")),
+                e.get("status_code")
+                    .filter(|s| !s.is_null())
+                    .map(|s| format!(" · HTTP {}", esc(&shown(s))))
+                    .unwrap_or_default(),
+            );
+            for (key, label) in [
+                ("exception_type", "Exception"),
+                ("exception_message", "Message"),
+                ("response_text", "Response"),
+                ("traceback", "Traceback"),
+                ("payload", "Request body"),
+            ] {
+                if let Some(v) = e.get(key).filter(|v| !v.is_null()) {
+                    let _ = write!(
+                        out,
+                        "<details><summary>{label}</summary><pre class=\"value\">{}</pre></details>",
+                        esc(&shown(v))
+                    );
+                }
+            }
+            out.push_str("</article>");
+        }
+    }
+    out.push_str("</div>");
+    Html::new("Communication errors", "/com-errors", out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, shared};
+    use serde_json::json;
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    #[test]
+    fn empty_lists_say_what_would_be_there() {
+        let s = shared();
+        assert!(functions(&s).main.contains("No function registered"));
+        assert!(com_errors(&s).main.contains("No communication errors"));
+    }
+
+    #[test]
+    fn functions_and_errors_escape_program_data() {
+        let s = shared();
+        service::function_register(
+            &s,
+            &body(json!({"function_name": HOSTILE, "signature": HOSTILE})),
+        )
+        .unwrap();
+        service::report_com_error(
+            &s,
+            &body(
+                json!({"summary": HOSTILE, "method": "POST", "path": HOSTILE,
+                         "process_pid": 7, "traceback": HOSTILE, "status_code": 500}),
+            ),
+        );
+        for html in [functions(&s).main, com_errors(&s).main] {
+            assert!(!html.contains("<img"), "{html}");
+            assert!(
+                html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+                "{html}"
+            );
+        }
+        assert!(com_errors(&s).main.contains("HTTP 500"));
+        assert!(functions(&s).main.contains("data-api=\"/api/breakpoints\""));
+    }
+}
