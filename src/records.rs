@@ -1004,6 +1004,41 @@ impl Records {
     }
 }
 
+/// The roles in which a call names the object `cid` (`target`, `arg:0`, `kwarg:x`, `result`,
+/// `exception`): where an object was seen.
+pub fn roles_of(call: &CallRecord, cid: &Cid) -> Vec<String> {
+    let names = |it: &Item| match it {
+        Item::Std { cid: c, .. } => c == cid,
+        Item::Other { value, .. } => value.get("cid").and_then(Value::as_str) == Some(&cid.hex()),
+    };
+    let val_names = |v: &Val| match v {
+        Val::Cid(c) => c == cid,
+        Val::Str(s) => **s == *cid.hex(),
+        _ => false,
+    };
+    let mut roles = Vec::new();
+    if call.target.as_ref().is_some_and(names) {
+        roles.push("target".to_owned());
+    }
+    for (i, a) in call.args.iter().enumerate() {
+        if names(a) {
+            roles.push(format!("arg:{i}"));
+        }
+    }
+    for (k, v) in call.kwargs.iter() {
+        if names(v) {
+            roles.push(format!("kwarg:{k}"));
+        }
+    }
+    if val_names(&call.result_cid) {
+        roles.push("result".to_owned());
+    }
+    if call.exception.as_deref().is_some_and(|e| val_names(&e.cid)) {
+        roles.push("exception".to_owned());
+    }
+    roles
+}
+
 /// One object snapshot: an item with a `client_ref` seen in a call (`/api/snapshots`).
 pub struct Snapshot<'a> {
     pub call: &'a CallRecord,

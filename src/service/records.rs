@@ -164,6 +164,50 @@ pub fn object_view(shared: &Shared, cid: &str) -> Result<View, ApiError> {
     }
 }
 
+/// A call that named an object.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct SeenIn {
+    pub call_id: String,
+    pub method_name: String,
+    pub process_key: String,
+    pub roles: Vec<String>,
+    pub at: f64,
+    /// The call has not completed yet (it may be paused).
+    pub open: bool,
+}
+
+/// Where the object `cid` was seen: the open calls and the call records in memory that name
+/// it, newest first, at most `limit`; and how many calls were looked at.
+pub fn object_seen_in(shared: &Shared, cid: &str, limit: usize) -> (Vec<SeenIn>, usize) {
+    let Some(cid) = Cid::parse(cid) else {
+        return (Vec::new(), 0);
+    };
+    let st = shared.lock();
+    let mut out = Vec::new();
+    let mut looked = 0;
+    let open = st.calls.open_calls().map(|c| (c, true));
+    let done = st.records.calls().rev().map(|c| (&**c, false));
+    for (call, is_open) in open.chain(done) {
+        looked += 1;
+        let roles = records::roles_of(call, &cid);
+        if roles.is_empty() {
+            continue;
+        }
+        out.push(SeenIn {
+            call_id: call.call_id.to_string(),
+            method_name: call.method.to_string(),
+            process_key: call.process.key(),
+            roles,
+            at: call.seen_at,
+            open: is_open,
+        });
+        if out.len() >= limit {
+            break;
+        }
+    }
+    (out, looked)
+}
+
 /// `GET /api/objects`: metadata of stored items, newest first.
 pub fn objects(shared: &Shared, offset: usize, limit: usize) -> ObjectsPage {
     let all = shared.store.list();

@@ -9,6 +9,7 @@
 
 mod breakpoints;
 mod lists;
+mod object;
 mod paused;
 
 use std::fmt::Write as _;
@@ -86,6 +87,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/breakpoint/",
     "/functions",
     "/com-errors",
+    "/object/",
 ];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
@@ -131,6 +133,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
+        p if p.starts_with("/object/") => object::page(shared, &percent_decode(&p["/object/".len()..])),
         p if p.starts_with("/breakpoint/") && p.ends_with("/history") => {
             let name = &p["/breakpoint/".len()..p.len() - "/history".len()];
             breakpoints::history(shared, &percent_decode(name))

@@ -64,11 +64,22 @@ fn empty() -> String {
 /// `file:line` of the frame nearest the call, when the client sent a stack.
 fn call_site(data: &serde_json::Map<String, Value>) -> Option<String> {
     let frames = data.get("call_site")?.get("stack_trace")?.as_array()?;
-    let f = frames.last()?;
+    // Innermost caller first (the client's order).
+    let f = frames.first()?;
     let file = f.get("filename")?.as_str()?;
     let line = f.get("lineno").map(|l| l.to_string()).unwrap_or_default();
     let func = f.get("function").and_then(Value::as_str).unwrap_or("");
     Some(format!("{file}:{line} in {func}"))
+}
+
+/// A link to the object view of an item, when it names a stored object.
+pub fn object_link(item: Option<&Value>) -> String {
+    match item.and_then(|i| i.get("cid")).and_then(Value::as_str) {
+        Some(cid) if crate::intern::Cid::parse(cid).is_some() => {
+            format!(" <a class=\"obj\" href=\"/object/{cid}\">object</a>")
+        }
+        _ => String::new(),
+    }
 }
 
 fn card(
@@ -109,20 +120,24 @@ fn card(
     out.push_str("<dl class=\"args\">");
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
+            let cid = d.get("args").and_then(|x| x.get(i));
             let _ = write!(
                 out,
-                "<dt>{i}</dt><dd><code class=\"value\">{}</code></dd>",
-                esc(&shown(a))
+                "<dt>{i}</dt><dd><code class=\"value\">{}</code>{}</dd>",
+                esc(&shown(a)),
+                object_link(cid)
             );
         }
     }
     if let Some(kwargs) = d.get("pretty_kwargs").and_then(Value::as_object) {
         for (k, v) in kwargs {
+            let cid = d.get("kwargs").and_then(|x| x.get(k));
             let _ = write!(
                 out,
-                "<dt>{}</dt><dd><code class=\"value\">{}</code></dd>",
+                "<dt>{}</dt><dd><code class=\"value\">{}</code>{}</dd>",
                 esc(k),
-                esc(&shown(v))
+                esc(&shown(v)),
+                object_link(cid)
             );
         }
     }
