@@ -15,6 +15,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::config::{Config, Database};
 use crate::error::Error;
+use crate::events::EventKind;
 use crate::http;
 use crate::ids;
 use crate::intern::Interner;
@@ -175,9 +176,23 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let timing = config.upstream_timing.clone();
     let shared = Arc::new(Shared::with_interner(config, store, state, interner));
     if let Some(servers) = upstream_servers {
-        let manager = Manager::start(servers, timing)
+        let (watch_tx, watch_rx) = unbounded();
+        let manager = Manager::start_watched(servers, timing, Some(watch_tx))
             .map_err(|e| Error::io("cannot start the MCP client manager", e))?;
         let _ = shared.upstream.set(manager);
+        let events = shared.clone();
+        // External server status changes become events (the web UI and /api/events show them).
+        std::thread::Builder::new()
+            .name("upstream-status".into())
+            .spawn(move || {
+                for (name, status) in watch_rx {
+                    events.lock().emit(EventKind::ExternalServer {
+                        name,
+                        status: status.as_str(),
+                    });
+                }
+            })
+            .map_err(|e| Error::io("cannot start the upstream-status thread", e))?;
     }
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);

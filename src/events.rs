@@ -35,6 +35,22 @@ pub enum EventKind {
     BreakpointsChanged,
     /// A function was registered or its metadata changed.
     FunctionsChanged,
+    /// A REPL session was started or closed on request (resuming a pause closes its sessions
+    /// too, told by `ExecutionResumed`).
+    ReplSession {
+        session_id: String,
+        pause_id: String,
+        state: &'static str,
+    },
+    /// The paused program answered a REPL eval; the session's transcript has it.
+    ReplOutput {
+        session_id: String,
+        eval_id: String,
+        is_error: bool,
+    },
+    /// An external MCP server's status changed (connecting, connected, disconnected, error,
+    /// failed).
+    ExternalServer { name: String, status: &'static str },
 }
 
 /// One event with its sequence number.
@@ -53,6 +69,9 @@ impl Event {
             EventKind::CallCompleted { .. } => "call_completed",
             EventKind::BreakpointsChanged => "breakpoints_changed",
             EventKind::FunctionsChanged => "functions_changed",
+            EventKind::ReplSession { .. } => "repl_session",
+            EventKind::ReplOutput { .. } => "repl_output",
+            EventKind::ExternalServer { .. } => "external_server",
         }
     }
 
@@ -83,6 +102,19 @@ impl Event {
                 json!({"call_id": call_id, "method_name": method_name, "status": status})
             }
             EventKind::BreakpointsChanged | EventKind::FunctionsChanged => json!({}),
+            EventKind::ReplSession {
+                session_id,
+                pause_id,
+                state,
+            } => json!({"session_id": session_id, "pause_id": pause_id, "state": state}),
+            EventKind::ReplOutput {
+                session_id,
+                eval_id,
+                is_error,
+            } => json!({"session_id": session_id, "eval_id": eval_id, "is_error": is_error}),
+            EventKind::ExternalServer { name, status } => {
+                json!({"name": name, "status": status})
+            }
         }
     }
 }

@@ -158,6 +158,9 @@ pub fn affected(kind: &EventKind) -> Vec<String> {
             v.push(format!("breakpoint://call/{call_id}"));
             v
         }
+        EventKind::ReplSession { .. }
+        | EventKind::ReplOutput { .. }
+        | EventKind::ExternalServer { .. } => Vec::new(),
     }
 }
 

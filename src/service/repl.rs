@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::{pair, pretty_pair, str_field, verify_and_store, Ack, Done, Obj};
 use crate::error::ApiError;
+use crate::events::EventKind;
 use crate::ids;
 use crate::pretty;
 use crate::repl::{EvalOutcome, ReplError, SessionFilter};
@@ -73,6 +74,11 @@ pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, Api
         ));
     };
     let session_id = st.repl.start(&pause, &pid, ids::now());
+    st.emit(EventKind::ReplSession {
+        session_id: session_id.clone(),
+        pause_id: pause_id.to_owned(),
+        state: "started",
+    });
     Ok(ReplStarted { session_id })
 }
 
@@ -253,7 +259,14 @@ pub fn repl_eval(
 
 /// `POST /api/repl/<sid>/close`.
 pub fn repl_close(shared: &Shared, session_id: &str) -> Result<Done, ApiError> {
-    if shared.lock().repl.close(session_id, ids::now()) {
+    let mut st = shared.lock();
+    let pause_id = st.repl.session(session_id).map(|s| s.pause_id.clone());
+    if st.repl.close(session_id, ids::now()) {
+        st.emit(EventKind::ReplSession {
+            session_id: session_id.to_owned(),
+            pause_id: pause_id.unwrap_or_default(),
+            state: "closed",
+        });
         Ok(Done { status: Ack::Ok })
     } else {
         Err(session_not_found(session_id))
@@ -333,6 +346,11 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
     st.repl
         .deliver(&session_id, &eval_id, result.to_outcome(), ids::now())
         .map_err(|_| ApiError::internal("eval vanished"))?;
+    st.emit(EventKind::ReplOutput {
+        session_id,
+        eval_id,
+        is_error,
+    });
     Ok(Done { status: Ack::Ok })
 }
 

@@ -11,6 +11,7 @@ mod breakpoints;
 mod lists;
 mod object;
 mod paused;
+mod repl;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -76,6 +77,7 @@ pub type Answer = Result<Html, String>;
 const NAV: &[(&str, &str)] = &[
     ("/", "Paused"),
     ("/breakpoints", "Breakpoints"),
+    ("/repls", "REPL"),
     ("/functions", "Functions"),
     ("/com-errors", "Errors"),
 ];
@@ -88,6 +90,8 @@ const PAGE_PREFIXES: &[&str] = &[
     "/functions",
     "/com-errors",
     "/object/",
+    "/repl/",
+    "/repls",
 ];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
@@ -133,7 +137,13 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
-        p if p.starts_with("/object/") => object::page(shared, &percent_decode(&p["/object/".len()..])),
+        "/repls" | "/repls/" => Ok(repl::sessions(shared, query)),
+        p if p.starts_with("/repl/") => {
+            repl::session(shared, &percent_decode(&p["/repl/".len()..]))
+        }
+        p if p.starts_with("/object/") => {
+            object::page(shared, &percent_decode(&p["/object/".len()..]))
+        }
         p if p.starts_with("/breakpoint/") && p.ends_with("/history") => {
             let name = &p["/breakpoint/".len()..p.len() - "/history".len()];
             breakpoints::history(shared, &percent_decode(name))

@@ -36,7 +36,14 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
         esc(&pretty_value(&obj.value))
     );
     out.push_str("<h2>Structure</h2><div class=\"tree\">");
-    view_node(&mut out, "", &obj.view.type_name, &obj.view.repr, &obj.view.attributes, 0);
+    view_node(
+        &mut out,
+        "",
+        &obj.view.type_name,
+        &obj.view.repr,
+        &obj.view.attributes,
+        0,
+    );
     out.push_str("</div>");
     let (seen, looked) = service::object_seen_in(shared, cid, SEEN_LIMIT);
     let _ = write!(
@@ -44,7 +51,11 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
         "<h2>Seen in</h2><div id=\"seen-in\" data-live>{}</div>",
         seen_in(&seen, looked)
     );
-    Ok(Html::new(format!("Object {}", &cid[..cid.len().min(12)]), "", out))
+    Ok(Html::new(
+        format!("Object {}", &cid[..cid.len().min(12)]),
+        "",
+        out,
+    ))
 }
 
 /// A rendered value: strings as they are, anything else as indented JSON.
@@ -144,7 +155,10 @@ fn seen_in(seen: &[service::SeenIn], looked: usize) -> String {
     }
     out.push_str("</tbody></table>");
     if seen.len() >= SEEN_LIMIT {
-        let _ = write!(out, "<p class=\"hint\">The newest {SEEN_LIMIT} are listed.</p>");
+        let _ = write!(
+            out,
+            "<p class=\"hint\">The newest {SEEN_LIMIT} are listed.</p>"
+        );
     }
     out
 }
@@ -174,7 +188,10 @@ mod tests {
             .to_owned();
         let html = page(&s, &cid).unwrap().main;
         assert!(!html.contains("<img"), "{html}");
-        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
         assert!(html.contains(&esc(&call_id)), "{html}");
         assert!(html.contains("arg:0"));
         assert!(html.contains("running or paused"));

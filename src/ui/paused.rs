@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{esc, shown, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
+use crate::urlenc::encode_segment;
 
 /// Builtin exceptions offered by the Raise action (the client raises builtins only).
 const EXCEPTIONS: [&str; 10] = [
@@ -161,10 +162,30 @@ fn card(
             }
         }
     }
+    if !p.repl_sessions.is_empty() {
+        out.push_str("<p class=\"meta\">REPL sessions:");
+        for sid in &p.repl_sessions {
+            let _ = write!(
+                out,
+                " <a href=\"/repl/{}\">{}</a>",
+                encode_segment(sid),
+                esc(&sid[..sid.len().min(8)])
+            );
+        }
+        out.push_str("</p>");
+    }
     out.push_str("<div class=\"actions\">");
     out.push_str("<button type=\"button\" data-act=\"continue\">Continue</button>");
     if p.when == When::Before {
         actions_before(out, d, method, signatures);
+    }
+    if d.get("process_pid").is_some_and(|v| !v.is_null()) {
+        let _ = write!(
+            out,
+            "<form class=\"inline\" data-api=\"/api/repl/start\" data-then=\"go:/repl/{{session_id}}\">\
+             <input type=\"hidden\" name=\"pause_id\" value=\"{id}\">\
+             <button type=\"submit\" class=\"quiet\">Open REPL</button></form>"
+        );
     }
     out.push_str("</div><p class=\"error\" role=\"alert\"></p></article>");
 }

@@ -146,8 +146,16 @@ enum Event {
     Stop,
 }
 
+impl Inner {
+    fn status_changed(&self, name: &str, status: Status) {
+        lock(&self.watchers).retain(|w| w.send((name.to_owned(), status)).is_ok());
+    }
+}
+
 struct Inner {
     timing: Timing,
+    /// Who wants to hear of status changes (see [`Manager::watch`]).
+    watchers: Mutex<Vec<Sender<(String, Status)>>>,
     servers: Mutex<BTreeMap<String, Slot>>,
     events: Sender<Event>,
     shutting_down: AtomicBool,
@@ -191,11 +199,22 @@ pub struct CallFailure {
 impl Manager {
     /// Starts the manager and connects `servers` in the background.
     pub fn start(servers: Vec<ServerConfig>, timing: Timing) -> std::io::Result<Arc<Manager>> {
+        Manager::start_watched(servers, timing, None)
+    }
+
+    /// Starts the manager with a first watcher (see [`Manager::watch`]) that hears every status
+    /// change from the first connection attempt on.
+    pub fn start_watched(
+        servers: Vec<ServerConfig>,
+        timing: Timing,
+        watcher: Option<Sender<(String, Status)>>,
+    ) -> std::io::Result<Arc<Manager>> {
         let (tx, rx) = unbounded();
         let inner = Arc::new(Inner {
             timing,
             servers: Mutex::new(BTreeMap::new()),
             events: tx,
+            watchers: Mutex::new(watcher.into_iter().collect()),
             shutting_down: AtomicBool::new(false),
             procs: Mutex::new(Vec::new()),
         });
@@ -227,6 +246,14 @@ impl Manager {
                 })?;
         }
         Ok(manager)
+    }
+
+    /// A channel that hears `(server, status)` at every status change, from now on. It is
+    /// never blocked on: a watcher that went away is forgotten.
+    pub fn watch(&self) -> Receiver<(String, Status)> {
+        let (tx, rx) = unbounded();
+        lock(&self.inner.watchers).push(tx);
+        rx
     }
 
     /// The names of every known server.
@@ -310,6 +337,7 @@ impl Manager {
                 .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
             slot.status = Status::Disconnected;
+            self.inner.status_changed(name, Status::Disconnected);
             slot.error = None;
             slot.tools.clear();
             slot.retry_at = None;
@@ -340,6 +368,7 @@ impl Manager {
                 .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
             slot.status = Status::Connecting;
+            self.inner.status_changed(name, Status::Connecting);
             slot.error = None;
             slot.attempts = 0;
             slot.retry_at = None;
@@ -704,6 +733,8 @@ impl Manager {
     /// SIGKILL to its process group) and waits until each is reaped. Idempotent.
     pub fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
+        // Watchers hear nothing more: their threads end.
+        lock(&self.inner.watchers).clear();
         let lives: Vec<Arc<Live>> = {
             let mut servers = lock(&self.inner.servers);
             servers
@@ -959,6 +990,7 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
             return Err(superseded(name));
         }
         slot.status = Status::Connecting;
+        inner.status_changed(name, Status::Connecting);
         slot.config.clone()
     };
     let established = establish(inner, &config, gen);
@@ -973,10 +1005,12 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
                 // generation and found no connected slot, so report it here.
                 let why = live.peer.close_reason().unwrap_or_default();
                 slot.status = Status::Error;
+                inner.status_changed(name, Status::Error);
                 slot.error = Some(format!("connection lost right after connecting: {why}"));
                 return Err(connect_failed(name, slot.error.as_deref().unwrap_or("")));
             }
             slot.status = Status::Connected;
+            inner.status_changed(name, Status::Connected);
             slot.error = None;
             slot.live = Some(live);
             slot.tools = tools;
@@ -996,6 +1030,7 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
         }
         (Err(why), Some(slot)) => {
             slot.status = Status::Error;
+            inner.status_changed(name, Status::Error);
             slot.error = Some(why.clone());
             Err(connect_failed(name, &why))
         }
@@ -1051,6 +1086,7 @@ fn supervise(inner: &Arc<Inner>, rx: &Receiver<Event>) {
                     slot.attempts += 1;
                     slot.gen += 1;
                     slot.status = Status::Connecting;
+                    inner.status_changed(name, Status::Connecting);
                     retries.push((name.clone(), slot.gen, slot.attempts));
                 }
             }
@@ -1094,6 +1130,7 @@ fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
             };
             if attempt >= max {
                 slot.status = Status::Failed;
+                inner.status_changed(name, Status::Failed);
                 slot.error = Some(format!(
                     "gave up after {max} reconnection attempts; last error: {}",
                     e.message()
@@ -1101,6 +1138,7 @@ fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
                 log::warn!("upstream {name}: gave up reconnecting after {max} attempts");
             } else {
                 slot.status = Status::Disconnected;
+                inner.status_changed(name, Status::Disconnected);
                 slot.retry_at = Some(Instant::now() + inner.timing.backoff[attempt as usize]);
                 log::info!(
                     "upstream {name}: attempt {attempt} failed ({}); next in {}",
@@ -1124,6 +1162,7 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
             }
             slot.gen += 1;
             slot.status = Status::Disconnected;
+            inner.status_changed(name, Status::Disconnected);
             slot.error = Some(reason.clone());
             slot.live = None;
             slot.tools.clear();

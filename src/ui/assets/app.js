@@ -21,8 +21,16 @@ function openDetails() {
   return Array.from(main.querySelectorAll("details[open]")).length > 0;
 }
 
+// Whether a live region must wait: the person is typing in it (and the field is still there
+// in the fresh version), or has a <details> of it open.
+function busy(region, fresh) {
+  if (region.querySelector("details[open]")) return true;
+  const a = document.activeElement;
+  if (!a || !region.contains(a) || !/^(TEXTAREA|INPUT|SELECT)$/.test(a.tagName)) return false;
+  return !a.id || fresh.querySelector("#" + CSS.escape(a.id)) !== null;
+}
+
 async function refresh() {
-  if (editing() || openDetails()) { pending = true; return; }
   pending = false;
   const regions = Array.from(main.querySelectorAll("[data-live][id]"));
   const focused = document.activeElement && document.activeElement.closest &&
@@ -37,14 +45,17 @@ async function refresh() {
   if (status) statusLine.textContent = status.textContent;
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
-    if (fresh) region.replaceChildren(...Array.from(fresh.childNodes));
+    if (!fresh) continue;
+    if (busy(region, fresh)) { pending = true; continue; }
+    region.replaceChildren(...Array.from(fresh.childNodes));
   }
-  if (focusedId) {
+  if (focusedId && !editing()) {
     const again = main.querySelector('[data-pause-id="' + CSS.escape(focusedId) + '"]');
-    if (again) again.focus();
+    if (again && again !== document.activeElement && !again.contains(document.activeElement)) again.focus();
   }
   tick();
   localTimes();
+  scrollTranscript();
 }
 
 function schedule() {
@@ -81,7 +92,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_output", "external_server", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
@@ -176,20 +187,25 @@ function formBody(form) {
 }
 
 async function submitForm(form) {
-  const err = form.querySelector(".error");
+  const near = form.closest("[data-pause-id], section, main");
+  const err = form.querySelector(".error") || (near && near.querySelector(".error"));
   const buttons = Array.from(form.querySelectorAll("button"));
   let data;
   try {
     const body = formBody(form);
     buttons.forEach((b) => { b.disabled = true; });
+    if (form.dataset.busy && err) err.textContent = "";
+    if (form.dataset.busy) form.classList.add("busy");
     data = await send(form.dataset.api, form.dataset.method || "POST", body);
     if (err) err.textContent = "";
   } catch (e) {
     if (err) err.textContent = e.message;
     buttons.forEach((b) => { b.disabled = false; });
+    form.classList.remove("busy");
     return;
   }
   buttons.forEach((b) => { b.disabled = false; });
+  form.classList.remove("busy");
   const then = form.dataset.then || "refresh";
   if (then.startsWith("go:")) {
     location.href = then.slice(3).replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data[k]));
@@ -248,6 +264,39 @@ document.addEventListener("keydown", (ev) => {
     if (b) { act(b); ev.preventDefault(); }
   }
 });
+
+// --- REPL: Enter runs, Shift+Enter adds a line, up/down recall earlier input ---
+function scrollTranscript() {
+  const t = main.querySelector(".transcript");
+  if (t && t.lastElementChild && t.dataset.seen !== String(t.children.length)) {
+    t.dataset.seen = String(t.children.length);
+    t.lastElementChild.scrollIntoView({ block: "nearest" });
+  }
+}
+
+let recall = -1;
+document.addEventListener("keydown", (ev) => {
+  const box = ev.target;
+  if (!box.matches || !box.matches("textarea[data-history]")) return;
+  if (ev.key === "Enter" && !ev.shiftKey) {
+    ev.preventDefault();
+    if (box.value.trim()) { recall = -1; box.form.requestSubmit(); }
+    return;
+  }
+  const past = Array.from(main.querySelectorAll("[data-expr]")).map((el) => el.dataset.expr);
+  if (!past.length) return;
+  const single = !box.value.includes("\n");
+  if (ev.key === "ArrowUp" && (single || box.selectionStart === 0)) {
+    recall = recall < 0 ? past.length - 1 : Math.max(0, recall - 1);
+    box.value = past[recall];
+    ev.preventDefault();
+  } else if (ev.key === "ArrowDown" && recall >= 0 && (single || box.selectionEnd === box.value.length)) {
+    recall += 1;
+    box.value = recall < past.length ? past[recall] : "";
+    if (recall >= past.length) recall = -1;
+    ev.preventDefault();
+  }
+}, true);
 
 // --- time stamps in the browser's own time zone ---
 function localTimes() {

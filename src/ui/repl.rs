@@ -1,0 +1,215 @@
+//! The REPL pages: one session (`/repl/<session_id>`: transcript, input with history, output
+//! and stdout; the input is disabled once the pause is resumed) and the list of sessions
+//! (`/repls`).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{esc, param, shown, time, Answer, Html};
+use crate::repl::SessionFilter;
+use crate::service;
+use crate::state::Shared;
+use crate::urlenc::encode_segment;
+
+/// `/repl/<session_id>`.
+pub fn session(shared: &Shared, session_id: &str) -> Answer {
+    let Ok(found) = service::repl_session(shared, session_id) else {
+        return Err(format!("/repl/{session_id}"));
+    };
+    let s = &found["session"];
+    let text = |k: &str| s.get(k).filter(|v| !v.is_null()).map(shown);
+    let function = text("function_name").unwrap_or_default();
+    let mut out = format!(
+        "<div class=\"bar\"><h1>REPL in <code>{}</code></h1><a href=\"/repls\">All sessions</a></div>\
+         <p class=\"meta\">Session <code>{}</code> · pause <code>{}</code>{} · started {}</p>",
+        esc(&function),
+        esc(session_id),
+        esc(&text("pause_id").unwrap_or_default()),
+        text("pid")
+            .map(|p| format!(" · process {}", esc(&p)))
+            .unwrap_or_default(),
+        time(s["started_at"].as_f64().unwrap_or(0.0)),
+    );
+    let _ = write!(
+        out,
+        "<div id=\"transcript\" data-live>{}</div><div id=\"repl-input\" data-live>{}</div>",
+        transcript(s),
+        input(s, session_id)
+    );
+    Ok(Html::new(format!("REPL in {function}"), "/repls", out))
+}
+
+/// What was evaluated and answered, oldest first.
+fn transcript(s: &Value) -> String {
+    let mut out = String::from("<ol class=\"transcript\">");
+    let entries = s["transcript"].as_array().map_or(&[][..], Vec::as_slice);
+    for e in entries {
+        let is_error = e["is_error"].as_bool().unwrap_or(false);
+        let input = e.get("input").map(shown).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<li data-expr=\"{}\"><pre class=\"in\"><span class=\"prompt\" aria-hidden=\"true\">&gt;&gt;&gt; </span>{}</pre>",
+            esc(&input),
+            esc(&input)
+        );
+        if let Some(stdout) = e
+            .get("stdout")
+            .and_then(Value::as_str)
+            .filter(|x| !x.is_empty())
+        {
+            let _ = write!(out, "<pre class=\"stdout\">{}</pre>", esc(stdout));
+        }
+        let _ = write!(
+            out,
+            "<pre class=\"out{}\">{}</pre></li>",
+            if is_error { " error-text" } else { "" },
+            esc(&e.get("output").map(shown).unwrap_or_default())
+        );
+    }
+    out.push_str("</ol>");
+    if entries.is_empty() {
+        out.push_str(
+            "<p class=\"empty\">Nothing evaluated yet. Expressions and statements run inside the \
+             paused program, in the frame of the paused call.</p>",
+        );
+    }
+    out
+}
+
+/// The input, or why there is none.
+fn input(s: &Value, session_id: &str) -> String {
+    let mut out = String::new();
+    if s["closed_at"].is_null() {
+        let _ = write!(
+            out,
+            "<form class=\"repl-input\" data-api=\"/api/repl/{}/eval\" data-then=\"refresh\" data-reset data-busy=\"Running…\">\
+             <label for=\"expr\">Evaluate in the paused program (Enter runs it, Shift+Enter adds a \
+             line, ↑/↓ recall earlier input)</label>\
+             <textarea id=\"expr\" name=\"expr\" rows=\"2\" required autocomplete=\"off\" \
+             spellcheck=\"false\" data-history></textarea><button type=\"submit\">Run</button>\
+             <p class=\"error\" role=\"alert\"></p></form>",
+            encode_segment(session_id)
+        );
+    } else {
+        let _ = write!(
+            out,
+            "<p class=\"closed-note\" role=\"status\">This session is closed: its pause was resumed \
+             {} (or the session was closed), so there is no paused frame to evaluate in any more. \
+             The transcript stays.</p>",
+            time(s["closed_at"].as_f64().unwrap_or(0.0))
+        );
+    }
+    out
+}
+
+/// `/repls?search=&status=`: every REPL session, newest first.
+pub fn sessions(shared: &Shared, query: &[(String, String)]) -> Html {
+    let search = param(query, "search").filter(|s| !s.is_empty());
+    let status = param(query, "status").filter(|s| !s.is_empty());
+    let filter = SessionFilter {
+        search,
+        active: match status {
+            Some("active") => Some(true),
+            Some("closed") => Some(false),
+            _ => None,
+        },
+        from: None,
+        to: None,
+    };
+    let list = service::repl_sessions(shared, &filter);
+    let rows = list["sessions"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut out = format!(
+        "<div class=\"bar\"><h1>REPL sessions</h1></div>\
+         <form class=\"inline\" method=\"get\" action=\"/repls\"><label>Search <input name=\"search\" \
+         value=\"{}\" placeholder=\"function, session, pause, process\"></label><label>Status \
+         <select name=\"status\">{}</select></label><button type=\"submit\">Filter</button></form>",
+        esc(search.unwrap_or("")),
+        ["", "active", "closed"]
+            .iter()
+            .map(|v| format!(
+                "<option value=\"{v}\"{}>{}</option>",
+                if Some(*v) == status || (v.is_empty() && status.is_none()) {
+                    " selected"
+                } else {
+                    ""
+                },
+                if v.is_empty() { "any" } else { v }
+            ))
+            .collect::<String>()
+    );
+    out.push_str("<div id=\"repl-list\" data-live>");
+    if rows.is_empty() {
+        out.push_str(
+            "<section class=\"empty\"><h2>No REPL sessions</h2><p>Open one from a paused call \
+             on the <a href=\"/\">Paused</a> page.</p></section>",
+        );
+    } else {
+        out.push_str(
+            "<table class=\"grid\"><thead><tr><th scope=\"col\">Started</th><th scope=\"col\">Function</th>\
+             <th scope=\"col\">Process</th><th scope=\"col\">Evaluations</th><th scope=\"col\">Status</th>\
+             </tr></thead><tbody>",
+        );
+        for r in rows {
+            let sid = r["session_id"].as_str().unwrap_or("");
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td><a href=\"/repl/{}\"><code>{}</code></a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                time(r["started_at"].as_f64().unwrap_or(0.0)),
+                encode_segment(sid),
+                esc(&r.get("function_name").map(shown).unwrap_or_default()),
+                esc(&r.get("pid").map(shown).unwrap_or_default()),
+                r["eval_count"].as_u64().unwrap_or(0),
+                esc(r["status"].as_str().unwrap_or("")),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</div>");
+    Html::new("REPL sessions", "/repls", out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, paused_call, shared};
+    use serde_json::json;
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    #[test]
+    fn unknown_sessions_are_not_found_and_the_empty_list_says_where_to_start() {
+        let s = shared();
+        assert!(session(&s, "nope").is_err());
+        assert!(sessions(&s, &[]).main.contains("No REPL sessions"));
+    }
+
+    #[test]
+    fn a_transcript_is_escaped_and_a_resumed_pause_disables_the_input() {
+        let s = shared();
+        let (pause, _) = paused_call(&s, HOSTILE, &[json!(1)]);
+        let sid = service::start_session(&s, &pause).unwrap().session_id;
+        let pending = service::repl_eval_start(&s, &sid, Some(&json!(HOSTILE))).unwrap();
+        let req = service::poll_repl(&s, &pause);
+        service::repl_result(
+            &s,
+            &body(
+                json!({"eval_id": req["eval_id"], "session_id": sid, "pause_id": pause,
+                         "result": HOSTILE, "stdout": HOSTILE}),
+            ),
+        )
+        .unwrap();
+        drop(pending);
+        let html = session(&s, &sid).unwrap().main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        assert!(html.contains("data-api=\"/api/repl/"), "{html}");
+        assert!(sessions(&s, &[]).main.contains(&sid));
+        crate::service::continue_pause(&s, &pause, &serde_json::Map::new()).unwrap();
+        let html = session(&s, &sid).unwrap().main;
+        assert!(!html.contains("<textarea"), "{html}");
+        assert!(html.contains("This session is closed"));
+        let closed = sessions(&s, &[("status".into(), "active".into())]).main;
+        assert!(!closed.contains(&sid));
+    }
+}
