@@ -12,6 +12,7 @@ mod lists;
 mod object;
 mod paused;
 mod repl;
+mod servers;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -22,6 +23,7 @@ use crate::urlenc::percent_decode;
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
 const EVENTS_WORKER_JS: &str = include_str!("assets/events-worker.js");
+const ICON_SVG: &str = include_str!("assets/icon.svg");
 
 /// The Content-Security-Policy of every page.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -78,6 +80,7 @@ const NAV: &[(&str, &str)] = &[
     ("/", "Paused"),
     ("/breakpoints", "Breakpoints"),
     ("/repls", "REPL"),
+    ("/mcp-servers", "MCP servers"),
     ("/functions", "Functions"),
     ("/com-errors", "Errors"),
 ];
@@ -92,6 +95,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/object/",
     "/repl/",
     "/repls",
+    "/mcp-servers",
 ];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
@@ -126,6 +130,13 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
                 body: APP_JS.to_owned(),
             })
         }
+        "/ui/icon.svg" => {
+            return Some(Page {
+                status: 200,
+                content_type: "image/svg+xml",
+                body: ICON_SVG.to_owned(),
+            })
+        }
         "/ui/events-worker.js" => {
             return Some(Page {
                 status: 200,
@@ -137,6 +148,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
+        "/mcp-servers" | "/mcp-servers/" => Ok(servers::page(shared)),
         "/repls" | "/repls/" => Ok(repl::sessions(shared, query)),
         p if p.starts_with("/repl/") => {
             repl::session(shared, &percent_decode(&p["/repl/".len()..]))
@@ -216,7 +228,7 @@ fn layout(shared: &Shared, html: &Html) -> String {
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · cideldill</title><link rel=\"stylesheet\" href=\"/ui/app.css\">\
+         <title>{} · cideldill</title><link rel=\"icon\" href=\"/ui/icon.svg\"><link rel=\"stylesheet\" href=\"/ui/app.css\">\
          <script src=\"/ui/app.js\" defer></script></head>\
          <body data-page=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>",
         esc(&html.title),

@@ -336,8 +336,9 @@ impl Manager {
                 .get_mut(name)
                 .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
-            slot.status = Status::Disconnected;
-            self.inner.status_changed(name, Status::Disconnected);
+            if std::mem::replace(&mut slot.status, Status::Disconnected) != Status::Disconnected {
+                self.inner.status_changed(name, Status::Disconnected);
+            }
             slot.error = None;
             slot.tools.clear();
             slot.retry_at = None;
@@ -367,8 +368,9 @@ impl Manager {
                 .get_mut(name)
                 .ok_or_else(|| server_not_found(name))?;
             slot.gen += 1;
-            slot.status = Status::Connecting;
-            self.inner.status_changed(name, Status::Connecting);
+            if std::mem::replace(&mut slot.status, Status::Connecting) != Status::Connecting {
+                self.inner.status_changed(name, Status::Connecting);
+            }
             slot.error = None;
             slot.attempts = 0;
             slot.retry_at = None;
@@ -989,8 +991,9 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
         if slot.gen != gen {
             return Err(superseded(name));
         }
-        slot.status = Status::Connecting;
-        inner.status_changed(name, Status::Connecting);
+        if std::mem::replace(&mut slot.status, Status::Connecting) != Status::Connecting {
+            inner.status_changed(name, Status::Connecting);
+        }
         slot.config.clone()
     };
     let established = establish(inner, &config, gen);
@@ -1004,13 +1007,15 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
                 // Lost between the handshake and now: the Closed notice was for this
                 // generation and found no connected slot, so report it here.
                 let why = live.peer.close_reason().unwrap_or_default();
-                slot.status = Status::Error;
-                inner.status_changed(name, Status::Error);
+                if std::mem::replace(&mut slot.status, Status::Error) != Status::Error {
+                    inner.status_changed(name, Status::Error);
+                }
                 slot.error = Some(format!("connection lost right after connecting: {why}"));
                 return Err(connect_failed(name, slot.error.as_deref().unwrap_or("")));
             }
-            slot.status = Status::Connected;
-            inner.status_changed(name, Status::Connected);
+            if std::mem::replace(&mut slot.status, Status::Connected) != Status::Connected {
+                inner.status_changed(name, Status::Connected);
+            }
             slot.error = None;
             slot.live = Some(live);
             slot.tools = tools;
@@ -1029,8 +1034,9 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
             Err(superseded(name))
         }
         (Err(why), Some(slot)) => {
-            slot.status = Status::Error;
-            inner.status_changed(name, Status::Error);
+            if std::mem::replace(&mut slot.status, Status::Error) != Status::Error {
+                inner.status_changed(name, Status::Error);
+            }
             slot.error = Some(why.clone());
             Err(connect_failed(name, &why))
         }
@@ -1085,8 +1091,10 @@ fn supervise(inner: &Arc<Inner>, rx: &Receiver<Event>) {
                     slot.retry_at = None;
                     slot.attempts += 1;
                     slot.gen += 1;
-                    slot.status = Status::Connecting;
-                    inner.status_changed(name, Status::Connecting);
+                    if std::mem::replace(&mut slot.status, Status::Connecting) != Status::Connecting
+                    {
+                        inner.status_changed(name, Status::Connecting);
+                    }
                     retries.push((name.clone(), slot.gen, slot.attempts));
                 }
             }
@@ -1129,16 +1137,19 @@ fn auto_reconnect(inner: &Arc<Inner>, name: &str, gen: u64, attempt: u32) {
                 return;
             };
             if attempt >= max {
-                slot.status = Status::Failed;
-                inner.status_changed(name, Status::Failed);
+                if std::mem::replace(&mut slot.status, Status::Failed) != Status::Failed {
+                    inner.status_changed(name, Status::Failed);
+                }
                 slot.error = Some(format!(
                     "gave up after {max} reconnection attempts; last error: {}",
                     e.message()
                 ));
                 log::warn!("upstream {name}: gave up reconnecting after {max} attempts");
             } else {
-                slot.status = Status::Disconnected;
-                inner.status_changed(name, Status::Disconnected);
+                if std::mem::replace(&mut slot.status, Status::Disconnected) != Status::Disconnected
+                {
+                    inner.status_changed(name, Status::Disconnected);
+                }
                 slot.retry_at = Some(Instant::now() + inner.timing.backoff[attempt as usize]);
                 log::info!(
                     "upstream {name}: attempt {attempt} failed ({}); next in {}",
@@ -1161,8 +1172,9 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
                 return;
             }
             slot.gen += 1;
-            slot.status = Status::Disconnected;
-            inner.status_changed(name, Status::Disconnected);
+            if std::mem::replace(&mut slot.status, Status::Disconnected) != Status::Disconnected {
+                inner.status_changed(name, Status::Disconnected);
+            }
             slot.error = Some(reason.clone());
             slot.live = None;
             slot.tools.clear();

@@ -1,0 +1,214 @@
+//! The External MCP servers page (`/mcp-servers`): each server's status, transport and error,
+//! connect / disconnect / reconnect, its tools with their input schemas, and a form to call a
+//! tool with JSON arguments and see the result.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{esc, plural, shown, time, Html};
+use crate::service;
+use crate::state::Shared;
+use crate::urlenc::encode_segment;
+
+pub fn page(shared: &Shared) -> Html {
+    let mut out = String::from("<div class=\"bar\"><h1>External MCP servers</h1></div>");
+    let Ok(clients) = service::external::clients(shared) else {
+        out.push_str(
+            "<section class=\"empty\"><h2>The MCP client is off</h2><p>This server connects to \
+             external MCP servers (filesystem, git, databases, ...) when it is started with one \
+             of <code>--mcp-clients</code> (the servers of <code>~/.cideldill/mcp-clients.json</code>), \
+             <code>--mcp-clients-config PATH</code> or <code>--mcp-client NAME:COMMAND</code>. \
+             Then agents and this page can use their tools during a debugging session.</p></section>",
+        );
+        return Html::new("External MCP servers", "/mcp-servers", out);
+    };
+    out.push_str(CONNECT_FORM);
+    let _ = write!(
+        out,
+        "<div id=\"server-list\" data-live>{}</div>",
+        servers(shared, &clients["clients"])
+    );
+    Html::new("External MCP servers", "/mcp-servers", out)
+}
+
+const CONNECT_FORM: &str = "<details class=\"panel\"><summary>Connect a server</summary>\
+    <form class=\"inline\" data-api=\"/api/mcp-clients/connect\" data-then=\"refresh\" data-reset>\
+    <label>Name <input name=\"name\" required placeholder=\"files\"></label>\
+    <label>Command (stdio) <input name=\"command\" placeholder=\"npx\"></label>\
+    <label>Arguments (JSON list) <input name=\"args\" data-json data-optional placeholder='[\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/tmp\"]'></label>\
+    <label>or URL <input name=\"url\" type=\"url\" placeholder=\"http://127.0.0.1:8000/mcp\"></label>\
+    <label>Transport <select name=\"transport\"><option value=\"\">from command or URL</option>\
+    <option>stdio</option><option value=\"http\">Streamable HTTP</option><option value=\"sse\">legacy SSE</option>\
+    <option value=\"auto\">auto (HTTP, then SSE)</option></select></label>\
+    <button type=\"submit\">Connect</button><p class=\"hint\">Not saved: the server is forgotten when \
+    this one stops.</p><p class=\"error\" role=\"alert\"></p></form></details>";
+
+fn servers(shared: &Shared, clients: &Value) -> String {
+    let Some(map) = clients.as_object().filter(|m| !m.is_empty()) else {
+        return "<section class=\"empty\"><h2>No external servers</h2><p>Connect one above, or \
+                list them in the configuration file.</p></section>"
+            .to_owned();
+    };
+    let mut out = String::new();
+    for (name, s) in map {
+        let status = s["status"].as_str().unwrap_or("");
+        let seg = encode_segment(name);
+        let _ = write!(
+            out,
+            "<article class=\"card server {status_class}\"><h2><span class=\"fn\">{}</span> \
+             <span class=\"badge {status_class}\">{}</span></h2><p class=\"meta\">{}",
+            esc(name),
+            esc(status),
+            esc(s["transport"].as_str().unwrap_or("")),
+            status_class = match status {
+                "connected" => "after",
+                "connecting" => "before",
+                _ => "down",
+            }
+        );
+        if let Some(cmd) = s.get("command").and_then(Value::as_str) {
+            let args: Vec<String> = s["args"]
+                .as_array()
+                .map(|a| a.iter().map(shown).collect())
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                " · <code>{}</code>",
+                esc(&format!("{cmd} {}", args.join(" ")))
+            );
+        }
+        if let Some(url) = s.get("url").and_then(Value::as_str) {
+            let _ = write!(out, " · <code>{}</code>", esc(url));
+        }
+        if let Some(v) = s
+            .get("server_info")
+            .and_then(|i| i.get("name"))
+            .and_then(Value::as_str)
+        {
+            let version = s["server_info"]["version"].as_str().unwrap_or("");
+            let _ = write!(out, " · {} {}", esc(v), esc(version));
+        }
+        if let Some(at) = s.get("connected_at").and_then(Value::as_f64) {
+            let _ = write!(out, " · connected {}", time(at));
+        }
+        out.push_str("</p>");
+        if let Some(e) = s.get("error").and_then(Value::as_str) {
+            let _ = write!(out, "<p class=\"error-text\">{}</p>", esc(e));
+        }
+        if let Some(secs) = s.get("next_retry_in_s").and_then(Value::as_f64) {
+            let _ = write!(out, "<p class=\"hint\">Retrying in {secs:.0} s.</p>");
+        }
+        let _ = write!(
+            out,
+            "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{seg}/reconnect\">\
+             <button type=\"submit\">Reconnect</button></form>{}</div><p class=\"error\" role=\"alert\"></p>",
+            if status == "connected" || status == "connecting" {
+                format!(
+                    "<form class=\"inline\" data-api=\"/api/mcp-clients/{seg}/disconnect\">\
+                     <button type=\"submit\" class=\"quiet\">Disconnect</button></form>"
+                )
+            } else {
+                String::new()
+            }
+        );
+        if status == "connected" {
+            tools(&mut out, shared, name);
+        }
+        out.push_str("</article>");
+    }
+    out
+}
+
+/// The tools of one connected server, each with its schema and a call form.
+fn tools(out: &mut String, shared: &Shared, server: &str) {
+    let Ok(listed) = service::external::tools(shared, Some(server)) else {
+        return;
+    };
+    let list = listed["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    let _ = write!(out, "<h3>{} tool{}</h3>", list.len(), plural(list.len()));
+    for (i, t) in list.iter().enumerate() {
+        let name = t["name"].as_str().unwrap_or("");
+        let original = t["original_name"].as_str().unwrap_or(name);
+        let schema = t.get("input_schema").cloned().unwrap_or(Value::Null);
+        let result_id = format!(
+            "tool-result-{}-{i}",
+            encode_segment(server).replace('%', "_")
+        );
+        let _ = write!(
+            out,
+            "<details class=\"tool\"><summary><code>{}</code> <span class=\"hint\">{}</span></summary>\
+             <details class=\"schema\"><summary>Input schema</summary><pre class=\"value fold\">{}</pre></details>\
+             <form data-api=\"/api/mcp-tools/call\" data-then=\"show:{result_id}\" data-busy=\"Calling…\">\
+             <input type=\"hidden\" name=\"tool\" value=\"{}\">\
+             <label>Arguments (JSON object) <textarea name=\"arguments\" rows=\"3\" data-json>{}</textarea></label>\
+             <button type=\"submit\">Call</button><p class=\"error\" role=\"alert\"></p></form>\
+             <pre class=\"value fold\" id=\"{result_id}\" hidden></pre></details>",
+            esc(original),
+            esc(&first_line(t["description"].as_str().unwrap_or(""))),
+            esc(&serde_json::to_string_pretty(&schema).unwrap_or_default()),
+            esc(name),
+            esc(&skeleton(&schema)),
+        );
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.chars().count() > 120 {
+        format!("{}…", line.chars().take(120).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+/// Arguments to start from: the schema's required properties with empty values of their type.
+fn skeleton(schema: &Value) -> String {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut args = serde_json::Map::new();
+    if let Some(props) = props {
+        for (k, p) in props {
+            if !required.contains(&k.as_str()) {
+                continue;
+            }
+            let empty = match p.get("type").and_then(Value::as_str) {
+                Some("string") => Value::String(String::new()),
+                Some("integer" | "number") => Value::from(0),
+                Some("boolean") => Value::Bool(false),
+                Some("array") => Value::Array(Vec::new()),
+                Some("object") => Value::Object(serde_json::Map::new()),
+                _ => Value::Null,
+            };
+            args.insert(k.clone(), empty);
+        }
+    }
+    serde_json::to_string_pretty(&Value::Object(args)).unwrap_or_else(|_| "{}".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::shared;
+    use serde_json::json;
+
+    #[test]
+    fn without_a_client_manager_the_page_says_how_to_start_one() {
+        let s = shared();
+        let html = page(&s).main;
+        assert!(html.contains("--mcp-clients"), "{html}");
+    }
+
+    #[test]
+    fn the_skeleton_holds_the_required_properties() {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"},
+            "n": {"type": "integer"}, "opt": {"type": "string"}}, "required": ["path", "n"]});
+        let v: Value = serde_json::from_str(&skeleton(&schema)).unwrap();
+        assert_eq!(v, json!({"path": "", "n": 0}));
+        assert_eq!(skeleton(&Value::Null), "{}");
+    }
+}

@@ -1,0 +1,197 @@
+//! The web UI's pages over real HTTP: Breakpoints, breakpoint history, Functions,
+//! Communication errors, Object, REPL session and list, External MCP servers; each is HTML
+//! with the strict policy, shows program data escaped, and answers unknown ids with a 404 page.
+//! Also the events the pages live on that are new with them: `repl_session`, `repl_output`
+//! and `external_server`.
+
+use serde_json::{json, Value};
+
+use crate::event_stream::Stream;
+use crate::fixture::fixture_server_path;
+use crate::support::{call_start_body, item, pause_id, wait_for, Client, Server};
+
+const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+/// `GET path` as a browser navigating: status, CSP header and body.
+fn page(c: &Client, path: &str) -> (u16, String) {
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/html,*/*;q=0.8\r\nConnection: close\r\n\r\n",
+        c.port
+    );
+    let r = c.raw(req.as_bytes());
+    let csp = r.header("Content-Security-Policy").unwrap_or("");
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{path}: CSP {csp:?}"
+    );
+    assert_eq!(
+        r.header("Content-Type"),
+        Some("text/html; charset=utf-8"),
+        "{path}"
+    );
+    let html = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(!html.contains("<img"), "{path}: unescaped markup in {html}");
+    assert!(!html.contains("<script>"), "{path}: inline script");
+    (r.status, html)
+}
+
+fn ok_page(c: &Client, path: &str) -> String {
+    let (status, html) = page(c, path);
+    assert_eq!(status, 200, "{path}: {html}");
+    html
+}
+
+/// Starts a call of `method` with `args` and returns its pause id (the default stops).
+fn pause(c: &Client, method: &str, args: Vec<Value>) -> String {
+    let r = c.post_ok("/api/call/start", &call_start_body(method, args, json!({})));
+    pause_id(&r)
+}
+
+#[test]
+fn breakpoints_functions_and_errors_pages_show_escaped_data_and_link_history() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    assert!(ok_page(&c, "/breakpoints").contains("No breakpoints"));
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": HOSTILE, "signature": "(x)"}),
+    );
+    c.post_ok(
+        "/api/functions",
+        &json!({"function_name": "twin", "signature": "(x)"}),
+    );
+    // The form's body: keep_signature keeps the registered signature.
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "twin", "keep_signature": true}),
+    );
+    assert_eq!(
+        c.get_ok("/api/functions")["function_signatures"]["twin"],
+        "(x)"
+    );
+    let html = ok_page(&c, "/breakpoints");
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<option>twin</option>"),
+        "same-signature replacement offered"
+    );
+    assert!(html.contains("href=\"/breakpoint/twin/history\""));
+    assert!(html.contains("aria-current=\"page\""));
+    assert!(ok_page(&c, "/breakpoint/twin/history").contains("No call of this function"));
+    let (status, html) = page(&c, "/breakpoint/nothing-here/history");
+    assert_eq!(status, 404);
+    assert!(html.contains("Not found"));
+
+    let functions = ok_page(&c, "/functions");
+    assert!(functions.contains("<code>twin</code>"), "{functions}");
+    c.post_ok(
+        "/api/report-com-error",
+        &json!({"summary": HOSTILE, "method": "POST", "path": "/api/call/start",
+                "process_pid": 1, "traceback": HOSTILE}),
+    );
+    let errors = ok_page(&c, "/com-errors");
+    assert!(errors.contains("&lt;/script&gt;"), "{errors}");
+}
+
+#[test]
+fn object_repl_and_session_pages_follow_a_pause_and_its_repl() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    let arg = item(&json!({"name": HOSTILE}), 1);
+    let cid = arg["cid"].as_str().unwrap().to_owned();
+    let p = pause(&c, "f", vec![arg]);
+    let home = ok_page(&c, "/");
+    assert!(home.contains(&format!("href=\"/object/{cid}\"")), "{home}");
+    assert!(home.contains("data-api=\"/api/repl/start\""));
+    let object = ok_page(&c, &format!("/object/{cid}"));
+    assert!(object.contains("&lt;/script&gt;"), "{object}");
+    assert!(object.contains("arg:0"), "where it was seen: {object}");
+    assert_eq!(page(&c, &format!("/object/{}", "a".repeat(128))).0, 404);
+    assert_eq!(page(&c, "/object/not-a-cid").0, 404);
+
+    let mut events = Stream::open(c.port, &[], "");
+    let sid = c.post_ok("/api/repl/start", &json!({"pause_id": p}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = events.next();
+    assert_eq!(started.name, "repl_session");
+    assert_eq!(started.data["session_id"], sid.as_str());
+    assert_eq!(started.data["state"], "started");
+    // The program answers the eval as the client does.
+    let answerer = {
+        let c = s.client();
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let req = wait_for("the eval", || {
+                let r = c.get_ok(&format!("/api/poll-repl/{p}"));
+                r["eval_id"].is_string().then_some(r)
+            });
+            c.post_ok(
+                "/api/call/repl-result",
+                &json!({"eval_id": req["eval_id"], "session_id": req["session_id"],
+                        "pause_id": p, "result": HOSTILE, "stdout": "printed\n"}),
+            );
+        })
+    };
+    let r = c.post_ok(&format!("/api/repl/{sid}/eval"), &json!({"expr": "1 + 1"}));
+    answerer.join().unwrap();
+    assert_eq!(r["output"], HOSTILE);
+    let output = events.next();
+    assert_eq!(output.name, "repl_output");
+    assert_eq!(output.data["session_id"], sid.as_str());
+    assert_eq!(output.data["is_error"], false);
+    let html = ok_page(&c, &format!("/repl/{sid}"));
+    assert!(html.contains("1 + 1") && html.contains("printed"), "{html}");
+    assert!(html.contains("&lt;img src=x"), "{html}");
+    assert!(html.contains("<textarea id=\"expr\""));
+    assert!(ok_page(&c, "/repls").contains(&format!("href=\"/repl/{sid}\"")));
+    // Resumed: the input gives way to an explanation.
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "continue"}),
+    );
+    let html = ok_page(&c, &format!("/repl/{sid}"));
+    assert!(!html.contains("<textarea"), "{html}");
+    assert!(html.contains("This session is closed"));
+    assert_eq!(page(&c, "/repl/no-such-session").0, 404);
+}
+
+#[test]
+fn the_external_servers_page_lists_tools_and_status_changes_are_events() {
+    let fx = format!("fx:{}", fixture_server_path().display());
+    let s = Server::start(&["--memory", "--mcp-client", &fx]);
+    let c = s.client();
+    wait_for("fx connected", || {
+        (c.get_ok("/api/mcp-clients")["clients"]["fx"]["status"] == "connected").then_some(())
+    });
+    let html = ok_page(&c, "/mcp-servers");
+    assert!(html.contains("connected"), "{html}");
+    assert!(html.contains("<code>echo</code>"), "{html}");
+    assert!(html.contains("data-api=\"/api/mcp-tools/call\""));
+    assert!(html.contains("value=\"fx/echo\""));
+    assert!(html.contains("data-api=\"/api/mcp-clients/fx/disconnect\""));
+    let mut events = Stream::open(c.port, &[], "");
+    c.post_ok("/api/mcp-clients/fx/disconnect", &json!({}));
+    let e = events.next();
+    assert_eq!(e.name, "external_server");
+    assert_eq!(
+        e.data,
+        json!({"seq": e.data["seq"], "type": "external_server", "name": "fx", "status": "disconnected"})
+    );
+    c.post_ok("/api/mcp-clients/fx/reconnect", &json!({}));
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some("connected") {
+        let e = events.next();
+        assert_eq!(e.name, "external_server");
+        seen.push(e.data["status"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(seen, ["connecting", "connected"]);
+    // Without a client manager the page says how to start one.
+    let plain = Server::start(&["--memory"]);
+    assert!(ok_page(&plain.client(), "/mcp-servers").contains("--mcp-clients"));
+}
