@@ -290,6 +290,34 @@ pub fn shown(v: &serde_json::Value) -> String {
     }
 }
 
+/// Characters of a value shown before "show more".
+const FOLD_CHARS: usize = 600;
+/// Lines of a value shown before "show more".
+const FOLD_LINES: usize = 8;
+
+/// A program value as text in a `code` block; a long one shows its start and folds the rest
+/// behind "show more" (a `<details>`: no script, no layout shift before it is opened).
+pub fn value_html(text: &str) -> String {
+    let mut cut = text.len();
+    if let Some((i, _)) = text.char_indices().nth(FOLD_CHARS) {
+        cut = i;
+    }
+    if let Some((i, _)) = text.match_indices('\n').nth(FOLD_LINES - 1) {
+        cut = cut.min(i);
+    }
+    if cut >= text.len() {
+        return format!("<code class=\"value\">{}</code>", esc(text));
+    }
+    format!(
+        "<details class=\"more\"><summary><code class=\"value\">{}…</code>\
+         <span class=\"more-label\">show all {} characters</span></summary>\
+         <code class=\"value\">{}</code></details>",
+        esc(&text[..cut]),
+        text.chars().count(),
+        esc(text)
+    )
+}
+
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`
 /// (`data-time` holds epoch seconds).
 pub fn time(at: f64) -> String {
@@ -359,6 +387,17 @@ mod tests {
         assert_eq!(iso_utc(1_795_000_000.5), "2026-11-18T11:06:40Z");
         assert_eq!(iso_utc(951_782_400.0), "2000-02-29T00:00:00Z");
         assert!(time(0.0).contains("data-time=\"0\""));
+    }
+
+    #[test]
+    fn long_values_fold_behind_show_more() {
+        assert_eq!(value_html("<b>"), "<code class=\"value\">&lt;b&gt;</code>");
+        let long = "é".repeat(1000);
+        let html = value_html(&long);
+        assert!(html.contains("show all 1000 characters"), "{html}");
+        assert!(html.starts_with("<details class=\"more\">"));
+        let lines = "x\n".repeat(20);
+        assert!(value_html(&lines).contains("show all 40 characters"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, shown, Html};
+use super::{esc, shown, value_html, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -73,6 +73,49 @@ fn call_site(data: &serde_json::Map<String, Value>) -> Option<String> {
     Some(format!("{file}:{line} in {func}"))
 }
 
+/// The names of the parameters a positional argument can bind to, in order, from a Python
+/// signature such as `(self, x, y=1, *args, z, **kw)`: up to `*args` (whose name is not
+/// one argument's) or a bare `*`.
+pub fn positional_names(signature: &str) -> Vec<String> {
+    let inner = signature
+        .trim()
+        .strip_prefix('(')
+        .and_then(|s| s.rsplit_once(')'))
+        .map_or("", |(params, _)| params);
+    let mut names = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    let mut parts = Vec::new();
+    for (i, c) in inner.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    for p in parts {
+        let p = p.trim();
+        if p.is_empty() || p == "/" {
+            continue;
+        }
+        if p.starts_with('*') {
+            break;
+        }
+        let name = p.split([':', '=']).next().unwrap_or("").trim();
+        if !name.is_empty() {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
 /// A link to the object view of an item, when it names a stored object.
 pub fn object_link(item: Option<&Value>) -> String {
     match item.and_then(|i| i.get("cid")).and_then(Value::as_str) {
@@ -119,13 +162,19 @@ fn card(
         );
     }
     out.push_str("<dl class=\"args\">");
+    let names = d
+        .get("signature")
+        .and_then(Value::as_str)
+        .map(positional_names)
+        .unwrap_or_default();
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
             let cid = d.get("args").and_then(|x| x.get(i));
             let _ = write!(
                 out,
-                "<dt>{i}</dt><dd><code class=\"value\">{}</code>{}</dd>",
-                esc(&shown(a)),
+                "<dt>{}</dt><dd>{}{}</dd>",
+                esc(names.get(i).map_or(&i.to_string(), |n| n)),
+                value_html(&shown(a)),
                 object_link(cid)
             );
         }
@@ -135,9 +184,9 @@ fn card(
             let cid = d.get("kwargs").and_then(|x| x.get(k));
             let _ = write!(
                 out,
-                "<dt>{}</dt><dd><code class=\"value\">{}</code>{}</dd>",
+                "<dt>{}</dt><dd>{}{}</dd>",
                 esc(k),
-                esc(&shown(v)),
+                value_html(&shown(v)),
                 object_link(cid)
             );
         }
@@ -148,16 +197,16 @@ fn card(
             Some(e) => {
                 let _ = write!(
                     out,
-                    "<p class=\"outcome raised\">raised <code class=\"value\">{}</code></p>",
-                    esc(&shown(e))
+                    "<div class=\"outcome raised\">raised {}</div>",
+                    value_html(&shown(e))
                 );
             }
             None => {
                 let result = d.get("pretty_result").map(shown).unwrap_or_default();
                 let _ = write!(
                     out,
-                    "<p class=\"outcome\">returned <code class=\"value\">{}</code></p>",
-                    esc(&result)
+                    "<div class=\"outcome\">returned {}</div>",
+                    value_html(&result)
                 );
             }
         }
@@ -248,6 +297,18 @@ mod tests {
     use serde_json::json;
 
     const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    #[test]
+    fn positional_arguments_are_named_from_the_signature() {
+        assert_eq!(positional_names("(x, y=1)"), ["x", "y"]);
+        assert_eq!(
+            positional_names("(self, a: dict[str, int] = {'k': (1, 2)}, /, b='x,y', *args, c)"),
+            ["self", "a", "b"]
+        );
+        assert_eq!(positional_names("(*, k)"), Vec::<String>::new());
+        assert_eq!(positional_names("() -> None"), Vec::<String>::new());
+        assert_eq!(positional_names("nonsense"), Vec::<String>::new());
+    }
 
     #[test]
     fn an_empty_session_says_how_to_instrument_a_program() {
