@@ -152,11 +152,11 @@ fn table(
         let _ = write!(
             out,
             "<tr data-breakpoint=\"{name_attr}\"><th scope=\"row\"><code>{name_html}</code>{sig}</th>\
-             <td><form data-api=\"{api}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
+             <td data-label=\"Before the call\"><form data-api=\"{api}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
              data-submit aria-label=\"Before {name_attr}\">{before}</select><p class=\"error\" role=\"alert\"></p></form></td>\
-             <td><form data-api=\"{api}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
+             <td data-label=\"After the call\"><form data-api=\"{api}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
              data-submit aria-label=\"After {name_attr}\">{after}</select><p class=\"error\" role=\"alert\"></p></form></td>\
-             <td><form data-api=\"{api}/replacement\" data-then=\"refresh\"><select \
+             <td data-label=\"Replace with\"><form data-api=\"{api}/replacement\" data-then=\"refresh\"><select \
              name=\"replacement_function\" data-submit aria-label=\"Replacement of {name_attr}\">{repl}</select>\
              <p class=\"error\" role=\"alert\"></p></form></td>\
              <td class=\"row-actions\"><a href=\"/breakpoint/{seg}/history\">History</a> \
