@@ -39,7 +39,7 @@ pub fn page(shared: &Shared) -> Html {
     // Suggestions: registered functions that have no breakpoint yet.
     let _ = write!(
         out,
-        "<form class=\"inline\" data-api=\"/api/breakpoints\" data-then=\"refresh\">\
+        "<form class=\"inline\" data-api=\"/api/breakpoints\" data-then=\"refresh\" data-reset>\
          <label>Function <input name=\"function_name\" list=\"function-names\" required \
          autocomplete=\"off\" placeholder=\"module.function or Class.method\"></label>\
          <input type=\"hidden\" name=\"keep_signature\" value=\"true\" data-json>\
