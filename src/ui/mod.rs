@@ -8,6 +8,8 @@
 //! it shows changed.
 
 mod paused;
+mod source;
+mod tree;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -69,12 +71,16 @@ impl Html {
 pub type Answer = Result<Html, String>;
 
 /// The navigation: path and label of every page that has an entry.
-const NAV: &[(&str, &str)] = &[("/", "Paused")];
+const NAV: &[(&str, &str)] = &[("/", "Paused"), ("/call-tree", "Call tree")];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
 /// says; `/` only for browsers, see [`wants_html`]).
 pub fn is_page_path(path: &str) -> bool {
     path.starts_with("/ui/")
+        || path == "/call-tree"
+        || ["/call-tree/", "/callstack/", "/frame/"]
+            .iter()
+            .any(|p| path.starts_with(p))
 }
 
 /// The UI's answer to `GET path?query`, or `None` when the path is not a UI page (then the
@@ -105,6 +111,10 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             })
         }
         "/" => Ok(paused::page(shared)),
+        "/call-tree" => Ok(tree::processes(shared, query)),
+        p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
+        p if p.starts_with("/callstack/") => source::callstack(shared, p),
+        p if p.starts_with("/frame/") => source::frame(shared, p),
         p if p.starts_with("/ui/") => Err(p.to_owned()),
         _ => return None,
     };
