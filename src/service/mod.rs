@@ -12,6 +12,7 @@ mod breakpoints;
 mod calls;
 pub mod external;
 mod pauses;
+mod processes;
 mod records;
 mod repl;
 
@@ -21,6 +22,7 @@ pub(crate) mod testing;
 pub use breakpoints::*;
 pub use calls::*;
 pub use pauses::*;
+pub use processes::*;
 pub use records::*;
 pub use repl::*;
 

@@ -13,6 +13,8 @@ mod object;
 mod paused;
 mod repl;
 mod servers;
+mod source;
+mod tree;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -79,6 +81,7 @@ pub type Answer = Result<Html, String>;
 const NAV: &[(&str, &str)] = &[
     ("/", "Paused"),
     ("/breakpoints", "Breakpoints"),
+    ("/call-tree", "Call tree"),
     ("/repls", "REPL"),
     ("/mcp-servers", "MCP servers"),
     ("/functions", "Functions"),
@@ -96,6 +99,10 @@ const PAGE_PREFIXES: &[&str] = &[
     "/repl/",
     "/repls",
     "/mcp-servers",
+    "/call-tree",
+    "/call-tree/",
+    "/callstack/",
+    "/frame/",
 ];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
@@ -145,6 +152,10 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             })
         }
         "/" => Ok(paused::page(shared)),
+        "/call-tree" => Ok(tree::processes(shared, query)),
+        p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
+        p if p.starts_with("/callstack/") => source::callstack(shared, p),
+        p if p.starts_with("/frame/") => source::frame(shared, p),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
@@ -321,6 +332,9 @@ pub fn value_html(text: &str) -> String {
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`
 /// (`data-time` holds epoch seconds).
 pub fn time(at: f64) -> String {
+    if !at.is_finite() || at <= 0.0 {
+        return "<span class=\"muted\">unknown time</span>".to_owned();
+    }
     format!(
         "<time datetime=\"{iso}\" data-time=\"{at}\">{iso}</time>",
         iso = iso_utc(at)
@@ -386,7 +400,8 @@ mod tests {
         assert_eq!(iso_utc(0.0), "1970-01-01T00:00:00Z");
         assert_eq!(iso_utc(1_795_000_000.5), "2026-11-18T11:06:40Z");
         assert_eq!(iso_utc(951_782_400.0), "2000-02-29T00:00:00Z");
-        assert!(time(0.0).contains("data-time=\"0\""));
+        assert!(time(1.5).contains("data-time=\"1.5\""));
+        assert!(time(0.0).contains("unknown time"));
     }
 
     #[test]

@@ -62,10 +62,10 @@ fn empty() -> String {
         .to_owned()
 }
 
-/// `file:line` of the frame nearest the call, when the client sent a stack.
+/// `file:line` of the frame nearest the call (stacks list the innermost caller first), when
+/// the client sent a stack.
 fn call_site(data: &serde_json::Map<String, Value>) -> Option<String> {
     let frames = data.get("call_site")?.get("stack_trace")?.as_array()?;
-    // Innermost caller first (the client's order).
     let f = frames.first()?;
     let file = f.get("filename")?.as_str()?;
     let line = f.get("lineno").map(|l| l.to_string()).unwrap_or_default();
@@ -150,7 +150,11 @@ fn card(
         let _ = write!(out, " · process {}", esc(&pid.to_string()));
     }
     if let Some(site) = call_site(d) {
-        let _ = write!(out, " · <span class=\"site\">{}</span>", esc(&site));
+        let _ = write!(
+            out,
+            " · <a class=\"site\" href=\"/callstack/{id}\">{}</a>",
+            esc(&site)
+        );
     }
     out.push_str("</p>");
     if let Some(sig) = d.get("signature").and_then(Value::as_str) {

@@ -20,4 +20,5 @@ mod rest_api;
 mod tidy;
 mod trust;
 mod ui_pages;
+mod ui_tree;
 mod upstream;

@@ -303,6 +303,7 @@ function localTimes() {
   for (const el of document.querySelectorAll("[data-time]")) {
     const at = Number(el.dataset.time);
     if (!Number.isFinite(at) || el.dataset.shown === el.dataset.time) continue;
+    if (!el.title) el.title = el.textContent + " (UTC)";
     el.textContent = new Date(at * 1000).toLocaleString();
     el.dataset.shown = el.dataset.time;
   }
@@ -312,3 +313,39 @@ tick();
 localTimes();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();
+
+// --- Call tree, call stack and frame pages ---
+
+// Incremental filter: an input[data-filter] hides the rows ([data-text], lowercase text) of
+// the element it names that do not contain what is typed, and keeps it in the URL, so a
+// reload or a live refresh (rendered by the server from ?filter=) shows the same rows.
+function applyFilter(input) {
+  const rows = document.getElementById(input.dataset.filter);
+  if (!rows) return;
+  const want = input.value.trim().toLowerCase();
+  for (const row of rows.querySelectorAll("[data-text]")) {
+    row.hidden = want !== "" && !row.dataset.text.includes(want);
+  }
+  const url = new URL(location.href);
+  if (want) url.searchParams.set(input.name, input.value.trim());
+  else url.searchParams.delete(input.name);
+  history.replaceState(null, "", url);
+}
+
+document.addEventListener("input", (ev) => {
+  const input = ev.target.closest && ev.target.closest("input[data-filter]");
+  if (input) applyFilter(input);
+});
+
+// Step through the calls of a call tree: j next, k previous.
+document.addEventListener("keydown", (ev) => {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || editing()) return;
+  if (ev.key !== "j" && ev.key !== "k") return;
+  const link = main.querySelector(ev.key === "j" ? 'a[data-step="next"]' : 'a[data-step="prev"]');
+  if (link) { location.assign(link.href); ev.preventDefault(); }
+});
+
+const selectedCall = main.querySelector("ul.tree [aria-current]");
+if (selectedCall) selectedCall.scrollIntoView({ block: "nearest" });
+const highlighted = location.hash ? null : main.querySelector("pre.src .line.hl");
+if (highlighted && !main.querySelector(".stack")) highlighted.scrollIntoView({ block: "center" });

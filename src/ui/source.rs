@@ -1,0 +1,682 @@
+//! The source views: the call stack of a paused or recorded call with a few lines of source
+//! around each frame (`/callstack/<pause_id>`, `/callstack/call/<call_id>`), and the source
+//! file of one frame with its line highlighted (`/frame/<pause_id>/<i>`,
+//! `/frame/call/<call_id>/<i>`).
+//!
+//! What may be read: only a file that the call's own stack trace names, chosen by its index in
+//! that stack (no URL form takes a path), only if it is a regular file after resolving symbolic
+//! links (never a directory, device, FIFO or socket), opened without following a link swapped in
+//! meanwhile and without blocking, and only up to `MAX_SOURCE_BYTES` (a larger file gets a
+//! notice instead). The bytes are decoded as UTF-8, invalid sequences replaced, and every line
+//! is escaped. The original server also served any path through `/frame/source?file=`; that
+//! form does not exist here.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::time;
+use super::tree::call_tree_href;
+use super::{esc, Answer, Html};
+use crate::service::{self, Payloads, When};
+use crate::state::Shared;
+use crate::urlenc::encode_segment;
+
+/// The largest source file shown.
+pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
+/// Lines shown before and after a frame's line on the call-stack page.
+const CONTEXT: usize = 5;
+
+/// One frame of a `call_site.stack_trace` (innermost caller first).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Frame {
+    pub filename: String,
+    /// 1-based; `None` when the client sent none.
+    pub lineno: Option<usize>,
+    pub function: String,
+    pub code_context: Option<String>,
+}
+
+impl Frame {
+    /// `file:line`.
+    pub fn location(&self) -> String {
+        match self.lineno {
+            Some(n) => format!("{}:{n}", self.filename),
+            None => self.filename.clone(),
+        }
+    }
+
+    /// The URL fragment of its line on a frame page.
+    pub fn anchor(&self) -> String {
+        self.lineno.map(|n| format!("#L{n}")).unwrap_or_default()
+    }
+}
+
+/// The frames of a stack trace, one per entry (an entry that is not an object gives an empty
+/// frame, so indexes stay those of the stack).
+pub fn frames(stack: &Value) -> Vec<Frame> {
+    let Some(entries) = stack.as_array() else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .map(|f| Frame {
+            filename: text(f.get("filename")),
+            lineno: f
+                .get("lineno")
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok()),
+            function: text(f.get("function")),
+            code_context: f
+                .get("code_context")
+                .filter(|c| !c.is_null())
+                .map(|c| text(Some(c))),
+        })
+        .collect()
+}
+
+fn text(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Why a frame's source cannot be shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// Not an absolute path (`<stdin>`, `<frozen ...>`, or relative to the program's own
+    /// working directory, which the server does not know).
+    NotAPath,
+    /// It does not exist or cannot be read.
+    Unreadable(String),
+    /// A directory, device, FIFO or socket.
+    NotRegular,
+    /// Larger than `MAX_SOURCE_BYTES`: its size.
+    TooLarge(u64),
+}
+
+impl Unavailable {
+    pub fn describe(&self) -> String {
+        match self {
+            Unavailable::NotAPath => "not a file path the server can read".into(),
+            Unavailable::Unreadable(why) => format!("cannot be read ({why})"),
+            Unavailable::NotRegular => "not a regular file".into(),
+            Unavailable::TooLarge(n) => format!(
+                "{} bytes, larger than the {} MiB shown",
+                n,
+                MAX_SOURCE_BYTES / (1024 * 1024)
+            ),
+        }
+    }
+}
+
+/// Reads a source file named by a stack frame, under the rules of the module documentation.
+pub fn read_source(name: &str) -> Result<String, Unavailable> {
+    let path = Path::new(name);
+    if name.is_empty() || !path.is_absolute() {
+        return Err(Unavailable::NotAPath);
+    }
+    let unreadable = |e: io::Error| Unavailable::Unreadable(e.kind().to_string());
+    let real = fs::canonicalize(path).map_err(unreadable)?;
+    let meta = fs::metadata(&real).map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(Unavailable::NotRegular);
+    }
+    if meta.len() > MAX_SOURCE_BYTES {
+        return Err(Unavailable::TooLarge(meta.len()));
+    }
+    // Whatever was swapped in since: no link is followed, a FIFO does not block the open, and
+    // the open file itself must still be a regular file.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&real)
+        .map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(Unavailable::NotRegular);
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_SOURCE_BYTES) as usize);
+    file.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(Unavailable::TooLarge(bytes.len() as u64));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Lines `from..=to` (1-based, clamped) of `text` with their numbers, `line` highlighted.
+fn lines_html(out: &mut String, text: &str, from: usize, to: usize, line: Option<usize>) {
+    out.push_str("<pre class=\"src\"><code>");
+    for (i, l) in text.lines().enumerate() {
+        let n = i + 1;
+        if n < from {
+            continue;
+        }
+        if n > to {
+            break;
+        }
+        let hl = if Some(n) == line { " hl" } else { "" };
+        let _ = write!(
+            out,
+            "<span class=\"line{hl}\" id=\"L{n}\"><span class=\"n\">{n}</span>{}</span>",
+            esc(l)
+        );
+    }
+    out.push_str("</code></pre>");
+}
+
+/// Whose stack a page shows: a current pause, or a recorded call.
+enum Owner {
+    Pause(String),
+    Call(String),
+}
+
+impl Owner {
+    /// Parses what follows `/callstack/` or `/frame/` (percent-decoded segments).
+    fn parse(rest: &str) -> Option<(Owner, Vec<String>)> {
+        let mut segments = rest.split('/').map(crate::urlenc::percent_decode);
+        let first = segments.next().filter(|s| !s.is_empty())?;
+        let owner = if first == "call" {
+            Owner::Call(segments.next().filter(|s| !s.is_empty())?)
+        } else {
+            Owner::Pause(first)
+        };
+        Some((owner, segments.collect()))
+    }
+
+    fn callstack_href(&self) -> String {
+        match self {
+            Owner::Pause(id) => format!("/callstack/{}", encode_segment(id)),
+            Owner::Call(id) => format!("/callstack/call/{}", encode_segment(id)),
+        }
+    }
+
+    fn frame_href(&self, i: usize, f: &Frame) -> String {
+        match self {
+            Owner::Pause(id) => format!("/frame/{}/{i}{}", encode_segment(id), f.anchor()),
+            Owner::Call(id) => format!("/frame/call/{}/{i}{}", encode_segment(id), f.anchor()),
+        }
+    }
+}
+
+/// What the pages show of the owner: title, frames, and the facts and links above them.
+struct Stack {
+    method: String,
+    frames: Vec<Frame>,
+    meta: String,
+    nav: &'static str,
+}
+
+fn load(shared: &Shared, owner: &Owner) -> Option<Stack> {
+    match owner {
+        Owner::Pause(id) => {
+            let p = service::pause(shared, id, Payloads::Omitted)?;
+            let d = &p.call_data;
+            let stack = d
+                .get("call_site")
+                .and_then(|c| c.get("stack_trace"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let when = match p.when {
+                When::Before => "<span class=\"badge before\">before the call</span>",
+                When::After => "<span class=\"badge after\">after the call</span>",
+            };
+            let mut meta = format!("{when} paused {}", time(p.paused_at));
+            if let Some(pid) = d.get("process_pid").filter(|p| !p.is_null()) {
+                let _ = write!(meta, " · process {}", esc(&text(Some(pid))));
+            }
+            meta.push_str(" · <a href=\"/\">Paused calls</a>");
+            if let Some(key) = d.get("process_key").and_then(Value::as_str) {
+                let call = d.get("call_id").and_then(Value::as_str);
+                let _ = write!(
+                    meta,
+                    " · <a href=\"{}\">Call tree</a>",
+                    esc(&call_tree_href(key, call))
+                );
+            }
+            repl_links(&mut meta, &p.repl_sessions);
+            Some(Stack {
+                method: p.method_name().to_owned(),
+                frames: frames(&stack),
+                meta,
+                nav: "/",
+            })
+        }
+        Owner::Call(id) => {
+            let r = service::find_record(shared, id)?;
+            let stack = r
+                .get("call_site")
+                .and_then(|c| c.get("stack_trace"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let mut meta = String::from("recorded");
+            if let Some(at) = r.get("started_at").and_then(Value::as_f64) {
+                let _ = write!(meta, " {}", time(at));
+            }
+            if let Some(pid) = r.get("process_pid").filter(|p| !p.is_null()) {
+                let _ = write!(meta, " · process {}", esc(&text(Some(pid))));
+            }
+            if let Some(key) = r.get("process_key").and_then(Value::as_str) {
+                let _ = write!(
+                    meta,
+                    " · <a href=\"{}\">Call tree</a>",
+                    esc(&call_tree_href(key, Some(id)))
+                );
+            }
+            let sessions: Vec<String> = r
+                .get("repl_sessions")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            repl_links(&mut meta, &sessions);
+            Some(Stack {
+                method: text(r.get("method_name")),
+                frames: frames(&stack),
+                meta,
+                nav: "/call-tree",
+            })
+        }
+    }
+}
+
+fn repl_links(out: &mut String, sessions: &[String]) {
+    if sessions.is_empty() {
+        return;
+    }
+    out.push_str(" · REPL sessions:");
+    for s in sessions {
+        let _ = write!(
+            out,
+            " <a href=\"/repl/{}\"><code>{}</code></a>",
+            esc(&encode_segment(s)),
+            esc(s)
+        );
+    }
+}
+
+/// `/callstack/<pause_id>` and `/callstack/call/<call_id>`: every frame, innermost caller
+/// first, with the lines around it.
+pub fn callstack(shared: &Shared, path: &str) -> Answer {
+    let rest = path.strip_prefix("/callstack/").unwrap_or("");
+    let Some((owner, extra)) = Owner::parse(rest) else {
+        return Err(path.to_owned());
+    };
+    if !extra.is_empty() {
+        return Err(path.to_owned());
+    }
+    let stack = load(shared, &owner).ok_or_else(|| path.to_owned())?;
+    let mut main = format!(
+        "<div class=\"bar\"><h1>Call stack of <span class=\"fn\">{}</span></h1></div>\
+         <p class=\"meta\">{}</p>",
+        esc(&stack.method),
+        stack.meta
+    );
+    if stack.frames.is_empty() {
+        main.push_str("<p class=\"empty\">The client sent no stack trace for this call.</p>");
+        return Ok(Html::new("Call stack", stack.nav, main));
+    }
+    main.push_str("<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.</p><ol class=\"stack\" start=\"0\">");
+    let mut files: HashMap<&str, Result<String, Unavailable>> = HashMap::new();
+    for (i, f) in stack.frames.iter().enumerate() {
+        let _ = write!(
+            main,
+            "<li class=\"frame\"><h2><a href=\"{}\"><span class=\"fn\">{}</span></a> \
+             <span class=\"loc\">{}</span></h2>",
+            esc(&owner.frame_href(i, f)),
+            esc(&f.function),
+            esc(&f.location())
+        );
+        let source: &Result<String, Unavailable> = files
+            .entry(f.filename.as_str())
+            .or_insert_with(|| read_source(&f.filename));
+        match (source, f.lineno) {
+            (Ok(text), Some(line)) => {
+                lines_html(
+                    &mut main,
+                    text,
+                    line.saturating_sub(CONTEXT).max(1),
+                    line + CONTEXT,
+                    Some(line),
+                );
+            }
+            (Ok(_), None) | (Err(_), _) => {
+                if let Some(code) = &f.code_context {
+                    let _ = write!(
+                        main,
+                        "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
+                        esc(code)
+                    );
+                }
+                if let Err(why) = source {
+                    let _ = write!(
+                        main,
+                        "<p class=\"notice\">Source not shown: {}.</p>",
+                        esc(&why.describe())
+                    );
+                }
+            }
+        }
+        main.push_str("</li>");
+    }
+    main.push_str("</ol>");
+    Ok(Html::new(
+        format!("Call stack of {}", stack.method),
+        stack.nav,
+        main,
+    ))
+}
+
+/// `/frame/<pause_id>/<i>` and `/frame/call/<call_id>/<i>`: the whole source file of frame `i`
+/// of that call's stack, its line highlighted.
+pub fn frame(shared: &Shared, path: &str) -> Answer {
+    let rest = path.strip_prefix("/frame/").unwrap_or("");
+    let Some((owner, extra)) = Owner::parse(rest) else {
+        return Err(path.to_owned());
+    };
+    let [index] = extra.as_slice() else {
+        return Err(path.to_owned());
+    };
+    let i: usize = index.parse().map_err(|_| path.to_owned())?;
+    let stack = load(shared, &owner).ok_or_else(|| path.to_owned())?;
+    let f = stack.frames.get(i).ok_or_else(|| path.to_owned())?;
+    let source = match read_source(&f.filename) {
+        Ok(text) => Ok(text),
+        Err(Unavailable::TooLarge(n)) => Err(Unavailable::TooLarge(n)),
+        Err(why) => {
+            log::debug!("ui: {path}: {}: {}", f.filename, why.describe());
+            return Err(format!("{path} ({}: {})", f.filename, why.describe()));
+        }
+    };
+    let mut main = format!(
+        "<div class=\"bar\"><h1><span class=\"fn\">{}</span> <span class=\"loc\">{}</span></h1></div>\
+         <p class=\"meta\">Frame {i} of {} in the call stack of <span class=\"fn\">{}</span> · \
+         <a href=\"{}\">Call stack</a>",
+        esc(&f.function),
+        esc(&f.location()),
+        stack.frames.len(),
+        esc(&stack.method),
+        esc(&owner.callstack_href()),
+    );
+    if i > 0 {
+        let _ = write!(
+            main,
+            " · <a href=\"{}\" rel=\"prev\">Inner frame</a>",
+            esc(&owner.frame_href(i - 1, &stack.frames[i - 1]))
+        );
+    }
+    if let Some(next) = stack.frames.get(i + 1) {
+        let _ = write!(
+            main,
+            " · <a href=\"{}\" rel=\"next\">Outer frame</a>",
+            esc(&owner.frame_href(i + 1, next))
+        );
+    }
+    main.push_str("</p>");
+    match source {
+        Ok(text) => {
+            if let Some(line) = f.lineno {
+                let _ = write!(
+                    main,
+                    "<p class=\"hint\"><a href=\"#L{line}\">Go to line {line}</a></p>"
+                );
+            }
+            lines_html(&mut main, &text, 1, usize::MAX, f.lineno);
+        }
+        Err(why) => {
+            let _ = write!(
+                main,
+                "<p class=\"notice\">{} is not shown: {}.</p>",
+                esc(&f.filename),
+                esc(&why.describe())
+            );
+            if let Some(code) = &f.code_context {
+                let _ = write!(
+                    main,
+                    "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
+                    esc(code)
+                );
+            }
+        }
+    }
+    Ok(Html::new(
+        format!("{} · {}", f.function, f.location()),
+        stack.nav,
+        main,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{complete, complete_body, shared, start, start_body};
+    use serde_json::json;
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        fn new() -> Dir {
+            let d = std::env::temp_dir().join(format!(
+                "cideldill-source-{}-{}",
+                std::process::id(),
+                crate::ids::random_hex(6)
+            ));
+            fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+
+        fn file(&self, name: &str, text: &str) -> String {
+            let p = self.0.join(name);
+            fs::write(&p, text).unwrap();
+            p.to_string_lossy().into_owned()
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn recorded(s: &Shared, method: &str, stack: Value) -> String {
+        let mut b = start_body(method, &[json!(HOSTILE)]);
+        b.insert(
+            "call_site".into(),
+            json!({"timestamp": 10.0, "stack_trace": stack}),
+        );
+        let id = start(s, &b).unwrap()["call_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        complete(s, &complete_body(&id, &json!(1))).unwrap();
+        id
+    }
+
+    fn frame_of(file: &str, line: u64, function: &str) -> Value {
+        json!({"filename": file, "lineno": line, "function": function, "code_context": "ctx"})
+    }
+
+    #[test]
+    fn only_regular_files_named_by_absolute_paths_are_read() {
+        let d = Dir::new();
+        let ok = d.file("a.py", "one\ntwo\n");
+        assert_eq!(read_source(&ok).unwrap(), "one\ntwo\n");
+        assert_eq!(read_source("a.py"), Err(Unavailable::NotAPath));
+        assert_eq!(read_source("<stdin>"), Err(Unavailable::NotAPath));
+        assert_eq!(read_source(""), Err(Unavailable::NotAPath));
+        assert_eq!(
+            read_source(&d.0.to_string_lossy()),
+            Err(Unavailable::NotRegular)
+        );
+        assert_eq!(read_source("/dev/zero"), Err(Unavailable::NotRegular));
+        assert!(matches!(
+            read_source(&format!("{}/missing.py", d.0.display())),
+            Err(Unavailable::Unreadable(_))
+        ));
+        let big = d.0.join("big.py");
+        let f = fs::File::create(&big).unwrap();
+        f.set_len(MAX_SOURCE_BYTES + 1).unwrap();
+        assert_eq!(
+            read_source(&big.to_string_lossy()),
+            Err(Unavailable::TooLarge(MAX_SOURCE_BYTES + 1))
+        );
+        // A link to a regular file is read as that file; a link to a device is not.
+        let link = d.0.join("link.py");
+        std::os::unix::fs::symlink(&ok, &link).unwrap();
+        assert_eq!(read_source(&link.to_string_lossy()).unwrap(), "one\ntwo\n");
+        let dev = d.0.join("dev.py");
+        std::os::unix::fs::symlink("/dev/zero", &dev).unwrap();
+        assert_eq!(
+            read_source(&dev.to_string_lossy()),
+            Err(Unavailable::NotRegular)
+        );
+        // A FIFO is refused without blocking on its open.
+        let fifo = d.0.join("fifo.py");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(
+            read_source(&fifo.to_string_lossy()),
+            Err(Unavailable::NotRegular)
+        );
+        // Invalid UTF-8 is replaced, not refused.
+        let latin = d.0.join("latin.py");
+        fs::write(&latin, b"caf\xe9\n").unwrap();
+        assert_eq!(
+            read_source(&latin.to_string_lossy()).unwrap(),
+            "caf\u{fffd}\n"
+        );
+    }
+
+    #[test]
+    fn a_frame_page_shows_the_file_of_that_frame_escaped_with_its_line_highlighted() {
+        let s = shared();
+        let d = Dir::new();
+        let lines: Vec<String> = (1..=30).map(|n| format!("line {n} {HOSTILE}")).collect();
+        let file = d.file("app.py", &lines.join("\n"));
+        let id = recorded(&s, HOSTILE, json!([frame_of(&file, 12, HOSTILE)]));
+        let page = frame(&s, &format!("/frame/call/{}/0", encode_segment(&id))).unwrap();
+        let html = page.main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains(
+            "<span class=\"line hl\" id=\"L12\"><span class=\"n\">12</span>line 12 &lt;/script&gt;"
+        ));
+        assert!(html.contains("id=\"L30\""), "the whole file");
+        assert_eq!(html.matches(" hl\"").count(), 1);
+        // Out of range, not a number, extra segments, unknown call: not found.
+        for bad in ["1", "x", "0/1", ""] {
+            assert!(
+                frame(&s, &format!("/frame/call/{}/{bad}", encode_segment(&id))).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(frame(&s, "/frame/call/nope/0").is_err());
+        assert!(frame(&s, "/frame/nope/0").is_err());
+        assert!(frame(&s, "/frame/").is_err());
+    }
+
+    #[test]
+    fn frames_naming_no_regular_file_are_not_found_and_huge_files_get_a_notice() {
+        let s = shared();
+        let d = Dir::new();
+        let big = d.0.join("big.py");
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_SOURCE_BYTES + 10)
+            .unwrap();
+        let id = recorded(
+            &s,
+            "f",
+            json!([
+                frame_of("/dev/zero", 1, "a"),
+                frame_of(&d.0.to_string_lossy(), 1, "b"),
+                frame_of(&big.to_string_lossy(), 1, "c"),
+                frame_of("relative.py", 1, "d"),
+            ]),
+        );
+        for i in [0, 1, 3] {
+            let e = frame(&s, &format!("/frame/call/{}/{i}", encode_segment(&id))).unwrap_err();
+            assert!(e.starts_with("/frame/call/"), "{e}");
+        }
+        let html = frame(&s, &format!("/frame/call/{}/2", encode_segment(&id)))
+            .unwrap()
+            .main;
+        assert!(html.contains("larger than the 2 MiB shown"), "{html}");
+        let stack = callstack(&s, &format!("/callstack/call/{}", encode_segment(&id)))
+            .unwrap()
+            .main;
+        assert!(
+            stack.contains("Source not shown: not a regular file."),
+            "{stack}"
+        );
+        assert!(
+            stack.contains("Source not shown: not a file path"),
+            "{stack}"
+        );
+    }
+
+    #[test]
+    fn the_callstack_of_a_pause_shows_each_frame_with_its_lines_and_links() {
+        let s = shared();
+        let d = Dir::new();
+        let lines: Vec<String> = (1..=20).map(|n| format!("src {n} <b>")).collect();
+        let file = d.file("m.py", &lines.join("\n"));
+        crate::service::breakpoint_add(
+            &s,
+            &crate::service::testing::body(json!({"function_name": HOSTILE})),
+        )
+        .unwrap();
+        let mut b = start_body(HOSTILE, &[json!(1)]);
+        b.insert(
+            "call_site".into(),
+            json!({"timestamp": 1.0, "stack_trace": [frame_of(&file, 10, "inner"), frame_of(&file, 2, HOSTILE)]}),
+        );
+        let answer = start(&s, &b).unwrap();
+        let pause = answer["poll_url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let session = crate::service::start_session(&s, &pause)
+            .unwrap()
+            .session_id;
+        let html = callstack(&s, &format!("/callstack/{pause}")).unwrap().main;
+        assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
+        assert!(html.contains(&format!("href=\"/frame/{pause}/0#L10\"")));
+        assert!(html.contains(&format!("href=\"/frame/{pause}/1#L2\"")));
+        assert!(html.contains(&format!("href=\"/repl/{session}\"")));
+        assert!(html.contains("href=\"/call-tree/1795311683.500000%2B4242?selected="));
+        assert!(html.contains("id=\"L15\""), "five lines after");
+        assert!(!html.contains("id=\"L16\""));
+        assert!(html.contains("id=\"L5\"") && html.contains("id=\"L1\""));
+        assert!(html.contains("<span class=\"line hl\" id=\"L10\">"));
+        let page = frame(&s, &format!("/frame/{pause}/1")).unwrap().main;
+        assert!(page.contains("<span class=\"line hl\" id=\"L2\">"));
+        assert!(page.contains("Inner frame"));
+        // Resumed: gone.
+        crate::service::continue_pause(&s, &pause, &serde_json::Map::new()).unwrap();
+        assert!(callstack(&s, &format!("/callstack/{pause}")).is_err());
+        assert!(frame(&s, &format!("/frame/{pause}/0")).is_err());
+        assert!(callstack(&s, "/callstack/unknown").is_err());
+        assert!(callstack(&s, "/callstack/call/unknown").is_err());
+    }
+}
