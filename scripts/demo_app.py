@@ -17,11 +17,11 @@ What it does
         divide(a, b)         called as divide(1, 0): raises ZeroDivisionError
         multiply(x, y=1)     registered but never called: a replacement for add
 
-    The wire traffic follows the real client (see shared/docs/cideldill-protocol.md,
-    sections 0 to 3): GET /api/breakpoints; per wrapped function POST /api/breakpoints,
-    POST /api/functions and a `with_debug.register` event; per call the spurious
-    `__getattr__('_cideldill_alias_name')` event, POST /api/call/start (CID items, data
-    sent only the first time, `cid_not_found` resend), polling of /api/poll/<id> and
+    The wire traffic follows the real client (see ARCHITECTURE.md, appendix "the wire
+    protocol", sections 0 to 3): GET /api/breakpoints; per wrapped function POST
+    /api/breakpoints, POST /api/functions and a `with_debug.register` event; per call the
+    spurious `__getattr__('_cideldill_alias_name')` event, POST /api/call/start (CID items,
+    data sent only the first time, `cid_not_found` resend), polling of /api/poll/<id> and
     /api/poll-repl/<id>, REPL results on /api/call/repl-result, and POST
     /api/call/complete with its optional after-pause. A 4xx/5xx answer is fatal, as in
     the real client: the demo reports it on /api/report-com-error and exits with 1.
