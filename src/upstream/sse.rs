@@ -354,7 +354,7 @@ mod tests {
         let t0 = Instant::now();
         // Long enough for a loaded machine to connect, short against the 5 s bound below.
         let err = at("/silent", Duration::from_millis(1500)).unwrap_err();
-        assert_eq!(err, "no endpoint event within 1500 ms");
+        assert_eq!(err, "no endpoint event within 1.5 s");
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(!p.is_closed());
     }
