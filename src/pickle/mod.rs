@@ -169,6 +169,92 @@ pub fn pretty(bytes: &[u8]) -> serde_json::Value {
     }
 }
 
+/// The pickled value as JSON when JSON holds it exactly and it is small: `None`, bools, ints
+/// of 64 bits, finite floats, valid Unicode strings, lists and dicts with string keys of such
+/// values, at most `max_nodes` values. A tuple, a set, bytes, an object, a container referenced
+/// twice (shared or cyclic), a duplicate key or anything bigger is `None` (the caller keeps the
+/// item).
+pub fn exact_json(bytes: &[u8], max_nodes: usize) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    fn go(tree: &Tree, id: NodeId, budget: &mut usize, seen: &mut Vec<bool>) -> Option<Value> {
+        *budget = budget.checked_sub(1)?;
+        let node = tree.get(id)?;
+        if matches!(node, Node::List(_) | Node::Dict(_))
+            && std::mem::replace(seen.get_mut(id as usize)?, true)
+        {
+            return None; // a shared or cyclic container: JSON would copy it
+        }
+        Some(match node {
+            Node::None => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(i) => Value::from(*i),
+            Node::Float(f) => Value::Number(serde_json::Number::from_f64(*f)?),
+            Node::Str(b) => Value::String(String::from_utf8(b.to_vec()).ok()?),
+            Node::List(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|i| go(tree, *i, budget, seen))
+                    .collect::<Option<_>>()?,
+            ),
+            Node::Dict(pairs) => {
+                let mut m = serde_json::Map::new();
+                for (k, v) in pairs {
+                    let Value::String(k) = go(tree, *k, budget, seen)? else {
+                        return None;
+                    };
+                    if m.insert(k, go(tree, *v, budget, seen)?).is_some() {
+                        return None;
+                    }
+                }
+                Value::Object(m)
+            }
+            _ => return None,
+        })
+    }
+    let tree = decode(bytes, &Limits::default()).ok()?;
+    let mut seen = vec![false; tree.nodes.len()];
+    let mut budget = max_nodes;
+    go(&tree, tree.root, &mut budget, &mut seen)
+}
+
+#[cfg(test)]
+mod exact_json_tests {
+    use super::exact_json;
+    use serde_json::json;
+
+    #[test]
+    fn what_json_holds_exactly_comes_back_and_nothing_else() {
+        let v = json!({"a": [1, 2.5, "é", null, true], "b": {"c": -3}, "k": [{"a": 1}, {"a": 2}]});
+        let bytes = crate::pickle_write::dumps(&v);
+        assert_eq!(exact_json(&bytes, 100), Some(v));
+        assert_eq!(exact_json(&bytes, 5), None, "over the budget");
+        // A tuple and bytes are not JSON: (1, 2) and b"x" from CPython's pickle.dumps.
+        assert_eq!(
+            exact_json(
+                b"\x80\x04\x95\x07\x00\x00\x00\x00\x00\x00\x00K\x01K\x02\x86\x94.",
+                10
+            ),
+            None
+        );
+        assert_eq!(
+            exact_json(
+                b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00C\x01x\x94.",
+                10
+            ),
+            None
+        );
+        // A list referenced twice, [l, l] with l = []: the copy would lose the sharing.
+        assert_eq!(
+            exact_json(
+                b"\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00]\x94(]\x94h\x01e.",
+                10
+            ),
+            None
+        );
+        assert_eq!(exact_json(b"not a pickle", 10), None);
+    }
+}
+
 /// The structured view `{type, repr, attributes}` of a pickle (depth 3, 100 attributes).
 pub fn view(bytes: &[u8]) -> serde_json::Value {
     let limits = Limits::default();

@@ -205,6 +205,41 @@ pub fn original_items(shared: &Shared, pause_id: &str) -> Option<OriginalItems> 
     })
 }
 
+/// Longest JSON text of one argument the Modify editor shows as a plain value.
+const EDITABLE_CHARS: usize = 4096;
+
+/// What the Modify editor starts from: `{"args": [...], "kwargs": {...}}` with each argument
+/// as its plain JSON value where JSON holds the stored value exactly (and it is short), else
+/// as its item (`{"cid": ...}`, which the client resolves from its own cache); and the same
+/// shape with every argument as its item, sent for arguments left unchanged.
+pub fn modify_prefill(shared: &Shared, call_data: &Obj) -> (Value, Value) {
+    let editable = |item: &Value| -> Value {
+        let plain = item
+            .get("cid")
+            .and_then(Value::as_str)
+            .and_then(|cid| shared.store.get(cid).ok().flatten())
+            .and_then(|blob| match blob.format {
+                Some(Format::Json) => serde_json::from_slice::<Value>(&blob.bytes).ok(),
+                _ => crate::pickle::exact_json(&blob.bytes, 256),
+            })
+            .filter(|v| v.to_string().len() <= EDITABLE_CHARS);
+        plain.unwrap_or_else(|| item.clone())
+    };
+    let args = call_data.get("args").and_then(Value::as_array);
+    let kwargs = call_data.get("kwargs").and_then(Value::as_object);
+    let items = json!({
+        "args": args.cloned().unwrap_or_default(),
+        "kwargs": kwargs.cloned().unwrap_or_default(),
+    });
+    let shown = json!({
+        "args": args.map(|a| a.iter().map(editable).collect::<Vec<_>>()).unwrap_or_default(),
+        "kwargs": kwargs
+            .map(|k| k.iter().map(|(n, i)| (n.clone(), editable(i))).collect::<Obj>())
+            .unwrap_or_default(),
+    });
+    (shown, items)
+}
+
 /// `GET /api/poll/<id>`: ready with the stored action, or waiting (also for unknown ids).
 pub fn poll(shared: &Shared, pause_id: &str) -> Value {
     match shared.lock().calls.poll(pause_id, ids::now()) {

@@ -47,7 +47,9 @@ fn cards_html(shared: &Shared) -> String {
     let functions = service::functions(shared);
     let mut out = String::new();
     for p in &paused {
-        card(&mut out, p, &functions.function_signatures);
+        let prefill =
+            (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call_data));
+        card(&mut out, p, &functions.function_signatures, prefill);
     }
     out
 }
@@ -130,6 +132,7 @@ fn card(
     out: &mut String,
     p: &PausedExecution,
     signatures: &std::collections::BTreeMap<String, String>,
+    prefill: Option<(Value, Value)>,
 ) {
     let d = &p.call_data;
     let method = p.method_name();
@@ -229,8 +232,8 @@ fn card(
     }
     out.push_str("<div class=\"actions\">");
     out.push_str("<button type=\"button\" data-act=\"continue\">Continue</button>");
-    if p.when == When::Before {
-        actions_before(out, d, method, signatures);
+    if let Some(prefill) = prefill {
+        actions_before(out, d, method, signatures, &prefill);
     }
     if d.get("process_pid").is_some_and(|v| !v.is_null()) {
         let _ = write!(
@@ -249,16 +252,12 @@ fn actions_before(
     d: &serde_json::Map<String, Value>,
     method: &str,
     signatures: &std::collections::BTreeMap<String, String>,
+    (shown, items): &(Value, Value),
 ) {
-    // Modify starts from the call's own items: the client resolves `{"cid": ...}` from its
-    // object cache, so an argument left as it is keeps its exact value.
-    let args = d.get("args").cloned().unwrap_or(Value::Array(Vec::new()));
-    let kwargs = d
-        .get("kwargs")
-        .cloned()
-        .unwrap_or(Value::Object(Default::default()));
-    let modify = serde_json::to_string_pretty(&serde_json::json!({"args": args, "kwargs": kwargs}))
-        .unwrap_or_default();
+    // Modify starts from each argument's value where JSON holds it exactly, else from its item
+    // (`{"cid": ...}`, which the client resolves from its own object cache); `app.js` sends the
+    // item for every argument left as it was, so an unchanged argument keeps its exact value.
+    let modify = serde_json::to_string_pretty(shown).unwrap_or_default();
     let _ = write!(
         out,
         "<details><summary>Skip with a result</summary><label>Result (JSON) \
@@ -267,13 +266,17 @@ fn actions_before(
          <details><summary>Raise</summary><label>Exception <select name=\"exception_type\">{}</select></label>\
          <label>Message <input name=\"exception_message\" value=\"raised by the debugger\"></label>\
          <button type=\"button\" data-act=\"raise\">Raise</button></details>\
-         <details><summary>Modify arguments</summary><label>Arguments (JSON: plain values, or \
-         items as listed) <textarea name=\"modified\" rows=\"6\">{}</textarea></label>\
+         <details><summary>Modify arguments</summary><label>Arguments (JSON; an argument left as \
+         it is keeps its exact value, a <code>{{\"cid\": ...}}</code> item stands for a value JSON \
+         cannot hold) <textarea name=\"modified\" rows=\"6\" data-shown=\"{}\" \
+         data-items=\"{}\">{}</textarea></label>\
          <button type=\"button\" data-act=\"modify\">Run with these</button></details>",
         EXCEPTIONS
             .iter()
             .map(|e| format!("<option>{e}</option>"))
             .collect::<String>(),
+        esc(&shown.to_string()),
+        esc(&items.to_string()),
         esc(&modify)
     );
     let sig = d.get("signature").and_then(Value::as_str);
@@ -333,6 +336,28 @@ mod tests {
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
         assert!(html.contains("before the call"));
         assert!(html.contains("data-act=\"skip\""));
+    }
+
+    #[test]
+    fn modify_starts_from_plain_values_and_keeps_the_items() {
+        let s = shared();
+        paused_call(&s, "f", &[json!(5), json!({"k": [1, "x"]})]);
+        let html = page(&s).main;
+        let start = html.find("name=\"modified\"").unwrap();
+        let editor = &html[start..html[start..].find("</textarea>").unwrap() + start];
+        // What is shown is the plain values; the items stay beside them for unchanged ones.
+        assert!(
+            editor.contains("data-shown=\"{&quot;args&quot;:[5,{&quot;k&quot;:[1,&quot;x&quot;]}]"),
+            "{editor}"
+        );
+        assert!(
+            editor.contains("data-items=\"{&quot;args&quot;:[{&quot;cid&quot;:"),
+            "{editor}"
+        );
+        assert!(
+            editor.contains("&quot;k&quot;: ["),
+            "pretty-printed: {editor}"
+        );
     }
 
     #[test]

@@ -123,8 +123,20 @@ function bodyFor(act, card) {
     case "raise": return { action: "raise", exception_type: field(card, "exception_type"),
                            exception_message: field(card, "exception_message") };
     case "modify": {
-      const m = JSON.parse(field(card, "modified"));
-      return { action: "modify", modified_args: m.args || [], modified_kwargs: m.kwargs || {} };
+      const box = card.querySelector('[name="modified"]');
+      const m = JSON.parse(box.value);
+      const shown = JSON.parse(box.dataset.shown || "{}");
+      const items = JSON.parse(box.dataset.items || "{}");
+      // An argument left as it was goes back as its item: the client then uses the original
+      // object (a tuple stays a tuple, an int stays exact).
+      const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+      const args = (m.args || []).map((v, i) =>
+        shown.args && i < shown.args.length && same(v, shown.args[i]) ? items.args[i] : v);
+      const kwargs = {};
+      for (const [k, v] of Object.entries(m.kwargs || {})) {
+        kwargs[k] = shown.kwargs && k in shown.kwargs && same(v, shown.kwargs[k]) ? items.kwargs[k] : v;
+      }
+      return { action: "modify", modified_args: args, modified_kwargs: kwargs };
     }
     case "replace": return { action: "continue", replacement_function: field(card, "replacement_function") };
   }
