@@ -267,6 +267,7 @@ function makeContext() {
       if (context && !options.fresh) return context;
       const b = await theBrowser();
       const c = await b.newContext({ viewport: { width: 1100, height: 800 }, ...options.context });
+      c.setDefaultTimeout(DEADLINE_MS);
       await c.addInitScript(watchViolations);
       cleanups.push(() => c.close());
       if (!options.fresh) context = c;
