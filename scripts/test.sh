@@ -20,3 +20,4 @@ cargo clippy --features tls --all-targets --quiet -- -D warnings
 cargo build --features tls --quiet
 cargo build --quiet
 sh scripts/interop.sh
+sh scripts/ui_test.sh

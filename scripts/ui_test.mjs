@@ -1,0 +1,876 @@
+// ui_test.mjs: the web UI's checks in real headless Chromium (playwright-core), against the
+// real binary and the demo program. scripts/ui_test.sh installs what this needs and runs it.
+//
+// Every check is independent: it starts its own server (--memory --port 0, CIDELDILL_HOME and
+// CIDELDILL_PORT_FILE in a private temporary directory), its own browser context and, when it
+// needs one, its own debugged program; all of them are stopped when the check ends. Every wait
+// has a deadline. Screenshots go to target/ui-screenshots/<name>.png.
+//
+// Adding a page's checks: register them with check("page: what it shows", async (t) => ...),
+// using t.server(), t.page(server), t.demo(server), waitFor(...) and t.shot(page, name).
+//
+// Usage: node scripts/ui_test.mjs [name substring ...]   (prints PASS/FAIL per check, then
+// `ui: N passed, N failed`; exit 1 on any failure). Environment: CIDELDILL_SERVER_BIN,
+// CIDELDILL_UI_CACHE (where playwright-core is installed), CIDELDILL_CHROMIUM,
+// CIDELDILL_UI_TMP (a directory for this run's files), CIDELDILL_UI_DEADLINE_S (one wait's
+// deadline, default 15), CIDELDILL_UI_DEBUG=1 (every page's console and requests on stderr),
+// CIDELDILL_UI_RUST_LOG (the servers' log filter, default warn; a failed check prints the end
+// of its servers' logs).
+
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const BIN = process.env.CIDELDILL_SERVER_BIN || path.join(ROOT, "target/debug/cideldill-server");
+const CACHE = process.env.CIDELDILL_UI_CACHE || path.join(ROOT, ".cache/ui");
+const CHROMIUM = process.env.CIDELDILL_CHROMIUM || "/usr/bin/chromium";
+const SHOTS = path.join(ROOT, "target/ui-screenshots");
+const DEADLINE_MS = Number(process.env.CIDELDILL_UI_DEADLINE_S || 15) * 1000;
+/** How long one check may take in all. */
+const CHECK_MS = 60_000;
+/** How soon every open tab must show a change (a stream that is not live never shows it). */
+const LIVE_MS = 8000;
+/** CIDELDILL_UI_DEBUG=1: every page's console and requests go to stderr. */
+const DEBUG = !!process.env.CIDELDILL_UI_DEBUG;
+const t0 = Date.now();
+
+const require = createRequire(path.join(CACHE, "package.json"));
+const { chromium } = require("playwright-core");
+
+const OWN_TMP = !process.env.CIDELDILL_UI_TMP;
+const TMP = fs.mkdtempSync(path.join(process.env.CIDELDILL_UI_TMP || os.tmpdir(), "cideldill-ui-"));
+
+// ---------------------------------------------------------------------------------------
+// Processes: every child is tracked and killed when the check or the run ends.
+
+const children = new Set();
+
+function track(child) {
+  children.add(child);
+  child.on("exit", () => children.delete(child));
+  return child;
+}
+
+function exited(child) {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Kills a child and waits for it to be gone (with a deadline). */
+async function stop(child, signal = "SIGKILL") {
+  if (exited(child)) return;
+  const gone = new Promise((resolve) => child.once("exit", resolve));
+  child.kill(signal);
+  await Promise.race([gone, sleep(DEADLINE_MS)]);
+  if (!exited(child)) child.kill("SIGKILL");
+}
+
+process.on("exit", () => {
+  for (const child of children) {
+    try { child.kill("SIGKILL"); } catch (_) { /* already gone */ }
+  }
+  if (OWN_TMP) fs.rmSync(TMP, { recursive: true, force: true });
+});
+process.on("SIGINT", () => process.exit(130));
+process.on("SIGTERM", () => process.exit(143));
+
+// ---------------------------------------------------------------------------------------
+// Shared helpers
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Calls `fn` every `interval` ms until it returns something truthy, which is returned; fails
+ * after `timeout` ms naming `what`. An exception from `fn` ends the wait at once.
+ */
+async function waitFor(fn, { what = "a condition", timeout = DEADLINE_MS, interval = 50 } = {}) {
+  const until = Date.now() + timeout;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeout / 1000} s waiting for ${what}`);
+    await sleep(interval);
+  }
+}
+
+function assert(ok, message) {
+  if (!ok) throw new Error(message);
+}
+
+/** One HTTP request without Origin (as scripts and the Python client send them). */
+function request(url, { method = "GET", body, headers = {}, timeout = DEADLINE_MS } = {}) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+    const rq = http.request(url, {
+      method,
+      headers: { ...(data ? { "Content-Type": "application/json", "Content-Length": data.length } : {}), ...headers },
+      timeout,
+    }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve({
+          status: res.statusCode,
+          headers: res.headers,
+          text,
+          json() { return JSON.parse(text); },
+        });
+      });
+      res.on("error", reject);
+    });
+    rq.on("timeout", () => rq.destroy(new Error(`${method} ${url}: no answer within ${timeout / 1000} s`)));
+    rq.on("error", reject);
+    rq.end(data);
+  });
+}
+
+function tail(text, lines = 15) {
+  return text.split("\n").slice(-lines).join("\n");
+}
+
+/**
+ * Starts the server: `--memory --port <port>` (0 by default) with its home and port file in a
+ * directory of this run. Answers {port, url, dir, log(), api(method, path, body), stop()}.
+ */
+async function startServer({ port = 0, args = [], dir } = {}) {
+  dir = dir || fs.mkdtempSync(path.join(TMP, "server-"));
+  const portFile = path.join(dir, "port");
+  fs.rmSync(portFile, { force: true });
+  const logPath = path.join(dir, `server-${Date.now()}.log`);
+  const logFd = fs.openSync(logPath, "w");
+  const child = track(spawn(BIN, ["--memory", "--port", String(port), ...args], {
+    env: { ...process.env, CIDELDILL_HOME: dir, CIDELDILL_PORT_FILE: portFile, RUST_LOG: process.env.CIDELDILL_UI_RUST_LOG || "warn" },
+    stdio: ["ignore", logFd, logFd],
+  }));
+  fs.closeSync(logFd);
+  const log = () => fs.readFileSync(logPath, "utf8");
+  const bound = await waitFor(() => {
+    if (exited(child)) throw new Error(`the server exited early (${child.exitCode ?? child.signalCode}):\n${tail(log())}`);
+    const text = fs.existsSync(portFile) ? fs.readFileSync(portFile, "utf8").trim() : "";
+    return /^\d+$/.test(text) && Number(text);
+  }, { what: "the server's port file" });
+  const url = `http://127.0.0.1:${bound}`;
+  return {
+    port: bound,
+    url,
+    dir,
+    child,
+    log,
+    async api(method, apiPath, body) {
+      const r = await request(url + apiPath, { method, body });
+      assert(r.status < 400, `${method} ${apiPath} answered ${r.status}: ${r.text.slice(0, 300)}`);
+      return r.json();
+    },
+    stop: (signal) => stop(child, signal),
+  };
+}
+
+/**
+ * Starts a debugged program (scripts/demo_app.py by default) against `server`. Answers
+ * {child, stdout(), stderr(), lines(), waitForLine(text or RegExp), waitForExit()}.
+ */
+function startDemo(server, { script = "scripts/demo_app.py", args = [] } = {}) {
+  const child = track(spawn("python3", [path.join(ROOT, script), ...args], {
+    env: { ...process.env, CIDELDILL_SERVER_URL: server.url, PYTHONUNBUFFERED: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  }));
+  let out = "";
+  let err = "";
+  let ended = "";
+  const startedAt = Date.now();
+  child.on("exit", (code, signal) => {
+    ended = `${script} ended after ${((Date.now() - startedAt) / 1000).toFixed(1)} s with ${signal || `exit status ${code}`}`;
+  });
+  child.stdout.on("data", (c) => { out += c; });
+  child.stderr.on("data", (c) => { err += c; });
+  const demo = {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    /** How the program ended, or "" while it runs. */
+    ended: () => ended,
+    lines: () => out.split("\n").filter(Boolean),
+    /** Waits for a line of stdout equal to `want` (a string) or matching it (a RegExp). */
+    async waitForLine(want, timeout = DEADLINE_MS) {
+      const match = (l) => (typeof want === "string" ? l === want : want.test(l));
+      try {
+        return await waitFor(() => demo.lines().find(match), { what: `the line ${JSON.stringify(String(want))}`, timeout });
+      } catch (e) {
+        throw new Error(`${e.message}\nstdout:\n${out}\nstderr (end):\n${tail(err, 8)}`);
+      }
+    },
+    async waitForExit(timeout = DEADLINE_MS) {
+      await waitFor(() => exited(child), { what: `${script} to exit`, timeout });
+      return child.exitCode;
+    },
+  };
+  return demo;
+}
+
+// ---------------------------------------------------------------------------------------
+// The browser, and what every page of ours is watched for
+
+let browser = null;
+
+async function theBrowser() {
+  if (!browser) {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  }
+  return browser;
+}
+
+/** Runs in every page before its scripts: records Content-Security-Policy violations. */
+function watchViolations() {
+  window.__violations = [];
+  document.addEventListener("securitypolicyviolation", (e) => {
+    window.__violations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline code"} (${e.sourceFile}:${e.lineNumber})`);
+  });
+}
+
+/**
+ * What a check gets: fresh servers, pages, programs and screenshots, all cleaned up when it
+ * ends. `problems` collects what a page did wrong on its own (uncaught errors, dialogs, CSP
+ * violations), which fails the check.
+ */
+function makeContext() {
+  const cleanups = [];
+  const problems = [];
+  const pages = [];
+  const servers = [];
+  const programs = [];
+  let context = null;
+  const t = {
+    problems,
+    servers,
+    programs,
+    async server(options) {
+      const s = await startServer(options);
+      servers.push(s);
+      cleanups.push(() => s.stop());
+      return s;
+    },
+    demo(server, options) {
+      const d = startDemo(server, options);
+      programs.push(d);
+      cleanups.push(() => stop(d.child));
+      return d;
+    },
+    /** A new browser context for this check (one per check unless `fresh`). */
+    async context(options = {}) {
+      if (context && !options.fresh) return context;
+      const b = await theBrowser();
+      const c = await b.newContext({ viewport: { width: 1100, height: 800 }, ...options.context });
+      c.setDefaultTimeout(DEADLINE_MS);
+      await c.addInitScript(watchViolations);
+      cleanups.push(() => c.close());
+      if (!options.fresh) context = c;
+      return c;
+    },
+    /** A new tab on `server`'s page `pagePath` (default `/`), watched for problems. */
+    async page(server, pagePath = "/", options = {}) {
+      const c = await t.context(options);
+      const page = await c.newPage();
+      t.watch(page, `${pagePath} tab ${pages.length + 1}`);
+      pages.push(page);
+      if (server) await page.goto(server.url + pagePath);
+      return page;
+    },
+    watch(page, label) {
+      if (DEBUG) {
+        const at = () => ((Date.now() - t0) / 1000).toFixed(2);
+        page.on("console", (m) => console.error(`[${at()}] ${label} console.${m.type()}: ${m.text()}`));
+        page.on("requestfailed", (r) => console.error(`[${at()}] ${label} failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`));
+        page.on("request", (r) => console.error(`[${at()}] ${label} request: ${r.method()} ${r.url()}`));
+      }
+      page.on("pageerror", (e) => problems.push(`${label}: uncaught ${e.name}: ${e.message}`));
+      page.on("dialog", (d) => {
+        problems.push(`${label}: a ${d.type()} dialog opened: ${d.message()}`);
+        d.dismiss().catch(() => {});
+      });
+      page.on("console", (m) => {
+        if (/Content Security Policy|Refused to (execute|load|apply)/.test(m.text())) {
+          problems.push(`${label}: console: ${m.text()}`);
+        }
+      });
+    },
+    async shot(page, name) {
+      fs.mkdirSync(SHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    },
+    /** CSP violations the watched pages recorded. */
+    async violations() {
+      const all = [];
+      for (const p of pages) {
+        if (p.isClosed()) continue;
+        all.push(...(await p.evaluate(() => window.__violations || []).catch(() => [])));
+      }
+      return all;
+    },
+    onCleanup(fn) { cleanups.push(fn); },
+    async cleanup() {
+      for (const fn of cleanups.reverse()) {
+        try { await fn(); } catch (_) { /* best effort */ }
+      }
+    },
+  };
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// The registry
+
+const checks = [];
+
+/** Registers a named check: `fn(t)` throws to fail. */
+function check(name, fn) {
+  checks.push({ name, fn });
+}
+
+// ---------------------------------------------------------------------------------------
+// Paused page helpers
+
+const CARD = "article.card";
+
+/** Cards of pauses `when` (before/after) a call of the function named exactly `fn`. */
+function pauseCard(page, fn, when) {
+  const name = new RegExp(`^${fn.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+  return page.locator(`${CARD}[data-when="${when}"]`).filter({ has: page.locator(".fn", { hasText: name }) });
+}
+
+/** Waits until `page` shows the card (visible), and answers its pause id. */
+async function cardShown(page, card, what) {
+  try {
+    await card.first().waitFor({ state: "visible", timeout: DEADLINE_MS });
+  } catch (_) {
+    const shown = await page.locator(CARD).allInnerTexts().catch(() => []);
+    throw new Error(`no ${what} card within ${DEADLINE_MS / 1000} s; cards shown: ${JSON.stringify(shown).slice(0, 400)}`);
+  }
+  return card.first().getAttribute("data-pause-id");
+}
+
+/** Waits until the page no longer shows the card of pause `id`. */
+async function cardGone(page, id, what = "the resumed card") {
+  await page.locator(`${CARD}[data-pause-id="${id}"]`).waitFor({ state: "detached", timeout: DEADLINE_MS })
+    .catch(() => { throw new Error(`${what} (${id}) still shown after ${DEADLINE_MS / 1000} s`); });
+}
+
+/** Opens the card's <details> whose summary says `summary` (again if a refresh closed it). */
+async function openDetails(card, summary) {
+  const details = card.locator("details").filter({ has: card.page().locator("summary", { hasText: summary }) });
+  await waitFor(async () => {
+    if (await details.evaluate((d) => d.open).catch(() => false)) return true;
+    await details.locator("summary").click({ timeout: 2000 }).catch(() => {});
+    return false;
+  }, { what: `the "${summary}" section to open`, interval: 100 });
+  return details;
+}
+
+/** Waits until the page's stream is up (the header says "live"). */
+async function pageLive(page) {
+  await page.locator("#live", { hasText: /^live$/ }).waitFor({ timeout: DEADLINE_MS })
+    .catch(() => { throw new Error(`the page did not go live within ${DEADLINE_MS / 1000} s`); });
+}
+
+/** A paused page on a fresh server with the demo paused before add(2, y=3). */
+async function demoPausedAtAdd(t) {
+  const server = await t.server();
+  const page = await t.page(server);
+  await pageLive(page);
+  const demo = t.demo(server);
+  const id = await cardShown(page, pauseCard(page, "add", "before"), "add (before)");
+  return { server, page, demo, card: page.locator(`${CARD}[data-pause-id="${id}"]`), id };
+}
+
+/** Checks the result on add's after-pause card, then continues it from the page. */
+async function continueAfter(page, demo, expectResult) {
+  const after = pauseCard(page, "add", "after");
+  const id = await cardShown(page, after, "add (after)");
+  const outcome = (await after.locator(".outcome").textContent()).replace(/\s+/g, " ").trim();
+  assert(outcome.includes(`returned ${expectResult}`), `the after card says "${outcome}", expected "returned ${expectResult}"`);
+  await after.locator('button[data-act="continue"]').click();
+  await cardGone(page, id, "the after card");
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks: the Paused page
+
+check("paused: the card of a new pause appears without a reload", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server);
+  await pageLive(page);
+  const empty = await page.locator("#cards .empty").innerText();
+  assert(empty.includes("Nothing is paused"), `the empty page says: ${empty}`);
+  await t.shot(page, "paused-empty");
+  await page.evaluate(() => { window.__sameDocument = true; });
+  const demo = t.demo(server);
+  const card = pauseCard(page, "add", "before");
+  await cardShown(page, card, "add (before)");
+  assert(await page.evaluate(() => window.__sameDocument === true), "the page was reloaded");
+  const text = await card.innerText();
+  for (const want of ["before the call", "2", "y", "3", "Continue"]) {
+    assert(text.includes(want), `the card lacks "${want}": ${text}`);
+  }
+  const status = await page.locator("#status").innerText();
+  assert(/\b1 paused\b/.test(status), `the status line says "${status}"`);
+  await t.shot(page, "paused-before");
+  assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
+});
+
+check("paused: Continue runs the call, then the after-pause shows its result", async (t) => {
+  const { page, demo, card, id } = await demoPausedAtAdd(t);
+  await card.locator('button[data-act="continue"]').click();
+  await cardGone(page, id, "the before card");
+  await cardShown(page, pauseCard(page, "add", "after"), "add (after)");
+  await t.shot(page, "paused-after");
+  await continueAfter(page, demo, "5");
+  await demo.waitForLine("add(2, y=3) -> 5");
+  // The next call pauses in the same page.
+  await cardShown(page, pauseCard(page, "greet", "before"), "greet (before)");
+});
+
+check("paused: Skip with a result returns it instead of running the call", async (t) => {
+  const { page, demo, card } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Skip with a result");
+  await details.locator('textarea[name="fake_result"]').fill("99");
+  await details.locator('button[data-act="skip"]').click();
+  await continueAfter(page, demo, "99");
+  await demo.waitForLine("add(2, y=3) -> 99   [skipped: fake result from the server]");
+});
+
+check("paused: Modify runs the call with the new arguments", async (t) => {
+  const { page, demo, card } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Modify arguments");
+  const field = details.locator('textarea[name="modified"]');
+  const start = JSON.parse(await field.inputValue());
+  assert(Array.isArray(start.args) && start.args.length === 1 && start.kwargs && "y" in start.kwargs,
+    `the Modify field starts with ${JSON.stringify(start)}`);
+  await field.fill(JSON.stringify({ args: [10], kwargs: { y: 20 } }));
+  await details.locator('button[data-act="modify"]').click();
+  await continueAfter(page, demo, "30");
+  await demo.waitForLine("add(10, y=20) -> 30   [arguments modified by the server; original call: add(2, y=3)]");
+});
+
+check("paused: Raise makes the call raise the chosen exception", async (t) => {
+  const { page, demo, card, id } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Raise");
+  await details.locator('select[name="exception_type"]').selectOption("ValueError");
+  await details.locator('input[name="exception_message"]').fill("boom from the page");
+  await details.locator('button[data-act="raise"]').click();
+  await cardGone(page, id, "the raised card");
+  await demo.waitForLine("add(2, y=3) raised ValueError: boom from the page   [raised on request of the server]");
+  // A raising call does not pause after it (default behavior): the next call pauses.
+  await cardShown(page, pauseCard(page, "greet", "before"), "greet (before)");
+});
+
+check("paused: Replace with runs the other function of the same signature", async (t) => {
+  const { page, demo, card } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Replace with");
+  await details.locator('select[name="replacement_function"]').selectOption("multiply");
+  await details.locator('button[data-act="replace"]').click();
+  await continueAfter(page, demo, "6");
+  await demo.waitForLine("add(2, y=3) -> 6   [replaced by multiply]");
+});
+
+check("paused: bad JSON in Skip is reported on the card, the pause stays", async (t) => {
+  const { server, page, demo, card, id } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Skip with a result");
+  await details.locator('textarea[name="fake_result"]').fill("{not json");
+  await details.locator('button[data-act="skip"]').click();
+  const error = card.locator("p.error");
+  await waitFor(async () => (await error.innerText()).includes("Not valid JSON"), { what: "the card's JSON error" });
+  const paused = (await server.api("GET", "/api/paused")).paused.map((p) => p.id);
+  assert(paused.includes(id), "the pause is gone");
+  assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
+});
+
+check("paused: Continue all lets the demo finish", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server);
+  await pageLive(page);
+  const demo = t.demo(server);
+  const all = page.locator('button[data-act="continue-all"]');
+  let clicks = 0;
+  await waitFor(async () => {
+    if (exited(demo.child)) return true;
+    if (await page.locator(CARD).count()) {
+      await all.click();
+      clicks += 1;
+    }
+    return false;
+  }, { what: "the demo to finish", timeout: 30_000, interval: 100 });
+  assert(demo.child.exitCode === 0, demo.ended());
+  const lines = demo.lines();
+  const want = ["add(2, y=3) -> 5", "greet('world') -> 'Hello, world!'"];
+  for (const w of want) assert(lines.includes(w), `the demo did not print ${w}: ${demo.stdout()}`);
+  for (const fn of ["summarize(", "describe(", "divide(1, 0) raised ZeroDivisionError"]) {
+    assert(lines.some((l) => l.startsWith(fn)), `no line for ${fn}: ${demo.stdout()}`);
+  }
+  assert(lines.length === 5, `the demo printed ${lines.length} lines: ${demo.stdout()}`);
+  await page.locator("#cards .empty").waitFor({ timeout: DEADLINE_MS });
+  assert(clicks >= 1, "Continue all was never clicked");
+});
+
+check("paused: c continues the focused card, j and k move between cards", async (t) => {
+  const { page, demo, card, id } = await demoPausedAtAdd(t);
+  await card.focus();
+  await page.keyboard.press("j");
+  assert(await card.evaluate((c) => c === document.activeElement), "j moved the focus off the only card");
+  await page.keyboard.press("c");
+  await cardGone(page, id, "the card continued with c");
+  const after = pauseCard(page, "add", "after");
+  await cardShown(page, after, "add (after)");
+  await waitFor(() => after.evaluate((c) => c === document.activeElement || document.activeElement === document.body),
+    { what: "the focus to settle" });
+  await after.focus();
+  await page.keyboard.press("c");
+  await demo.waitForLine("add(2, y=3) -> 5");
+});
+
+// Hostile values: what scripts/ui/hostile_app.py sends (name, arguments, keyword, result).
+const HOSTILE = {
+  name: "<img src=x onerror=alert(5)>",
+  texts: [
+    "</script><img src=x onerror=alert(1)>",
+    "\"><svg onload=alert(2)>",
+    "><iframe srcdoc=\"<script>alert(3)</script>\"></iframe>",
+    "<b onmouseover=alert(6)>key</b>",
+    "<a href=\"javascript:alert(4)\">click</a>",
+  ],
+  result: "<script>alert(7)</script><style>body{display:none}</style>",
+};
+
+/** Asserts that `card` shows `texts` as text and holds no element they could have made. */
+async function assertInert(card, texts, where) {
+  const text = await card.innerText();
+  for (const want of texts) assert(text.includes(want), `${where}: the card does not show ${JSON.stringify(want)} as text: ${text.slice(0, 600)}`);
+  const made = await card.evaluate((c) =>
+    Array.from(c.querySelectorAll("img, svg, iframe, script, style, b, a, [onerror], [onload], [onmouseover]"))
+      .map((e) => e.outerHTML.slice(0, 80)));
+  assert(made.length === 0, `${where}: the card holds elements made from program data: ${made.join(" | ")}`);
+}
+
+check("paused: hostile strings from the program are shown as text and never run", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server);
+  await pageLive(page);
+  const program = t.demo(server, { script: "scripts/ui/hostile_app.py" });
+  const before = pauseCard(page, HOSTILE.name, "before");
+  const id = await cardShown(page, before, "hostile (before)");
+  const all = [HOSTILE.name, ...HOSTILE.texts];
+  await assertInert(before, all, "live update");
+  await t.shot(page, "hostile");
+  // The same card rendered by the server at load time.
+  await page.reload();
+  await assertInert(pauseCard(page, HOSTILE.name, "before"), all, "after a reload");
+  // Its Modify field holds the keyword as JSON text, not markup.
+  const modify = await before.locator('textarea[name="modified"]').inputValue();
+  assert(modify.includes(HOSTILE.texts[3]), `the Modify field lacks the keyword: ${modify.slice(0, 300)}`);
+  await pageLive(page);
+  await before.locator('button[data-act="continue"]').click();
+  await cardGone(page, id, "the hostile before card");
+  const after = pauseCard(page, HOSTILE.name, "after");
+  await cardShown(page, after, "hostile (after)");
+  await assertInert(after, [...all, HOSTILE.result], "the after card");
+  assert(await page.locator("body").isVisible(), "the page's body was hidden by program data");
+  await t.shot(page, "hostile-after");
+  await after.locator('button[data-act="continue"]').click();
+  await program.waitForLine(/ -> '<script>alert\(7\)<\/script>/);
+  const violations = await t.violations();
+  assert(violations.length === 0, `CSP violations: ${violations.join("; ")}`);
+});
+
+// ---------------------------------------------------------------------------------------
+// Checks: the trust boundary, seen from a browser
+
+/** Served by a page on another origin: tries the guarded endpoints, then the client ones. */
+const OTHER_ORIGIN_JS = String.raw`"use strict";
+async function tryFetch(url, init) {
+  try {
+    const r = await fetch(url, init);
+    let text = "";
+    try { text = await r.text(); } catch (_) { /* unreadable */ }
+    return { status: r.status, type: r.type, text: text.slice(0, 200) };
+  } catch (e) {
+    return { error: String(e) };
+  }
+}
+// A form with enctype text/plain sends name=value: the name carries the JSON up to a
+// padding string that swallows the "=".
+function postForm(url, body) {
+  return new Promise((resolve) => {
+    const name = "f" + Math.random().toString(36).slice(2);
+    const frame = document.createElement("iframe");
+    frame.name = name;
+    document.body.append(frame);
+    const form = document.createElement("form");
+    form.method = "POST";
+    form.action = url;
+    form.enctype = "text/plain";
+    form.target = name;
+    const input = document.createElement("input");
+    input.type = "hidden";
+    input.name = JSON.stringify(body).slice(0, -1) + ',"pad":"';
+    input.value = '"}';
+    form.append(input);
+    document.body.append(form);
+    const done = () => resolve("submitted");
+    frame.addEventListener("load", done, { once: true });
+    setTimeout(done, 3000);
+    form.submit();
+  });
+}
+window.attack = async (base, targets) => {
+  const out = {};
+  for (const [name, [path, body]] of Object.entries(targets)) {
+    const text = JSON.stringify(body);
+    out[name + " fetch json"] = await tryFetch(base + path, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: text });
+    out[name + " fetch text/plain"] = await tryFetch(base + path, {
+      method: "POST", headers: { "Content-Type": "text/plain" }, body: text });
+    out[name + " fetch no-cors"] = await tryFetch(base + path, {
+      method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body: text });
+    out[name + " beacon"] = navigator.sendBeacon(base + path, new Blob([text], { type: "text/plain" }));
+    out[name + " form"] = await postForm(base + path, body);
+  }
+  return out;
+};
+window.clientCalls = async (base, pauseId) => {
+  const poll = await fetch(base + "/api/poll/" + encodeURIComponent(pauseId));
+  const registered = await fetch(base + "/api/functions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ function_name: "registered_by_another_origin", signature: "(x)" }) });
+  return { poll: { status: poll.status, body: await poll.json() },
+           functions: { status: registered.status, body: await registered.json() } };
+};
+`;
+
+/** A tiny site on another loopback port: `/` (HTML) and `/other.js`. Answers its origin. */
+async function startOtherOrigin(t) {
+  const site = http.createServer((rq, res) => {
+    if (rq.url === "/other.js") {
+      res.writeHead(200, { "Content-Type": "text/javascript" });
+      res.end(OTHER_ORIGIN_JS);
+    } else {
+      res.writeHead(200, { "Content-Type": "text/html" });
+      res.end('<!doctype html><title>Another site</title><p>Another site</p><script src="/other.js"></script>');
+    }
+  });
+  await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
+  t.onCleanup(() => new Promise((resolve) => { site.closeAllConnections(); site.close(resolve); }));
+  return `http://127.0.0.1:${site.address().port}`;
+}
+
+check("security: a page on another origin cannot resume, start a REPL or add a breakpoint", async (t) => {
+  const server = await t.server();
+  const demo = t.demo(server);
+  const pauseId = await waitFor(async () => (await server.api("GET", "/api/paused")).paused[0]?.id,
+    { what: "the demo's first pause" });
+  const other = await startOtherOrigin(t);
+  const context = await t.context();
+  const page = await context.newPage();
+  await page.goto(other + "/");
+  await page.waitForFunction(() => typeof window.attack === "function", null, { timeout: DEADLINE_MS });
+  const targets = {
+    continue: [`/api/paused/${encodeURIComponent(pauseId)}/continue`, { action: "continue" }],
+    "repl start": ["/api/repl/start", { pause_id: pauseId }],
+    breakpoint: ["/api/breakpoints", { function_name: "added_by_another_origin" }],
+  };
+  const results = await page.evaluate(([base, tg]) => window.attack(base, tg), [server.url, targets]);
+  // No answer may be readable by the other origin.
+  for (const [name, r] of Object.entries(results)) {
+    if (typeof r === "object" && r.status !== undefined && r.type !== "opaque") {
+      throw new Error(`${name}: the other origin read an answer: ${JSON.stringify(r)}`);
+    }
+  }
+  // Whatever reached the server was refused: the state is as it was.
+  await sleep(300);
+  const paused = (await server.api("GET", "/api/paused")).paused.map((p) => p.id);
+  assert(paused.includes(pauseId), "the pause was resumed by another origin");
+  const poll = await server.api("GET", `/api/poll/${pauseId}`);
+  assert(poll.status === "waiting", `the pause's poll says ${JSON.stringify(poll)}`);
+  const sessions = (await server.api("GET", "/api/repl/sessions")).sessions;
+  assert(sessions.length === 0, `another origin started a REPL session: ${JSON.stringify(sessions)}`);
+  const breakpoints = (await server.api("GET", "/api/breakpoints")).breakpoints;
+  assert(!JSON.stringify(breakpoints).includes("added_by_another_origin"), `another origin added a breakpoint: ${JSON.stringify(breakpoints)}`);
+  assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
+  // The server refused each attempt on its origin (not for its body): its log says so.
+  const log = server.log();
+  for (const [name, [p]] of Object.entries(targets)) {
+    const refusals = log.split("\n").filter((l) => l.includes("refused") && l.includes(p) && l.includes(other)).length;
+    assert(refusals >= 4, `the server logged ${refusals} origin refusals for ${name} (${p}), expected at least 4 (text/plain, no-cors, beacon, form):\n${tail(log)}`);
+  }
+  // The browser-client endpoints answer any origin, readably.
+  const client = await page.evaluate(([base, id]) => window.clientCalls(base, id), [server.url, pauseId]);
+  assert(client.poll.status === 200 && client.poll.body.status === "waiting", `GET /api/poll from another origin: ${JSON.stringify(client.poll)}`);
+  assert(client.functions.status === 200, `POST /api/functions from another origin: ${JSON.stringify(client.functions)}`);
+  const functions = (await server.api("GET", "/api/functions")).functions;
+  assert(JSON.stringify(functions).includes("registered_by_another_origin"), `the function registered from another origin is missing: ${JSON.stringify(functions).slice(0, 300)}`);
+});
+
+// ---------------------------------------------------------------------------------------
+// Checks: live updates
+
+/**
+ * How many event streams the browser holds: the server refuses streams past MAX_STREAMS
+ * (src/http/events.rs), so the streams this script can still open tell how many are taken.
+ * Answers null when the limit cannot be read.
+ */
+async function browserStreams(server) {
+  const source = fs.readFileSync(path.join(ROOT, "src/http/events.rs"), "utf8");
+  const m = source.match(/pub const MAX_STREAMS: usize = (\d+);/);
+  if (!m) return null;
+  const max = Number(m[1]);
+  const held = [];
+  let opened = 0;
+  try {
+    for (let i = 0; i <= max; i++) {
+      const status = await new Promise((resolve, reject) => {
+        const rq = http.get(server.url + "/api/events", { timeout: DEADLINE_MS }, (res) => {
+          held.push(rq);
+          resolve(res.statusCode);
+          res.resume();
+        });
+        rq.on("timeout", () => rq.destroy(new Error("no answer from /api/events")));
+        rq.on("error", reject);
+      });
+      if (status !== 200) break;
+      opened += 1;
+    }
+  } finally {
+    for (const rq of held) rq.destroy();
+  }
+  return max - opened;
+}
+
+check("live: 8 tabs stay live on one shared event stream", async (t) => {
+  const server = await t.server();
+  const tabs = [];
+  for (let i = 0; i < 8; i++) tabs.push(await t.page(server));
+  await Promise.all(tabs.map(pageLive));
+  const demo = t.demo(server);
+  const started = Date.now();
+  const ids = await Promise.all(tabs.map((p) => cardShown(p, pauseCard(p, "add", "before"), "add (before) in every tab")));
+  assert(new Set(ids).size === 1, `the tabs show different pauses: ${ids}`);
+  const shownIn = Date.now() - started;
+  assert(shownIn < LIVE_MS, `the last tab showed the card after ${shownIn} ms`);
+  await t.shot(tabs[7], "eight-tabs");
+  // Resumed from the first tab: the card leaves every tab.
+  await tabs[0].locator(`${CARD}[data-pause-id="${ids[0]}"] button[data-act="continue"]`).click();
+  await Promise.all(tabs.map((p) => cardGone(p, ids[0], "the resumed card in every tab")));
+  await Promise.all(tabs.map((p) => cardShown(p, pauseCard(p, "add", "after"), "add (after) in every tab")));
+  const streams = await browserStreams(server);
+  assert(streams === null || streams === 1, `the browser holds ${streams} event streams for 8 tabs, expected 1`);
+  assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
+  return `cards in all tabs after ${(shownIn / 1000).toFixed(1)} s${streams === null ? "; stream count not checked" : "; 1 stream"}`;
+});
+
+check("live: the page reconnects after the server restarts", async (t) => {
+  const first = await t.server();
+  const page = await t.page(null);
+  // The refresh that follows "live" is let finish first: a refresh cut off by the server's
+  // exit ends in an uncaught "Failed to fetch" (app.js's refresh() does not catch it).
+  const refreshed = page.waitForResponse((r) => r.url().includes("fragment=1"), { timeout: DEADLINE_MS });
+  await page.goto(first.url + "/");
+  await pageLive(page);
+  await refreshed;
+  await first.stop("SIGTERM");
+  await page.locator("#live", { hasText: "reconnecting" }).waitFor({ timeout: DEADLINE_MS })
+    .catch(() => { throw new Error("the page did not say it is reconnecting"); });
+  const second = await t.server({ port: first.port, dir: first.dir });
+  await pageLive(page);
+  t.demo(second);
+  await cardShown(page, pauseCard(page, "add", "before"), "add (before) after the restart");
+});
+
+check("paused: a narrow window (480 px) shows the cards without sideways scrolling", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/", { context: { viewport: { width: 480, height: 900 } } });
+  await pageLive(page);
+  t.demo(server);
+  // Resume add and greet (before and after) from the API, up to summarize's richer card.
+  await waitFor(async () => {
+    const paused = (await server.api("GET", "/api/paused")).paused;
+    if (paused[0]?.call_data?.method_name === "summarize") return true;
+    if (paused[0]) await server.api("POST", `/api/paused/${paused[0].id}/continue`, { action: "continue" });
+    return false;
+  }, { what: "the summarize pause", interval: 100 });
+  const card = pauseCard(page, "summarize", "before");
+  await cardShown(page, card, "summarize (before)");
+  await openDetails(card, "Modify arguments");
+  await t.shot(page, "paused-narrow");
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: window.innerWidth }));
+  assert(widths.page <= widths.window, `the page is ${widths.page} px wide in a ${widths.window} px window`);
+});
+
+// ---------------------------------------------------------------------------------------
+// The run
+
+async function runCheck({ name, fn }) {
+  const t = makeContext();
+  const started = Date.now();
+  let timer;
+  let note = "";
+  let failure = null;
+  try {
+    note = await Promise.race([
+      fn(t),
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`the check took more than ${CHECK_MS / 1000} s`)), CHECK_MS); }),
+    ]) || "";
+    if (t.problems.length) failure = t.problems.join("\n  ");
+    else {
+      const v = await t.violations();
+      if (v.length) failure = `CSP violations: ${v.join("; ")}`;
+    }
+  } catch (e) {
+    failure = (e && e.message) || String(e);
+    if (t.problems.length) failure += `\n  and: ${t.problems.join("\n  ")}`;
+  } finally {
+    clearTimeout(timer);
+    await t.cleanup();
+  }
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  if (failure) {
+    for (const s of t.servers) {
+      const log = s.log().trim();
+      if (log) failure += `\n  ---- server log (port ${s.port}, end) ----\n${tail(log, Number(process.env.CIDELDILL_UI_LOG_LINES || 10))}`;
+    }
+    for (const d of t.programs) {
+      const err = d.stderr().trim();
+      failure += `\n  ---- program stderr (end; ${d.ended() || "still running"}) ----\n${tail(err, 10)}`;
+    }
+  }
+  if (failure) console.log(`FAIL ${name} (${secs} s): ${failure}`);
+  else console.log(`PASS ${name} (${secs} s)${note ? `: ${note}` : ""}`);
+  return !failure;
+}
+
+async function main() {
+  const wanted = process.argv.slice(2);
+  const chosen = checks.filter((c) => !wanted.length || wanted.some((w) => c.name.includes(w)));
+  let passed = 0;
+  let failed = 0;
+  const started = Date.now();
+  try {
+    for (const c of chosen) {
+      if (await runCheck(c)) passed += 1;
+      else failed += 1;
+    }
+  } catch (e) {
+    console.log(`FAIL the run stopped: ${e && e.stack || e}`);
+    failed += 1;
+  } finally {
+    if (browser) await browser.close().catch(() => {});
+  }
+  console.log(`INFO ${chosen.length} checks in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${path.relative(ROOT, SHOTS)}/`);
+  console.log(`ui: ${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+main();
