@@ -533,6 +533,30 @@ check("paused: c continues the focused card, j and k move between cards", async 
   await demo.waitForLine("add(2, y=3) -> 5");
 });
 
+check("paused: Modify starts from the values; an argument left as it is keeps its own", async (t) => {
+  const { page, demo, card } = await demoPausedAtAdd(t);
+  const details = await openDetails(card, "Modify arguments");
+  const field = details.locator('textarea[name="modified"]');
+  const start = JSON.parse(await field.inputValue());
+  assert(JSON.stringify(start) === JSON.stringify({ args: [2], kwargs: { y: 3 } }),
+    `the Modify field starts with the plain values: ${JSON.stringify(start)}`);
+  await field.fill(JSON.stringify({ args: [10], kwargs: { y: 3 } }));
+  await details.locator('button[data-act="modify"]').click();
+  await continueAfter(page, demo, "13");
+  await demo.waitForLine(/^add\(10, y=3\) -> 13/);
+});
+
+check("paused: an open panel on one card does not hold back the page", async (t) => {
+  const { server, page, card, id } = await demoPausedAtAdd(t);
+  await openDetails(card, "Skip with a result");
+  // Resumed elsewhere (a script): the card goes, the after-pause comes, the status follows.
+  await server.api("POST", `/api/paused/${id}/continue`, { action: "continue" });
+  await cardGone(page, id, "the card resumed by a script");
+  await cardShown(page, pauseCard(page, "add", "after"), "add (after)");
+  await waitFor(async () => /\b1 paused\b/.test(await page.locator("#status").textContent()),
+    { what: "the status line to say 1 paused" });
+});
+
 // Hostile values: what scripts/ui/hostile_app.py sends (name, arguments, keyword, result).
 const HOSTILE = {
   name: "<img src=x onerror=alert(5)>",
@@ -550,8 +574,12 @@ const HOSTILE = {
 async function assertInert(card, texts, where) {
   const text = await card.innerText();
   for (const want of texts) assert(text.includes(want), `${where}: the card does not show ${JSON.stringify(want)} as text: ${text.slice(0, 600)}`);
+  // The card's own links (call site, objects, REPL sessions) point into this server; any other
+  // link, or any element of the hostile strings' kinds, was made from program data.
   const made = await card.evaluate((c) =>
     Array.from(c.querySelectorAll("img, svg, iframe, script, style, b, a, [onerror], [onload], [onmouseover]"))
+      .filter((e) => !(e.tagName === "A" && /^\/(object|callstack|repl)\/[^<>"]*$/.test(e.getAttribute("href") || "")
+                       && e.children.length === 0))
       .map((e) => e.outerHTML.slice(0, 80)));
   assert(made.length === 0, `${where}: the card holds elements made from program data: ${made.join(" | ")}`);
 }
@@ -811,6 +839,110 @@ check("paused: a narrow window (480 px) shows the cards without sideways scrolli
 
 // ---------------------------------------------------------------------------------------
 // The run
+
+// ---------------------------------------------------------------------------------------
+// Checks: the other pages
+
+check("breakpoints: a breakpoint added through the form is hit", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  // Let everything run, then stop before divide only.
+  await page.locator('select[name="behavior"]').first().selectOption("go");
+  await waitFor(async () => (await server.api("GET", "/api/behavior")).behavior === "go",
+    { what: "the global behavior to be go" });
+  await page.locator('input[name="function_name"]').fill("divide");
+  await page.getByRole("button", { name: "Add breakpoint" }).click();
+  const row = page.locator('tr[data-breakpoint="divide"]');
+  await row.waitFor();
+  await row.locator('select[name="behavior"]').first().selectOption("stop");
+  await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_behaviors.divide === "stop",
+    { what: "divide's before-behavior to be stop" });
+  await t.shot(page, "breakpoints");
+  const home = await t.page(server, "/");
+  const demo = t.demo(server);
+  const id = await cardShown(home, pauseCard(home, "divide", "before"), "divide (before)");
+  assert(demo.lines().some((l) => l.startsWith("add(2, y=3) -> 5")), `add ran without pausing:\n${demo.stdout()}`);
+  await home.locator(`${CARD}[data-pause-id="${id}"] button[data-act="continue"]`).click();
+  await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
+});
+
+check("repl: open a REPL from a card, evaluate, and see it close when the call goes on", async (t) => {
+  const { server, page, card, id } = await demoPausedAtAdd(t);
+  await card.getByRole("button", { name: "Open REPL" }).click();
+  await page.waitForURL(/\/repl\//);
+  await pageLive(page);
+  const input = page.locator("#expr");
+  await input.fill("6 * 7");
+  await input.press("Enter");
+  await page.locator("ol.transcript li", { hasText: "42" }).waitFor();
+  await input.fill("print('from the page'); 1/0");
+  await input.press("Enter");
+  await page.locator("ol.transcript .stdout", { hasText: "from the page" }).waitFor();
+  await page.locator("ol.transcript .error-text", { hasText: "ZeroDivisionError" }).waitFor();
+  // Up recalls the last input.
+  await input.fill("");
+  await input.press("ArrowUp");
+  assert((await input.inputValue()).startsWith("print("), `ArrowUp recalled ${await input.inputValue()}`);
+  await t.shot(page, "repl");
+  await server.api("POST", `/api/paused/${id}/continue`, { action: "continue" });
+  await page.locator(".closed-note").waitFor();
+  assert(await page.locator("#expr").count() === 0, "the input is gone once the pause is resumed");
+  await t.shot(page, "repl-closed");
+  const list = await t.page(server, "/repls");
+  await list.locator("table.grid a", { hasText: "add" }).waitFor();
+  await t.shot(list, "repls");
+});
+
+check("call tree: the finished demo's calls are there, with the details of one", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const demo = t.demo(server);
+  // The demo adds its breakpoints as it starts; let each of them run through too.
+  await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000).catch(async (e) => {
+    throw e;
+  });
+  const page = await t.page(server, "/call-tree");
+  await page.locator("table a").first().click();
+  await page.waitForURL(/\/call-tree\/.+/);
+  for (const fn of ["add", "greet", "summarize", "describe", "divide"]) {
+    await page.locator("ul.tree a.call", { hasText: new RegExp(`^${fn}\\b`) }).first().waitFor();
+  }
+  await page.locator("ul.tree a.call", { hasText: /^divide\b/ }).first().click();
+  await page.locator(".details", { hasText: "ZeroDivisionError" }).waitFor();
+  await t.shot(page, "call-tree");
+  // The object view of an argument, from the details panel.
+  await page.locator(".details a.obj").first().click();
+  await page.waitForURL(/\/object\//);
+  await page.locator("h2", { hasText: "Seen in" }).waitFor();
+  await t.shot(page, "object");
+  const functions = await t.page(server, "/functions");
+  await functions.locator("code", { hasText: "summarize" }).first().waitFor();
+  await t.shot(functions, "functions");
+});
+
+check("mcp servers: call an external tool from the page, disconnect and reconnect live", async (t) => {
+  const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
+  const server = await t.server({ args: ["--mcp-client", `fx:${fixture}`] });
+  await waitFor(async () => (await server.api("GET", "/api/mcp-clients")).clients.fx.status === "connected",
+    { what: "the fixture server to connect" });
+  const page = await t.page(server, "/mcp-servers");
+  await pageLive(page);
+  const tool = page.locator("details.tool").filter({ has: page.locator("summary code", { hasText: /^echo$/ }) });
+  await tool.locator("summary").first().click();
+  await tool.locator('textarea[name="arguments"]').fill(JSON.stringify({ text: "<b>hello</b> from the page" }));
+  await tool.getByRole("button", { name: "Call" }).click();
+  const result = tool.locator("pre[id^=tool-result]");
+  await result.filter({ hasText: "<b>hello</b> from the page" }).waitFor();
+  assert(await result.locator("b").count() === 0, "the tool's answer is shown as text");
+  await t.shot(page, "mcp-servers");
+  await tool.locator("summary").first().click();
+  await page.getByRole("button", { name: "Disconnect" }).click();
+  await page.locator(".badge", { hasText: "disconnected" }).waitFor();
+  await page.getByRole("button", { name: "Reconnect" }).click();
+  await page.locator(".badge", { hasText: /^connected$/ }).waitFor();
+  assert(/1 external MCP server/.test(await page.locator("#status").textContent()), "the status line counts the server");
+});
 
 async function runCheck({ name, fn }) {
   const t = makeContext();

@@ -275,7 +275,7 @@ fn shared_status(shared: &Shared) -> String {
     });
     let agents = shared.mcp_sessions.load(Ordering::SeqCst);
     format!(
-        "{} breakpoint{} · {} paused · {} recorded call{}{} · {} agent{} connected",
+        "{} breakpoint{} · {} paused · {} record{} (calls and client events){} · {} agent{} connected",
         s.breakpoints,
         plural(s.breakpoints),
         s.paused,

@@ -32,7 +32,7 @@ pub fn page(shared: &Shared) -> Html {
         format!(
             "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
-             <div id=\"cards\" data-live>{}</div>",
+             <div id=\"cards\" data-live data-keyed>{}</div>",
             cards_html(shared)
         ),
     )
@@ -143,7 +143,7 @@ fn card(
     let id = esc(&p.id);
     let _ = write!(
         out,
-        "<article class=\"card {when}\" tabindex=\"0\" data-pause-id=\"{id}\" data-when=\"{when}\">\
+        "<article class=\"card {when}\" tabindex=\"0\" data-key=\"{id}\" data-pause-id=\"{id}\" data-when=\"{when}\">\
          <h2><span class=\"fn\">{}</span> <span class=\"badge {when}\">{when_text}</span></h2>\
          <p class=\"meta\"><span data-since=\"{}\">paused</span>",
         esc(method),

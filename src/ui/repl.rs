@@ -94,8 +94,8 @@ fn input(s: &Value, session_id: &str) -> String {
     } else {
         let _ = write!(
             out,
-            "<p class=\"closed-note\" role=\"status\">This session is closed: its pause was resumed \
-             {} (or the session was closed), so there is no paused frame to evaluate in any more. \
+            "<p class=\"closed-note\" role=\"status\">This session closed {}: the call went on \
+             (or the session was closed), so there is no paused frame to evaluate in any more. \
              The transcript stays.</p>",
             time(s["closed_at"].as_f64().unwrap_or(0.0))
         );

@@ -30,6 +30,35 @@ function busy(region, fresh) {
   return !a.id || fresh.querySelector("#" + CSS.escape(a.id)) !== null;
 }
 
+// Replaces a live region's content with its fresh version. A region marked data-keyed is
+// merged child by child (children carry data-key): a child the person is busy in stays as it
+// is while it still exists, the others are replaced, added or removed in the fresh order.
+function update(region, fresh) {
+  if (region.dataset.keyed === undefined) {
+    if (busy(region, fresh)) return false;
+    region.replaceChildren(...Array.from(fresh.childNodes));
+    return true;
+  }
+  const old = new Map();
+  for (const child of region.children) if (child.dataset.key) old.set(child.dataset.key, child);
+  let whole = true;
+  const next = Array.from(fresh.childNodes).map((child) => {
+    const key = child.dataset && child.dataset.key;
+    const mine = key && old.get(key);
+    if (mine && busy(mine, child)) { whole = false; return mine; }
+    return child;
+  });
+  // Insert around the kept children without detaching them (that would drop the focus).
+  const keep = new Set(next);
+  for (const child of Array.from(region.childNodes)) if (!keep.has(child)) child.remove();
+  let cursor = region.firstChild;
+  for (const node of next) {
+    if (node === cursor) { cursor = cursor.nextSibling; continue; }
+    region.insertBefore(node, cursor);
+  }
+  return whole;
+}
+
 async function refresh() {
   pending = false;
   const regions = Array.from(main.querySelectorAll("[data-live][id]"));
@@ -38,16 +67,21 @@ async function refresh() {
   const focusedId = focused ? focused.dataset.pauseId : null;
   const url = new URL(location.href);
   url.searchParams.set("fragment", "1");
-  const r = await fetch(url, { headers: { Accept: "text/html" } });
-  if (!r.ok) return;
-  const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  let doc;
+  try {
+    const r = await fetch(url, { headers: { Accept: "text/html" } });
+    if (!r.ok) return;
+    doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  } catch (_) {
+    // The server went away mid-refresh: the stream's reconnection refreshes again.
+    pending = true;
+    return;
+  }
   const status = doc.getElementById("frag-status");
   if (status) statusLine.textContent = status.textContent;
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
-    if (!fresh) continue;
-    if (busy(region, fresh)) { pending = true; continue; }
-    region.replaceChildren(...Array.from(fresh.childNodes));
+    if (fresh && !update(region, fresh)) pending = true;
   }
   if (focusedId && !editing()) {
     const again = main.querySelector('[data-pause-id="' + CSS.escape(focusedId) + '"]');
@@ -56,6 +90,13 @@ async function refresh() {
   tick();
   localTimes();
   scrollTranscript();
+  settle();
+}
+
+// Controls that depend on what the page shows.
+function settle() {
+  const all = main.querySelector('[data-act="continue-all"]');
+  if (all) all.disabled = !main.querySelector("[data-pause-id]");
 }
 
 function schedule() {
@@ -323,6 +364,7 @@ function localTimes() {
 
 tick();
 localTimes();
+settle();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();
 
