@@ -208,7 +208,7 @@ mod tests {
         crate::service::continue_pause(&s, &pause, &serde_json::Map::new()).unwrap();
         let html = session(&s, &sid).unwrap().main;
         assert!(!html.contains("<textarea"), "{html}");
-        assert!(html.contains("This session is closed"));
+        assert!(html.contains("This session closed"));
         let closed = sessions(&s, &[("status".into(), "active".into())]).main;
         assert!(!closed.contains(&sid));
     }

@@ -157,7 +157,7 @@ fn object_repl_and_session_pages_follow_a_pause_and_its_repl() {
     );
     let html = ok_page(&c, &format!("/repl/{sid}"));
     assert!(!html.contains("<textarea"), "{html}");
-    assert!(html.contains("This session is closed"));
+    assert!(html.contains("This session closed"));
     assert_eq!(page(&c, "/repl/no-such-session").0, 404);
 }
 
