@@ -3,9 +3,12 @@
 # integration test (the real binary on port 0 driven over HTTP and MCP, the demo program, the
 # pickle writer against python3, the pickle reader's property and corpus tests), then the MCP
 # interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0; as external
-# servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time).
-# Needs: cargo with rustfmt and clippy, python3 with pip and venv, node and npm. Pinned peers
-# and dill are installed from PyPI and npm into .cache/ on first use. Usage: scripts/test.sh
+# servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time),
+# then the web UI in headless Chromium (scripts/ui_test.sh: Debian's chromium, driven by
+# playwright-core 1.64.1 from npm; screenshots in target/ui-screenshots/).
+# Needs: cargo with rustfmt and clippy, python3 with pip and venv, node and npm, and apt-get
+# when chromium is missing. Pinned peers, playwright-core and dill are installed from PyPI and
+# npm into .cache/ on first use. Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
 
