@@ -8,6 +8,8 @@
 //! it shows changed.
 
 mod paused;
+// The Calls page.
+mod calls;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -69,12 +71,18 @@ impl Html {
 pub type Answer = Result<Html, String>;
 
 /// The navigation: path and label of every page that has an entry.
-const NAV: &[(&str, &str)] = &[("/", "Paused")];
+const NAV: &[(&str, &str)] = &[
+    ("/", "Paused"),
+    // The Calls page.
+    ("/calls", "Calls"),
+];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
 /// says; `/` only for browsers, see [`wants_html`]).
 pub fn is_page_path(path: &str) -> bool {
     path.starts_with("/ui/")
+        // The Calls page.
+        || path == "/calls"
 }
 
 /// The UI's answer to `GET path?query`, or `None` when the path is not a UI page (then the
@@ -105,6 +113,8 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             })
         }
         "/" => Ok(paused::page(shared)),
+        // The Calls page.
+        "/calls" => Ok(calls::page(shared, query)),
         p if p.starts_with("/ui/") => Err(p.to_owned()),
         _ => return None,
     };

@@ -19,4 +19,5 @@ mod pickle_python;
 mod rest_api;
 mod tidy;
 mod trust;
+mod ui_calls;
 mod upstream;

@@ -57,6 +57,7 @@ async function refresh() {
     if (again) again.focus();
   }
   tick();
+  localTimes();
 }
 
 function schedule() {
@@ -185,3 +186,17 @@ document.addEventListener("keydown", (ev) => {
 tick();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();
+
+// --- Calls page: [data-time] elements (epoch seconds) shown in the browser's local time ---
+function localTimes() {
+  const today = new Date().toDateString();
+  for (const el of document.querySelectorAll("[data-time]")) {
+    const at = new Date(Number(el.dataset.time) * 1000);
+    if (isNaN(at.getTime())) continue;
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit",
+                                             fractionalSecondDigits: 3, hourCycle: "h23" });
+    el.textContent = at.toDateString() === today ? time : at.toLocaleDateString() + " " + time;
+    el.title = at.toString();
+  }
+}
+localTimes();
