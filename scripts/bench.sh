@@ -5,23 +5,25 @@
 # against a trivial loopback HTTP server, MCP stdio latency against a pipe through `cat`, the
 # pause round trip, `external_call_tool` against calling the fixture MCP server directly,
 # start-up time, idle RSS, binary size, the same with `--db FILE` against an append+fdatasync
-# floor, the content store at 1,000,000 objects, and pickle decode-and-render against python3.
+# floor, the content store at 1,000,000 objects, pickle decode-and-render against python3, and
+# text search and JSON Lines export over 100,000 recorded calls (in memory and with --db)
+# against a scan of the same texts held in memory.
 # With `--baseline BIN` every server row is also measured on BIN (e.g. an older release binary;
 # only flags that exist in it are used) in extra columns of the same table.
 # It builds the release binaries (the server and the fixture MCP server) and benches/bench.rs (the load
 # generator and floors, in Rust), and generates the load with scripts/bench_load.py and
 # `scripts/bench_pickle.py --emit`. Servers run with RUST_LOG=warn and CIDELDILL_HOME in a
 # temporary directory (removed at the end), on loopback ports chosen by the kernel.
-# A timing, never a test: not part of scripts/test.sh. Takes about five minutes on 2 cores
+# A timing, never a test: not part of scripts/test.sh. Takes about seven minutes on 2 cores
 # (progress on stderr): the 1,000,000-call phase of the memory rows runs last and gets what is
-# left of --budget seconds (default 300, counted from the start of the script, builds included;
+# left of --budget seconds (default 420, counted from the start of the script, builds included;
 # it says "after only N calls (time box)" if that is not enough); --scale X multiplies request
 # counts and deadlines (e.g. 0.1 for a quick try).
 # Needs: cargo, python3 (stdlib only), cat, kill, taskset (util-linux: the pipe rows are also
 # measured with client and server pinned to one CPU); loopback networking.
 # Usage: scripts/bench.sh [--baseline /path/to/old/cideldill-server] [--scale X] [--budget S]
 #        [--only STEPS] (comma-separated: throughput, MCP stdio, pause, external, start-up, --db,
-#        content store, pickle, memory)
+#        content store, pickle, search, memory)
 set -eu
 
 usage() {
@@ -31,7 +33,7 @@ usage() {
 baseline=""
 only=""
 scale=1
-budget=300
+budget=420
 while [ $# -gt 0 ]; do
     case "$1" in
         --baseline)

@@ -65,7 +65,8 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
         RecordKind::CallRecord => {
             n_records += 1;
             let record = Record::from_disk(interner, value);
-            let key = record.index_key();
+            let seq = state.records.next_seq();
+            let key = record.index_key(seq);
             state.records.push(record);
             key
         }

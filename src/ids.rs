@@ -82,6 +82,21 @@ pub fn file_timestamp(epoch: f64) -> String {
     )
 }
 
+/// `YYYY-mm-ddTHH:MM:SS.mmmZ` (ISO 8601, UTC) for the given epoch seconds.
+pub fn utc_iso(epoch: f64) -> String {
+    let millis_total = (epoch.max(0.0) * 1e3) as u64;
+    let secs = millis_total / 1000;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        millis_total % 1000
+    )
+}
+
 /// Howard Hinnant's days-to-civil algorithm: proleptic Gregorian date of a day count since 1970-01-01.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -99,6 +114,12 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times_are_iso_8601() {
+        assert_eq!(utc_iso(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc_iso(1795311683.7845), "2026-11-22T01:41:23.784Z");
+    }
 
     #[test]
     fn uuid4_has_canonical_shape() {

@@ -11,6 +11,7 @@ pub mod breakpoints;
 pub mod calls;
 pub mod records;
 pub mod repl;
+pub mod search;
 
 pub mod cas;
 pub mod node;

@@ -43,7 +43,32 @@ impl Process {
     pub fn key(&self) -> String {
         format!("{:.6}+{}", self.start_time, self.pid)
     }
+
+    /// Whether `text` names this process: its key, or its pid alone.
+    pub fn is(&self, text: &str) -> bool {
+        text.parse::<i64>()
+            .map_or_else(|_| self.key() == text, |pid| pid == self.pid)
+    }
 }
+
+/// The pid a process filter names (`"42"`, or a key `"<start>+42"`), if it names one.
+fn named_pid(text: &str) -> Option<i64> {
+    text.parse()
+        .ok()
+        .or_else(|| text.rsplit_once('+')?.1.parse().ok())
+}
+
+/// The 7-bit hash of a pid the index keeps (bits 1 to 7 of a record's index tag).
+fn pid_bits(pid: i64) -> u8 {
+    ((pid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as u8
+}
+
+/// The index tag's bit for records that do not come from the debugged program.
+const TAG_EXTERNAL: u8 = 1;
+
+/// Where a call record comes from: the debugged program (its calls and client events), or
+/// the server's own calls to external MCP servers (`"source": "mcp_client"` in the record).
+pub const SOURCES: [&str; 2] = ["program", "mcp_client"];
 
 /// A call id: ours are server time and a counter (`"%.6f-%03d"`), kept as numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -733,6 +758,26 @@ impl Record {
         }
     }
 
+    /// Where it comes from (one of [`SOURCES`], or whatever `source` an external record says).
+    pub fn source(&self) -> &str {
+        match self {
+            Record::Call(_) | Record::Event(_) => "program",
+            Record::Other(v) => v.get("source").and_then(Value::as_str).unwrap_or("program"),
+        }
+    }
+
+    /// The process it came from (records of external MCP calls have none).
+    pub fn process(&self) -> Option<Process> {
+        match self {
+            Record::Call(c) => Some(c.process),
+            Record::Event(e) => Some(e.process),
+            Record::Other(v) => v
+                .as_object()
+                .filter(|m| m.contains_key("process_pid"))
+                .map(Process::from_disk),
+        }
+    }
+
     pub fn call_id_is(&self, id: &str) -> bool {
         match self {
             Record::Call(c) => c.call_id.matches(id),
@@ -749,11 +794,21 @@ impl Record {
         }
     }
 
-    /// The key the on-disk index keeps for it: its function and its status.
-    pub fn index_key(&self) -> IndexKey {
+    /// The key the on-disk index keeps for it: its function and its status, a tag of its
+    /// source (bit 0: not the program's) and a 7-bit hash of its process id (0 without one),
+    /// and its sequence number in the window (`Records::push`).
+    pub fn index_key(&self, seq: u64) -> IndexKey {
+        let external = if self.source() == "program" {
+            0
+        } else {
+            TAG_EXTERNAL
+        };
+        let pid = self.process().map_or(0, |p| pid_bits(p.pid) << 1);
         IndexKey {
             a: key_hash(self.method_name()),
             b: key_hash(self.status().unwrap_or("")),
+            tag: external | pid,
+            seq,
         }
     }
 
@@ -821,6 +876,7 @@ impl HistoryEntry {
         IndexKey {
             a: key_hash(&self.call.method),
             b: 0,
+            ..IndexKey::default()
         }
     }
 
@@ -863,11 +919,20 @@ pub fn key_hash(s: &str) -> u32 {
     h
 }
 
-/// Filters for listing call records.
-#[derive(Debug, Default)]
+/// Filters for listing call records. The function, status and source are decided by the
+/// on-disk index (up to hash collisions, which `matches` settles); the process by the index
+/// only in part (7 bits of the pid), and the text search not at all: those two need each
+/// record read ([`RecordFilter::needs_scan`]).
+#[derive(Debug, Default, Clone, Copy)]
 pub struct RecordFilter<'a> {
     pub function: Option<&'a str>,
     pub status: Option<&'a str>,
+    /// A process key (`"<start time>+<pid>"`) or a pid.
+    pub process: Option<&'a str>,
+    /// One of [`SOURCES`].
+    pub source: Option<&'a str>,
+    /// Text searched in the rendered values (see `search::TextSearch`).
+    pub search: Option<&'a str>,
 }
 
 impl RecordFilter<'_> {
@@ -876,11 +941,28 @@ impl RecordFilter<'_> {
     pub fn may_match(&self, key: IndexKey) -> bool {
         self.function.is_none_or(|f| key_hash(f) == key.a)
             && self.status.is_none_or(|s| key_hash(s) == key.b)
+            && self
+                .source
+                .is_none_or(|s| (key.tag & TAG_EXTERNAL == 0) == (s == "program"))
+            && self
+                .process
+                .is_none_or(|p| named_pid(p).is_none_or(|pid| key.tag >> 1 == pid_bits(pid)))
     }
 
+    /// Whether a record passes every filter but the text search.
     pub fn matches(&self, r: &Record) -> bool {
         self.function.is_none_or(|f| r.method_name() == f)
             && self.status.is_none_or(|s| r.status() == Some(s))
+            && self.source.is_none_or(|s| r.source() == s)
+            && self
+                .process
+                .is_none_or(|p| r.process().is_some_and(|proc| proc.is(p)))
+    }
+
+    /// Whether deciding this filter reads records one by one (a process or a text search):
+    /// such listings scan, with a time budget.
+    pub fn needs_scan(&self) -> bool {
+        self.process.is_some() || self.search.is_some()
     }
 }
 
@@ -911,12 +993,16 @@ impl Records {
         }
     }
 
-    pub fn push(&mut self, record: Record) {
+    /// Adds a record, the oldest falling out when the window is full; returns the record's
+    /// sequence number (see `next_seq`).
+    pub fn push(&mut self, record: Record) -> u64 {
+        let seq = self.next_seq();
         if self.records.len() >= self.max {
             self.records.pop_front();
             self.dropped_records += 1;
         }
         self.records.push_back(record);
+        seq
     }
 
     pub fn push_history(&mut self, entry: HistoryEntry) {
@@ -943,6 +1029,49 @@ impl Records {
 
     pub fn dropped_history(&self) -> u64 {
         self.dropped_history
+    }
+
+    /// The sequence number the next record pushed gets (records are numbered from 0 in the
+    /// order they were pushed; those below `dropped()` fell out of the window).
+    pub fn next_seq(&self) -> u64 {
+        self.dropped_records + self.records.len() as u64
+    }
+
+    /// A step of a cursor over the window, newest first: of the records numbered below
+    /// `before`, the newest `examine` still in the window, those that `keep`. Also the lowest
+    /// sequence number the step reached (every record from it up to `before` that is still in
+    /// the window was examined; records below `before` that fell out meanwhile were not), and
+    /// whether older records are left in the window.
+    pub fn before(
+        &self,
+        before: u64,
+        examine: usize,
+        keep: impl Fn(&Record) -> bool,
+    ) -> WindowStep {
+        let end = before.min(self.next_seq());
+        let start = end.saturating_sub(examine as u64).max(self.dropped_records);
+        if start >= end {
+            return WindowStep {
+                found: Vec::new(),
+                reached: end,
+                more: false,
+            };
+        }
+        let (first, last) = (
+            (start - self.dropped_records) as usize,
+            (end - self.dropped_records) as usize,
+        );
+        WindowStep {
+            found: self
+                .records
+                .range(first..last)
+                .rev()
+                .filter(|r| keep(r))
+                .cloned()
+                .collect(),
+            reached: start,
+            more: start > self.dropped_records,
+        }
     }
 
     /// Records in memory, newest first, filtered: the page and the number that matched.
@@ -1037,6 +1166,16 @@ pub fn roles_of(call: &CallRecord, cid: &Cid) -> Vec<String> {
         roles.push("exception".to_owned());
     }
     roles
+}
+
+/// A step of a cursor over the window ([`Records::before`]).
+pub struct WindowStep {
+    /// The records kept, newest first.
+    pub found: Vec<Record>,
+    /// The lowest sequence number reached.
+    pub reached: u64,
+    /// Whether older records are left in the window.
+    pub more: bool,
 }
 
 /// One object snapshot: an item with a `client_ref` seen in a call (`/api/snapshots`).
@@ -1308,11 +1447,97 @@ mod tests {
         assert!(page[0].call_id_is("1795311683.784533-003"));
         let filter = RecordFilter {
             function: Some("other"),
-            status: None,
+            ..RecordFilter::default()
         };
         assert_eq!(rs.page(&filter, 0, 10).1, 0);
         assert!(rs.by_call_id("1795311683.784533-000").is_none());
         assert!(rs.by_call_id("1795311683.784533-004").is_some());
+    }
+
+    #[test]
+    fn the_window_cursor_walks_newest_first_and_says_where_it_stopped() {
+        let mut i = Interner::default();
+        let mut rs = Records::new(6);
+        let seqs: Vec<u64> = (0..10)
+            .map(|n| rs.push(Record::Call(Arc::new(sample(&mut i, n)))))
+            .collect();
+        assert_eq!(seqs, (0..10).collect::<Vec<_>>());
+        assert_eq!((rs.next_seq(), rs.dropped()), (10, 4));
+        let ns = |step: &WindowStep| -> Vec<String> {
+            step.found
+                .iter()
+                .map(|r| match r {
+                    Record::Call(c) => c.call_id.to_string()[18..].to_owned(),
+                    _ => String::new(),
+                })
+                .collect()
+        };
+        let first = rs.before(u64::MAX, 4, |_| true);
+        assert_eq!(
+            (ns(&first), first.reached, first.more),
+            (
+                vec!["009", "008", "007", "006"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect::<Vec<_>>(),
+                6,
+                true
+            )
+        );
+        let odd = rs.before(first.reached, 4, |r| r.call_id_is("1795311683.784533-005"));
+        assert_eq!(
+            (ns(&odd), odd.reached, odd.more),
+            (vec!["005".to_owned()], 4, false)
+        );
+        // Records that fall out of the window meanwhile are not seen; the step says so.
+        for n in 10..13 {
+            rs.push(Record::Call(Arc::new(sample(&mut i, n))));
+        }
+        let late = rs.before(6, 4, |_| true);
+        assert_eq!((late.found.len(), late.reached, late.more), (0, 6, false));
+    }
+
+    #[test]
+    fn source_and_process_filters_use_the_index_tag_and_check_the_record() {
+        let mut i = Interner::default();
+        let call = Record::Call(Arc::new(sample(&mut i, 1)));
+        let other_pid = {
+            let mut c = sample(&mut i, 2);
+            c.process.pid = 43;
+            Record::Call(Arc::new(c))
+        };
+        let external = Record::Other(Arc::new(
+            json!({"source": "mcp_client", "method_name": "fs/read", "status": "success"}),
+        ));
+        let filter = |source: Option<&'static str>, process: Option<&'static str>| RecordFilter {
+            source,
+            process,
+            ..RecordFilter::default()
+        };
+        let cases = [
+            (filter(Some("program"), None), [true, true, false]),
+            (filter(Some("mcp_client"), None), [false, false, true]),
+            (filter(None, Some("42")), [true, false, false]),
+            (
+                filter(None, Some("1795311683.500000+42")),
+                [true, false, false],
+            ),
+            (filter(None, Some("1795311683.5+42")), [false, false, false]),
+            (filter(Some("program"), Some("43")), [false, true, false]),
+        ];
+        for (f, expected) in cases {
+            for (r, want) in [&call, &other_pid, &external].into_iter().zip(expected) {
+                assert_eq!(f.matches(r), want, "{f:?} {r:?}");
+                if want {
+                    assert!(f.may_match(r.index_key(7)), "the index never hides a match");
+                }
+            }
+        }
+        assert!(!filter(Some("mcp_client"), None).may_match(call.index_key(0)));
+        assert!(!filter(Some("program"), None).may_match(external.index_key(0)));
+        assert_eq!(call.index_key(7).seq, 7);
+        assert!(filter(None, Some("42")).needs_scan());
+        assert!(!filter(Some("program"), None).needs_scan());
     }
 
     #[test]

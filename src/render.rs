@@ -64,6 +64,11 @@ pub struct StoreRender<'a> {
 
 impl StoreRender<'_> {
     fn cached(&self, cid: &Cid, hint: Hint) -> Value {
+        self.through_cache(cid, hint, true)
+    }
+
+    /// The cached value, or the value rendered now and, when `keep`, cached.
+    fn through_cache(&self, cid: &Cid, hint: Hint, keep: bool) -> Value {
         let key = (cid.clone(), hint);
         if let Some(v) = self.lock().get(&key) {
             return v;
@@ -71,7 +76,7 @@ impl StoreRender<'_> {
         let value = match self.store.get_digest(cid.digest()) {
             Ok(Some(blob)) => {
                 let value = pretty::payload(&blob.bytes, blob.format, hint.to_value().as_ref());
-                if blob.bytes.len() <= CACHE_MAX_PAYLOAD {
+                if keep && blob.bytes.len() <= CACHE_MAX_PAYLOAD {
                     self.lock().put(key, value.clone(), blob.bytes.len() + 64);
                 }
                 value
@@ -104,6 +109,32 @@ impl StoreRender<'_> {
     fn lock(&self) -> std::sync::MutexGuard<'_, RenderCache> {
         // The cache holds no invariant a panic could break.
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The same values for a scan over many records (a text search): what the cache holds is
+    /// used, what it lacks is rendered without being kept, so a search over thousands of
+    /// values does not evict the ones pages show.
+    pub fn scanning(&self) -> Scanning<'_> {
+        Scanning(self)
+    }
+}
+
+/// A [`StoreRender`] that reads its cache but does not fill it (see `scanning`).
+pub struct Scanning<'a>(&'a StoreRender<'a>);
+
+impl Render for Scanning<'_> {
+    fn item(&self, item: &Item) -> Value {
+        match item {
+            Item::Std { cid, format, .. } => self.0.through_cache(cid, *format, false),
+            Item::Other { .. } => self.0.item(item),
+        }
+    }
+
+    fn cid(&self, cid: &Val, hint: Hint) -> Value {
+        match cid {
+            Val::Cid(c) => self.0.through_cache(c, hint, false),
+            other => self.0.cid(other, hint),
+        }
     }
 }
 

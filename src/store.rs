@@ -143,12 +143,15 @@ pub struct BlobMeta {
     pub stored_at: f64,
 }
 
-/// Two 32-bit keys a JSON record is indexed by, chosen by the caller (opaque to the store):
-/// listings filter the on-disk index by them before reading any record.
+/// What the index keeps of a JSON record besides its place, chosen by the caller (opaque to
+/// the store): two 32-bit keys and an 8-bit tag that listings filter the on-disk index by
+/// before reading any record, and the caller's sequence number of the record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexKey {
     pub a: u32,
     pub b: u32,
+    pub tag: u8,
+    pub seq: u64,
 }
 
 /// What `open` found in an existing file.
@@ -184,8 +187,9 @@ const FILE_MAGIC: [u8; 8] = *b"CDLSTORE";
 /// record; the record envelope is unchanged, so version 1 files are read and upgraded.
 const FILE_VERSION: u32 = 2;
 const OLDEST_VERSION: u32 = 1;
-/// One entry of the on-disk index: record offset (48 bits), kind, a reserved byte, two keys.
-const INDEX_ENTRY_LEN: usize = 16;
+/// One entry of the on-disk index: record offset (48 bits), kind, the key's tag, two keys, the
+/// sequence number.
+const INDEX_ENTRY_LEN: usize = 24;
 /// Index entries read at a time when a listing walks the index backwards.
 const INDEX_CHUNK: usize = 4096;
 const FILE_HEADER_LEN: u64 = 16;
@@ -810,6 +814,47 @@ impl Store {
         Ok((page, total))
     }
 
+    /// Walks the index backwards from entry `before` (exclusive; `None`: from the newest): the
+    /// offsets of up to `take` records of `kind` whose key `matches`, newest first, and the
+    /// entry to continue from (0 when the walk reached the oldest entry). A cursor over every
+    /// record, in bounded steps; entries appended meanwhile are after `before` and not seen.
+    pub fn index_before(
+        &self,
+        kind: RecordKind,
+        matches: &dyn Fn(IndexKey) -> bool,
+        before: Option<u64>,
+        take: usize,
+    ) -> io::Result<(Vec<u64>, u64)> {
+        let (file, len) = {
+            let st = self.lock();
+            match st.index_file.as_ref() {
+                Some(i) => (Arc::clone(&i.file), i.len),
+                None => return Ok((Vec::new(), 0)),
+            }
+        };
+        let newest = len / INDEX_ENTRY_LEN as u64;
+        let mut next = before.map_or(newest, |b| b.min(newest));
+        let want = kind_to_byte(kind);
+        let mut page = Vec::new();
+        let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
+        while next > 0 && page.len() < take {
+            let first = next.saturating_sub(INDEX_CHUNK as u64);
+            let chunk = &mut buf[..((next - first) as usize) * INDEX_ENTRY_LEN];
+            file.read_exact_at(chunk, first * INDEX_ENTRY_LEN as u64)?;
+            for (i, e) in chunk.chunks_exact(INDEX_ENTRY_LEN).enumerate().rev() {
+                let (offset, kind, key) = parse_index_entry(e);
+                if kind == want && matches(key) {
+                    page.push(offset);
+                    if page.len() == take {
+                        return Ok((page, first + i as u64));
+                    }
+                }
+            }
+            next = first;
+        }
+        Ok((page, next))
+    }
+
     /// Metadata of every blob, in insertion order.
     pub fn list(&self) -> Vec<BlobMeta> {
         self.lock()
@@ -854,8 +899,10 @@ fn index_entry(offset: u64, kind: RecordKind, key: IndexKey) -> [u8; INDEX_ENTRY
     let mut e = [0u8; INDEX_ENTRY_LEN];
     e[0..6].copy_from_slice(&offset.to_le_bytes()[0..6]);
     e[6] = kind_to_byte(kind);
+    e[7] = key.tag;
     e[8..12].copy_from_slice(&key.a.to_le_bytes());
     e[12..16].copy_from_slice(&key.b.to_le_bytes());
+    e[16..24].copy_from_slice(&key.seq.to_le_bytes());
     e
 }
 
@@ -866,12 +913,16 @@ fn parse_index_entry(e: &[u8]) -> (u64, u8, IndexKey) {
     let mut b = [0u8; 4];
     a.copy_from_slice(&e[8..12]);
     b.copy_from_slice(&e[12..16]);
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&e[16..24]);
     (
         u64::from_le_bytes(o),
         e[6],
         IndexKey {
             a: u32::from_le_bytes(a),
             b: u32::from_le_bytes(b),
+            tag: e[7],
+            seq: u64::from_le_bytes(seq),
         },
     )
 }
@@ -1623,7 +1674,12 @@ mod tests {
         let (store, _) = Store::open(&path).expect("open");
         for i in 0..10u32 {
             let v = json!({"n": i});
-            let key = IndexKey { a: i % 2, b: i };
+            let key = IndexKey {
+                a: i % 2,
+                b: i,
+                tag: (i % 3) as u8,
+                seq: u64::from(i) << 40,
+            };
             let kind = if i == 9 {
                 RecordKind::History
             } else {
@@ -1643,6 +1699,28 @@ mod tests {
         };
         assert_eq!(page(&store, 0, 10), (vec![8, 6, 4, 2, 0], 5));
         assert_eq!(page(&store, 1, 2), (vec![6, 4], 5));
+        // A cursor in steps: tags and sequence numbers come back as written.
+        let tagged = |k: IndexKey| k.tag == 1 && k.seq == u64::from(k.b) << 40;
+        let (first, next) = store
+            .index_before(RecordKind::CallRecord, &tagged, None, 2)
+            .expect("index");
+        let n = |o: &u64| {
+            store.read_record(*o).expect("read").1["n"]
+                .as_u64()
+                .unwrap()
+        };
+        assert_eq!(first.iter().map(n).collect::<Vec<_>>(), [7, 4]);
+        assert_eq!(next, 4, "it continues before the entry of record 4");
+        let (rest, next) = store
+            .index_before(RecordKind::CallRecord, &tagged, Some(next), 2)
+            .expect("index");
+        assert_eq!((rest.iter().map(n).collect::<Vec<_>>(), next), (vec![1], 0));
+        assert_eq!(
+            store
+                .index_before(RecordKind::CallRecord, &|_| true, Some(0), 5)
+                .expect("index"),
+            (Vec::new(), 0)
+        );
         drop(store);
         let mut n = 0u32;
         let (store, _) = Store::open_with(&path, &mut |_, v| {
@@ -1650,6 +1728,7 @@ mod tests {
             IndexKey {
                 a: (v["n"].as_u64().unwrap() % 2) as u32,
                 b: 0,
+                ..IndexKey::default()
             }
         })
         .expect("reopen");
@@ -1679,7 +1758,11 @@ mod tests {
                             .put_blobs(vec![nb(&own, None), nb(&shared, None)], 1.0)
                             .expect("put");
                         let v = json!({"t": t, "r": r});
-                        let key = IndexKey { a: t, b: r };
+                        let key = IndexKey {
+                            a: t,
+                            b: r,
+                            ..IndexKey::default()
+                        };
                         store
                             .append_records(&[(RecordKind::CallRecord, &v, key)])
                             .expect("append");

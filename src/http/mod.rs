@@ -5,6 +5,7 @@
 //! responds. Only this module and `routes` touch tiny_http types.
 
 mod events;
+mod export;
 pub mod guard;
 mod mcp_http;
 mod openapi;
@@ -424,6 +425,24 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         log::debug!(
             "http: {method} {url} (event stream) ended after {:.1} s",
             started.elapsed().as_secs_f64()
+        );
+        return;
+    }
+    if export::is_export(&method, &path, &query) {
+        let req = Req {
+            method: method.clone(),
+            path,
+            query,
+            ..Req::default()
+        };
+        let grant = cors(Access::Guarded);
+        let caught = catch_unwind(AssertUnwindSafe(|| export::serve(shared, rq, &req, &grant)));
+        if caught.is_err() {
+            log::error!("http: the export panicked on {method} {url}");
+        }
+        log::debug!(
+            "http: {method} {url} (export) in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
         );
         return;
     }

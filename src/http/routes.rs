@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::openapi::{self, Endpoint};
 use super::{index, Reply, Req};
 use crate::error::ApiError;
-use crate::records::RecordFilter;
+use crate::records::{RecordFilter, SOURCES};
 use crate::repl::SessionFilter;
 use crate::service::{self, Payloads};
 use crate::state::Shared;
@@ -75,7 +75,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/repl/{session_id}/close", access: Guarded, summary: "Close a REPL session, releasing waiting evals.", query: &[], handler: |s, r| wire(service::repl_close(s, r.param(0))?) },
     Route { method: "POST", path: "/api/report-com-error", access: Guarded, summary: "A client reports a failed request to the server (the last 500 are kept).", query: &[], handler: |s, r| wire(service::report_com_error(s, &r.json()?)) },
     Route { method: "GET", path: "/api/com-errors", access: Guarded, summary: "Reported communication errors, oldest first.", query: &[], handler: |s, _| Ok(service::com_errors(s)) },
-    Route { method: "GET", path: "/api/call-records", access: Guarded, summary: "Call records (completed calls and client events), newest first.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)")], handler: call_records },
+    Route { method: "GET", path: "/api/call-records", access: Guarded, summary: "Call records (completed calls, client events, external tool calls), newest first; with format=jsonl every matching record as JSON Lines. A search or process filter reads records one by one for at most 1.5 s: then scanned and search_truncated say how far it got.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)"), ("process", "only this process: its process_key or its pid"), ("source", "program (the debugged program's calls and events) or mcp_client (the server's calls to external MCP servers)"), ("search", "text in the rendered arguments, keyword arguments, result or exception, in any case"), ("format", "json (default: a page) or jsonl (every matching record, one per line; limit and offset do not apply)")], handler: call_records },
     Route { method: "GET", path: "/api/objects", access: Guarded, summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| wire(service::objects(s, offset(r)?, limit(r, 100)?)) },
     Route { method: "GET", path: "/api/objects/{cid}", access: Guarded, summary: "One stored object: format, size, rendered value, and the structured view {type, repr, attributes} (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| wire(service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes")))?) },
     Route { method: "GET", path: "/api/snapshots", access: Guarded, summary: "Object snapshots: every argument, target and result seen with a client_ref, oldest first.", query: &[("process_key", "only this process"), ("client_ref", "only this client object")], handler: |s, r| Ok(service::snapshots(s, r.query("process_key"), r.query("client_ref"))) },
@@ -120,14 +120,45 @@ fn offset(r: &Req) -> Result<usize, ApiError> {
     number(r, "offset", 0, usize::MAX)
 }
 
+/// The filters of a call-record listing, from its query (empty values filter nothing).
+pub(super) fn record_filter(r: &Req) -> Result<RecordFilter<'_>, ApiError> {
+    let given = |key: &str| r.query(key).filter(|v| !v.is_empty());
+    let source = given("source");
+    if let Some(other) = source.filter(|s| !SOURCES.contains(s)) {
+        return Err(ApiError::bad_request(
+            "invalid_source",
+            format!("source must be 'program' or 'mcp_client', got '{other}'"),
+        ));
+    }
+    Ok(RecordFilter {
+        function: given("function"),
+        status: given("status"),
+        process: given("process"),
+        source,
+        search: given("search"),
+    })
+}
+
+/// Whether a call-record listing asks for JSON Lines (`format=jsonl`); any other format but
+/// `json` is refused.
+pub(super) fn wants_jsonl(r: &Req) -> Result<bool, ApiError> {
+    match r.query("format") {
+        None | Some("" | "json") => Ok(false),
+        Some("jsonl") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(
+            "invalid_format",
+            format!("format must be 'json' or 'jsonl', got '{other}'"),
+        )),
+    }
+}
+
 fn call_records(s: &Shared, r: &Req) -> Result<Value, ApiError> {
-    let filter = RecordFilter {
-        function: r.query("function").filter(|f| !f.is_empty()),
-        status: r.query("status").filter(|f| !f.is_empty()),
-    };
+    if wants_jsonl(r)? {
+        return Err(ApiError::internal("JSON Lines are served before routing"));
+    }
     wire(service::call_records(
         s,
-        &filter,
+        &record_filter(r)?,
         offset(r)?,
         limit(r, 100)?,
     ))

@@ -730,7 +730,7 @@ fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
     let filter = RecordFilter {
         function: str_arg(args, "function_name").filter(|f| !f.is_empty()),
-        status: None,
+        ..RecordFilter::default()
     };
     let page = service::call_records(ctx.shared(), &filter, 0, limit);
     let truncated = page.truncated();

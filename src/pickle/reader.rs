@@ -30,8 +30,6 @@ pub const TRUE_ID: NodeId = 1;
 pub const FALSE_ID: NodeId = 2;
 /// `()`, shared like CPython's empty tuple.
 pub const EMPTY_TUPLE_ID: NodeId = 3;
-/// `Int(0)`; small ints `0..=255` live at `SMALL_INT_BASE + n`.
-pub const SMALL_INT_BASE: NodeId = 4;
 
 /// A reference to a module-level name (`GLOBAL`, `STACK_GLOBAL`, `INST`), after Python 2 name
 /// mapping for protocols below 3.
@@ -285,6 +283,10 @@ struct Machine<'a> {
     limits: &'a Limits,
     protocol: u8,
     extra_state: Vec<(NodeId, NodeId)>,
+    /// The node of each small int `0..=255` once one was read (`EMPTY_SLOT` before): shared,
+    /// like CPython's small ints, and made on first use (a small pickle reads a few of them,
+    /// and making all 256 up front cost more than decoding it).
+    small_ints: [NodeId; 256],
 }
 
 /// Decodes a pickle into a tree. See the module doc for the limits.
@@ -308,6 +310,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
         limits,
         protocol: 0,
         extra_state: Vec::new(),
+        small_ints: [EMPTY_SLOT; 256],
     };
     m.prealloc()?;
     let root = m.run()?;
@@ -325,14 +328,11 @@ fn err_trunc(at: usize) -> PickleError {
 
 impl<'a> Machine<'a> {
     fn prealloc(&mut self) -> Result<(), PickleError> {
-        self.budget.room(&mut self.nodes, 4 + 256, 0)?;
+        self.budget.room(&mut self.nodes, 4, 0)?;
         self.nodes.push(Node::None);
         self.nodes.push(Node::Bool(true));
         self.nodes.push(Node::Bool(false));
         self.nodes.push(Node::Tuple(Box::new([])));
-        for i in 0..256 {
-            self.nodes.push(Node::Int(i));
-        }
         Ok(())
     }
 
@@ -455,10 +455,18 @@ impl<'a> Machine<'a> {
     }
 
     fn push_int(&mut self, v: i64) -> Result<(), PickleError> {
-        if (0..256).contains(&v) {
-            return self.push(SMALL_INT_BASE + v as NodeId);
-        }
-        self.push_new(Node::Int(v))
+        let Some(small) = usize::try_from(v).ok().filter(|&n| n < 256) else {
+            return self.push_new(Node::Int(v));
+        };
+        let id = match self.small_ints[small] {
+            EMPTY_SLOT => {
+                let id = self.new_node(Node::Int(v))?;
+                self.small_ints[small] = id;
+                id
+            }
+            known => known,
+        };
+        self.push(id)
     }
 
     fn push_str(&mut self, raw: &[u8]) -> Result<(), PickleError> {

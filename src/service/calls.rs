@@ -368,7 +368,7 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         .unwrap_or_default();
     let call = Arc::new(call);
     let method_name = call.method.to_string();
-    st.records.push(Record::Call(call.clone()));
+    let seq = st.records.push(Record::Call(call.clone()));
     st.emit(EventKind::CallCompleted {
         call_id: call_id.clone(),
         method_name: method_name.clone(),
@@ -388,7 +388,11 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     // Written before the reply: an acknowledged completion survives a crash.
     if shared.store.is_durable() {
         let record = Record::Call(call.clone());
-        let mut records = vec![(RecordKind::CallRecord, call.to_disk(), record.index_key())];
+        let mut records = vec![(
+            RecordKind::CallRecord,
+            call.to_disk(),
+            record.index_key(seq),
+        )];
         if let Some(entry) = &history {
             records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
         }
@@ -516,7 +520,7 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     };
     let record = Record::Event(Arc::new(record));
     let mut st = shared.lock();
-    st.records.push(record.clone());
+    let seq = st.records.push(record.clone());
     if method_name == "with_debug.register" {
         if let Some(f) = body
             .get("pretty_result")
@@ -537,7 +541,11 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     if shared.store.is_durable() {
         persist(
             shared,
-            &[(RecordKind::CallRecord, record.to_disk(), record.index_key())],
+            &[(
+                RecordKind::CallRecord,
+                record.to_disk(),
+                record.index_key(seq),
+            )],
         )?;
     }
     Ok(json!({"status": "ok"}))

@@ -152,16 +152,16 @@ fn store_record(
     }
     let status = record["status"].as_str().unwrap_or("").to_owned();
     let stored = Record::Other(Arc::new(record.clone()));
-    let key = stored.index_key();
-    {
+    let key = {
         let mut st = shared.lock();
-        st.records.push(stored);
+        let seq = st.records.push(stored.clone());
         st.emit(EventKind::CallCompleted {
             call_id: call_id.to_owned(),
             method_name: tool.to_owned(),
             status,
         });
-    }
+        stored.index_key(seq)
+    };
     shared
         .store
         .append_records(&[(RecordKind::CallRecord, &record, key)])

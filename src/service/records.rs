@@ -3,6 +3,7 @@
 //! snapshots, the debug client's com-error reports, and the server's status counts.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -12,6 +13,7 @@ use crate::error::ApiError;
 use crate::intern::{Cid, Interner};
 use crate::pretty::{self, View};
 use crate::records::{self, CallRecord, Record, RecordFilter, Snapshot};
+use crate::search::TextSearch;
 use crate::state::Shared;
 use crate::store::{Format, RecordKind};
 
@@ -21,10 +23,18 @@ pub struct CallRecordsPage {
     /// Each record in its wire shape (the client's call data and its completion, a client
     /// event, or an external tool call).
     pub calls: Vec<Value>,
-    /// How many records matched, in all.
+    /// How many records matched, in all (with `search_truncated`, among those scanned).
     pub total_count: usize,
     pub offset: usize,
     pub limit: usize,
+    /// Records a scan tested (present when a filter reads records one by one: `search`,
+    /// `process`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scanned: Option<usize>,
+    /// The scan ran out of its time budget ([`SCAN_BUDGET`]) before the oldest record: the
+    /// page and `total_count` cover the newest `scanned` records only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_truncated: Option<bool>,
 }
 
 impl CallRecordsPage {
@@ -93,6 +103,10 @@ pub struct ServerStatus {
     pub default_behavior: crate::breakpoints::Global,
 }
 
+/// How long a listing that reads records one by one (a text search, a process filter) scans,
+/// newest first, before it answers with what it found so far (`search_truncated`).
+pub const SCAN_BUDGET: Duration = Duration::from_millis(1500);
+
 /// `GET /api/call-records`: newest first.
 pub fn call_records(
     shared: &Shared,
@@ -100,6 +114,20 @@ pub fn call_records(
     offset: usize,
     limit: usize,
 ) -> CallRecordsPage {
+    call_records_within(shared, filter, offset, limit, SCAN_BUDGET)
+}
+
+/// [`call_records`] with the scan's time budget given.
+pub fn call_records_within(
+    shared: &Shared,
+    filter: &RecordFilter,
+    offset: usize,
+    limit: usize,
+    budget: Duration,
+) -> CallRecordsPage {
+    if filter.needs_scan() {
+        return scan_page(shared, filter, offset, limit, budget);
+    }
     let (page, total) = if shared.store.is_durable() {
         // The file holds every record, also those past the in-memory window.
         let (values, total) = read_stored(
@@ -125,6 +153,191 @@ pub fn call_records(
         total_count: total,
         offset,
         limit,
+        scanned: None,
+        search_truncated: None,
+    }
+}
+
+/// A page of a listing that tests records one by one, newest first, until the oldest or the
+/// time budget.
+fn scan_page(
+    shared: &Shared,
+    filter: &RecordFilter,
+    offset: usize,
+    limit: usize,
+    budget: Duration,
+) -> CallRecordsPage {
+    let deadline = Instant::now() + budget;
+    let store_render = shared.render();
+    let render = store_render.scanning();
+    let mut search = filter.search.map(TextSearch::new);
+    let mut cursor = RecordCursor::new(shared, *filter);
+    let (mut page, mut total, mut scanned, mut cut) = (Vec::new(), 0, 0, false);
+    'scan: while let Some(step) = cursor.step() {
+        for r in step {
+            if Instant::now() >= deadline {
+                cut = true;
+                break 'scan;
+            }
+            scanned += 1;
+            if search.as_mut().is_some_and(|s| !s.matches(&r, &render)) {
+                continue;
+            }
+            if total >= offset && page.len() < limit {
+                page.push(r);
+            }
+            total += 1;
+        }
+    }
+    if let Some(s) = &search {
+        log::debug!(
+            "call records: searched {scanned} records ({} values rendered) in {:.1} ms{}",
+            s.rendered,
+            (Instant::now() + budget - deadline).as_secs_f64() * 1e3,
+            if cut { ", cut at the time budget" } else { "" }
+        );
+    }
+    let render = shared.render();
+    CallRecordsPage {
+        calls: page.iter().map(|r| r.to_json(&render)).collect(),
+        total_count: total,
+        offset,
+        limit,
+        scanned: Some(scanned),
+        search_truncated: Some(cut),
+    }
+}
+
+/// Records tested per step of a [`RecordCursor`] (one short lock, or one run of the index).
+const CURSOR_STEP: usize = 512;
+
+/// Call records newest first, in bounded steps: first those in the in-memory window, then,
+/// with a database, the older ones from the file through its index (which skips the records
+/// the filter's keys exclude, and those already seen in the window by their sequence number).
+/// Each step holds the state lock, or reads the index, briefly; nothing is held between steps,
+/// so records arriving meanwhile are simply newer than the cursor.
+pub struct RecordCursor<'a> {
+    shared: &'a Shared,
+    filter: RecordFilter<'a>,
+    at: At,
+}
+
+/// Where a [`RecordCursor`] is.
+enum At {
+    /// In the window, below this sequence number.
+    Window(u64),
+    /// In the file: records numbered below `seq`, from index entry `before` back.
+    File {
+        seq: u64,
+        before: Option<u64>,
+    },
+    Done,
+}
+
+impl<'a> RecordCursor<'a> {
+    pub fn new(shared: &'a Shared, filter: RecordFilter<'a>) -> RecordCursor<'a> {
+        RecordCursor {
+            shared,
+            filter,
+            at: At::Window(u64::MAX),
+        }
+    }
+
+    /// The next few records that pass the filter (all but its text search), newest first;
+    /// `None` once the oldest record was passed.
+    pub fn step(&mut self) -> Option<Vec<Record>> {
+        let filter = self.filter;
+        match self.at {
+            At::Done => None,
+            At::Window(before) => {
+                let step = self
+                    .shared
+                    .lock()
+                    .records
+                    .before(before, CURSOR_STEP, |r| filter.matches(r));
+                self.at = match (step.more, self.shared.store.is_durable()) {
+                    (true, _) => At::Window(step.reached),
+                    (false, true) => At::File {
+                        seq: step.reached,
+                        before: None,
+                    },
+                    (false, false) => At::Done,
+                };
+                Some(step.found)
+            }
+            At::File { seq, before } => {
+                let (offsets, next) = match self.shared.store.index_before(
+                    RecordKind::CallRecord,
+                    &|k| k.seq < seq && filter.may_match(k),
+                    before,
+                    CURSOR_STEP,
+                ) {
+                    Ok(found) => found,
+                    Err(e) => {
+                        log::error!("store index: read failed: {e}");
+                        (Vec::new(), 0)
+                    }
+                };
+                self.at = if next == 0 {
+                    At::Done
+                } else {
+                    At::File {
+                        seq,
+                        before: Some(next),
+                    }
+                };
+                // A scratch interner per step: the records are dropped after use.
+                let mut scratch = Interner::default();
+                let mut found = Vec::with_capacity(offsets.len());
+                for at in offsets {
+                    match self.shared.store.read_record(at) {
+                        Ok((_, v)) => {
+                            let r = Record::from_disk(&mut scratch, v);
+                            if filter.matches(&r) {
+                                found.push(r);
+                            }
+                        }
+                        Err(e) => log::error!("store: cannot read the record at offset {at}: {e}"),
+                    }
+                }
+                Some(found)
+            }
+        }
+    }
+}
+
+/// `GET /api/call-records?format=jsonl`: every matching record in its wire shape, newest
+/// first, a step at a time (`next` gives the records of one cursor step, maybe none). No time
+/// budget: the export reads every record once, so its time is linear in what is stored.
+pub struct CallRecordsExport<'a> {
+    cursor: RecordCursor<'a>,
+    search: Option<TextSearch>,
+}
+
+/// [`CallRecordsExport`] of the records that pass `filter`.
+pub fn call_records_export<'a>(
+    shared: &'a Shared,
+    filter: RecordFilter<'a>,
+) -> CallRecordsExport<'a> {
+    CallRecordsExport {
+        cursor: RecordCursor::new(shared, filter),
+        search: filter.search.map(TextSearch::new),
+    }
+}
+
+impl Iterator for CallRecordsExport<'_> {
+    type Item = Vec<Value>;
+
+    fn next(&mut self) -> Option<Vec<Value>> {
+        let step = self.cursor.step()?;
+        let store_render = self.cursor.shared.render();
+        let render = store_render.scanning();
+        Some(
+            step.into_iter()
+                .filter(|r| self.search.as_mut().is_none_or(|s| s.matches(r, &render)))
+                .map(|r| r.to_json(&render))
+                .collect(),
+        )
     }
 }
 
@@ -332,7 +545,7 @@ mod tests {
         assert!(page.truncated());
         let f_only = RecordFilter {
             function: Some("f"),
-            status: None,
+            ..RecordFilter::default()
         };
         let page = call_records(&s, &f_only, 0, 10);
         assert_eq!(page.call_ids(), [third, first.clone()]);
@@ -345,6 +558,122 @@ mod tests {
             json!("1")
         );
         assert_eq!(call_record(&s, "nope"), None);
+    }
+
+    /// Records a call of `method` from process `pid` with these arguments and result.
+    fn call_from(s: &Shared, method: &str, pid: i64, args: &[Value], result: &Value) -> String {
+        let mut b = start_body(method, args);
+        b.insert("process_pid".into(), json!(pid));
+        let started = start(s, &b).unwrap();
+        let call_id = started["call_id"].as_str().unwrap().to_owned();
+        let mut done = complete_body(&call_id, result);
+        done.insert("process_pid".into(), json!(pid));
+        crate::service::testing::complete(s, &done).unwrap();
+        call_id
+    }
+
+    /// An external tool call as `service::external` records it.
+    fn external_call(s: &Shared, tool: &str, text: &str) -> String {
+        let call_id = format!("mcp-{tool}");
+        let record = json!({"call_id": call_id, "source": "mcp_client", "method_name": tool,
+            "tool": tool, "arguments": {"q": text}, "status": "success", "pretty_result": "done"});
+        let stored = Record::Other(Arc::new(record.clone()));
+        let seq = s.lock().records.push(stored.clone());
+        s.store
+            .append_records(&[(RecordKind::CallRecord, &record, stored.index_key(seq))])
+            .unwrap();
+        call_id
+    }
+
+    fn search(text: &str) -> RecordFilter<'_> {
+        RecordFilter {
+            search: Some(text),
+            ..RecordFilter::default()
+        }
+    }
+
+    /// The same calls in memory and with a database whose window holds 2 records: every
+    /// filter, alone and combined, lists the same records, newest first, once each.
+    #[test]
+    fn filters_and_search_combine_alike_in_memory_and_past_the_window_of_a_database() {
+        let memory = shared();
+        let durable = crate::service::testing::Durable::new(2);
+        for s in [&memory, &durable.shared] {
+            let a = call_from(s, "add", 7, &[json!("Alpha One")], &json!(1));
+            let b = call_from(s, "add", 8, &[json!(2)], &json!({"k": "Needle"}));
+            let c = call_from(s, "mul", 7, &[json!(3)], &json!("alphabet"));
+            let e = external_call(s, "fs/read", "alpha.txt");
+            let d = call_from(s, "add", 7, &[json!(4)], &json!(4));
+            let ids = |f: &RecordFilter| call_records(s, f, 0, 100).call_ids();
+            let ids = |f: &RecordFilter| ids(f).join(" ");
+            let list = |l: &[&String]| l.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(" ");
+            assert_eq!(ids(&RecordFilter::default()), list(&[&d, &e, &c, &b, &a]));
+            assert_eq!(
+                ids(&search("ALPHA")),
+                list(&[&e, &c, &a]),
+                "any case, every field"
+            );
+            assert_eq!(
+                ids(&search("needle")),
+                list(&[&b]),
+                "inside a result dict's repr"
+            );
+            let combined = RecordFilter {
+                function: Some("add"),
+                process: Some("7"),
+                search: Some("alpha"),
+                ..RecordFilter::default()
+            };
+            assert_eq!(ids(&combined), list(&[&a]));
+            let by_key = RecordFilter {
+                process: Some("1795311683.500000+8"),
+                ..RecordFilter::default()
+            };
+            assert_eq!(ids(&by_key), list(&[&b]));
+            let program = RecordFilter {
+                source: Some("program"),
+                status: Some("success"),
+                ..RecordFilter::default()
+            };
+            assert_eq!(ids(&program), list(&[&d, &c, &b, &a]));
+            let external = RecordFilter {
+                source: Some("mcp_client"),
+                ..RecordFilter::default()
+            };
+            assert_eq!(ids(&external), list(&[&e]));
+            assert!(ids(&search("nowhere at all")).is_empty());
+            let page = call_records(s, &search("alpha"), 1, 1);
+            assert_eq!(page.call_ids(), std::slice::from_ref(&c));
+            assert_eq!(
+                (page.total_count, page.scanned, page.search_truncated),
+                (3, Some(5), Some(false))
+            );
+            let wire = serde_json::to_value(&page).unwrap();
+            assert_eq!(wire["scanned"], 5);
+            assert_eq!(wire["search_truncated"], false);
+            let export: Vec<Value> = call_records_export(s, search("alpha")).flatten().collect();
+            assert_eq!(export, call_records(s, &search("alpha"), 0, 100).calls);
+        }
+        assert_eq!(
+            durable.shared.lock().records.len(),
+            2,
+            "the others were read from the file"
+        );
+    }
+
+    #[test]
+    fn a_search_out_of_time_says_how_far_it_got() {
+        let s = shared();
+        for n in 0..3 {
+            record_call(&s, "f", &json!(n));
+        }
+        let page = call_records_within(&s, &search("x"), 0, 10, Duration::ZERO);
+        assert_eq!(
+            (page.total_count, page.scanned, page.search_truncated),
+            (0, Some(0), Some(true))
+        );
+        let plain = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!((plain.scanned, plain.search_truncated), (None, None));
     }
 
     #[test]

@@ -28,6 +28,40 @@ pub fn shared() -> Shared {
     Shared::new(config, Store::memory(), State::default())
 }
 
+/// A fresh server state with a database file (removed on drop) and a window of `max_records`.
+pub struct Durable {
+    pub shared: Shared,
+    dir: std::path::PathBuf,
+}
+
+impl Durable {
+    pub fn new(max_records: usize) -> Durable {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cideldill-service-test-{}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            crate::ids::random_hex(8)
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let (store, _) = Store::open(&dir.join("test.db")).expect("a database file");
+        let mut config = Config::for_tests(dir.join("port"));
+        config.max_records = max_records;
+        let mut state = State::default();
+        state.records = crate::records::Records::new(max_records);
+        Durable {
+            shared: Shared::new(config, store, state),
+            dir,
+        }
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A JSON object literal as a request body.
 pub fn body(v: Value) -> Obj {
     match v {

@@ -8,6 +8,7 @@
 //! it shows changed.
 
 mod breakpoints;
+mod calls;
 mod lists;
 mod object;
 mod paused;
@@ -81,6 +82,7 @@ pub type Answer = Result<Html, String>;
 const NAV: &[(&str, &str)] = &[
     ("/", "Paused"),
     ("/breakpoints", "Breakpoints"),
+    ("/calls", "Calls"),
     ("/call-tree", "Call tree"),
     ("/repls", "REPL"),
     ("/mcp-servers", "MCP servers"),
@@ -93,6 +95,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/ui/",
     "/breakpoints",
     "/breakpoint/",
+    "/calls",
     "/functions",
     "/com-errors",
     "/object/",
@@ -156,6 +159,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
         p if p.starts_with("/callstack/") => source::callstack(shared, p),
         p if p.starts_with("/frame/") => source::frame(shared, p),
+        "/calls" | "/calls/" => Ok(calls::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),

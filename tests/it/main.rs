@@ -19,6 +19,7 @@ mod pickle_python;
 mod rest_api;
 mod tidy;
 mod trust;
+mod ui_calls;
 mod ui_pages;
 mod ui_tree;
 mod upstream;

@@ -353,11 +353,15 @@ document.addEventListener("keydown", (ev) => {
 
 // --- time stamps in the browser's own time zone ---
 function localTimes() {
+  const today = new Date().toDateString();
   for (const el of document.querySelectorAll("[data-time]")) {
-    const at = Number(el.dataset.time);
-    if (!Number.isFinite(at) || el.dataset.shown === el.dataset.time) continue;
-    if (!el.title) el.title = el.textContent + " (UTC)";
-    el.textContent = new Date(at * 1000).toLocaleString();
+    const at = new Date(Number(el.dataset.time) * 1000);
+    if (isNaN(at.getTime()) || el.dataset.shown === el.dataset.time) continue;
+    // Today: the time of day to the millisecond; other days with their date.
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit",
+                                             fractionalSecondDigits: 3, hourCycle: "h23" });
+    el.textContent = at.toDateString() === today ? time : at.toLocaleDateString() + " " + time;
+    el.title = at.toString();
     el.dataset.shown = el.dataset.time;
   }
 }

@@ -1,0 +1,643 @@
+//! The Calls page (`/calls`): every recorded call and client event (and every call the server
+//! made to an external MCP server), newest first, a page at a time, narrowed by a GET form
+//! (function, status, process, source, text search) that `GET /api/call-records` shares, with
+//! an export of the same selection as JSON Lines. Each row shows when, what, its outcome and
+//! rendered values, arguments linking to their object page. The list is live on the first page.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::{esc, param, Html};
+use crate::records::{RecordFilter, SOURCES};
+use crate::search::shown;
+use crate::service::{self, CallRecordsPage};
+use crate::state::Shared;
+
+/// Rows per page unless `limit` says otherwise (at most `MAX_LIMIT`).
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 500;
+
+/// Statuses offered as suggestions in the status field (any other text works too).
+const STATUSES: [&str; 7] = [
+    "success",
+    "exception",
+    "event",
+    "tool_error",
+    "error",
+    "timeout",
+    "cancelled",
+];
+
+/// The filter fields of the form and of the API, in this order.
+const FIELDS: [&str; 5] = ["function", "status", "process", "source", "search"];
+
+/// The page for `GET /calls?query`.
+pub fn page(shared: &Shared, query: &[(String, String)]) -> Html {
+    let given = |key: &str| param(query, key).filter(|v| !v.is_empty());
+    let mut problems = Vec::new();
+    let source = match given("source") {
+        Some(s) if !SOURCES.contains(&s) => {
+            problems.push(format!(
+                "There is no source “{s}”: showing calls of every source."
+            ));
+            None
+        }
+        s => s,
+    };
+    let filter = RecordFilter {
+        function: given("function"),
+        status: given("status"),
+        process: given("process"),
+        source,
+        search: given("search"),
+    };
+    let number = |key: &str| given(key).and_then(|v| v.parse::<usize>().ok());
+    let limit = number("limit").unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let offset = number("offset").unwrap_or(0);
+    let records = service::call_records(shared, &filter, offset, limit);
+    // The filters as they stay on every link (the export and the pages).
+    let kept: Vec<(&str, &str)> = FIELDS
+        .iter()
+        .filter_map(|k| {
+            let v = if *k == "source" { source } else { given(k) };
+            v.map(|v| (*k, v))
+        })
+        .collect();
+    let mut out = String::new();
+    let export = link(
+        "/api/call-records",
+        &[&[("format", "jsonl")], &kept[..]].concat(),
+    );
+    let _ = write!(
+        out,
+        "<div class=\"bar\"><h1>Calls</h1><a class=\"button\" href=\"{}\" download>Export JSON \
+         Lines</a></div>",
+        esc(&export)
+    );
+    form(shared, &mut out, &filter, limit);
+    for p in &problems {
+        let _ = write!(out, "<p class=\"error\" role=\"alert\">{}</p>", esc(p));
+    }
+    let live = if offset == 0 { " data-live" } else { "" };
+    let _ = write!(out, "<div id=\"calls-list\"{live}>");
+    list(&mut out, &records, &kept, limit, filter_given(&filter));
+    out.push_str("</div>");
+    Html::new("Calls", "/calls", out)
+}
+
+fn filter_given(f: &RecordFilter) -> bool {
+    f.function.is_some()
+        || f.status.is_some()
+        || f.process.is_some()
+        || f.source.is_some()
+        || f.search.is_some()
+}
+
+/// The filter form: a GET to this page (filters change nothing).
+fn form(shared: &Shared, out: &mut String, f: &RecordFilter, limit: usize) {
+    let mut functions = service::functions(shared).functions;
+    if let Some(current) = f.function.filter(|c| !functions.iter().any(|n| n == c)) {
+        functions.push(current.to_owned());
+    }
+    functions.sort();
+    out.push_str(
+        "<form class=\"filters\" method=\"get\" action=\"/calls\" role=\"search\">\
+         <label>Function <select name=\"function\"><option value=\"\">any</option>",
+    );
+    for name in &functions {
+        let selected = if f.function == Some(name.as_str()) {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(out, "<option{selected}>{}</option>", esc(name));
+    }
+    let _ = write!(
+        out,
+        "</select></label><label>Status <input name=\"status\" list=\"call-statuses\" \
+         value=\"{}\" placeholder=\"any\" size=\"10\"></label><datalist id=\"call-statuses\">",
+        esc(f.status.unwrap_or(""))
+    );
+    for s in STATUSES {
+        let _ = write!(out, "<option value=\"{s}\"></option>");
+    }
+    let _ = write!(
+        out,
+        "</datalist><label>Process <input name=\"process\" value=\"{}\" placeholder=\"pid or \
+         process key\" size=\"14\"></label><label>Source <select name=\"source\">",
+        esc(f.process.unwrap_or(""))
+    );
+    for (value, label) in [
+        ("", "any"),
+        ("program", "the program"),
+        ("mcp_client", "external MCP servers"),
+    ] {
+        let selected = if f.source.unwrap_or("") == value {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(out, "<option value=\"{value}\"{selected}>{label}</option>");
+    }
+    let _ = write!(
+        out,
+        "</select></label><label class=\"grow\">Search <input type=\"search\" name=\"search\" \
+         value=\"{}\" placeholder=\"text in arguments, results, exceptions\"></label>",
+        esc(f.search.unwrap_or(""))
+    );
+    if limit != DEFAULT_LIMIT {
+        let _ = write!(
+            out,
+            "<input type=\"hidden\" name=\"limit\" value=\"{limit}\">"
+        );
+    }
+    out.push_str(
+        "<button type=\"submit\">Apply</button><a class=\"clear\" href=\"/calls\">Clear</a></form>",
+    );
+}
+
+/// The live region: what matched, the rows, the pages.
+fn list(
+    out: &mut String,
+    page: &CallRecordsPage,
+    kept: &[(&str, &str)],
+    limit: usize,
+    filtered: bool,
+) {
+    if page.search_truncated == Some(true) {
+        let _ = write!(
+            out,
+            "<p class=\"notice\" role=\"status\">The search stopped at its time limit after \
+             looking at the newest {} records: the matches below are among those. A function, \
+             status or process filter makes it look further.</p>",
+            count(page.scanned.unwrap_or(0))
+        );
+    }
+    if page.calls.is_empty() {
+        out.push_str(&empty(page, filtered));
+        return;
+    }
+    let first = page.offset + 1;
+    let last = page.offset + page.calls.len();
+    let _ = write!(
+        out,
+        "<p class=\"summary\">{}–{} of {} {}{}</p>",
+        count(first),
+        count(last),
+        count(page.total_count),
+        if filtered { "matching calls" } else { "calls" },
+        if page.offset == 0 {
+            ", newest first; new calls appear here as they complete"
+        } else {
+            ", newest first"
+        }
+    );
+    out.push_str(
+        "<table class=\"calls\"><thead><tr><th class=\"when\">Time</th><th class=\"what\">Call\
+         </th><th class=\"status\">Status</th><th>Arguments</th><th>Result or exception</th>\
+         </tr></thead><tbody>",
+    );
+    for call in &page.calls {
+        if let Some(m) = call.as_object() {
+            row(out, m);
+        }
+    }
+    out.push_str("</tbody></table>");
+    pager(out, page, kept, limit);
+}
+
+fn empty(page: &CallRecordsPage, filtered: bool) -> String {
+    if filtered || page.offset > 0 {
+        return format!(
+            "<section class=\"empty\"><h2>No call matches</h2><p>{} <a href=\"/calls\">Show \
+             every call</a>.</p></section>",
+            if page.total_count > 0 {
+                "This page is past the last match."
+            } else {
+                "Nothing recorded matches these filters."
+            }
+        );
+    }
+    "<section class=\"empty\"><h2>No calls recorded yet</h2><p>Every call of a function your \
+     program wraps is listed here once it completes, newest first, without a reload; so are the \
+     client's events and the calls this server makes to external MCP servers.</p><p>Try the \
+     demo: <code>python3 scripts/demo_app.py</code>.</p></section>"
+        .to_owned()
+}
+
+/// One row: a call record, a client event, or an external tool call, in its wire shape.
+fn row(out: &mut String, m: &Map<String, Value>) {
+    let text = |k: &str| m.get(k).and_then(Value::as_str);
+    let number = |k: &str| m.get(k).and_then(Value::as_f64);
+    let external = text("source") == Some("mcp_client");
+    let function = text("method_name").unwrap_or("");
+    let status = text("status").unwrap_or("");
+    let call_id = m.get("call_id").map(shown).unwrap_or_default();
+    let when = number("started_at").or_else(|| number("completed_at"));
+    let _ = write!(
+        out,
+        "<tr data-call-id=\"{}\"><td class=\"when\">",
+        esc(&call_id)
+    );
+    if let Some(t) = when {
+        let iso = crate::ids::utc_iso(t);
+        let _ = write!(
+            out,
+            "<time data-time=\"{t}\" datetime=\"{iso}\">{}</time>",
+            esc(&iso.replace('T', " "))
+        );
+    }
+    let _ = write!(
+        out,
+        "</td><td class=\"what\"><a class=\"fn\" href=\"{}\" title=\"Only calls of this \
+         function\">{}</a>",
+        esc(&link("/calls", &[("function", function)])),
+        esc(function)
+    );
+    if let (Some(key), Some(pid)) = (text("process_key"), m.get("process_pid")) {
+        let _ = write!(
+            out,
+            "<a class=\"meta\" href=\"{}\" title=\"Only calls of process {}\">pid {}</a>",
+            esc(&link("/calls", &[("process", key)])),
+            esc(key),
+            esc(&pid.to_string())
+        );
+    } else if let Some(server) = text("server") {
+        let _ = write!(
+            out,
+            "<span class=\"meta\">external server {}</span>",
+            esc(server)
+        );
+    }
+    let _ = write!(
+        out,
+        "<code class=\"id\" title=\"call id\">{}</code></td><td class=\"status\"><span \
+         class=\"badge {}\">{}</span>",
+        esc(&call_id),
+        status_class(status, m),
+        // A long status breaks after an underscore, not inside a word.
+        esc(if status.is_empty() { "—" } else { status }).replace('_', "_<wbr>")
+    );
+    if let Some(d) = duration(m) {
+        let _ = write!(out, "<span class=\"dur\">{d}</span>");
+    }
+    out.push_str("</td><td>");
+    if external {
+        values(out, m.get("arguments"), None);
+    } else {
+        arguments(out, m);
+    }
+    out.push_str("</td><td>");
+    outcome(out, m);
+    out.push_str("</td></tr>");
+}
+
+fn status_class(status: &str, m: &Map<String, Value>) -> &'static str {
+    let failed = m.get("exception").is_some_and(|e| !e.is_null())
+        || m.get("is_error").and_then(Value::as_bool) == Some(true);
+    match status {
+        "success" if !failed => "ok",
+        "exception" | "error" | "tool_error" | "timeout" | "cancelled" => "failed",
+        _ if failed => "failed",
+        _ => "other",
+    }
+}
+
+/// How long the call took: by the client's clock, or as an external call measured it.
+fn duration(m: &Map<String, Value>) -> Option<String> {
+    let ms = match m.get("duration_ms").and_then(Value::as_f64) {
+        Some(ms) => ms,
+        None => {
+            let start = m.get("started_at").and_then(Value::as_f64)?;
+            let end = m.get("completed_at").and_then(Value::as_f64)?;
+            (end - start) * 1e3
+        }
+    };
+    if !ms.is_finite() || ms <= 0.0 || m.contains_key("event_type") {
+        return None;
+    }
+    Some(if ms < 1.0 {
+        format!("{ms:.2} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{:.2} s", ms / 1e3)
+    })
+}
+
+/// Positional and keyword arguments, each linking to its object page when it has a CID.
+fn arguments(out: &mut String, m: &Map<String, Value>) {
+    let shown_args = m.get("pretty_args").and_then(Value::as_array);
+    let items = m.get("args").and_then(Value::as_array);
+    let shown_kwargs = m.get("pretty_kwargs").and_then(Value::as_object);
+    let kw_items = m.get("kwargs").and_then(Value::as_object);
+    let n_args = shown_args.map_or(0, Vec::len);
+    let n_kwargs = shown_kwargs.map_or(0, Map::len);
+    if n_args + n_kwargs == 0 {
+        out.push_str("<span class=\"none\">no arguments</span>");
+        return;
+    }
+    out.push_str("<dl class=\"args\">");
+    for (i, v) in shown_args.into_iter().flatten().enumerate() {
+        let cid = items.and_then(|a| a.get(i)).and_then(|it| it.get("cid"));
+        entry(out, &i.to_string(), v, cid);
+    }
+    for (k, v) in shown_kwargs.into_iter().flatten() {
+        let cid = kw_items.and_then(|a| a.get(k)).and_then(|it| it.get("cid"));
+        entry(out, k, v, cid);
+    }
+    out.push_str("</dl>");
+}
+
+/// A dict of plain values (an external call's arguments), or nothing.
+fn values(out: &mut String, v: Option<&Value>, cid: Option<&Value>) {
+    match v {
+        Some(Value::Object(o)) if !o.is_empty() => {
+            out.push_str("<dl class=\"args\">");
+            for (k, x) in o {
+                entry(out, k, x, None);
+            }
+            out.push_str("</dl>");
+        }
+        Some(x) if !x.is_null() && !matches!(x, Value::Object(_)) => value(out, x, cid),
+        _ => out.push_str("<span class=\"none\">no arguments</span>"),
+    }
+}
+
+fn entry(out: &mut String, name: &str, v: &Value, cid: Option<&Value>) {
+    let _ = write!(out, "<dt>{}</dt><dd>", esc(name));
+    value(out, v, cid);
+    out.push_str("</dd>");
+}
+
+/// A shown value, linking to `/object/<cid>` when it has one.
+fn value(out: &mut String, v: &Value, cid: Option<&Value>) {
+    let code = format!("<code class=\"value\">{}</code>", esc(&shown(v)));
+    match cid.and_then(Value::as_str) {
+        Some(cid) => {
+            let _ = write!(
+                out,
+                "<a class=\"obj\" href=\"/object/{}\" title=\"Inspect this object\">{code}</a>",
+                esc(&encode(cid))
+            );
+        }
+        None => out.push_str(&code),
+    }
+}
+
+/// The result, or the exception with its traceback folded.
+fn outcome(out: &mut String, m: &Map<String, Value>) {
+    let present = |k: &str| m.get(k).filter(|v| !v.is_null());
+    if let Some(error) = present("error") {
+        let message = error.get("message").unwrap_or(error);
+        out.push_str("<p class=\"raised\">");
+        value(out, message, None);
+        out.push_str("</p>");
+        return;
+    }
+    let raised = present("exception")
+        .or_else(|| present("exception_type"))
+        .or_else(|| present("exception_message"));
+    if let Some(e) = raised {
+        out.push_str("<div class=\"raised\">");
+        match exception_line(e) {
+            Some(line) => {
+                value(out, &Value::String(line), present("exception_cid"));
+                let whole = serde_json::to_string_pretty(e).unwrap_or_default();
+                let _ = write!(
+                    out,
+                    "<details class=\"tb\"><summary>Details</summary><pre>{}</pre></details>",
+                    esc(&whole)
+                );
+            }
+            None => value(out, e, present("exception_cid")),
+        }
+        if let Some(tb) = present("exception_traceback") {
+            let text = match tb {
+                Value::Array(lines) => lines.iter().map(|l| shown(l).into_owned()).collect(),
+                other => shown(other).into_owned(),
+            };
+            let _ = write!(
+                out,
+                "<details class=\"tb\"><summary>Traceback</summary><pre>{}</pre></details>",
+                esc(&text)
+            );
+        }
+        out.push_str("</div>");
+        return;
+    }
+    match present("pretty_result") {
+        Some(r) => value(out, r, present("result_cid")),
+        None => out.push_str("<span class=\"none\">—</span>"),
+    }
+}
+
+/// `Type: message` of an exception a client event describes as `{type, message, ...}`.
+fn exception_line(e: &Value) -> Option<String> {
+    let kind = e.get("type")?.as_str()?;
+    let message = e.get("message").map(shown).unwrap_or_default();
+    Some(format!("{kind}: {message}"))
+}
+
+/// Page links that keep the filters.
+fn pager(out: &mut String, page: &CallRecordsPage, kept: &[(&str, &str)], limit: usize) {
+    let to = |offset: usize| {
+        let mut q: Vec<(&str, String)> = kept.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        if offset > 0 {
+            q.push(("offset", offset.to_string()));
+        }
+        if limit != DEFAULT_LIMIT {
+            q.push(("limit", limit.to_string()));
+        }
+        let q: Vec<(&str, &str)> = q.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        esc(&link("/calls", &q))
+    };
+    let newer = page.offset > 0;
+    let older = page.offset + page.calls.len() < page.total_count;
+    if !newer && !older {
+        return;
+    }
+    out.push_str("<nav class=\"pager\" aria-label=\"Pages\">");
+    if newer {
+        let _ = write!(
+            out,
+            "<a href=\"{}\">Newest</a><a href=\"{}\" rel=\"prev\">← Newer</a>",
+            to(0),
+            to(page.offset.saturating_sub(limit))
+        );
+    }
+    if older {
+        let _ = write!(
+            out,
+            "<a href=\"{}\" rel=\"next\">Older →</a>",
+            to(page.offset + limit)
+        );
+    }
+    out.push_str("</nav>");
+}
+
+/// `path?k=v&...` with every key and value percent-encoded (not yet HTML-escaped).
+fn link(path: &str, query: &[(&str, &str)]) -> String {
+    let mut out = path.to_owned();
+    for (i, (k, v)) in query.iter().enumerate() {
+        out.push(if i == 0 { '?' } else { '&' });
+        out.push_str(&encode(k));
+        out.push('=');
+        out.push_str(&encode(v));
+    }
+    out
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// A count with thousands separators.
+fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{body, complete_body, shared, start, start_body};
+    use serde_json::json;
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>\"'&";
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn call(s: &Shared, method: &str, args: &[Value], result: &Value) -> String {
+        let started = start(s, &start_body(method, args)).unwrap();
+        let call_id = started["call_id"].as_str().unwrap().to_owned();
+        crate::service::testing::complete(s, &complete_body(&call_id, result)).unwrap();
+        call_id
+    }
+
+    fn assert_inert(html: &str) {
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("</script>"), "{html}");
+        assert!(!html.contains("onerror=alert(1)>"), "{html}");
+    }
+
+    #[test]
+    fn an_empty_session_says_what_will_appear_here() {
+        let s = shared();
+        let html = page(&s, &[]).main;
+        assert!(html.contains("No calls recorded yet"), "{html}");
+        assert!(html.contains("id=\"calls-list\" data-live"));
+        let html = page(&s, &q(&[("search", "x")])).main;
+        assert!(html.contains("No call matches"), "{html}");
+    }
+
+    #[test]
+    fn program_values_are_escaped_in_every_field() {
+        let s = shared();
+        let mut b = start_body(HOSTILE, &[json!(HOSTILE)]);
+        b.insert(
+            "kwargs".into(),
+            json!({HOSTILE: crate::service::testing::item(&json!(HOSTILE))}),
+        );
+        let started = start(&s, &b).unwrap();
+        let call_id = started["call_id"].as_str().unwrap().to_owned();
+        let mut done = complete_body(&call_id, &json!(null));
+        done.insert("status".into(), json!(HOSTILE));
+        done.insert("exception_type".into(), json!(HOSTILE));
+        done.insert("exception_message".into(), json!(HOSTILE));
+        done.insert("exception_traceback".into(), json!(HOSTILE));
+        crate::service::testing::complete(&s, &done).unwrap();
+        crate::service::call_event(
+            &s,
+            &body(json!({
+                "event_id": HOSTILE, "method_name": HOSTILE, "status": HOSTILE,
+                "pretty_args": [HOSTILE], "pretty_kwargs": {HOSTILE: HOSTILE},
+                "pretty_result": HOSTILE, "exception": HOSTILE,
+                "process_pid": 4242, "process_start_time": 1795311683.5,
+            })),
+        )
+        .unwrap();
+        let query = q(&[
+            ("function", HOSTILE),
+            ("status", HOSTILE),
+            ("process", HOSTILE),
+            ("source", HOSTILE),
+            ("search", HOSTILE),
+        ]);
+        for query in [Vec::new(), query] {
+            let html = page(&s, &query).main;
+            assert_inert(&html);
+        }
+        let html = page(&s, &[]).main;
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;"));
+        assert!(html.contains("<details class=\"tb\"><summary>Traceback</summary>"));
+        assert!(html.contains("data-time=\""));
+    }
+
+    #[test]
+    fn filters_narrow_the_rows_and_stay_on_every_link() {
+        let s = shared();
+        let a = call(&s, "add", &[json!("apple pie")], &json!(1));
+        let b = call(&s, "mul", &[json!(2)], &json!("banana"));
+        for _ in 0..3 {
+            call(&s, "add", &[json!(3)], &json!(3));
+        }
+        let html = page(&s, &q(&[("search", "APPLE")])).main;
+        assert!(html.contains(&a) && !html.contains(&b), "{html}");
+        assert!(html.contains("1–1 of 1 matching calls"), "{html}");
+        assert!(html.contains("/api/call-records?format=jsonl&amp;search=APPLE"));
+        let html = page(&s, &q(&[("function", "mul"), ("search", "banana")])).main;
+        assert!(html.contains(&b) && !html.contains(&a));
+        assert!(html.contains("<option selected>mul</option>"), "{html}");
+        // Pages keep the filters; only the first page is live.
+        let html = page(&s, &q(&[("function", "add"), ("limit", "2")])).main;
+        assert!(html.contains("1–2 of 4 matching calls"), "{html}");
+        assert!(html.contains("href=\"/calls?function=add&amp;offset=2&amp;limit=2\""));
+        let html = page(
+            &s,
+            &q(&[("function", "add"), ("limit", "2"), ("offset", "2")]),
+        )
+        .main;
+        assert!(html.contains("3–4 of 4"), "{html}");
+        assert!(
+            html.contains("<div id=\"calls-list\">"),
+            "not live past the first page"
+        );
+        // Arguments and results link to their objects.
+        let html = page(&s, &q(&[("search", "apple")])).main;
+        assert!(html.contains("<a class=\"obj\" href=\"/object/"), "{html}");
+        let unknown = page(&s, &q(&[("source", "nope")])).main;
+        assert!(unknown.contains("There is no source"), "{unknown}");
+    }
+
+    #[test]
+    fn links_are_percent_encoded() {
+        assert_eq!(
+            link("/calls", &[("search", "a b&c=d/é")]),
+            "/calls?search=a%20b%26c%3Dd%2F%C3%A9"
+        );
+        assert_eq!(count(1234567), "1,234,567");
+    }
+}
