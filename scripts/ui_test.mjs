@@ -944,6 +944,30 @@ check("mcp servers: call an external tool from the page, disconnect and reconnec
   assert(/1 external MCP server/.test(await page.locator("#status").textContent()), "the status line counts the server");
 });
 
+check("calls: filter, search and export the calls of the finished demo", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const demo = t.demo(server);
+  await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  const page = await t.page(server, "/calls");
+  await page.locator("table.calls").waitFor();
+  await t.shot(page, "calls");
+  // Search text that only divide's exception holds.
+  await page.locator('input[name="search"]').fill("division by ZERO");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await page.waitForURL(/search=division/);
+  const rows = page.locator("table.calls tbody tr");
+  await waitFor(async () => (await rows.count()) === 1, { what: "one row for the search" });
+  assert(/divide/.test(await rows.first().innerText()), "the row found is divide's");
+  // The export link carries the same filter, and its lines are the same selection.
+  const href = await page.getByRole("link", { name: /Export JSON Lines/ }).getAttribute("href");
+  assert(/format=jsonl/.test(href) && /search=division/.test(href), `export link ${href}`);
+  const r = await request(server.url + href);
+  const lines = r.text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  assert(lines.length === 1 && lines[0].method_name === "divide", `export: ${r.text.slice(0, 300)}`);
+  await t.shot(page, "calls-search");
+});
+
 async function runCheck({ name, fn }) {
   const t = makeContext();
   const started = Date.now();

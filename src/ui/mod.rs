@@ -420,6 +420,21 @@ mod tests {
     }
 
     #[test]
+    fn the_stylesheet_closes_every_block() {
+        let mut depth = 0i32;
+        for (i, c) in APP_CSS.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            assert!(depth >= 0, "app.css: '}}' without a block at byte {i}");
+            assert!(depth <= 2, "app.css: a block left open before byte {i}");
+        }
+        assert_eq!(depth, 0, "app.css: a block is never closed");
+    }
+
+    #[test]
     fn only_browsers_asking_for_html_get_pages() {
         assert!(wants_html(Some(
             "text/html,application/xhtml+xml,*/*;q=0.8"
