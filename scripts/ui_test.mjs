@@ -968,6 +968,33 @@ check("calls: filter, search and export the calls of the finished demo", async (
   await t.shot(page, "calls-search");
 });
 
+check("source: the call site of a card opens its call stack, and a frame its source", async (t) => {
+  const { server, page, card, id } = await demoPausedAtAdd(t);
+  await card.locator("a.site").click();
+  await page.waitForURL(/\/callstack\//);
+  await page.locator("pre.src .line.hl").first().waitFor();
+  assert(/demo_app\.py/.test(await page.locator("main").innerText()), "the stack names the demo's file");
+  await t.shot(page, "callstack");
+  await page.locator('a[href^="/frame/"]').first().click();
+  await page.waitForURL(/\/frame\//);
+  await page.locator("pre.src .line.hl").waitFor();
+  await t.shot(page, "frame");
+  // A frame index outside the stack is a 404 page, not a file.
+  const r = await request(`${server.url}/frame/${encodeURIComponent(id)}/99`,
+    { headers: { Accept: "text/html" } });
+  assert(r.status === 404, `frame 99 answered ${r.status}`);
+  // The other lists, for the record.
+  await server.api("POST", "/api/report-com-error", { summary: "POST /api/call/start failed: connection refused",
+    method: "POST", path: "/api/call/start", process_pid: 4242, exception_type: "ConnectionRefusedError",
+    exception_message: "[Errno 111] Connection refused", timestamp: Date.now() / 1000 });
+  const errors = await t.page(server, "/com-errors");
+  await errors.locator("article.card h2", { hasText: "connection refused" }).waitFor();
+  await t.shot(errors, "com-errors");
+  const history = await t.page(server, "/breakpoint/add/history");
+  await history.locator("h1", { hasText: "History of" }).waitFor();
+  await t.shot(history, "breakpoint-history");
+});
+
 async function runCheck({ name, fn }) {
   const t = makeContext();
   const started = Date.now();

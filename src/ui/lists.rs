@@ -106,9 +106,15 @@ pub fn com_errors(shared: &Shared) -> Html {
                     .map(|s| format!(" · HTTP {}", esc(&shown(s))))
                     .unwrap_or_default(),
             );
+            let exception = [text("exception_type"), text("exception_message")]
+                .into_iter()
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join(": ");
+            if !exception.is_empty() {
+                let _ = write!(out, "<p class=\"error-text\">{}</p>", esc(&exception));
+            }
             for (key, label) in [
-                ("exception_type", "Exception"),
-                ("exception_message", "Message"),
                 ("response_text", "Response"),
                 ("traceback", "Traceback"),
                 ("payload", "Request body"),
