@@ -76,6 +76,9 @@ pub fn item(value: &Value) -> Value {
     json!({"cid": cas::cid_of(&bytes), "data": cas::encode_base64(&bytes)})
 }
 
+/// Markup a page must show as text: every page test feeds it through each field it shows.
+pub const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
 /// A `/api/call/start` body with these positional arguments.
 pub fn start_body(method: &str, args: &[Value]) -> Obj {
     let args: Vec<Value> = args.iter().map(item).collect();

@@ -268,7 +268,7 @@ mod tests {
     use crate::service::testing::{body, shared};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     #[test]
     fn the_empty_page_says_how_to_add_one() {

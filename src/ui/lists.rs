@@ -140,7 +140,7 @@ mod tests {
     use crate::service::testing::{body, shared};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     #[test]
     fn empty_lists_say_what_would_be_there() {

@@ -28,6 +28,18 @@ const APP_JS: &str = include_str!("assets/app.js");
 const EVENTS_WORKER_JS: &str = include_str!("assets/events-worker.js");
 const ICON_SVG: &str = include_str!("assets/icon.svg");
 
+/// The files of the UI: path, content type, content.
+const ASSETS: [(&str, &str, &str); 4] = [
+    ("/ui/app.css", "text/css; charset=utf-8", APP_CSS),
+    ("/ui/app.js", "text/javascript; charset=utf-8", APP_JS),
+    (
+        "/ui/events-worker.js",
+        "text/javascript; charset=utf-8",
+        EVENTS_WORKER_JS,
+    ),
+    ("/ui/icon.svg", "image/svg+xml", ICON_SVG),
+];
+
 /// The Content-Security-Policy of every page.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                        connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -125,35 +137,14 @@ pub fn is_page_path(path: &str) -> bool {
 /// updates parse to replace the page's `data-live` regions.
 pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<Page> {
     let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
+    if let Some((_, content_type, body)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
+        return Some(Page {
+            status: 200,
+            content_type,
+            body: (*body).to_owned(),
+        });
+    }
     let answer: Answer = match path {
-        "/ui/app.css" => {
-            return Some(Page {
-                status: 200,
-                content_type: "text/css; charset=utf-8",
-                body: APP_CSS.to_owned(),
-            })
-        }
-        "/ui/app.js" => {
-            return Some(Page {
-                status: 200,
-                content_type: "text/javascript; charset=utf-8",
-                body: APP_JS.to_owned(),
-            })
-        }
-        "/ui/icon.svg" => {
-            return Some(Page {
-                status: 200,
-                content_type: "image/svg+xml",
-                body: ICON_SVG.to_owned(),
-            })
-        }
-        "/ui/events-worker.js" => {
-            return Some(Page {
-                status: 200,
-                content_type: "text/javascript; charset=utf-8",
-                body: EVENTS_WORKER_JS.to_owned(),
-            })
-        }
         "/" => Ok(paused::page(shared)),
         "/call-tree" => Ok(tree::processes(shared, query)),
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),

@@ -169,7 +169,7 @@ mod tests {
     use crate::service::testing::{item, paused_call, shared};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     #[test]
     fn unknown_and_malformed_cids_are_not_found() {

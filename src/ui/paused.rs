@@ -303,7 +303,7 @@ mod tests {
     use crate::service::testing::{paused_call, shared};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     #[test]
     fn positional_arguments_are_named_from_the_signature() {

@@ -175,7 +175,7 @@ mod tests {
     use crate::service::testing::{body, paused_call, shared};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     #[test]
     fn unknown_sessions_are_not_found_and_the_empty_list_says_where_to_start() {

@@ -465,7 +465,7 @@ mod tests {
     use crate::service::testing::{complete, complete_body, shared, start, start_body};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     struct Dir(std::path::PathBuf);
 

@@ -735,7 +735,7 @@ mod tests {
     use crate::service::testing::{body, complete, complete_body, shared, start, start_body};
     use serde_json::json;
 
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+    use crate::service::testing::HOSTILE;
 
     fn times(n: usize) -> Vec<(f64, f64)> {
         // Nested: record i starts at i and ends after every later record.
