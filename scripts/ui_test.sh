@@ -77,9 +77,12 @@ if [ ! -x "$CHROMIUM" ]; then
     fi
     echo "ui: installing Debian's chromium" >&2
     export DEBIAN_FRONTEND=noninteractive
-    timeout "$INSTALL_TIMEOUT" apt-get install -y chromium >&2 ||
-        { timeout "$INSTALL_TIMEOUT" apt-get update >&2 &&
-            timeout "$INSTALL_TIMEOUT" apt-get install -y chromium >&2; } ||
+    # As root directly; otherwise through sudo when there is one.
+    SUDO=
+    [ "$(id -u)" = 0 ] || ! command -v sudo >/dev/null || SUDO="sudo -E"
+    timeout "$INSTALL_TIMEOUT" $SUDO apt-get install -y chromium >&2 ||
+        { timeout "$INSTALL_TIMEOUT" $SUDO apt-get update >&2 &&
+            timeout "$INSTALL_TIMEOUT" $SUDO apt-get install -y chromium >&2; } ||
         give_up "install chromium (apt-get install -y chromium)"
 fi
 
