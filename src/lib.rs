@@ -5,6 +5,7 @@
 pub mod config;
 pub mod error;
 pub mod ids;
+pub mod limits;
 pub mod intern;
 
 pub mod breakpoints;
