@@ -149,6 +149,17 @@ fn remove_port_file(path: &Path, port: u16) {
     }
 }
 
+/// Raises the soft open-file limit to the hard one: every connection costs file descriptors.
+fn raise_open_files_limit() {
+    match crate::sys::raise_open_files_limit() {
+        Ok(limit) => match limit.raised_from {
+            Some(from) => log::debug!("open-file limit raised from {from} to {}", limit.soft),
+            None => log::debug!("open-file limit: {}", limit.soft),
+        },
+        Err(e) => log::warn!("could not raise the open-file limit: {e}"),
+    }
+}
+
 /// Starts the server: everything is ready to serve when this returns.
 pub fn start(config: Config) -> Result<Running, Error> {
     start_with(config, |_| {})
@@ -163,6 +174,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         &|k: &str| std::env::var(k).ok(),
     )
     .map_err(|e| Error::Config(e.to_string()))?;
+    raise_open_files_limit();
     let mut interner = Interner::default();
     let (store, state) = open_database(&config, &mut interner)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
@@ -170,9 +182,6 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         .local_addr()
         .map_err(|e| Error::io("cannot read the bound address", e))?
         .port();
-    let server = tiny_http::Server::from_listener(listener, None)
-        .map_err(|e| Error::Config(format!("cannot start the HTTP server: {e}")))?;
-    let server = Arc::new(server);
     let port_file = config.port_file.clone();
     let timing = config.upstream_timing.clone();
     let shared = Arc::new(Shared::with_interner(config, store, state, interner));
@@ -198,8 +207,8 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let http = http::spawn_http(shared.clone(), server, port, http_mcp)
-        .map_err(|e| Error::io("cannot start the http workers", e))?;
+    let http = http::spawn_http(shared.clone(), http::Backend::Tcp(listener), port, http_mcp)
+        .map_err(|e| Error::io("cannot start the HTTP server", e))?;
 
     let notifier = mcp
         .spawn_notifier()

@@ -1,5 +1,5 @@
-//! The one module with `unsafe` code: signals to a child's process group, and the malloc
-//! arena limit set once at start-up.
+//! The one module with `unsafe` code: signals to a child's process group, the malloc arena
+//! limit set once at start-up, and the open-file limit raised at start-up.
 //!
 //! Every stdio upstream server starts in its own process group (`Command::process_group(0)`,
 //! safe std), so its group id is its pid and the group holds its descendants too (such as the
@@ -17,6 +17,11 @@
 //! the retention window (fragmentation across arenas: about 15 bytes per call measured over a
 //! million calls), while two arenas keep it flat. `mallopt(3)` takes two integers and is
 //! called before any thread starts.
+//!
+//! Why the open-file limit: every connection costs file descriptors, and a server that reaches
+//! its limit refuses work while it lives on. Most systems start processes with a soft limit of
+//! 1,024 under a much higher hard limit that an unprivileged process may raise its soft limit
+//! to. `getrlimit(2)` and `setrlimit(2)` read and write one `rlimit` struct that we own.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -32,6 +37,67 @@ pub fn limit_malloc_arenas() {
         if ok != 1 {
             log::debug!("mallopt(M_ARENA_MAX, 2) was refused");
         }
+    }
+}
+
+/// The open-file limit (`RLIMIT_NOFILE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenFiles {
+    /// The soft limit in force: the most descriptors this process may hold.
+    pub soft: u64,
+    pub hard: u64,
+    /// The soft limit before [`raise_open_files_limit`] raised it.
+    pub raised_from: Option<u64>,
+}
+
+/// The open-file limit as it is.
+pub fn open_files_limit() -> io::Result<OpenFiles> {
+    let lim = nofile()?;
+    Ok(OpenFiles {
+        soft: rlim_u64(lim.rlim_cur),
+        hard: rlim_u64(lim.rlim_max),
+        raised_from: None,
+    })
+}
+
+fn nofile() -> io::Result<libc::rlimit> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one struct that we own and touches nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(lim)
+}
+
+/// Raises the soft open-file limit to the hard one (see the module documentation). When the
+/// system refuses (an "unlimited" hard limit may be more than it grants), the limit stays.
+pub fn raise_open_files_limit() -> io::Result<OpenFiles> {
+    let mut lim = nofile()?;
+    let before = rlim_u64(lim.rlim_cur);
+    if lim.rlim_cur == lim.rlim_max {
+        return open_files_limit();
+    }
+    lim.rlim_cur = lim.rlim_max;
+    // SAFETY: setrlimit reads one struct that we own; raising the soft limit up to the hard one
+    // needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(OpenFiles {
+        raised_from: Some(before),
+        ..open_files_limit()?
+    })
+}
+
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn rlim_u64(v: libc::rlim_t) -> u64 {
+    if v == libc::RLIM_INFINITY {
+        u64::MAX
+    } else {
+        v as u64
     }
 }
 
@@ -85,6 +151,16 @@ mod tests {
     use std::os::unix::process::CommandExt;
     use std::process::Command;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_one() {
+        let before = open_files_limit().unwrap();
+        assert!(before.soft <= before.hard);
+        let after = raise_open_files_limit().unwrap();
+        assert_eq!(after.soft, after.hard);
+        assert_eq!(after.hard, before.hard);
+        assert_eq!(open_files_limit().unwrap().soft, after.soft);
+    }
 
     #[test]
     fn refuses_our_own_and_the_global_group() {

@@ -12,12 +12,15 @@ mod openapi;
 pub mod routes;
 mod stream;
 
-use std::io::Read;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::thread;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use serde_json::{json, Map, Value};
 
@@ -193,80 +196,210 @@ impl Reply {
 /// Workers kept waiting for requests when the server is quiet.
 const MAX_IDLE_WORKERS: usize = 4;
 
+/// How often the `http-watch` thread checks that tiny_http still accepts connections.
+const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a probe may wait for its answer before tiny_http is started again.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Least time between two starts of tiny_http (while file descriptors are exhausted, a new
+/// accept thread fails at once).
+const RESTART_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long the workers of a replaced tiny_http server wait for the requests it still holds.
+const RETIRED_LINGER: Duration = Duration::from_secs(2);
+
+/// The request line of a probe; `handle` answers it 204 before anything else.
+const PROBE_REQUEST: &[u8] = b"OPTIONS * HTTP/1.1\r\nConnection: close\r\n\r\n";
+
+/// The listening socket tiny_http accepts connections on, kept so that tiny_http can be
+/// started again on a clone of it.
+pub enum Backend {
+    Tcp(TcpListener),
+}
+
+impl Backend {
+    fn try_clone(&self) -> std::io::Result<tiny_http::Listener> {
+        match self {
+            Backend::Tcp(l) => l.try_clone().map(tiny_http::Listener::from),
+        }
+    }
+
+    /// Sends a probe and waits for any status line, up to `PROBE_TIMEOUT` (in short reads, so
+    /// `stop` is seen promptly). `Ok(false)` when no answer came.
+    fn probe(&self, stop: &Receiver<()>) -> std::io::Result<bool> {
+        let Backend::Tcp(l) = self;
+        let mut addr = l.local_addr()?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        let mut s = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT)?;
+        s.set_read_timeout(Some(Duration::from_millis(100)))?;
+        s.write_all(PROBE_REQUEST)?;
+        let until = Instant::now() + PROBE_TIMEOUT;
+        let mut byte = [0u8; 1];
+        loop {
+            match s.read(&mut byte) {
+                Ok(n) => return Ok(n > 0),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if Instant::now() >= until || stop.try_recv().is_ok() {
+                return Ok(Instant::now() < until);
+            }
+        }
+    }
+}
+
 /// The request workers: threads that take requests from tiny_http and answer them on the
 /// spot (no hand-off, no thread started per request). Whenever the last idle worker takes a
 /// request it starts another first, so a request that blocks (a REPL eval waits up to 30 s, an
 /// MCP event stream lasts as long as its client) never keeps the others waiting; when more
 /// than `MAX_IDLE_WORKERS` are idle, the extra ones end.
+///
+/// tiny_http's accept thread ends for good when `accept` fails (out of file descriptors) and
+/// dies silently when it cannot start a thread. A worker that receives the accept error, or the
+/// `http-watch` thread when a probe goes unanswered, starts a new tiny_http server (a new
+/// generation) on a clone of the same listening socket; the old one's workers serve what it
+/// still holds, then end.
 pub struct Workers {
     pool: Arc<Pool>,
+    watch: Option<(Sender<()>, JoinHandle<()>)>,
 }
 
 struct Pool {
     shared: Arc<Shared>,
     policy: Policy,
-    server: Arc<tiny_http::Server>,
     mcp: Option<Arc<Mcp>>,
-    /// Workers waiting in `recv`.
-    idle: AtomicUsize,
-    /// Workers alive.
+    backend: Backend,
+    /// The generation serving now.
+    current: Mutex<Arc<Gen>>,
+    /// Replaced generations, kept until the end (dropping a tiny_http server on a Unix socket
+    /// would remove the socket's path, which the current one still listens on).
+    retired: Mutex<Vec<Arc<Gen>>>,
+    restarted: Mutex<Option<Instant>>,
+    /// Workers alive, every generation counted.
     live: AtomicUsize,
 }
 
-/// Starts the request workers.
+/// One tiny_http server on the backend socket, with the count of its workers in `recv`.
+struct Gen {
+    server: tiny_http::Server,
+    number: u64,
+    idle: AtomicUsize,
+    retired: AtomicBool,
+}
+
+impl Pool {
+    fn current(&self) -> Arc<Gen> {
+        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn generations(&self) -> Vec<Arc<Gen>> {
+        let mut all = self
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        all.push(self.current());
+        all
+    }
+}
+
+/// Starts the request workers and the `http-watch` thread.
 pub fn spawn_http(
     shared: Arc<Shared>,
-    server: Arc<tiny_http::Server>,
+    backend: Backend,
     port: u16,
     mcp: Option<Arc<Mcp>>,
 ) -> std::io::Result<Workers> {
     let policy = Policy::new(&shared.config.host, port, &shared.config.allow_origins);
+    let server = tiny_http::Server::from_listener(backend.try_clone()?, None)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let gen = Arc::new(Gen {
+        server,
+        number: 1,
+        idle: AtomicUsize::new(0),
+        retired: AtomicBool::new(false),
+    });
     let pool = Arc::new(Pool {
         policy,
         shared,
-        server,
         mcp,
-        idle: AtomicUsize::new(0),
+        backend,
+        current: Mutex::new(Arc::clone(&gen)),
+        retired: Mutex::new(Vec::new()),
+        restarted: Mutex::new(None),
         live: AtomicUsize::new(0),
     });
     for _ in 0..2 {
-        spawn_worker(&pool)?;
+        spawn_worker(&pool, &gen)?;
     }
-    Ok(Workers { pool })
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
+    let watched = Arc::clone(&pool);
+    let watch = thread::Builder::new()
+        .name("http-watch".into())
+        .spawn(move || watch_loop(&watched, &stop_rx))?;
+    Ok(Workers {
+        pool,
+        watch: Some((stop_tx, watch)),
+    })
 }
 
-fn spawn_worker(pool: &Arc<Pool>) -> std::io::Result<()> {
+fn spawn_worker(pool: &Arc<Pool>, gen: &Arc<Gen>) -> std::io::Result<()> {
     pool.live.fetch_add(1, Ordering::SeqCst);
-    pool.idle.fetch_add(1, Ordering::SeqCst);
+    gen.idle.fetch_add(1, Ordering::SeqCst);
     let worker = Arc::clone(pool);
+    let of = Arc::clone(gen);
     let spawned = thread::Builder::new()
         .name("http-worker".into())
-        .spawn(move || worker_loop(&worker));
+        .spawn(move || worker_loop(&worker, &of));
     if spawned.is_err() {
         pool.live.fetch_sub(1, Ordering::SeqCst);
-        pool.idle.fetch_sub(1, Ordering::SeqCst);
+        gen.idle.fetch_sub(1, Ordering::SeqCst);
     }
     spawned.map(|_| ())
 }
 
-/// One worker: counted idle while it waits in `recv`.
-fn worker_loop(pool: &Arc<Pool>) {
+/// One worker of one generation: counted idle while it waits in `recv`. Once its generation is
+/// replaced it takes what is left in that server's queue and ends.
+fn worker_loop(pool: &Arc<Pool>, gen: &Arc<Gen>) {
     loop {
-        let received = pool.server.recv();
-        let now_idle = pool.idle.fetch_sub(1, Ordering::SeqCst) - 1;
+        let received = if gen.retired.load(Ordering::SeqCst) {
+            match gen.server.recv_timeout(RETIRED_LINGER) {
+                Ok(Some(rq)) => Ok(rq),
+                Ok(None) => {
+                    gen.idle.fetch_sub(1, Ordering::SeqCst);
+                    break;
+                }
+                Err(err) => Err(err),
+            }
+        } else {
+            gen.server.recv()
+        };
+        let now_idle = gen.idle.fetch_sub(1, Ordering::SeqCst) - 1;
         let rq = match received {
             Ok(rq) => rq,
             // Unblocked for shutdown.
             Err(_) if pool.shared.lock().shutting_down => break,
             Err(err) => {
-                log::warn!("http: accept failed: {err}");
-                pool.idle.fetch_add(1, Ordering::SeqCst);
+                // tiny_http hands over the error that ended its accept thread (an unblock
+                // meant for a retired generation also lands here, and changes nothing).
+                if !gen.retired.load(Ordering::SeqCst) {
+                    log::error!("http: tiny_http stopped accepting connections: {err}");
+                    restart(pool, gen);
+                }
+                gen.idle.fetch_add(1, Ordering::SeqCst);
                 continue;
             }
         };
-        if now_idle == 0 {
+        if now_idle == 0 && !gen.retired.load(Ordering::SeqCst) {
             // Keep one worker in recv while this one is busy.
-            if let Err(err) = spawn_worker(pool) {
+            if let Err(err) = spawn_worker(pool, gen) {
                 log::error!("http: could not start a request worker: {err}");
             }
         }
@@ -280,26 +413,124 @@ fn worker_loop(pool: &Arc<Pool>) {
         {
             log::error!("http: a request worker caught a panic outside the handlers");
         }
-        if pool.idle.load(Ordering::SeqCst) >= MAX_IDLE_WORKERS {
+        if gen.idle.load(Ordering::SeqCst) >= MAX_IDLE_WORKERS {
             break;
         }
-        pool.idle.fetch_add(1, Ordering::SeqCst);
+        gen.idle.fetch_add(1, Ordering::SeqCst);
     }
     pool.live.fetch_sub(1, Ordering::SeqCst);
 }
 
+/// Starts a new tiny_http server on a clone of the backend socket in place of `dead` (unless
+/// that happened already), at most once per `RESTART_BACKOFF`.
+fn restart(pool: &Arc<Pool>, dead: &Arc<Gen>) {
+    let wait = pool
+        .restarted
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .map_or(Duration::ZERO, |at| {
+            RESTART_BACKOFF.saturating_sub(at.elapsed())
+        });
+    thread::sleep(wait);
+    if pool.shared.lock().shutting_down {
+        return;
+    }
+    let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
+    if !Arc::ptr_eq(&current, dead) {
+        return;
+    }
+    *pool.restarted.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    let started = pool.backend.try_clone().and_then(|listener| {
+        tiny_http::Server::from_listener(listener, None)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    });
+    let server = match started {
+        Ok(server) => server,
+        Err(err) => {
+            // The probe tries again.
+            log::error!("http: could not start tiny_http again: {err}");
+            return;
+        }
+    };
+    let gen = Arc::new(Gen {
+        server,
+        number: dead.number + 1,
+        idle: AtomicUsize::new(0),
+        retired: AtomicBool::new(false),
+    });
+    dead.retired.store(true, Ordering::SeqCst);
+    *current = Arc::clone(&gen);
+    drop(current);
+    pool.retired
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Arc::clone(dead));
+    // Its idle workers wake up, drain what it still holds and end.
+    for _ in 0..dead.idle.load(Ordering::SeqCst) {
+        dead.server.unblock();
+    }
+    let mut started = 0;
+    for _ in 0..2 {
+        match spawn_worker(pool, &gen) {
+            Ok(()) => started += 1,
+            Err(err) => log::error!("http: could not start a request worker: {err}"),
+        }
+    }
+    log::warn!(
+        "http: serving again (generation {}, {started} workers) on the same listening socket",
+        gen.number
+    );
+}
+
+/// The `http-watch` thread: every `PROBE_INTERVAL`, a probe through the backend socket; no
+/// answer within `PROBE_TIMEOUT` starts tiny_http again. Also starts a worker if the current
+/// generation has none waiting (starting one failed earlier).
+fn watch_loop(pool: &Arc<Pool>, stop: &Receiver<()>) {
+    loop {
+        match stop.recv_timeout(PROBE_INTERVAL) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let gen = pool.current();
+        if gen.idle.load(Ordering::SeqCst) == 0 {
+            if let Err(err) = spawn_worker(pool, &gen) {
+                log::error!("http: could not start a request worker: {err}");
+            }
+        }
+        match pool.backend.probe(stop) {
+            Ok(true) => {}
+            Ok(false) if stop.is_empty() => {
+                log::error!(
+                    "http: tiny_http did not answer a probe within {PROBE_TIMEOUT:?}; starting it again"
+                );
+                restart(pool, &gen);
+            }
+            Ok(false) => return,
+            // Out of file descriptors, say: nothing to conclude.
+            Err(err) => log::debug!("http: could not probe tiny_http: {err}"),
+        }
+    }
+}
+
 impl Workers {
     /// Stops every worker once its request is answered (shutdown must already be flagged in the
-    /// state); waits until `deadline`. Returns how many were still busy then.
-    pub fn stop(&self, deadline: Instant) -> usize {
+    /// state), and the `http-watch` thread; waits until `deadline`. Returns how many workers
+    /// were still busy then.
+    pub fn stop(&mut self, deadline: Instant) -> usize {
+        if let Some((stop, handle)) = self.watch.take() {
+            let _ = stop.send(());
+            let _ = handle.join();
+        }
         loop {
             let live = self.pool.live.load(Ordering::SeqCst);
             if live == 0 || Instant::now() >= deadline {
                 return live;
             }
             // tiny_http wakes one thread in recv per unblock(); extra ones are harmless.
-            for _ in 0..self.pool.idle.load(Ordering::SeqCst).max(1) {
-                self.pool.server.unblock();
+            for gen in self.pool.generations() {
+                for _ in 0..gen.idle.load(Ordering::SeqCst).max(1) {
+                    gen.server.unblock();
+                }
             }
             thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -311,6 +542,11 @@ const ABSURD_BODY_BYTES: u64 = 1 << 30;
 
 fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
     let started = Instant::now();
+    if rq.url() == "*" && *rq.method() == tiny_http::Method::Options {
+        // The `http-watch` probe (or a client asking about the server as a whole).
+        let _ = rq.respond(tiny_http::Response::empty(204));
+        return;
+    }
     if let Some(n) = rq
         .body_length()
         .map(|n| n as u64)
