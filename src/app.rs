@@ -1,12 +1,16 @@
-//! Start-up and shutdown: open the database and restore its records, bind the listener (falling
-//! back to a free port), start the `http` and `mcp-notify` threads (and the MCP stdio transport
-//! with `--mcp`), print the banner, write the port file; on a shutdown request (Ctrl-C, SIGTERM,
-//! stdin EOF with `--exit-on-stdin-close`, or `Running::stop`) release every waiter, stop HTTP
-//! within a deadline, drain stdout and remove the port file.
+//! Start-up and shutdown: raise the open-file limit, open the database and restore its records,
+//! bind the listener (falling back to a free port) and tiny_http's private Unix socket, start
+//! the request workers, the front door and `mcp-notify` (and the MCP stdio transport with
+//! `--mcp`), print the banner, write the port file; on a shutdown request (Ctrl-C, SIGTERM,
+//! stdin EOF with `--exit-on-stdin-close`, or `Running::stop`) stop taking connections, release
+//! every waiter, stop HTTP within a deadline, drain stdout and remove the port file and the
+//! private socket.
 
 use std::io::{self, Write};
 use std::net::{TcpListener, ToSocketAddrs};
-use std::path::Path;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -19,6 +23,7 @@ use crate::events::EventKind;
 use crate::http;
 use crate::ids;
 use crate::intern::Interner;
+use crate::limits;
 use crate::mcp::{stdio, Mcp, Outgoing};
 use crate::records::{HistoryEntry, Record, Records};
 use crate::state::{Shared, State};
@@ -42,6 +47,9 @@ pub enum Shutdown {
 pub struct Running {
     shared: Arc<Shared>,
     http: http::Workers,
+    door: http::Door,
+    /// The directory of tiny_http's Unix socket, removed on drop.
+    _private: PrivateDir,
     port: u16,
     fell_back_from: Option<u16>,
     shutdown_tx: Sender<Shutdown>,
@@ -149,14 +157,61 @@ fn remove_port_file(path: &Path, port: u16) {
     }
 }
 
-/// Raises the soft open-file limit to the hard one: every connection costs file descriptors.
-fn raise_open_files_limit() {
-    match crate::sys::raise_open_files_limit() {
-        Ok(limit) => match limit.raised_from {
-            Some(from) => log::debug!("open-file limit raised from {from} to {}", limit.soft),
-            None => log::debug!("open-file limit: {}", limit.soft),
-        },
-        Err(e) => log::warn!("could not raise the open-file limit: {e}"),
+/// Raises the soft open-file limit to the hard one (every connection costs file descriptors)
+/// and returns the cap on connections that fits in it.
+fn connection_cap(asked: usize) -> usize {
+    let soft = match crate::sys::raise_open_files_limit() {
+        Ok(limit) => {
+            match limit.raised_from {
+                Some(from) => log::debug!("open-file limit raised from {from} to {}", limit.soft),
+                None => log::debug!("open-file limit: {}", limit.soft),
+            }
+            limit.soft
+        }
+        Err(e) => {
+            log::warn!("could not raise the open-file limit: {e}");
+            crate::sys::open_files_limit().map_or(1024, |l| l.soft)
+        }
+    };
+    let fits = soft.saturating_sub(limits::FDS_RESERVED) / limits::FDS_PER_CONNECTION;
+    let fits = usize::try_from(fits).unwrap_or(usize::MAX).max(1);
+    if asked > fits {
+        log::warn!(
+            "at most {fits} HTTP connections fit in the open-file limit of {soft} (asked for {asked})"
+        );
+    }
+    asked.min(fits)
+}
+
+/// A private directory (mode 0700) for tiny_http's Unix socket, removed on drop.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    /// Creates it under the temporary directory (or `/tmp` when that path would be too long for
+    /// a socket address) and binds `http.sock` in it.
+    fn with_socket() -> Result<(PrivateDir, http::Backend), Error> {
+        let name = format!("cideldill-{}-{}", std::process::id(), ids::random_hex(8));
+        let mut dir = std::env::temp_dir().join(&name);
+        if dir.as_os_str().len() > 90 {
+            dir = Path::new("/tmp").join(&name);
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let private = PrivateDir(dir);
+        let path = private.0.join("http.sock");
+        let listener = UnixListener::bind(&path)
+            .map_err(|e| Error::io(format!("cannot bind {}", path.display()), e))?;
+        Ok((private, http::Backend { listener, path }))
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            log::warn!("could not remove {}: {e}", self.0.display());
+        }
     }
 }
 
@@ -174,7 +229,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         &|k: &str| std::env::var(k).ok(),
     )
     .map_err(|e| Error::Config(e.to_string()))?;
-    raise_open_files_limit();
+    let max_connections = connection_cap(config.max_connections);
     let mut interner = Interner::default();
     let (store, state) = open_database(&config, &mut interner)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
@@ -207,8 +262,18 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let http = http::spawn_http(shared.clone(), http::Backend::Tcp(listener), port, http_mcp)
+    let (private, backend) = PrivateDir::with_socket()?;
+    let backend_path = backend.path.clone();
+    let http = http::spawn_http(shared.clone(), backend, port, http_mcp)
         .map_err(|e| Error::io("cannot start the HTTP server", e))?;
+    let door_limits = http::DoorLimits {
+        max_body_bytes: shared.config.max_body_bytes,
+        max_connections,
+        idle_timeout: limits::IDLE_TIMEOUT,
+    };
+    let door = http::spawn_door(listener, backend_path, door_limits)
+        .map_err(|e| Error::io("cannot start the HTTP front door", e))?;
+    http.watch_door(door.clone());
 
     let notifier = mcp
         .spawn_notifier()
@@ -216,6 +281,8 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let running = Running {
         shared,
         http,
+        door,
+        _private: private,
         port,
         fell_back_from,
         shutdown_tx,
@@ -327,6 +394,8 @@ impl Running {
 
     /// Stops: refuses new work, releases waiting evals, stops HTTP, removes the port file.
     pub fn stop(mut self) {
+        // No new connections or requests; answers in flight are still relayed.
+        self.door.close();
         {
             let mut st = self.shared.lock();
             st.shutting_down = true;

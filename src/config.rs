@@ -60,9 +60,14 @@ pub struct Args {
     pub max_records: usize,
 
     /// allow binding a non-loopback --host. The server relays code evaluation into the debugged
-    /// program and its HTTP library has no socket timeouts: never expose it to untrusted networks
+    /// program: never expose it to untrusted networks
     #[argh(switch)]
     pub allow_remote: bool,
+
+    /// most open HTTP connections (default 1024, lowered to fit the open-file limit); one more
+    /// is answered 503 and closed
+    #[argh(option, default = "crate::limits::DEFAULT_MAX_CONNECTIONS")]
+    pub max_connections: usize,
 
     /// seconds a REPL eval waits for the debugged program's answer (default 30)
     #[argh(option, default = "30.0")]
@@ -165,6 +170,8 @@ pub struct Config {
     pub max_body_bytes: u64,
     pub max_records: usize,
     pub allow_remote: bool,
+    /// Most open HTTP connections, before the open-file limit lowers it.
+    pub max_connections: usize,
     pub repl_timeout: Duration,
     pub poll_interval_ms: u64,
     pub poll_timeout_ms: u64,
@@ -267,6 +274,9 @@ impl Config {
                 "--mcp-max-sessions must be at least 1".into(),
             ));
         }
+        if args.max_connections == 0 {
+            return Err(Error::Config("--max-connections must be at least 1".into()));
+        }
         if args.max_records == 0 {
             return Err(Error::Config("--max-records must be at least 1".into()));
         }
@@ -329,6 +339,7 @@ impl Config {
             max_body_bytes: args.max_body_mb * 1024 * 1024,
             max_records: args.max_records,
             allow_remote: args.allow_remote,
+            max_connections: args.max_connections,
             repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
             poll_interval_ms: args.poll_interval_ms,
             poll_timeout_ms: args.poll_timeout_ms,
@@ -357,6 +368,7 @@ impl Config {
             max_body_bytes: 64 * 1024 * 1024,
             max_records: crate::records::DEFAULT_MAX_RECORDS,
             allow_remote: false,
+            max_connections: crate::limits::DEFAULT_MAX_CONNECTIONS,
             repl_timeout: Duration::from_secs(30),
             poll_interval_ms: 100,
             poll_timeout_ms: 60_000,
@@ -454,6 +466,7 @@ mod tests {
             Config::from_args(&args(&["--host", "0.0.0.0", "--allow-remote"]), &env(), 0.0).is_ok()
         );
         assert!(Config::from_args(&args(&["--max-body-mb", "0"]), &env(), 0.0).is_err());
+        assert!(Config::from_args(&args(&["--max-connections", "0"]), &env(), 0.0).is_err());
         assert!(Config::from_args(&args(&["--repl-timeout-s", "-1"]), &env(), 0.0).is_err());
     }
 

@@ -4,6 +4,7 @@
 //! body, routes it, catches any panic (answered 500), adds CORS headers under `/api/`, and
 //! responds. Only this module and `routes` touch tiny_http types.
 
+mod door;
 mod events;
 mod export;
 pub mod guard;
@@ -13,10 +14,11 @@ pub mod routes;
 mod stream;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,7 @@ use crate::mcp::Mcp;
 use crate::node::Node;
 use crate::state::Shared;
 
+pub use door::{spawn_door, Door, DoorLimits};
 pub use guard::Policy;
 pub use routes::{reference_markdown, Access, ROUTES};
 
@@ -212,31 +215,22 @@ const RETIRED_LINGER: Duration = Duration::from_secs(2);
 /// The request line of a probe; `handle` answers it 204 before anything else.
 const PROBE_REQUEST: &[u8] = b"OPTIONS * HTTP/1.1\r\nConnection: close\r\n\r\n";
 
-/// The listening socket tiny_http accepts connections on, kept so that tiny_http can be
-/// started again on a clone of it.
-pub enum Backend {
-    Tcp(TcpListener),
+/// The private Unix socket tiny_http accepts the front door's connections on, kept so that
+/// tiny_http can be started again on a clone of it.
+pub struct Backend {
+    pub listener: UnixListener,
+    pub path: PathBuf,
 }
 
 impl Backend {
     fn try_clone(&self) -> std::io::Result<tiny_http::Listener> {
-        match self {
-            Backend::Tcp(l) => l.try_clone().map(tiny_http::Listener::from),
-        }
+        self.listener.try_clone().map(tiny_http::Listener::from)
     }
 
     /// Sends a probe and waits for any status line, up to `PROBE_TIMEOUT` (in short reads, so
     /// `stop` is seen promptly). `Ok(false)` when no answer came.
     fn probe(&self, stop: &Receiver<()>) -> std::io::Result<bool> {
-        let Backend::Tcp(l) = self;
-        let mut addr = l.local_addr()?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(match addr {
-                SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        let mut s = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT)?;
+        let mut s = UnixStream::connect(&self.path)?;
         s.set_read_timeout(Some(Duration::from_millis(100)))?;
         s.write_all(PROBE_REQUEST)?;
         let until = Instant::now() + PROBE_TIMEOUT;
@@ -282,6 +276,8 @@ struct Pool {
     /// would remove the socket's path, which the current one still listens on).
     retired: Mutex<Vec<Arc<Gen>>>,
     restarted: Mutex<Option<Instant>>,
+    /// The front door, whose accept threads `http-watch` also looks after.
+    door: OnceLock<Door>,
     /// Workers alive, every generation counted.
     live: AtomicUsize,
 }
@@ -334,6 +330,7 @@ pub fn spawn_http(
         current: Mutex::new(Arc::clone(&gen)),
         retired: Mutex::new(Vec::new()),
         restarted: Mutex::new(None),
+        door: OnceLock::new(),
         live: AtomicUsize::new(0),
     });
     for _ in 0..2 {
@@ -491,6 +488,9 @@ fn watch_loop(pool: &Arc<Pool>, stop: &Receiver<()>) {
             Err(RecvTimeoutError::Timeout) => {}
             _ => return,
         }
+        if let Some(door) = pool.door.get() {
+            door.ensure_acceptor();
+        }
         let gen = pool.current();
         if gen.idle.load(Ordering::SeqCst) == 0 {
             if let Err(err) = spawn_worker(pool, &gen) {
@@ -513,6 +513,11 @@ fn watch_loop(pool: &Arc<Pool>, stop: &Receiver<()>) {
 }
 
 impl Workers {
+    /// Has `http-watch` look after the front door's accept threads too.
+    pub fn watch_door(&self, door: Door) {
+        let _ = self.pool.door.set(door);
+    }
+
     /// Stops every worker once its request is answered (shutdown must already be flagged in the
     /// state), and the `http-watch` thread; waits until `deadline`. Returns how many workers
     /// were still busy then.
@@ -537,30 +542,11 @@ impl Workers {
     }
 }
 
-/// Declared body lengths above this (and above the configured cap) are never drained.
-const ABSURD_BODY_BYTES: u64 = 1 << 30;
-
 fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
     let started = Instant::now();
     if rq.url() == "*" && *rq.method() == tiny_http::Method::Options {
         // The `http-watch` probe (or a client asking about the server as a whole).
         let _ = rq.respond(tiny_http::Response::empty(204));
-        return;
-    }
-    if let Some(n) = rq
-        .body_length()
-        .map(|n| n as u64)
-        .filter(|n| *n > ABSURD_BODY_BYTES.max(shared.config.max_body_bytes))
-    {
-        // tiny_http drains an unread body when the request is dropped by allocating the whole
-        // declared length at once, which aborts the process for such lengths. Leaking this
-        // one request (its socket and one tiny_http connection thread) is the lesser harm.
-        log::warn!(
-            "http: {} {} declares a body of {n} bytes; dropping it unanswered",
-            rq.method(),
-            rq.url()
-        );
-        std::mem::forget(rq);
         return;
     }
     let method = rq.method().as_str().to_ascii_uppercase();
@@ -749,7 +735,8 @@ fn guarded(method: &str, url: &str, f: impl FnOnce() -> (Reply, Access)) -> (Rep
     })
 }
 
-/// Reads the body, refusing (413) a declared or actual length above `cap`.
+/// Reads the body, refusing (413) a declared or actual length above `cap`. The front door does
+/// not forward a declared body over the cap: it sends its length in `X-Cideldill-Declared-Length`.
 fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
     let too_large = || {
         Reply::error(&ApiError::new(
@@ -761,7 +748,12 @@ fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
             ),
         ))
     };
-    if rq.body_length().is_some_and(|n| n as u64 > cap) {
+    if rq.body_length().is_some_and(|n| n as u64 > cap)
+        || rq
+            .headers()
+            .iter()
+            .any(|h| h.field.equiv(door::DECLARED_LENGTH))
+    {
         return Err(too_large());
     }
     // Sized from Content-Length (the Python client always sends it), so the body is read

@@ -920,25 +920,21 @@ fn call_records_keep_cids_but_not_payload_data() {
 #[test]
 fn a_request_declaring_an_absurd_body_does_not_take_the_server_down() {
     let server = Server::start(&[]);
-    {
+    let answer = {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-        s.write_all(b"POST /api/breakpoints HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n")
+        s.write_all(b"POST /api/breakpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n")
             .unwrap();
-        s.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        s.set_read_timeout(Some(crate::support::deadline()))
             .unwrap();
-        let _ = s.read(&mut [0u8; 64]);
-    }
-    // The connection is gone; the server must still answer.
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    // Answered 413 without the body, and the connection closed.
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
     let status = crate::support::wait_for("the server to answer", || {
         Some(server.client().get("/api/status").status)
     });
     assert_eq!(status, 200);
-    assert!(
-        server
-            .stderr()
-            .contains("declares a body of 1099511627776 bytes"),
-        "{}",
-        server.stderr()
-    );
 }
