@@ -271,7 +271,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         max_connections,
         idle_timeout: limits::IDLE_TIMEOUT,
     };
-    let door = http::spawn_door(listener, backend_path, door_limits)
+    let door = http::spawn_door(http.face(), listener, backend_path, door_limits)
         .map_err(|e| Error::io("cannot start the HTTP front door", e))?;
     http.watch_door(door.clone());
 

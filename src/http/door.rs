@@ -1,23 +1,27 @@
-//! The front door: our own accept loop, which owns the client sockets and hands tiny_http only
-//! checked requests. `http-door` threads accept connections (the last idle one starts another
-//! first), read each request head (at most 64 KiB, else 431; within `HEAD_TIMEOUT`, else 408),
-//! refuse connections beyond the cap (503), and forward each request on a new connection to
-//! tiny_http's private Unix socket with `Connection: close`, then copy the answer back as it
-//! comes (streams included). A declared body over `--max-body-mb` is not forwarded: tiny_http
-//! gets the head with `X-Cideldill-Declared-Length` in place of `Content-Length` (the request
-//! is answered 413 by the usual code, CORS included), and the connection closes after it.
-//! An idle keep-alive connection is closed after `IDLE_TIMEOUT`. So no tiny_http thread ever
-//! waits on a client, and every tiny_http connection ends with its answer.
+//! The front door: our own accept loop, which owns the client sockets. `http-door` threads
+//! accept connections (the last idle one starts another first), read each request head (at most
+//! 64 KiB, else 431; within `HEAD_TIMEOUT`, else 408), refuse connections beyond the cap (503)
+//! and close idle keep-alive connections after the idle timeout. A request answered with a
+//! `Reply` (the route table, pages, refusals) is answered right here, on the thread that read
+//! it: its body is read up to the cap (a declared body over `--max-body-mb` is not read: 413,
+//! and the connection closes). A request whose handler writes to the socket itself (MCP over
+//! HTTP, the event stream, the JSON Lines export) or whose body is chunked is forwarded on a
+//! new connection to tiny_http's private Unix socket with `Connection: close`, and the answer
+//! copied back as it comes; a declared body over the cap is not forwarded (tiny_http gets
+//! `X-Cideldill-Declared-Length` instead, and `read_body` answers 413). So no tiny_http thread
+//! ever waits on a client, and every tiny_http connection ends with its answer.
 
 use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::{Decision, Face, Reply};
 use crate::limits::{
     BODY_STALL_TIMEOUT, HEAD_TIMEOUT, MAX_REQUEST_HEAD_BYTES, WRITE_STALL_TIMEOUT,
 };
@@ -28,8 +32,9 @@ pub const DECLARED_LENGTH: &str = "X-Cideldill-Declared-Length";
 /// Door threads kept waiting in `accept` when the server is quiet.
 const MAX_IDLE_ACCEPTORS: usize = 4;
 
-/// A door thread's stack: it only copies bytes through buffers on the heap.
-const DOOR_STACK: usize = 256 * 1024;
+/// The stack of a thread that copies a request body: it only moves bytes through a buffer on
+/// the heap.
+const COPIER_STACK: usize = 256 * 1024;
 
 /// Pause after `accept` failed for want of file descriptors (the connection waits in the
 /// listen backlog meanwhile).
@@ -66,6 +71,7 @@ pub struct Door {
 }
 
 struct Inner {
+    face: Arc<Face>,
     listener: TcpListener,
     /// tiny_http's Unix socket.
     backend: PathBuf,
@@ -75,13 +81,20 @@ struct Inner {
     /// Threads waiting in `accept`.
     idle: AtomicUsize,
     closing: AtomicBool,
-    /// When a failed `accept` was last logged (one warning per second at most).
+    /// When a refusal or a failed `accept` was last logged (one warning a second at most).
     warned: Mutex<Option<Instant>>,
 }
 
-/// Starts the door on `listener`, forwarding to tiny_http's socket at `backend`.
-pub fn spawn_door(listener: TcpListener, backend: PathBuf, limits: DoorLimits) -> io::Result<Door> {
+/// Starts the door on `listener`, answering with `face` and forwarding to tiny_http's socket
+/// at `backend`.
+pub fn spawn_door(
+    face: Arc<Face>,
+    listener: TcpListener,
+    backend: PathBuf,
+    limits: DoorLimits,
+) -> io::Result<Door> {
     let inner = Arc::new(Inner {
+        face,
         listener,
         backend,
         limits,
@@ -101,7 +114,6 @@ fn spawn_acceptor(inner: &Arc<Inner>) -> io::Result<()> {
     let me = Arc::clone(inner);
     let spawned = thread::Builder::new()
         .name("http-door".into())
-        .stack_size(DOOR_STACK)
         .spawn(move || acceptor_loop(&me));
     if spawned.is_err() {
         inner.idle.fetch_sub(1, Ordering::SeqCst);
@@ -115,15 +127,10 @@ impl Door {
         if self.inner.idle.load(Ordering::SeqCst) == 0 && !self.inner.closing.load(Ordering::SeqCst)
         {
             match spawn_acceptor(&self.inner) {
-                Ok(()) => log::warn!("http: a door thread waits for connections again"),
+                Ok(()) => log::debug!("http: started a door thread to wait for connections"),
                 Err(err) => log::error!("http: could not start a door thread: {err}"),
             }
         }
-    }
-
-    /// Connections open now.
-    pub fn open_connections(&self) -> usize {
-        self.inner.open.load(Ordering::SeqCst)
     }
 
     /// Stops taking connections and requests: idle door threads end, a connection that sends
@@ -165,6 +172,10 @@ fn acceptor_loop(inner: &Arc<Inner>) {
                 }
                 let open = inner.open.fetch_add(1, Ordering::SeqCst) + 1;
                 if open > inner.limits.max_connections {
+                    inner.warn_throttled(&format!(
+                        "{} connections open, the limit (--max-connections): answering 503",
+                        inner.limits.max_connections
+                    ));
                     refuse_busy(&tcp, inner.limits.max_connections);
                 } else {
                     serve(inner, tcp, &mut bufs);
@@ -174,14 +185,19 @@ fn acceptor_loop(inner: &Arc<Inner>) {
             }
             Err(err) => {
                 if out_of_resources(&err) {
-                    inner.warn_accept(&err);
+                    inner.warn_throttled(&format!(
+                        "cannot accept connections ({} open): {err}; retrying",
+                        inner.open.load(Ordering::SeqCst)
+                    ));
                     thread::sleep(ACCEPT_BACKOFF);
                 } else {
                     log::debug!("http: accept failed: {err}");
                 }
             }
         }
-        if inner.idle.load(Ordering::SeqCst) >= MAX_IDLE_ACCEPTORS {
+        if inner.idle.load(Ordering::SeqCst) >= MAX_IDLE_ACCEPTORS
+            || inner.closing.load(Ordering::SeqCst)
+        {
             break;
         }
         inner.idle.fetch_add(1, Ordering::SeqCst);
@@ -189,14 +205,12 @@ fn acceptor_loop(inner: &Arc<Inner>) {
 }
 
 impl Inner {
-    fn warn_accept(&self, err: &io::Error) {
+    /// Logs a warning, at most one a second (a flood of connections must not flood the log).
+    fn warn_throttled(&self, what: &str) {
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
         if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
             *warned = Some(Instant::now());
-            log::warn!(
-                "http: cannot accept connections: {err} ({} open); retrying",
-                self.open.load(Ordering::SeqCst)
-            );
+            log::warn!("http: {what}");
         }
     }
 }
@@ -328,10 +342,12 @@ fn serve(inner: &Inner, tcp: TcpStream, bufs: &mut Buffers) {
             Ok(n) => n,
             Err(HeadError::Closed) => return,
             Err(HeadError::TimedOut) => {
+                log::debug!("http: a request head did not arrive within {HEAD_TIMEOUT:?} (408)");
                 let msg = format!("the request head did not arrive within {HEAD_TIMEOUT:?}");
                 return fail(conn, 408, "Request Timeout", "request_timeout", &msg);
             }
             Err(HeadError::TooLarge) => {
+                log::debug!("http: a request head over {MAX_REQUEST_HEAD_BYTES} bytes (431)");
                 let msg = format!(
                     "the request line and headers exceed {} KiB",
                     MAX_REQUEST_HEAD_BYTES / 1024
@@ -422,13 +438,36 @@ enum Body {
 /// What the door needs to know of a request head.
 #[derive(Debug, PartialEq, Eq)]
 struct Head {
+    method: String,
+    url: String,
     body: Body,
-    /// A declared body over the cap: not forwarded.
+    /// A declared body over the cap: not read, not forwarded.
     over_cap: Option<u64>,
     /// The connection may carry another request after this one.
     keep_alive: bool,
     expect_continue: bool,
-    is_head: bool,
+    /// The values of `FACE_HEADERS`, in their order.
+    seen: [Option<String>; 5],
+}
+
+/// The headers the HTTP face reads (`http::Head`).
+const FACE_HEADERS: [&str; 5] = [
+    "Host",
+    "Origin",
+    "Accept",
+    "Access-Control-Request-Method",
+    "Last-Event-ID",
+];
+
+impl Head {
+    fn header(&self, name: &str) -> Option<String> {
+        let i = FACE_HEADERS.iter().position(|h| *h == name)?;
+        self.seen[i].clone()
+    }
+
+    fn is_head(&self) -> bool {
+        self.method.eq_ignore_ascii_case("HEAD")
+    }
 }
 
 /// Headers the door consumes or replaces: hop-by-hop ones (it is the hop), and its own marker.
@@ -443,32 +482,43 @@ const DROPPED: [&str; 7] = [
 ];
 
 /// Parses a request head (ending with its blank line) and writes into `out` the head tiny_http
-/// gets: the same request line and headers, hop-by-hop ones dropped, `Connection: close`.
+/// gets if the request is forwarded: the same request line and headers, hop-by-hop ones
+/// dropped, `Connection: close`.
 fn parse_head(raw: &[u8], max_body: u64, out: &mut Vec<u8>) -> Result<Head, &'static str> {
+    const BARE_LF: &str = "a line of the request head ends without CR";
     out.clear();
     let text = &raw[..raw.len() - 2];
     let mut lines = text.split(|&b| b == b'\n').filter(|l| !l.is_empty());
     let request_line = lines.next().ok_or("no request line")?;
     out.extend_from_slice(request_line);
     out.push(b'\n');
-    let request_line = request_line
-        .strip_suffix(b"\r")
-        .ok_or("a line of the request head ends without CR")?;
-    let http11 = request_line.ends_with(b" HTTP/1.1");
-    let is_head = request_line.starts_with(b"HEAD ");
+    let request_line = request_line.strip_suffix(b"\r").ok_or(BARE_LF)?;
+    let request_line =
+        std::str::from_utf8(request_line).map_err(|_| "the request line is not text")?;
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(url), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("malformed request line");
+    };
+    if method.is_empty() || url.is_empty() {
+        return Err("malformed request line");
+    }
+    let mut seen: [Option<String>; 5] = Default::default();
     let (mut length, mut chunked, mut close, mut expect_continue) = (None, false, false, false);
     for line in lines {
-        let bare = line
-            .strip_suffix(b"\r")
-            .ok_or("a line of the request head ends without CR")?;
+        let bare = line.strip_suffix(b"\r").ok_or(BARE_LF)?;
         let Some(colon) = bare.iter().position(|&b| b == b':') else {
-            // tiny_http answers 400 to what it cannot parse.
-            out.extend_from_slice(line);
-            out.push(b'\n');
-            continue;
+            return Err("a header line without a colon");
         };
         let name = &bare[..colon];
         let value = bare[colon + 1..].trim_ascii();
+        if let Some(i) = FACE_HEADERS
+            .iter()
+            .position(|h| name.eq_ignore_ascii_case(h.as_bytes()))
+        {
+            seen[i].get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+        }
         if name.eq_ignore_ascii_case(b"content-length") {
             let n = parse_length(value).ok_or("invalid Content-Length")?;
             if length.is_some_and(|m| m != n) {
@@ -516,11 +566,13 @@ fn parse_head(raw: &[u8], max_body: u64, out: &mut Vec<u8>) -> Result<Head, &'st
     };
     out.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Head {
+        method: method.to_owned(),
+        url: url.to_owned(),
         body,
         over_cap,
-        keep_alive: http11 && !close && !chunked && over_cap.is_none(),
+        keep_alive: version == "HTTP/1.1" && !close && !chunked && over_cap.is_none(),
         expect_continue,
-        is_head,
+        seen,
     })
 }
 
@@ -540,8 +592,7 @@ enum Next {
     Close { unread: bool },
 }
 
-/// Forwards one request whose head is the first `head_len` buffered bytes and relays its
-/// answer.
+/// Answers, or forwards, one request whose head is the first `head_len` buffered bytes.
 fn exchange(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head_len: usize) -> Next {
     let close = Next::Close { unread: true };
     let parsed = parse_head(
@@ -553,6 +604,7 @@ fn exchange(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head_len: usize)
     let head = match parsed {
         Ok(head) => head,
         Err(why) => {
+            log::debug!("http: refused a request head (400): {why}");
             reply(&conn.tcp, 400, "Bad Request", "bad_request", why);
             return close;
         }
@@ -562,6 +614,241 @@ fn exchange(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head_len: usize)
         reply(&conn.tcp, 503, "Service Unavailable", "shutting_down", msg);
         return close;
     }
+    if head.body == Body::Chunked {
+        return forward(inner, conn, bufs, &head);
+    }
+    let started = Instant::now();
+    let face_head = super::Head::new(&head.method, &head.url, |name| head.header(name));
+    let decided = catch_unwind(AssertUnwindSafe(|| inner.face.decide(&face_head)));
+    let (reply, grant, body_read) = match decided {
+        Ok(Decision::Mcp | Decision::Events(_) | Decision::Export(_)) => {
+            return forward(inner, conn, bufs, &head);
+        }
+        Ok(Decision::Answer(reply)) => {
+            // A body that is here already goes; one still on its way closes the connection.
+            let whole = match head.body {
+                Body::Length(n) if n <= bufs.req.len() as u64 => {
+                    bufs.req.consume(n as usize);
+                    true
+                }
+                Body::None => head.over_cap.is_none(),
+                _ => false,
+            };
+            (reply, Vec::new(), whole)
+        }
+        Ok(Decision::Route { checked }) => {
+            let body = match (head.over_cap, head.body) {
+                (Some(_), _) => Err(super::too_large(inner.limits.max_body_bytes)),
+                (None, Body::Length(n)) => {
+                    if head.expect_continue && (bufs.req.len() as u64) < n {
+                        let _ = (&conn.tcp).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    }
+                    read_body(conn, &mut bufs.req, n).map_err(|e| super::unreadable_body(&e))
+                }
+                (None, _) => Ok(Vec::new()),
+            };
+            let whole = body.is_ok() && head.over_cap.is_none();
+            let shared = inner.face.shared();
+            match catch_unwind(AssertUnwindSafe(|| {
+                super::route(shared, face_head, body, checked)
+            })) {
+                Ok((reply, grant)) => (reply, grant, whole),
+                Err(_) => {
+                    log::error!("http: routing panicked on {} {}", head.method, head.url);
+                    (internal_error(), Vec::new(), whole)
+                }
+            }
+        }
+        Err(_) => {
+            log::error!("http: a page panicked on {} {}", head.method, head.url);
+            (internal_error(), Vec::new(), false)
+        }
+    };
+    let keep = head.keep_alive && body_read && !inner.closing.load(Ordering::SeqCst);
+    let status = reply.status;
+    let written = write_reply(
+        &conn.tcp,
+        &reply,
+        &grant,
+        head.is_head(),
+        keep,
+        &mut bufs.forward,
+    );
+    log::debug!(
+        "http: {} {} -> {status} in {:.1} ms",
+        head.method.to_ascii_uppercase(),
+        head.url,
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    if written.is_ok() && keep {
+        Next::Request
+    } else {
+        Next::Close { unread: !body_read }
+    }
+}
+
+fn internal_error() -> Reply {
+    Reply::error(&crate::error::ApiError::internal(
+        "internal error while handling the request (logged)",
+    ))
+}
+
+/// Reads a body of `n` bytes (what is buffered first), with `BODY_STALL_TIMEOUT` per read.
+fn read_body(conn: &mut Conn, buf: &mut Buf, n: u64) -> io::Result<Vec<u8>> {
+    let n = usize::try_from(n).map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
+    let mut body = Vec::with_capacity(n.min(1 << 20));
+    let here = buf.len().min(n);
+    body.extend_from_slice(&buf.filled()[..here]);
+    buf.consume(here);
+    if body.len() < n {
+        conn.read_timeout(BODY_STALL_TIMEOUT)?;
+    }
+    while body.len() < n {
+        let old = body.len();
+        body.resize(old + (n - old).min(64 * 1024), 0);
+        match (&conn.tcp).read(&mut body[old..]) {
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(k) => body.truncate(old + k),
+            Err(e) if e.kind() == ErrorKind::Interrupted => body.truncate(old),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(body)
+}
+
+/// Writes a reply with its extra headers: `Content-Length` always, `Connection: close` when
+/// the connection closes after it, no body for `HEAD` or a status without one.
+fn write_reply(
+    tcp: &TcpStream,
+    reply: &Reply,
+    extra: &[(&str, String)],
+    head_only: bool,
+    keep: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    use std::fmt::Write as _;
+    let status = reply.status;
+    let mut text = format!(
+        "HTTP/1.1 {status} {}\r\nDate: {}\r\n",
+        reason(status),
+        http_date(SystemTime::now())
+    );
+    let own_type = reply
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+    if !own_type {
+        let _ = write!(text, "Content-Type: {}\r\n", reply.content_type);
+    }
+    let headers = reply
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .chain(extra.iter().map(|(k, v)| (*k, v.as_str())));
+    for (k, v) in headers {
+        let framing = [
+            "content-length",
+            "connection",
+            "transfer-encoding",
+            "trailer",
+            "upgrade",
+        ]
+        .iter()
+        .any(|f| k.eq_ignore_ascii_case(f));
+        let clean = |t: &str| t.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b));
+        if !framing && !k.is_empty() && clean(k) && clean(v) {
+            let _ = write!(text, "{k}: {v}\r\n");
+        }
+    }
+    let bodiless = (100..200).contains(&status) || matches!(status, 204 | 304);
+    if !bodiless {
+        let _ = write!(text, "Content-Length: {}\r\n", reply.body.len());
+    }
+    if !keep {
+        text.push_str("Connection: close\r\n");
+    }
+    text.push_str("\r\n");
+    out.clear();
+    out.extend_from_slice(text.as_bytes());
+    let body: &[u8] = if head_only || bodiless {
+        &[]
+    } else {
+        &reply.body
+    };
+    write_both(tcp, out, body)
+}
+
+/// The reason phrase of a status.
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+/// An HTTP date (RFC 9110 §5.6.7): `Tue, 24 Nov 2026 06:48:31 GMT`.
+fn http_date(at: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    // Days to a civil date (Howard Hinnant's algorithm), for dates after 1970.
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let rem = secs % 86_400;
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Forwards a request to tiny_http's Unix socket and relays its answer: the requests whose
+/// handlers write to the socket themselves, and chunked bodies. The forwarded head is in
+/// `bufs.forward`.
+fn forward(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head: &Head) -> Next {
+    let close = Next::Close { unread: true };
     let wants_body = head.body != Body::None;
     if head.expect_continue && wants_body {
         let _ = (&conn.tcp).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
@@ -612,7 +899,7 @@ fn exchange(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head_len: usize)
         }
     };
     if remaining == Some(0) {
-        let answer = relay(conn, &unix, &head, bufs);
+        let answer = relay(conn, &unix, head, bufs);
         return next(answer.keep_alive, true);
     }
     // A large or chunked body is copied on a helper thread while the answer is relayed: a
@@ -621,12 +908,12 @@ fn exchange(inner: &Inner, conn: &mut Conn, bufs: &mut Buffers, head_len: usize)
     let (answer, whole) = thread::scope(|s| {
         let copier = thread::Builder::new()
             .name("http-door-body".into())
-            .stack_size(DOOR_STACK)
+            .stack_size(COPIER_STACK)
             .spawn_scoped(s, || copy_body(&conn.tcp, &unix, remaining));
         let Ok(copier) = copier else {
             return (Answer::default(), false);
         };
-        let answer = relay(conn, &unix, &head, bufs);
+        let answer = relay(conn, &unix, head, bufs);
         if !copier.is_finished() {
             // Answered before the body arrived: the rest of the body goes nowhere.
             let _ = conn.tcp.shutdown(Shutdown::Read);
@@ -732,7 +1019,7 @@ fn relay(conn: &Conn, unix: &UnixStream, head: &Head, bufs: &mut Buffers) -> Ans
         }
         return Answer::default();
     };
-    let (status, framing, asks_close) = answer_framing(&buf[..head_end], head.is_head);
+    let (status, framing, asks_close) = answer_framing(&buf[..head_end], head.is_head());
     let self_delimiting = match framing {
         Framing::Length(_) => true,
         Framing::UntilEnd { self_delimiting } => self_delimiting,
@@ -922,7 +1209,13 @@ mod tests {
         );
         let head = head.unwrap();
         assert_eq!(head.body, Body::Length(5));
-        assert!(head.keep_alive && head.expect_continue && !head.is_head);
+        assert!(head.keep_alive && head.expect_continue && !head.is_head());
+        assert_eq!(
+            (head.method.as_str(), head.url.as_str()),
+            ("POST", "/api/call/start")
+        );
+        assert_eq!(head.header("Host").as_deref(), Some("x"));
+        assert_eq!(head.header("Origin"), None);
     }
 
     #[test]
@@ -953,6 +1246,25 @@ mod tests {
         assert!(!parse(raw, 100).0.unwrap().keep_alive);
         let raw = "GET / HTTP/1.1\r\nConnection: Close\r\n\r\n";
         assert!(!parse(raw, 100).0.unwrap().keep_alive);
+        for bad in [
+            "GET /\r\n\r\n",
+            "GET  / HTTP/1.1\r\n\r\n",
+            "GET / HTTP/1.1\nHost: x\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost x\r\n\r\n",
+        ] {
+            assert!(parse(bad, 100).0.is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn http_dates_and_reasons() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_795_502_911);
+        assert_eq!(http_date(at), "Tue, 24 Nov 2026 06:48:31 GMT");
+        assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(http_date(leap), "Tue, 29 Feb 2000 00:00:00 GMT");
+        assert_eq!(reason(431), "Request Header Fields Too Large");
+        assert_eq!(reason(299), "Status");
     }
 
     #[test]

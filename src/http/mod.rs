@@ -265,10 +265,16 @@ pub struct Workers {
     watch: Option<(Sender<()>, JoinHandle<()>)>,
 }
 
-struct Pool {
+/// What answering a request needs, shared by the workers and the front door.
+pub struct Face {
     shared: Arc<Shared>,
     policy: Policy,
+    /// The MCP core, with `--mcp-sse`.
     mcp: Option<Arc<Mcp>>,
+}
+
+struct Pool {
+    face: Arc<Face>,
     backend: Backend,
     /// The generation serving now.
     current: Mutex<Arc<Gen>>,
@@ -323,9 +329,11 @@ pub fn spawn_http(
         retired: AtomicBool::new(false),
     });
     let pool = Arc::new(Pool {
-        policy,
-        shared,
-        mcp,
+        face: Arc::new(Face {
+            shared,
+            policy,
+            mcp,
+        }),
         backend,
         current: Mutex::new(Arc::clone(&gen)),
         retired: Mutex::new(Vec::new()),
@@ -382,7 +390,7 @@ fn worker_loop(pool: &Arc<Pool>, gen: &Arc<Gen>) {
         let rq = match received {
             Ok(rq) => rq,
             // Unblocked for shutdown.
-            Err(_) if pool.shared.lock().shutting_down => break,
+            Err(_) if pool.face.shared.lock().shutting_down => break,
             Err(err) => {
                 // tiny_http hands over the error that ended its accept thread (an unblock
                 // meant for a retired generation also lands here, and changes nothing).
@@ -400,11 +408,11 @@ fn worker_loop(pool: &Arc<Pool>, gen: &Arc<Gen>) {
                 log::error!("http: could not start a request worker: {err}");
             }
         }
-        let mcp = pool.mcp.as_ref();
+        let face = &pool.face;
         // `handle` answers every panic of a handler itself; this only keeps the counts right
         // if something around the handlers panics.
         if catch_unwind(AssertUnwindSafe(|| {
-            handle(&pool.shared, mcp, &pool.policy, rq)
+            handle(&face.shared, face.mcp.as_ref(), &face.policy, rq)
         }))
         .is_err()
         {
@@ -429,7 +437,7 @@ fn restart(pool: &Arc<Pool>, dead: &Arc<Gen>) {
             RESTART_BACKOFF.saturating_sub(at.elapsed())
         });
     thread::sleep(wait);
-    if pool.shared.lock().shutting_down {
+    if pool.face.shared.lock().shutting_down {
         return;
     }
     let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -513,6 +521,11 @@ fn watch_loop(pool: &Arc<Pool>, stop: &Receiver<()>) {
 }
 
 impl Workers {
+    /// What the front door needs to answer requests itself.
+    pub fn face(&self) -> Arc<Face> {
+        Arc::clone(&self.pool.face)
+    }
+
     /// Has `http-watch` look after the front door's accept threads too.
     pub fn watch_door(&self, door: Door) {
         let _ = self.pool.door.set(door);
@@ -542,89 +555,129 @@ impl Workers {
     }
 }
 
-fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
-    let started = Instant::now();
-    if rq.url() == "*" && *rq.method() == tiny_http::Method::Options {
-        // The `http-watch` probe (or a client asking about the server as a whole).
-        let _ = rq.respond(tiny_http::Response::empty(204));
-        return;
-    }
-    let method = rq.method().as_str().to_ascii_uppercase();
-    let url = rq.url().to_owned();
-    let (path, query) = match url.split_once('?') {
-        Some((p, q)) => (p.to_owned(), parse_query(q)),
-        None => (url.clone(), Vec::new()),
-    };
-    let host = header_value(&rq, "Host");
-    let origin = header_value(&rq, "Origin");
-    if !policy.host_allowed(host.as_deref()) {
-        // DNS rebinding: a page of another site, resolved to this machine, names its own host.
-        log::warn!("http: refused {method} {url} for Host {host:?}");
-        return send(
-            rq,
-            Reply::error(&ApiError::new(
-                421,
-                "misdirected_request",
-                "this server only answers to localhost names (DNS-rebinding protection)",
-            )),
-            &[],
-        );
-    }
-    if let Some(mcp) = mcp.filter(|_| mcp_http::is_mcp_path(&path)) {
-        let caught = catch_unwind(AssertUnwindSafe(|| {
-            mcp_http::handle(mcp, policy, rq, &path, &query)
-        }));
-        if caught.is_err() {
-            log::error!("http: MCP handler panicked on {method} {url}");
+/// A request head as the HTTP face judges it, read by tiny_http or by the front door.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    /// Upper case.
+    pub method: String,
+    pub url: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub host: Option<String>,
+    pub origin: Option<String>,
+    /// `Access-Control-Request-Method`.
+    pub asked: Option<String>,
+    pub accept: Option<String>,
+    pub last_event_id: Option<String>,
+}
+
+impl Head {
+    /// From the request line and a lookup of the headers the face reads.
+    pub(crate) fn new(
+        method: &str,
+        url: &str,
+        header: impl Fn(&'static str) -> Option<String>,
+    ) -> Head {
+        let (path, query) = match url.split_once('?') {
+            Some((p, q)) => (p.to_owned(), parse_query(q)),
+            None => (url.to_owned(), Vec::new()),
+        };
+        let method = method.to_ascii_uppercase();
+        Head {
+            asked: (method == "OPTIONS")
+                .then(|| header("Access-Control-Request-Method"))
+                .flatten(),
+            method,
+            url: url.to_owned(),
+            path,
+            query,
+            host: header("Host"),
+            origin: header("Origin"),
+            accept: header("Accept"),
+            last_event_id: header("Last-Event-ID"),
         }
-        log::debug!(
-            "http: {method} {url} (mcp) in {:.1} ms",
-            started.elapsed().as_secs_f64() * 1e3
+    }
+
+    fn of(rq: &tiny_http::Request) -> Head {
+        Head::new(rq.method().as_str(), rq.url(), |name| {
+            header_value(rq, name)
+        })
+    }
+}
+
+/// What the checks that need no handler decide about a request.
+pub(crate) enum Decision {
+    /// Answer this now (421, 403, a page, the probe).
+    Answer(Reply),
+    /// MCP over HTTP: its handler writes to the socket itself.
+    Mcp,
+    /// `GET /api/events`, with its CORS grant.
+    Events(Vec<(&'static str, String)>),
+    /// The JSON Lines export, with its CORS grant.
+    Export(Vec<(&'static str, String)>),
+    /// Read the body and route it; `checked` is the access already judged from `Origin`.
+    Route { checked: Option<Access> },
+}
+
+impl Face {
+    /// [`decide`] for this server.
+    pub(crate) fn decide(&self, head: &Head) -> Decision {
+        decide(&self.shared, self.mcp.is_some(), &self.policy, head)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// Host check, MCP paths, origin check, pages, the event stream and the export, in that order:
+/// everything decided from the head alone.
+fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision {
+    let (method, path) = (head.method.as_str(), head.path.as_str());
+    if head.url == "*" && method == "OPTIONS" {
+        // The `http-watch` probe (or a client asking about the server as a whole).
+        return Decision::Answer(Reply::empty(204));
+    }
+    if !policy.host_allowed(head.host.as_deref()) {
+        // DNS rebinding: a page of another site, resolved to this machine, names its own host.
+        log::warn!(
+            "http: refused {method} {} for Host {:?}",
+            head.url,
+            head.host
         );
-        return;
+        return Decision::Answer(Reply::error(&ApiError::new(
+            421,
+            "misdirected_request",
+            "this server only answers to localhost names (DNS-rebinding protection)",
+        )));
+    }
+    if mcp && mcp_http::is_mcp_path(path) {
+        return Decision::Mcp;
     }
     // A preflight is judged by the method it asks for. Requests without `Origin` (the Python
     // client's) learn their route's rule from the routing itself, in one pass.
-    let asked = (method == "OPTIONS")
-        .then(|| header_value(&rq, "Access-Control-Request-Method"))
-        .flatten()
-        .map(|m| m.trim().to_ascii_uppercase());
-    let checked = (origin.is_some() || method == "OPTIONS")
-        .then(|| routes::access(asked.as_deref().unwrap_or(&method), &path));
-    if checked == Some(Access::Guarded) && !policy.origin_allowed(origin.as_deref()) {
+    let asked = head.asked.as_deref().map(|m| m.trim().to_ascii_uppercase());
+    let checked = (head.origin.is_some() || method == "OPTIONS")
+        .then(|| routes::access(asked.as_deref().unwrap_or(method), path));
+    if checked == Some(Access::Guarded) && !policy.origin_allowed(head.origin.as_deref()) {
         log::warn!(
-            "http: refused {method} {url} from origin {:?}",
-            origin.as_deref().unwrap_or("")
+            "http: refused {method} {} from origin {:?}",
+            head.url,
+            head.origin.as_deref().unwrap_or("")
         );
         let refused = ApiError::new(
             403,
             "origin_not_allowed",
             "this endpoint answers only the server's own pages and --allow-origin origins",
         );
-        return send(rq, Reply::error(&refused), &[]);
+        return Decision::Answer(Reply::error(&refused));
     }
-    // CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only
-    // the allowed origin that asked (its own pages need no grant, --allow-origin ones do).
-    let cors = |access: Access| -> Vec<(&str, String)> {
-        match (access, &origin) {
-            (Access::Anyone, _) => CORS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
-            (Access::Guarded, Some(o)) => {
-                let mut grant = vec![
-                    ("Access-Control-Allow-Origin", o.clone()),
-                    ("Vary", "Origin".to_owned()),
-                ];
-                grant.extend(CORS[1..].iter().map(|(k, v)| (*k, (*v).to_owned())));
-                grant
-            }
-            (Access::Guarded, None) => Vec::new(),
-        }
-    };
-    let page_path = matches!(method.as_str(), "GET" | "HEAD")
-        && (crate::ui::is_page_path(&path)
-            || (path == "/" && crate::ui::wants_html(header_value(&rq, "Accept").as_deref())));
+    let page_path = matches!(method, "GET" | "HEAD")
+        && (crate::ui::is_page_path(path)
+            || (path == "/" && crate::ui::wants_html(head.accept.as_deref())));
     if page_path {
-        if let Some(page) = crate::ui::serve(shared, &path, &query) {
-            let reply = Reply {
+        if let Some(page) = crate::ui::serve(shared, path, &head.query) {
+            return Decision::Answer(Reply {
                 status: page.status,
                 content_type: page.content_type,
                 body: page.body.into_bytes(),
@@ -632,62 +685,122 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
                     .iter()
                     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                     .collect(),
-            };
-            return send(rq, reply, &[]);
+            });
         }
     }
     if method == "GET" && path.trim_end_matches('/') == "/api/events" {
-        let last = header_value(&rq, "Last-Event-ID").or_else(|| {
-            query
-                .iter()
-                .find(|(k, _)| k == "last_event_id")
-                .map(|(_, v)| v.clone())
-        });
-        events::serve(shared, rq, last.as_deref(), &cors(Access::Guarded));
-        log::debug!(
-            "http: {method} {url} (event stream) ended after {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        return;
+        return Decision::Events(cors(Access::Guarded, head.origin.as_deref()));
     }
-    if export::is_export(&method, &path, &query) {
-        let req = Req {
-            method: method.clone(),
-            path,
-            query,
-            ..Req::default()
-        };
-        let grant = cors(Access::Guarded);
-        let caught = catch_unwind(AssertUnwindSafe(|| export::serve(shared, rq, &req, &grant)));
-        if caught.is_err() {
-            log::error!("http: the export panicked on {method} {url}");
+    if export::is_export(method, path, &head.query) {
+        return Decision::Export(cors(Access::Guarded, head.origin.as_deref()));
+    }
+    Decision::Route { checked }
+}
+
+/// CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only the
+/// allowed origin that asked (its own pages need no grant, --allow-origin ones do).
+fn cors(access: Access, origin: Option<&str>) -> Vec<(&'static str, String)> {
+    match (access, origin) {
+        (Access::Anyone, _) => CORS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+        (Access::Guarded, Some(o)) => {
+            let mut grant = vec![
+                ("Access-Control-Allow-Origin", o.to_owned()),
+                ("Vary", "Origin".to_owned()),
+            ];
+            grant.extend(CORS[1..].iter().map(|(k, v)| (*k, (*v).to_owned())));
+            grant
         }
-        log::debug!(
-            "http: {method} {url} (export) in {:.1} ms",
-            started.elapsed().as_secs_f64() * 1e3
-        );
-        return;
+        (Access::Guarded, None) => Vec::new(),
     }
-    let (reply, routed) = match read_body(&mut rq, shared.config.max_body_bytes) {
-        Err(reply) => (reply, routes::access(&method, &path)),
+}
+
+/// Routes a request with its body (or the answer that refused the body), under the panic
+/// boundary; returns the reply and its CORS headers.
+pub(crate) fn route(
+    shared: &Shared,
+    head: Head,
+    body: Result<Vec<u8>, Reply>,
+    checked: Option<Access>,
+) -> (Reply, Vec<(&'static str, String)>) {
+    let (reply, routed) = match body {
+        Err(reply) => (reply, routes::access(&head.method, &head.path)),
         Ok(body) => {
             let mut req = Req {
-                method: method.clone(),
-                path,
+                method: head.method.clone(),
+                path: head.path,
                 params: Vec::new(),
-                query,
+                query: head.query,
                 body,
-                host,
+                host: head.host,
             };
-            guarded(&method, &url, || routes::route(shared, &mut req))
+            guarded(&head.method, &head.url, || routes::route(shared, &mut req))
         }
     };
-    let status = reply.status;
-    send(rq, reply, &cors(checked.unwrap_or(routed)));
-    log::debug!(
-        "http: {method} {url} -> {status} in {:.1} ms",
-        started.elapsed().as_secs_f64() * 1e3
-    );
+    (
+        reply,
+        cors(checked.unwrap_or(routed), head.origin.as_deref()),
+    )
+}
+
+/// Answers a request that came through tiny_http (the front door forwards those whose
+/// handlers write to the socket themselves, and chunked bodies).
+fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
+    let started = Instant::now();
+    let head = Head::of(&rq);
+    let (method, url) = (head.method.clone(), head.url.clone());
+    let ms = || started.elapsed().as_secs_f64() * 1e3;
+    match decide(shared, mcp.is_some(), policy, &head) {
+        Decision::Answer(reply) => {
+            let status = reply.status;
+            send(rq, reply, &[]);
+            if url != "*" {
+                log::debug!("http: {method} {url} -> {status} in {:.1} ms", ms());
+            }
+        }
+        Decision::Mcp => {
+            let mcp = mcp.expect("decided only when MCP over HTTP is on");
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                mcp_http::handle(mcp, policy, rq, &head.path, &head.query)
+            }));
+            if caught.is_err() {
+                log::error!("http: MCP handler panicked on {method} {url}");
+            }
+            log::debug!("http: {method} {url} (mcp) in {:.1} ms", ms());
+        }
+        Decision::Events(grant) => {
+            let last = head.last_event_id.clone().or_else(|| {
+                head.query
+                    .iter()
+                    .find(|(k, _)| k == "last_event_id")
+                    .map(|(_, v)| v.clone())
+            });
+            events::serve(shared, rq, last.as_deref(), &grant);
+            log::debug!(
+                "http: {method} {url} (event stream) ended after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Decision::Export(grant) => {
+            let req = Req {
+                method: method.clone(),
+                path: head.path,
+                query: head.query,
+                ..Req::default()
+            };
+            let caught = catch_unwind(AssertUnwindSafe(|| export::serve(shared, rq, &req, &grant)));
+            if caught.is_err() {
+                log::error!("http: the export panicked on {method} {url}");
+            }
+            log::debug!("http: {method} {url} (export) in {:.1} ms", ms());
+        }
+        Decision::Route { checked } => {
+            let body = read_body(&mut rq, shared.config.max_body_bytes);
+            let (reply, grant) = route(shared, head, body, checked);
+            let status = reply.status;
+            send(rq, reply, &grant);
+            log::debug!("http: {method} {url} -> {status} in {:.1} ms", ms());
+        }
+    }
 }
 
 /// A request header's value.
@@ -735,38 +848,45 @@ fn guarded(method: &str, url: &str, f: impl FnOnce() -> (Reply, Access)) -> (Rep
     })
 }
 
+/// The 413 answer to a body over `cap`.
+pub(crate) fn too_large(cap: u64) -> Reply {
+    Reply::error(&ApiError::new(
+        413,
+        "payload_too_large",
+        format!(
+            "request body exceeds the limit of {} MiB (see --max-body-mb)",
+            cap / (1024 * 1024)
+        ),
+    ))
+}
+
+/// The 400 answer to a body that could not be read.
+pub(crate) fn unreadable_body(err: &std::io::Error) -> Reply {
+    Reply::error(&ApiError::bad_request(
+        "unreadable_body",
+        format!("could not read the request body: {err}"),
+    ))
+}
+
 /// Reads the body, refusing (413) a declared or actual length above `cap`. The front door does
 /// not forward a declared body over the cap: it sends its length in `X-Cideldill-Declared-Length`.
 fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
-    let too_large = || {
-        Reply::error(&ApiError::new(
-            413,
-            "payload_too_large",
-            format!(
-                "request body exceeds the limit of {} MiB (see --max-body-mb)",
-                cap / (1024 * 1024)
-            ),
-        ))
-    };
     if rq.body_length().is_some_and(|n| n as u64 > cap)
         || rq
             .headers()
             .iter()
             .any(|h| h.field.equiv(door::DECLARED_LENGTH))
     {
-        return Err(too_large());
+        return Err(too_large(cap));
     }
     // Sized from Content-Length (the Python client always sends it), so the body is read
     // into one allocation instead of a chain of growing ones.
     let declared = rq.body_length().unwrap_or(0).min(1 << 20);
     let mut body = Vec::with_capacity(declared + 1);
     match rq.as_reader().take(cap + 1).read_to_end(&mut body) {
-        Ok(_) if body.len() as u64 > cap => Err(too_large()),
+        Ok(_) if body.len() as u64 > cap => Err(too_large(cap)),
         Ok(_) => Ok(body),
-        Err(err) => Err(Reply::error(&ApiError::bad_request(
-            "unreadable_body",
-            format!("could not read the request body: {err}"),
-        ))),
+        Err(err) => Err(unreadable_body(&err)),
     }
 }
 

@@ -6,6 +6,7 @@ mod support;
 
 mod call_protocol;
 mod demo;
+mod door;
 mod event_stream;
 mod events;
 mod fixture;
