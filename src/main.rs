@@ -27,8 +27,8 @@ fn main() -> ExitCode {
     if config.allow_remote && !cideldill_server::config::is_loopback_host(&config.host) {
         log::warn!(
             "binding {} with --allow-remote: anyone who reaches this port can evaluate code in the debugged \
-             program, and the HTTP library has no socket timeouts: a client that stalls, or declares a huge body, \
-             pins a thread and a socket. Use only on a trusted network.",
+             program, and every open connection holds a thread (up to --max-connections). Use only on a \
+             trusted network.",
             config.host
         );
     }
