@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::net::{TcpListener, ToSocketAddrs};
 use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -183,18 +183,27 @@ fn connection_cap(asked: usize) -> usize {
     asked.min(fits)
 }
 
-/// A private directory (mode 0700) for tiny_http's Unix socket, removed on drop.
+/// A private directory (mode 0700) for tiny_http's Unix socket, `http-<pid>-<random>` under
+/// `<home>/run` (or under the temporary directory when that path is too long for a socket
+/// address, or cannot be made); removed on drop. One left behind by a killed server is removed
+/// by a later start that uses the same place.
 struct PrivateDir(PathBuf);
 
 impl PrivateDir {
-    /// Creates it under the temporary directory (or `/tmp` when that path would be too long for
-    /// a socket address) and binds `http.sock` in it.
-    fn with_socket() -> Result<(PrivateDir, http::Backend), Error> {
-        let name = format!("cideldill-{}-{}", std::process::id(), ids::random_hex(8));
-        let mut dir = std::env::temp_dir().join(&name);
-        if dir.as_os_str().len() > 90 {
-            dir = Path::new("/tmp").join(&name);
-        }
+    /// Creates it and binds `http.sock` in it.
+    fn with_socket(home: &Path) -> Result<(PrivateDir, http::Backend), Error> {
+        let name = format!("http-{}-{}", std::process::id(), ids::random_hex(8));
+        let run = home.join("run");
+        // Room for "/http.sock" within a socket address's 108 bytes.
+        let in_home =
+            run.join(&name).as_os_str().len() <= 96 && std::fs::create_dir_all(&run).is_ok();
+        let base = if in_home { run } else { std::env::temp_dir() };
+        remove_stale(&base);
+        let dir = base.join(if in_home {
+            name
+        } else {
+            format!("cideldill-{name}")
+        });
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
@@ -204,6 +213,33 @@ impl PrivateDir {
         let listener = UnixListener::bind(&path)
             .map_err(|e| Error::io(format!("cannot bind {}", path.display()), e))?;
         Ok((private, http::Backend { listener, path }))
+    }
+}
+
+/// Removes the socket directories in `base` that a server left behind: older than a minute
+/// (so none that a server is still setting up) and whose socket takes no connection.
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let ours = name.to_str().is_some_and(|n| {
+            n.strip_prefix("cideldill-")
+                .unwrap_or(n)
+                .strip_prefix("http-")
+                .is_some_and(|rest| rest.split('-').count() == 2)
+        });
+        let old = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.is_dir())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(60));
+        if ours && old && UnixStream::connect(entry.path().join("http.sock")).is_err() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -262,7 +298,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let (private, backend) = PrivateDir::with_socket()?;
+    let (private, backend) = PrivateDir::with_socket(&shared.config.home)?;
     let backend_path = backend.path.clone();
     let http = http::spawn_http(shared.clone(), backend, port, http_mcp)
         .map_err(|e| Error::io("cannot start the HTTP server", e))?;

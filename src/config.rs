@@ -167,6 +167,9 @@ pub struct Config {
     pub port: u16,
     pub database: Database,
     pub port_file: PathBuf,
+    /// The data directory (`$CIDELDILL_HOME`, else `~/.cideldill`); tiny_http's private socket
+    /// lives under it.
+    pub home: PathBuf,
     pub max_body_bytes: u64,
     pub max_records: usize,
     pub allow_remote: bool,
@@ -336,6 +339,7 @@ impl Config {
                 .as_deref()
                 .map(|p| env.expand(p))
                 .unwrap_or_else(|| env.port_file()),
+            home: env.data_home(),
             max_body_bytes: args.max_body_mb * 1024 * 1024,
             max_records: args.max_records,
             allow_remote: args.allow_remote,
@@ -364,6 +368,9 @@ impl Config {
             host: "127.0.0.1".into(),
             port: 0,
             database: Database::Memory,
+            home: port_file
+                .parent()
+                .map_or_else(std::env::temp_dir, Path::to_path_buf),
             port_file,
             max_body_bytes: 64 * 1024 * 1024,
             max_records: crate::records::DEFAULT_MAX_RECORDS,
