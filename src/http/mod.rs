@@ -1,8 +1,11 @@
-//! The HTTP server: a self-sizing set of `http-worker` threads take requests from tiny_http and
-//! answer them where they took them; the last idle worker starts another before it handles a
-//! request, so a REPL eval blocking for 30 s never stalls polling. A worker caps and reads the
-//! body, routes it, catches any panic (answered 500), adds CORS headers under `/api/`, and
-//! responds. Only this module and `routes` touch tiny_http types.
+//! The HTTP face. The front door (`door`) accepts every connection and answers the requests
+//! whose handlers return a `Reply`; `decide` and `route` judge a request `Head` for it and for
+//! tiny_http alike (host, origin, pages, CORS, routing, panics answered 500). Requests whose
+//! handlers write to the socket themselves reach tiny_http over a private Unix socket, where a
+//! self-sizing set of `http-worker` threads takes them (the last idle worker starts another
+//! before it handles a request) and answers them; when tiny_http's accept thread dies, a new
+//! tiny_http server is started on a clone of that socket. Only this module and its
+//! submodules touch tiny_http types.
 
 mod door;
 mod events;
