@@ -1,21 +1,22 @@
 //! Calls in flight: open calls (typed, as they will be recorded), paused executions and their
 //! resume actions, orphaned pause ids and com-error reports (protocol doc §2.5 to §2.10 and
 //! §5.2). Pure: no I/O, no locks. A pause keeps its `call_data` as the JSON object clients are
-//! shown (pauses are few); completed calls move to `records`.
+//! shown (pauses are few); completed calls move to `records`. What is kept of requests that
+//! create nothing (polled unknown ids, com-error reports) is bounded in bytes (`limits`).
 
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
+use crate::limits::{
+    MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_ORPHANS,
+    MAX_ORPHAN_ID_BYTES,
+};
 use crate::records::{CallId, CallRecord};
 
 /// How many resume actions of after-pauses are kept for clients still polling them. The
 /// original never deletes them; we keep the newest ones (a client polls within milliseconds).
 const MAX_AFTER_ACTIONS: usize = 10_000;
-/// How many unknown pause ids that clients poll (pauses from before a restart) we remember.
-const MAX_ORPHANS: usize = 1_000;
-/// How many com-error reports are kept, as in the original.
-const MAX_COM_ERRORS: usize = 500;
 
 /// A paused execution.
 #[derive(Clone, Debug)]
@@ -82,7 +83,9 @@ pub struct Calls {
     actions: HashMap<String, Value>,
     after_actions: VecDeque<String>,
     orphans: HashMap<String, f64>,
-    com_errors: VecDeque<Value>,
+    /// Com-error reports with their size as JSON text, and the sum of those sizes.
+    com_errors: VecDeque<(Value, usize)>,
+    com_error_bytes: usize,
 }
 
 impl Calls {
@@ -149,12 +152,13 @@ impl Calls {
     }
 
     /// The stored action of a pause, peeked (polling is idempotent). An id that is neither
-    /// paused nor resumed is remembered as an orphan: some client waits on it.
+    /// paused nor resumed is remembered as an orphan: some client waits on it. An id longer than
+    /// any we make is not remembered (it still polls as waiting, so the client keeps polling).
     pub fn poll(&mut self, pause_id: &str, now: f64) -> Option<Value> {
         if let Some(action) = self.actions.get(pause_id) {
             return Some(action.clone());
         }
-        if self.paused_by_id(pause_id).is_none() {
+        if pause_id.len() <= MAX_ORPHAN_ID_BYTES && self.paused_by_id(pause_id).is_none() {
             if self.orphans.len() >= MAX_ORPHANS && !self.orphans.contains_key(pause_id) {
                 if let Some(oldest) = self
                     .orphans
@@ -231,15 +235,23 @@ impl Calls {
         })
     }
 
+    /// Keeps a com-error report: the newest `MAX_COM_ERRORS` within `MAX_COM_ERRORS_BYTES`, a
+    /// report over `MAX_COM_ERROR_REPORT_BYTES` shrunk first (see [`shrink_report`]).
     pub fn push_com_error(&mut self, report: Value) {
-        self.com_errors.push_back(report);
-        while self.com_errors.len() > MAX_COM_ERRORS {
-            self.com_errors.pop_front();
+        let (report, size) = shrink_report(report);
+        self.com_error_bytes += size;
+        self.com_errors.push_back((report, size));
+        while self.com_errors.len() > MAX_COM_ERRORS || self.com_error_bytes > MAX_COM_ERRORS_BYTES
+        {
+            match self.com_errors.pop_front() {
+                Some((_, n)) => self.com_error_bytes -= n,
+                None => break,
+            }
         }
     }
 
     pub fn com_errors(&self) -> Vec<Value> {
-        self.com_errors.iter().cloned().collect()
+        self.com_errors.iter().map(|(r, _)| r.clone()).collect()
     }
 
     /// Summary of a pause for event payloads.
@@ -251,6 +263,80 @@ impl Calls {
             "paused_at": pause.paused_at,
         })
     }
+}
+
+/// Strings of a shrunk com-error report keep this many characters (the Python client cuts
+/// `response_text` and `traceback` to 4000 itself).
+const REPORT_TEXT_CHARS: usize = 4000;
+/// The fields a report keeps when nothing else makes it fit.
+const REPORT_CORE_FIELDS: [&str; 12] = [
+    "summary",
+    "timestamp",
+    "received_at",
+    "method",
+    "path",
+    "server_url",
+    "process_pid",
+    "process_start_time",
+    "status_code",
+    "exception_type",
+    "exception_message",
+    "shrunk",
+];
+
+/// A com-error report within `MAX_COM_ERROR_REPORT_BYTES`, with its size as JSON text: as sent
+/// when it fits; else its long strings cut to 4000 characters; else without `payload` (the
+/// failed request's body); else only its core fields, cut to 200 characters. A shrunk report
+/// says so in `shrunk`.
+fn shrink_report(report: Value) -> (Value, usize) {
+    fn cut_strings(v: &mut Value, keep: usize) {
+        match v {
+            Value::String(s) => {
+                if let Some((at, _)) = s.char_indices().nth(keep) {
+                    // A new string: truncating would keep the whole allocation.
+                    *s = format!("{}... ({} bytes cut)", &s[..at], s.len() - at);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| cut_strings(i, keep)),
+            Value::Object(m) => m.values_mut().for_each(|i| cut_strings(i, keep)),
+            _ => {}
+        }
+    }
+    let size = |v: &Value| v.to_string().len();
+    let original = size(&report);
+    if original <= MAX_COM_ERROR_REPORT_BYTES {
+        return (report, original);
+    }
+    let Value::Object(mut m) = report else {
+        let v = json!({"shrunk": format!("a report of {original} bytes that is not an object")});
+        let n = size(&v);
+        return (v, n);
+    };
+    m.insert(
+        "shrunk".into(),
+        json!(format!(
+            "this report took {original} bytes; reports over {MAX_COM_ERROR_REPORT_BYTES} are cut"
+        )),
+    );
+    let mut v = Value::Object(m);
+    cut_strings(&mut v, REPORT_TEXT_CHARS);
+    if size(&v) > MAX_COM_ERROR_REPORT_BYTES {
+        if let Some(p) = v.get_mut("payload") {
+            *p = json!("(dropped: too large)");
+        }
+    }
+    if size(&v) > MAX_COM_ERROR_REPORT_BYTES {
+        let mut core = Map::new();
+        for k in REPORT_CORE_FIELDS {
+            if let Some(x) = v.get(k) {
+                core.insert(k.into(), x.clone());
+            }
+        }
+        v = Value::Object(core);
+        cut_strings(&mut v, 200);
+    }
+    let n = size(&v);
+    (v, n)
 }
 
 #[cfg(test)]
@@ -331,6 +417,67 @@ mod tests {
         assert_eq!(c.actions.len(), MAX_AFTER_ACTIONS);
         assert!(!c.has_action("p0"));
         assert!(c.has_action(&format!("p{}", MAX_AFTER_ACTIONS + 4)));
+    }
+
+    #[test]
+    fn absurdly_long_unknown_ids_poll_as_waiting_but_are_not_remembered() {
+        let mut c = Calls::default();
+        let long = "x".repeat(MAX_ORPHAN_ID_BYTES + 1);
+        assert_eq!(c.poll(&long, 1.0), None);
+        assert!(!c.is_orphan(&long));
+        assert_eq!(
+            c.resume(&long, json!({"action": "continue"})).unwrap_err(),
+            ResumeError::NotFound
+        );
+        let uuid = "0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b";
+        assert_eq!(c.poll(uuid, 1.0), None);
+        assert!(c.is_orphan(uuid));
+        for i in 0..MAX_ORPHANS + 10 {
+            c.poll(&format!("{i:0>200}"), 2.0 + i as f64);
+        }
+        assert_eq!(c.orphans.len(), MAX_ORPHANS);
+        assert!(!c.is_orphan(uuid), "the oldest went first");
+    }
+
+    #[test]
+    fn com_errors_are_bounded_in_bytes_and_large_reports_shrink() {
+        let mut c = Calls::default();
+        let big = "y".repeat(1 << 20);
+        c.push_com_error(json!({"summary": "s", "traceback": big, "payload": {"a": [big]}}));
+        let kept = &c.com_errors()[0];
+        assert!(kept.to_string().len() <= MAX_COM_ERROR_REPORT_BYTES);
+        assert_eq!(kept["summary"], "s");
+        assert!(kept["shrunk"].as_str().unwrap().contains("bytes"));
+        assert!(kept["traceback"].as_str().unwrap().ends_with("bytes cut)"));
+        // Many strings just under the cut: the payload goes.
+        let many: Vec<String> = (0..40).map(|_| "z".repeat(3000)).collect();
+        c.push_com_error(json!({"summary": "t", "payload": many}));
+        assert_eq!(c.com_errors()[1]["payload"], "(dropped: too large)");
+        // Many fields: only the core ones stay.
+        let wide: Map<String, Value> = (0..100)
+            .map(|i| (format!("k{i}"), json!("w".repeat(3000))))
+            .collect();
+        let mut wide = Value::Object(wide);
+        wide["summary"] = json!("u");
+        c.push_com_error(wide);
+        let last = c.com_errors()[2].clone();
+        assert_eq!(last["summary"], "u");
+        assert!(last.get("k1").is_none());
+        assert!(last.to_string().len() <= MAX_COM_ERROR_REPORT_BYTES);
+        c.push_com_error(json!("not an object".repeat(10_000)));
+        // The total stays within its bytes, newest kept.
+        for i in 0..400 {
+            c.push_com_error(json!({"i": i, "payload": "p".repeat(60_000)}));
+        }
+        assert!(c.com_error_bytes <= MAX_COM_ERRORS_BYTES);
+        assert_eq!(
+            c.com_error_bytes,
+            c.com_errors()
+                .iter()
+                .map(|r| r.to_string().len())
+                .sum::<usize>()
+        );
+        assert_eq!(c.com_errors().last().unwrap()["i"], 399);
     }
 
     #[test]

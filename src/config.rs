@@ -141,6 +141,11 @@ pub struct Args {
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
+
+    /// seconds a Streamable HTTP MCP session may stay idle (no request in flight, no open
+    /// stream) before it is closed and its client must initialize again (default 1800)
+    #[argh(option, default = "crate::limits::MCP_SESSION_IDLE_S")]
+    pub mcp_session_idle_s: f64,
 }
 
 /// Where the server keeps its data.
@@ -187,6 +192,8 @@ pub struct Config {
     /// The three flags that ask for external MCP servers (read at start).
     pub mcp_clients: ClientFlags,
     pub upstream_timing: Timing,
+    /// A Streamable HTTP session idle this long is closed.
+    pub mcp_session_idle: Duration,
 }
 
 /// The environment variables the configuration depends on.
@@ -359,6 +366,11 @@ impl Config {
                 inline: args.mcp_client.clone(),
             },
             upstream_timing,
+            mcp_session_idle: seconds(
+                "--mcp-session-idle-s",
+                args.mcp_session_idle_s,
+                365.0 * 86_400.0,
+            )?,
         })
     }
 
@@ -387,6 +399,7 @@ impl Config {
             mcp_max_sessions: 64,
             mcp_clients: ClientFlags::default(),
             upstream_timing: Timing::default(),
+            mcp_session_idle: Duration::from_secs_f64(crate::limits::MCP_SESSION_IDLE_S),
         }
     }
 }

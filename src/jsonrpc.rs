@@ -7,11 +7,16 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::limits::MAX_BATCH_LEN;
+
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// Implementation-defined (JSON-RPC reserves -32000 to -32099 for servers): a request that was
+/// valid but went past one of the server's limits.
+pub const LIMIT_EXCEEDED: i64 = -32000;
 
 /// A request id: an integer or a string. `92` and `"92"` are different ids and keep their type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -305,10 +310,40 @@ pub fn message_from_value(v: Value) -> Result<Message, Response> {
     Ok(Message::Response(Response { id, outcome }))
 }
 
-/// Parses one line or body.
+/// Parses one line or body. A batch longer than [`MAX_BATCH_LEN`] is refused whole, and its
+/// members past the limit are not even parsed (each parsed message costs many times its text).
 pub fn parse(text: &str) -> Incoming {
-    let value: Value = match serde_json::from_str(text) {
+    parse_with_limit(text, MAX_BATCH_LEN)
+}
+
+fn parse_with_limit(text: &str, max_batch: usize) -> Incoming {
+    let too_long = std::cell::Cell::new(false);
+    let parsed = if text.trim_start().starts_with('[') {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde::Deserializer::deserialize_seq(
+            &mut de,
+            BatchItems {
+                max: max_batch,
+                too_long: &too_long,
+            },
+        )
+        .and_then(|items| de.end().map(|()| Value::Array(items)))
+    } else {
+        serde_json::from_str(text)
+    };
+    let value = match parsed {
         Ok(v) => v,
+        Err(_) if too_long.get() => {
+            let message = format!(
+                "batch too long: a JSON-RPC batch may hold at most {max_batch} messages; \
+                 send fewer at a time"
+            );
+            return Incoming::Invalid(Response::err(
+                None,
+                RpcError::new(INVALID_REQUEST, message)
+                    .with_data(json!({"max_batch_len": max_batch})),
+            ));
+        }
         Err(e) => {
             return Incoming::Invalid(Response::err(
                 None,
@@ -326,6 +361,39 @@ pub fn parse(text: &str) -> Incoming {
             Ok(m) => Incoming::Single(m),
             Err(r) => Incoming::Invalid(r),
         },
+    }
+}
+
+/// The members of a batch, at most `max` of them: one more stops the parse (and sets
+/// `too_long`) before it is built.
+struct BatchItems<'a> {
+    max: usize,
+    too_long: &'a std::cell::Cell<bool>,
+}
+
+impl<'de> serde::de::Visitor<'de> for BatchItems<'_> {
+    type Value = Vec<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON array of JSON-RPC messages")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            if items.len() == self.max {
+                // Peek at one more member without building it: `IgnoredAny` skips it.
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    self.too_long.set(true);
+                    return Err(serde::de::Error::custom("batch too long"));
+                }
+                return Ok(items);
+            }
+            match seq.next_element::<Value>()? {
+                Some(v) => items.push(v),
+                None => return Ok(items),
+            }
+        }
     }
 }
 
@@ -411,6 +479,44 @@ mod tests {
         };
         assert!(items[0].is_ok());
         assert!(items[1].is_err());
+    }
+
+    #[test]
+    fn batches_past_the_limit_are_refused_whole_without_parsing_the_rest() {
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let batch = |n: usize, tail: &str| format!("[{}{tail}]", vec![ping; n].join(","));
+        let Incoming::Batch(items) = parse_with_limit(&batch(3, ""), 3) else {
+            panic!("three fit")
+        };
+        assert_eq!(items.len(), 3);
+        // One more is too many, whatever follows (even text that is not JSON).
+        for tail in ["", ",{not json", ",5"] {
+            let Incoming::Invalid(r) = parse_with_limit(&batch(4, tail), 3) else {
+                panic!("four are too many")
+            };
+            let e = r.outcome.unwrap_err();
+            assert_eq!(e.code, INVALID_REQUEST);
+            assert!(e.message.contains("at most 3 messages"), "{}", e.message);
+            assert_eq!(e.data, Some(json!({"max_batch_len": 3})));
+            assert_eq!(r.id, None);
+        }
+        // Broken JSON inside the limit is still a parse error, and so is trailing text.
+        let code = |text: &str| match parse_with_limit(text, 3) {
+            Incoming::Invalid(r) => r.outcome.unwrap_err().code,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(code(&format!("[{ping},{{bad")), PARSE_ERROR);
+        assert_eq!(code(&format!("[{ping}] x")), PARSE_ERROR);
+        assert_eq!(code("  [ "), PARSE_ERROR);
+        assert_eq!(code(" []"), INVALID_REQUEST);
+        assert!(matches!(
+            parse(&batch(MAX_BATCH_LEN, "")),
+            Incoming::Batch(_)
+        ));
+        assert!(matches!(
+            parse(&batch(MAX_BATCH_LEN + 1, "")),
+            Incoming::Invalid(_)
+        ));
     }
 
     #[test]

@@ -34,3 +34,49 @@ pub const FDS_PER_CONNECTION: u64 = 4;
 /// File descriptors kept for everything but connections (database, external MCP servers,
 /// listening sockets, logs).
 pub const FDS_RESERVED: u64 = 64;
+
+// ---------------------------------------------------------------------------------------------
+// MCP server: sessions, batches, stdio framing, what a session keeps; and what the debug-client
+// protocol remembers of requests (unknown pause ids, com-error reports).
+
+/// Default of `--mcp-session-idle-s`: a Streamable HTTP session with no request in flight and no
+/// open stream for this long is closed (the official Python SDK's default is 30 minutes too).
+/// At the cap of concurrent MCP HTTP sessions (`--mcp-max-sessions`, default 64) the longest-idle
+/// such session is closed to make room; when there is none, `initialize` gets 503.
+pub const MCP_SESSION_IDLE_S: f64 = 1800.0;
+/// How often at most the MCP notifier looks for idle sessions when nothing else does.
+pub const MCP_SESSION_SWEEP_S: u64 = 60;
+/// Most messages in one JSON-RPC batch (MCP 2025-03-26 only): a longer one is refused whole with
+/// -32600 before any member is parsed further. The official SDKs send no batches at all; other
+/// MCP clients batch a handful (mcp_dart defaults to 10).
+pub const MAX_BATCH_LEN: usize = 100;
+/// Most bytes of the answers to one batch. Once they are reached, each request left is answered
+/// with an error (-32000, `data.handled` false) instead of being handled; a handled request whose
+/// answer would cross the limit gets that error with `data.handled` true.
+pub const MAX_BATCH_ANSWER_BYTES: usize = 4 << 20;
+/// Longest MCP stdio line; the rest of a longer one is discarded as it streams in, and the line
+/// is answered with one parse error (-32700).
+pub const MAX_STDIO_LINE_BYTES: u64 = 64 << 20;
+/// Messages, and bytes, an MCP HTTP session may have queued for a stream its client does not
+/// read; past either the session is dropped.
+pub const MCP_OUTBOX_MESSAGES: usize = 1024;
+pub const MCP_OUTBOX_BYTES: usize = 8 << 20;
+/// Resource subscriptions per MCP session (those of resources that no longer exist are pruned
+/// first when it is reached).
+pub const MCP_MAX_SUBSCRIPTIONS: usize = 1000;
+/// Bytes of a client's `clientInfo` a session keeps (beyond it, its name and version, cut).
+pub const MCP_MAX_CLIENT_INFO_BYTES: usize = 4096;
+/// Longest `progressToken` (as JSON text) a request may carry: it is repeated in every
+/// progress notification.
+pub const MCP_MAX_PROGRESS_TOKEN_BYTES: usize = 1024;
+/// Unknown pause ids that clients poll (pauses from before a restart), remembered so `continue`
+/// can release them; ids longer than `MAX_ORPHAN_ID_BYTES` still poll `waiting` but are not
+/// remembered (ours are 36-character UUIDs).
+pub const MAX_ORPHANS: usize = 1_000;
+pub const MAX_ORPHAN_ID_BYTES: usize = 256;
+/// Com-error reports kept (the original kept the last 500), and the bytes they may take in all;
+/// a report over `MAX_COM_ERROR_REPORT_BYTES` has its long strings cut, then its `payload`
+/// dropped, then everything but its short fields.
+pub const MAX_COM_ERRORS: usize = 500;
+pub const MAX_COM_ERRORS_BYTES: usize = 8 << 20;
+pub const MAX_COM_ERROR_REPORT_BYTES: usize = 64 << 10;

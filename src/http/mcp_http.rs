@@ -4,6 +4,8 @@
 //! checked for `Origin` (403) and, on a loopback bind, `Host` (421). Streams run on detached
 //! threads counted in `Mcp::open_streams`: a writer blocked in a socket cannot be joined, it ends
 //! when its peer goes away. Outboxes are bounded; a session whose client stops reading is dropped.
+//! Every request and stream holds its session as [`Active`] while it runs, so a session with a
+//! request in flight or a stream open is never closed as idle nor evicted at the cap.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,15 +13,15 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
-use serde_json::Value;
 
 use super::stream::EventStream;
 use super::{guard, read_body};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
-use crate::mcp::{version, Mcp, Outgoing, Session, Transport};
+use crate::limits;
+use crate::mcp::{version, Active, BatchAnswer, Mcp, Outgoing, Session, Transport};
 
 /// Messages a session may have queued for its stream before it counts as stalled.
-pub const OUTBOX_CAPACITY: usize = 1024;
+pub const OUTBOX_CAPACITY: usize = limits::MCP_OUTBOX_MESSAGES;
 /// Silence after which a stream gets a keep-alive comment.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// The session header of Streamable HTTP.
@@ -143,36 +145,39 @@ pub fn handle(
     }
 }
 
-fn at_capacity(mcp: &Mcp) -> bool {
-    mcp.count_sessions(Transport::Sse) + mcp.count_sessions(Transport::Http)
-        >= mcp.shared.config.mcp_max_sessions
-}
-
-/// Writes a session's outbox to an event stream until the session ends or the peer leaves.
+/// Writes a session's outbox to an event stream until the session ends or the peer leaves. The
+/// stream keeps the session in use (`active`) while it is open: it does not idle meanwhile.
 fn spawn_stream(
     mcp: &Arc<Mcp>,
     rq: tiny_http::Request,
-    session: Arc<Session>,
+    active: Active,
     rx: Receiver<Outgoing>,
     endpoint: Option<String>,
     gen: u64,
 ) {
     let mcp2 = mcp.clone();
     mcp.open_streams.fetch_add(1, Ordering::SeqCst);
-    let name = format!("mcp-stream:{}", &session.id[..8.min(session.id.len())]);
+    let (id, transport) = (active.id.clone(), active.transport);
+    let name = format!("mcp-stream:{}", &id[..8.min(id.len())]);
     let spawned = thread::Builder::new().name(name).spawn(move || {
-        run_stream(rq, &session, &rx, endpoint.as_deref());
-        if session.transport == Transport::Sse {
+        run_stream(rq, &active, &rx, endpoint.as_deref());
+        if active.transport == Transport::Sse {
             // Legacy SSE: closing the stream ends the session.
-            mcp2.close_session(&session.id);
+            mcp2.close_session(&active.id);
         } else {
-            session.detach_stream(gen);
+            active.detach_stream(gen);
         }
+        // The session idles from now on.
+        drop(active);
         mcp2.open_streams.fetch_sub(1, Ordering::SeqCst);
     });
     if let Err(e) = spawned {
         log::error!("mcp http: cannot start a stream thread: {e}");
         mcp.open_streams.fetch_sub(1, Ordering::SeqCst);
+        if transport == Transport::Sse {
+            // A legacy session lives only as long as its stream.
+            mcp.close_session(&id);
+        }
     }
 }
 
@@ -220,15 +225,14 @@ fn run_stream(
 // Legacy HTTP+SSE (MCP 2024-11-05).
 
 fn legacy_open(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
-    if at_capacity(mcp) {
+    let (tx, rx) = bounded(OUTBOX_CAPACITY);
+    let Ok(session) = mcp.open_capped(Transport::Sse, Some(tx)) else {
         return text(
             rq,
             503,
-            "Service Unavailable: too many MCP sessions (see --mcp-max-sessions)",
+            "Service Unavailable: too many MCP sessions, all in use (see --mcp-max-sessions)",
         );
-    }
-    let (tx, rx) = bounded(OUTBOX_CAPACITY);
-    let session = mcp.open_session(Transport::Sse, Some(tx));
+    };
     session.keep_drain(rx.clone());
     // Compat: the original's endpoint, relative to the stream's URL.
     let endpoint = format!("/mcp/messages?session_id={}", session.id);
@@ -244,7 +248,7 @@ fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)
     else {
         return text(rq, 400, "session_id is required");
     };
-    let Some(session) = mcp.session(id).filter(|s| s.transport == Transport::Sse) else {
+    let Some(session) = mcp.use_session(id, Transport::Sse) else {
         return text(rq, 404, "Could not find session");
     };
     let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
@@ -268,8 +272,8 @@ fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)
         }
         Incoming::Batch(items) => {
             text(rq, 202, "Accepted");
-            if let Some(array) = mcp.handle_batch(&session, items) {
-                send_raw(&session, array);
+            if let Some(answer) = mcp.handle_batch(&session, items) {
+                session.send_text(answer.into_text());
             }
         }
         Incoming::Invalid(resp) => {
@@ -277,11 +281,6 @@ fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)
             session.send(&Message::Response(resp));
         }
     }
-}
-
-/// Sends an already-built JSON value (a batch answer, an array) on the session's stream.
-fn send_raw(session: &Session, value: Value) {
-    session.send_text(value.to_string());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,11 +295,12 @@ fn accepts(rq: &tiny_http::Request, kind: &str) -> bool {
     })
 }
 
-/// The session named by the `Mcp-Session-Id` header, or the error response already sent.
+/// The session named by the `Mcp-Session-Id` header, in use until the result is dropped, or the
+/// error response already sent.
 fn streamable_session(
     mcp: &Mcp,
     rq: tiny_http::Request,
-) -> Result<(Arc<Session>, tiny_http::Request), ()> {
+) -> Result<(Active, tiny_http::Request), ()> {
     let Some(id) = header(&rq, SESSION_HEADER).map(str::to_owned) else {
         rpc_error(
             rq,
@@ -310,10 +310,10 @@ fn streamable_session(
         );
         return Err(());
     };
-    match mcp.session(&id).filter(|s| s.transport == Transport::Http) {
+    match mcp.use_session(&id, Transport::Http) {
         Some(s) => Ok((s, rq)),
         None => {
-            // MCP 2025-03-26, Streamable HTTP: an unknown or ended session is 404.
+            // MCP 2025-03-26, Streamable HTTP: an unknown, ended or expired session is 404.
             rpc_error(
                 rq,
                 404,
@@ -357,15 +357,15 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
     let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
     if let Incoming::Single(Message::Request(req)) = &incoming {
         if req.method == "initialize" {
-            if at_capacity(mcp) {
+            let Ok(session) = mcp.open_capped(Transport::Http, None) else {
                 return rpc_error(
                     rq,
                     503,
                     jsonrpc::INTERNAL_ERROR,
-                    "Service Unavailable: too many MCP sessions (see --mcp-max-sessions)",
+                    "Service Unavailable: too many MCP sessions, each with a request in flight \
+                     or a stream open (see --mcp-max-sessions)",
                 );
-            }
-            let session = mcp.open_session(Transport::Http, None);
+            };
             let Some(resp) = mcp.handle_request(&session, req.clone()) else {
                 return respond(rq, 202, "text/plain", Vec::new(), &[]);
             };
@@ -400,7 +400,7 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
             let sse = accepts(&rq, "text/event-stream")
                 && (has_progress || !accepts(&rq, "application/json"));
             if sse {
-                sse_reply(mcp, rq, &session, req);
+                sse_reply(mcp, rq, session.session(), req);
             } else {
                 match mcp.handle_request(&session, req) {
                     Some(resp) => respond(
@@ -421,10 +421,12 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
         }
         Incoming::Single(Message::Response(_)) => respond(rq, 202, "text/plain", Vec::new(), &[]),
         Incoming::Batch(items) => match mcp.handle_batch(&session, items) {
-            Some(v) if v.is_array() => {
-                respond(rq, 200, "application/json", v.to_string().into_bytes(), &[])
+            Some(BatchAnswer::Answers(text)) => {
+                respond(rq, 200, "application/json", text.into_bytes(), &[])
             }
-            Some(v) => respond(rq, 400, "application/json", v.to_string().into_bytes(), &[]),
+            Some(BatchAnswer::Refused(text)) => {
+                respond(rq, 400, "application/json", text.into_bytes(), &[])
+            }
             None => respond(rq, 202, "text/plain", Vec::new(), &[]),
         },
         Incoming::Invalid(_) => {}

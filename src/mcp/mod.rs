@@ -2,28 +2,34 @@
 //! negotiation, capabilities), dispatch by method, cancellation, progress, logging, pagination
 //! and batches. Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed messages and attach an outbox per
 //! session; the notifier thread turns state events into notifications for every session.
+//! The session registry is in `sessions.rs` (HTTP sessions are capped and expire when idle); what
+//! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
 //! Tools, resources and prompts live in their own modules and never see a transport.
 
 pub mod external;
 pub mod prompts;
 pub mod resources;
+mod sessions;
 pub mod stdio;
 pub mod tools;
 pub mod version;
 
-use std::collections::{HashMap, HashSet};
+use sessions::bounded_client_info;
+pub use sessions::{Active, AtCapacity, Session, Transport};
+
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use crate::events::{Event, EventKind};
-use crate::ids;
 use crate::jsonrpc::{self, Message, Notification, Request, RequestId, Response, RpcError};
+use crate::limits;
 use crate::state::Shared;
 
 /// The server name announced in `initialize`.
@@ -34,7 +40,7 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// Most bytes an HTTP session may have queued for a client that is not reading its stream;
 /// past this the session is dropped (its memory is freed) and the drop is logged.
-pub const MAX_QUEUED_BYTES: usize = 8 << 20;
+pub const MAX_QUEUED_BYTES: usize = limits::MCP_OUTBOX_BYTES;
 
 /// What a transport's writer receives.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,186 +65,6 @@ const LOG_LEVELS: [&str; 8] = [
 
 fn level_rank(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|l| *l == level)
-}
-
-#[derive(Default)]
-struct SessionState {
-    version: Option<&'static str>,
-    initialized: bool,
-    /// Minimum level of `notifications/message`; none until the client sets one.
-    log_level: Option<usize>,
-    subscriptions: HashSet<String>,
-    in_flight: HashMap<RequestId, Sender<()>>,
-    /// Set by `cancel_all`: a request that starts afterwards is cancelled at once.
-    closed: bool,
-    client_info: Value,
-}
-
-/// The transport an MCP client reached us on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    Stdio,
-    /// Legacy HTTP+SSE (2024-11-05).
-    Sse,
-    /// Streamable HTTP.
-    Http,
-}
-
-impl Transport {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Stdio => "stdio",
-            Transport::Sse => "sse",
-            Transport::Http => "http",
-        }
-    }
-}
-
-impl std::fmt::Display for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One MCP client connection.
-pub struct Session {
-    pub id: String,
-    pub transport: Transport,
-    /// Where messages not tied to an HTTP response go: stdout, a legacy SSE stream, or the
-    /// Streamable HTTP GET stream while one is open (none: such messages are dropped).
-    outbox: Mutex<Option<Sender<Outgoing>>>,
-    /// Set when a bounded outbox was full: the client stopped reading and the session goes.
-    overflowed: AtomicBool,
-    /// Bytes queued and not yet taken by the stream writer, and the limit (0: none, stdio).
-    queued: std::sync::atomic::AtomicUsize,
-    max_queued: usize,
-    /// A second receiver of the outbox, to free what is queued when the session closes while its
-    /// writer is blocked in a socket write.
-    drain: Mutex<Option<Receiver<Outgoing>>>,
-    /// Which attached stream is current (a second GET stream replaces the first).
-    stream_gen: std::sync::atomic::AtomicU64,
-    state: Mutex<SessionState>,
-}
-
-impl Session {
-    fn state(&self) -> MutexGuard<'_, SessionState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues a message on the session's outbox; false when there is none, it is gone, or it
-    /// is full (then the session is marked for dropping: one stalled client must not hold
-    /// memory or block anyone).
-    pub fn send(&self, msg: &Message) -> bool {
-        let text = msg.to_text();
-        log::trace!(
-            "> {}:{} {}",
-            self.transport,
-            self.id,
-            jsonrpc::excerpt(&text)
-        );
-        self.send_text(text)
-    }
-
-    /// Queues already-serialised JSON (a batch answer).
-    pub fn send_text(&self, text: String) -> bool {
-        let len = text.len();
-        if self.max_queued > 0 && self.queued.load(Ordering::Relaxed) + len > self.max_queued {
-            self.overflowed.store(true, Ordering::Relaxed);
-            return false;
-        }
-        let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        match outbox
-            .as_ref()
-            .map(|tx| tx.try_send(Outgoing::Message(text)))
-        {
-            Some(Ok(())) => {
-                self.queued.fetch_add(len, Ordering::Relaxed);
-                true
-            }
-            Some(Err(TrySendError::Full(_))) => {
-                self.overflowed.store(true, Ordering::Relaxed);
-                false
-            }
-            Some(Err(TrySendError::Disconnected(_))) | None => false,
-        }
-    }
-
-    /// Directs out-of-band messages to `tx` (a stream opened), replacing any earlier one;
-    /// returns the stream's generation for [`Session::detach_stream`].
-    pub fn attach(&self, tx: Sender<Outgoing>) -> u64 {
-        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        *outbox = Some(tx);
-        self.stream_gen.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// Detaches the outbox if it still belongs to the stream of generation `gen`.
-    pub fn detach_stream(&self, gen: u64) {
-        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        if self.stream_gen.load(Ordering::Relaxed) == gen {
-            outbox.take();
-        }
-    }
-
-    /// Stops sending out-of-band messages (the stream closed) and frees what is still queued.
-    pub fn detach(&self) {
-        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(rx) = self.drain.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            while rx.try_recv().is_ok() {}
-        }
-        self.queued.store(0, Ordering::Relaxed);
-    }
-
-    /// Keeps `rx` (a clone of the stream's receiver) to drain the outbox on close.
-    pub fn keep_drain(&self, rx: Receiver<Outgoing>) {
-        *self.drain.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
-    }
-
-    /// The stream writer took a message of `len` bytes off the outbox.
-    pub fn dequeued(&self, len: usize) {
-        let _ = self
-            .queued
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
-                Some(q.saturating_sub(len))
-            });
-    }
-
-    pub fn is_overflowed(&self) -> bool {
-        self.overflowed.load(Ordering::Relaxed)
-    }
-
-    /// The negotiated revision, once `initialize` was answered.
-    pub fn version(&self) -> Option<&'static str> {
-        self.state().version
-    }
-
-    pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.state().subscriptions.contains(uri)
-    }
-
-    /// Cancels every request in flight (the transport closed).
-    pub fn cancel_all(&self) {
-        let pending: Vec<Sender<()>> = {
-            let mut st = self.state();
-            st.closed = true;
-            st.in_flight.drain().map(|(_, tx)| tx).collect()
-        };
-        for tx in pending {
-            let _ = tx.try_send(());
-        }
-    }
-
-    /// Sends `notifications/message` if the client asked for this level.
-    pub fn log(&self, level: &str, data: Value) {
-        let wanted = self.state().log_level;
-        if let (Some(min), Some(rank)) = (wanted, level_rank(level)) {
-            if rank >= min {
-                self.send(&Message::notification(
-                    "notifications/message",
-                    json!({"level": level, "logger": "cideldill", "data": data}),
-                ));
-            }
-        }
-    }
 }
 
 /// What a tool, resource or prompt handler gets besides its arguments.
@@ -330,6 +156,25 @@ pub struct Mcp {
     pub pool: crate::pool::Pool,
     /// True while a session is open: the notifier receives events only then.
     any_session: Arc<AtomicBool>,
+    /// When idle sessions were last looked for (`now_ms()`).
+    last_sweep: AtomicU64,
+}
+
+/// What a batch gets back.
+#[derive(Debug, PartialEq)]
+pub enum BatchAnswer {
+    /// The JSON array of its answers.
+    Answers(String),
+    /// One error for the whole batch (the session's revision has no batches).
+    Refused(String),
+}
+
+impl BatchAnswer {
+    pub fn into_text(self) -> String {
+        match self {
+            BatchAnswer::Answers(t) | BatchAnswer::Refused(t) => t,
+        }
+    }
 }
 
 impl Mcp {
@@ -341,95 +186,8 @@ impl Mcp {
             page_size: page_size.max(1),
             pool: crate::pool::Pool::new("mcp-req", 2, Duration::from_secs(30)),
             any_session: Arc::new(AtomicBool::new(false)),
+            last_sweep: AtomicU64::new(0),
         })
-    }
-
-    fn sessions_map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Registers a session whose out-of-band messages go to `outbox`.
-    pub fn open_session(
-        &self,
-        transport: Transport,
-        outbox: Option<Sender<Outgoing>>,
-    ) -> Arc<Session> {
-        let session = Arc::new(Session {
-            id: ids::random_hex(16),
-            transport,
-            outbox: Mutex::new(outbox),
-            overflowed: AtomicBool::new(false),
-            queued: std::sync::atomic::AtomicUsize::new(0),
-            max_queued: if transport == Transport::Stdio {
-                0
-            } else {
-                MAX_QUEUED_BYTES
-            },
-            stream_gen: std::sync::atomic::AtomicU64::new(0),
-            drain: Mutex::new(None),
-            state: Mutex::new(SessionState::default()),
-        });
-        {
-            let mut sessions = self.sessions_map();
-            sessions.insert(session.id.clone(), session.clone());
-            self.any_session.store(true, Ordering::SeqCst);
-            self.shared
-                .mcp_sessions
-                .store(sessions.len(), Ordering::SeqCst);
-        }
-        log::debug!("mcp: session {} opened on {transport}", session.id);
-        session
-    }
-
-    /// Forgets a session and cancels its requests.
-    pub fn close_session(&self, id: &str) {
-        let removed = {
-            let mut sessions = self.sessions_map();
-            let removed = sessions.remove(id);
-            self.any_session
-                .store(!sessions.is_empty(), Ordering::SeqCst);
-            self.shared
-                .mcp_sessions
-                .store(sessions.len(), Ordering::SeqCst);
-            removed
-        };
-        if let Some(s) = removed {
-            s.cancel_all();
-            // Dropping the outbox ends the session's stream, if any.
-            s.detach();
-            log::debug!("mcp: session {id} closed");
-        }
-    }
-
-    /// How many sessions use `transport`.
-    pub fn count_sessions(&self, transport: Transport) -> usize {
-        self.sessions_map()
-            .values()
-            .filter(|s| s.transport == transport)
-            .count()
-    }
-
-    /// Closes every session (shutdown): streams end when their outboxes are dropped.
-    pub fn close_all(&self) {
-        let all: Vec<Arc<Session>> = self.sessions_map().drain().map(|(_, s)| s).collect();
-        for s in all {
-            s.cancel_all();
-            s.detach();
-        }
-    }
-
-    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions_map().get(id).cloned()
-    }
-
-    /// Sessions that completed the handshake (MCP: before `notifications/initialized` the
-    /// server sends only pings and log messages).
-    fn live_sessions(&self) -> Vec<Arc<Session>> {
-        self.sessions_map()
-            .values()
-            .filter(|s| s.state().initialized)
-            .cloned()
-            .collect()
     }
 
     /// Handles a notification from the client.
@@ -549,38 +307,85 @@ impl Mcp {
         outcome
     }
 
-    /// Handles a batch (MCP 2025-03-26 only), returning the array to send, if any.
-    /// Each request in it is guarded like a single one.
+    /// Handles a batch (MCP 2025-03-26 only; `jsonrpc::parse` already refused one longer than
+    /// `MAX_BATCH_LEN`), returning what to send, if anything. Each request in it is guarded like
+    /// a single one, in order. Answers are written as they come, and once they reach
+    /// `MAX_BATCH_ANSWER_BYTES` the requests left are answered with an error instead of being
+    /// handled (notifications still are: they add no answer); a request handled whose answer
+    /// would cross the limit gets that error too, saying it was handled.
     pub fn handle_batch(
         &self,
         session: &Session,
         items: Vec<Result<Message, Response>>,
-    ) -> Option<Value> {
+    ) -> Option<BatchAnswer> {
+        self.handle_batch_within(session, items, limits::MAX_BATCH_ANSWER_BYTES)
+    }
+
+    fn handle_batch_within(
+        &self,
+        session: &Session,
+        items: Vec<Result<Message, Response>>,
+        max_bytes: usize,
+    ) -> Option<BatchAnswer> {
         let batches_ok = session.version().is_some_and(version::has_batches);
         if !batches_ok {
             let msg = "JSON-RPC batches are only accepted in sessions that negotiated 2025-03-26";
-            return Some(
+            return Some(BatchAnswer::Refused(
                 Message::Response(Response::err(
                     None,
                     RpcError::new(jsonrpc::INVALID_REQUEST, msg),
                 ))
-                .to_value(),
-            );
+                .to_text(),
+            ));
         }
-        let mut out = Vec::new();
+        let over = |id: RequestId, handled: bool| {
+            let what = if handled {
+                "handled, but its answer would take the batch's answers"
+            } else {
+                "not handled: the batch's answers reached"
+            };
+            let err = RpcError::new(
+                jsonrpc::LIMIT_EXCEEDED,
+                format!(
+                    "{what} past the limit of {max_bytes} bytes; send it on its own or in a \
+                     smaller batch"
+                ),
+            )
+            .with_data(json!({"handled": handled, "max_batch_answer_bytes": max_bytes}));
+            Message::Response(Response::err(Some(id), err)).to_text()
+        };
+        let mut out = String::from("[");
+        let mut full = false;
         for item in items {
-            match item {
-                Err(resp) => out.push(Message::Response(resp).to_value()),
+            let text = match item {
+                Err(resp) => Message::Response(resp).to_text(),
+                Ok(Message::Request(req)) if full => over(req.id, false),
                 Ok(Message::Request(req)) => {
-                    if let Some(resp) = self.handle_request(session, req) {
-                        out.push(Message::Response(resp).to_value());
+                    let id = req.id.clone();
+                    let Some(resp) = self.handle_request(session, req) else {
+                        continue;
+                    };
+                    let text = Message::Response(resp).to_text();
+                    if out.len() + text.len() > max_bytes {
+                        full = true;
+                        over(id, true)
+                    } else {
+                        text
                     }
                 }
-                Ok(Message::Notification(n)) => self.handle_notification(session, &n),
-                Ok(Message::Response(_)) => {}
+                Ok(Message::Notification(n)) => {
+                    self.handle_notification(session, &n);
+                    continue;
+                }
+                Ok(Message::Response(_)) => continue,
+            };
+            if out.len() > 1 {
+                out.push(',');
             }
+            out.push_str(&text);
         }
-        (!out.is_empty()).then(|| Value::Array(out))
+        out.push(']');
+        (out.len() > 2).then_some(BatchAnswer::Answers(out))
     }
 
     fn dispatch(
@@ -610,6 +415,16 @@ impl Mcp {
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
             .cloned();
+        if progress_token
+            .as_ref()
+            .is_some_and(|t| t.to_string().len() > limits::MCP_MAX_PROGRESS_TOKEN_BYTES)
+        {
+            // It would be repeated in every progress notification.
+            return Err(RpcError::invalid_params(format!(
+                "_meta.progressToken is longer than {} bytes",
+                limits::MCP_MAX_PROGRESS_TOKEN_BYTES
+            )));
+        }
         let ctx = Ctx {
             mcp: self,
             session,
@@ -636,15 +451,14 @@ impl Mcp {
                     .and_then(Value::as_str)
                     .ok_or_else(|| RpcError::invalid_params("uri is required"))?;
                 let uri = resources::normalize(uri);
+                if req.method == "resources/unsubscribe" {
+                    session.state().subscriptions.remove(&uri);
+                    return Ok(json!({}));
+                }
                 if !resources::exists(&self.shared, &uri) {
                     return Err(resources::not_found(&uri));
                 }
-                let mut st = session.state();
-                if req.method == "resources/subscribe" {
-                    st.subscriptions.insert(uri);
-                } else {
-                    st.subscriptions.remove(&uri);
-                }
+                self.subscribe(session, uri)?;
                 Ok(json!({}))
             }
             "prompts/list" => self.page("prompts", prompts::list(), &params),
@@ -681,7 +495,7 @@ impl Mcp {
                 ));
             }
             st.version = Some(negotiated);
-            st.client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+            st.client_info = bounded_client_info(params.get("clientInfo"));
         }
         log::info!(
             "mcp: session {} initialized ({negotiated}, client {})",
@@ -711,6 +525,36 @@ impl Mcp {
             "serverInfo": server_info,
             "instructions": INSTRUCTIONS,
         }))
+    }
+
+    /// Adds a subscription, within `MCP_MAX_SUBSCRIPTIONS`: at the limit, those of resources
+    /// that are gone (ended pauses) are pruned first. The session's lock is not held while the
+    /// resources are looked up (that takes the state lock).
+    fn subscribe(&self, session: &Session, uri: String) -> Result<(), RpcError> {
+        let max = limits::MCP_MAX_SUBSCRIPTIONS;
+        let current: Vec<String> = {
+            let mut st = session.state();
+            if st.subscriptions.contains(&uri) || st.subscriptions.len() < max {
+                st.subscriptions.insert(uri);
+                return Ok(());
+            }
+            st.subscriptions.iter().cloned().collect()
+        };
+        let gone: Vec<String> = current
+            .into_iter()
+            .filter(|u| !resources::exists(&self.shared, u))
+            .collect();
+        let mut st = session.state();
+        for u in &gone {
+            st.subscriptions.remove(u);
+        }
+        if st.subscriptions.len() >= max {
+            return Err(RpcError::invalid_params(format!(
+                "a session may hold at most {max} resource subscriptions; unsubscribe first"
+            )));
+        }
+        st.subscriptions.insert(uri);
+        Ok(())
     }
 
     /// Cursor pagination: the cursor is the opaque offset of the next page.
@@ -747,15 +591,30 @@ impl Mcp {
             .subscribe_gated(Arc::clone(&self.any_session));
         let (stop_tx, stop_rx) = unbounded::<()>();
         let mcp = self.clone();
+        // Idle HTTP sessions are also looked for on this thread's coarse timer, so they go even
+        // when no client comes back; a lookup or an `initialize` looks for them too.
+        let every = (self.shared.config.mcp_session_idle / 2).clamp(
+            Duration::from_secs(1),
+            Duration::from_secs(limits::MCP_SESSION_SWEEP_S),
+        );
         let handle = thread::Builder::new()
             .name("mcp-notify".into())
-            .spawn(move || loop {
-                select! {
-                    recv(events) -> e => match e {
-                        Ok(e) => mcp.broadcast(&e),
-                        Err(_) => return,
-                    },
-                    recv(stop_rx) -> _ => return,
+            .spawn(move || {
+                let mut next_sweep = Instant::now() + every;
+                loop {
+                    let wait = next_sweep.saturating_duration_since(Instant::now());
+                    select! {
+                        recv(events) -> e => match e {
+                            Ok(e) => mcp.broadcast(&e),
+                            Err(_) => return,
+                        },
+                        recv(stop_rx) -> _ => return,
+                        default(wait) => {}
+                    }
+                    if Instant::now() >= next_sweep {
+                        mcp.expire_idle();
+                        next_sweep = Instant::now() + every;
+                    }
                 }
             })?;
         Ok((stop_tx, handle))
@@ -989,7 +848,10 @@ mod tests {
         let (mcp, s, _rx) = setup();
         init(&mcp, &s, "2025-06-18");
         let items = vec![Ok(Message::Request(req(1, "ping", Value::Null)))];
-        let out = mcp.handle_batch(&s, items).unwrap();
+        let Some(BatchAnswer::Refused(out)) = mcp.handle_batch(&s, items) else {
+            panic!("refused")
+        };
+        let out: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(out["error"]["code"], jsonrpc::INVALID_REQUEST);
 
         let (mcp, s, _rx) = setup();
@@ -1002,11 +864,123 @@ mod tests {
             })),
             Ok(Message::Request(req(2, "nope", Value::Null))),
         ];
-        let out = mcp.handle_batch(&s, items).unwrap();
+        let Some(BatchAnswer::Answers(out)) = mcp.handle_batch(&s, items) else {
+            panic!("answers")
+        };
+        let out: Value = serde_json::from_str(&out).unwrap();
         let arr = out.as_array().unwrap();
         assert_eq!(arr.len(), 2);
         assert_eq!(arr[0]["result"], json!({}));
         assert_eq!(arr[1]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
+        // Notifications alone get nothing back.
+        let only_note = vec![Ok(Message::Notification(Notification {
+            method: "notifications/initialized".into(),
+            params: Value::Null,
+        }))];
+        assert_eq!(mcp.handle_batch(&s, only_note), None);
+    }
+
+    #[test]
+    fn a_batch_stops_handling_requests_once_its_answers_reach_the_limit() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-03-26");
+        let one = Message::Response(
+            mcp.handle_request(&s, req(1, "tools/list", json!({})))
+                .unwrap(),
+        )
+        .to_text()
+        .len();
+        // Room for two answers and a half: the third is handled but its answer is replaced,
+        // the rest are not handled; the notification in between still is.
+        let mut items: Vec<_> = (1..=5)
+            .map(|i| Ok(Message::Request(req(i, "tools/list", json!({})))))
+            .collect();
+        items.insert(
+            3,
+            Ok(Message::Notification(Notification {
+                method: "notifications/cancelled".into(),
+                params: json!({"requestId": 99}),
+            })),
+        );
+        let Some(BatchAnswer::Answers(text)) = mcp.handle_batch_within(&s, items, one * 5 / 2)
+        else {
+            panic!("answers")
+        };
+        assert!(text.len() <= one * 5 / 2 + 3 * 400, "{}", text.len());
+        let out: Value = serde_json::from_str(&text).unwrap();
+        let arr = out.as_array().unwrap();
+        assert_eq!(arr.len(), 5);
+        let ids: Vec<i64> = arr.iter().map(|a| a["id"].as_i64().unwrap()).collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5]);
+        assert!(arr[0]["result"]["tools"].is_array() && arr[1]["result"]["tools"].is_array());
+        for (a, handled) in arr[2..].iter().zip([true, false, false]) {
+            assert_eq!(a["error"]["code"], jsonrpc::LIMIT_EXCEEDED, "{a}");
+            assert_eq!(a["error"]["data"]["handled"], handled, "{a}");
+            assert!(a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("smaller batch"));
+        }
+    }
+
+    #[test]
+    fn what_a_session_keeps_of_its_client_is_bounded() {
+        let (mcp, s, _rx) = setup();
+        let big = "x".repeat(1 << 20);
+        mcp.handle_request(
+            &s,
+            req(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": big, "version": "1", "extra": big}}),
+            ),
+        )
+        .unwrap()
+        .outcome
+        .unwrap();
+        let kept = s.state().client_info.to_string().len();
+        assert!(kept < 1024, "{kept}");
+        assert_eq!(s.state().client_info["version"], "1");
+        let r = mcp
+            .handle_request(
+                &s,
+                req(1, "tools/list", json!({"_meta": {"progressToken": big}})),
+            )
+            .unwrap();
+        assert_eq!(r.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+        let r = mcp
+            .handle_request(
+                &s,
+                req(2, "tools/list", json!({"_meta": {"progressToken": "t-1"}})),
+            )
+            .unwrap();
+        assert!(r.outcome.is_ok());
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_and_prune_what_is_gone() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-11-25");
+        {
+            let mut st = s.state();
+            for i in 0..limits::MCP_MAX_SUBSCRIPTIONS {
+                st.subscriptions
+                    .insert(format!("breakpoint://paused/gone-{i}"));
+            }
+        }
+        let r = mcp
+            .handle_request(
+                &s,
+                req(
+                    1,
+                    "resources/subscribe",
+                    json!({"uri": "breakpoint://status"}),
+                ),
+            )
+            .unwrap();
+        assert_eq!(r.outcome.unwrap(), json!({}));
+        assert_eq!(s.state().subscriptions.len(), 1, "ended pauses pruned");
+        assert!(s.is_subscribed("breakpoint://status"));
     }
 
     #[test]

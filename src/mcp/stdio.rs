@@ -6,7 +6,9 @@
 //! thread that made them, and `stdio-out` writes notifications (and the responses of requests
 //! that asked for progress, so they follow their progress notifications). One message per line,
 //! each flushed; nothing else in the program writes stdout. On stdin EOF the session's requests are
-//! cancelled and joined, the session closes, and `on_eof` runs.
+//! cancelled and joined, the session closes, and `on_eof` runs. A line longer than
+//! `MAX_STDIO_LINE_BYTES` is answered with one parse error and the rest of it is skipped as it
+//! streams in, in constant memory.
 
 use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Mutex};
@@ -19,7 +21,9 @@ use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
 use crate::pool::Joiner;
 
 /// Longest accepted input line; longer ones are answered with a parse error and skipped.
-const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_LINE_BYTES: u64 = crate::limits::MAX_STDIO_LINE_BYTES;
+/// A line buffer grown past this by a long line is freed after it, not kept for the next.
+const KEEP_LINE_BUFFER_BYTES: usize = 1 << 20;
 
 /// The running transport.
 pub struct Stdio {
@@ -133,6 +137,9 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
 
     fn run(mut self) {
         loop {
+            if self.buf.capacity() > KEEP_LINE_BUFFER_BYTES {
+                self.buf = Vec::new();
+            }
             self.buf.clear();
             match (&mut self.input)
                 .take(MAX_LINE_BYTES + 1)
@@ -146,15 +153,20 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
                 }
             }
             if self.buf.len() as u64 > MAX_LINE_BYTES && self.buf.last() != Some(&b'\n') {
-                // Skip the rest of the oversized line.
-                let mut rest = Vec::new();
-                let _ = self.input.read_until(b'\n', &mut rest);
+                self.buf = Vec::new();
+                let skipped = skip_line(&mut self.input);
                 let err = RpcError::new(
                     jsonrpc::PARSE_ERROR,
                     format!("message longer than {MAX_LINE_BYTES} bytes"),
                 );
                 self.send(Message::Response(Response::err(None, err)));
-                continue;
+                match skipped {
+                    Ok(()) => continue,
+                    Err(e) => {
+                        log::warn!("mcp stdio: reading stdin failed: {e}");
+                        break;
+                    }
+                }
             }
             let line = String::from_utf8_lossy(&self.buf);
             let line = line.trim();
@@ -211,7 +223,7 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
                     let token = self.running.token();
                     let ran = self.mcp.pool.run(move || {
                         if let Some(array) = mcp.handle_batch(&session, items) {
-                            let _ = out.send(Outgoing::Message(array.to_string()));
+                            let _ = out.send(Outgoing::Message(array.into_text()));
                         }
                         drop(token);
                     });
@@ -258,6 +270,30 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
     }
 }
 
+/// Reads and drops the rest of a line (through its newline, or to EOF), one buffer at a time.
+fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                input.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                input.consume(n);
+            }
+        }
+    }
+}
+
 /// Runs a request that may block and writes its response. Progress notifications go through
 /// `stdio-out`; the response of a request that asked for them goes that way too, so it cannot
 /// overtake them. Other responses are written directly.
@@ -278,5 +314,22 @@ fn answer_blocking<W: Write>(
         } else {
             write_response(output, resp);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipping_a_line_stops_after_its_newline_or_at_eof() {
+        let mut input = io::BufReader::with_capacity(4, &b"abcdefghij\nnext\n"[..]);
+        skip_line(&mut input).unwrap();
+        let mut rest = String::new();
+        input.read_to_string(&mut rest).unwrap();
+        assert_eq!(rest, "next\n");
+        let mut input = io::BufReader::with_capacity(4, &b"no newline at all"[..]);
+        skip_line(&mut input).unwrap();
+        assert!(input.fill_buf().unwrap().is_empty());
     }
 }

@@ -11,6 +11,7 @@ mod event_stream;
 mod events;
 mod fixture;
 mod mcp_http;
+mod mcp_limits;
 mod mcp_stdio;
 mod mcp_support;
 mod mcp_tools;

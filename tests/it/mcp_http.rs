@@ -872,9 +872,11 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     assert_eq!(r.status, 405, "{}", body_text(&r));
     assert!(r.header("Allow").unwrap().contains("POST"));
 
-    // Session cap: the second session of either transport is refused until the first ends.
+    // Session cap: while the first session is in use (its stream open), the second of either
+    // transport is refused until the first ends (an idle one would make room: mcp_limits.rs).
     let capped = Server::start(&["--mcp-sse", "--mcp-max-sessions", "1"]);
     let first = streamable_session(capped.port, "2025-11-25");
+    let first_stream = get_stream(capped.port, &first);
     let r = mcp_post(capped.port, None, &initialize("2025-11-25"));
     assert_eq!(r.status, 503, "{}", body_text(&r));
     let r = http(
@@ -893,6 +895,7 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
         None,
     );
     assert_eq!(del.status, 200);
+    assert!(first_stream.ended(deadline()));
     streamable_session(capped.port, "2025-11-25");
 
     // Without --mcp-sse there is no MCP endpoint.
