@@ -6,7 +6,8 @@
 //! `Message::to_text` is one line that parses to the same message; a batch comes only from a
 //! JSON array; an invalid text gets a parse error (-32700) or an invalid request (-32600) whose
 //! own text is one line that parses back as a response. And every message the server could build
-//! is written as one line that parses back to itself.
+//! is written as one line that parses back to itself. Against the real binary: hostile lines on
+//! the MCP stdio transport and hostile bodies in a Streamable HTTP session.
 //!
 //! The memory factor: a `serde_json::Value` slot is 72 bytes here and a JSON element can be 2
 //! bytes of text (`0,`), so a `Value` tree alone may take 36 times its text; 64 leaves room for a
@@ -24,7 +25,7 @@ use proptest::strategy::ValueTree;
 use serde_json::{json, Value};
 
 use crate::alloc::peak_during;
-use crate::harness::{home, Proc, LIVENESS};
+use crate::harness::{exchange, home, request_bytes, McpHttp, Outcome, Proc, LIVENESS};
 use crate::props::{config, hostile_string, json_value, mangled, number, token_soup, within_cap};
 
 /// Peak memory of one parse: at most this many times its text...
@@ -326,5 +327,61 @@ fn hostile_lines_on_mcp_stdio_leave_the_session_usable() {
     eprintln!(
         "framing: {sent} hostile lines on stdio in {:.1?}",
         t0.elapsed()
+    );
+}
+
+/// Hostile bodies in a Streamable HTTP session: each is answered (never 5xx; an error is JSON),
+/// the server logs no panic, and the session still answers a ping afterwards.
+#[test]
+fn hostile_bodies_on_streamable_http_leave_the_session_usable() {
+    let dir = home("mcp-http");
+    let server = Proc::start(dir.path(), &["--memory", "--mcp-sse"], "info");
+    let port = server.port;
+    let session = McpHttp::open(port).expect("a session");
+    let headers = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("Mcp-Session-Id".to_owned(), session.id().to_owned()),
+        ("MCP-Protocol-Version".to_owned(), "2025-06-18".to_owned()),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(config(400));
+    let strategy = hostile_text();
+    let (t0, mut sent, mut bad) = (Instant::now(), 0, Vec::new());
+    while sent < 400 && t0.elapsed() < CAP {
+        let text = strategy.new_tree(&mut runner).expect("a value").current();
+        let raw = request_bytes(port, "POST", "/mcp", &headers, text.as_bytes());
+        sent += 1;
+        match exchange(port, &raw, LIVENESS, false) {
+            Outcome::Answered(x) if x.status >= 500 => {
+                bad.push(format!("{text:?} -> {} {}", x.status, x.text()))
+            }
+            Outcome::Answered(x) if x.status >= 400 => {
+                let json: Option<Value> = serde_json::from_slice(&x.body).ok();
+                if json.as_ref().and_then(|v| v.get("error")).is_none() {
+                    bad.push(format!("{text:?} -> {} {:?}", x.status, x.text()));
+                }
+            }
+            Outcome::Answered(_) => {}
+            other => bad.push(format!("{text:?} -> {other:?}")),
+        }
+    }
+    let pong = session
+        .request("ping", json!({}))
+        .expect("ping after hostile bodies");
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    let log = server.stderr();
+    assert!(!log.contains("panicked"), "the server panicked:\n{log}");
+    eprintln!(
+        "framing: {sent} hostile bodies on Streamable HTTP in {:.1?}",
+        t0.elapsed()
+    );
+    assert!(
+        bad.is_empty(),
+        "{} bad answers:\n{}",
+        bad.len(),
+        bad.join("\n")
     );
 }

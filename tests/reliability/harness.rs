@@ -214,6 +214,20 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
+/// Polls `f` every 50 ms until it returns `Some`, or `None` after `within`.
+pub fn poll_until<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A unique temporary home.
 pub fn home(tag: &str) -> TempDir {
     TempDir::new(&format!("rel-{tag}"))

@@ -29,7 +29,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
 
-use crate::harness::{exchange, home, request_bytes, Exchange, Outcome, Proc};
+use crate::harness::{exchange, home, request_bytes, Exchange, McpHttp, Outcome, Proc};
 use crate::props::{config, hostile_string, json_value, number, token_soup};
 use crate::support::{call_start_body, complete_body, item};
 
@@ -292,7 +292,7 @@ fn body(method: &'static str, path: &'static str) -> BoxedStrategy<Vec<u8>> {
 fn headers(port: u16) -> impl Strategy<Value = Vec<(String, String)>> {
     let own = format!("http://127.0.0.1:{port}");
     let header = prop_oneof![
-        prop::sample::select(vec![
+        5 => prop::sample::select(vec![
             "application/json",
             "text/plain",
             "application/json; charset=utf-8",
@@ -301,14 +301,14 @@ fn headers(port: u16) -> impl Strategy<Value = Vec<(String, String)>> {
             "application/x-www-form-urlencoded",
         ])
         .prop_map(|v| ("Content-Type".to_owned(), v.to_owned())),
-        prop::sample::select(vec![
+        5 => prop::sample::select(vec![
             own.clone(),
             "http://evil.example".into(),
             "null".into(),
             "http://localhost:1".into(),
         ])
         .prop_map(|v| ("Origin".to_owned(), v)),
-        prop::sample::select(vec![
+        5 => prop::sample::select(vec![
             "text/html",
             "application/json",
             "text/event-stream",
@@ -317,7 +317,7 @@ fn headers(port: u16) -> impl Strategy<Value = Vec<(String, String)>> {
             "",
         ])
         .prop_map(|v| ("Accept".to_owned(), v.to_owned())),
-        prop::sample::select(vec![
+        5 => prop::sample::select(vec![
             "localhost",
             "evil.example",
             "[::1]",
@@ -325,7 +325,7 @@ fn headers(port: u16) -> impl Strategy<Value = Vec<(String, String)>> {
             ""
         ])
         .prop_map(|v| ("Host".to_owned(), v.to_owned())),
-        prop::sample::select(vec![
+        5 => prop::sample::select(vec![
             "Last-Event-ID",
             "Mcp-Session-Id",
             "MCP-Protocol-Version",
@@ -335,6 +335,8 @@ fn headers(port: u16) -> impl Strategy<Value = Vec<(String, String)>> {
             "Range"
         ])
         .prop_flat_map(|k| "[ -~]{0,60}".prop_map(move |v| (k.to_owned(), v))),
+        1 => prop::sample::select(vec!["X-Name", "Origin", "Mcp-Session-Id"])
+            .prop_map(|k| (k.to_owned(), "Jos\u{e9} \u{1F600}".to_owned())),
     ];
     prop::collection::vec(header, 0..4)
 }
@@ -471,18 +473,28 @@ const KNOWN_PANIC: &str = "when slicing `/breakpoint/history`";
 fn known_defect(req: &Hostile, outcome: &Outcome) -> Option<&'static str> {
     let path = req.target.split('?').next().unwrap_or("");
     match outcome {
-        Outcome::Dropped(_) if !req.target.is_ascii() || !req.method.is_ascii() => {
+        Outcome::Dropped(_)
+            if !req.target.is_ascii()
+                || !req.method.is_ascii()
+                || req
+                    .headers
+                    .iter()
+                    .any(|(k, v)| !k.is_ascii() || !v.is_ascii()) =>
+        {
             Some("a_request_line_with_a_non_ascii_byte_is_answered")
         }
-        Outcome::Answered(x) if x.status == 500 => match (req.method.as_str(), path) {
-            ("GET" | "HEAD", "/breakpoint/history") => {
-                Some("get_breakpoint_history_without_a_name_is_not_a_500")
+        // The server reads the method in any case.
+        Outcome::Answered(x) if x.status == 500 => {
+            match (req.method.to_ascii_uppercase().as_str(), path) {
+                ("GET" | "HEAD", "/breakpoint/history") => {
+                    Some("get_breakpoint_history_without_a_name_is_not_a_500")
+                }
+                ("HEAD", p) if p.trim_end_matches('/') == "/api/events" => {
+                    Some("head_of_the_event_stream_is_not_a_500")
+                }
+                _ => None,
             }
-            ("HEAD", "/api/events" | "/api/events/") => {
-                Some("head_of_the_event_stream_is_not_a_500")
-            }
-            _ => None,
-        },
+        }
         Outcome::Answered(x)
             if (400..500).contains(&x.status)
                 && matches!(
@@ -522,7 +534,13 @@ fn seed() -> [u8; 32] {
 #[test]
 fn hostile_requests_get_clear_answers_in_bounded_time_and_memory() {
     let dir = home("routes");
-    let mut server = Proc::start(dir.path(), &["--memory", "--mcp-sse"], "warn");
+    // Sessions that fuzzed clients open and abandon are never reclaimed (see
+    // `abandoned_mcp_http_sessions_do_not_lock_out_new_clients`): no limit here.
+    let mut server = Proc::start(
+        dir.path(),
+        &["--memory", "--mcp-sse", "--mcp-max-sessions", "1000000"],
+        "warn",
+    );
     let port = server.port;
     // Warm up: the workers and caches the first requests create are part of the baseline.
     for path in [
@@ -708,9 +726,10 @@ fn mcp_transport_errors_are_json() {
     );
 }
 
-/// Defect (in tiny_http 0.12, which reads the request line as text): a request line with a
-/// byte that is not ASCII, such as a raw `é` in the path, is never answered: the connection is
-/// closed without a response. A space in the path, also malformed, gets 400.
+/// Defect (in tiny_http 0.12: `client.rs` reads each line of the head as ASCII and drops the
+/// connection when it is not): a request line or header with a byte that is not ASCII, such as
+/// a raw `é` in the path or in a header value, is never answered: the connection is closed
+/// without a response. A space in the path, also malformed, gets 400.
 #[test]
 fn a_request_line_with_a_non_ascii_byte_is_answered() {
     let dir = home("d4");
@@ -721,6 +740,7 @@ fn a_request_line_with_a_non_ascii_byte_is_answered() {
         &b"GET /api/repl/\xc3\xa9 HTTP/1.1"[..],
         b"GET /api/status\xff HTTP/1.1",
         b"G\xc3\xa9T /api/status HTTP/1.1",
+        b"GET /api/status HTTP/1.1\r\nX-Name: Jos\xc3\xa9",
         b"GET /a b HTTP/1.1",
     ] {
         let raw = [
@@ -750,6 +770,38 @@ fn a_request_line_with_a_non_ascii_byte_is_answered() {
         &request_bytes(port, "GET", "/api/status", &[], b""),
     ));
     assert_eq!(x.status, 200);
+}
+
+/// Defect: a Streamable HTTP session lives until its client sends DELETE; one that never does
+/// (it crashed, or was killed) is never reclaimed. Once `--mcp-max-sessions` clients have left
+/// that way, every new MCP HTTP client is refused (503 "too many MCP sessions") until the server
+/// restarts. Here with a limit of 4: four clients initialize and go away, and a fifth must get a
+/// session within the deadline.
+#[test]
+fn abandoned_mcp_http_sessions_do_not_lock_out_new_clients() {
+    let dir = home("d7");
+    let server = Proc::start(
+        dir.path(),
+        &["--memory", "--mcp-sse", "--mcp-max-sessions", "4"],
+        "warn",
+    );
+    for i in 0..4 {
+        McpHttp::open(server.port).unwrap_or_else(|e| panic!("session {i}: {e}"));
+    }
+    let mut last = String::new();
+    let got_in = crate::harness::poll_until(crate::support::deadline(), || {
+        match McpHttp::open(server.port) {
+            Ok(_) => Some(()),
+            Err(e) => {
+                last = e;
+                None
+            }
+        }
+    });
+    assert!(
+        got_in.is_some(),
+        "a new MCP HTTP client is locked out by four abandoned sessions: {last}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -852,7 +904,7 @@ fn an_mcp_batch_costs_at_most_the_stated_factor_of_its_size() {
     let dir = home("mem-mcp");
     let server = Proc::start(dir.path(), &["--memory", "--mcp-sse"], "error");
     let port = server.port;
-    let session = crate::harness::McpHttp::open(port).expect("an MCP session");
+    let session = McpHttp::open(port).expect("an MCP session");
     let (_, base) = server.rss_kib();
     let body = zeros(SHAPE_BYTES);
     let headers = vec![
