@@ -1,0 +1,31 @@
+//! The reliability suite: the server under a mixed 30 s load on every face, under faults (kill
+//! -9 during heavy writes, SIGTERM with calls in flight, an external MCP server killed mid-call),
+//! and under hostile input (the JSON-RPC framing and the configuration parsers in process, the
+//! HTTP routes and the MCP stdio transport against the real binary, path traversal on every
+//! path parameter). Liveness, not speed: every wait has a deadline of seconds to tens of
+//! seconds, and every property test has a fixed case count and a time cap.
+//!
+//! Its own test binary for two reasons: it installs a counting global allocator (`alloc.rs`) to
+//! bound the memory of the in-process parsers, and its load test should not share two cores with
+//! the hundreds of tests of `it`. It shares `tests/it/support.rs` (spawning the server, the HTTP
+//! client, protocol items) and the benchmark's load generator (`benches/load/mod.rs`).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[path = "../it/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+#[path = "../../benches/load/mod.rs"]
+#[allow(dead_code)]
+mod loadgen;
+
+mod alloc;
+mod harness;
+mod props;
+
+mod config_props;
+mod faults;
+mod framing;
+mod load;
+mod routes;
+mod traversal;
