@@ -60,13 +60,34 @@ fn respond(
     }
 }
 
+/// A plain answer outside JSON-RPC (`202 Accepted`); errors in the REST API's JSON shape.
 fn text(rq: tiny_http::Request, status: u16, body: &str) {
+    if status >= 400 {
+        return json_error(rq, status, body, &[]);
+    }
     respond(
         rq,
         status,
         "text/plain; charset=utf-8",
         body.as_bytes().to_vec(),
         &[],
+    );
+}
+
+fn json_error(rq: tiny_http::Request, status: u16, message: &str, headers: &[(&str, &str)]) {
+    let code = match status {
+        400 => "bad_request",
+        404 => "session_not_found",
+        405 => "method_not_allowed",
+        _ => "error",
+    };
+    let body = crate::error::ApiError::new(status, code, message).to_json();
+    respond(
+        rq,
+        status,
+        "application/json",
+        body.to_string().into_bytes(),
+        headers,
     );
 }
 
@@ -121,25 +142,22 @@ pub fn handle(
         }
         ("/mcp", "GET") => streamable_get(mcp, rq),
         ("/mcp", "DELETE") => streamable_delete(mcp, rq),
-        ("/mcp", _) => respond(
+        ("/mcp", _) => json_error(
             rq,
             405,
-            "text/plain",
-            b"Method Not Allowed".to_vec(),
+            "method not allowed here (allowed: GET, POST, DELETE)",
             &[("Allow", "GET, POST, DELETE")],
         ),
-        ("/mcp/sse", _) => respond(
+        ("/mcp/sse", _) => json_error(
             rq,
             405,
-            "text/plain",
-            b"Method Not Allowed".to_vec(),
+            "method not allowed here (allowed: GET)",
             &[("Allow", "GET")],
         ),
-        (_, _) => respond(
+        (_, _) => json_error(
             rq,
             405,
-            "text/plain",
-            b"Method Not Allowed".to_vec(),
+            "method not allowed here (allowed: POST)",
             &[("Allow", "POST")],
         ),
     }

@@ -162,7 +162,10 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         p if p.starts_with("/object/") => {
             object::page(shared, &percent_decode(&p["/object/".len()..]))
         }
-        p if p.starts_with("/breakpoint/") && p.ends_with("/history") => {
+        p if p.len() > "/breakpoint//history".len() - 1
+            && p.starts_with("/breakpoint/")
+            && p.ends_with("/history") =>
+        {
             let name = &p["/breakpoint/".len()..p.len() - "/history".len()];
             breakpoints::history(shared, &percent_decode(name))
         }

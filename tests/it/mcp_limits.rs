@@ -468,8 +468,12 @@ fn polling_300_unknown_1_mb_pause_ids_keeps_memory_bounded_and_answers_waiting()
     let s = Server::start(&[]);
     let c = s.client();
     let rss_before = proc_kib(s.pid(), "VmRSS");
+    // A 1 MB id no longer reaches the route: the request head is over 64 KiB (431). Ids just
+    // under the head limit still must not be remembered (300 of them would be 18 MB).
+    let huge = format!("/api/poll/{}", "p".repeat(1 << 20));
+    assert_eq!(c.get(&huge).status, 431);
     for i in 0..300 {
-        let id = format!("{i:03}{}", "p".repeat(1 << 20));
+        let id = format!("{i:03}{}", "p".repeat(60 << 10));
         let r = c.get(&format!("/api/poll/{id}"));
         assert_eq!(r.status, 200);
         assert_eq!(r.json(), json!({"status": "waiting"}), "poll {i}");
