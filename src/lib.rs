@@ -5,8 +5,8 @@
 pub mod config;
 pub mod error;
 pub mod ids;
-pub mod limits;
 pub mod intern;
+pub mod limits;
 
 pub mod breakpoints;
 pub mod calls;
