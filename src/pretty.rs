@@ -27,7 +27,9 @@ pub fn storage_unavailable(err: &dyn std::fmt::Display) -> Value {
     json!(format!("{UNAVAILABLE_PREFIX}storage error: {err}>"))
 }
 
-/// Renders one payload: `bytes` stored as `stored`, read as `format` when given.
+/// Renders one payload: `bytes` stored as `stored`, read as `format` when given. A pickle's
+/// value is bounded by its render budget (`pickle::Limits::render_budget`), however much of it
+/// is shared through the memo; a JSON item's is its own value (no sharing: linear in its size).
 pub fn payload(bytes: &[u8], stored: Option<Format>, format: Option<&Value>) -> Value {
     let format = match format {
         Some(Value::String(s)) if s == "json" => Some(Format::Json),
@@ -56,7 +58,8 @@ pub fn payload(bytes: &[u8], stored: Option<Format>, format: Option<&Value>) -> 
 }
 
 /// The structured view of a payload for inspection (`GET /api/objects/<cid>`, MCP's
-/// `breakpoint_inspect_object`).
+/// `breakpoint_inspect_object`). A pickle's view is bounded by its render budget
+/// (`pickle::Limits::view_budget`); a JSON item's is at most 100 of its members.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct View {
     /// Python's type name (`int`, `mymod.Point`).
@@ -99,12 +102,26 @@ pub fn view(bytes: &[u8], stored: Option<Format>) -> View {
             }
         }
         None => {
-            let v = pickle::view(bytes);
-            let text = |key: &str| v[key].as_str().unwrap_or_default().to_owned();
+            // Taken apart rather than copied: a view may be as large as its render budget.
+            let Value::Object(mut v) = pickle::view(bytes) else {
+                return View {
+                    type_name: "<unavailable>".to_owned(),
+                    repr: String::new(),
+                    attributes: Map::new(),
+                };
+            };
+            let mut text = |key: &str| match v.remove(key) {
+                Some(Value::String(s)) => s,
+                _ => String::new(),
+            };
+            let (type_name, repr) = (text("type"), text("repr"));
             View {
-                type_name: text("type"),
-                repr: text("repr"),
-                attributes: v["attributes"].as_object().cloned().unwrap_or_default(),
+                type_name,
+                repr,
+                attributes: match v.remove("attributes") {
+                    Some(Value::Object(m)) => m,
+                    _ => Map::new(),
+                },
             }
         }
     }

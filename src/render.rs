@@ -2,6 +2,8 @@
 //! `StoreRender` reads them from the content store when someone looks and renders them with the
 //! pure `pretty`, through a bounded cache keyed by CID and format hint (`RenderCache`, its own
 //! leaf lock, never held across I/O). Items still in their JSON form are rendered uncached.
+//! The cache counts what it keeps by the rendered value's size, not the payload's: a small
+//! pickle may render to its whole render budget, and such a value is not kept.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -15,10 +17,28 @@ use crate::store::Store;
 
 /// Rendered values kept, at most.
 const CACHE_ENTRIES: usize = 4096;
-/// Payload bytes behind the values kept, at most (a rendered value is about as large).
+/// Bytes of the values kept (as [`kept_bytes`] counts them), at most.
 const CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// Payloads larger than this are rendered every time (their values are large too).
 const CACHE_MAX_PAYLOAD: usize = 64 * 1024;
+/// Values larger than this (as [`kept_bytes`] counts them) are rendered every time.
+const CACHE_MAX_VALUE: usize = 256 * 1024;
+
+/// About what a JSON value holds in memory: its strings plus a fixed cost per value and key.
+pub fn kept_bytes(v: &Value) -> usize {
+    const PER_VALUE: usize = 32;
+    PER_VALUE
+        + match v {
+            Value::String(s) => s.len(),
+            Value::Number(n) => n.as_str().len(),
+            Value::Array(a) => a.iter().map(kept_bytes).sum(),
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| PER_VALUE + k.len() + kept_bytes(v))
+                .sum(),
+            Value::Null | Value::Bool(_) => 0,
+        }
+}
 
 /// A bounded cache of rendered values, oldest out first.
 #[derive(Default)]
@@ -77,7 +97,10 @@ impl StoreRender<'_> {
             Ok(Some(blob)) => {
                 let value = pretty::payload(&blob.bytes, blob.format, hint.to_value().as_ref());
                 if keep && blob.bytes.len() <= CACHE_MAX_PAYLOAD {
-                    self.lock().put(key, value.clone(), blob.bytes.len() + 64);
+                    let kept = kept_bytes(&value) + 64;
+                    if kept <= CACHE_MAX_VALUE {
+                        self.lock().put(key, value.clone(), kept);
+                    }
                 }
                 value
             }
@@ -214,6 +237,46 @@ mod tests {
             )
             .unwrap();
         (store, cid.hex())
+    }
+
+    #[test]
+    fn values_larger_than_their_payload_are_counted_by_their_size_and_not_kept() {
+        // ValueError(*[s] * 50) with s = 'x' * 20_000: a 20 kB pickle showing 50 copies of s.
+        let mut bytes = vec![0x80, 4, b'X'];
+        bytes.extend(20_000u32.to_le_bytes());
+        bytes.extend([b'x'; 20_000]);
+        bytes.extend([0x94, b'0']);
+        for name in ["builtins", "ValueError"] {
+            bytes.push(0x8c);
+            bytes.push(name.len() as u8);
+            bytes.extend(name.as_bytes());
+        }
+        bytes.extend([0x93, b'(']);
+        bytes.extend([b'h', 0].repeat(50));
+        bytes.extend(*b"tR.");
+        let (store, cid) = store_with(&bytes, Some(Format::Dill));
+        let cache = Mutex::new(RenderCache::default());
+        let r = StoreRender {
+            store: &store,
+            cache: &cache,
+        };
+        let cid = Cid::parse(&cid).expect("a CID");
+        let value = r.cid(&Val::Cid(cid), Hint::Absent);
+        assert_eq!(value["type_name"], "ValueError");
+        assert!(
+            kept_bytes(&value) > CACHE_MAX_VALUE,
+            "renders large: {}",
+            kept_bytes(&value)
+        );
+        assert!(
+            value.to_string().len() <= crate::pickle::Limits::default().render_budget(bytes.len()),
+            "within the render budget"
+        );
+        assert!(cache.lock().unwrap().is_empty(), "not kept");
+        assert_eq!(
+            kept_bytes(&json!({"ab": [1, "xyz"]})),
+            32 + 32 + 2 + 32 + 32 + 1 + 32 + 3
+        );
     }
 
     #[test]

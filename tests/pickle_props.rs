@@ -1,9 +1,13 @@
 //! Property and corpus tests of the safe pickle reader (`cideldill_server::pickle`).
 //!
 //! This file is its own test binary because it installs a counting `#[global_allocator]` to
-//! check the decoder's memory bound (at most 8 x input + 1 MiB): the counts are per thread, so
-//! tests running in parallel do not disturb each other. `corpus_renders_as_python` checks the
-//! renderer against `tests/fixtures/pickles/corpus.jsonl` (made by real Python and dill).
+//! check the memory bounds: the decoder's (at most 8 x input + 1 MiB) and that of decoding and
+//! rendering together, every form (repr, pretty, view, exact JSON), at most
+//! `RENDER_MEMORY_PER_INPUT_BYTE` x input + `RENDER_MEMORY_SLACK` (`src/limits.rs`), whatever
+//! the input shares through the memo (`amplifying_pickles_stay_within_memory_and_time`). The
+//! counts are per thread, so tests running in parallel do not disturb each other.
+//! `corpus_renders_as_python` checks the renderer against `tests/fixtures/pickles/corpus.jsonl`
+//! (made by real Python and dill).
 //!
 //! A global allocator cannot be written without `unsafe`; this file is the one place that
 //! allows it (the crate lint is `deny`, not `forbid`, for that reason). The allocator only
@@ -15,6 +19,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use cideldill_server::limits::{RENDER_MEMORY_PER_INPUT_BYTE, RENDER_MEMORY_SLACK};
 use cideldill_server::pickle::{self, Limits};
 use proptest::prelude::*;
 
@@ -78,8 +83,16 @@ fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, peak.saturating_sub(base))
 }
 
-/// Decodes and renders; checks the memory bound of decoding and that nothing panics.
-fn check_bytes(bytes: &[u8]) {
+/// The stated memory bound of decoding and rendering `len` input bytes.
+fn render_memory_bound(len: usize) -> usize {
+    len.saturating_mul(RENDER_MEMORY_PER_INPUT_BYTE)
+        .saturating_add(RENDER_MEMORY_SLACK)
+}
+
+/// Decodes and renders; checks the memory bounds of decoding and of decoding plus every
+/// rendering (what a request for the value, its view or its exact JSON holds at its peak), and
+/// that nothing panics. Returns the total size of what was rendered.
+fn check_bytes(bytes: &[u8]) -> usize {
     let limits = Limits::default();
     let (tree, peak) = peak_during(|| pickle::decode(bytes, &limits));
     let bound = limits.max_memory(bytes.len());
@@ -89,9 +102,20 @@ fn check_bytes(bytes: &[u8]) {
         bytes.len()
     );
     drop(tree);
-    let _ = pickle::repr(bytes);
-    let _ = pickle::pretty(bytes);
-    let _ = pickle::view(bytes);
+    let bound = render_memory_bound(bytes.len());
+    let (shown, peak) = peak_during(|| {
+        let text = pickle::repr(bytes).map_or(0, |s| s.len());
+        let value = pickle::pretty(bytes).to_string().len();
+        let view = pickle::view(bytes).to_string().len();
+        let exact = pickle::exact_json(bytes, 256).map_or(0, |v| v.to_string().len());
+        text + value + view + exact + pickle::type_name(bytes).len()
+    });
+    assert!(
+        peak <= bound,
+        "decoding and rendering used {peak} bytes for {} input bytes (bound {bound})",
+        bytes.len()
+    );
+    shown
 }
 
 /// Opcodes with plausible operands, to build pickles that get deep into the VM.
@@ -162,6 +186,128 @@ fn op() -> impl Strategy<Value = Vec<u8>> {
         1 => (0u8..8).prop_map(|k| vec![b'q', k]),
         1 => any::<u8>().prop_map(|k| vec![b'j', k, 0, 0, 0]),
     ]
+}
+
+/// Pickles that share values through the memo, level upon level: a leaf string, then levels of
+/// lists, tuples, dicts, sets, exception args, instance states or client placeholders, each
+/// naming the level below up to 200 times; the last few levels are wrapped in an exception and
+/// a list of references. Their renderings are exponential in the depth without a budget.
+fn amplifying() -> impl Strategy<Value = Vec<u8>> {
+    let level = (0u8..8, 1usize..200);
+    (
+        1usize..20_000,
+        prop::collection::vec(level, 1..7),
+        1usize..2000,
+    )
+        .prop_map(|(leaf, levels, top)| {
+            let mut b = vec![0x80, 4];
+            let mut memo = 0u32;
+            let mut put = |b: &mut Vec<u8>| {
+                b.push(0x94);
+                memo += 1;
+                memo - 1
+            };
+            let get = |b: &mut Vec<u8>, i: u32| {
+                b.push(b'j');
+                b.extend(i.to_le_bytes());
+            };
+            let text = |b: &mut Vec<u8>, s: &str| {
+                b.push(b'X');
+                b.extend((s.len() as u32).to_le_bytes());
+                b.extend(s.as_bytes());
+            };
+            let global = |b: &mut Vec<u8>, m: &str, n: &str| {
+                text(b, m);
+                text(b, n);
+                b.push(0x93);
+            };
+            text(&mut b, &"\u{e9}x'".repeat(leaf / 4 + 1));
+            let mut below = put(&mut b);
+            for (kind, width) in levels {
+                let refs = |b: &mut Vec<u8>| (0..width).for_each(|_| get(b, below));
+                match kind {
+                    0 => {
+                        b.extend(*b"](");
+                        refs(&mut b);
+                        b.push(b'e');
+                    }
+                    1 => {
+                        b.push(b'(');
+                        refs(&mut b);
+                        b.push(b't');
+                    }
+                    2 | 6 | 7 => {
+                        match kind {
+                            6 => {
+                                global(&mut b, "mod", "Thing");
+                                b.extend(*b")\x81");
+                            }
+                            7 => global(
+                                &mut b,
+                                "cideldill_client.custom_picklers",
+                                "_reconstruct_placeholder",
+                            ),
+                            _ => {}
+                        }
+                        b.extend(*b"}(");
+                        for j in 0..width {
+                            let key = match kind {
+                                7 if j % 3 == 0 => "attributes".to_owned(),
+                                7 if j % 3 == 1 => "pickle_attempts".to_owned(),
+                                _ => format!("k{j}"),
+                            };
+                            text(&mut b, &key);
+                            get(&mut b, below);
+                        }
+                        b.push(b'u');
+                        match kind {
+                            6 => b.push(b'b'),
+                            7 => b.extend(*b"\x85R"),
+                            _ => {}
+                        }
+                    }
+                    3 => {
+                        b.extend(*b"\x8f(");
+                        refs(&mut b);
+                        b.push(0x90);
+                    }
+                    _ => {
+                        global(
+                            &mut b,
+                            "builtins",
+                            if kind == 4 { "ValueError" } else { "KeyError" },
+                        );
+                        b.push(b'(');
+                        refs(&mut b);
+                        b.extend(*b"tR");
+                    }
+                }
+                below = put(&mut b);
+            }
+            global(&mut b, "builtins", "RuntimeError");
+            b.extend(*b"](");
+            (0..top).for_each(|_| get(&mut b, below));
+            b.extend(*b"e\x85R.");
+            b
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Memory within the stated bound (checked by `check_bytes`), time within seconds, output
+    /// within the render budget, however much the pickle shares.
+    #[test]
+    fn amplifying_pickles_stay_within_memory_and_time(bytes in amplifying()) {
+        let start = Instant::now();
+        let shown = check_bytes(&bytes);
+        let took = start.elapsed();
+        prop_assert!(took < Duration::from_secs(20), "took {took:?} for {} bytes", bytes.len());
+        // Five forms (text, value, view, exact JSON, type), each within its budget; JSON text
+        // may exceed the budget by its quotes and escapes.
+        let budget = Limits::default().view_budget(bytes.len());
+        prop_assert!(shown <= 5 * 2 * budget, "{shown} bytes shown for a budget of {budget}");
+    }
 }
 
 proptest! {

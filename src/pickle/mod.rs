@@ -10,12 +10,20 @@
 //!
 //! Limits (all enforced, see [`Limits`]): nesting depth 200 (mark stack while decoding,
 //! recursion while rendering), memo 1,000,000 entries, decoder memory 8 x input + 1 MiB
-//! (checked before each allocation), rendered text 16 MiB for [`repr`] and about 2 KiB for
-//! [`pretty`], big ints converted to decimal up to 8 KiB of magnitude. Decoding is linear in
-//! the input; rendering is linear in its (bounded) output. Nothing here panics on any input:
-//! every failure is a [`PickleError`] value carrying the byte offset.
+//! (checked before each allocation), big ints converted to decimal up to 8 KiB of magnitude.
+//! Rendering: each rendered value (a [`repr`] text, a [`pretty`] value, a [`view`]) has one
+//! [`Budget`] of output bytes and node visits, `min(16 MiB, 16 x input + 32 KiB)` each
+//! ([`Limits::render_budget`]; 256 KiB instead of 32 for a view, [`Limits::view_budget`]),
+//! because a node shared through the memo is shown once per reference and width times depth
+//! can be exponential in the input; a repr text is also cut at about 2 KiB inside [`pretty`]
+//! and views. Decoding is linear in the input; rendering is
+//! linear in its budget. Nothing here panics on any input: every failure is a [`PickleError`]
+//! value carrying the byte offset.
 
+#[cfg(test)]
+mod amplify_tests;
 mod bigint;
+pub mod budget;
 mod compat;
 pub mod reader;
 pub mod render;
@@ -25,7 +33,10 @@ pub mod view;
 
 use std::fmt;
 
+pub use budget::Budget;
 pub use reader::{Global, Node, NodeId, ObjKind, Object, Tree};
+
+use crate::limits::{RENDER_MAX, RENDER_PER_INPUT_BYTE, RENDER_SLACK, RENDER_VIEW_SLACK};
 
 /// Longest `pretty` text before it is cut with `...`, as in the original.
 pub const MAX_REPR_CHARS: usize = 500;
@@ -41,8 +52,15 @@ pub struct Limits {
     pub memory_per_byte: usize,
     /// Decoder memory allowed on top of `memory_per_byte * len`.
     pub memory_slack: usize,
-    /// Longest text [`repr`] produces (bytes) before it stops with a marked cut.
+    /// Render budget at most (bytes, and node visits), whatever the input; also the longest
+    /// text [`repr`] produces before it stops with a marked cut.
     pub max_output: usize,
+    /// Render budget per input byte.
+    pub render_per_byte: usize,
+    /// Render budget on top of `render_per_byte * len`.
+    pub render_slack: usize,
+    /// Render budget of a view on top of `render_per_byte * len`.
+    pub view_slack: usize,
 }
 
 impl Default for Limits {
@@ -52,7 +70,10 @@ impl Default for Limits {
             max_memo: 1_000_000,
             memory_per_byte: 8,
             memory_slack: 1 << 20,
-            max_output: 16 << 20,
+            max_output: RENDER_MAX,
+            render_per_byte: RENDER_PER_INPUT_BYTE,
+            render_slack: RENDER_SLACK,
+            view_slack: RENDER_VIEW_SLACK,
         }
     }
 }
@@ -62,6 +83,26 @@ impl Limits {
     pub fn max_memory(&self, len: usize) -> usize {
         len.saturating_mul(self.memory_per_byte)
             .saturating_add(self.memory_slack)
+    }
+
+    /// Render budget (output bytes, and node visits) of one value rendered from an input of
+    /// `len` bytes: `min(max_output, render_per_byte * len + render_slack)`.
+    pub fn render_budget(&self, len: usize) -> usize {
+        len.saturating_mul(self.render_per_byte)
+            .saturating_add(self.render_slack)
+            .min(self.max_output)
+    }
+
+    /// Render budget of one view of an input of `len` bytes: the same with `view_slack`.
+    pub fn view_budget(&self, len: usize) -> usize {
+        len.saturating_mul(self.render_per_byte)
+            .saturating_add(self.view_slack)
+            .min(self.max_output)
+    }
+
+    /// A fresh budget for one value rendered from `len` input bytes.
+    pub fn budget(&self, len: usize) -> Budget {
+        Budget::new(self.render_budget(len))
     }
 }
 
@@ -135,48 +176,68 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
     reader::decode(bytes, limits)
 }
 
-/// The full `repr` text of a pickle (the caller cuts it with [`cut`]). Text longer than
-/// `Limits::max_output` ends with `...<output limit>`.
+/// The full `repr` text of a pickle (the caller cuts it with [`cut`]). Text longer than the
+/// render budget ([`Limits::render_budget`]) ends with `...<output limit>`.
 pub fn repr(bytes: &[u8]) -> Result<String, PickleError> {
     let limits = Limits::default();
     let tree = decode(bytes, &limits)?;
-    repr_tree(&tree, tree.root, limits.max_output, limits.max_depth)
+    repr_tree(
+        &tree,
+        tree.root,
+        &limits.budget(bytes.len()),
+        limits.max_depth,
+    )
 }
 
-/// Renders one node of a tree, stopping after about `limit` bytes (then marked).
+/// Renders one node of a tree within `budget` (then marked `...<output limit>`).
 pub fn repr_tree(
     tree: &Tree,
     id: NodeId,
-    limit: usize,
+    budget: &Budget,
     max_depth: usize,
 ) -> Result<String, PickleError> {
-    let mut r = render::Renderer::new(tree, limit, max_depth);
+    let mut r = render::Renderer::new(tree, budget, budget.bytes_left(), max_depth);
     let mut s = r.render(id)?;
     if r.truncated {
-        s.push_str("...<output limit>");
+        s.push_str(budget::TEXT_MARKER);
     }
     Ok(s)
 }
 
 /// The display value of a pickle (§4.2 step 7): the placeholder dict, the exception dict, or
 /// the repr cut at 500 characters plus `...`; `"<unavailable: PickleError: ...>"` when the
-/// bytes do not decode.
+/// bytes do not decode. Bounded by the render budget of the input.
 pub fn pretty(bytes: &[u8]) -> serde_json::Value {
     let limits = Limits::default();
     match decode(bytes, &limits) {
-        Ok(tree) => values::pretty_tree(&tree, &limits),
+        Ok(tree) => values::pretty_tree(&tree, &limits, &limits.budget(bytes.len())),
         Err(e) => serde_json::Value::String(format!("<unavailable: PickleError: {e}>")),
+    }
+}
+
+/// Python's type name of a pickled value (`int`, `mymod.Point`), the `type` of its [`view`]
+/// without the rest; `<unavailable>` when the bytes do not decode.
+pub fn type_name(bytes: &[u8]) -> String {
+    match decode(bytes, &Limits::default()) {
+        Ok(tree) => view::type_name(&tree, tree.root),
+        Err(_) => "<unavailable>".to_owned(),
     }
 }
 
 /// The pickled value as JSON when JSON holds it exactly and it is small: `None`, bools, ints
 /// of 64 bits, finite floats, valid Unicode strings, lists and dicts with string keys of such
 /// values, at most `max_nodes` values. A tuple, a set, bytes, an object, a container referenced
-/// twice (shared or cyclic), a duplicate key or anything bigger is `None` (the caller keeps the
-/// item).
+/// twice (shared or cyclic), a duplicate key or anything bigger (more strings than the render
+/// budget, as a str shared through the memo may be) is `None` (the caller keeps the item).
 pub fn exact_json(bytes: &[u8], max_nodes: usize) -> Option<serde_json::Value> {
     use serde_json::Value;
-    fn go(tree: &Tree, id: NodeId, budget: &mut usize, seen: &mut Vec<bool>) -> Option<Value> {
+    fn go(
+        tree: &Tree,
+        id: NodeId,
+        budget: &mut usize,
+        bytes: &Budget,
+        seen: &mut Vec<bool>,
+    ) -> Option<Value> {
         *budget = budget.checked_sub(1)?;
         let node = tree.get(id)?;
         if matches!(node, Node::List(_) | Node::Dict(_))
@@ -189,20 +250,22 @@ pub fn exact_json(bytes: &[u8], max_nodes: usize) -> Option<serde_json::Value> {
             Node::Bool(b) => Value::Bool(*b),
             Node::Int(i) => Value::from(*i),
             Node::Float(f) => Value::Number(serde_json::Number::from_f64(*f)?),
-            Node::Str(b) => Value::String(String::from_utf8(b.to_vec()).ok()?),
+            Node::Str(b) if bytes.spend(b.len()) => {
+                Value::String(String::from_utf8(b.to_vec()).ok()?)
+            }
             Node::List(items) => Value::Array(
                 items
                     .iter()
-                    .map(|i| go(tree, *i, budget, seen))
+                    .map(|i| go(tree, *i, budget, bytes, seen))
                     .collect::<Option<_>>()?,
             ),
             Node::Dict(pairs) => {
                 let mut m = serde_json::Map::new();
                 for (k, v) in pairs {
-                    let Value::String(k) = go(tree, *k, budget, seen)? else {
+                    let Value::String(k) = go(tree, *k, budget, bytes, seen)? else {
                         return None;
                     };
-                    if m.insert(k, go(tree, *v, budget, seen)?).is_some() {
+                    if m.insert(k, go(tree, *v, budget, bytes, seen)?).is_some() {
                         return None;
                     }
                 }
@@ -211,10 +274,17 @@ pub fn exact_json(bytes: &[u8], max_nodes: usize) -> Option<serde_json::Value> {
             _ => return None,
         })
     }
-    let tree = decode(bytes, &Limits::default()).ok()?;
+    let limits = Limits::default();
+    let tree = decode(bytes, &limits).ok()?;
     let mut seen = vec![false; tree.nodes.len()];
     let mut budget = max_nodes;
-    go(&tree, tree.root, &mut budget, &mut seen)
+    go(
+        &tree,
+        tree.root,
+        &mut budget,
+        &limits.budget(bytes.len()),
+        &mut seen,
+    )
 }
 
 #[cfg(test)]
@@ -255,11 +325,16 @@ mod exact_json_tests {
     }
 }
 
-/// The structured view `{type, repr, attributes}` of a pickle (depth 3, 100 attributes).
+/// The structured view `{type, repr, attributes}` of a pickle (depth 3, 100 attributes),
+/// bounded by the render budget of the input.
 pub fn view(bytes: &[u8]) -> serde_json::Value {
     let limits = Limits::default();
     match decode(bytes, &limits) {
-        Ok(tree) => view::view_tree(&tree, &limits),
+        Ok(tree) => view::view_tree(
+            &tree,
+            &limits,
+            &Budget::new(limits.view_budget(bytes.len())),
+        ),
         Err(e) => serde_json::json!({
             "type": "<unavailable>",
             "repr": format!("<unavailable: PickleError: {e}>"),
@@ -275,13 +350,6 @@ pub fn cut(text: &str) -> String {
         Some((i, _)) => format!("{}...", &text[..i]),
         None => text.to_owned(),
     }
-}
-
-/// Renders at most enough of `id` to cut it at 500 characters.
-pub(crate) fn short_repr(tree: &Tree, id: NodeId, limits: &Limits) -> Result<String, PickleError> {
-    let mut r = render::Renderer::new(tree, (MAX_REPR_CHARS + 1) * 4, limits.max_depth);
-    let s = r.render(id)?;
-    Ok(cut(&s))
 }
 
 #[cfg(test)]

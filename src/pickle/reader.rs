@@ -119,6 +119,9 @@ pub struct Tree {
     pub protocol: u8,
     /// `BUILD` states applied to nodes that are not objects (e.g. a class), in order.
     pub extra_state: Vec<(NodeId, NodeId)>,
+    /// Lookups memoized while rendering (class descriptions, dict keys), so that a class or
+    /// dict shared by many nodes is examined once.
+    pub(super) lookups: super::render::Lookups,
 }
 
 impl Tree {
@@ -319,6 +322,12 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
         root,
         protocol: m.protocol,
         extra_state: m.extra_state,
+        lookups: super::render::Lookups::new(
+            bytes
+                .len()
+                .saturating_mul(crate::limits::RENDER_LOOKUP_PER_INPUT_BYTE)
+                .saturating_add(crate::limits::RENDER_LOOKUP_SLACK),
+        ),
     })
 }
 

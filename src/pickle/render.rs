@@ -14,15 +14,25 @@
 //! Limits and invariants:
 //! * Recursion is bounded by `Limits::max_depth` (nesting deeper gives
 //!   `PickleError::RenderDepth`); cycles print Python's markers (`[...]`, `{...}`, `(...)`).
-//! * Output is bounded by `limit` bytes: once reached, rendering stops and the caller sees
-//!   `truncated`. Every visited node writes at least one byte, so time is bounded by the
-//!   output limit plus the (cached, capped) big int conversions.
+//! * Output is bounded by each text's `limit` and by the value's shared [`Budget`]: once
+//!   either is reached, rendering stops and the caller sees `truncated` (and `budget_stopped`
+//!   when it was the budget). A node shared through the memo is written at every reference,
+//!   which the budget pays for however many there are.
+//! * Time is bounded by the budget's node visits: every visit spends one, and so does every
+//!   item copied or scanned without being written (a `Counter`'s pairs, an instance's fields,
+//!   a function's states). Lookups that would repeat per visit are memoized per tree
+//!   ([`Lookups`]: class descriptions, names, dict keys) or per renderer (enum classes, big
+//!   int text), so none costs more than once.
 //! * Never panics: all tree accesses go through checked lookups.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use super::bigint;
+use super::budget::Budget;
 use super::reader::{Node, NodeId, ObjKind, Object, Tree};
 use super::text;
 use super::PickleError;
@@ -295,13 +305,14 @@ fn regex_flags(value: i64, table: &[(i64, &str)]) -> Option<String> {
     (covered == value).then(|| names.join("|"))
 }
 
-/// What a node denotes when it is used as a class.
+/// What a node denotes when it is used as a class. Names are shared: every class naming the
+/// same string holds the same allocation, and a copy costs two reference counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeInfo {
     /// `__module__`.
-    pub module: String,
+    pub module: Rc<str>,
     /// `__qualname__`.
-    pub qualname: String,
+    pub qualname: Rc<str>,
     /// A subclass of `BaseException`.
     pub exception: bool,
     /// An `Enum` class pickled by value.
@@ -313,8 +324,8 @@ pub struct TypeInfo {
 impl TypeInfo {
     /// `module.qualname`, or just `qualname` for builtins.
     pub fn full_name(&self) -> String {
-        if self.module == "builtins" || self.module.is_empty() {
-            self.qualname.clone()
+        if &*self.module == "builtins" || self.module.is_empty() {
+            self.qualname.to_string()
         } else {
             format!("{}.{}", self.module, self.qualname)
         }
@@ -326,17 +337,184 @@ impl TypeInfo {
     }
 }
 
-/// Renders trees; reusable across calls on one tree (caches big int text).
+/// Lookups memoized per tree: [`type_info`] by (node, depth), the names it reads as shared
+/// strings, and the known keys of larger dicts ([`dict_get`]). Without them a class or dict
+/// shared by many nodes would be examined again at every visit, and class bases (a tuple may
+/// name the same class many times) would be explored exponentially; with them each is examined
+/// once per tree. What they keep is bounded by `room` (sized from the input, see
+/// `reader::decode`): class descriptions charge their names, so a name shared through the memo
+/// by thousands of classes runs it out, and a class found once it is spent is not described
+/// (it renders in the generic forms). Dict indexes are not charged: each is smaller than the
+/// pairs it indexes.
+#[derive(Debug, Clone)]
+pub struct Lookups {
+    types: RefCell<NodeMap<(NodeId, u8), Found>>,
+    names: RefCell<NodeMap<NodeId, Rc<str>>>,
+    keys: RefCell<NodeMap<NodeId, Box<KeyIndex>>>,
+    room: Cell<usize>,
+}
+
+/// A hash map keyed by node ids.
+type NodeMap<K, V> = HashMap<K, V, BuildHasherDefault<NodeHasher>>;
+
+/// Hashes node ids (and small tuples of them) with one multiplication per word, as rustc's
+/// `FxHasher` does: they are dense integers chosen by the decoder, not text, so the keyed
+/// `SipHash` of the default hasher (a third of the lookup time on small values) buys nothing.
+#[derive(Default, Clone, Copy)]
+pub struct NodeHasher(u64);
+
+impl NodeHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for NodeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+impl Lookups {
+    /// Empty lookups that may keep about `room` bytes.
+    pub(super) fn new(room: usize) -> Self {
+        Lookups {
+            types: RefCell::default(),
+            names: RefCell::default(),
+            keys: RefCell::default(),
+            room: Cell::new(room),
+        }
+    }
+
+    fn take(&self, n: usize) -> bool {
+        match self.room.get().checked_sub(n) {
+            Some(left) => {
+                self.room.set(left);
+                true
+            }
+            None => {
+                self.room.set(0);
+                false
+            }
+        }
+    }
+}
+
+/// The str keys [`dict_get`] is asked for, indexed once per larger dict.
+const KEYS: [&str; 18] = [
+    "__module__",
+    "__qualname__",
+    "_member_map_",
+    "int",
+    "type_name",
+    "module",
+    "qualname",
+    "object_name",
+    "object_path",
+    "object_id",
+    "repr_text",
+    "str_text",
+    "pickle_error",
+    "pickle_attempts",
+    "attributes",
+    "failed_attributes",
+    "depth",
+    "capture_timestamp",
+];
+
+/// The value of the last pair with each of [`KEYS`] in one dict.
+type KeyIndex = [Option<NodeId>; KEYS.len()];
+
+/// A memoized [`type_info`]: the class, or `None` for a node that denotes none.
+type Found = Option<TypeInfo>;
+
+/// Globals whose module and name together are at most this long are described afresh each
+/// time (the cost of two small strings) rather than memoized.
+const SHORT_GLOBAL: usize = 128;
+
+/// What one class description costs in [`Lookups`], beyond its names.
+const TYPE_ENTRY_COST: usize = 128;
+
+/// Dicts up to this many pairs are scanned rather than indexed.
+const SCAN_PAIRS: usize = 16;
+/// Enum classes of one name considered when naming a member (real programs have one).
+const MAX_ENUM_CANDIDATES: usize = 8;
+/// Single-bit members considered for a `Flag` combination (64 bits, a few aliases).
+const MAX_FLAG_MEMBERS: usize = 128;
+
+/// Renders trees; reusable across calls on one tree (caches big int text, enum classes, and
+/// the recursion marks, one slot per node, allocated once).
+///
+/// Every text it renders is charged to the shared [`Budget`]: a text stops at its own limit or
+/// at what is left of the budget, whichever is smaller, and every node visit (and scan of items
+/// that writes nothing) spends a visit.
 pub struct Renderer<'t> {
     tree: &'t Tree,
+    budget: &'t Budget,
     out: String,
+    /// The limit of each text rendered by [`Renderer::render`].
+    base_limit: usize,
+    /// The limit of the text being rendered (its own limit or the budget left).
     limit: usize,
+    /// Whether `limit` is what is left of the budget.
+    limit_is_budget: bool,
     max_depth: usize,
-    active: Vec<bool>,
-    big: HashMap<NodeId, String>,
-    enum_classes: Option<Vec<NodeId>>,
+    /// The nesting level (1 for a text, 2 for a text rendered inside it) that made each node
+    /// active, 0 for none: a nested text sees only its own recursion. One byte per node: each
+    /// nested text is at least one level deeper than its caller, so levels stay below
+    /// `max_depth` + 2 (checked in `nested`).
+    active: Vec<u8>,
+    level: u8,
+    big: NodeMap<NodeId, String>,
+    enums: Option<EnumIndex>,
     /// Set once the output limit was reached.
     pub truncated: bool,
+    /// Set when the text stopped because the budget ran out.
+    pub budget_stopped: bool,
+}
+
+/// Enum classes pickled by value, found once per renderer, and what was found for each member.
+#[derive(Default)]
+struct EnumIndex {
+    /// Classes by `(module, qualname)` and by `(module, name)`, in node order.
+    by_name: HashMap<(Rc<str>, Rc<str>), Vec<NodeId>>,
+    /// Members of each class examined: `None` when its dict has no `_member_map_`.
+    classes: NodeMap<NodeId, Option<Rc<EnumMembers>>>,
+    /// The answer for each object asked about.
+    found: NodeMap<NodeId, Option<String>>,
+}
+
+/// The `_member_map_` of one enum class.
+struct EnumMembers {
+    /// `Class` of `Class.NAME`.
+    name: String,
+    /// Member node to its key node (the first pair naming it).
+    ids: NodeMap<NodeId, NodeId>,
+    /// `(value, key)` of the single-bit int members, in map order; `None` when some member has
+    /// no int value (then no combination is named) or there are too many.
+    flags: Option<Vec<(i64, NodeId)>>,
 }
 
 type R = Result<(), PickleError>;
@@ -359,13 +537,49 @@ pub fn dict_pairs(t: &Tree, id: NodeId) -> &[(NodeId, NodeId)] {
     }
 }
 
-/// The value under a str key in a dict node.
-pub fn dict_get(t: &Tree, id: NodeId, key: &str) -> Option<NodeId> {
-    dict_pairs(t, id)
-        .iter()
-        .rev()
-        .find(|(k, _)| matches!(t.get(*k), Some(Node::Str(s)) if &**s == key.as_bytes()))
-        .map(|&(_, v)| v)
+/// The value under a str key in a dict node (the last pair with that key, as Python keeps).
+/// Larger dicts are scanned once per tree for all of [`KEYS`] ([`Lookups`]).
+pub fn dict_get(t: &Tree, id: NodeId, key: &'static str) -> Option<NodeId> {
+    let pairs = dict_pairs(t, id);
+    let slot = KEYS.iter().position(|&k| k == key);
+    let (Some(slot), true) = (slot, pairs.len() > SCAN_PAIRS) else {
+        return pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| matches!(t.get(*k), Some(Node::Str(s)) if &**s == key.as_bytes()))
+            .map(|&(_, v)| v);
+    };
+    if let Some(index) = t.lookups.keys.borrow().get(&id) {
+        return index[slot];
+    }
+    let mut index = Box::new([None; KEYS.len()]);
+    for &(k, v) in pairs {
+        if let Some(Node::Str(s)) = t.get(k) {
+            if let Some(j) = KEYS.iter().position(|&known| known.as_bytes() == &**s) {
+                index[j] = Some(v);
+            }
+        }
+    }
+    let found = index[slot];
+    t.lookups.keys.borrow_mut().insert(id, index);
+    found
+}
+
+/// A str node as a shared name (converted once per tree), `None` for other nodes or once the
+/// lookups are out of room.
+fn name_of(t: &Tree, id: NodeId) -> Option<Rc<str>> {
+    let Some(Node::Str(b)) = t.get(id) else {
+        return None;
+    };
+    if let Some(name) = t.lookups.names.borrow().get(&id) {
+        return Some(name.clone());
+    }
+    if !t.lookups.take(b.len() + 48) {
+        return None;
+    }
+    let name: Rc<str> = Rc::from(text::lossy(b));
+    t.lookups.names.borrow_mut().insert(id, name.clone());
+    Some(name)
 }
 
 /// An int value (ints and bools).
@@ -389,7 +603,7 @@ fn callee_at(t: &Tree, o: &Object, depth: usize) -> Option<(&'static str, &'stat
         return find(m, n);
     }
     let ti = type_info(t, o.callable, depth.saturating_sub(1))?;
-    if ti.by_value || ti.module != "builtins" {
+    if ti.by_value || &*ti.module != "builtins" {
         return None;
     }
     find("builtins", &ti.qualname)
@@ -447,11 +661,40 @@ const KNOWN: &[(&str, &str)] = &[
     ("pathlib", "Path"),
 ];
 
-/// The class a node denotes, if it denotes one (bounded by `depth` levels of bases).
+/// The class a node denotes, if it denotes one (bounded by `depth` levels of bases). Memoized
+/// per tree and depth ([`Lookups`]), so shared classes and bases cost one examination each;
+/// `None` for a class found once the lookups are out of room.
 pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
-    if depth == 0 {
+    match t.get(id) {
+        _ if depth == 0 => return None,
+        // A global with short names costs less to describe than to look up.
+        Some(Node::Global(g)) if g.module.len() + g.name.len() <= SHORT_GLOBAL => {
+            return type_info_uncached(t, id, depth);
+        }
+        Some(Node::Global(_) | Node::Object(_)) => {}
+        _ => return None,
+    }
+    let key = (id, u8::try_from(depth).unwrap_or(u8::MAX));
+    let cached = t.lookups.types.borrow().get(&key).cloned();
+    if let Some(found) = cached {
+        return found;
+    }
+    if !t.lookups.take(TYPE_ENTRY_COST) {
         return None;
     }
+    let found = type_info_uncached(t, id, depth);
+    // Names are charged as often as classes hold them: a long name shared by many classes
+    // soon fills the room.
+    if let Some(ti) = &found {
+        if !t.lookups.take(ti.module.len() + ti.qualname.len()) {
+            return None;
+        }
+    }
+    t.lookups.types.borrow_mut().insert(key, found.clone());
+    found
+}
+
+fn type_info_uncached(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
     match t.get(id)? {
         Node::Global(g) => {
             let exception = if g.module.as_ref() == "builtins" {
@@ -464,8 +707,8 @@ pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
                         .any(|x| last.ends_with(x))
             };
             Some(TypeInfo {
-                module: g.module.to_string(),
-                qualname: g.name.to_string(),
+                module: Rc::from(&*g.module),
+                qualname: Rc::from(&*g.name),
                 exception,
                 enum_class: false,
                 by_value: false,
@@ -473,14 +716,13 @@ pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
         }
         Node::Object(o) => match callee_at(t, o, depth - 1)? {
             ("dill._dill", "_load_type") => {
-                let name = t.str_of(*items(t, o.args).first()?)?;
-                let (module, qualname) = DILL_TYPES
-                    .iter()
-                    .find(|(n, _, _)| *n == name)
-                    .map(|&(_, m, q)| (m.to_owned(), q.to_owned()))
-                    .unwrap_or_else(|| ("builtins".to_owned(), name.clone()));
+                let name = name_of(t, *items(t, o.args).first()?)?;
+                let (module, qualname) = match DILL_TYPES.iter().find(|(n, _, _)| **n == *name) {
+                    Some(&(_, m, q)) => (Rc::from(m), Rc::from(q)),
+                    None => (Rc::from("builtins"), name.clone()),
+                };
                 Some(TypeInfo {
-                    exception: EXCEPTIONS.contains(&name.as_str()),
+                    exception: EXCEPTIONS.contains(&&*name),
                     module,
                     qualname,
                     enum_class: false,
@@ -490,34 +732,34 @@ pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
             ("dill._dill", "_create_type") => {
                 let a = items(t, o.args);
                 let meta = *a.first()?;
-                let name = t.str_of(*a.get(1)?)?;
+                let name = name_of(t, *a.get(1)?)?;
                 let bases = a.get(2).map(|&b| items(t, b)).unwrap_or(&[]);
                 let dict = a.get(3).copied();
                 let module = dict
                     .and_then(|d| dict_get(t, d, "__module__"))
-                    .and_then(|m| t.str_of(m))
-                    .unwrap_or_else(|| "__main__".to_owned());
+                    .and_then(|m| name_of(t, m))
+                    .unwrap_or_else(|| Rc::from("__main__"));
                 let qualname = dict
                     .and_then(|d| dict_get(t, d, "__qualname__"))
-                    .and_then(|m| t.str_of(m))
+                    .and_then(|m| name_of(t, m))
                     .unwrap_or(name);
-                let base_infos: Vec<TypeInfo> = bases
-                    .iter()
-                    .filter_map(|&b| type_info(t, b, depth - 1))
-                    .collect();
                 let meta_enum = global_name(t, meta)
                     .is_some_and(|(m, n)| m == "enum" && (n == "EnumMeta" || n == "EnumType"));
-                let enum_class = meta_enum
-                    || base_infos.iter().any(|b| {
-                        b.enum_class
-                            || (b.module == "enum"
-                                && ["Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"]
-                                    .contains(&b.qualname.as_str()))
-                    });
+                let (mut exception, mut enum_class) = (false, meta_enum);
+                for &b in bases {
+                    let Some(b) = type_info(t, b, depth - 1) else {
+                        continue;
+                    };
+                    exception |= b.exception;
+                    enum_class |= b.enum_class
+                        || (&*b.module == "enum"
+                            && ["Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"]
+                                .contains(&&*b.qualname));
+                }
                 Some(TypeInfo {
                     module,
                     qualname,
-                    exception: base_infos.iter().any(|b| b.exception),
+                    exception,
                     enum_class,
                     by_value: true,
                 })
@@ -525,9 +767,9 @@ pub fn type_info(t: &Tree, id: NodeId, depth: usize) -> Option<TypeInfo> {
             ("dill._dill", "_get_attr") | ("builtins", "getattr") => {
                 let a = items(t, o.args);
                 let owner = type_info(t, *a.first()?, depth - 1)?;
-                let attr = t.str_of(*a.get(1)?)?;
+                let attr = name_of(t, *a.get(1)?)?;
                 Some(TypeInfo {
-                    qualname: format!("{}.{attr}", owner.qualname),
+                    qualname: Rc::from(format!("{}.{attr}", owner.qualname)),
                     exception: false,
                     enum_class: false,
                     ..owner
@@ -625,39 +867,147 @@ fn timedelta_repr(days: i64, secs: i64, us: i64) -> String {
 }
 
 impl<'t> Renderer<'t> {
-    /// A renderer writing at most about `limit` bytes, nesting at most `max_depth` levels.
-    pub fn new(tree: &'t Tree, limit: usize, max_depth: usize) -> Self {
+    /// A renderer writing texts of at most about `limit` bytes each, and in all no more than
+    /// `budget` allows, nesting at most `max_depth` levels.
+    pub fn new(tree: &'t Tree, budget: &'t Budget, limit: usize, max_depth: usize) -> Self {
         Renderer {
             tree,
+            budget,
             out: String::new(),
+            base_limit: limit,
             limit,
+            limit_is_budget: false,
             max_depth,
-            active: vec![false; tree.nodes.len()],
-            big: HashMap::new(),
-            enum_classes: None,
+            active: vec![0; tree.nodes.len()],
+            level: 0,
+            big: NodeMap::default(),
+            enums: None,
             truncated: false,
+            budget_stopped: false,
         }
     }
 
-    /// Renders one node to a fresh string.
+    /// Renders one node to a fresh string, charged to the budget.
     pub fn render(&mut self, id: NodeId) -> Result<String, PickleError> {
+        self.start(self.base_limit);
+        let r = self.node(id, 0);
+        let text = self.finish();
+        r.map(|()| text)
+    }
+
+    /// `(a, b, c)` for these nodes (each rendered as if alone: one that fails to render is left
+    /// empty, like `render(a).unwrap_or_default()`), as one text within the renderer's limit.
+    pub fn render_args(&mut self, args: &[NodeId]) -> String {
+        self.start(self.base_limit);
+        self.w("(");
+        for (i, &a) in args.iter().enumerate() {
+            if self.full() {
+                break;
+            }
+            if i > 0 {
+                self.w(", ");
+            }
+            let before = self.out.len();
+            if self.node(a, 0).is_err() {
+                self.out.truncate(before);
+            }
+        }
+        self.w(")");
+        self.finish()
+    }
+
+    fn start(&mut self, limit: usize) {
         self.out.clear();
         self.truncated = false;
-        self.node(id, 0)?;
-        Ok(std::mem::take(&mut self.out))
+        self.budget_stopped = false;
+        self.level = 1;
+        let left = self.budget.bytes_left();
+        self.limit_is_budget = left < limit;
+        self.limit = limit.min(left);
+    }
+
+    fn finish(&mut self) -> String {
+        self.level = 0;
+        self.budget.charge(self.out.len());
+        if self.budget_stopped {
+            self.budget.set_cut();
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// Renders `id` as a separate text inside the one being rendered (a callable's name, a
+    /// fraction's terms): its own limit and recursion marks, the same budget. It continues the
+    /// caller's nesting (`id` is at `depth`, at most `max_depth`): a text that restarted at
+    /// depth 0 would let a chain of objects, each calling the previous one, recurse without
+    /// bound and overflow the stack.
+    fn nested(
+        &mut self,
+        id: NodeId,
+        limit: usize,
+        depth: usize,
+        max_depth: usize,
+    ) -> Result<String, PickleError> {
+        let out = std::mem::take(&mut self.out);
+        let saved = (
+            self.limit,
+            self.limit_is_budget,
+            self.max_depth,
+            self.truncated,
+        );
+        let Some(level) = self.level.checked_add(1) else {
+            return Err(PickleError::RenderDepth {
+                max_depth: self.max_depth,
+            });
+        };
+        let left = self.budget.bytes_left().saturating_sub(out.len());
+        self.limit_is_budget = left < limit;
+        self.limit = limit.min(left);
+        self.max_depth = max_depth;
+        self.truncated = false;
+        self.level = level;
+        let r = self.node(id, depth);
+        self.level -= 1;
+        let text = std::mem::replace(&mut self.out, out);
+        (
+            self.limit,
+            self.limit_is_budget,
+            self.max_depth,
+            self.truncated,
+        ) = saved;
+        if self.budget_stopped {
+            self.truncated = true;
+        }
+        r.map(|()| text)
     }
 
     fn full(&mut self) -> bool {
         if self.out.len() >= self.limit {
             self.truncated = true;
+            self.budget_stopped |= self.limit_is_budget;
         }
         self.truncated
+    }
+
+    /// Spends `n` visits on work that writes nothing (copying or scanning `n` items); false,
+    /// and the text stops, when the budget has no more.
+    fn work(&mut self, n: usize) -> bool {
+        if self.budget.visits_n(n) {
+            return true;
+        }
+        self.truncated = true;
+        self.budget_stopped = true;
+        false
+    }
+
+    /// Bytes of input worth rendering before the output limit (the rest is cut anyway).
+    fn room(&self) -> usize {
+        self.limit.saturating_sub(self.out.len()).saturating_add(8)
     }
 
     /// The part of `b` worth rendering before the output limit (the rest is cut anyway);
     /// marks the output truncated when `b` is shortened.
     fn budgeted<'b>(&mut self, b: &'b [u8]) -> (&'b [u8], bool) {
-        let room = self.limit.saturating_sub(self.out.len()).saturating_add(8);
+        let room = self.room();
         if b.len() > room {
             // `repr_str` stops cleanly at a cut multi-byte sequence.
             (b.get(..room).unwrap_or(b), true)
@@ -673,7 +1023,7 @@ impl<'t> Renderer<'t> {
     }
 
     fn node(&mut self, id: NodeId, depth: usize) -> R {
-        if self.full() {
+        if self.full() || !self.work(1) {
             return Ok(());
         }
         if depth > self.max_depth {
@@ -686,7 +1036,9 @@ impl<'t> Renderer<'t> {
             self.w("<missing>");
             return Ok(());
         };
-        if self.active.get(id as usize).copied().unwrap_or(false) {
+        let level = self.level;
+        let before = self.active.get(id as usize).copied().unwrap_or(0);
+        if before == level {
             let marker = match node {
                 Node::List(_) => "[...]",
                 Node::Dict(_) => "{...}",
@@ -704,11 +1056,11 @@ impl<'t> Renderer<'t> {
             return Ok(());
         }
         if let Some(a) = self.active.get_mut(id as usize) {
-            *a = true;
+            *a = level;
         }
         let r = self.node_inner(id, node, depth);
         if let Some(a) = self.active.get_mut(id as usize) {
-            *a = false;
+            *a = before;
         }
         r
     }
@@ -950,23 +1302,24 @@ impl<'t> Renderer<'t> {
                 }
             }
         }
-        let mut sub = Renderer::new(t, 200, self.max_depth.saturating_sub(depth));
-        let s = sub.render(id)?;
+        let s = self.nested(id, 200, depth + 1, self.max_depth)?;
         Ok(format!("({s})"))
     }
 
-    fn function_name(&self, o: &Object) -> Option<String> {
+    fn function_name(&mut self, o: &Object) -> Option<String> {
         let t = self.tree;
         let a = items(t, o.args);
-        if let Some(q) = a
-            .first()
-            .and_then(|&c| t.object_of(c))
-            .and_then(|c| code_qualname(t, c))
-        {
+        if let Some(q) = a.first().and_then(|&c| t.object_of(c)).and_then(|c| {
+            self.work(items(t, c.args).len())
+                .then(|| code_qualname(t, c))?
+        }) {
             return Some(q);
         }
         // State dicts carry __qualname__ (dill >= 0.3.6 BUILDs it).
         for &s in o.state.iter().rev() {
+            if !self.work(1 + items(t, s).len()) {
+                return None;
+            }
             let dicts = std::iter::once(s).chain(items(t, s).iter().copied());
             for d in dicts {
                 if let Some(q) = dict_get(t, d, "__qualname__").and_then(|q| t.str_of(q)) {
@@ -1013,6 +1366,9 @@ impl<'t> Renderer<'t> {
                 self.w(&format!("<function {name}>"));
             }
             ("dill._dill", "_create_code") => {
+                if !self.work(args.len()) {
+                    return Ok(true);
+                }
                 let name = code_name(t, o).unwrap_or_else(|| "?".to_owned());
                 self.w(&format!("<code object {name}>"));
             }
@@ -1055,7 +1411,7 @@ impl<'t> Renderer<'t> {
                 self.instance(&cls, o, rest, depth)?;
             }
             ("_codecs", "encode") | ("builtins", "bytes") => {
-                let Some(b) = bytes_value(t, id) else {
+                let Some((b, cut)) = bytes_value(t, id, self.room()) else {
                     return Ok(false);
                 };
                 if !o.state.is_empty() {
@@ -1064,11 +1420,12 @@ impl<'t> Renderer<'t> {
                 if !self.full() {
                     text::repr_bytes(&b, &mut self.out);
                 }
+                self.truncated |= cut;
             }
             ("builtins", "bytearray") => {
-                let b = match arg(0) {
-                    None => Vec::new(),
-                    Some(a) => match bytes_value(t, a) {
+                let (b, cut) = match arg(0) {
+                    None => (Vec::new(), false),
+                    Some(a) => match bytes_value(t, a, self.room()) {
                         Some(b) => b,
                         None => return Ok(false),
                     },
@@ -1077,6 +1434,7 @@ impl<'t> Renderer<'t> {
                 if !self.full() {
                     text::repr_bytes(&b, &mut self.out);
                 }
+                self.truncated |= cut;
                 self.w(")");
             }
             ("builtins", "set" | "frozenset" | "list" | "tuple") => {
@@ -1121,6 +1479,9 @@ impl<'t> Renderer<'t> {
                 self.w(&complex_repr(re, im));
             }
             ("builtins", "range") => {
+                if !self.work(args.len()) {
+                    return Ok(true);
+                }
                 let v: Vec<i64> = args.iter().filter_map(|&a| int_of(t, a)).collect();
                 let s = match v.as_slice() {
                     [stop] if args.len() == 1 => format!("range(0, {stop})"),
@@ -1132,6 +1493,9 @@ impl<'t> Renderer<'t> {
                 self.w(&s);
             }
             ("builtins", "slice") => {
+                if !self.work(args.len()) {
+                    return Ok(true);
+                }
                 let mut a: Vec<NodeId> = args.to_vec();
                 while a.len() < 3 {
                     a.insert(0, super::reader::NONE_ID);
@@ -1181,6 +1545,9 @@ impl<'t> Renderer<'t> {
                 self.w(&format!("<HTTPStatus.{n}: {v}>"));
             }
             ("pathlib", cls) => {
+                if !self.work(args.len()) {
+                    return Ok(true);
+                }
                 let parts: Option<Vec<String>> = args.iter().map(|&a| t.str_of(a)).collect();
                 let Some(parts) = parts else { return Ok(false) };
                 let sep = if cls.contains("Windows") { '\\' } else { '/' };
@@ -1196,9 +1563,11 @@ impl<'t> Renderer<'t> {
                 }
                 self.w(cls);
                 self.w("(");
+                let (b, cut) = self.budgeted(path.as_bytes());
                 if !self.full() {
-                    text::repr_str(path.as_bytes(), &mut self.out);
+                    text::repr_str(b, &mut self.out);
                 }
+                self.truncated |= cut;
                 self.w(")");
             }
             ("decimal", "Decimal") => {
@@ -1210,8 +1579,11 @@ impl<'t> Renderer<'t> {
             ("fractions", "Fraction") => {
                 let s = match (arg(0), arg(1)) {
                     (Some(a), Some(b)) => {
-                        let mut r = Renderer::new(t, 200_000, 2);
-                        let (a, b) = (r.render(a)?, r.render(b)?);
+                        // Two levels below the terms, as many as their own text allowed.
+                        let limit = self.room().min(200_000);
+                        let max = self.max_depth.min(depth + 3);
+                        let a = self.nested(a, limit, depth + 1, max)?;
+                        let b = self.nested(b, limit, depth + 1, max)?;
                         format!("Fraction({a}, {b})")
                     }
                     (Some(a), None) => match t.str_of(a) {
@@ -1272,6 +1644,9 @@ impl<'t> Renderer<'t> {
                 }
             }
             ("collections", "defaultdict") => {
+                if !self.work(arg(1).map_or(0, |d| dict_pairs(t, d).len()) + o.pairs.len()) {
+                    return Ok(true);
+                }
                 self.w("defaultdict(");
                 match arg(0) {
                     Some(f) => self.node(f, depth + 1)?,
@@ -1286,6 +1661,9 @@ impl<'t> Renderer<'t> {
                 self.w(")");
             }
             ("collections", "deque") => {
+                if !self.work(arg(0).map_or(0, |a| items(t, a).len()) + o.items.len()) {
+                    return Ok(true);
+                }
                 let mut elems: Vec<NodeId> =
                     arg(0).map(|a| items(t, a).to_vec()).unwrap_or_default();
                 elems.extend_from_slice(&o.items);
@@ -1298,6 +1676,11 @@ impl<'t> Renderer<'t> {
                 self.w(")");
             }
             ("collections", "Counter") => {
+                let n = arg(0).map_or(0, |d| dict_pairs(t, d).len()) + o.pairs.len();
+                // Copying, checking and sorting the pairs: about 2 n log n steps.
+                if !self.work(n.saturating_mul(2 + n.max(1).ilog2() as usize)) {
+                    return Ok(true);
+                }
                 let mut pairs: Vec<(NodeId, NodeId)> = arg(0)
                     .map(|d| dict_pairs(t, d).to_vec())
                     .unwrap_or_default();
@@ -1330,6 +1713,9 @@ impl<'t> Renderer<'t> {
         let tz = arg(1).filter(|&z| z != super::reader::NONE_ID);
         match which {
             "timedelta" => {
+                if !self.work(args.len()) {
+                    return Ok(true);
+                }
                 let v: Vec<i64> = args.iter().filter_map(|&a| int_of(t, a)).collect();
                 let [d, s, us] = v.as_slice() else {
                     return Ok(false);
@@ -1340,6 +1726,9 @@ impl<'t> Renderer<'t> {
                 let Some(td) = arg(0).and_then(|a| t.object_of(a)) else {
                     return Ok(false);
                 };
+                if !self.work(items(t, td.args).len()) {
+                    return Ok(true);
+                }
                 let v: Vec<i64> = items(t, td.args)
                     .iter()
                     .filter_map(|&a| int_of(t, a))
@@ -1358,7 +1747,7 @@ impl<'t> Renderer<'t> {
                 }
             }
             "datetime" | "date" | "time" => {
-                let Some(b) = arg(0).and_then(|a| bytes_value(t, a)) else {
+                let Some((b, false)) = arg(0).and_then(|a| bytes_value(t, a, 16)) else {
                     return Ok(false);
                 };
                 let mut fold = false;
@@ -1423,6 +1812,15 @@ impl<'t> Renderer<'t> {
             return self.exception(cls, o, args, depth);
         }
         let state = o.state.last().copied();
+        let size = |s: NodeId| match t.get(s) {
+            Some(Node::Dict(d)) => d.len(),
+            Some(Node::Tuple(p)) if p.len() == 2 => p.iter().map(|&x| dict_pairs(t, x).len()).sum(),
+            _ => 0,
+        };
+        // Gathering and checking the fields.
+        if !self.work(state.map_or(0, size)) {
+            return Ok(());
+        }
         let mut fields: Vec<(NodeId, NodeId)> = Vec::new();
         let mut odd_state = None;
         if let Some(s) = state {
@@ -1480,57 +1878,141 @@ impl<'t> Renderer<'t> {
     }
 
     /// `Color.RED` when `id` is `REDUCE(Color, (value,))` and `Color` was pickled by value with
-    /// this node in its `_member_map_`.
+    /// this node in its `_member_map_`. The enum classes are found once per renderer, each
+    /// class's members indexed once, and each object's answer kept.
     fn enum_member(&mut self, id: NodeId, o: &Object) -> Option<String> {
         let t = self.tree;
         let (module, name) = global_name(t, o.callable)?;
         if items(t, o.args).len() != 1 {
             return None;
         }
-        let classes = self.enum_classes.get_or_insert_with(|| {
-            (0..t.nodes.len() as NodeId)
-                .filter(|&i| {
-                    t.object_of(i).is_some_and(|c| {
-                        matches!(callee(t, c), Some(("dill._dill", "_create_type")))
-                    })
-                })
-                .collect()
-        });
-        for &c in classes.iter() {
-            let Some(ti) = type_info(t, c, 8) else {
+        if self.enums.is_none() {
+            // One scan of the tree, paid once per renderer.
+            self.work(t.nodes.len());
+            self.enums = Some(EnumIndex::new(t, self.budget));
+        }
+        let index = self.enums.as_mut()?;
+        if let Some(found) = index.found.get(&id) {
+            return found.clone();
+        }
+        let found = index.member(t, id, o, module, name);
+        index.found.insert(id, found.clone());
+        found
+    }
+}
+
+impl EnumIndex {
+    fn new(t: &Tree, budget: &Budget) -> Self {
+        let mut index = EnumIndex::default();
+        for c in 0..t.nodes.len() as NodeId {
+            let is_class = t
+                .object_of(c)
+                .is_some_and(|o| matches!(callee(t, o), Some(("dill._dill", "_create_type"))));
+            let Some(ti) = is_class.then(|| type_info(t, c, 8)).flatten() else {
                 continue;
             };
-            if !ti.enum_class || ti.module != module || (ti.qualname != name && ti.name() != name) {
+            if !ti.enum_class {
                 continue;
             }
-            let dict = t
-                .object_of(c)
-                .and_then(|co| items(t, co.args).get(3).copied())?;
-            let map = dict_get(t, dict, "_member_map_")?;
-            for &(k, v) in dict_pairs(t, map) {
-                if v == id {
-                    return Some(format!("{}.{}", ti.name(), t.str_of(k)?));
+            let mut add = |n: Rc<str>| {
+                let key = (ti.module.clone(), n);
+                index.by_name.entry(key).or_default().push(c);
+            };
+            add(ti.qualname.clone());
+            if ti.name() != &*ti.qualname {
+                // A copy of the last part of the name, paid from the render budget.
+                budget.charge(ti.name().len());
+                add(Rc::from(ti.name()));
+            }
+        }
+        index
+    }
+
+    fn member(
+        &mut self,
+        t: &Tree,
+        id: NodeId,
+        o: &Object,
+        module: &str,
+        name: &str,
+    ) -> Option<String> {
+        let key: (Rc<str>, Rc<str>) = (Rc::from(module), Rc::from(name));
+        let candidates: Vec<NodeId> = self
+            .by_name
+            .get(&key)?
+            .iter()
+            .take(MAX_ENUM_CANDIDATES)
+            .copied()
+            .collect();
+        for c in candidates {
+            // A class without a member map ends the search, as the first match decides.
+            let members = match self.classes.get(&c) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = EnumMembers::of(t, c).map(Rc::new);
+                    self.classes.insert(c, m.clone());
+                    m
                 }
+            }?;
+            if let Some(&k) = members.ids.get(&id) {
+                return Some(format!("{}.{}", members.name, t.str_of(k)?));
             }
             // A Flag combination: the members whose bits it holds, in definition order.
             let value = items(t, o.args).first().and_then(|&a| int_of(t, a))?;
             let mut names = Vec::new();
             let mut covered = 0i64;
-            for &(k, v) in dict_pairs(t, map) {
-                let mv = t
-                    .object_of(v)
-                    .and_then(|m| items(t, m.args).first().copied())
-                    .and_then(|a| int_of(t, a))?;
-                if mv != 0 && mv.count_ones() == 1 && value & mv == mv {
+            for &(mv, k) in members.flags.as_ref()? {
+                if value & mv == mv {
                     names.push(t.str_of(k)?);
                     covered |= mv;
                 }
             }
             if covered == value && !names.is_empty() {
-                return Some(format!("{}.{}", ti.name(), names.join("|")));
+                return Some(format!("{}.{}", members.name, names.join("|")));
             }
         }
         None
+    }
+}
+
+impl EnumMembers {
+    fn of(t: &Tree, c: NodeId) -> Option<EnumMembers> {
+        let ti = type_info(t, c, 8)?;
+        let dict = t
+            .object_of(c)
+            .and_then(|co| items(t, co.args).get(3).copied())?;
+        let map = dict_get(t, dict, "_member_map_")?;
+        let pairs = dict_pairs(t, map);
+        let mut ids = NodeMap::default();
+        for &(k, v) in pairs {
+            ids.entry(v).or_insert(k);
+        }
+        let mut flags = Some(Vec::new());
+        for &(k, v) in pairs {
+            let mv = t
+                .object_of(v)
+                .and_then(|m| items(t, m.args).first().copied())
+                .and_then(|a| int_of(t, a));
+            match (mv, flags.as_mut()) {
+                (None, _) => {
+                    flags = None;
+                    break;
+                }
+                (Some(mv), Some(f)) if mv != 0 && mv.count_ones() == 1 => {
+                    if f.len() == MAX_FLAG_MEMBERS {
+                        flags = None;
+                        break;
+                    }
+                    f.push((mv, k));
+                }
+                _ => {}
+            }
+        }
+        Some(EnumMembers {
+            name: ti.name().to_owned(),
+            ids,
+            flags,
+        })
     }
 }
 
@@ -1550,38 +2032,67 @@ pub fn exception_args_is_os(cls: &TypeInfo) -> bool {
     OS_ERRORS.contains(&cls.name())
 }
 
+/// The last two or three str arguments of a code object (only the last three are ever read).
+fn code_strs(t: &Tree, code: &Object) -> Vec<NodeId> {
+    let mut strs: Vec<NodeId> = items(t, code.args)
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&x| matches!(t.get(x), Some(Node::Str(_))))
+        .take(3)
+        .collect();
+    strs.reverse();
+    strs
+}
+
 /// A code object's name (`co_name`): the first str argument after the bytecode.
 fn code_name(t: &Tree, code: &Object) -> Option<String> {
-    let a = items(t, code.args);
     // _create_code(lnotab?, ... co_code, consts, names, varnames, filename, name, qualname, ...)
-    let strs: Vec<String> = a.iter().filter_map(|&x| t.str_of(x)).collect();
     // Python 3.11 layout: filename, name, qualname are consecutive str arguments.
+    let strs = code_strs(t, code);
     match strs.as_slice() {
-        [.., _file, name, qual] if qual.contains(name.as_str()) => Some(name.clone()),
-        [.., _file, name] => Some(name.clone()),
+        [_file, name, qual] => {
+            let (name, qual) = (t.str_of(*name)?, t.str_of(*qual)?);
+            Some(if qual.contains(name.as_str()) {
+                name
+            } else {
+                qual
+            })
+        }
+        [_file, name] => t.str_of(*name),
         _ => None,
     }
 }
 
 /// A code object's `co_qualname` (Python 3.11 `_create_code` argument layout).
 fn code_qualname(t: &Tree, code: &Object) -> Option<String> {
-    let strs: Vec<String> = items(t, code.args)
-        .iter()
-        .filter_map(|&x| t.str_of(x))
-        .collect();
-    match strs.as_slice() {
-        [.., _file, name, qual] if qual.ends_with(name.as_str()) => Some(qual.clone()),
+    match code_strs(t, code).as_slice() {
+        [_file, name, qual] => {
+            let (name, qual) = (t.str_of(*name)?, t.str_of(*qual)?);
+            qual.ends_with(name.as_str()).then_some(qual)
+        }
         _ => None,
     }
 }
 
-/// The bytes of a node that denotes bytes (`bytes`, Latin-1 `str`, `_codecs.encode`).
-pub fn bytes_value(t: &Tree, id: NodeId) -> Option<Vec<u8>> {
+/// The bytes of a node that denotes bytes (`bytes`, Latin-1 `str`, `_codecs.encode`): at most
+/// `max` of them, and whether there were more.
+pub fn bytes_value(t: &Tree, id: NodeId, max: usize) -> Option<(Vec<u8>, bool)> {
     match t.get(id)? {
-        Node::Bytes(b) | Node::ByteArray(b) => Some(b.to_vec()),
-        Node::Str(s) => text::code_points(s)
-            .map(|c| c.and_then(|c| u8::try_from(c).ok()))
-            .collect(),
+        Node::Bytes(b) | Node::ByteArray(b) => {
+            let part = b.get(..max).unwrap_or(b);
+            Some((part.to_vec(), part.len() < b.len()))
+        }
+        Node::Str(s) => {
+            let mut out = Vec::new();
+            for c in text::code_points(s) {
+                if out.len() == max {
+                    return Some((out, true));
+                }
+                out.push(u8::try_from(c?).ok()?);
+            }
+            Some((out, false))
+        }
         Node::Object(o) => match callee(t, o)? {
             ("_codecs", "encode") => {
                 let a = items(t, o.args);
@@ -1591,11 +2102,11 @@ pub fn bytes_value(t: &Tree, id: NodeId) -> Option<Vec<u8>> {
                 }
                 let first = *a.first()?;
                 match t.get(first)? {
-                    Node::Str(_) => bytes_value(t, first),
+                    Node::Str(_) => bytes_value(t, first, max),
                     _ => None,
                 }
             }
-            ("builtins", "bytes") if items(t, o.args).is_empty() => Some(Vec::new()),
+            ("builtins", "bytes") if items(t, o.args).is_empty() => Some((Vec::new(), false)),
             _ => None,
         },
         _ => None,
@@ -1622,8 +2133,8 @@ pub fn global_repr(module: &str, name: &str) -> String {
 
 /// `<Unpicklable name module.qualname attrs=N failed=M error=...>` for a placeholder dict.
 pub fn placeholder_summary(t: &Tree, d: NodeId) -> String {
-    let s = |k: &str| dict_get(t, d, k).and_then(|v| t.str_of(v));
-    let count = |k: &str| {
+    let s = |k: &'static str| dict_get(t, d, k).and_then(|v| t.str_of(v));
+    let count = |k: &'static str| {
         dict_get(t, d, k).map_or(0, |v| match t.get(v) {
             Some(Node::Dict(p)) => p.len(),
             _ => 0,

@@ -4,17 +4,38 @@
 //! Limits: nested values are formatted to depth 3 (beyond: `__cideldill_truncated__`),
 //! collections are cut at 50 entries (`__skipped__` / `"<N more items skipped>"`), nested
 //! placeholders are expanded to depth 2 and summarized beyond; cycles are marked with
-//! `circular_reference: true`. Recursion is bounded by these depths.
+//! `circular_reference: true`. Recursion is bounded by these depths. Width times depth is not
+//! (a value shared through the memo may appear at every position), so everything one value
+//! shows is charged to one [`Budget`]: each JSON value costs a visit and
+//! `RENDER_JSON_VALUE_COST` bytes plus its text, and once the budget is spent what is left is
+//! shown as `"<cut: render budget>"` (a list ends with `"<cut: render budget, N more>"`, a dict
+//! with the key `__cut__`).
 
 use serde_json::{json, Map, Value};
 
+use super::budget::{Budget, JSON_MARKER, RENDER_JSON_VALUE_COST, TEXT_MARKER};
 use super::reader::{Node, NodeId, ObjKind, Tree};
-use super::render::{self, dict_get, dict_pairs, items, TypeInfo};
-use super::{short_repr, Limits};
+use super::render::{self, dict_get, dict_pairs, items, Renderer, TypeInfo};
+use super::{cut, text, Limits, MAX_REPR_CHARS};
 
 const MAX_FORMAT_DEPTH: usize = 3;
 const MAX_ITEMS: usize = 50;
 const MAX_PLACEHOLDER_DEPTH: usize = 2;
+/// Exception dict fields.
+const EXCEPTION_FIELDS: [&str; 10] = [
+    "__cideldill_exception__",
+    "summary",
+    "type_name",
+    "module",
+    "qualname",
+    "message",
+    "repr_text",
+    "args",
+    "attributes",
+    "failed_attributes",
+];
+/// The key of a dict whose entries were cut for lack of budget.
+pub const CUT_KEY: &str = "__cut__";
 
 /// Placeholder fields in the order the original prints them.
 const PLACEHOLDER_FIELDS: &[&str] = &[
@@ -35,17 +56,17 @@ const PLACEHOLDER_FIELDS: &[&str] = &[
 ];
 
 /// What the root of a decoded value is, for the JSON forms.
-pub enum Kind {
+pub enum Kind<'t> {
     /// A client placeholder: the node of its field dict.
     Placeholder(NodeId),
     /// An exception of this class with these args, and its `__dict__` state if any.
-    Exception(TypeInfo, Vec<NodeId>, Option<NodeId>),
+    Exception(TypeInfo, &'t [NodeId], Option<NodeId>),
     /// Anything else.
     Other,
 }
 
 /// Classifies a node.
-pub fn kind(t: &Tree, id: NodeId) -> Kind {
+pub fn kind(t: &Tree, id: NodeId) -> Kind<'_> {
     let Some(o) = t.object_of(id) else {
         return Kind::Other;
     };
@@ -60,58 +81,134 @@ pub fn kind(t: &Tree, id: NodeId) -> Kind {
     }
     if let Some(cls) = render::type_info(t, o.callable, 8) {
         if cls.exception && matches!(o.kind, ObjKind::Reduce | ObjKind::NewObj | ObjKind::Inst) {
-            let args = items(t, o.args).to_vec();
-            return Kind::Exception(cls, args, o.state.last().copied());
+            return Kind::Exception(cls, items(t, o.args), o.state.last().copied());
         }
     }
     Kind::Other
 }
 
-/// `pretty` of a decoded tree.
-pub fn pretty_tree(t: &Tree, limits: &Limits) -> Value {
-    let mut f = Formatter::new(t, limits);
+/// `pretty` of a decoded tree, within `budget`.
+pub fn pretty_tree(t: &Tree, limits: &Limits, budget: &Budget) -> Value {
+    let mut f = Formatter::new(t, limits, budget);
     match kind(t, t.root) {
         Kind::Placeholder(d) => f.placeholder(d, 0),
-        Kind::Exception(cls, args, state) => f.exception(t.root, &cls, &args, state, 0),
+        Kind::Exception(cls, args, state) => f.exception(t.root, &cls, args, state, 0),
         Kind::Other => Value::String(f.repr(t.root)),
     }
 }
 
-/// Formats nested values into JSON.
+/// `"<cut: render budget, N more>"`: what stands for `n` entries left out.
+fn more(n: usize) -> Value {
+    Value::String(format!("<cut: render budget, {n} more>"))
+}
+
+fn marker() -> Value {
+    Value::String(JSON_MARKER.to_owned())
+}
+
+/// Formats nested values into JSON, every part charged to one budget.
 pub struct Formatter<'t> {
     t: &'t Tree,
-    limits: &'t Limits,
+    budget: &'t Budget,
+    r: Renderer<'t>,
     active: Vec<NodeId>,
 }
 
 impl<'t> Formatter<'t> {
-    /// A formatter for `t`.
-    pub fn new(t: &'t Tree, limits: &'t Limits) -> Self {
+    /// A formatter for `t` spending `budget`.
+    pub fn new(t: &'t Tree, limits: &Limits, budget: &'t Budget) -> Self {
         Formatter {
             t,
-            limits,
+            budget,
+            r: Renderer::new(t, budget, (MAX_REPR_CHARS + 1) * 4, limits.max_depth),
             active: Vec::new(),
         }
     }
 
-    /// The repr cut at 500 characters, or a marked form if it cannot be rendered.
-    pub fn repr(&self, id: NodeId) -> String {
-        match short_repr(self.t, id, self.limits) {
-            Ok(s) => s,
+    /// The budget this formatter spends.
+    pub fn budget(&self) -> &'t Budget {
+        self.budget
+    }
+
+    /// Spends what one JSON value costs; false when the budget is spent.
+    pub fn enter(&self) -> bool {
+        self.budget.visit() && self.budget.spend(RENDER_JSON_VALUE_COST)
+    }
+
+    /// Spends what the fixed entries of an object with these keys cost (their values pay for
+    /// themselves when they are more than a constant); false when the budget is spent.
+    pub fn fixed(&self, keys: &[&str]) -> bool {
+        let cost: usize = keys
+            .iter()
+            .map(|k| 2 * RENDER_JSON_VALUE_COST + k.len())
+            .sum();
+        self.budget.visits_n(keys.len()) && self.budget.spend(cost)
+    }
+
+    /// The repr cut at 500 characters, or a marked form if it cannot be rendered; text cut by
+    /// the budget ends with `...<output limit>`, and once the budget is spent the repr is
+    /// `"<cut: render budget>"`.
+    pub fn repr(&mut self, id: NodeId) -> String {
+        if self.budget.is_cut() {
+            return JSON_MARKER.to_owned();
+        }
+        match self.r.render(id) {
+            Ok(s) => self.cut_text(&s),
             Err(_) => "<unreprable: RecursionError>".to_owned(),
         }
+    }
+
+    /// `cut` of a text the renderer just made, marked when the budget stopped it.
+    fn cut_text(&self, s: &str) -> String {
+        let mut s = cut(s);
+        if self.r.budget_stopped {
+            s.push_str(TEXT_MARKER);
+        }
+        s
+    }
+
+    /// A text shown in full (a str value, a key, a message), charged; the part that fits with
+    /// `...<cut: render budget>` when it does not.
+    fn text(&self, s: String) -> String {
+        if self.budget.is_cut() {
+            return JSON_MARKER.to_owned();
+        }
+        let left = self.budget.bytes_left();
+        if self.budget.spend(s.len()) {
+            return s;
+        }
+        let mut end = left.min(s.len());
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...{JSON_MARKER}", &s[..end])
+    }
+
+    /// A str node as a string (lossily, as `str_of`), converting no more than the budget holds.
+    fn str_text(&self, id: NodeId) -> Option<String> {
+        let Some(Node::Str(b)) = self.t.get(id) else {
+            return None;
+        };
+        // Lossy conversion never shortens, so a prefix of the bytes is enough to fill what is
+        // left (and a cut multi-byte sequence at its end becomes one U+FFFD).
+        let keep = self.budget.bytes_left().saturating_add(4);
+        Some(self.text(text::lossy(b.get(..keep).unwrap_or(b))))
     }
 
     /// The placeholder dict of a placeholder field dict, as the original server formats it at
     /// nesting `depth` (0 for the top level).
     pub fn placeholder(&mut self, d: NodeId, depth: usize) -> Value {
         let t = self.t;
+        if !self.enter()
+            || !self.fixed(PLACEHOLDER_FIELDS)
+            || !self.fixed(&["placeholder", "summary"])
+        {
+            return marker();
+        }
         let mut m = Map::new();
         m.insert("__cideldill_placeholder__".into(), Value::Bool(true));
-        m.insert(
-            "summary".into(),
-            Value::String(render::placeholder_summary(t, d)),
-        );
+        let summary = self.text(render::placeholder_summary(t, d));
+        m.insert("summary".into(), Value::String(summary));
         for &field in PLACEHOLDER_FIELDS {
             let v = match dict_get(t, d, field) {
                 None => Value::Null,
@@ -119,7 +216,11 @@ impl<'t> Formatter<'t> {
                     "attributes" => {
                         let pairs = dict_pairs(t, v);
                         let mut a = Map::new();
-                        for &(k, val) in pairs.iter().take(MAX_ITEMS) {
+                        for (i, &(k, val)) in pairs.iter().take(MAX_ITEMS).enumerate() {
+                            if self.budget.is_cut() {
+                                a.insert(CUT_KEY.into(), more(pairs.len().min(MAX_ITEMS) - i));
+                                break;
+                            }
                             let key = self.key(k);
                             let fv = self.server_value(val, depth);
                             a.insert(key, fv);
@@ -136,19 +237,24 @@ impl<'t> Formatter<'t> {
                         Value::Object(a)
                     }
                     "failed_attributes" => {
+                        let pairs = dict_pairs(t, v);
                         let mut a = Map::new();
-                        for &(k, val) in dict_pairs(t, v) {
-                            a.insert(self.key(k), Value::String(self.repr(val)));
+                        for (i, &(k, val)) in pairs.iter().enumerate() {
+                            if self.budget.is_cut() || !self.enter() {
+                                a.insert(CUT_KEY.into(), more(pairs.len() - i));
+                                break;
+                            }
+                            let key = self.key(k);
+                            a.insert(key, Value::String(self.repr(val)));
                         }
                         Value::Object(a)
                     }
                     "pickle_attempts" => match t.get(v) {
-                        Some(Node::List(_) | Node::Tuple(_)) => Value::Array(
-                            items(t, v)
-                                .iter()
-                                .map(|&x| self.server_value(x, MAX_PLACEHOLDER_DEPTH))
-                                .collect(),
-                        ),
+                        Some(Node::List(_) | Node::Tuple(_)) => {
+                            Value::Array(self.values(items(t, v), |f, x| {
+                                f.server_value(x, MAX_PLACEHOLDER_DEPTH)
+                            }))
+                        }
                         _ => self.server_value(v, MAX_PLACEHOLDER_DEPTH),
                     },
                     _ => self.server_value(v, MAX_PLACEHOLDER_DEPTH),
@@ -157,6 +263,35 @@ impl<'t> Formatter<'t> {
             m.insert(field.into(), v);
         }
         Value::Object(m)
+    }
+
+    /// Formats each of `ids` with `each`, stopping with a marker when the budget is spent.
+    fn values(
+        &mut self,
+        ids: &[NodeId],
+        mut each: impl FnMut(&mut Self, NodeId) -> Value,
+    ) -> Vec<Value> {
+        let mut out = Vec::new();
+        for (i, &x) in ids.iter().enumerate() {
+            if self.budget.is_cut() {
+                out.push(more(ids.len() - i));
+                break;
+            }
+            out.push(each(self, x));
+        }
+        out
+    }
+
+    /// A scalar as JSON (`None` for a node that is not one).
+    fn scalar(&self, id: NodeId) -> Option<Value> {
+        Some(match self.t.get(id) {
+            None | Some(Node::None) => Value::Null,
+            Some(Node::Bool(b)) => Value::Bool(*b),
+            Some(Node::Int(v)) => json!(v),
+            Some(Node::Float(f)) if f.is_finite() => json!(f),
+            Some(Node::Str(_)) => Value::String(self.str_text(id).unwrap_or_default()),
+            _ => return None,
+        })
     }
 
     /// One placeholder attribute value as the original server formats it (§4.4): nested
@@ -168,15 +303,16 @@ impl<'t> Formatter<'t> {
             if depth < MAX_PLACEHOLDER_DEPTH {
                 return self.placeholder(d, depth + 1);
             }
-            return Value::String(render::placeholder_summary(t, d));
+            if !self.enter() {
+                return marker();
+            }
+            return Value::String(self.text(render::placeholder_summary(t, d)));
         }
-        match t.get(id) {
-            None | Some(Node::None) => return Value::Null,
-            Some(Node::Bool(b)) => return Value::Bool(*b),
-            Some(Node::Int(v)) => return json!(v),
-            Some(Node::Float(f)) if f.is_finite() => return json!(f),
-            Some(Node::Str(_)) => return Value::String(t.str_of(id).unwrap_or_default()),
-            _ => {}
+        if !self.enter() {
+            return marker();
+        }
+        if let Some(v) = self.scalar(id) {
+            return v;
         }
         if depth > MAX_PLACEHOLDER_DEPTH {
             return Value::String(self.repr(id));
@@ -184,7 +320,11 @@ impl<'t> Formatter<'t> {
         match t.get(id) {
             Some(Node::Dict(d)) => {
                 let mut m = Map::new();
-                for &(k, v) in d.iter().take(MAX_ITEMS) {
+                for (i, &(k, v)) in d.iter().take(MAX_ITEMS).enumerate() {
+                    if self.budget.is_cut() {
+                        m.insert(CUT_KEY.into(), more(d.len().min(MAX_ITEMS) - i));
+                        break;
+                    }
                     let key = self.key(k);
                     let fv = self.server_value(v, depth + 1);
                     m.insert(key, fv);
@@ -199,11 +339,8 @@ impl<'t> Formatter<'t> {
             }
             Some(Node::List(_) | Node::Tuple(_)) => {
                 let all = items(t, id);
-                let mut out: Vec<Value> = all
-                    .iter()
-                    .take(MAX_ITEMS)
-                    .map(|&c| self.server_value(c, depth + 1))
-                    .collect();
+                let shown = all.get(..MAX_ITEMS).unwrap_or(all);
+                let mut out = self.values(shown, |f, c| f.server_value(c, depth + 1));
                 if all.len() > MAX_ITEMS {
                     out.push(json!(format!(
                         "<{} more items skipped>",
@@ -219,19 +356,32 @@ impl<'t> Formatter<'t> {
     }
 
     fn set(&mut self, s: &[NodeId], depth: usize) -> Value {
-        let mut keyed: Vec<(String, NodeId)> = s.iter().map(|&c| (self.repr(c), c)).collect();
+        // Members are shown sorted by repr, so every member's repr is made (and charged).
+        let mut keyed: Vec<(String, NodeId)> = Vec::new();
+        for &c in s {
+            if !self.enter() {
+                break;
+            }
+            let key = self.repr(c);
+            if self.budget.is_cut() {
+                break;
+            }
+            keyed.push((key, c));
+        }
+        let left_out = s.len() - keyed.len();
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut members: Vec<Value> = keyed
-            .iter()
-            .take(MAX_ITEMS)
-            .map(|&(_, c)| self.server_value(c, depth + 1))
-            .collect();
-        if keyed.len() > MAX_ITEMS {
+        let shown: Vec<NodeId> = keyed.iter().take(MAX_ITEMS).map(|&(_, c)| c).collect();
+        drop(keyed);
+        let mut members = self.values(&shown, |f, c| f.server_value(c, depth + 1));
+        if left_out > 0 {
+            members.push(more(left_out));
+        } else if s.len() > MAX_ITEMS {
             members.push(json!(format!(
                 "<{} more items skipped>",
-                keyed.len() - MAX_ITEMS
+                s.len() - MAX_ITEMS
             )));
         }
+        self.fixed(&["__cideldill_set__"]);
         json!({"__cideldill_set__": members})
     }
 
@@ -245,31 +395,42 @@ impl<'t> Formatter<'t> {
         depth: usize,
     ) -> Value {
         let t = self.t;
+        if !self.enter() || !self.fixed(&EXCEPTION_FIELDS) {
+            return marker();
+        }
         let module = if cls.module.is_empty() {
             "builtins".to_owned()
         } else {
-            cls.module.clone()
+            cls.module.to_string()
         };
+        // The short fields first, so that they show even when the args spend the budget.
+        let repr_text = self.repr(id);
         let message = self.message(cls, args);
         let summary = if message.is_empty() {
             format!("{module}.{}", cls.qualname)
         } else {
             format!("{module}.{}: {message}", cls.qualname)
         };
+        let summary = self.text(summary);
         self.active.push(id);
-        let args_json: Vec<Value> = args
-            .iter()
-            .map(|&a| self.value(a, depth + 1, depth + 1))
-            .collect();
+        let args_json = self.values(args, |f, a| f.value(a, depth + 1, depth + 1));
         let mut attrs = Map::new();
         if let Some(s) = state {
-            let dicts: Vec<NodeId> = match t.get(s) {
-                Some(Node::Dict(_)) => vec![s],
-                Some(Node::Tuple(p)) => p.to_vec(),
-                _ => Vec::new(),
+            let single = [s];
+            let dicts: &[NodeId] = match t.get(s) {
+                Some(Node::Dict(_)) => &single,
+                Some(Node::Tuple(p)) => p,
+                _ => &[],
             };
-            for d in dicts {
+            'dicts: for &d in dicts {
+                if !self.budget.visit() {
+                    break;
+                }
                 for &(k, v) in dict_pairs(t, d).iter().take(100) {
+                    if self.budget.is_cut() {
+                        attrs.insert(CUT_KEY.into(), marker());
+                        break 'dicts;
+                    }
                     let key = self.key(k);
                     let fv = self.value(v, depth + 1, depth + 1);
                     attrs.insert(key, fv);
@@ -282,23 +443,30 @@ impl<'t> Formatter<'t> {
             "summary": summary,
             "type_name": cls.name(),
             "module": module,
-            "qualname": cls.qualname,
+            "qualname": &*cls.qualname,
             "message": message,
-            "repr_text": self.repr(id),
+            "repr_text": repr_text,
             "args": args_json,
             "attributes": attrs,
             "failed_attributes": {},
         })
     }
 
+    /// `str(a)`: the string of a str, the repr of anything else.
+    fn str_or_repr(&mut self, a: NodeId) -> String {
+        match self.str_text(a) {
+            Some(s) => s,
+            None => self.repr(a),
+        }
+    }
+
     /// `str(exc)`.
-    fn message(&self, cls: &TypeInfo, args: &[NodeId]) -> String {
+    fn message(&mut self, cls: &TypeInfo, args: &[NodeId]) -> String {
         let t = self.t;
-        let str_of = |a: NodeId| t.str_of(a).unwrap_or_else(|| self.repr(a));
         let shown = render::exception_args(t, cls, args);
         if shown.len() == 2 && shown.len() < args.len() || (shown.len() == 2 && is_os_error(cls)) {
             if let (Some(e), Some(s)) = (render::int_of(t, shown[0]), shown.get(1)) {
-                let mut m = format!("[Errno {e}] {}", str_of(*s));
+                let mut m = format!("[Errno {e}] {}", self.str_or_repr(*s));
                 if let Some(&f) = args
                     .get(2)
                     .filter(|&&f| !matches!(t.get(f), Some(Node::None)))
@@ -317,24 +485,23 @@ impl<'t> Formatter<'t> {
         match args {
             [] => String::new(),
             [a] if cls.name() == "KeyError" => self.repr(*a),
-            [a] => str_of(*a),
+            [a] => self.str_or_repr(*a),
             _ => {
-                let mut r = render::Renderer::new(
-                    t,
-                    (super::MAX_REPR_CHARS + 1) * 4,
-                    self.limits.max_depth,
-                );
-                let parts: Vec<String> = args
-                    .iter()
-                    .map(|&a| r.render(a).unwrap_or_default())
-                    .collect();
-                super::cut(&format!("({})", parts.join(", ")))
+                if self.budget.is_cut() {
+                    return JSON_MARKER.to_owned();
+                }
+                let s = self.r.render_args(args);
+                self.cut_text(&s)
             }
         }
     }
 
-    fn key(&self, k: NodeId) -> String {
-        self.t.str_of(k).unwrap_or_else(|| self.repr(k))
+    /// A dict key as shown: its string, or its repr (charged, with the cost of a value).
+    pub fn key(&mut self, k: NodeId) -> String {
+        if !self.enter() {
+            return JSON_MARKER.to_owned();
+        }
+        self.str_or_repr(k)
     }
 
     /// A nested value as JSON (§4.4 "Collections", "Other values").
@@ -343,29 +510,26 @@ impl<'t> Formatter<'t> {
         let Some(node) = t.get(id) else {
             return Value::Null;
         };
-        match node {
-            Node::None => return Value::Null,
-            Node::Bool(b) => return Value::Bool(*b),
-            Node::Int(v) => return json!(v),
-            Node::Float(f) if f.is_finite() => return json!(f),
-            Node::Str(_) => return Value::String(t.str_of(id).unwrap_or_default()),
-            _ => {}
+        if !self.enter() {
+            return marker();
+        }
+        if let Some(v) = self.scalar(id) {
+            return v;
         }
         if self.active.contains(&id) {
+            self.fixed(&["circular_reference", "summary"]);
             return json!({"circular_reference": true, "summary": self.repr(id)});
         }
         if level > MAX_FORMAT_DEPTH {
+            self.fixed(&["__cideldill_truncated__", "summary"]);
             return json!({"__cideldill_truncated__": true, "summary": self.repr(id)});
         }
         self.active.push(id);
         let v = match node {
             Node::List(_) | Node::Tuple(_) => {
                 let all = items(t, id);
-                let mut out: Vec<Value> = all
-                    .iter()
-                    .take(MAX_ITEMS)
-                    .map(|&c| self.value(c, depth, level + 1))
-                    .collect();
+                let shown = all.get(..MAX_ITEMS).unwrap_or(all);
+                let mut out = self.values(shown, |f, c| f.value(c, depth, level + 1));
                 if all.len() > MAX_ITEMS {
                     out.push(Value::String(format!(
                         "<{} more items skipped>",
@@ -376,7 +540,11 @@ impl<'t> Formatter<'t> {
             }
             Node::Dict(d) => {
                 let mut m = Map::new();
-                for &(k, v) in d.iter().take(MAX_ITEMS) {
+                for (i, &(k, v)) in d.iter().take(MAX_ITEMS).enumerate() {
+                    if self.budget.is_cut() {
+                        m.insert(CUT_KEY.into(), more(d.len().min(MAX_ITEMS) - i));
+                        break;
+                    }
                     let key = self.key(k);
                     let fv = self.value(v, depth, level + 1);
                     m.insert(key, fv);
@@ -390,7 +558,7 @@ impl<'t> Formatter<'t> {
             Node::FrozenSet(s) => self.set(s, 0),
             Node::Object(_) => match kind(t, id) {
                 Kind::Placeholder(d) => self.placeholder(d, MAX_PLACEHOLDER_DEPTH.min(depth)),
-                Kind::Exception(cls, args, state) => self.exception(id, &cls, &args, state, level),
+                Kind::Exception(cls, args, state) => self.exception(id, &cls, args, state, level),
                 Kind::Other => Value::String(self.repr(id)),
             },
             _ => Value::String(self.repr(id)),

@@ -2,21 +2,26 @@
 //! limits: nested views to depth 3 and at most 100 attributes per level. `repr` is the
 //! renderer's text cut at 500 characters plus `...`.
 //!
-//! Recursion is bounded by the view depth (3); cycles simply stop at that depth.
+//! Recursion is bounded by the view depth (3); cycles simply stop at that depth. The whole
+//! view is charged to one budget (100 x 100 x 100 nested views of one shared list would
+//! otherwise be shown in full): once it is spent, a view or value left out is
+//! `"<cut: render budget>"` and the attributes not shown are counted under `__cut__`.
 
 use serde_json::{json, Map, Value};
 
+use super::budget::{Budget, JSON_MARKER, RENDER_JSON_VALUE_COST};
 use super::reader::{Node, NodeId, ObjKind, Tree};
 use super::render::{self, dict_pairs, global_name, items, type_info};
-use super::values::{kind, Formatter, Kind};
+use super::values::{kind, Formatter, Kind, CUT_KEY};
 use super::Limits;
 
 const MAX_VIEW_DEPTH: usize = 3;
 const MAX_ATTRIBUTES: usize = 100;
 
-/// The view of the root of a tree.
-pub fn view_tree(t: &Tree, limits: &Limits) -> Value {
-    view_node(t, t.root, limits, 1)
+/// The view of the root of a tree, within `budget`.
+pub fn view_tree(t: &Tree, limits: &Limits, budget: &Budget) -> Value {
+    let mut f = Formatter::new(t, limits, budget);
+    view_node(&mut f, t, t.root, 1)
 }
 
 /// Python's type name of a node (`int`, `list`, `mymod.Point`).
@@ -50,7 +55,7 @@ pub fn type_name(t: &Tree, id: NodeId) -> String {
         }
         Node::Object(o) => {
             if let Kind::Placeholder(d) = kind(t, id) {
-                let s = |k: &str| render::dict_get(t, d, k).and_then(|v| t.str_of(v));
+                let s = |k: &'static str| render::dict_get(t, d, k).and_then(|v| t.str_of(v));
                 return match (s("module"), s("qualname")) {
                     (Some(m), Some(q)) => format!("{m}.{q}"),
                     _ => "UnpicklablePlaceholder".to_owned(),
@@ -97,117 +102,167 @@ fn is_scalar(t: &Tree, id: NodeId) -> bool {
     ) || matches!(t.get(id), Some(Node::Float(f)) if f.is_finite())
 }
 
-fn child(t: &Tree, id: NodeId, limits: &Limits, depth: usize) -> Value {
+fn child(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> Value {
     if is_scalar(t, id) {
-        return Formatter::new(t, limits).value(id, 0, 1);
+        return f.value(id, 0, 1);
     }
     if depth > MAX_VIEW_DEPTH {
-        return Value::String(Formatter::new(t, limits).repr(id));
+        if !f.enter() {
+            return Value::String(JSON_MARKER.to_owned());
+        }
+        return Value::String(f.repr(id));
     }
-    view_node(t, id, limits, depth)
+    view_node(f, t, id, depth)
+}
+
+/// The attributes of one view: at most 100, then `__truncated__` with the count of the others;
+/// `__cut__` with that count when the budget ran out first.
+struct Attrs {
+    map: Map<String, Value>,
+    total: usize,
+}
+
+impl Attrs {
+    /// Whether another attribute is wanted (counting it either way).
+    fn wants(&mut self, f: &Formatter<'_>) -> bool {
+        self.total += 1;
+        self.map.len() < MAX_ATTRIBUTES && !f.budget().is_cut()
+    }
+
+    fn add(&mut self, f: &Formatter<'_>, k: String, v: Value) {
+        // The key's cost (the value paid its own).
+        f.budget().charge(k.len() + RENDER_JSON_VALUE_COST);
+        self.map.insert(k, v);
+    }
+
+    /// Counts `n` attributes not looked at (past the 100 shown or the budget).
+    fn skip(&mut self, n: usize) {
+        self.total += n;
+    }
+
+    /// Whether the attributes still to come can be counted without looking at them.
+    fn done(&self, f: &Formatter<'_>) -> bool {
+        self.map.len() >= MAX_ATTRIBUTES || f.budget().is_cut()
+    }
+
+    fn finish(mut self, f: &Formatter<'_>) -> Map<String, Value> {
+        let left = self.total.saturating_sub(self.map.len());
+        if left > 0 && f.budget().is_cut() {
+            self.map.insert(
+                CUT_KEY.to_owned(),
+                json!(format!("<cut: render budget, {left} more attributes>")),
+            );
+        } else if left > 0 && self.map.len() >= MAX_ATTRIBUTES {
+            self.map.insert(
+                "__truncated__".to_owned(),
+                json!(format!("<{left} more attributes>")),
+            );
+        }
+        self.map
+    }
 }
 
 /// `{type, repr, attributes}` of one node at view depth `depth` (1 = root).
-pub fn view_node(t: &Tree, id: NodeId, limits: &Limits, depth: usize) -> Value {
-    let f = Formatter::new(t, limits);
+pub fn view_node(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> Value {
+    if !f.enter() {
+        return Value::String(JSON_MARKER.to_owned());
+    }
     let repr = f.repr(id);
-    let mut attrs = Map::new();
-    let add = |attrs: &mut Map<String, Value>, k: String, v: &dyn Fn() -> Value| {
-        if attrs.len() < MAX_ATTRIBUTES {
-            attrs.insert(k, v());
+    let mut a = Attrs {
+        map: Map::new(),
+        total: 0,
+    };
+    let seq = |f: &mut Formatter<'_>, a: &mut Attrs, v: &[NodeId]| {
+        for (i, &c) in v.iter().enumerate() {
+            if a.done(f) {
+                a.skip(v.len() - i);
+                break;
+            }
+            if a.wants(f) {
+                let cv = child(f, t, c, depth + 1);
+                a.add(f, i.to_string(), cv);
+            }
         }
     };
-    let mut total = 0usize;
+    // Pairs keyed by the key's repr (or its string), added while fewer than 100 distinct keys
+    // are shown: duplicate keys replace each other, as in the original.
+    let pairs = |f: &mut Formatter<'_>, a: &mut Attrs, d: &[(NodeId, NodeId)], by_str: bool| {
+        for (i, &(k, v)) in d.iter().enumerate() {
+            if a.done(f) {
+                a.skip(d.len() - i);
+                break;
+            }
+            a.total += 1;
+            let key = if by_str { f.key(k) } else { f.repr(k) };
+            if a.map.len() < MAX_ATTRIBUTES && !f.budget().is_cut() {
+                let cv = child(f, t, v, depth + 1);
+                a.add(f, key, cv);
+            }
+        }
+    };
     match t.get(id) {
-        Some(Node::List(_) | Node::Tuple(_)) => {
-            for (i, &c) in items(t, id).iter().enumerate() {
-                total += 1;
-                add(&mut attrs, i.to_string(), &|| {
-                    child(t, c, limits, depth + 1)
-                });
-            }
-        }
-        Some(Node::Set(v)) => {
-            for (i, &c) in v.iter().enumerate() {
-                total += 1;
-                add(&mut attrs, i.to_string(), &|| {
-                    child(t, c, limits, depth + 1)
-                });
-            }
-        }
-        Some(Node::FrozenSet(v)) => {
-            for (i, &c) in v.iter().enumerate() {
-                total += 1;
-                add(&mut attrs, i.to_string(), &|| {
-                    child(t, c, limits, depth + 1)
-                });
-            }
-        }
-        Some(Node::Dict(d)) => {
-            for &(k, v) in d.iter() {
-                total += 1;
-                let key = f.repr(k);
-                add(&mut attrs, key, &|| child(t, v, limits, depth + 1));
-            }
-        }
+        Some(Node::List(_) | Node::Tuple(_)) => seq(f, &mut a, items(t, id)),
+        Some(Node::Set(v)) => seq(f, &mut a, v),
+        Some(Node::FrozenSet(v)) => seq(f, &mut a, v),
+        Some(Node::Dict(d)) => pairs(f, &mut a, d, false),
         Some(Node::Object(o)) => match kind(t, id) {
             Kind::Placeholder(d) => {
-                let mut fm = Formatter::new(t, limits);
-                if let Value::Object(m) = fm.placeholder(d, 0) {
+                if let Value::Object(m) = f.placeholder(d, 0) {
                     for (k, v) in m {
-                        total += 1;
-                        add(&mut attrs, k, &|| v.clone());
+                        a.total += 1;
+                        if a.map.len() < MAX_ATTRIBUTES {
+                            a.add(f, k, v);
+                        }
                     }
                 }
             }
             Kind::Exception(_, args, state) => {
-                total += 1;
-                add(&mut attrs, "args".to_owned(), &|| {
-                    let mut fm = Formatter::new(t, limits);
-                    Value::Array(args.iter().map(|&a| fm.value(a, 0, 2)).collect())
-                });
-                for d in state.into_iter().flat_map(|s| state_dicts(t, s)) {
-                    for &(k, v) in dict_pairs(t, d) {
-                        total += 1;
-                        let key = t.str_of(k).unwrap_or_else(|| f.repr(k));
-                        add(&mut attrs, key, &|| child(t, v, limits, depth + 1));
+                if a.wants(f) {
+                    let mut shown = Vec::new();
+                    for (i, &x) in args.iter().enumerate() {
+                        if f.budget().is_cut() {
+                            shown.push(json!(format!(
+                                "<cut: render budget, {} more>",
+                                args.len() - i
+                            )));
+                            break;
+                        }
+                        shown.push(f.value(x, 0, 2));
                     }
+                    a.add(f, "args".to_owned(), Value::Array(shown));
+                }
+                let dicts = state.map(|s| state_dicts(f, t, s)).unwrap_or_default();
+                for d in dicts {
+                    pairs(f, &mut a, dict_pairs(t, d), true);
                 }
             }
             Kind::Other => {
-                for d in o.state.last().into_iter().flat_map(|&s| state_dicts(t, s)) {
-                    for &(k, v) in dict_pairs(t, d) {
-                        total += 1;
-                        let key = t.str_of(k).unwrap_or_else(|| f.repr(k));
-                        add(&mut attrs, key, &|| child(t, v, limits, depth + 1));
-                    }
+                let dicts = o
+                    .state
+                    .last()
+                    .map(|&s| state_dicts(f, t, s))
+                    .unwrap_or_default();
+                for d in dicts {
+                    pairs(f, &mut a, dict_pairs(t, d), true);
                 }
-                for (i, &c) in o.items.iter().enumerate() {
-                    total += 1;
-                    add(&mut attrs, i.to_string(), &|| {
-                        child(t, c, limits, depth + 1)
-                    });
-                }
-                for &(k, v) in &o.pairs {
-                    total += 1;
-                    let key = f.repr(k);
-                    add(&mut attrs, key, &|| child(t, v, limits, depth + 1));
-                }
+                seq(f, &mut a, &o.items);
+                pairs(f, &mut a, &o.pairs, false);
             }
         },
         _ => {}
     }
-    if total > attrs.len() && attrs.len() >= MAX_ATTRIBUTES {
-        attrs.insert(
-            "__truncated__".to_owned(),
-            json!(format!("<{} more attributes>", total - attrs.len())),
-        );
-    }
-    json!({"type": type_name(t, id), "repr": repr, "attributes": attrs})
+    let attrs = a.finish(f);
+    let type_name = type_name(t, id);
+    f.fixed(&["type", "repr", "attributes"]);
+    f.budget().charge(type_name.len());
+    json!({"type": type_name, "repr": repr, "attributes": attrs})
 }
 
 /// The dicts of an instance state: the dict itself, or both halves of `(dict, slots)`.
-fn state_dicts(t: &Tree, s: NodeId) -> Vec<NodeId> {
+fn state_dicts(f: &Formatter<'_>, t: &Tree, s: NodeId) -> Vec<NodeId> {
+    if !f.budget().visits_n(items(t, s).len()) {
+        return Vec::new();
+    }
     match t.get(s) {
         Some(Node::Dict(_)) => vec![s],
         Some(Node::Tuple(p)) => p

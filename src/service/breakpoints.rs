@@ -387,12 +387,10 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
     if let Some(blob) = blob {
         // Only payloads that could not be pickled are sent here; they are placeholders.
         let decoded = pretty::payload(&blob.bytes, blob.format, None);
+        // The view's type alone: the whole view was built (and thrown away) before.
         let object_path = match blob.format {
             Some(crate::store::Format::Json) => Value::Null,
-            _ => crate::pickle::view(&blob.bytes)
-                .get("type")
-                .cloned()
-                .unwrap_or(Value::Null),
+            _ => Value::String(crate::pickle::type_name(&blob.bytes)),
         };
         store_blobs(shared, vec![blob])?;
         metadata = match decoded {

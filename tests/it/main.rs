@@ -18,6 +18,7 @@ mod mcp_tools;
 mod parity;
 mod persistence;
 mod pickle_python;
+mod render_limits;
 mod rest_api;
 mod tidy;
 mod trust;

@@ -1,0 +1,247 @@
+//! Values shared through the pickle memo, sent to the real server: a small pickle that names
+//! one value thousands of times must be answered quickly, with a small answer, and without the
+//! server's memory growing with what the value would be if copied out (each of these took
+//! seconds and gigabytes before rendering had a budget).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{call_start_body, raw_item, Server};
+
+/// Builds protocol 4 pickles opcode by opcode.
+struct P {
+    b: Vec<u8>,
+    memo: u32,
+}
+
+impl P {
+    fn new() -> Self {
+        P {
+            b: vec![0x80, 4],
+            memo: 0,
+        }
+    }
+
+    fn op(&mut self, ops: &[u8]) -> &mut Self {
+        self.b.extend_from_slice(ops);
+        self
+    }
+
+    fn str(&mut self, s: &str) -> &mut Self {
+        match u8::try_from(s.len()) {
+            Ok(short) => self.b.extend([0x8c, short]),
+            Err(_) => {
+                self.b.push(b'X');
+                self.b.extend((s.len() as u32).to_le_bytes());
+            }
+        }
+        self.b.extend(s.as_bytes());
+        self
+    }
+
+    fn global(&mut self, module: &str, name: &str) -> &mut Self {
+        self.str(module).str(name).op(&[0x93])
+    }
+
+    fn put(&mut self) -> u32 {
+        self.b.push(0x94);
+        self.memo += 1;
+        self.memo - 1
+    }
+
+    fn refs(&mut self, i: u32, n: usize) -> &mut Self {
+        for _ in 0..n {
+            match u8::try_from(i) {
+                Ok(small) => self.b.extend([b'h', small]),
+                Err(_) => {
+                    self.b.push(b'j');
+                    self.b.extend(i.to_le_bytes());
+                }
+            }
+        }
+        self
+    }
+
+    fn done(&mut self) -> Vec<u8> {
+        self.b.push(b'.');
+        std::mem::take(&mut self.b)
+    }
+}
+
+/// `ValueError(*[s] * 50_000)` with `s = 'x' * 100_000`: about 200 kB.
+fn shared_exception_args() -> Vec<u8> {
+    let mut p = P::new();
+    let s = p.str(&"x".repeat(100_000)).put();
+    p.op(b"0").global("builtins", "ValueError");
+    p.op(b"(").refs(s, 50_000).op(b"tR");
+    p.done()
+}
+
+/// `a = ['y' * 300]; b = [a] * 60; c = [b] * 60; ...`, five levels: under a kilobyte, and
+/// 60^5 x 300 bytes if copied out.
+fn nested_shared_lists() -> Vec<u8> {
+    let mut p = P::new();
+    let mut top = p.str(&"y".repeat(300)).put();
+    for _ in 0..5 {
+        p.op(b"](").refs(top, 60).op(b"e");
+        top = p.put();
+    }
+    p.done()
+}
+
+/// A client placeholder whose attributes, failed attributes and pickle attempts name the
+/// placeholder of the level below, three levels deep: about 1.6 kB.
+fn nested_placeholders() -> Vec<u8> {
+    let mut p = P::new();
+    let ctor = {
+        p.global(
+            "cideldill_client.custom_picklers",
+            "_reconstruct_placeholder",
+        );
+        p.put()
+    };
+    let mut below = p.str(&"v".repeat(200)).put();
+    for _ in 0..3 {
+        p.refs(ctor, 1).op(b"}(");
+        p.str("type_name")
+            .str("F")
+            .str("module")
+            .str("m")
+            .str("qualname")
+            .str("F");
+        for field in ["attributes", "failed_attributes"] {
+            p.str(field).op(b"}(");
+            for j in 0..30 {
+                p.str(&format!("a{j}")).refs(below, 1);
+            }
+            p.op(b"u");
+        }
+        p.str("pickle_attempts").op(b"](").refs(below, 30).op(b"e");
+        p.op(b"u\x85R");
+        below = p.put();
+    }
+    p.done()
+}
+
+/// The server's resident memory (`VmRSS` of `/proc/<pid>/status`), in bytes.
+fn rss(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))
+        .expect("the server's /proc status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+/// Runs `f` (one request), checking that it is answered within `limit` and that the answer,
+/// serialized, is at most `max_bytes`.
+fn quick_and_small(
+    what: &str,
+    limit: Duration,
+    max_bytes: usize,
+    f: impl FnOnce() -> Value,
+) -> Value {
+    let start = Instant::now();
+    let v = f();
+    let took = start.elapsed();
+    let size = v.to_string().len();
+    eprintln!("{what}: {size} bytes in {took:?}");
+    assert!(took < limit, "{what} took {took:?}");
+    assert!(size <= max_bytes, "{what} answered {size} bytes");
+    v
+}
+
+/// Renders are bounded; unoptimized test builds are slow, so the deadlines are generous (each
+/// takes milliseconds optimized; before the budget, several seconds and gigabytes).
+const SLOW: Duration = Duration::from_secs(8);
+
+#[test]
+fn shared_pickle_values_render_small_fast_and_within_memory() {
+    let server = Server::start(&[]);
+    let c = server.client();
+    let rss_before = rss(&server);
+
+    // 1. The exception whose 50,000 args are one string, as an argument of a paused call.
+    let exc = shared_exception_args();
+    assert!(exc.len() < 210_000);
+    c.post_ok("/api/breakpoints", &json!({"function_name": "parse"}));
+    let start = quick_and_small("call/start", SLOW, 4 << 20, || {
+        c.post_ok(
+            "/api/call/start",
+            &call_start_body("parse", vec![raw_item(&exc, 2)], json!({})),
+        )
+    });
+    assert_eq!(start["action"], "poll");
+    let paused = quick_and_small("GET /api/paused", SLOW, 8 << 20, || c.get_ok("/api/paused"));
+    let shown = paused.to_string();
+    assert!(shown.contains("<cut: render budget"), "the cut is marked");
+    let exc_cid = cideldill_server::cas::cid_of(&exc);
+    let object = quick_and_small("GET /api/objects (exception)", SLOW, 8 << 20, || {
+        c.get_ok(&format!("/api/objects/{exc_cid}"))
+    });
+    assert_eq!(object["value"]["type_name"], "ValueError");
+    assert_eq!(object["type"], "ValueError");
+
+    // 2. Nested shared lists: under a kilobyte of pickle.
+    let lists = nested_shared_lists();
+    assert!(lists.len() < 1000, "{} bytes", lists.len());
+    let cid = cideldill_server::cas::cid_of(&lists);
+    c.post_ok(
+        "/api/call/start",
+        &call_start_body("parse", vec![raw_item(&lists, 3)], json!({})),
+    );
+    let object = quick_and_small("GET /api/objects (lists)", SLOW, 1 << 20, || {
+        c.get_ok(&format!("/api/objects/{cid}"))
+    });
+    assert_eq!(object["type"], "list");
+    assert!(object["value"].as_str().is_some_and(|s| s.ends_with("...")));
+    assert!(object["attributes"].to_string().contains("__cut__"));
+
+    // 3. Function registration with nested placeholders as its data, and the listing.
+    let ph = nested_placeholders();
+    assert!(ph.len() < 2000, "{} bytes", ph.len());
+    let item = raw_item(&ph, 4);
+    quick_and_small("POST /api/functions", SLOW, 1 << 10, || {
+        c.post_ok(
+            "/api/functions",
+            &json!({"function_name": "handler", "signature": "(req)",
+                    "function_cid": item["cid"], "function_data": item["data"]}),
+        )
+    });
+    let listing = quick_and_small("GET /api/functions", SLOW, 1 << 20, || {
+        c.get_ok("/api/functions")
+    });
+    let meta = &listing["function_metadata"]["handler"];
+    assert_eq!(meta["__cideldill_placeholder__"], true);
+    assert!(meta.to_string().contains("<cut: render budget"));
+
+    // 4. The call records show them all: completing the first call with the exception as its
+    // result too.
+    let call_id = start["call_id"].as_str().unwrap_or_default().to_owned();
+    c.post_ok(
+        &format!("/api/paused/{}/continue", start_pause(&start)),
+        &json!({"action": "continue"}),
+    );
+    let done = raw_item(&exc, 9);
+    c.post_ok(
+        "/api/call/complete",
+        &json!({"call_id": call_id, "timestamp": 1795311690.5, "status": "success",
+                "process_pid": 16759, "process_start_time": 1795311683.7211661,
+                "result_cid": done["cid"], "result_client_ref": 9, "result_data": done["data"]}),
+    );
+    quick_and_small("GET /api/call-records", SLOW, 16 << 20, || {
+        c.get_ok("/api/call-records")
+    });
+
+    // The server kept nothing near what the values would be if copied out (gigabytes).
+    let grown = rss(&server).saturating_sub(rss_before);
+    eprintln!("RSS grew by {grown} bytes");
+    assert!(grown < 256 << 20, "RSS grew by {grown} bytes");
+}
+
+fn start_pause(start: &Value) -> String {
+    crate::support::pause_id(start)
+}
