@@ -9,13 +9,12 @@
 //! `corpus_renders_as_python` checks the renderer against `tests/fixtures/pickles/corpus.jsonl`
 //! (made by real Python and dill).
 //!
-//! A global allocator cannot be written without `unsafe`; this file is the one place that
-//! allows it (the crate lint is `deny`, not `forbid`, for that reason). The allocator only
-//! counts bytes and delegates to `System`.
-#![allow(unsafe_code)]
+//! The counting allocator is `tests/reliability/alloc.rs`, shared with the reliability suite
+//! (the one place of the tests that allows `unsafe`; the crate lint is `deny`, not `forbid`,
+//! for that reason).
+#[path = "reliability/alloc.rs"]
+mod alloc;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -23,65 +22,7 @@ use cideldill_server::limits::{RENDER_MEMORY_PER_INPUT_BYTE, RENDER_MEMORY_SLACK
 use cideldill_server::pickle::{self, Limits};
 use proptest::prelude::*;
 
-struct Counting;
-
-thread_local! {
-    static CURRENT: Cell<usize> = const { Cell::new(0) };
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-fn add(n: usize) {
-    let _ = CURRENT.try_with(|c| {
-        let v = c.get().saturating_add(n);
-        c.set(v);
-        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
-    });
-}
-
-fn sub(n: usize) {
-    let _ = CURRENT.try_with(|c| c.set(c.get().saturating_sub(n)));
-}
-
-// SAFETY: every method delegates to `System` with the caller's arguments; counting touches
-// only const-initialized thread-locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        add(layout.size());
-        // SAFETY: same layout contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        sub(layout.size());
-        // SAFETY: `ptr` was allocated by `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        add(layout.size());
-        // SAFETY: same layout contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size >= layout.size() {
-            add(new_size - layout.size());
-        } else {
-            sub(layout.size() - new_size);
-        }
-        // SAFETY: `ptr` was allocated by `System` with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Peak bytes allocated (above the starting level) while running `f`.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let base = CURRENT.with(Cell::get);
-    PEAK.with(|p| p.set(base));
-    let out = f();
-    let peak = PEAK.with(Cell::get);
-    (out, peak.saturating_sub(base))
-}
+use alloc::peak_during;
 
 /// The stated memory bound of decoding and rendering `len` input bytes.
 fn render_memory_bound(len: usize) -> usize {

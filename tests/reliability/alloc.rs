@@ -1,8 +1,8 @@
 //! A counting global allocator: per-thread current and peak bytes, so a test measures the memory
 //! one call of a parser costs while other tests run on other threads.
 //!
-//! A global allocator cannot be written without `unsafe`; this file and `tests/pickle_props.rs`
-//! are the places that allow it (tidy-checked). The allocator only counts bytes and delegates
+//! It is also `tests/pickle_props.rs`'s allocator (included by path). A global allocator cannot be
+//! written without `unsafe`; this file is the place of the tests that allows it (tidy-checked). The allocator only counts bytes and delegates
 //! every call to `System`.
 #![allow(unsafe_code)]
 
