@@ -62,7 +62,7 @@ pub struct Running {
 /// Opens the store and rebuilds the persisted part of the state.
 fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, State), Error> {
     let mut state = State::default();
-    state.records = Records::new(config.max_records);
+    state.records = Records::new(config.max_records, config.max_records_bytes);
     let Database::File(path) = &config.database else {
         return Ok((Store::memory(), state));
     };

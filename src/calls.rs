@@ -84,7 +84,8 @@ pub struct Calls {
     after_actions: VecDeque<String>,
     orphans: HashMap<String, f64>,
     /// Com-error reports with their size as JSON text, and the sum of those sizes.
-    com_errors: VecDeque<(Value, usize)>,
+    /// Reports as compact JSON text: a tree of `Value`s would cost many times the bytes counted.
+    com_errors: VecDeque<Box<str>>,
     com_error_bytes: usize,
 }
 
@@ -238,20 +239,23 @@ impl Calls {
     /// Keeps a com-error report: the newest `MAX_COM_ERRORS` within `MAX_COM_ERRORS_BYTES`, a
     /// report over `MAX_COM_ERROR_REPORT_BYTES` shrunk first (see [`shrink_report`]).
     pub fn push_com_error(&mut self, report: Value) {
-        let (report, size) = shrink_report(report);
-        self.com_error_bytes += size;
-        self.com_errors.push_back((report, size));
+        let report = shrink_report(report).into_boxed_str();
+        self.com_error_bytes += report.len();
+        self.com_errors.push_back(report);
         while self.com_errors.len() > MAX_COM_ERRORS || self.com_error_bytes > MAX_COM_ERRORS_BYTES
         {
             match self.com_errors.pop_front() {
-                Some((_, n)) => self.com_error_bytes -= n,
+                Some(r) => self.com_error_bytes -= r.len(),
                 None => break,
             }
         }
     }
 
     pub fn com_errors(&self) -> Vec<Value> {
-        self.com_errors.iter().map(|(r, _)| r.clone()).collect()
+        self.com_errors
+            .iter()
+            .map(|r| serde_json::from_str(r).unwrap_or(Value::Null))
+            .collect()
     }
 
     /// Summary of a pause for event payloads.
@@ -284,11 +288,11 @@ const REPORT_CORE_FIELDS: [&str; 12] = [
     "shrunk",
 ];
 
-/// A com-error report within `MAX_COM_ERROR_REPORT_BYTES`, with its size as JSON text: as sent
+/// A com-error report within `MAX_COM_ERROR_REPORT_BYTES`, as compact JSON text: as sent
 /// when it fits; else its long strings cut to 4000 characters; else without `payload` (the
 /// failed request's body); else only its core fields, cut to 200 characters. A shrunk report
 /// says so in `shrunk`.
-fn shrink_report(report: Value) -> (Value, usize) {
+fn shrink_report(report: Value) -> String {
     fn cut_strings(v: &mut Value, keep: usize) {
         match v {
             Value::String(s) => {
@@ -303,14 +307,15 @@ fn shrink_report(report: Value) -> (Value, usize) {
         }
     }
     let size = |v: &Value| v.to_string().len();
-    let original = size(&report);
+    let text = report.to_string();
+    let original = text.len();
     if original <= MAX_COM_ERROR_REPORT_BYTES {
-        return (report, original);
+        return text;
     }
+    drop(text);
     let Value::Object(mut m) = report else {
-        let v = json!({"shrunk": format!("a report of {original} bytes that is not an object")});
-        let n = size(&v);
-        return (v, n);
+        return json!({"shrunk": format!("a report of {original} bytes that is not an object")})
+            .to_string();
     };
     m.insert(
         "shrunk".into(),
@@ -335,8 +340,7 @@ fn shrink_report(report: Value) -> (Value, usize) {
         v = Value::Object(core);
         cut_strings(&mut v, 200);
     }
-    let n = size(&v);
-    (v, n)
+    v.to_string()
 }
 
 #[cfg(test)]

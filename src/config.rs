@@ -59,6 +59,11 @@ pub struct Args {
     #[argh(option, default = "crate::records::DEFAULT_MAX_RECORDS")]
     pub max_records: usize,
 
+    /// memory the call records (and, separately, the breakpoint history) kept in memory may
+    /// take, in MiB (default 256); the oldest fall out first, as by --max-records
+    #[argh(option, default = "crate::limits::DEFAULT_MAX_RECORDS_MB")]
+    pub max_records_mb: usize,
+
     /// allow binding a non-loopback --host. The server relays code evaluation into the debugged
     /// program: never expose it to untrusted networks
     #[argh(switch)]
@@ -177,6 +182,8 @@ pub struct Config {
     pub home: PathBuf,
     pub max_body_bytes: u64,
     pub max_records: usize,
+    /// Bytes the records window (and the history window) may keep.
+    pub max_records_bytes: usize,
     pub allow_remote: bool,
     /// Most open HTTP connections, before the open-file limit lowers it.
     pub max_connections: usize,
@@ -290,6 +297,11 @@ impl Config {
         if args.max_records == 0 {
             return Err(Error::Config("--max-records must be at least 1".into()));
         }
+        if args.max_records_mb == 0 || args.max_records_mb > (1 << 24) {
+            return Err(Error::Config(
+                "--max-records-mb must be between 1 and 16777216".into(),
+            ));
+        }
         if args.mcp_page_size == 0 {
             return Err(Error::Config("--mcp-page-size must be at least 1".into()));
         }
@@ -349,6 +361,7 @@ impl Config {
             home: env.data_home(),
             max_body_bytes: args.max_body_mb * 1024 * 1024,
             max_records: args.max_records,
+            max_records_bytes: args.max_records_mb << 20,
             allow_remote: args.allow_remote,
             max_connections: args.max_connections,
             repl_timeout: Duration::from_secs_f64(args.repl_timeout_s),
@@ -386,6 +399,7 @@ impl Config {
             port_file,
             max_body_bytes: 64 * 1024 * 1024,
             max_records: crate::records::DEFAULT_MAX_RECORDS,
+            max_records_bytes: crate::limits::DEFAULT_MAX_RECORDS_BYTES,
             allow_remote: false,
             max_connections: crate::limits::DEFAULT_MAX_CONNECTIONS,
             repl_timeout: Duration::from_secs(30),
@@ -487,6 +501,9 @@ mod tests {
         );
         assert!(Config::from_args(&args(&["--max-body-mb", "0"]), &env(), 0.0).is_err());
         assert!(Config::from_args(&args(&["--max-connections", "0"]), &env(), 0.0).is_err());
+        assert!(Config::from_args(&args(&["--max-records-mb", "0"]), &env(), 0.0).is_err());
+        let big = (1u64 << 24).to_string();
+        assert!(Config::from_args(&args(&["--max-records-mb", &big]), &env(), 0.0).is_ok());
         assert!(Config::from_args(&args(&["--repl-timeout-s", "-1"]), &env(), 0.0).is_err());
     }
 

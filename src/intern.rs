@@ -25,6 +25,11 @@ impl Sym {
         Sym(Arc::new(Box::from(s)))
     }
 
+    /// [`Sym::new`] without copying the text.
+    pub fn from_string(s: String) -> Sym {
+        Sym(Arc::new(s.into_boxed_str()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -232,7 +237,10 @@ pub type DigestBuild = BuildHasherDefault<DigestHasher>;
 
 /// A JSON value as records keep it, 16 bytes: scalars inline, strings, CIDs and trees shared.
 /// `Absent` stands for a key the client did not send (written as null where a key is always
-/// present on the wire, left out where it is optional).
+/// present on the wire, left out where it is optional). A tree too large to share
+/// (`MAX_TREE_NODES`) is kept `Packed`, as its compact JSON text: a tree of `Value`s costs 16 to
+/// 60 times its text (a `[0,0,…]` array 64 bytes per element), so what a request leaves behind
+/// stays about as large as the request.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Val {
     #[default]
@@ -244,6 +252,8 @@ pub enum Val {
     Str(Sym),
     Cid(Cid),
     Tree(Arc<Value>),
+    /// A JSON array or object as compact text.
+    Packed(Sym),
 }
 
 impl Val {
@@ -282,6 +292,30 @@ impl Val {
             Val::Str(s) => Value::String(s.to_string()),
             Val::Cid(c) => Value::String(c.hex()),
             Val::Tree(t) => (**t).clone(),
+            Val::Packed(text) => unpack(text),
+        }
+    }
+
+    /// About how many bytes this value keeps on the heap that nothing else shares: a string or
+    /// tree held by one record (and the interner) counts, one shared with another record does
+    /// not (that record counts it). For the byte bound of the records window: an estimate,
+    /// never a walk of more than `MAX_TREE_NODES` nodes (larger trees are packed).
+    pub fn weight(&self) -> usize {
+        const HEAP: usize = 16;
+        match self {
+            Val::Str(s) if Arc::strong_count(&s.0) <= 2 => s.len() + 2 * HEAP,
+            Val::Packed(s) if Arc::strong_count(&s.0) <= 2 => s.len() + 2 * HEAP,
+            Val::Tree(t) if Arc::strong_count(t) <= 2 => value_weight(t),
+            _ => 0,
+        }
+    }
+
+    /// The tree this value holds, unpacked if need be (`None` for scalars and strings).
+    pub fn tree(&self) -> Option<Cow<'_, Value>> {
+        match self {
+            Val::Tree(t) => Some(Cow::Borrowed(&**t)),
+            Val::Packed(text) => Some(Cow::Owned(unpack(text))),
+            _ => None,
         }
     }
 
@@ -289,7 +323,13 @@ impl Val {
     pub fn unshared(v: &Value) -> Val {
         match v {
             Value::String(s) => Val::Str(Sym::new(s)),
-            other => Val::scalar(other).unwrap_or_else(|| Val::Tree(Arc::new(other.clone()))),
+            other => Val::scalar(other).unwrap_or_else(|| {
+                if nodes_over(other, MAX_TREE_NODES) {
+                    pack(other)
+                } else {
+                    Val::Tree(Arc::new(other.clone()))
+                }
+            }),
         }
     }
 
@@ -323,8 +363,76 @@ impl Serialize for Val {
             Val::Str(t) => s.serialize_str(t),
             Val::Cid(c) => c.serialize(s),
             Val::Tree(t) => t.serialize(s),
+            Val::Packed(text) => unpack(text).serialize(s),
         }
     }
+}
+
+/// The entries of an object, serialized as the object (for packing one without building it).
+struct Entries<'r, F>(&'r F);
+
+impl<'e, T, I, F> Serialize for Entries<'_, F>
+where
+    T: Serialize + 'e,
+    I: Iterator<Item = (&'e str, &'e T)>,
+    F: Fn() -> I,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map((self.0)())
+    }
+}
+
+/// About the heap bytes of a JSON tree: each node's `Value` and the texts of its strings,
+/// numbers and keys (a number keeps its text), with allocator overhead.
+pub fn value_weight(v: &Value) -> usize {
+    const NODE: usize = std::mem::size_of::<Value>();
+    const HEAP: usize = 16;
+    NODE + match v {
+        Value::Null | Value::Bool(_) => 0,
+        Value::Number(_) | Value::String(_) => {
+            HEAP + match v {
+                Value::String(s) => s.len(),
+                _ => 8,
+            }
+        }
+        Value::Array(a) => HEAP + a.iter().map(value_weight).sum::<usize>(),
+        Value::Object(m) => {
+            HEAP + m
+                .iter()
+                .map(|(k, x)| k.len() + 2 * HEAP + value_weight(x))
+                .sum::<usize>()
+        }
+    }
+}
+
+/// A JSON tree as its compact text (`Val::Packed`).
+fn pack<T: Serialize + ?Sized>(tree: &T) -> Val {
+    // Serializing a tree of JSON values cannot fail.
+    Val::Packed(Sym::from_string(
+        serde_json::to_string(tree).unwrap_or_else(|_| "null".to_owned()),
+    ))
+}
+
+/// The tree of a `Val::Packed` text (written by `pack`, so it parses).
+fn unpack(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// Whether a tree has more than `max` nodes (counting stops there).
+fn nodes_over(v: &Value, max: usize) -> bool {
+    fn count(v: &Value, left: &mut usize) -> bool {
+        if *left == 0 {
+            return true;
+        }
+        *left -= 1;
+        match v {
+            Value::Array(a) => a.iter().any(|x| count(x, left)),
+            Value::Object(m) => m.values().any(|x| count(x, left)),
+            _ => false,
+        }
+    }
+    let mut left = max;
+    count(v, &mut left)
 }
 
 /// Makes equal strings, CIDs and JSON trees share one allocation. Entries nobody else holds any
@@ -386,8 +494,8 @@ impl Interner {
                 Some(c) => Val::Cid(c),
                 None => Val::Str(self.sym(s)),
             },
-            Value::Array(_) | Value::Object(_) => Val::Tree(self.tree(v)),
-            other => Val::scalar(other).unwrap_or_else(|| Val::Tree(self.tree(other))),
+            Value::Array(_) | Value::Object(_) => self.tree(v),
+            other => Val::scalar(other).unwrap_or_else(|| self.tree(other)),
         }
     }
 
@@ -404,6 +512,7 @@ impl Interner {
                 Some(c) => Val::Cid(c),
                 None => Val::Str(self.sym(s)),
             },
+            Node::Arr(_) | Node::Obj(_) => self.node_tree(n),
             other => self.val(&other.to_value()),
         }
     }
@@ -413,23 +522,37 @@ impl Interner {
         n.map_or(Val::Absent, |n| self.node_val(n))
     }
 
-    /// A JSON tree, shared with every equal tree seen before.
-    pub fn tree(&mut self, v: &Value) -> Arc<Value> {
+    /// A JSON tree, shared with every equal tree seen before; packed when too large to share.
+    pub fn tree(&mut self, v: &Value) -> Val {
         let mut h = TreeHash::new();
         if !h.tree(v) {
-            return Arc::new(v.clone());
+            return pack(v);
         }
         let bucket = self.trees.entry(h.0).or_default();
         if let Some(found) = bucket.iter().find(|t| ***t == *v) {
-            return found.clone();
+            return Val::Tree(found.clone());
         }
         let tree = Arc::new(v.clone());
-        self.add_tree(h.0, tree)
+        Val::Tree(self.add_tree(h.0, tree))
+    }
+
+    /// [`Interner::tree`] for a value of a parsed request body.
+    pub fn node_tree(&mut self, n: &Node<'_>) -> Val {
+        let mut h = TreeHash::new();
+        if !h.tree(n) {
+            return pack(n);
+        }
+        let bucket = self.trees.entry(h.0).or_default();
+        if let Some(found) = bucket.iter().find(|t| n.same_as(t)) {
+            return Val::Tree(found.clone());
+        }
+        let tree = Arc::new(n.to_value());
+        Val::Tree(self.add_tree(h.0, tree))
     }
 
     /// The object `m` without its key `skip`, shared like [`Interner::tree`]: nothing is copied
     /// when an equal object is already known (a call site without its timestamp).
-    pub fn object_without(&mut self, m: &Map<String, Value>, skip: &str) -> Arc<Value> {
+    pub fn object_without(&mut self, m: &Map<String, Value>, skip: &str) -> Val {
         self.share_object(|| {
             m.iter()
                 .map(|(k, v)| (k.as_str(), v))
@@ -438,11 +561,7 @@ impl Interner {
     }
 
     /// [`Interner::object_without`] for the entries of a parsed request object.
-    pub fn node_object_without(
-        &mut self,
-        entries: &[(Cow<'_, str>, Node<'_>)],
-        skip: &str,
-    ) -> Arc<Value> {
+    pub fn node_object_without(&mut self, entries: &[(Cow<'_, str>, Node<'_>)], skip: &str) -> Val {
         self.share_object(|| {
             entries
                 .iter()
@@ -452,9 +571,9 @@ impl Interner {
     }
 
     /// The object of these entries, shared like [`Interner::tree`].
-    fn share_object<'e, T, I>(&mut self, rest: impl Fn() -> I) -> Arc<Value>
+    fn share_object<'e, T, I>(&mut self, rest: impl Fn() -> I) -> Val
     where
-        T: JsonTree + 'e,
+        T: JsonTree + Serialize + 'e,
         I: Iterator<Item = (&'e str, &'e T)>,
     {
         let len = rest().count();
@@ -471,7 +590,7 @@ impl Interner {
             ))
         };
         if !hashed {
-            return owned();
+            return pack(&Entries(&rest));
         }
         let bucket = self.trees.entry(h.0).or_default();
         let same = |t: &Value| match t {
@@ -484,10 +603,10 @@ impl Interner {
             _ => false,
         };
         if let Some(found) = bucket.iter().find(|t| same(t)) {
-            return found.clone();
+            return Val::Tree(found.clone());
         }
         let tree = owned();
-        self.add_tree(h.0, tree)
+        Val::Tree(self.add_tree(h.0, tree))
     }
 
     fn add_tree(&mut self, key: u64, tree: Arc<Value>) -> Arc<Value> {
@@ -686,6 +805,34 @@ mod tests {
     }
 
     #[test]
+    fn trees_too_large_to_share_are_packed_and_read_back_the_same() {
+        let mut i = Interner::default();
+        let big = json!({"k": (0..5000).collect::<Vec<u32>>(), "s": "x", "n": 1.5});
+        let packed = i.val(&big);
+        let Val::Packed(text) = &packed else {
+            panic!("not packed: {packed:?}")
+        };
+        assert_eq!(**text, *big.to_string());
+        assert_eq!(packed.to_value(), big);
+        assert_eq!(serde_json::to_value(&packed).unwrap(), big);
+        assert_eq!(packed.tree().unwrap().into_owned(), big);
+        // From a request body, and without the key an object is kept without.
+        let body = big.to_string();
+        let node = Node::parse(body.as_bytes()).unwrap();
+        assert_eq!(i.node_val(&node), packed);
+        let Node::Obj(entries) = &node else { panic!() };
+        let without = i.node_object_without(entries, "s");
+        let mut expected = big.clone();
+        expected.as_object_mut().unwrap().shift_remove("s");
+        assert!(matches!(without, Val::Packed(_)));
+        assert_eq!(without.to_value(), expected);
+        // It weighs about its text, not the tree's 30 and more bytes per number.
+        assert!(packed.weight() < text.len() + 64);
+        let small = i.val(&json!([1, 2, 3]));
+        assert!(matches!(small, Val::Tree(_)));
+    }
+
+    #[test]
     fn equal_values_share_one_allocation() {
         let mut i = Interner::default();
         let a = i.sym("add");
@@ -745,15 +892,15 @@ mod tests {
         let mut i = Interner::default();
         let site = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 3}], "target_cid": null});
         let Value::Object(m) = &site else { panic!() };
-        let a = i.object_without(m, "timestamp");
+        let a = shared(i.object_without(m, "timestamp"));
         assert_eq!(
             *a,
             json!({"stack_trace": [{"lineno": 3}], "target_cid": null})
         );
         let later = json!({"timestamp": 9.25, "stack_trace": [{"lineno": 3}], "target_cid": null});
         let Value::Object(m2) = &later else { panic!() };
-        assert!(Arc::ptr_eq(&a, &i.object_without(m2, "timestamp")));
-        assert!(Arc::ptr_eq(&a, &i.tree(&a.clone())));
+        assert!(Arc::ptr_eq(&a, &shared(i.object_without(m2, "timestamp"))));
+        assert!(Arc::ptr_eq(&a, &shared(i.tree(&a.clone()))));
         // The same call site parsed from a request body shares the tree too.
         let text = br#"{"timestamp": 7.0, "stack_trace": [{"lineno": 3}], "target_cid": null}"#;
         let Node::Obj(entries) = Node::parse(text).unwrap() else {
@@ -761,13 +908,13 @@ mod tests {
         };
         assert!(Arc::ptr_eq(
             &a,
-            &i.node_object_without(&entries, "timestamp")
+            &shared(i.node_object_without(&entries, "timestamp"))
         ));
         let text = br#"{"stack_trace": [{"lineno": 3.0}], "target_cid": null, "timestamp": 7}"#;
         let Node::Obj(entries) = Node::parse(text).unwrap() else {
             panic!()
         };
-        let b = i.node_object_without(&entries, "timestamp");
+        let b = shared(i.node_object_without(&entries, "timestamp"));
         assert!(!Arc::ptr_eq(&a, &b), "3.0 is not 3");
         assert_eq!(
             *b,
@@ -775,7 +922,7 @@ mod tests {
         );
         let other = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 4}], "target_cid": null});
         let Value::Object(m3) = &other else { panic!() };
-        assert!(!Arc::ptr_eq(&a, &i.object_without(m3, "timestamp")));
+        assert!(!Arc::ptr_eq(&a, &shared(i.object_without(m3, "timestamp"))));
     }
 
     #[test]
@@ -784,10 +931,18 @@ mod tests {
         let kept = i.sym("kept");
         i.sym("dropped");
         i.val(&json!({"t": 1}));
-        let tree = i.tree(&json!({"t": 2}));
+        let tree = shared(i.tree(&json!({"t": 2})));
         i.sweep();
         assert_eq!(i.len(), 2);
         assert!(Arc::ptr_eq(&kept.0, &i.sym("kept").0));
-        assert!(Arc::ptr_eq(&tree, &i.tree(&json!({"t": 2}))));
+        assert!(Arc::ptr_eq(&tree, &shared(i.tree(&json!({"t": 2})))));
+    }
+
+    /// The shared tree of a value that must be one.
+    fn shared(v: Val) -> Arc<Value> {
+        match v {
+            Val::Tree(t) => t,
+            other => panic!("not a shared tree: {other:?}"),
+        }
     }
 }

@@ -80,6 +80,13 @@ pub const MAX_ORPHAN_ID_BYTES: usize = 256;
 pub const MAX_COM_ERRORS: usize = 500;
 pub const MAX_COM_ERRORS_BYTES: usize = 8 << 20;
 pub const MAX_COM_ERROR_REPORT_BYTES: usize = 64 << 10;
+/// Default of `--max-records-mb`: what the in-memory window of call records (and, separately,
+/// of breakpoint history) may keep, besides its count (`--max-records`). Records are counted
+/// by what they keep that no other record shares (their shared call sites and names count once);
+/// a typical call keeps a few hundred bytes, so only records carrying large values reach it.
+/// The oldest fall out first, as by count (with a database file they stay in the file).
+pub const DEFAULT_MAX_RECORDS_MB: usize = 256;
+pub const DEFAULT_MAX_RECORDS_BYTES: usize = DEFAULT_MAX_RECORDS_MB << 20;
 
 // Rendering of pickled values (`pickle`, `pretty`, `render`; README "Trust model"): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,

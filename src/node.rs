@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
 /// A JSON value whose strings may borrow from the text it was parsed from.
@@ -112,6 +113,20 @@ impl<'a> Node<'a> {
 impl fmt::Display for Node<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.to_value(), f)
+    }
+}
+
+/// Written as the JSON it stands for, without building a `Value` first.
+impl Serialize for Node<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Node::Null => s.serialize_unit(),
+            Node::Bool(b) => s.serialize_bool(*b),
+            Node::Num(n) => n.serialize(s),
+            Node::Str(t) => s.serialize_str(t),
+            Node::Arr(a) => s.collect_seq(a),
+            Node::Obj(entries) => s.collect_map(entries.iter().map(|(k, v)| (&**k, v))),
+        }
     }
 }
 

@@ -150,10 +150,19 @@ pub enum Item {
         had_data: bool,
     },
     /// Anything else, kept as sent (without `data`).
-    Other { value: Arc<Value>, had_data: bool },
+    Other { value: Val, had_data: bool },
 }
 
 impl Item {
+    /// What the item keeps, itself included (see `Val::weight`).
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Item>()
+            + match self {
+                Item::Std { client_ref, .. } => client_ref.weight(),
+                Item::Other { value, .. } => value.weight(),
+            }
+    }
+
     pub fn parse(interner: &mut Interner, v: &Value) -> Item {
         let had_data = v.get("data").is_some();
         if let Value::Object(m) = v {
@@ -185,7 +194,7 @@ impl Item {
             };
         }
         Item::Other {
-            value: interner.tree(v),
+            value: interner.val(v),
             had_data,
         }
     }
@@ -214,18 +223,13 @@ impl Item {
                     had_data,
                 };
             }
-            let without: Obj = entries
-                .iter()
-                .filter(|(k, _)| k != "data")
-                .map(|(k, x)| (k.to_string(), x.to_value()))
-                .collect();
             return Item::Other {
-                value: interner.tree(&Value::Object(without)),
+                value: interner.node_object_without(entries, "data"),
                 had_data,
             };
         }
         Item::Other {
-            value: interner.tree(&v.to_value()),
+            value: interner.node_val(v),
             had_data,
         }
     }
@@ -249,7 +253,7 @@ impl Item {
                 }
                 Value::Object(m)
             }
-            Item::Other { value, .. } => (**value).clone(),
+            Item::Other { value, .. } => value.to_value(),
         }
     }
 
@@ -262,16 +266,21 @@ impl Item {
     pub fn cid(&self) -> Option<String> {
         match self {
             Item::Std { cid, .. } => Some(cid.hex()),
-            Item::Other { value, .. } => {
-                value.get("cid").and_then(Value::as_str).map(str::to_owned)
-            }
+            Item::Other { value, .. } => value
+                .tree()?
+                .get("cid")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 
     pub fn client_ref(&self) -> Value {
         match self {
             Item::Std { client_ref, .. } => client_ref.to_value(),
-            Item::Other { value, .. } => value.get("client_ref").cloned().unwrap_or(Value::Null),
+            Item::Other { value, .. } => value
+                .tree()
+                .and_then(|t| t.get("client_ref").cloned())
+                .unwrap_or(Value::Null),
         }
     }
 }
@@ -310,7 +319,7 @@ impl CallSite {
             Some(Value::Object(m)) => match m.get("timestamp") {
                 Some(ts) => CallSite {
                     timestamp: Val::unshared(ts),
-                    rest: Val::Tree(interner.object_without(m, "timestamp")),
+                    rest: interner.object_without(m, "timestamp"),
                 },
                 None => CallSite {
                     timestamp: Val::Absent,
@@ -330,7 +339,7 @@ impl CallSite {
             Some(Node::Obj(entries)) => match v.and_then(|o| o.get("timestamp")) {
                 Some(ts) => CallSite {
                     timestamp: Val::unshared(&ts.to_value()),
-                    rest: Val::Tree(interner.node_object_without(entries, "timestamp")),
+                    rest: interner.node_object_without(entries, "timestamp"),
                 },
                 None => CallSite {
                     timestamp: Val::Absent,
@@ -350,9 +359,9 @@ impl CallSite {
         }
         let mut m = Obj::new();
         m.insert("timestamp".into(), self.timestamp.to_value());
-        if let Val::Tree(t) = &self.rest {
-            if let Value::Object(rest) = &**t {
-                m.extend(rest.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(t) = self.rest.tree() {
+            if let Value::Object(rest) = t.into_owned() {
+                m.extend(rest);
             }
         }
         Value::Object(m)
@@ -406,6 +415,43 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// About how many bytes this call keeps that no other record shares (see `Val::weight`).
+    pub fn weight(&self) -> usize {
+        let vals = [
+            &self.signature,
+            &self.call_site.timestamp,
+            &self.call_site.rest,
+            &self.page_url,
+            &self.status,
+            &self.result_cid,
+            &self.result_client_ref,
+        ];
+        std::mem::size_of::<CallRecord>()
+            + self.target.as_ref().map_or(0, Item::weight)
+            + self.args.iter().map(Item::weight).sum::<usize>()
+            + self
+                .kwargs
+                .iter()
+                .map(|(k, v)| k.len() + v.weight())
+                .sum::<usize>()
+            + vals.iter().map(|v| v.weight()).sum::<usize>()
+            + self.exception.as_ref().map_or(0, |e| {
+                std::mem::size_of::<ExceptionInfo>()
+                    + [
+                        &e.shown,
+                        &e.cid,
+                        &e.client_ref,
+                        &e.exception_type,
+                        &e.message,
+                        &e.traceback,
+                    ]
+                    .iter()
+                    .map(|v| v.weight())
+                    .sum::<usize>()
+            })
+            + self.repl_sessions.len() * std::mem::size_of::<Sym>()
+    }
+
     /// The call data (protocol doc §2.5 step 7) without item payloads.
     pub fn call_data(&self, render: &dyn Render) -> Obj {
         let mut m = Obj::new();
@@ -683,6 +729,25 @@ pub struct EventRecord {
 }
 
 impl EventRecord {
+    /// About how many bytes this event keeps that no other record shares (see `Val::weight`).
+    pub fn weight(&self) -> usize {
+        let vals = [
+            &self.call_id,
+            &self.pretty_args,
+            &self.pretty_kwargs,
+            &self.signature,
+            &self.call_site.timestamp,
+            &self.call_site.rest,
+            &self.page_url,
+            &self.event_type,
+            &self.result_cid,
+            &self.exception_cid,
+            &self.pretty_result,
+            &self.exception,
+        ];
+        std::mem::size_of::<EventRecord>() + vals.iter().map(|v| v.weight()).sum::<usize>()
+    }
+
     pub fn to_json(&self) -> Obj {
         let mut m = Obj::new();
         m.insert("call_id".into(), self.call_id.to_value());
@@ -742,6 +807,17 @@ pub enum Record {
 }
 
 impl Record {
+    /// About how many bytes this record keeps that no other record shares, for the byte bound
+    /// of the window (see `Val::weight`; at most `u32::MAX`).
+    pub fn weight(&self) -> u32 {
+        let w = match self {
+            Record::Call(c) => c.weight(),
+            Record::Event(e) => e.weight(),
+            Record::Other(v) => std::mem::size_of::<Value>() + crate::intern::value_weight(v),
+        };
+        u32::try_from(w).unwrap_or(u32::MAX)
+    }
+
     pub fn method_name(&self) -> &str {
         match self {
             Record::Call(c) => &c.method,
@@ -841,10 +917,16 @@ pub struct HistoryEntry {
     pub id: Sym,
     pub call: Arc<CallRecord>,
     /// The call data as a format 1 file stored it (with its rendered values), shown as is.
-    pub stored: Option<Arc<Value>>,
+    pub stored: Option<Val>,
 }
 
 impl HistoryEntry {
+    /// What the entry keeps, its call counted whole (see `Records::push_history`).
+    pub fn weight(&self) -> u32 {
+        let w = self.id.len() + self.call.weight() + self.stored.as_ref().map_or(0, Val::weight);
+        u32::try_from(w).unwrap_or(u32::MAX)
+    }
+
     pub fn new(id: Sym, call: Arc<CallRecord>) -> HistoryEntry {
         HistoryEntry {
             id,
@@ -855,7 +937,7 @@ impl HistoryEntry {
 
     pub fn to_json(&self, render: &dyn Render) -> Value {
         let call_data = match &self.stored {
-            Some(stored) => (**stored).clone(),
+            Some(stored) => stored.to_value(),
             None => Value::Object(self.call.history_data(render)),
         };
         json!({
@@ -970,47 +1052,81 @@ impl RecordFilter<'_> {
 #[derive(Debug)]
 pub struct Records {
     records: VecDeque<Record>,
+    /// What each record keeps (`Record::weight`), in the order of `records`.
+    weights: VecDeque<u32>,
     history: VecDeque<HistoryEntry>,
+    history_weights: VecDeque<u32>,
     max: usize,
+    max_bytes: usize,
+    bytes: usize,
+    history_bytes: usize,
     dropped_records: u64,
     dropped_history: u64,
 }
 
 impl Default for Records {
     fn default() -> Self {
-        Records::new(DEFAULT_MAX_RECORDS)
+        Records::new(
+            DEFAULT_MAX_RECORDS,
+            crate::limits::DEFAULT_MAX_RECORDS_BYTES,
+        )
     }
 }
 
 impl Records {
-    pub fn new(max: usize) -> Records {
+    /// A window of at most `max` records (and, separately, `max` history entries) keeping at
+    /// most about `max_bytes` (records and history each; the newest one is always kept).
+    pub fn new(max: usize, max_bytes: usize) -> Records {
         Records {
             records: VecDeque::new(),
+            weights: VecDeque::new(),
             history: VecDeque::new(),
+            history_weights: VecDeque::new(),
             max: max.max(1),
+            max_bytes,
+            bytes: 0,
+            history_bytes: 0,
             dropped_records: 0,
             dropped_history: 0,
         }
     }
 
-    /// Adds a record, the oldest falling out when the window is full; returns the record's
-    /// sequence number (see `next_seq`).
+    /// Adds a record, the oldest falling out when the window is full (by count or by bytes);
+    /// returns the record's sequence number (see `next_seq`).
     pub fn push(&mut self, record: Record) -> u64 {
         let seq = self.next_seq();
-        if self.records.len() >= self.max {
+        let weight = record.weight();
+        self.records.push_back(record);
+        self.weights.push_back(weight);
+        self.bytes += weight as usize;
+        while self.records.len() > self.max
+            || (self.bytes > self.max_bytes && self.records.len() > 1)
+        {
             self.records.pop_front();
+            self.bytes -= self.weights.pop_front().unwrap_or(0) as usize;
             self.dropped_records += 1;
         }
-        self.records.push_back(record);
         seq
     }
 
+    /// Bytes the records in the window keep (as `Record::weight` estimates them).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     pub fn push_history(&mut self, entry: HistoryEntry) {
-        if self.history.len() >= self.max {
+        // The call is usually shared with a record, but may outlive it here: count it again.
+        let weight = entry.weight();
+        self.history.push_back(entry);
+        self.history_weights.push_back(weight);
+        self.history_bytes += weight as usize;
+        while self.history.len() > self.max
+            || (self.history_bytes > self.max_bytes && self.history.len() > 1)
+        {
             self.history.pop_front();
+            self.history_bytes -= self.history_weights.pop_front().unwrap_or(0) as usize;
             self.dropped_history += 1;
         }
-        self.history.push_back(entry);
     }
 
     /// Records in memory.
@@ -1138,7 +1254,9 @@ impl Records {
 pub fn roles_of(call: &CallRecord, cid: &Cid) -> Vec<String> {
     let names = |it: &Item| match it {
         Item::Std { cid: c, .. } => c == cid,
-        Item::Other { value, .. } => value.get("cid").and_then(Value::as_str) == Some(&cid.hex()),
+        Item::Other { value, .. } => value
+            .tree()
+            .is_some_and(|t| t.get("cid").and_then(Value::as_str) == Some(&cid.hex())),
     };
     let val_names = |v: &Val| match v {
         Val::Cid(c) => c == cid,
@@ -1436,7 +1554,7 @@ mod tests {
     #[test]
     fn the_window_is_bounded_and_counts_what_it_drops() {
         let mut i = Interner::default();
-        let mut rs = Records::new(3);
+        let mut rs = Records::new(3, usize::MAX);
         for n in 0..5 {
             rs.push(Record::Call(Arc::new(sample(&mut i, n))));
         }
@@ -1455,9 +1573,55 @@ mod tests {
     }
 
     #[test]
+    fn the_window_is_bounded_by_bytes_counting_shared_parts_once() {
+        let mut i = Interner::default();
+        // Calls that share everything but their ids weigh little: 1,000 fit in 1 MiB.
+        let mut rs = Records::new(100_000, 1 << 20);
+        for n in 0..1000 {
+            rs.push(Record::Call(Arc::new(sample(&mut i, n))));
+        }
+        assert_eq!((rs.len(), rs.dropped()), (1000, 0));
+        let small = rs.bytes() / 1000;
+        assert!(small < 1024, "a shared call weighs {small} bytes");
+        // Events carrying 64 KiB of their own each: the window keeps what fits in 1 MiB.
+        for n in 0..64 {
+            let args = json!([format!("{n}{}", "x".repeat(64 << 10))]);
+            let event = EventRecord {
+                call_id: Val::Str(Sym::new(&format!("e{n}"))),
+                method: i.sym("f"),
+                status: i.sym("event"),
+                pretty_args: i.val(&args),
+                pretty_kwargs: Val::Null,
+                signature: Val::Null,
+                call_site: CallSite::parse(&mut i, None),
+                page_url: Val::Null,
+                event_type: Val::Null,
+                process: Process {
+                    pid: 1,
+                    start_time: 1.5,
+                },
+                at: 1.0,
+                result_cid: Val::Null,
+                exception_cid: Val::Null,
+                pretty_result: Val::Null,
+                exception: Val::Null,
+            };
+            rs.push(Record::Event(Arc::new(event)));
+        }
+        assert!(rs.bytes() <= 1 << 20, "{} bytes kept", rs.bytes());
+        assert!((14..=16).contains(&rs.len()), "{} records kept", rs.len());
+        assert_eq!(rs.dropped(), 1064 - rs.len() as u64);
+        // The newest stays, whatever it weighs.
+        let mut one = Records::new(10, 1);
+        one.push(Record::Call(Arc::new(sample(&mut i, 1))));
+        one.push(Record::Call(Arc::new(sample(&mut i, 2))));
+        assert_eq!((one.len(), one.dropped()), (1, 1));
+    }
+
+    #[test]
     fn the_window_cursor_walks_newest_first_and_says_where_it_stopped() {
         let mut i = Interner::default();
-        let mut rs = Records::new(6);
+        let mut rs = Records::new(6, usize::MAX);
         let seqs: Vec<u64> = (0..10)
             .map(|n| rs.push(Record::Call(Arc::new(sample(&mut i, n)))))
             .collect();

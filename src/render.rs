@@ -165,7 +165,10 @@ impl Render for StoreRender<'_> {
     fn item(&self, item: &Item) -> Value {
         match item {
             Item::Std { cid, format, .. } => self.cached(cid, *format),
-            Item::Other { value, .. } => self.json_item(value),
+            Item::Other { value, .. } => match value.tree() {
+                Some(t) => self.json_item(&t),
+                None => pretty::missing_cid(),
+            },
         }
     }
 

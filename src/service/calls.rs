@@ -172,7 +172,13 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         return Err(ApiError::new(400, "cid_not_found", "Resend with full data")
             .with("missing_cids", json!(missing)));
     }
-    let payloads: Vec<_> = items.iter().map(|i| node_payload(i)).collect();
+    // Only items that carry data have anything to verify or store (a body of a million bare
+    // numbers needs no payload per number).
+    let payloads: Vec<_> = items
+        .iter()
+        .filter(|i| has_data(i))
+        .map(|i| node_payload(i))
+        .collect();
     verify_and_store(shared, &payloads)?;
 
     let now = ids::now();

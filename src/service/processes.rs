@@ -357,7 +357,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (store, _) = crate::store::Store::open(&dir.join("t.db")).unwrap();
         let mut state = crate::state::State::default();
-        state.records = crate::records::Records::new(2);
+        state.records = crate::records::Records::new(2, crate::limits::DEFAULT_MAX_RECORDS_BYTES);
         let config = crate::config::Config::for_tests(dir.join("port"));
         let s = Shared::new(config, store, state);
         let ids: Vec<String> = (0..5)

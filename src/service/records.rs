@@ -476,9 +476,9 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
 }
 
 /// `POST /api/report-com-error`.
-pub fn report_com_error(shared: &Shared, body: &Obj) -> Done {
+pub fn report_com_error(shared: &Shared, body: Obj) -> Done {
     let now = crate::ids::now();
-    let mut report = body.clone();
+    let mut report = body;
     report.insert("received_at".into(), json!(now));
     report.entry("timestamp").or_insert_with(|| json!(now));
     let summary = report
@@ -738,7 +738,7 @@ mod tests {
             wire.as_object().unwrap().keys().next().map(String::as_str),
             Some("server")
         );
-        report_com_error(&s, &body(json!({"summary": "timeout", "timestamp": 1.0})));
+        report_com_error(&s, body(json!({"summary": "timeout", "timestamp": 1.0})));
         let errors = com_errors(&s);
         assert_eq!(errors["errors"][0]["summary"], "timeout");
         assert_eq!(errors["errors"][0]["timestamp"], 1.0);

@@ -48,7 +48,8 @@ impl Durable {
         let mut config = Config::for_tests(dir.join("port"));
         config.max_records = max_records;
         let mut state = State::default();
-        state.records = crate::records::Records::new(max_records);
+        state.records =
+            crate::records::Records::new(max_records, crate::limits::DEFAULT_MAX_RECORDS_BYTES);
         Durable {
             shared: Shared::new(config, store, state),
             dir,

@@ -159,7 +159,7 @@ mod tests {
         .unwrap();
         service::report_com_error(
             &s,
-            &body(
+            body(
                 json!({"summary": HOSTILE, "method": "POST", "path": HOSTILE,
                          "process_pid": 7, "traceback": HOSTILE, "status_code": 500}),
             ),

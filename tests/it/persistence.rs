@@ -424,6 +424,40 @@ fn with_memory_only_the_newest_records_are_kept_and_the_others_counted() {
 }
 
 #[test]
+fn the_in_memory_window_is_bounded_by_bytes_too() {
+    let server = Server::start(&["--memory", "--max-records-mb", "1"]);
+    let c = server.client();
+    // Small calls share their parts: 50 of them weigh far less than 1 MiB.
+    for n in 0..50 {
+        go_call(&c, "f", n);
+    }
+    assert_eq!(c.get_ok("/api/call-records")["total_count"], 50);
+    // Events that each keep 100 KiB of their own: only about ten fit beside them.
+    for n in 0..30 {
+        let big = format!("{n}{}", "x".repeat(100 << 10));
+        c.post_ok(
+            "/api/call/event",
+            &json!({"event_id": format!("e{n}"), "method_name": "big", "status": "event",
+                    "timestamp": 1.5, "process_pid": 1, "process_start_time": 1.5,
+                    "pretty_args": [big]}),
+        );
+    }
+    let status = c.get_ok("/api/status");
+    let kept = status["calls_in_memory"].as_u64().unwrap();
+    assert!((5..=10).contains(&kept), "{status}");
+    assert_eq!(status["calls_dropped"].as_u64().unwrap(), 80 - kept);
+    // The newest event is whole; the small calls fell out first.
+    let page = c.get_ok("/api/call-records?limit=1");
+    let args = page["calls"][0]["pretty_args"][0].as_str().unwrap();
+    assert!(
+        args.starts_with("29x") && args.len() == 2 + (100 << 10),
+        "{}",
+        &args[..10]
+    );
+    assert_eq!(c.get_ok("/api/call-records?function=f")["total_count"], 0);
+}
+
+#[test]
 fn a_format_1_database_reopens_with_the_same_records() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v1");
     let home = TempDir::new("format1");
