@@ -106,6 +106,10 @@ pub const RENDER_SLACK: usize = 32 * 1024;
 pub const RENDER_VIEW_SLACK: usize = 256 * 1024;
 /// Render budget at most, whatever the payload size (also the longest repr text).
 pub const RENDER_MAX: usize = 16 << 20;
+/// What the rendered values of one response listing many (call records, history, snapshots)
+/// may take in all, as `render::kept_bytes` counts them; each further value shows as
+/// `"<cut: response budget>"` (the value itself stays readable by its CID).
+pub const MAX_RENDERED_PER_RESPONSE: usize = 32 << 20;
 /// What one JSON value (or key) costs beyond its text: about its size in memory.
 pub const RENDER_JSON_VALUE_COST: usize = 32;
 /// What the memoized lookups of one decoded pickle (class descriptions and the names they

@@ -17,6 +17,12 @@ pub fn missing_cid() -> Value {
     json!("<missing cid>")
 }
 
+/// The value shown in place of a rendered value once a response has shown
+/// `MAX_RENDERED_PER_RESPONSE` bytes of them (the value itself is fetched by its CID).
+pub fn cut_response() -> Value {
+    json!("<cut: response budget>")
+}
+
 /// The value shown for a CID whose payload is not stored.
 pub fn cid_missing(cid: &dyn std::fmt::Display) -> Value {
     json!(format!("<cid:{cid} missing>"))

@@ -140,6 +140,66 @@ impl StoreRender<'_> {
     pub fn scanning(&self) -> Scanning<'_> {
         Scanning(self)
     }
+
+    /// The same values for one response listing many (see [`Limited`]).
+    pub fn limited(&self) -> Limited<&Self> {
+        Limited::new(self, crate::limits::MAX_RENDERED_PER_RESPONSE)
+    }
+}
+
+/// A `Render` for one response that lists many values: once the values it rendered reach
+/// `max` bytes (as [`kept_bytes`] counts them), each further one shows as
+/// `"<cut: response budget>"`. Each value has its own render budget, but a page of 1,000
+/// records, each naming a payload that renders to that budget, would otherwise need gigabytes.
+pub struct Limited<R> {
+    inner: R,
+    left: std::cell::Cell<usize>,
+}
+
+impl<R: Render> Limited<R> {
+    pub fn new(inner: R, max: usize) -> Limited<R> {
+        Limited {
+            inner,
+            left: std::cell::Cell::new(max),
+        }
+    }
+
+    fn charge(&self, value: Value) -> Value {
+        if value.is_null() {
+            return value;
+        }
+        let cost = kept_bytes(&value);
+        match self.left.get().checked_sub(cost) {
+            Some(left) => {
+                self.left.set(left);
+                value
+            }
+            None => {
+                self.left.set(0);
+                pretty::cut_response()
+            }
+        }
+    }
+}
+
+impl<R: Render> Render for Limited<R> {
+    fn item(&self, item: &Item) -> Value {
+        self.charge(self.inner.item(item))
+    }
+
+    fn cid(&self, cid: &Val, hint: Hint) -> Value {
+        self.charge(self.inner.cid(cid, hint))
+    }
+}
+
+impl<R: Render + ?Sized> Render for &R {
+    fn item(&self, item: &Item) -> Value {
+        (**self).item(item)
+    }
+
+    fn cid(&self, cid: &Val, hint: Hint) -> Value {
+        (**self).cid(cid, hint)
+    }
 }
 
 /// A [`StoreRender`] that reads its cache but does not fill it (see `scanning`).

@@ -335,7 +335,8 @@ pub fn breakpoint_history(
     } else {
         shared.lock().records.history(name, offset, limit)
     };
-    let render = shared.render();
+    let store_render = shared.render();
+    let render = store_render.limited();
     BreakpointHistory {
         function_name: name.to_owned(),
         history: page.iter().map(|h| h.to_json(&render)).collect(),

@@ -147,7 +147,8 @@ pub fn call_records_within(
     } else {
         shared.lock().records.page(filter, offset, limit)
     };
-    let render = shared.render();
+    let store_render = shared.render();
+    let render = store_render.limited();
     CallRecordsPage {
         calls: page.iter().map(|r| r.to_json(&render)).collect(),
         total_count: total,
@@ -197,7 +198,8 @@ fn scan_page(
             if cut { ", cut at the time budget" } else { "" }
         );
     }
-    let render = shared.render();
+    let store_render = shared.render();
+    let render = store_render.limited();
     CallRecordsPage {
         calls: page.iter().map(|r| r.to_json(&render)).collect(),
         total_count: total,
@@ -470,7 +472,8 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
         .collect();
     rows.sort_by(|a, b| a.at.total_cmp(&b.at));
     let skip = rows.len().saturating_sub(records::MAX_SNAPSHOTS);
-    let render = shared.render();
+    let store_render = shared.render();
+    let render = store_render.limited();
     let list: Vec<Value> = rows[skip..].iter().map(|s| s.to_json(&render)).collect();
     json!({"snapshots": list})
 }

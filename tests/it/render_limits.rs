@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{call_start_body, raw_item, Server};
+use crate::support::{call_start_body, complete_body, raw_item, Server};
 
 /// Builds protocol 4 pickles opcode by opcode.
 struct P {
@@ -244,4 +244,54 @@ fn shared_pickle_values_render_small_fast_and_within_memory() {
 
 fn start_pause(start: &Value) -> String {
     crate::support::pause_id(start)
+}
+
+/// A page of many records whose values each render to their whole budget is cut at the
+/// response budget (32 MiB of rendered values): later values show a marker, the page stays
+/// within the budget, and each value is still readable by its CID.
+#[test]
+fn a_listing_shows_at_most_the_response_budget_of_rendered_values() {
+    let server = Server::start(&["--memory"]);
+    let c = server.client();
+    // A JSON item (as the browser client sends) of 100,000 different integers: its display
+    // value is the list itself, about 3 MiB as the budget counts it.
+    let big = Value::Array((0..100_000).map(|n| json!(n * 7)).collect());
+    let text = big.to_string();
+    let full = json!({"cid": cideldill_server::cas::cid_of(text.as_bytes()), "client_ref": 2,
+                      "data": text, "serialization_format": "json"});
+    let mut by_ref = full.clone();
+    by_ref.as_object_mut().unwrap().remove("data");
+    for n in 0..24 {
+        let arg = if n == 0 { full.clone() } else { by_ref.clone() };
+        let body = call_start_body("big", vec![arg], json!({}));
+        let resp = c.post("/api/call/start", &body);
+        let answer: Value = serde_json::from_slice(&resp.body).unwrap();
+        assert_eq!(answer["action"], "continue", "{}", answer["error"]);
+        let call_id = answer["call_id"].as_str().unwrap();
+        c.post_ok("/api/call/complete", &complete_body(call_id, &json!(n)));
+    }
+    let t0 = Instant::now();
+    let resp = c.get("/api/call-records?limit=100");
+    assert_eq!(resp.status, 200);
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let bytes = resp.body.len();
+    let page: Value = serde_json::from_slice(&resp.body).unwrap();
+    let calls = page["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 24);
+    let cut = calls
+        .iter()
+        .filter(|r| r["pretty_args"][0] == "<cut: response budget>")
+        .count();
+    // Each value is about 3 MiB as the budget counts it: some fit, the rest are cut.
+    assert!((8..24).contains(&cut), "{cut} of 24 cut, {bytes} bytes");
+    assert!(bytes < 40 << 20, "{bytes} bytes");
+    // The newest come first and are shown whole (up to their own budget).
+    assert!(
+        calls[0]["pretty_args"][0].is_array(),
+        "{}",
+        &calls[0]["pretty_args"].to_string()[..80]
+    );
+    // A cut value is still there by its CID.
+    let object = c.get(&format!("/api/objects/{}", full["cid"].as_str().unwrap()));
+    assert_eq!(object.status, 200);
 }
