@@ -25,6 +25,7 @@ use crate::ids;
 use crate::intern::Interner;
 use crate::limits;
 use crate::mcp::{stdio, Mcp, Outgoing};
+use crate::port_file;
 use crate::records::{HistoryEntry, Record, Records};
 use crate::state::{Shared, State};
 use crate::store::{IndexKey, RecordKind, Store};
@@ -57,6 +58,8 @@ pub struct Running {
     mcp: Arc<Mcp>,
     notifier: Option<(Sender<()>, JoinHandle<()>)>,
     stdio: Option<stdio::Stdio>,
+    /// Whether this server wrote the port file (and so removes it at exit).
+    owns_port_file: bool,
 }
 
 /// Opens the store and rebuilds the persisted part of the state.
@@ -135,25 +138,6 @@ fn bind(host: &str, port: u16) -> Result<(TcpListener, Option<u16>), Error> {
             Ok((l, Some(port)))
         }
         Err(e) => Err(Error::io(format!("cannot bind {addr}"), e)),
-    }
-}
-
-fn write_port_file(path: &Path, port: u16) -> io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    // Compat: bare digits, no newline, written after the bind (protocol doc §6).
-    std::fs::write(path, port.to_string())
-}
-
-fn remove_port_file(path: &Path, port: u16) {
-    match std::fs::read_to_string(path) {
-        Ok(text) if text.trim() == port.to_string() => {
-            if let Err(e) = std::fs::remove_file(path) {
-                log::warn!("could not remove port file {}: {e}", path.display());
-            }
-        }
-        _ => {}
     }
 }
 
@@ -314,7 +298,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let notifier = mcp
         .spawn_notifier()
         .map_err(|e| Error::io("cannot start the mcp-notify thread", e))?;
-    let running = Running {
+    let mut running = Running {
         shared,
         http,
         door,
@@ -326,14 +310,27 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         mcp,
         notifier: Some(notifier),
         stdio: None,
+        owns_port_file: false,
     };
     announce(&running.banner());
-    if let Err(e) = write_port_file(&port_file, port) {
-        running.stop();
-        return Err(Error::io(
-            format!("cannot write port file {}", port_file.display()),
-            e,
-        ));
+    match port_file::claim(&port_file, port) {
+        Ok(port_file::Claim::Owned) => running.owns_port_file = true,
+        Ok(port_file::Claim::Other(other)) => log::warn!(
+            "the port file {} names another running server ({}, pid {}); it is left to that \
+             server, so debug clients that find the server through the port file talk to it, \
+             not to this one (give them CIDELDILL_SERVER_URL={} instead)",
+            port_file.display(),
+            other.url(),
+            other.pid,
+            running.url()
+        ),
+        Err(e) => {
+            running.stop();
+            return Err(Error::io(
+                format!("cannot write port file {}", port_file.display()),
+                e,
+            ));
+        }
     }
     Ok(running)
 }
@@ -401,11 +398,13 @@ impl Running {
             ));
         }
         lines.push(format!("Server running on {}", self.url()));
-        if config.mcp_http {
+        if config.mcp_legacy_sse {
             lines.push(format!(
                 "MCP: Streamable HTTP at {0}/mcp, HTTP+SSE at {0}/mcp/sse",
                 self.url()
             ));
+        } else if config.mcp_http {
+            lines.push(format!("MCP: Streamable HTTP at {}/mcp", self.url()));
         }
         if let Some(m) = self.shared.upstream.get() {
             let names = m.names();
@@ -480,12 +479,61 @@ impl Running {
             let _ = io.out_tx.send(Outgoing::Close);
             let _ = io.writer.join();
         }
-        remove_port_file(&self.shared.config.port_file, self.port);
+        if self.owns_port_file {
+            port_file::release(&self.shared.config.port_file, self.port);
+        }
+    }
+}
+
+/// With `--mcp` and nothing that asks for a server of its own: the running server the port
+/// file names, if there is one (see `mcp::bridge`).
+pub fn server_to_join(config: &Config) -> Option<port_file::Running> {
+    if !config.may_join {
+        return None;
+    }
+    port_file::running_server(&config.port_file)
+}
+
+/// Joins a running server: relays MCP between stdio and its `/mcp` until stdin closes.
+pub fn join(config: &Config, server: &port_file::Running) -> Result<(), Error> {
+    let clients = &config.mcp_clients;
+    if clients.mcp_clients || clients.config.is_some() || !clients.inline.is_empty() {
+        return Err(Error::Config(format!(
+            "a server is already running for the port file {} ({}, pid {}), and this --mcp \
+             process joins its session; --mcp-client, --mcp-clients and --mcp-clients-config \
+             would start programs in that server's environment, so they are refused here: give \
+             them to that server (or connect them from its web UI), or add --standalone to start \
+             a separate server",
+            config.port_file.display(),
+            server.url(),
+            server.pid
+        )));
+    }
+    let mut err = io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "cideldill-server {}: joining the running server at {} (pid {}, named by {})\n\
+         MCP on stdio is relayed to {}/mcp: the agent shares the session of the web UI at {}/\n\
+         (--standalone starts a separate server instead)",
+        env!("CARGO_PKG_VERSION"),
+        server.url(),
+        server.pid,
+        config.port_file.display(),
+        server.url(),
+        server.url()
+    );
+    drop(err);
+    match crate::mcp::bridge::run_stdio(server.port) {
+        crate::mcp::bridge::End::StdinClosed => Ok(()),
+        crate::mcp::bridge::End::Lost(why) => Err(Error::Joined(why)),
     }
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub fn run(config: Config) -> Result<(), Error> {
+    if let Some(server) = server_to_join(&config) {
+        return join(&config, &server);
+    }
     let with_stdio = config.mcp_stdio;
     let mut running = start_with(config, |banner| {
         let mut err = io::stderr().lock();

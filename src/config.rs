@@ -31,12 +31,17 @@ pub struct Args {
 
     /// port to listen on (default 5174; 0 picks any free port; a port already in use falls back
     /// to a free one, and the port actually bound is written to the port file)
-    #[argh(option, default = "DEFAULT_PORT")]
-    pub port: u16,
+    #[argh(option)]
+    pub port: Option<u16>,
 
     /// keep everything in memory: nothing is written to disk
     #[argh(switch)]
     pub memory: bool,
+
+    /// with --mcp: start a server of its own even when the port file names a running one
+    /// (by default --mcp joins that server's session, given no --db, --memory or --port)
+    #[argh(switch)]
+    pub standalone: bool,
 
     /// database file (append-only log; created if missing, reopened with its objects, call
     /// records and history if present). Default: a new file
@@ -193,7 +198,13 @@ pub struct Config {
     pub mcp_stdio: bool,
     pub exit_on_stdin_close: bool,
     pub mcp_page_size: usize,
+    /// Streamable HTTP at `/mcp`: on by default on a loopback bind, else with `--mcp-sse`.
     pub mcp_http: bool,
+    /// The legacy HTTP+SSE transport at `/mcp/sse` (`--mcp-sse`).
+    pub mcp_legacy_sse: bool,
+    /// `--mcp` with nothing that asks for a server of its own (`--db`, `--memory`, `--port`,
+    /// `--standalone`): it joins the server the port file names, if one runs.
+    pub may_join: bool,
     pub allow_origins: Vec<String>,
     pub mcp_max_sessions: usize,
     /// The three flags that ask for external MCP servers (read at start).
@@ -351,7 +362,7 @@ impl Config {
         };
         Ok(Config {
             host: args.host.clone(),
-            port: args.port,
+            port: args.port.unwrap_or(DEFAULT_PORT),
             database,
             port_file: args
                 .port_file
@@ -370,7 +381,13 @@ impl Config {
             mcp_stdio: args.mcp,
             exit_on_stdin_close: args.exit_on_stdin_close,
             mcp_page_size: args.mcp_page_size,
-            mcp_http: args.mcp_sse,
+            mcp_http: args.mcp_sse || is_loopback_host(&args.host),
+            mcp_legacy_sse: args.mcp_sse,
+            may_join: args.mcp
+                && !args.standalone
+                && !args.memory
+                && args.db.is_none()
+                && args.port.is_none(),
             allow_origins: args.allow_origin.clone(),
             mcp_max_sessions: args.mcp_max_sessions,
             mcp_clients: ClientFlags {
@@ -409,6 +426,8 @@ impl Config {
             exit_on_stdin_close: false,
             mcp_page_size: 100,
             mcp_http: false,
+            mcp_legacy_sse: false,
+            may_join: false,
             allow_origins: Vec::new(),
             mcp_max_sessions: 64,
             mcp_clients: ClientFlags::default(),

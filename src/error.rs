@@ -12,8 +12,13 @@ use serde_json::{json, Map, Value};
 /// Failures that end an operation of the server itself (start-up, persistence, sockets).
 #[derive(Debug)]
 pub enum Error {
-    Io { context: String, source: io::Error },
+    Io {
+        context: String,
+        source: io::Error,
+    },
     Config(String),
+    /// A `--mcp` process that joined a running server lost its session.
+    Joined(String),
 }
 
 impl Error {
@@ -30,6 +35,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::Config(msg) => f.write_str(msg),
+            Error::Joined(why) => write!(f, "mcp bridge: {why}"),
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod node;
 pub mod pickle;
 pub mod pickle_write;
 pub mod pool;
+pub mod port_file;
 pub mod pretty;
 pub mod render;
 pub mod schema;

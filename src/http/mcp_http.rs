@@ -117,7 +117,24 @@ pub fn handle(
         );
     }
     let method = rq.method().as_str().to_ascii_uppercase();
-    match (path.trim_end_matches('/'), method.as_str()) {
+    let path = path.trim_end_matches('/');
+    if path != "/mcp" && !config.mcp_legacy_sse {
+        let body = crate::error::ApiError::new(
+            404,
+            "transport_off",
+            "the legacy HTTP+SSE transport is off (start the server with --mcp-sse); \
+             Streamable HTTP is at /mcp",
+        )
+        .to_json();
+        return respond(
+            rq,
+            404,
+            "application/json",
+            body.to_string().into_bytes(),
+            &[],
+        );
+    }
+    match (path, method.as_str()) {
         ("/mcp/sse", "GET") => legacy_open(mcp, rq),
         ("/mcp/messages", "POST") => {
             let body = match read_body(&mut rq, config.max_body_bytes) {

@@ -6,6 +6,7 @@
 //! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
 //! Tools, resources and prompts live in their own modules and never see a transport.
 
+pub mod bridge;
 pub mod external;
 pub mod prompts;
 pub mod resources;

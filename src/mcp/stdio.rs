@@ -271,7 +271,7 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
 }
 
 /// Reads and drops the rest of a line (through its newline, or to EOF), one buffer at a time.
-fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
+pub(crate) fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
     loop {
         let chunk = match input.fill_buf() {
             Ok(c) => c,

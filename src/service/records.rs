@@ -101,6 +101,11 @@ pub struct ServerStatus {
     pub calls_dropped: u64,
     pub stored_objects: usize,
     pub default_behavior: crate::breakpoints::Global,
+    /// The port file this server was started with (whether or not it wrote it: a server never
+    /// overwrites the port file of another live server), and its process id: with them a new
+    /// `--mcp` process finds out that the port file names this running server, and joins it.
+    pub port_file: String,
+    pub pid: u32,
 }
 
 /// How long a listing that reads records one by one (a text search, a process filter) scans,
@@ -516,6 +521,8 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
         calls_dropped: st.records.dropped(),
         stored_objects,
         default_behavior: st.breakpoints.global(),
+        port_file: shared.config.port_file.display().to_string(),
+        pid: std::process::id(),
     }
 }
 

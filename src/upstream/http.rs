@@ -477,7 +477,7 @@ pub(super) fn with_headers<B>(
 }
 
 /// The media type of a response, lowercase, without parameters.
-pub(super) fn content_type(resp: &Response<Body>) -> String {
+pub(crate) fn content_type(resp: &Response<Body>) -> String {
     resp.headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
@@ -489,7 +489,7 @@ pub(super) fn content_type(resp: &Response<Body>) -> String {
 
 /// Reads a small body of known length to its end so the connection can be reused; anything
 /// else is dropped (closing the connection), since reading it might block.
-pub(super) fn drain(resp: Response<Body>) {
+pub(crate) fn drain(resp: Response<Body>) {
     let mut body = resp.into_body();
     if body.content_length().is_some_and(|n| n <= ERROR_BODY) {
         let _ = io::copy(&mut body.as_reader(), &mut io::sink());
@@ -498,7 +498,7 @@ pub(super) fn drain(resp: Response<Body>) {
 
 /// Describes a response that is not a success: whether its body is a JSON-RPC error, and
 /// `404 Not Found: <the error message or a body preview>`.
-pub(super) fn describe_status(resp: Response<Body>) -> (bool, String) {
+pub(crate) fn describe_status(resp: Response<Body>) -> (bool, String) {
     let status = resp.status();
     let mut head = format!(
         "{} {}",
@@ -542,8 +542,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// A ureq agent whose connections can all be stopped at once.
 #[derive(Clone)]
-pub(super) struct Client {
-    pub(super) agent: Agent,
+pub(crate) struct Client {
+    pub(crate) agent: Agent,
     stop: Arc<AtomicBool>,
 }
 
@@ -551,7 +551,7 @@ impl Client {
     /// An agent that returns 4xx/5xx as responses, follows no redirects (a POST must not turn
     /// into a GET, nor credentials go elsewhere), keeps no idle connections, and times out
     /// connecting after `connect_timeout`; other timeouts are set per request.
-    pub(super) fn new(connect_timeout: Duration) -> Client {
+    pub(crate) fn new(connect_timeout: Duration) -> Client {
         let stop = Arc::new(AtomicBool::new(false));
         let config = Agent::config_builder()
             .http_status_as_error(false)
@@ -577,16 +577,16 @@ impl Client {
     }
 
     /// Stops every connection of this client; tells whether it was stopped already.
-    pub(super) fn stop(&self) -> bool {
+    pub(crate) fn stop(&self) -> bool {
         self.stop.swap(true, Ordering::SeqCst)
     }
 
-    pub(super) fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
     /// A ureq error for humans; "connection closed" once stopped.
-    pub(super) fn describe(&self, e: &ureq::Error) -> String {
+    pub(crate) fn describe(&self, e: &ureq::Error) -> String {
         if self.stopped() {
             "connection closed".to_owned()
         } else {

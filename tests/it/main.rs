@@ -10,6 +10,7 @@ mod door;
 mod event_stream;
 mod events;
 mod fixture;
+mod join;
 mod mcp_http;
 mod mcp_limits;
 mod mcp_stdio;

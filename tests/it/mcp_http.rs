@@ -898,10 +898,23 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     assert!(first_stream.ended(deadline()));
     streamable_session(capped.port, "2025-11-25");
 
-    // Without --mcp-sse there is no MCP endpoint.
+    // Without --mcp-sse, a loopback server serves Streamable HTTP (so an `--mcp` process can
+    // join it) but not the legacy transport.
     let plain = Server::start(&[]);
+    streamable_session(plain.port, "2025-11-25");
+    let r = http(
+        plain.port,
+        "GET",
+        "/mcp/sse",
+        &[("Accept", "text/event-stream")],
+        None,
+    );
+    assert_eq!(r.status, 404, "{}", body_text(&r));
+    assert_eq!(r.json()["error"], "transport_off");
+    // A server bound beyond loopback has no MCP endpoint without --mcp-sse.
+    let remote = Server::start(&["--host", "0.0.0.0", "--allow-remote"]);
     for method in ["GET", "POST"] {
-        let r = http(plain.port, method, "/mcp", &[JSON, ACCEPT], Some(&init));
+        let r = http(remote.port, method, "/mcp", &[JSON, ACCEPT], Some(&init));
         assert_eq!(r.status, 404, "{method} /mcp: {}", body_text(&r));
         assert!(r.json().is_object());
     }

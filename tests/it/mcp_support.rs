@@ -35,16 +35,59 @@ impl McpServer {
     pub fn start_env(extra: &[&str], envs: &[(&str, &str)]) -> McpServer {
         let home = Arc::new(TempDir::new("mcp"));
         let port_file = home.path().join("port");
-        let stderr_path = home.path().join("stderr.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
-        cmd.args(["--mcp", "--memory"]);
+        let mut args = vec!["--mcp", "--memory"];
         if !extra.contains(&"--port") {
-            cmd.args(["--port", "0"]);
+            args.extend(["--port", "0"]);
         }
-        let mut child = cmd
-            .args(extra)
-            .env("CIDELDILL_HOME", home.path())
-            .env("CIDELDILL_PORT_FILE", &port_file)
+        args.extend_from_slice(extra);
+        let mut s = McpServer::spawn(home.clone(), home.path(), &port_file, &args, envs);
+        let until = Instant::now() + deadline();
+        s.port = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(Instant::now() < until, "no port file: {}", s.stderr());
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        s
+    }
+
+    /// `cideldill-server --mcp` with exactly `args`, in the data directory and with the port
+    /// file of `server` (as an MCP host would start it beside a running server); `port` is the
+    /// running server's.
+    pub fn beside(server: &crate::support::Server, args: &[&str]) -> McpServer {
+        let mut s = McpServer::beside_path(&server.home, &server.port_file, args);
+        s.port = server.port;
+        s
+    }
+
+    /// `cideldill-server --mcp` with exactly `args`, with this data directory and port file.
+    pub fn beside_path(
+        home: &std::path::Path,
+        port_file: &std::path::Path,
+        args: &[&str],
+    ) -> McpServer {
+        let mut all = vec!["--mcp"];
+        all.extend_from_slice(args);
+        let own = Arc::new(TempDir::new("mcp-beside"));
+        McpServer::spawn(own, home, port_file, &all, &[])
+    }
+
+    fn spawn(
+        own: Arc<TempDir>,
+        home: &std::path::Path,
+        port_file: &std::path::Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> McpServer {
+        let stderr_path = own.path().join("stderr.log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+            .args(args)
+            .env("CIDELDILL_HOME", home)
+            .env("CIDELDILL_PORT_FILE", port_file)
             .env("RUST_LOG", "debug")
             .envs(envs.iter().copied())
             .stdin(Stdio::piped())
@@ -70,29 +113,14 @@ impl McpServer {
                 }
             }
         });
-        let until = Instant::now() + deadline();
-        let port = loop {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break p;
-            }
-            assert!(
-                Instant::now() < until,
-                "no port file: {}",
-                std::fs::read_to_string(&stderr_path).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
         McpServer {
             child: Some(child),
             stdin,
             lines: rx,
             pending: Mutex::new(Vec::new()),
             next_id: AtomicI64::new(1),
-            port,
-            home,
+            port: 0,
+            home: own,
             stderr_path,
             junk,
         }

@@ -1,0 +1,495 @@
+//! `--mcp` joining a running server: a verbatim bridge between this process's stdin and stdout
+//! and the running server's Streamable HTTP endpoint (`/mcp`), so an agent started by an MCP
+//! host shares the session that the web UI and scripts use. It never handles a message itself:
+//! what the host writes is posted as it came, and what the server answers or sends is written
+//! back as it came, one message per line.
+//!
+//! Threads: `bridge-in` reads stdin. A request (or a batch holding one) is posted from its own
+//! `bridge-post` thread, so a request that waits (`breakpoint_wait_for_pause`, a REPL eval)
+//! blocks nothing else; its answer arrives as a JSON body or on an event stream that may carry
+//! progress notifications first, and everything on it is relayed. Notifications and responses
+//! (cancellation included) are posted in order by `bridge-in` itself. Once the host sends
+//! `notifications/initialized`, `bridge-events` opens the server's own event stream (list
+//! changes, resource updates, `notifications/breakpoint/*`). The `Mcp-Session-Id` and the
+//! protocol version of the `initialize` exchange are sent back on every later message.
+//!
+//! A request the server cannot answer (it is gone, or answers with an HTTP error without a
+//! JSON-RPC body) gets a JSON-RPC error naming the cause. Stdin closing ends the bridge: it
+//! deletes its session (the server cancels what the session still runs) and exits, and the
+//! server keeps running. The server ending the session (it stopped, or forgot the session)
+//! ends the bridge with an error on stderr, so the host shows the server as stopped.
+
+use std::io::{self, BufRead, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{unbounded, Sender};
+use serde_json::{json, Value};
+use ureq::http::Response;
+use ureq::Body;
+
+use crate::jsonrpc;
+use crate::upstream::http::{content_type, describe_status, drain, Client};
+use crate::upstream::sse_parse::EventReader;
+
+/// Longest stdin line, as for the server's own stdio transport.
+const MAX_LINE_BYTES: u64 = crate::limits::MAX_STDIO_LINE_BYTES;
+/// Largest JSON answer relayed.
+const MAX_BODY: u64 = 256 << 20;
+/// Connecting to the running server (on loopback) may take this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a notification or response may take to post.
+const POST_LIMIT: Duration = Duration::from_secs(30);
+
+/// How the bridge ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// Stdin closed: the host is done.
+    StdinClosed,
+    /// The server ended the session or cannot be reached.
+    Lost(String),
+}
+
+/// Relays between this process's stdin and stdout and the server at `port` (stdout is then
+/// this bridge's alone, as it is the stdio transport's in a server).
+pub fn run_stdio(port: u16) -> End {
+    run(port, io::stdin(), io::stdout())
+}
+
+/// Relays between `input`/`output` and `http://127.0.0.1:<port>/mcp` until stdin closes or the
+/// session is lost.
+pub fn run<R, W>(port: u16, input: R, output: W) -> End
+where
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let (done_tx, done_rx) = unbounded();
+    let bridge = Arc::new(Bridge {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        client: Client::new(CONNECT_TIMEOUT),
+        session: Mutex::new(None),
+        version: Mutex::new(None),
+        out: Mutex::new(io::BufWriter::new(Box::new(output))),
+        events_opened: AtomicBool::new(false),
+        done: done_tx,
+    });
+    let reader = bridge.clone();
+    let spawned = thread::Builder::new()
+        .name("bridge-in".into())
+        .spawn(move || reader.read_loop(io::BufReader::new(input)));
+    if let Err(e) = spawned {
+        return End::Lost(format!("cannot start the stdin thread: {e}"));
+    }
+    let end = done_rx.recv().unwrap_or(End::StdinClosed);
+    bridge.close();
+    end
+}
+
+struct Bridge {
+    url: String,
+    client: Client,
+    session: Mutex<Option<String>>,
+    /// The protocol version the `initialize` exchange settled on.
+    version: Mutex<Option<String>>,
+    out: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
+    events_opened: AtomicBool,
+    done: Sender<End>,
+}
+
+/// What a line from the host is.
+enum Kind {
+    /// A request, or a batch holding one, with the ids to answer if the exchange fails, and
+    /// whether it is `initialize`.
+    Request { ids: Vec<Value>, initialize: bool },
+    /// Notifications and responses, answered by nothing.
+    Other { initialized: bool },
+}
+
+/// A message's method and id (a non-null one).
+fn one(m: &Value) -> (Option<&str>, Option<Value>) {
+    let method = m.get("method").and_then(Value::as_str);
+    let id = m.get("id").filter(|v| !v.is_null()).cloned();
+    (method, id)
+}
+
+fn kind(msg: &Value) -> Kind {
+    let items: Vec<&Value> = match msg {
+        Value::Array(batch) => batch.iter().collect(),
+        other => vec![other],
+    };
+    let ids: Vec<Value> = items
+        .iter()
+        .filter_map(|m| match one(m) {
+            (Some(_), Some(id)) => Some(id),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        Kind::Other {
+            initialized: items
+                .iter()
+                .any(|m| one(m).0 == Some("notifications/initialized")),
+        }
+    } else {
+        Kind::Request {
+            ids,
+            initialize: items.iter().any(|m| one(m).0 == Some("initialize")),
+        }
+    }
+}
+
+impl Bridge {
+    fn read_loop(self: Arc<Self>, mut input: impl BufRead) {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match (&mut input)
+                .take(MAX_LINE_BYTES + 1)
+                .read_until(b'\n', &mut buf)
+            {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("mcp bridge: reading stdin failed: {e}");
+                    break;
+                }
+            }
+            if buf.len() as u64 > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+                buf = Vec::new();
+                self.write(&json!({"jsonrpc": "2.0", "id": null, "error": {
+                    "code": jsonrpc::PARSE_ERROR,
+                    "message": format!("message longer than {MAX_LINE_BYTES} bytes")}}));
+                if super::stdio::skip_line(&mut input).is_err() {
+                    break;
+                }
+                continue;
+            }
+            let line = String::from_utf8_lossy(&buf).trim().to_owned();
+            if line.is_empty() {
+                continue;
+            }
+            log::trace!("< bridge {}", jsonrpc::excerpt(&line));
+            match serde_json::from_str::<Value>(&line) {
+                Ok(msg) => match kind(&msg) {
+                    Kind::Request { ids, initialize } => {
+                        let me = self.clone();
+                        let spawned = thread::Builder::new()
+                            .name("bridge-post".into())
+                            .spawn(move || me.exchange(line.into_bytes(), &ids, initialize));
+                        if let Err(e) = spawned {
+                            log::error!("mcp bridge: cannot start a thread: {e}");
+                        }
+                    }
+                    Kind::Other { initialized } => {
+                        self.post_one(line.into_bytes());
+                        if initialized {
+                            self.open_event_stream();
+                        }
+                    }
+                },
+                // Not JSON: the server answers it with a parse error, relayed.
+                Err(_) => self.exchange(line.into_bytes(), &[Value::Null], false),
+            }
+        }
+        let _ = self.done.send(End::StdinClosed);
+    }
+
+    /// Writes one message as one line.
+    fn write(&self, msg: &Value) {
+        let text = msg.to_string();
+        log::trace!("> bridge {}", jsonrpc::excerpt(&text));
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let written = out
+            .write_all(text.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| out.flush());
+        if let Err(e) = written {
+            log::debug!("mcp bridge: stdout closed ({e})");
+        }
+    }
+
+    /// Answers each of `ids` with a JSON-RPC error.
+    fn fail(&self, ids: &[Value], message: &str) {
+        for id in ids {
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32000, "message": message}}));
+        }
+    }
+
+    fn lost(&self, why: String) {
+        let _ = self.done.send(End::Lost(why));
+    }
+
+    fn post(&self, body: Vec<u8>, limit: Duration) -> (Result<Response<Body>, ureq::Error>, bool) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let had_session = session.is_some();
+        let mut rq = self
+            .client
+            .agent
+            .post(&self.url)
+            .config()
+            .timeout_global(Some(limit))
+            .build()
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(id) = session {
+            rq = rq.header("Mcp-Session-Id", id);
+        }
+        if let Some(v) = self
+            .version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        let result = rq.send(body);
+        if let Ok(resp) = &result {
+            if let Some(id) = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_owned());
+            }
+        }
+        (result, had_session)
+    }
+
+    /// A 404 to a message that carried the session: the server forgot it (it restarted, or
+    /// the session was closed).
+    fn check_session(&self, status: u16, had_session: bool) {
+        if status == 404 && had_session {
+            self.lost(
+                "the running server ended this MCP session (it restarted or closed it)".into(),
+            );
+        }
+    }
+
+    /// Posts a notification or response, relaying an error answer if there is one.
+    fn post_one(&self, body: Vec<u8>) {
+        let (result, had_session) = self.post(body, POST_LIMIT);
+        match result {
+            Ok(resp) if resp.status().is_success() => drain(resp),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let (_, message) = describe_status(resp);
+                log::warn!("mcp bridge: the server refused a message: HTTP {message}");
+                self.check_session(status, had_session);
+            }
+            Err(e) => self.lost(format!(
+                "the running server at {} cannot be reached: {}",
+                self.url,
+                self.client.describe(&e)
+            )),
+        }
+    }
+
+    /// Posts a request and relays everything that comes back until its answer.
+    fn exchange(&self, body: Vec<u8>, ids: &[Value], initialize: bool) {
+        let (result, had_session) = self.post(body, Duration::from_secs(24 * 3600));
+        let resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let why = format!(
+                    "the running server at {} cannot be reached: {}",
+                    self.url,
+                    self.client.describe(&e)
+                );
+                self.fail(ids, &why);
+                return self.lost(why);
+            }
+        };
+        let status = resp.status().as_u16();
+        let relay = |msg: Value| {
+            if initialize {
+                self.learn_version(&msg);
+            }
+            self.write(&msg);
+        };
+        match content_type(&resp).as_str() {
+            "text/event-stream" if resp.status().is_success() => {
+                let mut events = EventReader::new(resp.into_body().into_reader());
+                loop {
+                    match events.next_event() {
+                        Ok(Some(ev)) if ev.event == "message" && !ev.data.trim().is_empty() => {
+                            match serde_json::from_str(&ev.data) {
+                                Ok(msg) => relay(msg),
+                                Err(e) => log::warn!("mcp bridge: an event is not JSON ({e})"),
+                            }
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(e) => {
+                            self.fail(ids, &format!("the answer stream failed: {e}"));
+                            break;
+                        }
+                    }
+                }
+            }
+            "application/json" => {
+                let bytes = resp
+                    .into_body()
+                    .into_with_config()
+                    .limit(MAX_BODY)
+                    .read_to_vec();
+                match bytes.map(|b| serde_json::from_slice::<Value>(&b)) {
+                    Ok(Ok(msg)) => relay(msg),
+                    _ => self.fail(ids, &format!("HTTP {status} with an unreadable answer")),
+                }
+                self.check_session(status, had_session);
+            }
+            _ if resp.status().is_success() => drain(resp),
+            _ => {
+                let (_, message) = describe_status(resp);
+                self.fail(ids, &format!("the running server answered HTTP {message}"));
+                self.check_session(status, had_session);
+            }
+        }
+    }
+
+    fn learn_version(&self, msg: &Value) {
+        if let Some(v) = msg
+            .pointer("/result/protocolVersion")
+            .and_then(Value::as_str)
+        {
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.to_owned());
+        }
+    }
+
+    /// Opens the server's own event stream once, on `bridge-events`; its end ends the bridge.
+    fn open_event_stream(self: &Arc<Self>) {
+        if self.events_opened.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = self.clone();
+        let spawned = thread::Builder::new()
+            .name("bridge-events".into())
+            .spawn(move || me.read_events());
+        if let Err(e) = spawned {
+            log::error!("mcp bridge: cannot start the event stream thread: {e}");
+        }
+    }
+
+    fn read_events(&self) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut rq = self
+            .client
+            .agent
+            .get(&self.url)
+            .header("Accept", "text/event-stream");
+        if let Some(id) = session {
+            rq = rq.header("Mcp-Session-Id", id);
+        }
+        if let Some(v) = self
+            .version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        let resp = match rq.call() {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => {
+                let (_, message) = describe_status(r);
+                return self.lost(format!("the server's event stream: HTTP {message}"));
+            }
+            Err(e) => return self.lost(format!("the server's event stream: {e}")),
+        };
+        let mut events = EventReader::new(resp.into_body().into_reader());
+        loop {
+            match events.next_event() {
+                Ok(Some(ev)) if ev.event == "message" && !ev.data.trim().is_empty() => {
+                    match serde_json::from_str::<Value>(&ev.data) {
+                        Ok(msg) => self.write(&msg),
+                        Err(e) => log::warn!("mcp bridge: an event is not JSON ({e})"),
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    log::debug!("mcp bridge: the event stream failed: {e}");
+                    break;
+                }
+            }
+        }
+        if !self.client.stopped() {
+            self.lost("the running server closed this session's event stream (it stopped)".into());
+        }
+    }
+
+    /// Ends the session on the server (which cancels what it still runs) and stops every read.
+    fn close(&self) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        self.client.stop();
+        let Some(id) = session else { return };
+        let client = Client::new(Duration::from_secs(1));
+        let mut rq = client
+            .agent
+            .delete(&self.url)
+            .config()
+            .timeout_global(Some(Duration::from_secs(2)))
+            .build()
+            .header("Mcp-Session-Id", id);
+        if let Some(v) = self
+            .version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        match rq.call() {
+            Ok(r) => log::debug!("mcp bridge: DELETE of the session answered {}", r.status()),
+            Err(e) => log::debug!("mcp bridge: DELETE of the session failed: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_told_apart_by_what_answers_them() {
+        let req = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"});
+        assert!(matches!(
+            kind(&req),
+            Kind::Request {
+                initialize: true,
+                ..
+            }
+        ));
+        let batch = json!([{"jsonrpc": "2.0", "method": "notifications/initialized"},
+                           {"jsonrpc": "2.0", "id": "a", "method": "tools/list"}]);
+        match kind(&batch) {
+            Kind::Request { ids, initialize } => {
+                assert_eq!(ids, [json!("a")]);
+                assert!(!initialize);
+            }
+            Kind::Other { .. } => panic!("a batch with a request"),
+        }
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert!(matches!(kind(&note), Kind::Other { initialized: true }));
+        let response = json!({"jsonrpc": "2.0", "id": 7, "result": {}});
+        assert!(matches!(
+            kind(&response),
+            Kind::Other { initialized: false }
+        ));
+    }
+}
