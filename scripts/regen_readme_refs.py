@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Rewrites README.md's generated reference blocks (REST routes, MCP tools) from the tables in
-the code: runs the tidy tests that compare them and takes the expected text from their
-failure messages. A maintainer's convenience; the tests stay the check."""
+"""Rewrites README.md's generated reference blocks (REST routes, MCP tools, limits) from the
+tables in the code: runs the tidy tests that compare them and takes the expected text from
+their failure messages. A maintainer's convenience; the tests stay the check."""
 import pathlib
 import re
 import subprocess
@@ -10,6 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCKS = {
     "readme_rest_reference_matches_the_route_table": "rest-reference",
     "readme_tool_reference_matches_the_tool_table": "mcp-tools",
+    "readme_limits_table_matches_the_limits_table": "limits",
 }
 
 

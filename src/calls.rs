@@ -8,15 +8,12 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
+use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_ORPHANS,
     MAX_ORPHAN_ID_BYTES,
 };
 use crate::records::{CallId, CallRecord};
-
-/// How many resume actions of after-pauses are kept for clients still polling them. The
-/// original never deletes them; we keep the newest ones (a client polls within milliseconds).
-const MAX_AFTER_ACTIONS: usize = 10_000;
 
 /// A paused execution.
 #[derive(Clone, Debug)]
@@ -269,9 +266,6 @@ impl Calls {
     }
 }
 
-/// Strings of a shrunk com-error report keep this many characters (the Python client cuts
-/// `response_text` and `traceback` to 4000 itself).
-const REPORT_TEXT_CHARS: usize = 4000;
 /// The fields a report keeps when nothing else makes it fit.
 const REPORT_CORE_FIELDS: [&str; 12] = [
     "summary",

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha512};
 use crate::error::ApiError;
 use crate::ids::hex;
 use crate::intern::{parse_digest, Cid, DigestBuild, DIGEST_LEN};
+use crate::limits::VERIFIED_BYTES;
 use crate::store::{Format, NewBlob};
 
 /// The CID of `bytes`: 128 lowercase hex characters of their SHA-512 digest.
@@ -191,9 +192,6 @@ pub struct Verified {
 }
 
 type VerifiedText = (Box<[u8; DIGEST_LEN]>, Format, Box<str>);
-
-/// Text bytes `Verified` keeps at most.
-const VERIFIED_BYTES: usize = 4 << 20;
 
 impl Verified {
     /// The digest of a text verified before for this CID and format.

@@ -56,12 +56,12 @@ pub struct Args {
 
     /// largest request body accepted, in MiB (default 64); larger requests get 413, and note that
     /// the Python client exits when /api/call/start answers 413
-    #[argh(option, default = "64")]
+    #[argh(option, default = "crate::limits::DEFAULT_MAX_BODY_MB")]
     pub max_body_mb: u64,
 
     /// call records (and breakpoint history entries) kept in memory (default 100000); older ones
     /// stay in the database file and are read from it, or with --memory are dropped and counted
-    #[argh(option, default = "crate::records::DEFAULT_MAX_RECORDS")]
+    #[argh(option, default = "crate::limits::DEFAULT_MAX_RECORDS")]
     pub max_records: usize,
 
     /// memory the call records (and, separately, the breakpoint history) kept in memory may
@@ -80,7 +80,7 @@ pub struct Args {
     pub max_connections: usize,
 
     /// seconds a REPL eval waits for the debugged program's answer (default 30)
-    #[argh(option, default = "30.0")]
+    #[argh(option, default = "crate::limits::DEFAULT_REPL_TIMEOUT_S")]
     pub repl_timeout_s: f64,
 
     /// poll interval the server asks paused clients to use, in ms (default 100)
@@ -112,11 +112,11 @@ pub struct Args {
     pub allow_origin: Vec<String>,
 
     /// most concurrent MCP HTTP sessions (default 64; more get 503)
-    #[argh(option, default = "64")]
+    #[argh(option, default = "crate::limits::DEFAULT_MCP_MAX_SESSIONS")]
     pub mcp_max_sessions: usize,
 
     /// items per page of MCP list results (default 100)
-    #[argh(option, default = "100")]
+    #[argh(option, default = "crate::limits::DEFAULT_MCP_PAGE_SIZE")]
     pub mcp_page_size: usize,
 
     /// connect to the external MCP servers of the default config file
@@ -136,7 +136,10 @@ pub struct Args {
     pub mcp_client: Vec<String>,
 
     /// seconds an external MCP server may take to start and initialize (default 30)
-    #[argh(option, default = "30.0")]
+    #[argh(
+        option,
+        default = "crate::limits::UPSTREAM_CONNECT_TIMEOUT.as_secs_f64()"
+    )]
     pub mcp_connect_timeout_s: f64,
 
     /// seconds between health pings of connected external MCP servers (default 15)
@@ -414,22 +417,22 @@ impl Config {
                 .parent()
                 .map_or_else(std::env::temp_dir, Path::to_path_buf),
             port_file,
-            max_body_bytes: 64 * 1024 * 1024,
-            max_records: crate::records::DEFAULT_MAX_RECORDS,
+            max_body_bytes: crate::limits::DEFAULT_MAX_BODY_MB * 1024 * 1024,
+            max_records: crate::limits::DEFAULT_MAX_RECORDS,
             max_records_bytes: crate::limits::DEFAULT_MAX_RECORDS_BYTES,
             allow_remote: false,
             max_connections: crate::limits::DEFAULT_MAX_CONNECTIONS,
-            repl_timeout: Duration::from_secs(30),
+            repl_timeout: Duration::from_secs_f64(crate::limits::DEFAULT_REPL_TIMEOUT_S),
             poll_interval_ms: 100,
             poll_timeout_ms: 60_000,
             mcp_stdio: false,
             exit_on_stdin_close: false,
-            mcp_page_size: 100,
+            mcp_page_size: crate::limits::DEFAULT_MCP_PAGE_SIZE,
             mcp_http: false,
             mcp_legacy_sse: false,
             may_join: false,
             allow_origins: Vec::new(),
-            mcp_max_sessions: 64,
+            mcp_max_sessions: crate::limits::DEFAULT_MCP_MAX_SESSIONS,
             mcp_clients: ClientFlags::default(),
             upstream_timing: Timing::default(),
             mcp_session_idle: Duration::from_secs_f64(crate::limits::MCP_SESSION_IDLE_S),
@@ -449,6 +452,53 @@ mod tests {
         Env {
             home: Some("/home/u".into()),
             ..Env::default()
+        }
+    }
+
+    #[test]
+    fn help_states_the_defaults_that_limits_rs_gives_the_flags() {
+        use crate::limits as l;
+        let help = Args::from_args(&["cideldill-server"], &["--help"])
+            .unwrap_err()
+            .output;
+        let paragraph = |flag: &str| {
+            let mut out = String::new();
+            let mut inside = false;
+            for line in help.lines() {
+                let line = line.trim();
+                if line.starts_with("--") {
+                    inside = line.split_whitespace().next() == Some(flag);
+                }
+                if inside {
+                    out.push(' ');
+                    out.push_str(line);
+                }
+            }
+            out
+        };
+        let defaults = [
+            ("--max-body-mb", l::DEFAULT_MAX_BODY_MB.to_string()),
+            ("--max-records", l::DEFAULT_MAX_RECORDS.to_string()),
+            ("--max-records-mb", l::DEFAULT_MAX_RECORDS_MB.to_string()),
+            ("--max-connections", l::DEFAULT_MAX_CONNECTIONS.to_string()),
+            ("--repl-timeout-s", l::DEFAULT_REPL_TIMEOUT_S.to_string()),
+            (
+                "--mcp-max-sessions",
+                l::DEFAULT_MCP_MAX_SESSIONS.to_string(),
+            ),
+            ("--mcp-page-size", l::DEFAULT_MCP_PAGE_SIZE.to_string()),
+            (
+                "--mcp-connect-timeout-s",
+                l::UPSTREAM_CONNECT_TIMEOUT.as_secs_f64().to_string(),
+            ),
+            ("--mcp-session-idle-s", l::MCP_SESSION_IDLE_S.to_string()),
+        ];
+        for (flag, value) in defaults {
+            let text = paragraph(flag);
+            assert!(
+                text.contains(&format!("(default {value}")),
+                "{flag}: the help does not say (default {value}: {text}"
+            );
         }
     }
 

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Value};
 
+use crate::limits::REPLAY_EVENTS;
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventKind {
@@ -118,9 +120,6 @@ impl Event {
         }
     }
 }
-
-/// Events the bus keeps for subscribers that come back (`Last-Event-ID`).
-pub const REPLAY_EVENTS: usize = 1024;
 
 /// Subscribers to events, and the most recent events for replay. Its mutex is a leaf lock:
 /// never taken while calling out.

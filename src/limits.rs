@@ -123,3 +123,662 @@ pub const RENDER_LOOKUP_SLACK: usize = 256 * 1024;
 pub const RENDER_MEMORY_PER_INPUT_BYTE: usize = 128;
 /// ... plus this many bytes (checked by the property tests of `tests/pickle_props.rs`).
 pub const RENDER_MEMORY_SLACK: usize = 8 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Defaults of the other flags that set a limit (README "## Flags"). Each flag takes its default
+// from here; `config` checks and carries the chosen value.
+
+/// Default of `--max-body-mb`: the largest request body, in MiB. A declared body over it is
+/// answered 413 without being read; a chunked one is read up to it.
+pub const DEFAULT_MAX_BODY_MB: u64 = 64;
+/// Default of `--mcp-max-sessions`: concurrent MCP HTTP sessions, both transports.
+pub const DEFAULT_MCP_MAX_SESSIONS: usize = 64;
+/// Default of `--mcp-page-size`: items per page of MCP list results.
+pub const DEFAULT_MCP_PAGE_SIZE: usize = 100;
+/// Default of `--repl-timeout-s`: how long a REPL eval waits for the debugged program's answer
+/// (then 504).
+pub const DEFAULT_REPL_TIMEOUT_S: f64 = 30.0;
+
+// ---------------------------------------------------------------------------------------------
+// Call records, listings and searches (`records`, `search`, `service/records.rs`,
+// `service/processes.rs`, `http/routes.rs`, `ui/calls.rs`).
+
+/// Default of `--max-records`: call records (and, separately, breakpoint history entries) kept
+/// in memory. Older ones stay in the database file, or with `--memory` are dropped and counted.
+pub const DEFAULT_MAX_RECORDS: usize = 100_000;
+/// How many object snapshots `/api/snapshots` covers (the newest), as before.
+pub const MAX_SNAPSHOTS: usize = 100_000;
+/// How long a listing that reads records one by one (a text search, a process filter) scans,
+/// newest first, before it answers with what it found so far (`search_truncated`).
+pub const SCAN_BUDGET: std::time::Duration = std::time::Duration::from_millis(1500);
+/// CIDs whose outcome one search remembers, at most (about 40 bytes each); further ones are
+/// rendered again each time a record names them.
+pub const SEARCH_MEMO_MAX: usize = 1 << 18;
+/// How many records older than the in-memory window the processes view (call tree) reads back
+/// from the database file; older processes and calls are not shown, and the page says so.
+pub const PROCESS_DISK_SCAN: usize = 20_000;
+/// Largest `limit` (page size) of a REST or MCP listing; a larger one is refused.
+pub const MAX_PAGE_LIMIT: usize = 1000;
+/// Largest page of the web UI's call records (a larger `limit` is cut to it).
+pub const UI_MAX_PAGE_LIMIT: usize = 500;
+
+// ---------------------------------------------------------------------------------------------
+// The event stream `GET /api/events` (`events`, `http/events.rs`).
+
+/// Events the bus keeps for subscribers that come back (`Last-Event-ID`); one that missed older
+/// ones gets `resync`.
+pub const REPLAY_EVENTS: usize = 1024;
+/// Events a stream may have waiting before its reader counts as stalled: it then gets `resync`
+/// and the stream ends.
+pub const EVENT_STREAM_QUEUE: usize = 256;
+/// Event streams open at once; one more is answered 503.
+pub const MAX_EVENT_STREAMS: usize = 32;
+
+// ---------------------------------------------------------------------------------------------
+// The debug-client protocol: what is kept for clients still polling (`calls`), and what is
+// remembered of the payloads they send (`cas`).
+
+/// How many resume actions of after-pauses (and of released orphan pauses) are kept for clients
+/// still polling them. The original never deletes them; we keep the newest ones (a client polls
+/// within milliseconds).
+pub const MAX_AFTER_ACTIONS: usize = 10_000;
+/// Strings of a shrunk com-error report keep this many characters (the Python client cuts
+/// `response_text` and `traceback` to 4000 itself).
+pub const REPORT_TEXT_CHARS: usize = 4000;
+/// Text bytes of verified payloads (`cas::Verified`) kept at most; when full, everything is
+/// forgotten and resent payloads are decoded and hashed again.
+pub const VERIFIED_BYTES: usize = 4 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Decoding pickles (`pickle::Limits`, `pickle/bigint.rs`) and the cache of rendered values
+// (`render`). A payload over a decoder limit shows as `<unavailable: ...>`.
+
+/// Deepest nesting of a pickle: the MARK stack while decoding, recursion while rendering.
+pub const PICKLE_MAX_DEPTH: usize = 200;
+/// Most memo entries of one pickle.
+pub const PICKLE_MAX_MEMO: usize = 1_000_000;
+/// Decoder memory allowed per payload byte (charged before each allocation) ...
+pub const PICKLE_MEMORY_PER_INPUT_BYTE: usize = 8;
+/// ... plus this many bytes.
+pub const PICKLE_MEMORY_SLACK: usize = 1 << 20;
+/// Largest magnitude of an integer, in bytes (about 20,000 decimal digits), converted to
+/// decimal; a larger one renders as `<int of N bits>` so time stays bounded.
+pub const MAX_DECIMAL_BYTES: usize = 8 * 1024;
+/// Rendered values the render cache keeps, at most (oldest out first).
+pub const RENDER_CACHE_ENTRIES: usize = 4096;
+/// Bytes of the values the render cache keeps (as `render::kept_bytes` counts them), at most.
+pub const RENDER_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Payloads larger than this are rendered every time (their values are large too).
+pub const RENDER_CACHE_MAX_PAYLOAD: usize = 64 * 1024;
+/// Values larger than this (as `render::kept_bytes` counts them) are rendered every time.
+pub const RENDER_CACHE_MAX_VALUE: usize = 256 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// MCP tools (`mcp/tools.rs`, `mcp/external.rs`) and sessions (`mcp/sessions.rs`).
+
+/// The longest a tool may block (`timeout_s` of `breakpoint_wait_for_pause` and
+/// `breakpoint_repl_eval` is cut to it): below the 60 s after which common MCP hosts give up.
+pub const MAX_BLOCK_S: f64 = 55.0;
+/// The longest a listing of external servers waits for servers still connecting (within the
+/// tools' `MAX_BLOCK_S`).
+pub const MAX_SETTLE: std::time::Duration = std::time::Duration::from_secs(55);
+/// Largest serialized tool result handed to an agent, in bytes (about 12 000 tokens; Claude
+/// Code refuses results over 25 000 tokens); a larger one is cut, and says where the whole is.
+pub const AGENT_RESULT_LIMIT: usize = 50_000;
+/// Bytes of each of `name` and `version` a session keeps of a `clientInfo` over
+/// `MCP_MAX_CLIENT_INFO_BYTES`.
+pub const MCP_CLIENT_INFO_FIELD_BYTES: usize = 256;
+
+// ---------------------------------------------------------------------------------------------
+// The web UI (`ui/`).
+
+/// The largest source file the call-stack pages show.
+pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// External MCP servers, what the MCP client manager accepts from them (`upstream/`).
+
+/// Default of `--mcp-connect-timeout-s`: how long an external server may take to start (spawn
+/// or HTTP handshake), initialize and list its tools; then its status is `error`.
+pub const UPSTREAM_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Tool-call timeout when a server's entry sets no `timeout_s` (seed 000: default 30); then the
+/// call is cancelled and fails with `call_timeout`.
+pub const UPSTREAM_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// The longest stdout line of a stdio server accepted (a single JSON-RPC message); longer lines
+/// are skipped.
+pub const UPSTREAM_STDIO_MAX_LINE: usize = 256 * 1024 * 1024;
+/// Longest stderr line of a stdio server copied into the log (a longer one is logged by size).
+pub const UPSTREAM_MAX_LOG_LINE: usize = 4096;
+/// Largest JSON answer read from an HTTP server; a longer one fails its request.
+pub const UPSTREAM_MAX_BODY: u64 = 256 << 20;
+/// How much of an HTTP server's error answer is read for its description.
+pub const UPSTREAM_ERROR_BODY: u64 = 64 << 10;
+/// The longest line (and event) of an HTTP server's event stream; a longer one ends the stream
+/// with an error.
+pub const UPSTREAM_SSE_MAX_LINE: usize = 256 << 20;
+/// Most pages a paginated list (`tools/list`, `resources/list`) may take before we stop (a
+/// server looping on its cursor).
+pub const UPSTREAM_MAX_PAGES: usize = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// The README's limits table (section "Limits"): generated from `TABLE` by `reference_markdown`
+// and compared with the README by `tests/it/tidy.rs`. Every value is computed from the
+// constants of this file, so the README cannot drift from them; the effects hold no numbers.
+
+/// One row of the README's limits table.
+pub struct Limit {
+    /// What is limited.
+    pub what: &'static str,
+    /// Its value (for a limit with a flag, the flag's default), from the constants above.
+    pub value: fn() -> String,
+    /// The flag that sets it, if any.
+    pub flag: Option<&'static str>,
+    /// What happens when it is reached.
+    pub reached: &'static str,
+}
+
+/// Every limit a user or a client may reach, in the README's order.
+pub const TABLE: &[Limit] = &[
+    // HTTP connections.
+    Limit {
+        what: "Request body",
+        value: || format!("{} MiB", DEFAULT_MAX_BODY_MB),
+        flag: Some("--max-body-mb"),
+        reached: "413 `payload_too_large`. A declared length over it is refused without reading \
+                  the body, and the connection closes. The Python client exits when \
+                  `/api/call/start` answers 413.",
+    },
+    Limit {
+        what: "Request head (request line and headers)",
+        value: || bytes(MAX_REQUEST_HEAD_BYTES as u64),
+        flag: None,
+        reached: "431, and the connection closes.",
+    },
+    Limit {
+        what: "Time to send a request head (a new connection its first byte, any request the \
+               rest of its head)",
+        value: || secs(HEAD_TIMEOUT),
+        flag: None,
+        reached: "408 (a connection that sent nothing is closed).",
+    },
+    Limit {
+        what: "Idle keep-alive connection",
+        value: || secs(IDLE_TIMEOUT),
+        flag: None,
+        reached: "The connection is closed.",
+    },
+    Limit {
+        what: "Silence in the middle of a request body",
+        value: || secs(BODY_STALL_TIMEOUT),
+        flag: None,
+        reached: "400 `unreadable_body`, and the connection closes.",
+    },
+    Limit {
+        what: "Write blocked on a client that stopped reading",
+        value: || secs(WRITE_STALL_TIMEOUT),
+        flag: None,
+        reached: "The connection is closed; a stream it was reading ends.",
+    },
+    Limit {
+        what: "Open HTTP connections",
+        value: || {
+            format!(
+                "{}, lowered to fit the open-file limit ({FDS_PER_CONNECTION} file descriptors \
+                 each)",
+                count(DEFAULT_MAX_CONNECTIONS as u64)
+            )
+        },
+        flag: Some("--max-connections"),
+        reached: "One more is answered 503 and closed; the server accepts again as soon as \
+                  connections close.",
+    },
+    // The event stream.
+    Limit {
+        what: "Open event streams (`/api/events`)",
+        value: || count(MAX_EVENT_STREAMS as u64),
+        flag: None,
+        reached: "503 `too_many_streams`.",
+    },
+    Limit {
+        what: "Events waiting for one event stream's reader",
+        value: || count(EVENT_STREAM_QUEUE as u64),
+        flag: None,
+        reached: "The stream gets a `resync` event and ends (its client reconnects and reloads).",
+    },
+    Limit {
+        what: "Events kept for replay (`Last-Event-ID`)",
+        value: || count(REPLAY_EVENTS as u64),
+        flag: None,
+        reached: "A client that missed older ones gets a `resync` event instead.",
+    },
+    // The debug-client protocol.
+    Limit {
+        what: "REPL eval waiting for the debugged program",
+        value: || secs_f64(DEFAULT_REPL_TIMEOUT_S),
+        flag: Some("--repl-timeout-s"),
+        reached: "`POST /api/repl/<id>/eval` answers 504.",
+    },
+    Limit {
+        what: "Unknown pause ids remembered (clients polling pauses from before a restart)",
+        value: || {
+            format!(
+                "{} ids of at most {}",
+                count(MAX_ORPHANS as u64),
+                bytes(MAX_ORPHAN_ID_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest is forgotten. A longer id still polls `waiting` but is not \
+                  remembered, so `continue` cannot release it.",
+    },
+    Limit {
+        what: "Resume actions kept for clients still polling after-pauses and released unknown \
+               pauses",
+        value: || count(MAX_AFTER_ACTIONS as u64),
+        flag: None,
+        reached: "The oldest is forgotten (its id polls `waiting` again).",
+    },
+    Limit {
+        what: "Com-error reports (`/api/report-com-error`)",
+        value: || {
+            format!(
+                "{} reports, {} in all, {} each (strings cut to {} characters)",
+                count(MAX_COM_ERRORS as u64),
+                bytes(MAX_COM_ERRORS_BYTES as u64),
+                bytes(MAX_COM_ERROR_REPORT_BYTES as u64),
+                count(REPORT_TEXT_CHARS as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest reports are dropped; a report over its own limit has its long \
+                  strings cut, then its `payload` dropped, then everything but its short fields.",
+    },
+    Limit {
+        what: "Payload texts remembered as verified (the client resends them with every call)",
+        value: || bytes(VERIFIED_BYTES as u64),
+        flag: None,
+        reached: "All are forgotten; payloads sent again are decoded and hashed again.",
+    },
+    // Records and listings.
+    Limit {
+        what: "Call records in memory (and, separately, breakpoint history entries)",
+        value: || count(DEFAULT_MAX_RECORDS as u64),
+        flag: Some("--max-records"),
+        reached: "Older ones stay in the database file and are read from it; with `--memory` \
+                  they are dropped and counted (`calls_dropped` in `/api/status`).",
+    },
+    Limit {
+        what: "Memory the call records in memory may take (and, separately, the breakpoint \
+               history entries)",
+        value: || bytes(DEFAULT_MAX_RECORDS_BYTES as u64),
+        flag: Some("--max-records-mb"),
+        reached: "The oldest fall out first, as by count.",
+    },
+    Limit {
+        what: "Rendered values of one response listing many (call records, history, snapshots)",
+        value: || bytes(MAX_RENDERED_PER_RESPONSE as u64),
+        flag: None,
+        reached: "Each further value shows as `\"<cut: response budget>\"`; it stays readable by \
+                  its CID.",
+    },
+    Limit {
+        what: "Object snapshots (`/api/snapshots`)",
+        value: || count(MAX_SNAPSHOTS as u64),
+        flag: None,
+        reached: "Only the newest are listed.",
+    },
+    Limit {
+        what: "Largest `limit` of a listing (page size)",
+        value: || {
+            format!(
+                "{} (REST, MCP); {} in the web UI",
+                count(MAX_PAGE_LIMIT as u64),
+                count(UI_MAX_PAGE_LIMIT as u64)
+            )
+        },
+        flag: None,
+        reached: "REST answers 400 `invalid_limit`, MCP refuses the arguments, the web UI shows \
+                  that many.",
+    },
+    Limit {
+        what: "Reading records one by one (a text search, a process filter)",
+        value: || secs(SCAN_BUDGET),
+        flag: None,
+        reached: "The page answers with what it found so far; `scanned` and `search_truncated` \
+                  say how far it got.",
+    },
+    Limit {
+        what: "Distinct values one search remembers",
+        value: || count(SEARCH_MEMO_MAX as u64),
+        flag: None,
+        reached: "Further values are rendered again each time a record names them.",
+    },
+    Limit {
+        what: "Records read back from the database file for the call-tree pages",
+        value: || count(PROCESS_DISK_SCAN as u64),
+        flag: None,
+        reached: "Older processes and calls are not shown, and the page says so.",
+    },
+    // Stored values and the pages that show them.
+    Limit {
+        what: "Decoding one pickle",
+        value: || {
+            format!(
+                "nesting depth {}, {} memo entries, memory {} × payload + {}",
+                count(PICKLE_MAX_DEPTH as u64),
+                count(PICKLE_MAX_MEMO as u64),
+                PICKLE_MEMORY_PER_INPUT_BYTE,
+                bytes(PICKLE_MEMORY_SLACK as u64)
+            )
+        },
+        flag: None,
+        reached: "The value shows as `<unavailable: ...>`.",
+    },
+    Limit {
+        what: "Integer converted to decimal",
+        value: || format!("{} of magnitude", bytes(MAX_DECIMAL_BYTES as u64)),
+        flag: None,
+        reached: "It shows as `<int of N bits>`.",
+    },
+    Limit {
+        what: "Rendering one pickled value (its repr text, display value or structured view): \
+               output bytes and node visits, each",
+        value: || {
+            format!(
+                "{} × payload + {} ({} for a structured view), at most {}",
+                RENDER_PER_INPUT_BYTE,
+                bytes(RENDER_SLACK as u64),
+                bytes(RENDER_VIEW_SLACK as u64),
+                bytes(RENDER_MAX as u64)
+            )
+        },
+        flag: None,
+        reached: "The output stops with a marker: `...<output limit>` in text, \
+                  `\"<cut: render budget>\"` in values (`__cut__` counts the entries left out).",
+    },
+    Limit {
+        what: "Class descriptions remembered while rendering one pickle",
+        value: || {
+            format!(
+                "{} × payload + {}",
+                RENDER_LOOKUP_PER_INPUT_BYTE,
+                bytes(RENDER_LOOKUP_SLACK as u64)
+            )
+        },
+        flag: None,
+        reached: "Classes found afterwards render in the generic forms.",
+    },
+    Limit {
+        what: "Memory of decoding and rendering one payload",
+        value: || {
+            format!(
+                "{} × payload + {}",
+                RENDER_MEMORY_PER_INPUT_BYTE,
+                bytes(RENDER_MEMORY_SLACK as u64)
+            )
+        },
+        flag: None,
+        reached: "A bound, not a check: the limits above keep decoding and rendering under it \
+                  (property tests check this).",
+    },
+    Limit {
+        what: "Rendered values cached",
+        value: || {
+            format!(
+                "{} values, {}; payloads over {} and values over {} are not kept",
+                count(RENDER_CACHE_ENTRIES as u64),
+                bytes(RENDER_CACHE_BYTES as u64),
+                bytes(RENDER_CACHE_MAX_PAYLOAD as u64),
+                bytes(RENDER_CACHE_MAX_VALUE as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest are dropped and rendered again when shown.",
+    },
+    Limit {
+        what: "Source file shown in the web UI",
+        value: || bytes(MAX_SOURCE_BYTES),
+        flag: None,
+        reached: "The page says the file is too large instead of showing it.",
+    },
+    // MCP.
+    Limit {
+        what: "JSON-RPC batch (MCP 2025-03-26)",
+        value: || format!("{} messages", count(MAX_BATCH_LEN as u64)),
+        flag: None,
+        reached: "The batch is refused whole with -32600.",
+    },
+    Limit {
+        what: "Answers to one JSON-RPC batch",
+        value: || bytes(MAX_BATCH_ANSWER_BYTES as u64),
+        flag: None,
+        reached: "Each request left gets -32000 instead of an answer: `data.handled` false when \
+                  it was not run, true when it ran but its answer did not fit.",
+    },
+    Limit {
+        what: "MCP stdio line",
+        value: || bytes(MAX_STDIO_LINE_BYTES),
+        flag: None,
+        reached: "The rest of the line is discarded as it arrives, and it is answered -32700.",
+    },
+    Limit {
+        what: "MCP HTTP sessions (both transports)",
+        value: || count(DEFAULT_MCP_MAX_SESSIONS as u64),
+        flag: Some("--mcp-max-sessions"),
+        reached: "The Streamable HTTP session idle longest is closed to make room; when every \
+                  session is in use, `initialize` gets 503.",
+    },
+    Limit {
+        what: "Idle time of a Streamable HTTP session",
+        value: || secs_f64(MCP_SESSION_IDLE_S),
+        flag: Some("--mcp-session-idle-s"),
+        reached: "The session is closed; its client gets 404 and initializes again. An open \
+                  stream or a request in flight counts as activity: such a session is never \
+                  idle.",
+    },
+    Limit {
+        what: "Messages queued for an MCP HTTP stream its client does not read",
+        value: || {
+            format!(
+                "{} messages or {}",
+                count(MCP_OUTBOX_MESSAGES as u64),
+                bytes(MCP_OUTBOX_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The session is dropped, with a warning in the log.",
+    },
+    Limit {
+        what: "Resource subscriptions of one MCP session",
+        value: || count(MCP_MAX_SUBSCRIPTIONS as u64),
+        flag: None,
+        reached: "Those of resources that no longer exist are pruned; if that frees none, \
+                  `resources/subscribe` fails with -32602.",
+    },
+    Limit {
+        what: "`clientInfo` kept by an MCP session",
+        value: || {
+            format!(
+                "{}; beyond it {} of each of `name` and `version`",
+                bytes(MCP_MAX_CLIENT_INFO_BYTES as u64),
+                bytes(MCP_CLIENT_INFO_FIELD_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "Only its `name` and `version` are kept, cut.",
+    },
+    Limit {
+        what: "MCP `progressToken` (as JSON text)",
+        value: || bytes(MCP_MAX_PROGRESS_TOKEN_BYTES as u64),
+        flag: None,
+        reached: "The request fails with -32602 (the token is repeated in every progress \
+                  notification).",
+    },
+    Limit {
+        what: "Items per page of MCP list results",
+        value: || count(DEFAULT_MCP_PAGE_SIZE as u64),
+        flag: Some("--mcp-page-size"),
+        reached: "The rest comes in further pages (`nextCursor`).",
+    },
+    Limit {
+        what: "Longest an MCP tool blocks",
+        value: || secs_f64(MAX_BLOCK_S),
+        flag: None,
+        reached: "A longer `timeout_s` of `breakpoint_wait_for_pause` or `breakpoint_repl_eval` \
+                  is cut to it; the `external_*` listings wait no longer for servers still \
+                  connecting.",
+    },
+    Limit {
+        what: "External tool result shown to an agent (`external_call_tool`)",
+        value: || bytes(AGENT_RESULT_LIMIT as u64),
+        flag: None,
+        reached: "The result is cut and says so (`truncated`, a `note` with the CID of the whole \
+                  result, which the REST API returns whole).",
+    },
+    // External MCP servers.
+    Limit {
+        what: "External server start (spawn or HTTP handshake, `initialize`, first `tools/list`)",
+        value: || secs(UPSTREAM_CONNECT_TIMEOUT),
+        flag: Some("--mcp-connect-timeout-s"),
+        reached: "Its status becomes `error`.",
+    },
+    Limit {
+        what: "External tool call",
+        value: || secs(UPSTREAM_CALL_TIMEOUT),
+        flag: None,
+        reached: "The call is cancelled and fails with `call_timeout`. The server's `timeout_s` \
+                  (in its config entry or `POST /api/mcp-clients/connect`) sets it.",
+    },
+    Limit {
+        what: "Line on an external stdio server's stdout (one message)",
+        value: || bytes(UPSTREAM_STDIO_MAX_LINE as u64),
+        flag: None,
+        reached: "The line is skipped, with an error in the log.",
+    },
+    Limit {
+        what: "Line on an external stdio server's stderr copied into the log",
+        value: || bytes(UPSTREAM_MAX_LOG_LINE as u64),
+        flag: None,
+        reached: "Only its length is logged.",
+    },
+    Limit {
+        what: "Answer of an external HTTP server",
+        value: || {
+            format!(
+                "{} ({} of an error answer)",
+                bytes(UPSTREAM_MAX_BODY),
+                bytes(UPSTREAM_ERROR_BODY)
+            )
+        },
+        flag: None,
+        reached: "The request fails; of an error answer, the rest is not read.",
+    },
+    Limit {
+        what: "Line or event of an external HTTP server's event stream",
+        value: || bytes(UPSTREAM_SSE_MAX_LINE as u64),
+        flag: None,
+        reached: "The stream ends with an error.",
+    },
+    Limit {
+        what: "Pages of one external list (`tools/list`, `resources/list`)",
+        value: || count(UPSTREAM_MAX_PAGES as u64),
+        flag: None,
+        reached: "The list stops there, with a warning in the log.",
+    },
+];
+
+/// The README's limits table, as Markdown.
+pub fn reference_markdown() -> String {
+    let mut out =
+        String::from("| Limit | Value | Flag | When it is reached |\n|---|---|---|---|\n");
+    for l in TABLE {
+        let flag = l
+            .flag
+            .map_or_else(|| "none".to_owned(), |f| format!("`{f}`"));
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            l.what,
+            (l.value)(),
+            flag,
+            l.reached
+        ));
+    }
+    out
+}
+
+/// `n` with thousands separators: 1,000,000.
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A size in the largest binary unit that divides it: 64 MiB, 4 KiB, 50,000 bytes.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", count(n >> 20)),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", count(n >> 10)),
+        n => format!("{} bytes", count(n)),
+    }
+}
+
+/// A duration in seconds: 10 s, 1.5 s.
+fn secs(d: std::time::Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{} s", count(d.as_secs()))
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+/// Seconds given as a number: 1,800 s.
+fn secs_f64(s: f64) -> String {
+    if s.fract() == 0.0 && s >= 0.0 {
+        format!("{} s", count(s as u64))
+    } else {
+        format!("{s} s")
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn values_read_well() {
+        assert_eq!(count(1_000_000), "1,000,000");
+        assert_eq!(count(256), "256");
+        assert_eq!(bytes(64 << 20), "64 MiB");
+        assert_eq!(bytes(4096), "4 KiB");
+        assert_eq!(bytes(50_000), "50,000 bytes");
+        assert_eq!(secs(std::time::Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(secs_f64(1800.0), "1,800 s");
+    }
+
+    #[test]
+    fn every_flag_in_the_table_is_a_flag_of_the_server() {
+        for l in TABLE {
+            if let Some(flag) = l.flag {
+                let parsed =
+                    <crate::config::Args as argh::FromArgs>::from_args(&["x"], &[flag, "1"]);
+                assert!(parsed.is_ok(), "{}: {flag} is not a flag", l.what);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_are_one_line_each_and_hold_no_table_syntax() {
+        for l in TABLE {
+            for cell in [l.what, &(l.value)(), l.reached] {
+                assert!(!cell.contains(['|', '\n']), "{}: {cell}", l.what);
+                assert!(!cell.contains("  "), "{}: a double space in {cell}", l.what);
+            }
+        }
+    }
+}

@@ -16,11 +16,6 @@ use crate::store::IndexKey;
 
 type Obj = Map<String, Value>;
 
-/// How many call records (and, separately, history entries) stay in memory by default.
-pub const DEFAULT_MAX_RECORDS: usize = 100_000;
-/// How many object snapshots `/api/snapshots` covers (the newest), as before.
-pub const MAX_SNAPSHOTS: usize = 100_000;
-
 /// The process a call came from; its key is derived (protocol doc §1: `"%.6f+%d"`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Process {
@@ -1067,7 +1062,7 @@ pub struct Records {
 impl Default for Records {
     fn default() -> Self {
         Records::new(
-            DEFAULT_MAX_RECORDS,
+            crate::limits::DEFAULT_MAX_RECORDS,
             crate::limits::DEFAULT_MAX_RECORDS_BYTES,
         )
     }

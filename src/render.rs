@@ -11,18 +11,12 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::intern::{Cid, Val};
+use crate::limits::{
+    RENDER_CACHE_BYTES, RENDER_CACHE_ENTRIES, RENDER_CACHE_MAX_PAYLOAD, RENDER_CACHE_MAX_VALUE,
+};
 use crate::pretty;
 use crate::records::{Hint, Item, Render};
 use crate::store::Store;
-
-/// Rendered values kept, at most.
-const CACHE_ENTRIES: usize = 4096;
-/// Bytes of the values kept (as [`kept_bytes`] counts them), at most.
-const CACHE_BYTES: usize = 8 * 1024 * 1024;
-/// Payloads larger than this are rendered every time (their values are large too).
-const CACHE_MAX_PAYLOAD: usize = 64 * 1024;
-/// Values larger than this (as [`kept_bytes`] counts them) are rendered every time.
-const CACHE_MAX_VALUE: usize = 256 * 1024;
 
 /// About what a JSON value holds in memory: its strings plus a fixed cost per value and key.
 pub fn kept_bytes(v: &Value) -> usize {
@@ -57,7 +51,7 @@ impl RenderCache {
         if self.map.insert(key.clone(), value).is_none() {
             self.order.push_back((key, cost));
             self.bytes += cost;
-            while self.order.len() > CACHE_ENTRIES || self.bytes > CACHE_BYTES {
+            while self.order.len() > RENDER_CACHE_ENTRIES || self.bytes > RENDER_CACHE_BYTES {
                 let Some((old, old_cost)) = self.order.pop_front() else {
                     break;
                 };
@@ -96,9 +90,9 @@ impl StoreRender<'_> {
         let value = match self.store.get_digest(cid.digest()) {
             Ok(Some(blob)) => {
                 let value = pretty::payload(&blob.bytes, blob.format, hint.to_value().as_ref());
-                if keep && blob.bytes.len() <= CACHE_MAX_PAYLOAD {
+                if keep && blob.bytes.len() <= RENDER_CACHE_MAX_PAYLOAD {
                     let kept = kept_bytes(&value) + 64;
-                    if kept <= CACHE_MAX_VALUE {
+                    if kept <= RENDER_CACHE_MAX_VALUE {
                         self.lock().put(key, value.clone(), kept);
                     }
                 }
@@ -327,7 +321,7 @@ mod tests {
         let value = r.cid(&Val::Cid(cid), Hint::Absent);
         assert_eq!(value["type_name"], "ValueError");
         assert!(
-            kept_bytes(&value) > CACHE_MAX_VALUE,
+            kept_bytes(&value) > RENDER_CACHE_MAX_VALUE,
             "renders large: {}",
             kept_bytes(&value)
         );

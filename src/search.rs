@@ -3,7 +3,7 @@
 //! keyword arguments (names and rendered values), its result, and its exception (rendered
 //! value, type, message, traceback). Rendered values come from a `Render` (the content store
 //! behind a cache); the items of many records name the same few CIDs, so each CID (with its
-//! format hint) is rendered and tested once per search and remembered, up to `MEMO_MAX`
+//! format hint) is rendered and tested once per search and remembered, up to `SEARCH_MEMO_MAX`
 //! entries. Pure: no I/O of its own, no locks; the caller bounds the time.
 
 use std::borrow::Cow;
@@ -12,10 +12,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::intern::{Cid, DigestBuild, Val};
+use crate::limits::SEARCH_MEMO_MAX;
 use crate::records::{CallRecord, EventRecord, Hint, Item, Record, Render};
-
-/// CIDs whose outcome a search remembers, at most (about 40 bytes each).
-const MEMO_MAX: usize = 1 << 18;
 
 /// The text a rendered value is shown as: a string as it is, a placeholder by its summary,
 /// anything else as compact JSON.
@@ -128,7 +126,7 @@ impl TextSearch {
         }
         self.rendered += 1;
         let found = test(self);
-        if self.memo.len() < MEMO_MAX {
+        if self.memo.len() < SEARCH_MEMO_MAX {
             self.memo.insert(key, found);
         }
         found

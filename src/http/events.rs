@@ -2,11 +2,11 @@
 //! scripts. Each event has its sequence number as `id`, its name as `event` and a JSON object
 //! `{seq, type, ...}` as `data`. A client that reconnects with `Last-Event-ID` (header, or the
 //! `last_event_id` query parameter) gets the events it missed from the bus's replay buffer
-//! (`events::REPLAY_EVENTS`), or a `resync` event when they are no longer kept; a client that
-//! stops reading gets `resync` and the stream ends once its queue (`QUEUE` events) is full, so
-//! it never holds memory or anyone else up. A comment every `KEEPALIVE` keeps proxies from
-//! closing an idle stream. The stream holds its HTTP worker (the workers grow by themselves);
-//! at most `MAX_STREAMS` are open at once, more get 503.
+//! (`limits::REPLAY_EVENTS`), or a `resync` event when they are no longer kept; a client that
+//! stops reading gets `resync` and the stream ends once its queue (`EVENT_STREAM_QUEUE` events)
+//! is full, so it never holds memory or anyone else up. A comment every `KEEPALIVE` keeps
+//! proxies from closing an idle stream. The stream holds its HTTP worker (the workers grow by
+//! themselves); at most `MAX_EVENT_STREAMS` are open at once, more get 503.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,12 +18,9 @@ use super::stream::EventStream;
 use super::Reply;
 use crate::error::ApiError;
 use crate::events::{Event, Gap};
+use crate::limits::{EVENT_STREAM_QUEUE, MAX_EVENT_STREAMS};
 use crate::state::Shared;
 
-/// Events a stream may have waiting before its reader counts as stalled.
-pub const QUEUE: usize = 256;
-/// Event streams open at once.
-pub const MAX_STREAMS: usize = 32;
 /// Idle time before a keep-alive comment.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How often a quiet stream checks for shutdown.
@@ -53,17 +50,17 @@ pub fn serve(
     last_event_id: Option<&str>,
     headers: &[(&str, String)],
 ) {
-    if OPEN.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
+    if OPEN.fetch_add(1, Ordering::SeqCst) >= MAX_EVENT_STREAMS {
         OPEN.fetch_sub(1, Ordering::SeqCst);
         let busy = ApiError::new(
             503,
             "too_many_streams",
-            format!("at most {MAX_STREAMS} event streams are open at once"),
+            format!("at most {MAX_EVENT_STREAMS} event streams are open at once"),
         );
         return super::send(rq, Reply::error(&busy), headers);
     }
     // Subscribed before the replay is read, so nothing falls between the two.
-    let sub = shared.bus.subscribe_bounded(QUEUE);
+    let sub = shared.bus.subscribe_bounded(EVENT_STREAM_QUEUE);
     let replay = last_event_id.map(|id| {
         id.trim()
             .parse::<u64>()

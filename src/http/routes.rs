@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::openapi::{self, Endpoint};
 use super::{index, Reply, Req};
 use crate::error::ApiError;
+use crate::limits::MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
 use crate::repl::SessionFilter;
 use crate::service::{self, Payloads};
@@ -113,7 +114,7 @@ fn number(r: &Req, key: &str, default: usize, max: usize) -> Result<usize, ApiEr
 }
 
 fn limit(r: &Req, default: usize) -> Result<usize, ApiError> {
-    number(r, "limit", default, 1000)
+    number(r, "limit", default, MAX_PAGE_LIMIT)
 }
 
 fn offset(r: &Req) -> Result<usize, ApiError> {
@@ -344,6 +345,35 @@ fn openapi_document(r: &Req) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The route table's texts are literals; they must state the limits of `limits.rs`.
+    #[test]
+    fn route_texts_state_the_limits() {
+        use crate::limits::{DEFAULT_REPL_TIMEOUT_S, MAX_COM_ERRORS, SCAN_BUDGET};
+        let summary = |path: &str, method: &str| {
+            ROUTES
+                .iter()
+                .find(|r| r.path == path && r.method == method)
+                .unwrap()
+                .summary
+        };
+        for r in ROUTES {
+            for (name, text) in r.query {
+                if *name == "limit" && text.contains("at most") {
+                    assert!(
+                        text.contains(&format!("at most {MAX_PAGE_LIMIT})")),
+                        "{text}"
+                    );
+                }
+            }
+        }
+        let scan = format!("at most {} s", SCAN_BUDGET.as_secs_f64());
+        assert!(summary("/api/call-records", "GET").contains(&scan));
+        let kept = format!("the last {MAX_COM_ERRORS} are kept");
+        assert!(summary("/api/report-com-error", "POST").contains(&kept));
+        let eval = format!("default {DEFAULT_REPL_TIMEOUT_S} s");
+        assert!(summary("/api/repl/{session_id}/eval", "POST").contains(&eval));
+    }
 
     #[test]
     fn patterns_capture_segments() {

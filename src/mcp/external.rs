@@ -4,19 +4,14 @@
 //! answers for an agent. The only difference from REST: a very large tool result is cut for the
 //! agent (hosts reject huge tool results) and says so, with the CID of the full result.
 
-use std::time::Duration;
-
 use serde_json::{json, Map, Value};
 
 use super::Ctx;
 use crate::error::ApiError;
+use crate::limits::{AGENT_RESULT_LIMIT, MAX_SETTLE};
 use crate::service::external as api;
 
 type Args = Map<String, Value>;
-
-/// Largest serialized tool result handed to an agent, in bytes (about 12 000 tokens; Claude
-/// Code refuses results over 25 000 tokens).
-pub const AGENT_RESULT_LIMIT: usize = 50_000;
 
 /// What an agent should do next after an external-tool error, by code.
 pub fn hint_for(code: &str) -> Option<&'static str> {
@@ -43,9 +38,6 @@ pub fn hint_for(code: &str) -> Option<&'static str> {
         _ => return None,
     })
 }
-
-/// The longest a listing waits for servers still connecting (within the tools' `MAX_BLOCK_S`).
-pub const MAX_SETTLE: Duration = Duration::from_secs(55);
 
 fn server_arg(args: &Args) -> Option<&str> {
     args.get("server")

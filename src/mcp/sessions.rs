@@ -56,7 +56,7 @@ pub(super) fn bounded_client_info(info: Option<&Value>) -> Value {
     }
     let field = |k: &str| {
         let text = info.get(k).and_then(Value::as_str).unwrap_or("");
-        let mut end = text.len().min(256);
+        let mut end = text.len().min(limits::MCP_CLIENT_INFO_FIELD_BYTES);
         while !text.is_char_boundary(end) {
             end -= 1;
         }

@@ -16,6 +16,7 @@ use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
+use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
 use crate::pretty;
 use crate::records::RecordFilter;
 use crate::schema;
@@ -23,9 +24,6 @@ use crate::service::{self, Payloads, Signature};
 
 type Args = Map<String, Value>;
 type Handler = fn(&Ctx, &Args) -> Result<Value, ApiError>;
-
-/// The longest a tool may block: below the 60 s after which common MCP hosts give up.
-pub const MAX_BLOCK_S: f64 = 55.0;
 
 /// A tool failure: an `ApiError` with the status its REST twin would have (tool errors only
 /// ever travel as `isError` results, so the status is never sent) and a hint for the agent.
@@ -429,7 +427,7 @@ functions (same signature) and breakpoint names.",
 result or exception, timings. total_count says how many matched and truncated whether more exist than returned.",
         input_schema: || json!({"type": "object", "properties": {
             "function_name": {"type": "string", "description": "Only calls of this function.", "examples": ["add"]},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100, "description": "At most this many records."}}}),
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many records."}}}),
         output_schema: call_records_out,
         read_only: true,
         idempotent: true,
@@ -887,6 +885,7 @@ pub fn reference_markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_SETTLE;
 
     #[test]
     fn table_invariants_hold() {
@@ -910,9 +909,18 @@ mod tests {
                 schema::check_schema(&schema).unwrap_or_else(|e| panic!("{}: {e}", t.name));
             }
             assert!(t.max_block_s <= MAX_BLOCK_S);
+            // The schemas and descriptions are literals: they must state `MAX_BLOCK_S`.
+            let timeout = &(t.input_schema)()["properties"]["timeout_s"];
+            if let Some(max) = timeout.get("maximum") {
+                assert_eq!(max.as_f64(), Some(MAX_BLOCK_S), "{}", t.name);
+                let said = format!("at most {MAX_BLOCK_S})");
+                assert!(t.description.contains(&said), "{}", t.name);
+            }
         }
+        let hint = hint_for("eval_timeout");
+        assert!(hint.contains(&format!("at most {MAX_BLOCK_S})")), "{hint}");
         assert!(
-            external::MAX_SETTLE.as_secs_f64() <= MAX_BLOCK_S,
+            MAX_SETTLE.as_secs_f64() <= MAX_BLOCK_S,
             "external listings wait for connecting servers within a tool's block limit"
         );
         assert_eq!(

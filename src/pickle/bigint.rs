@@ -4,8 +4,7 @@
 //! Limit: magnitudes above [`MAX_DECIMAL_BYTES`] bytes (about 20,000 decimal digits) are not
 //! converted; they render as a clearly marked `<int of N bits>` form so time stays bounded.
 
-/// Largest magnitude, in bytes, converted to decimal.
-pub const MAX_DECIMAL_BYTES: usize = 8 * 1024;
+use crate::limits::MAX_DECIMAL_BYTES;
 
 /// Splits two's complement little-endian bytes into (negative, magnitude little-endian bytes).
 pub fn magnitude(raw: &[u8]) -> (bool, Vec<u8>) {

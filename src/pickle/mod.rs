@@ -36,6 +36,9 @@ use std::fmt;
 pub use budget::Budget;
 pub use reader::{Global, Node, NodeId, ObjKind, Object, Tree};
 
+use crate::limits::{
+    PICKLE_MAX_DEPTH, PICKLE_MAX_MEMO, PICKLE_MEMORY_PER_INPUT_BYTE, PICKLE_MEMORY_SLACK,
+};
 use crate::limits::{RENDER_MAX, RENDER_PER_INPUT_BYTE, RENDER_SLACK, RENDER_VIEW_SLACK};
 
 /// Longest `pretty` text before it is cut with `...`, as in the original.
@@ -66,10 +69,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_depth: 200,
-            max_memo: 1_000_000,
-            memory_per_byte: 8,
-            memory_slack: 1 << 20,
+            max_depth: PICKLE_MAX_DEPTH,
+            max_memo: PICKLE_MAX_MEMO,
+            memory_per_byte: PICKLE_MEMORY_PER_INPUT_BYTE,
+            memory_slack: PICKLE_MEMORY_SLACK,
             max_output: RENDER_MAX,
             render_per_byte: RENDER_PER_INPUT_BYTE,
             render_slack: RENDER_SLACK,

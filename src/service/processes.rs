@@ -5,9 +5,9 @@
 //! Where records come from: the in-memory window, and with a database file also the records
 //! older than the window, read back from the file through its index. The index keys records by
 //! function and status, not by process, so reading the older part means reading every record:
-//! that scan is bounded (`DISK_SCAN` records beyond the window) and the answer says when it
-//! stopped short. Records made while a scan runs may be missed or seen twice at the seam between
-//! window and file; a record seen twice is kept once (by call id).
+//! that scan is bounded (`limits::PROCESS_DISK_SCAN` records beyond the window) and the answer
+//! says when it stopped short. Records made while a scan runs may be missed or seen twice at the
+//! seam between window and file; a record seen twice is kept once (by call id).
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,12 +15,10 @@ use serde_json::Value;
 
 use super::read_stored;
 use crate::intern::Interner;
+use crate::limits::PROCESS_DISK_SCAN;
 use crate::records::{Process, Record, RecordFilter};
 use crate::state::Shared;
 use crate::store::RecordKind;
-
-/// How many records older than the in-memory window are read back from the database file.
-pub const DISK_SCAN: usize = 20_000;
 
 /// One process that made calls.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +40,7 @@ pub struct ProcessSummary {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessListing {
     pub processes: Vec<ProcessSummary>,
-    /// False when older records of the database file were left unread (see `DISK_SCAN`).
+    /// False when older records of the database file were left unread (see `PROCESS_DISK_SCAN`).
     pub complete: bool,
 }
 
@@ -94,7 +92,7 @@ fn all_records(shared: &Shared) -> (Vec<Record>, bool) {
         RecordKind::CallRecord,
         &|_| true,
         records.len(),
-        DISK_SCAN,
+        PROCESS_DISK_SCAN,
     );
     let complete = records.len() + older.len() >= total;
     let known: HashSet<String> = records.iter().filter_map(call_id).collect();

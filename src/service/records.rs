@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::{item_data, read_stored, Ack, Done, Obj};
 use crate::error::ApiError;
 use crate::intern::{Cid, Interner};
+use crate::limits::{MAX_SNAPSHOTS, SCAN_BUDGET};
 use crate::pretty::{self, View};
 use crate::records::{self, CallRecord, Record, RecordFilter, Snapshot};
 use crate::search::TextSearch;
@@ -107,10 +108,6 @@ pub struct ServerStatus {
     pub port_file: String,
     pub pid: u32,
 }
-
-/// How long a listing that reads records one by one (a text search, a process filter) scans,
-/// newest first, before it answers with what it found so far (`search_truncated`).
-pub const SCAN_BUDGET: Duration = Duration::from_millis(1500);
 
 /// `GET /api/call-records`: newest first.
 pub fn call_records(
@@ -476,7 +473,7 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
         })
         .collect();
     rows.sort_by(|a, b| a.at.total_cmp(&b.at));
-    let skip = rows.len().saturating_sub(records::MAX_SNAPSHOTS);
+    let skip = rows.len().saturating_sub(MAX_SNAPSHOTS);
     let store_render = shared.render();
     let render = store_render.limited();
     let list: Vec<Value> = rows[skip..].iter().map(|s| s.to_json(&render)).collect();

@@ -9,14 +9,14 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::{esc, param, Html};
+use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
 use crate::search::shown;
 use crate::service::{self, CallRecordsPage};
 use crate::state::Shared;
 
-/// Rows per page unless `limit` says otherwise (at most `MAX_LIMIT`).
+/// Rows per page unless `limit` says otherwise (at most `UI_MAX_PAGE_LIMIT`).
 const DEFAULT_LIMIT: usize = 50;
-const MAX_LIMIT: usize = 500;
 
 /// Statuses offered as suggestions in the status field (any other text works too).
 const STATUSES: [&str; 7] = [
@@ -53,7 +53,9 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> Html {
         search: given("search"),
     };
     let number = |key: &str| given(key).and_then(|v| v.parse::<usize>().ok());
-    let limit = number("limit").unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let limit = number("limit")
+        .unwrap_or(DEFAULT_LIMIT)
+        .clamp(1, UI_MAX_PAGE_LIMIT);
     let offset = number("offset").unwrap_or(0);
     let records = service::call_records(shared, &filter, offset, limit);
     // The filters as they stay on every link (the export and the pages).

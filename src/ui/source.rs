@@ -23,12 +23,11 @@ use serde_json::Value;
 use super::time;
 use super::tree::call_tree_href;
 use super::{esc, Answer, Html};
+use crate::limits::MAX_SOURCE_BYTES;
 use crate::service::{self, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
 
-/// The largest source file shown.
-pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
 /// Lines shown before and after a frame's line on the call-stack page.
 const CONTEXT: usize = 5;
 

@@ -150,7 +150,7 @@ fn incomplete() -> String {
     format!(
         "<p class=\"notice\">Only the records in memory and the {} before them in the database \
          file were read; older processes and calls are not shown.</p>",
-        service::DISK_SCAN
+        crate::limits::PROCESS_DISK_SCAN
     )
 }
 

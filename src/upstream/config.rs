@@ -43,9 +43,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::names::{validate_server_name, NameError, ToolFilter};
-
-/// Tool-call timeout when an entry sets none (seed 000: `timeout_s` default 30).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::limits::{UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Auto-reconnect when an entry does not say (seed 000: default true).
 pub const DEFAULT_AUTO_RECONNECT: bool = true;
@@ -164,7 +162,7 @@ impl ServerConfig {
         ServerConfig {
             name: name.to_owned(),
             transport,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: UPSTREAM_CALL_TIMEOUT,
             auto_reconnect: DEFAULT_AUTO_RECONNECT,
             allowed_tools: Vec::new(),
             denied_tools: Vec::new(),
@@ -588,7 +586,7 @@ impl Entry<'_> {
                 _ => found = Some((key, d)),
             }
         }
-        Ok(found.map_or(DEFAULT_TIMEOUT, |(_, d)| d))
+        Ok(found.map_or(UPSTREAM_CALL_TIMEOUT, |(_, d)| d))
     }
 
     fn auto_reconnect(&self) -> Result<bool, ConfigError> {
@@ -1061,7 +1059,7 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Timing {
         Timing {
-            connect_timeout: Duration::from_secs(30),
+            connect_timeout: UPSTREAM_CONNECT_TIMEOUT,
             ping_interval: Duration::from_secs(15),
             ping_timeout: Duration::from_secs(10),
             backoff: [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec(),
@@ -1678,7 +1676,7 @@ mod tests {
                 &["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
             )
         );
-        assert_eq!(s.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(s.timeout, UPSTREAM_CALL_TIMEOUT);
         assert!(s.auto_reconnect);
         // First colon only; later colons belong to the value.
         assert_eq!(

@@ -33,6 +33,7 @@ use ureq::{Agent, Body, RequestBuilder};
 
 use super::peer::{preview, Failure, Link, Peer};
 use super::sse_parse::{Event, EventReader};
+use crate::limits::{UPSTREAM_ERROR_BODY, UPSTREAM_MAX_BODY};
 
 /// How long a blocked read waits before it looks at the stop flag again.
 const POLL: Duration = Duration::from_millis(250);
@@ -43,12 +44,6 @@ const EXCHANGE_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Longest the POST of a notification or response may take.
 pub(super) const POST_LIMIT: Duration = Duration::from_secs(30);
-
-/// Largest JSON body read.
-const MAX_BODY: u64 = 256 << 20;
-
-/// How much of an error body is read for its description.
-const ERROR_BODY: u64 = 64 << 10;
 
 /// Connects a Streamable HTTP transport to `url` for `peer` and attaches it. Nothing is sent
 /// yet: the caller runs [`Peer::initialize`], and [`Peer::shutdown`] closes the link.
@@ -269,7 +264,7 @@ impl Shared {
         let bytes = match resp
             .into_body()
             .into_with_config()
-            .limit(MAX_BODY)
+            .limit(UPSTREAM_MAX_BODY)
             .read_to_vec()
         {
             Ok(b) => b,
@@ -491,7 +486,10 @@ pub(crate) fn content_type(resp: &Response<Body>) -> String {
 /// else is dropped (closing the connection), since reading it might block.
 pub(crate) fn drain(resp: Response<Body>) {
     let mut body = resp.into_body();
-    if body.content_length().is_some_and(|n| n <= ERROR_BODY) {
+    if body
+        .content_length()
+        .is_some_and(|n| n <= UPSTREAM_ERROR_BODY)
+    {
         let _ = io::copy(&mut body.as_reader(), &mut io::sink());
     }
 }
@@ -515,7 +513,7 @@ pub(crate) fn describe_status(resp: Response<Body>) -> (bool, String) {
     let _ = resp
         .into_body()
         .into_reader()
-        .take(ERROR_BODY)
+        .take(UPSTREAM_ERROR_BODY)
         .read_to_end(&mut bytes);
     let text = String::from_utf8_lossy(&bytes);
     let text = text.trim();

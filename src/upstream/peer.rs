@@ -19,6 +19,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::METHOD_NOT_FOUND;
+use crate::limits::UPSTREAM_MAX_PAGES;
 
 /// The protocol revision this client offers; older revisions the server answers with are
 /// accepted.
@@ -26,9 +27,6 @@ pub const OFFERED_VERSION: &str = "2025-11-25";
 
 /// Revisions this client can speak, newest first.
 pub const KNOWN_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// Most pages a paginated list may take before we stop (a server looping on its cursor).
-const MAX_PAGES: usize = 1000;
 
 /// Why a request did not produce a result.
 #[derive(Clone, Debug, PartialEq)]
@@ -341,7 +339,7 @@ impl Peer {
     ) -> Result<Vec<Value>, Failure> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        for _ in 0..UPSTREAM_MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
@@ -360,7 +358,7 @@ impl Peer {
             }
         }
         log::warn!(
-            "upstream {}: {method} still paginating after {MAX_PAGES} pages; stopped",
+            "upstream {}: {method} still paginating after {UPSTREAM_MAX_PAGES} pages; stopped",
             self.name
         );
         Ok(items)

@@ -5,12 +5,11 @@
 //! the colon is dropped), lines starting with `:` are comments, and a blank line dispatches the
 //! event. Several `data` lines join with `\n`. A line may be very long (one JSON message of many
 //! megabytes): the reader grows one buffer per line, so the cost stays linear, up to
-//! [`MAX_LINE`].
+//! [`UPSTREAM_SSE_MAX_LINE`].
 
 use std::io::{self, BufRead, BufReader, Read};
 
-/// The longest line (and event) accepted; a longer one ends the stream with an error.
-pub const MAX_LINE: usize = 256 << 20;
+use crate::limits::UPSTREAM_SSE_MAX_LINE;
 
 /// One dispatched event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +70,7 @@ impl<R: Read> EventReader<R> {
             if event.is_some() {
                 return Ok(event);
             }
-            if self.data.len() > MAX_LINE {
+            if self.data.len() > UPSTREAM_SSE_MAX_LINE {
                 return Err(too_long("an event"));
             }
         }
@@ -146,7 +145,7 @@ impl<R: Read> EventReader<R> {
                     self.line.extend_from_slice(rest);
                     let n = buf.len();
                     self.input.consume(n);
-                    if self.line.len() > MAX_LINE {
+                    if self.line.len() > UPSTREAM_SSE_MAX_LINE {
                         return Err(too_long("a line"));
                     }
                 }
@@ -160,7 +159,7 @@ fn too_long(what: &str) -> io::Error {
         io::ErrorKind::InvalidData,
         format!(
             "{what} of the event stream is longer than {} MiB",
-            MAX_LINE >> 20
+            UPSTREAM_SSE_MAX_LINE >> 20
         ),
     )
 }

@@ -20,13 +20,8 @@ use crossbeam_channel::{bounded, Receiver};
 use serde_json::Value;
 
 use super::peer::{preview, Link, Peer};
+use crate::limits::{UPSTREAM_MAX_LOG_LINE, UPSTREAM_STDIO_MAX_LINE};
 use crate::sys::{signal_group, Signal};
-
-/// The longest stdout line accepted (a single JSON-RPC message); longer lines are skipped.
-pub const MAX_LINE: usize = 256 * 1024 * 1024;
-
-/// Longest stderr line copied into the log.
-const MAX_LOG_LINE: usize = 4096;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -300,10 +295,10 @@ fn read_messages(peer: &Arc<Peer>, out: impl Read) -> String {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match read_line(&mut reader, &mut line, MAX_LINE) {
+        match read_line(&mut reader, &mut line, UPSTREAM_STDIO_MAX_LINE) {
             Ok(Line::Eof) => return "the server closed its stdout".to_owned(),
             Ok(Line::TooLong(n)) => log::error!(
-                "upstream {}: skipped a stdout line of {n} bytes (limit {MAX_LINE})",
+                "upstream {}: skipped a stdout line of {n} bytes (limit {UPSTREAM_STDIO_MAX_LINE})",
                 peer.name
             ),
             Ok(Line::Complete) => {
@@ -388,7 +383,7 @@ fn copy_stderr(proc: &Proc, err: impl Read) {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match read_line(&mut reader, &mut line, MAX_LOG_LINE) {
+        match read_line(&mut reader, &mut line, UPSTREAM_MAX_LOG_LINE) {
             Ok(Line::Eof) | Err(_) => return,
             Ok(Line::TooLong(n)) => log::info!("upstream {name} (stderr): <a line of {n} bytes>"),
             Ok(Line::Complete) => {

@@ -1,6 +1,6 @@
 //! Repository rules as tests: module docs, one stdout writer, no skipped tests, the README's
-//! REST reference generated from the route table, every dependency justified, MCP handlers
-//! going through `service`.
+//! REST reference, tool reference and limits table generated from the tables in the code, every
+//! dependency justified, MCP handlers going through `service`.
 
 use std::path::{Path, PathBuf};
 
@@ -163,6 +163,18 @@ fn readme_tool_reference_matches_the_tool_table() {
         section,
         expected.trim(),
         "README.md's MCP tool reference is out of date; replace the block between the markers with:\n{expected}"
+    );
+}
+
+#[test]
+fn readme_limits_table_matches_the_limits_table() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = between(&readme, "<!-- limits:start -->", "<!-- limits:end -->");
+    let expected = cideldill_server::limits::reference_markdown();
+    assert_eq!(
+        section,
+        expected.trim(),
+        "README.md's limits table is out of date; replace the block between the markers with:\n{expected}"
     );
 }
 
