@@ -37,7 +37,7 @@ use crate::upstream::sse_parse::EventReader;
 /// Longest stdin line, as for the server's own stdio transport.
 const MAX_LINE_BYTES: u64 = crate::limits::MAX_STDIO_LINE_BYTES;
 /// Largest JSON answer relayed.
-const MAX_BODY: u64 = 256 << 20;
+const MAX_BODY: u64 = crate::limits::UPSTREAM_MAX_BODY;
 /// Connecting to the running server (on loopback) may take this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest a notification or response may take to post.
