@@ -38,7 +38,7 @@ How to run it
              -H 'Content-Type: application/json' -d '{"action":"continue"}'
 
     Other resume bodies worth trying on a before-pause:
-        {"action":"modify","modified_args":[10],"modified_kwargs":{"y":20}}
+        {"action":"modify","modified_args":[10],"modified_kwargs":{"y":20}}   (for add)
         {"action":"skip","fake_result":99}
         {"action":"raise","exception_type":"ValueError","exception_message":"boom"}
         {"action":"continue","replacement_function":"multiply"}
@@ -154,7 +154,7 @@ class SetupError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Server URL (protocol doc section 6)
+# Server URL (ARCHITECTURE.md, the wire protocol, §6)
 # ---------------------------------------------------------------------------
 
 
@@ -199,7 +199,7 @@ def resolve_server_url(cli_url: Optional[str]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Placeholders for objects that cannot be pickled (protocol doc section 4.4)
+# Placeholders for objects that cannot be pickled (ARCHITECTURE.md, the wire protocol, §4.4)
 # ---------------------------------------------------------------------------
 
 
@@ -389,7 +389,7 @@ def _iter_attributes(obj: Any):
 
 
 # ---------------------------------------------------------------------------
-# Serialization with CID deduplication (protocol doc section 3)
+# Serialization with CID deduplication (ARCHITECTURE.md, the wire protocol, §3)
 # ---------------------------------------------------------------------------
 
 
@@ -579,7 +579,7 @@ def exception_type_name(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------
-# REPL evaluation inside a paused call (protocol doc sections 2.7 and 2.8)
+# REPL evaluation inside a paused call (ARCHITECTURE.md, the wire protocol, §2.7 and §2.8)
 # ---------------------------------------------------------------------------
 
 
@@ -672,7 +672,7 @@ class PauseContext:
 
 
 # ---------------------------------------------------------------------------
-# HTTP client (protocol doc sections 1.1 and 2)
+# HTTP client (ARCHITECTURE.md, the wire protocol, §1.1 and §2)
 # ---------------------------------------------------------------------------
 
 
@@ -1220,7 +1220,7 @@ def exit_with_server_failure(summary: str, server_url: Optional[str],
 
 
 # ---------------------------------------------------------------------------
-# The proxy: what `with_debug(fn)` returns (protocol doc sections 0 and 2.11)
+# The proxy: what `with_debug(fn)` returns (ARCHITECTURE.md, the wire protocol, §0 and §2.11)
 # ---------------------------------------------------------------------------
 
 
@@ -1260,7 +1260,7 @@ class DebugProxy:
         client = self._client
         self.last = None
         # The real proxy looks up `_cideldill_alias_name` on itself first; the failed
-        # lookup is reported as an event on every call (protocol doc section 0, step 3).
+        # lookup is reported as an event on every call (ARCHITECTURE.md, the wire protocol, §0, step 3).
         attribute = "_cideldill_alias_name"
         client.record_event(
             method_name=f"__getattr__({attribute!r})",
@@ -1520,7 +1520,7 @@ def print_guide(server_url: str) -> None:
         f"talking to {server_url}",
         "every wrapped call pauses before it runs and after it returns (server defaults).",
         "resume a pause with the curl command printed for it; other bodies to try:",
-        '  {"action":"modify","modified_args":[10],"modified_kwargs":{"y":20}}',
+        '  {"action":"modify","modified_args":[10],"modified_kwargs":{"y":20}}  (for add(x, y=1))',
         '  {"action":"skip","fake_result":99}  (or {"a":[1,2.5,null]} for summarize)',
         '  {"action":"raise","exception_type":"ValueError","exception_message":"boom"}',
         '  {"action":"continue","replacement_function":"multiply"}',

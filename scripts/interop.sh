@@ -7,7 +7,9 @@
 #        v1/   Python venv with mcp==1.30.0
 #        v2/   Python venv with mcp==2.3.0
 #        npm/  @modelcontextprotocol/inspector@2.12.0 (install scripts skipped; the CLI
-#              does not need them; npm prints an engine warning on Node 20, harmless), and
+#              does not need them; it declares node 22.19 or newer: on an older node npm
+#              warns EBADENGINE and this script prints a note, yet its checks run, as its CLI
+#              works on node 20.20), and
 #              the upstream peers @modelcontextprotocol/server-everything, server-filesystem
 #              and server-memory, all @2026.8.31 (install scripts skipped too)
 #        time/ Python venv with mcp-server-time==2026.10.19 (which brings mcp 2.x)
@@ -41,7 +43,8 @@
 #   any process still running from it is stopped on exit.
 #
 # What it needs
-#   python3 (3.10+, with venv), node (20+) and npm, cargo (only if the binary is missing),
+#   python3 (3.10+, with venv), node and npm (node 22.19+ as the Inspector declares; 20+ at
+#   least, else the npm peers' checks fail with a message), cargo (only if the binary is missing),
 #   GNU coreutils `timeout`; network access to PyPI and npm on the first run only.
 #
 # How to call it
@@ -194,12 +197,37 @@ install_time() {
         time_installed
 }
 
+# node: the npm peers need 20 or newer; the Inspector declares 22.19 or newer (npm warns
+# EBADENGINE below that), yet its CLI runs on node 20.20, so there its checks run with a note.
+node_at_least() { # major minor: whether `node --version` is at least major.minor
+    nv=$(node --version 2>/dev/null) || return 1
+    nv=${nv#v}
+    nmajor=${nv%%.*}
+    nminor=${nv#*.}
+    nminor=${nminor%%.*}
+    [ "$nmajor" -gt "$1" ] 2>/dev/null || { [ "$nmajor" -eq "$1" ] && [ "$nminor" -ge "$2" ]; } 2>/dev/null
+}
+HAVE_NODE=1
+INSPECTOR_NOTE=
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    fail "node and npm are required for the MCP Inspector CLI and the npm peers (node 22.19 or newer; 20 at least); their checks are not run"
+    HAVE_NODE=0
+elif ! node_at_least 20 0; then
+    fail "node $(node --version) is too old: the npm peers need node 20 or newer and the MCP Inspector CLI $INSPECTOR node 22.19 or newer; their checks are not run"
+    HAVE_NODE=0
+elif ! node_at_least 22 19; then
+    echo "interop: note: node $(node --version) is older than the 22.19 that @modelcontextprotocol/inspector@$INSPECTOR declares, so npm warns EBADENGINE when installing it; its CLI works on node 20.20 and its checks run, but if they fail, try node 22.19 or newer first" >&2
+    INSPECTOR_NOTE=" (note: node $(node --version) is older than the Inspector's declared 22.19)"
+fi
+
 mkdir -p "$CACHE"
-HAVE_V1=1 HAVE_V2=1 HAVE_INSPECTOR=1 HAVE_UPSTREAM=1
+HAVE_V1=1 HAVE_V2=1 HAVE_INSPECTOR=$HAVE_NODE HAVE_UPSTREAM=$HAVE_NODE
 install_venv v1 "$MCP_V1" || { fail "install mcp==$MCP_V1"; HAVE_V1=0; }
 install_venv v2 "$MCP_V2" || { fail "install mcp==$MCP_V2"; HAVE_V2=0; }
-install_inspector || { fail "install @modelcontextprotocol/inspector@$INSPECTOR"; HAVE_INSPECTOR=0; }
-install_npm_peers || { fail "install @modelcontextprotocol/{$(echo $NPM_PEERS | tr ' ' ,)}@$NPM_PEERS_V"; HAVE_UPSTREAM=0; }
+if [ "$HAVE_NODE" = 1 ]; then
+    install_inspector || { fail "install @modelcontextprotocol/inspector@$INSPECTOR$INSPECTOR_NOTE"; HAVE_INSPECTOR=0; }
+    install_npm_peers || { fail "install @modelcontextprotocol/{$(echo $NPM_PEERS | tr ' ' ,)}@$NPM_PEERS_V"; HAVE_UPSTREAM=0; }
+fi
 install_time || { fail "install mcp-server-time==$TIME_V"; HAVE_UPSTREAM=0; }
 
 # ---------------------------------------------------------------------------------------
@@ -312,7 +340,7 @@ EOF
         if [ -z "$why" ]; then
             pass "[$tag] $label"
         else
-            fail "[$tag] $label: $why; stdout: $(head -c 400 "$out"); stderr: $(grep -v '^\[mcp-inspector\]\|^\[INFO\|^cideldill-server\|^Server running\|^Database\|^Port file' "$out.err" | tail -n 5)"
+            fail "[$tag] $label: $why$INSPECTOR_NOTE; stdout: $(head -c 400 "$out"); stderr: $(grep -v '^\[mcp-inspector\]\|^\[INFO\|^cideldill-server\|^Server running\|^Database\|^Port file' "$out.err" | tail -n 5)"
         fi
         sweep
     }

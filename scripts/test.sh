@@ -1,12 +1,14 @@
 #!/bin/sh
 # The project's test command (CI runs exactly this): formatting, lints, every unit and
 # integration test (the real binary on port 0 driven over HTTP and MCP, the demo program, the
-# pickle writer against python3, the pickle reader's property and corpus tests), then the MCP
+# README's MCP registration snippets, the pickle writer against python3, the pickle reader's
+# property and corpus tests), the binary installed with `cargo install` as the README says
+# (into .cache/install, reusing the debug build) answering --version, then the MCP
 # interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0; as external
 # servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time),
 # then the web UI in headless Chromium (scripts/ui_test.sh: Debian's chromium, driven by
 # playwright-core 1.64.1 from npm; screenshots in target/ui-screenshots/).
-# Needs: cargo with rustfmt and clippy, python3 with pip and venv, node and npm, and apt-get
+# Needs: cargo with rustfmt and clippy, python3 with pip and venv, node 20+ and npm, and apt-get
 # when chromium is missing. Pinned peers, playwright-core and dill are installed from PyPI and
 # npm into .cache/ on first use. Usage: scripts/test.sh
 set -eu
@@ -17,6 +19,15 @@ command -v python3 >/dev/null || { echo "scripts/test.sh: python3 is required" >
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test
+# The README's install command, into .cache/install (--debug and --target-dir reuse the build
+# above, so this takes a second); the installed binary must run.
+cargo install --quiet --locked --path . --bin cideldill-server --debug --root .cache/install --target-dir target
+version=$(.cache/install/bin/cideldill-server --version)
+expected="cideldill-server $(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+[ "$version" = "$expected" ] || {
+    echo "scripts/test.sh: the installed cideldill-server --version printed '$version', expected '$expected'" >&2
+    exit 1
+}
 # https to external MCP servers is an optional feature (rustls): it must keep building and pass
 # its lints; the default build comes last so the interop peers run the default binary.
 cargo clippy --features tls --all-targets --quiet -- -D warnings

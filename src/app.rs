@@ -354,6 +354,20 @@ impl Running {
         }
     }
 
+    /// The URL a debugged program is given (`CIDELDILL_SERVER_URL`): the client accepts only
+    /// loopback names, so a server bound to every address is named by `127.0.0.1`.
+    pub fn client_url(&self) -> String {
+        let host = self
+            .shared
+            .config
+            .host
+            .trim_matches(|c| c == '[' || c == ']');
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) if ip.is_unspecified() => format!("http://127.0.0.1:{}", self.port),
+            _ => self.url(),
+        }
+    }
+
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
@@ -398,6 +412,22 @@ impl Running {
             ));
         }
         lines.push(format!("Server running on {}", self.url()));
+        // What a newcomer does next: open the web UI, point a program at us, add an agent.
+        lines.push(format!("  Web UI:   {}/", self.url()));
+        lines.push(
+            "  Python:   from cideldill_client import with_debug; with_debug(\"ON\"); f = with_debug(f)"
+                .to_owned(),
+        );
+        lines.push(format!(
+            "            and run the program with CIDELDILL_SERVER_URL={}",
+            self.client_url()
+        ));
+        if !config.mcp_stdio {
+            lines.push(format!(
+                "  AI agent: claude mcp add cideldill -- {}",
+                join_command(&config.port_file)
+            ));
+        }
         if config.mcp_legacy_sse {
             lines.push(format!(
                 "MCP: Streamable HTTP at {0}/mcp, HTTP+SSE at {0}/mcp/sse",
@@ -482,6 +512,32 @@ impl Running {
         if self.owns_port_file {
             port_file::release(&self.shared.config.port_file, self.port);
         }
+    }
+}
+
+/// The command an MCP host runs to join the server of `port_file`: `cideldill-server --mcp`,
+/// plus `--port-file` when that is not the default one (a host does not pass on the variables of
+/// the shell that started the server).
+fn join_command(port_file: &Path) -> String {
+    let home = crate::config::Env::from_process().home;
+    let default = crate::config::Env {
+        home,
+        ..Default::default()
+    }
+    .port_file();
+    if port_file == default {
+        "cideldill-server --mcp".to_owned()
+    } else {
+        let path = port_file.display().to_string();
+        let quoted = if path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-~".contains(&b))
+        {
+            path
+        } else {
+            format!("'{}'", path.replace('\'', "'\\''"))
+        };
+        format!("cideldill-server --mcp --port-file {quoted}")
     }
 }
 

@@ -26,12 +26,12 @@ pub const DEFAULT_PORT: u16 = 5174;
 )]
 pub struct Args {
     /// address to bind (default 127.0.0.1; a non-loopback address also needs --allow-remote)
-    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    #[argh(option, arg_name = "addr", default = "String::from(\"127.0.0.1\")")]
     pub host: String,
 
     /// port to listen on (default 5174; 0 picks any free port; a port already in use falls back
     /// to a free one, and the port actually bound is written to the port file)
-    #[argh(option)]
+    #[argh(option, arg_name = "n")]
     pub port: Option<u16>,
 
     /// keep everything in memory: nothing is written to disk
@@ -46,27 +46,35 @@ pub struct Args {
     /// database file (append-only log; created if missing, reopened with its objects, call
     /// records and history if present). Default: a new file
     /// $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home default ~/.cideldill)
-    #[argh(option)]
+    #[argh(option, arg_name = "path")]
     pub db: Option<PathBuf>,
 
     /// file to write the bound port to (default $CIDELDILL_PORT_FILE, else $CIDELDILL_HOME/port,
     /// else ~/.cideldill/port); removed on a clean exit
-    #[argh(option)]
+    #[argh(option, arg_name = "path")]
     pub port_file: Option<PathBuf>,
 
     /// largest request body accepted, in MiB (default 64); larger requests get 413, and note that
     /// the Python client exits when /api/call/start answers 413
-    #[argh(option, default = "crate::limits::DEFAULT_MAX_BODY_MB")]
+    #[argh(
+        option,
+        arg_name = "mib",
+        default = "crate::limits::DEFAULT_MAX_BODY_MB"
+    )]
     pub max_body_mb: u64,
 
     /// call records (and breakpoint history entries) kept in memory (default 100000); older ones
     /// stay in the database file and are read from it, or with --memory are dropped and counted
-    #[argh(option, default = "crate::limits::DEFAULT_MAX_RECORDS")]
+    #[argh(option, arg_name = "n", default = "crate::limits::DEFAULT_MAX_RECORDS")]
     pub max_records: usize,
 
     /// memory the call records (and, separately, the breakpoint history) kept in memory may
     /// take, in MiB (default 256); the oldest fall out first, as by --max-records
-    #[argh(option, default = "crate::limits::DEFAULT_MAX_RECORDS_MB")]
+    #[argh(
+        option,
+        arg_name = "mib",
+        default = "crate::limits::DEFAULT_MAX_RECORDS_MB"
+    )]
     pub max_records_mb: usize,
 
     /// allow binding a non-loopback --host. The server relays code evaluation into the debugged
@@ -76,23 +84,33 @@ pub struct Args {
 
     /// most open HTTP connections (default 1024, lowered to fit the open-file limit); one more
     /// is answered 503 and closed
-    #[argh(option, default = "crate::limits::DEFAULT_MAX_CONNECTIONS")]
+    #[argh(
+        option,
+        arg_name = "n",
+        default = "crate::limits::DEFAULT_MAX_CONNECTIONS"
+    )]
     pub max_connections: usize,
 
     /// seconds a REPL eval waits for the debugged program's answer (default 30)
-    #[argh(option, default = "crate::limits::DEFAULT_REPL_TIMEOUT_S")]
+    #[argh(
+        option,
+        arg_name = "seconds",
+        default = "crate::limits::DEFAULT_REPL_TIMEOUT_S"
+    )]
     pub repl_timeout_s: f64,
 
     /// poll interval the server asks paused clients to use, in ms (default 100)
-    #[argh(option, default = "100")]
+    #[argh(option, arg_name = "ms", default = "100")]
     pub poll_interval_ms: u64,
 
     /// poll timeout sent to paused clients, in ms (default 60000; clients only log it)
-    #[argh(option, default = "60000")]
+    #[argh(option, arg_name = "ms", default = "60000")]
     pub poll_timeout_ms: u64,
 
-    /// serve MCP over stdin/stdout for an AI agent (the HTTP server keeps running for the
-    /// debugged program); stdout then carries only JSON-RPC messages
+    /// serve MCP on stdin/stdout for an AI agent; stdout then carries only JSON-RPC messages.
+    /// Given no --db, --memory, --port or --standalone, it joins the server that the port file
+    /// names, if one runs (the agent shares its session); otherwise it starts a server, whose
+    /// HTTP side keeps serving the debugged program
     #[argh(switch)]
     pub mcp: bool,
 
@@ -101,22 +119,30 @@ pub struct Args {
     #[argh(switch)]
     pub exit_on_stdin_close: bool,
 
-    /// serve MCP over HTTP on this server's port: Streamable HTTP at /mcp and legacy HTTP+SSE at
-    /// /mcp/sse (can be combined with --mcp)
+    /// also serve the legacy MCP HTTP+SSE transport at /mcp/sse (Streamable HTTP at /mcp is on
+    /// by default on a loopback --host; on another host this flag turns it on too)
     #[argh(switch)]
     pub mcp_sse: bool,
 
     /// an extra browser Origin allowed on every endpoint besides the server's own, e.g.
     /// https://tools.example (repeatable; "*" allows any)
-    #[argh(option)]
+    #[argh(option, arg_name = "origin")]
     pub allow_origin: Vec<String>,
 
     /// most concurrent MCP HTTP sessions (default 64; more get 503)
-    #[argh(option, default = "crate::limits::DEFAULT_MCP_MAX_SESSIONS")]
+    #[argh(
+        option,
+        arg_name = "n",
+        default = "crate::limits::DEFAULT_MCP_MAX_SESSIONS"
+    )]
     pub mcp_max_sessions: usize,
 
     /// items per page of MCP list results (default 100)
-    #[argh(option, default = "crate::limits::DEFAULT_MCP_PAGE_SIZE")]
+    #[argh(
+        option,
+        arg_name = "n",
+        default = "crate::limits::DEFAULT_MCP_PAGE_SIZE"
+    )]
     pub mcp_page_size: usize,
 
     /// connect to the external MCP servers of the default config file
@@ -127,28 +153,29 @@ pub struct Args {
 
     /// connect to the external MCP servers of this config file ({"servers": …} or a Claude-style
     /// {"mcpServers": …}); a missing file is an error
-    #[argh(option)]
+    #[argh(option, arg_name = "path")]
     pub mcp_clients_config: Option<String>,
 
     /// connect to one external MCP server, NAME:COMMAND ARGS… (stdio) or NAME:URL (Streamable
     /// HTTP, falling back to legacy SSE); repeatable; wins over a config entry of the same name
-    #[argh(option)]
+    #[argh(option, arg_name = "name:value")]
     pub mcp_client: Vec<String>,
 
     /// seconds an external MCP server may take to start and initialize (default 30)
     #[argh(
         option,
+        arg_name = "seconds",
         default = "crate::limits::UPSTREAM_CONNECT_TIMEOUT.as_secs_f64()"
     )]
     pub mcp_connect_timeout_s: f64,
 
     /// seconds between health pings of connected external MCP servers (default 15)
-    #[argh(option, default = "15.0")]
+    #[argh(option, arg_name = "seconds", default = "15.0")]
     pub mcp_ping_interval_s: f64,
 
     /// first delay of the automatic reconnection backoff, in seconds: attempts wait 1, 2, 4, 8
     /// and 16 times this (default 1), then the server is marked failed
-    #[argh(option, default = "1.0")]
+    #[argh(option, arg_name = "seconds", default = "1.0")]
     pub mcp_backoff_base_s: f64,
 
     /// print the version and exit
@@ -157,8 +184,252 @@ pub struct Args {
 
     /// seconds a Streamable HTTP MCP session may stay idle (no request in flight, no open
     /// stream) before it is closed and its client must initialize again (default 1800)
-    #[argh(option, default = "crate::limits::MCP_SESSION_IDLE_S")]
+    #[argh(
+        option,
+        arg_name = "seconds",
+        default = "crate::limits::MCP_SESSION_IDLE_S"
+    )]
     pub mcp_session_idle_s: f64,
+}
+
+/// The short usage lines of `--help` (argh's own names every flag on one line).
+pub const USAGE: &str = "\
+Usage: cideldill-server [--port <n>] [--db <path> | --memory] [flags]
+       cideldill-server --mcp [flags]    the MCP server of an AI agent on stdio
+       cideldill-server --help | --version";
+
+/// What the exit status means (`--help` and the README say it).
+pub const EXIT_STATUS: &str =
+    "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.";
+
+/// The groups of `--help`, by face, each with its flags in the order shown. Every flag argh
+/// knows is in exactly one group (a unit test checks it); the README's flags section has the
+/// same groups (a tidy test checks it).
+pub const FLAG_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Server and storage",
+        &["--host", "--port", "--db", "--memory", "--port-file"],
+    ),
+    ("Web UI and trust", &["--allow-remote", "--allow-origin"]),
+    (
+        "Debug clients (the instrumented Python programs)",
+        &[
+            "--poll-interval-ms",
+            "--poll-timeout-ms",
+            "--repl-timeout-s",
+        ],
+    ),
+    (
+        "MCP server (AI agents)",
+        &[
+            "--mcp",
+            "--standalone",
+            "--exit-on-stdin-close",
+            "--mcp-sse",
+            "--mcp-page-size",
+            "--mcp-session-idle-s",
+        ],
+    ),
+    (
+        "External MCP servers (this server as an MCP client)",
+        &[
+            "--mcp-clients",
+            "--mcp-clients-config",
+            "--mcp-client",
+            "--mcp-connect-timeout-s",
+            "--mcp-ping-interval-s",
+            "--mcp-backoff-base-s",
+        ],
+    ),
+    (
+        "Limits",
+        &[
+            "--max-body-mb",
+            "--max-records",
+            "--max-records-mb",
+            "--max-connections",
+            "--mcp-max-sessions",
+        ],
+    ),
+    ("Information", &["--version", "--help"]),
+];
+
+/// One flag as argh's help describes it.
+#[derive(Debug, Default)]
+pub struct FlagHelp {
+    /// `--host`.
+    pub name: String,
+    /// The value it takes as argh's usage names it (`<host>`), if any.
+    pub value: Option<String>,
+    /// Its description, in the lines argh wrapped it into (for a start at column 20).
+    pub text: Vec<String>,
+}
+
+/// The parts of argh's help text: the description, every flag, and the notes.
+#[derive(Debug, Default)]
+pub struct ArghHelp {
+    pub description: Vec<String>,
+    pub flags: Vec<FlagHelp>,
+    pub notes: Vec<String>,
+}
+
+/// Where argh starts a flag's description.
+const HELP_INDENT: usize = 20;
+
+impl ArghHelp {
+    /// Splits the help text argh writes for `--help`.
+    pub fn parse(help: &str) -> ArghHelp {
+        #[derive(PartialEq)]
+        enum Part {
+            Usage,
+            Description,
+            Options,
+            Notes,
+        }
+        let mut out = ArghHelp::default();
+        let mut values: Vec<(String, String)> = Vec::new();
+        let mut part = Part::Usage;
+        for line in help.lines() {
+            match (line, &part) {
+                ("Options:", _) => part = Part::Options,
+                ("Notes:", _) => part = Part::Notes,
+                ("", Part::Usage) => part = Part::Description,
+                (_, Part::Usage) => {
+                    // `[--host <host>]`: the value names.
+                    for item in line.split('[').skip(1) {
+                        let item = item.split(']').next().unwrap_or_default();
+                        if let Some((flag, value)) = item.split_once(' ') {
+                            values.push((flag.to_owned(), value.to_owned()));
+                        }
+                    }
+                }
+                (_, Part::Description) if !line.is_empty() => out.description.push(line.to_owned()),
+                (_, Part::Options) if line.starts_with("  --") => {
+                    let name = line.split_whitespace().next().unwrap_or_default();
+                    let name = name.trim_end_matches(',').to_owned();
+                    let value = values
+                        .iter()
+                        .find(|(f, _)| *f == name)
+                        .map(|(_, v)| v.clone());
+                    let text = line.get(HELP_INDENT..).unwrap_or("").trim();
+                    let text = if text.is_empty() || !line[..HELP_INDENT].ends_with(' ') {
+                        Vec::new()
+                    } else {
+                        vec![text.to_owned()]
+                    };
+                    out.flags.push(FlagHelp { name, value, text });
+                }
+                (_, Part::Options) => {
+                    if let Some(flag) = out.flags.last_mut() {
+                        if !line.trim().is_empty() {
+                            flag.text.push(line.trim().to_owned());
+                        }
+                    }
+                }
+                (_, Part::Notes) if !line.trim().is_empty() => {
+                    out.notes.push(line.trim().to_owned())
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+impl FlagHelp {
+    /// The flag with its value, then its description from column 20 (on the next line when the
+    /// two do not fit before it), as argh lays it out.
+    fn render(&self, out: &mut String) {
+        let mut head = format!("  {}", self.name);
+        if let Some(value) = &self.value {
+            head.push(' ');
+            head.push_str(value);
+        }
+        let mut lines = self.text.iter();
+        if head.chars().count() < HELP_INDENT {
+            let first = lines.next().map_or("", String::as_str);
+            out.push_str(format!("{head:HELP_INDENT$}{first}").trim_end());
+        } else {
+            out.push_str(&head);
+        }
+        out.push('\n');
+        for line in lines {
+            out.push_str(&format!("{:HELP_INDENT$}{line}\n", ""));
+        }
+    }
+}
+
+/// argh's own help text for `Args` (what `--help` would print without grouping).
+pub fn argh_help() -> String {
+    match Args::from_args(&["cideldill-server"], &["--help"]) {
+        Err(exit) => exit.output,
+        Ok(_) => String::new(),
+    }
+}
+
+/// `--help`: a short usage, the description, then the flags grouped by face as in
+/// `FLAG_GROUPS`, each with the value it takes and argh's own description of it, then the
+/// environment and the exit status. A flag of argh's that no group names (there is none: a
+/// unit test checks) would be listed under "Other" rather than lost.
+pub fn grouped_help() -> String {
+    let help = ArghHelp::parse(&argh_help());
+    let mut out = String::new();
+    out.push_str(USAGE);
+    out.push_str("\n\n");
+    wrap(&help.description.join(" "), 80, &mut out);
+    let mut shown = Vec::new();
+    for (title, flags) in FLAG_GROUPS {
+        out.push_str(&format!("\n{title}:\n"));
+        for flag in help
+            .flags
+            .iter()
+            .filter(|f| flags.contains(&f.name.as_str()))
+        {
+            shown.push(flag.name.as_str());
+        }
+        for name in *flags {
+            if let Some(flag) = help.flags.iter().find(|f| f.name == *name) {
+                flag.render(&mut out);
+            }
+        }
+    }
+    let others: Vec<_> = help
+        .flags
+        .iter()
+        .filter(|f| !shown.contains(&f.name.as_str()))
+        .collect();
+    if !others.is_empty() {
+        out.push_str("\nOther:\n");
+        for flag in others {
+            flag.render(&mut out);
+        }
+    }
+    out.push('\n');
+    for note in &help.notes {
+        wrap(note, 80, &mut out);
+    }
+    wrap(EXIT_STATUS, 80, &mut out);
+    out
+}
+
+/// Appends `text` to `out` in lines of at most `width` characters (a longer word stays whole).
+fn wrap(text: &str, width: usize, out: &mut String) {
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
 }
 
 /// Where the server keeps its data.
@@ -498,6 +769,76 @@ mod tests {
             assert!(
                 text.contains(&format!("(default {value}")),
                 "{flag}: the help does not say (default {value}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_flag_argh_knows_is_in_exactly_one_help_group() {
+        let help = ArghHelp::parse(&argh_help());
+        let known: Vec<&str> = help.flags.iter().map(|f| f.name.as_str()).collect();
+        assert!(known.len() >= 25, "argh's flags: {known:?}");
+        for flag in &known {
+            let groups: Vec<&str> = FLAG_GROUPS
+                .iter()
+                .filter(|(_, flags)| flags.contains(flag))
+                .map(|(title, _)| *title)
+                .collect();
+            assert_eq!(groups.len(), 1, "{flag} is in the groups {groups:?}");
+        }
+        for (title, flags) in FLAG_GROUPS {
+            for flag in *flags {
+                assert!(known.contains(flag), "{title}: argh knows no {flag}");
+            }
+        }
+    }
+
+    #[test]
+    fn grouped_help_shows_each_flag_once_with_its_value_and_argh_description() {
+        let help = grouped_help();
+        let argh = ArghHelp::parse(&argh_help());
+        for flag in &argh.flags {
+            assert!(!flag.text.is_empty(), "{flag:?}");
+            let heads = help
+                .lines()
+                .filter(|l| {
+                    l.strip_prefix("  ").is_some_and(|l| {
+                        l.starts_with("--") && l.split_whitespace().next() == Some(&flag.name)
+                    })
+                })
+                .count();
+            assert_eq!(heads, 1, "{}: {help}", flag.name);
+            for line in &flag.text {
+                assert!(help.contains(line.as_str()), "{}: {line}", flag.name);
+            }
+        }
+        assert!(
+            help.contains("\n  --host <addr>     address to bind"),
+            "{help}"
+        );
+        assert!(help.contains("\n  --allow-origin <origin...>\n"), "{help}");
+        assert!(
+            help.contains("\n  --memory          keep everything"),
+            "{help}"
+        );
+        assert!(!help.contains("\nOther:"), "{help}");
+        for (title, _) in FLAG_GROUPS {
+            assert!(help.contains(&format!("\n{title}:\n")), "{title}");
+        }
+        assert!(help.starts_with("Usage: cideldill-server "), "{help}");
+        assert!(
+            help.contains("cideldill-server: a breakpoint server"),
+            "{help}"
+        );
+        assert!(
+            help.contains("CIDELDILL_HOME"),
+            "the environment note: {help}"
+        );
+        assert!(help.contains(EXIT_STATUS));
+        for line in help.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "a line over 80 characters: {line}"
             );
         }
     }

@@ -5,6 +5,7 @@
 mod support;
 
 mod call_protocol;
+mod cli;
 mod demo;
 mod door;
 mod event_stream;
@@ -19,6 +20,7 @@ mod mcp_tools;
 mod parity;
 mod persistence;
 mod pickle_python;
+mod readme_snippets;
 mod render_limits;
 mod rest_api;
 mod tidy;

@@ -76,6 +76,20 @@ impl McpServer {
         McpServer::spawn(own, home, port_file, &all, &[])
     }
 
+    /// The binary with exactly `args`, as an MCP host starts a registered command: only
+    /// `CIDELDILL_HOME` is set (to `home`), and the variables that would change what it does
+    /// (`CIDELDILL_PORT_FILE`, `RUST_LOG`) are removed, so the port file is `home/port`.
+    pub fn exact(home: &std::path::Path, args: &[&str], envs: &[(&str, &str)]) -> McpServer {
+        let own = Arc::new(TempDir::new("mcp-exact"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
+        cmd.args(args)
+            .env("CIDELDILL_HOME", home)
+            .env_remove("CIDELDILL_PORT_FILE")
+            .env_remove("RUST_LOG")
+            .envs(envs.iter().copied());
+        McpServer::spawn_command(own, cmd)
+    }
+
     fn spawn(
         own: Arc<TempDir>,
         home: &std::path::Path,
@@ -83,13 +97,18 @@ impl McpServer {
         args: &[&str],
         envs: &[(&str, &str)],
     ) -> McpServer {
-        let stderr_path = own.path().join("stderr.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
-            .args(args)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
+        cmd.args(args)
             .env("CIDELDILL_HOME", home)
             .env("CIDELDILL_PORT_FILE", port_file)
             .env("RUST_LOG", "debug")
-            .envs(envs.iter().copied())
+            .envs(envs.iter().copied());
+        McpServer::spawn_command(own, cmd)
+    }
+
+    fn spawn_command(own: Arc<TempDir>, mut cmd: Command) -> McpServer {
+        let stderr_path = own.path().join("stderr.log");
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr_path).unwrap())

@@ -42,15 +42,36 @@ fn every_source_file_starts_with_a_module_doc() {
 
 #[test]
 fn nothing_in_src_writes_to_stdout() {
-    // Stdout is reserved for the MCP stdio transport; logs and the banner go to stderr.
+    // Stdout is reserved for the MCP stdio transport; logs and the banner go to stderr. The one
+    // exception: `--help` and `--version` print to stdout, from `main.rs`, through one function.
     for (path, text) in sources("src") {
         for needle in ["println!", "print!(", "dbg!("] {
             assert!(!text.contains(needle), "{} uses {needle}", path.display());
         }
-        if !path.ends_with("src/mcp/stdio.rs") && !path.ends_with("src/mcp/bridge.rs") {
+        if path.ends_with("src/main.rs") {
+            assert_eq!(
+                text.matches("stdout()").count(),
+                1,
+                "src/main.rs writes stdout only in help_or_version_to_stdout"
+            );
+            let writer = text
+                .find("fn help_or_version_to_stdout(")
+                .expect("src/main.rs has help_or_version_to_stdout");
+            let body_end = text[writer..]
+                .find("\n}\n")
+                .map_or(text.len(), |e| writer + e);
+            assert!(
+                (writer..body_end).contains(&text.find("stdout()").unwrap()),
+                "src/main.rs writes stdout outside help_or_version_to_stdout"
+            );
+            // Its definition and two callers: the version and the grouped help.
+            assert_eq!(text.matches("help_or_version_to_stdout(").count(), 3);
+            assert!(text.contains("grouped_help()") && text.contains("CARGO_PKG_VERSION"));
+        } else if !path.ends_with("src/mcp/stdio.rs") && !path.ends_with("src/mcp/bridge.rs") {
             assert!(
                 !text.contains("stdout()"),
-                "{} writes stdout; only src/mcp/stdio.rs and src/mcp/bridge.rs may",
+                "{} writes stdout; only src/mcp/stdio.rs and src/mcp/bridge.rs may (and \
+                 src/main.rs for --help and --version)",
                 path.display()
             );
         }
@@ -222,6 +243,42 @@ fn readme_documents_every_flag() {
             "README.md does not mention {flag}"
         );
     }
+}
+
+#[test]
+fn readme_flags_section_has_the_groups_of_help() {
+    // The README's flags section: one `### <group>` table per group of `--help`, in the same
+    // order, each listing exactly the flags of its group.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("\n## Flags\n").expect("README has ## Flags");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for line in section.lines() {
+        if let Some(title) = line.strip_prefix("### ") {
+            groups.push((title.to_owned(), Vec::new()));
+        } else if let Some(row) = line.strip_prefix("| `--") {
+            let flag = format!("--{}", row.split(['`', ' ']).next().unwrap());
+            groups
+                .last_mut()
+                .unwrap_or_else(|| panic!("{flag} is listed before the first ### group"))
+                .1
+                .push(flag);
+        }
+    }
+    let expected: Vec<(String, Vec<String>)> = cideldill_server::config::FLAG_GROUPS
+        .iter()
+        .map(|(title, flags)| {
+            (
+                title.to_string(),
+                flags.iter().map(|f| f.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups, expected,
+        "README.md's flags section must have the groups of config::FLAG_GROUPS, in order"
+    );
 }
 
 #[test]
