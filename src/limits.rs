@@ -87,6 +87,20 @@ pub const MAX_COM_ERROR_REPORT_BYTES: usize = 64 << 10;
 /// The oldest fall out first, as by count (with a database file they stay in the file).
 pub const DEFAULT_MAX_RECORDS_MB: usize = 256;
 pub const DEFAULT_MAX_RECORDS_BYTES: usize = DEFAULT_MAX_RECORDS_MB << 20;
+/// Calls started and not completed that are kept, by count and by what they keep: a call whose
+/// completion never comes (its process died, or a web page only starts calls through the
+/// browser-client endpoint) would otherwise be kept forever. Past either, the oldest that is
+/// not paused is dropped and counted (`open_calls_dropped` in `/api/status`); its completion,
+/// if it comes, is recorded like one of a call the server never saw start.
+pub const MAX_OPEN_CALLS: usize = 100_000;
+pub const MAX_OPEN_CALLS_BYTES: usize = 256 << 20;
+/// Registered functions (`POST /api/functions`, a browser-client endpoint any web page may
+/// call): at most this many names (a new one past it gets 400 `too_many_functions`), each name at
+/// most `MAX_FUNCTION_NAME_BYTES` (else 400), and a signature or `function_metadata` longer than
+/// `MAX_FUNCTION_METADATA_BYTES` as JSON text is not kept (the metadata says so in `shrunk`).
+pub const MAX_FUNCTIONS: usize = 100_000;
+pub const MAX_FUNCTION_NAME_BYTES: usize = 4096;
+pub const MAX_FUNCTION_METADATA_BYTES: usize = 64 << 10;
 
 // Rendering of pickled values (`pickle`, `pretty`, `render`; README "Trust model"): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,

@@ -96,6 +96,8 @@ pub struct ServerStatus {
     pub functions: usize,
     pub paused: usize,
     pub open_calls: usize,
+    /// Open calls dropped because too many never completed (`limits::MAX_OPEN_CALLS`).
+    pub open_calls_dropped: u64,
     /// Calls recorded since the database was created (in memory plus dropped).
     pub total_calls: u64,
     pub calls_in_memory: usize,
@@ -513,6 +515,7 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
         functions: st.functions.len(),
         paused: st.calls.paused().len(),
         open_calls: st.calls.n_open(),
+        open_calls_dropped: st.calls.open_dropped(),
         total_calls: st.records.len() as u64 + st.records.dropped(),
         calls_in_memory: st.records.len(),
         calls_dropped: st.records.dropped(),
