@@ -24,6 +24,8 @@
 mod amplify_tests;
 mod bigint;
 pub mod budget;
+#[cfg(test)]
+pub(crate) mod builder;
 mod compat;
 pub mod reader;
 pub mod render;
