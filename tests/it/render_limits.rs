@@ -58,7 +58,10 @@ fn nested_placeholders() -> Vec<u8> {
             }
             p.op(b"u");
         }
-        p.short_str("pickle_attempts").op(b"](").refs(below, 30).op(b"e");
+        p.short_str("pickle_attempts")
+            .op(b"](")
+            .refs(below, 30)
+            .op(b"e");
         p.op(b"u\x85R");
         below = p.put();
     }
