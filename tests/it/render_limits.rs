@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::pickle_builder::P;
-use crate::support::{call_start_body, raw_item, Server};
+use crate::support::{call_start_body, proc_status_kib, raw_item, Server};
 
 /// `ValueError(*[s] * 50_000)` with `s = 'x' * 100_000`: about 200 kB.
 fn shared_exception_args() -> Vec<u8> {
@@ -70,14 +70,7 @@ fn nested_placeholders() -> Vec<u8> {
 
 /// The server's resident memory (`VmRSS` of `/proc/<pid>/status`), in bytes.
 fn rss(server: &Server) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))
-        .expect("the server's /proc status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kb * 1024
+    proc_status_kib(server.pid(), "VmRSS") * 1024
 }
 
 /// Runs `f` (one request), checking that it is answered within `limit` and that the answer,
