@@ -112,3 +112,10 @@ pub const RENDER_LOOKUP_SLACK: usize = 256 * 1024;
 pub const RENDER_MEMORY_PER_INPUT_BYTE: usize = 128;
 /// ... plus this many bytes (checked by the property tests of `tests/pickle_props.rs`).
 pub const RENDER_MEMORY_SLACK: usize = 8 << 20;
+
+// ---- REPL sessions (`repl.rs`) ----
+
+/// Closed REPL sessions kept, with their transcripts: when one more closes, the session closed
+/// longest ago is forgotten (its id then answers 404 `session_not_found`). Open sessions are
+/// never dropped.
+pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
