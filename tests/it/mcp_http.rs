@@ -900,6 +900,83 @@ fn sigterm_ends_open_streams_and_exits_cleanly() {
     );
 }
 
+// Defect: a request in flight at shutdown was answered 202 with an empty body (as a
+// notification is), or its reply stream ended without a response.
+#[test]
+fn a_tool_call_in_flight_at_shutdown_is_answered_with_a_json_rpc_error() {
+    let mut s = Server::start(&["--mcp-sse"]);
+    let port = s.port;
+    let wait = |id: i64| {
+        rpc(
+            id,
+            "tools/call",
+            json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50},
+                   "_meta": {"progressToken": format!("wait-{id}")}}),
+        )
+    };
+    let is_progress = |id: i64| {
+        move |m: &Value| {
+            m["method"] == "notifications/progress"
+                && m["params"]["progressToken"] == format!("wait-{id}")
+        }
+    };
+    // Answered as JSON (the client takes nothing else); its progress goes to the session's
+    // GET stream, which shows that the call is waiting.
+    let json_sid = streamable_session(port, "2025-11-25");
+    let mut json_stream = get_stream(port, &json_sid);
+    let body = wait(1).to_string();
+    let (tx, json_reply) = bounded(1);
+    std::thread::spawn(move || {
+        let headers = [
+            JSON,
+            ("Accept", "application/json"),
+            ("Mcp-Session-Id", &json_sid),
+        ];
+        let _ = tx.send(http(port, "POST", "/mcp", &headers, Some(&body)));
+    });
+    json_stream.message(deadline(), is_progress(1));
+    // Answered on its own event stream, which carries its progress.
+    let sse_sid = streamable_session(port, "2025-11-25");
+    let mut sse_reply = Sse::open(
+        port,
+        "POST",
+        "/mcp",
+        &[JSON, ACCEPT, ("Mcp-Session-Id", &sse_sid)],
+        Some(&wait(2).to_string()),
+        64,
+    );
+    assert_eq!(sse_reply.status, 200);
+    sse_reply.message(deadline(), is_progress(2));
+
+    let status = s.signal_and_wait("-TERM");
+    assert!(status.success(), "exit status {status}");
+    let r: Resp = json_reply
+        .recv_timeout(deadline())
+        .expect("the JSON answer within the deadline");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r
+        .header("Content-Type")
+        .is_some_and(|t| t.starts_with("application/json")));
+    let answer = r.json();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shutting down")),
+        "{answer}"
+    );
+    let answer = sse_reply.message(deadline(), |m| m["id"] == 2);
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("shutting down")),
+        "{answer}"
+    );
+    assert!(sse_reply.ended(deadline()), "the reply stream ends");
+}
+
 #[test]
 fn pause_notifications_reach_ten_sse_sessions_quickly() {
     let s = Server::start(&["--mcp-sse"]);
