@@ -957,23 +957,18 @@ fn a_tool_call_in_flight_at_shutdown_is_answered_with_a_json_rpc_error() {
     assert!(r
         .header("Content-Type")
         .is_some_and(|t| t.starts_with("application/json")));
-    let answer = r.json();
-    assert_eq!(answer["id"], 1, "{answer}");
-    assert_eq!(answer["error"]["code"], -32000, "{answer}");
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("shutting down")),
-        "{answer}"
-    );
-    let answer = sse_reply.message(deadline(), |m| m["id"] == 2);
-    assert_eq!(answer["error"]["code"], -32000, "{answer}");
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("shutting down")),
-        "{answer}"
-    );
+    let says_shutting_down = |answer: &Value, id: i64| {
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32000, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("shutting down")),
+            "{answer}"
+        );
+    };
+    says_shutting_down(&r.json(), 1);
+    says_shutting_down(&sse_reply.message(deadline(), |m| m["id"] == 2), 2);
     assert!(sse_reply.ended(deadline()), "the reply stream ends");
 }
 
