@@ -111,6 +111,30 @@ pub struct ServerStatus {
     pub pid: u32,
 }
 
+/// The filters of a call-record listing from named values, as the REST query
+/// (`GET /api/call-records`, its JSON Lines export) and the MCP tool `breakpoint_get_call_records`
+/// give them: `function`, `status`, `process` (a process key or a pid), `source` (one of
+/// [`records::SOURCES`], else 400 `invalid_source`) and `search`. An empty value filters nothing.
+pub fn record_filter<'a>(
+    value: impl Fn(&str) -> Option<&'a str>,
+) -> Result<RecordFilter<'a>, ApiError> {
+    let given = |key: &str| value(key).filter(|v| !v.is_empty());
+    let source = given("source");
+    if let Some(other) = source.filter(|s| !records::SOURCES.contains(s)) {
+        return Err(ApiError::bad_request(
+            "invalid_source",
+            format!("source must be 'program' or 'mcp_client', got '{other}'"),
+        ));
+    }
+    Ok(RecordFilter {
+        function: given("function"),
+        status: given("status"),
+        process: given("process"),
+        source,
+        search: given("search"),
+    })
+}
+
 /// `GET /api/call-records`: newest first.
 pub fn call_records(
     shared: &Shared,
