@@ -665,7 +665,10 @@ struct Row {
 impl Row {
     fn compare(&self, c: &Cell) -> String {
         match (c.value, self.floor_value) {
-            (Some(v), Some(f)) if self.diff => format!("+{} µs ({})", num(v - f), ratio(v, f)),
+            (Some(v), Some(f)) if self.diff => {
+                let sign = if v >= f { "+" } else { "−" };
+                format!("{sign}{} µs ({})", num((v - f).abs()), ratio(v, f))
+            }
             (Some(v), Some(f)) => ratio(v, f),
             _ => "—".into(),
         }

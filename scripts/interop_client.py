@@ -16,7 +16,11 @@ What it does
 
     It runs unchanged under mcp 1.x (ClientSession + stdio_client) and mcp 2.x (mcp.Client
     with StdioServerParameters, mode="legacy"; plus one connection with mode="auto"),
-    chosen by feature detection.
+    chosen by feature detection. Then all of it again the way an MCP host meets a server
+    the user already runs: `<binary> --memory --port 0` first, then the SDK spawns plain
+    `<binary> --mcp` with the same port file, which joins that server's session through its
+    stdio <-> Streamable HTTP bridge; afterwards the running server must still serve and its
+    port file be intact.
 
 What it needs
     Python 3.10+ with the `mcp` package (tested: 1.30.0 and 2.3.0) and a built binary.
@@ -40,6 +44,7 @@ import logging
 import os
 import pickle
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -767,10 +772,20 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
     home = tmp / ("home-" + (mode or "main"))
     home.mkdir(parents=True, exist_ok=True)
     port_file = home / "port"
-    params = StdioServerParameters(
-        command=str(binary), args=["--mcp", "--memory", "--port", "0"],
-        env={"CIDELDILL_HOME": str(home), "CIDELDILL_PORT_FILE": str(port_file),
-             "RUST_LOG": os.environ.get("INTEROP_RUST_LOG", "warn")})
+    env = {"CIDELDILL_HOME": str(home), "CIDELDILL_PORT_FILE": str(port_file),
+           "RUST_LOG": os.environ.get("INTEROP_RUST_LOG", "warn")}
+    running = None
+    if mode == "joined":
+        # A server already runs (as `cargo run --release` would); the host starts
+        # `cideldill-server --mcp`, which joins it through its stdio <-> /mcp bridge.
+        running = subprocess.Popen([str(binary), "--memory", "--port", "0"],
+                                   env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=open(home / "running.log", "w"))
+        Http(port_file).wait_port()
+        args = ["--mcp"]
+    else:
+        args = ["--mcp", "--memory", "--port", "0"]
+    params = StdioServerParameters(command=str(binary), args=args, env=env)
     seen = Seen()
     sdk_log = SdkWarnings()
     logging.getLogger().addHandler(sdk_log)
@@ -783,7 +798,8 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
         async with anyio.create_task_group() as tg:
             async with AsyncExitStack() as stack:
                 if HAS_CLIENT:
-                    conn = await v2_connect(params, seen, stack, mode or "legacy")
+                    conn = await v2_connect(params, seen, stack,
+                                            "legacy" if mode in (None, "joined") else mode)
                 else:
                     conn = await v1_connect(params, seen, stack, tg)
                 if mode == "auto":
@@ -803,7 +819,22 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
         rep.fail(f"connection ({mode or 'legacy'})", f"{describe(e)}\n{traceback.format_exc()}")
     finally:
         logging.getLogger().removeHandler(sdk_log)
-    if t_close is not None:
+        if running is not None:
+            alive = running.poll() is None
+            text = port_file.read_text().strip() if port_file.exists() else ""
+            port = Http(port_file).wait_port(1) if text else ""
+            rep.check("joined: the running server outlives the agent's process, port file intact",
+                      alive and text.isdigit(), f"running={alive} port file={text!r}",
+                      f"still serving at {port}")
+            running.terminate()
+            try:
+                running.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                running.kill()
+    if t_close is not None and mode == "joined":
+        rep.info(f"SDK close of the joining process took {time.monotonic() - t_close:.1f} s "
+                 "(the bridge exits when stdin closes)")
+    elif t_close is not None:
         rep.info(f"SDK close of the stdio server took {time.monotonic() - t_close:.1f} s "
                  "(the server keeps serving HTTP after stdin closes unless --exit-on-stdin-close, so the SDK "
                  "waits for its exit timeout and then terminates it)")
@@ -824,6 +855,9 @@ async def main_async(binary: Path) -> int:
         await run_connection(rep, binary, tmp, None)
         if HAS_CLIENT:
             await run_connection(rep, binary, tmp, "auto")
+        rep.info("again, with `--mcp` joining a running server (the stdio <-> /mcp bridge)")
+        rep.prefix = rep.prefix + "[joined] "
+        await run_connection(rep, binary, tmp, "joined")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"interop_client [mcp {SDK_VERSION}]: {rep.passed} passed, {rep.failed} failed", flush=True)

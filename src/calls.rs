@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 
 use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
 use crate::limits::{
-    MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_ORPHANS,
-    MAX_ORPHAN_ID_BYTES,
+    MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
+    MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
 };
 use crate::records::{CallId, CallRecord};
 
@@ -43,6 +43,8 @@ impl Pause {
 struct OpenCall {
     call: CallRecord,
     pause_id: Option<String>,
+    /// What it keeps (`CallRecord::weight`), for the byte bound of the open calls.
+    weight: usize,
 }
 
 /// An open call popped at completion.
@@ -76,6 +78,11 @@ pub enum Resumed {
 pub struct Calls {
     counter: u64,
     open: HashMap<String, OpenCall>,
+    /// Open call ids, oldest first (completed ones are skipped when met, and pruned).
+    open_order: VecDeque<String>,
+    open_bytes: usize,
+    /// Open calls dropped to keep within `MAX_OPEN_CALLS` and `MAX_OPEN_CALLS_BYTES`.
+    open_dropped: u64,
     paused: Vec<Pause>,
     actions: HashMap<String, Value>,
     after_actions: VecDeque<String>,
@@ -96,14 +103,71 @@ impl Calls {
         }
     }
 
+    /// Registers a started call until its completion. Calls that never complete (a client that
+    /// died, or a page that only starts calls) would be kept forever: past `MAX_OPEN_CALLS` or
+    /// `MAX_OPEN_CALLS_BYTES`, the oldest that is not paused is dropped and counted (its
+    /// completion, if it ever comes, is recorded like any unknown completion).
     pub fn open_call(&mut self, call: CallRecord) {
-        self.open.insert(
-            call.call_id.to_string(),
+        let id = call.call_id.to_string();
+        let weight = call.weight() + id.len();
+        self.open_bytes += weight;
+        if let Some(old) = self.open.insert(
+            id.clone(),
             OpenCall {
                 call,
                 pause_id: None,
+                weight,
             },
-        );
+        ) {
+            self.open_bytes -= old.weight;
+        }
+        self.open_order.push_back(id);
+        self.bound_open_calls();
+    }
+
+    fn bound_open_calls(&mut self) {
+        if self.open_order.len() > 2 * self.open.len() + 64 {
+            let open = &self.open;
+            self.open_order.retain(|id| open.contains_key(id));
+        }
+        let mut passed = 0;
+        while (self.open.len() > MAX_OPEN_CALLS || self.open_bytes > MAX_OPEN_CALLS_BYTES)
+            && passed < self.open_order.len()
+        {
+            let Some(id) = self.open_order.pop_front() else {
+                break;
+            };
+            match self.open.get(&id) {
+                None => {}
+                Some(o) if o.pause_id.is_some() || self.open.len() == 1 => {
+                    // A paused call waits for someone; the newest is the one just started.
+                    self.open_order.push_back(id);
+                    passed += 1;
+                }
+                Some(_) => {
+                    if let Some(o) = self.open.remove(&id) {
+                        self.open_bytes -= o.weight;
+                        self.open_dropped += 1;
+                        // The first, then every thousandth: a flood must not flood the log.
+                        if self.open_dropped % 1000 != 1 {
+                            continue;
+                        }
+                        log::warn!(
+                            "dropped the open call {id} ({}) that never completed: more than \
+                             {MAX_OPEN_CALLS} open calls or {} MiB ({} dropped so far)",
+                            o.call.method,
+                            MAX_OPEN_CALLS_BYTES >> 20,
+                            self.open_dropped
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Open calls dropped since start (see `open_call`).
+    pub fn open_dropped(&self) -> u64 {
+        self.open_dropped
     }
 
     /// The open calls, in no particular order (object snapshots are derived from them too).
@@ -219,6 +283,7 @@ impl Calls {
     /// paused entry (returned, so its REPL sessions can be closed).
     pub fn complete(&mut self, call_id: &str) -> Option<Completed> {
         let open = self.open.remove(call_id)?;
+        self.open_bytes -= open.weight;
         let mut leftover = None;
         if let Some(pid) = &open.pause_id {
             self.actions.remove(pid);
@@ -476,6 +541,34 @@ mod tests {
                 .sum::<usize>()
         );
         assert_eq!(c.com_errors().last().unwrap()["i"], 399);
+    }
+
+    #[test]
+    fn open_calls_that_never_complete_are_bounded_and_paused_ones_kept() {
+        let mut c = Calls::default();
+        let id = |n: usize| format!("1795311683.500000-{n:03}");
+        c.open_call(CallRecord::for_tests("f", &id(0)));
+        c.pause("p0".into(), Map::new(), 1.0, Some(&id(0)));
+        for n in 1..=MAX_OPEN_CALLS + 10 {
+            c.open_call(CallRecord::for_tests("f", &id(n)));
+        }
+        assert_eq!(c.n_open(), MAX_OPEN_CALLS);
+        assert_eq!(c.open_dropped(), 11);
+        // The paused one stayed; the oldest others went; the newest are there to complete.
+        assert!(c.complete(&id(0)).is_some());
+        assert!(c.complete(&id(1)).is_none());
+        assert!(c.complete(&id(11)).is_none());
+        assert!(c.complete(&id(12)).is_some());
+        assert!(c.complete(&id(MAX_OPEN_CALLS + 10)).is_some());
+        assert_eq!(c.n_open(), MAX_OPEN_CALLS - 3);
+        assert!(c.open_bytes > 0);
+        // The order queue does not grow with completed calls.
+        for n in 0..3 * MAX_OPEN_CALLS {
+            let i = id(MAX_OPEN_CALLS + 100 + n);
+            c.open_call(CallRecord::for_tests("g", &i));
+            c.complete(&i);
+        }
+        assert!(c.open_order.len() <= 2 * c.n_open() + 65);
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// Implementation-defined (JSON-RPC reserves -32000 to -32099 for servers): a request that was
 /// valid but went past one of the server's limits.
 pub const LIMIT_EXCEEDED: i64 = -32000;
+/// Implementation-defined: the server is shutting down, so a request in flight was stopped
+/// (its message says so).
+pub const SHUTTING_DOWN: i64 = -32000;
 
 /// A request id: an integer or a string. `92` and `"92"` are different ids and keep their type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

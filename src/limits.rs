@@ -87,6 +87,20 @@ pub const MAX_COM_ERROR_REPORT_BYTES: usize = 64 << 10;
 /// The oldest fall out first, as by count (with a database file they stay in the file).
 pub const DEFAULT_MAX_RECORDS_MB: usize = 256;
 pub const DEFAULT_MAX_RECORDS_BYTES: usize = DEFAULT_MAX_RECORDS_MB << 20;
+/// Calls started and not completed that are kept, by count and by what they keep: a call whose
+/// completion never comes (its process died, or a web page only starts calls through the
+/// browser-client endpoint) would otherwise be kept forever. Past either, the oldest that is
+/// not paused is dropped and counted (`open_calls_dropped` in `/api/status`); its completion,
+/// if it comes, is recorded like one of a call the server never saw start.
+pub const MAX_OPEN_CALLS: usize = 100_000;
+pub const MAX_OPEN_CALLS_BYTES: usize = 256 << 20;
+/// Registered functions (`POST /api/functions`, a browser-client endpoint any web page may
+/// call): at most this many names (a new one past it gets 400 `too_many_functions`), each name at
+/// most `MAX_FUNCTION_NAME_BYTES` (else 400), and a signature or `function_metadata` longer than
+/// `MAX_FUNCTION_METADATA_BYTES` as JSON text is not kept (the metadata says so in `shrunk`).
+pub const MAX_FUNCTIONS: usize = 100_000;
+pub const MAX_FUNCTION_NAME_BYTES: usize = 4096;
+pub const MAX_FUNCTION_METADATA_BYTES: usize = 64 << 10;
 
 // Rendering of pickled values (`pickle`, `pretty`, `render`; README "Trust model"): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,
@@ -260,6 +274,13 @@ pub const UPSTREAM_SSE_MAX_LINE: usize = 256 << 20;
 /// server looping on its cursor).
 pub const UPSTREAM_MAX_PAGES: usize = 1000;
 
+// ---- REPL sessions (`repl.rs`) ----
+
+/// Closed REPL sessions kept, with their transcripts: when one more closes, the session closed
+/// longest ago is forgotten (its id then answers 404 `session_not_found`). Open sessions are
+/// never dropped.
+pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
+
 // ---------------------------------------------------------------------------------------------
 // The README's limits table (section "Limits"): generated from `TABLE` by `reference_markdown`
 // and compared with the README by `tests/it/tidy.rs`. Every value is computed from the
@@ -392,6 +413,42 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The oldest reports are dropped; a report over its own limit has its long \
                   strings cut, then its `payload` dropped, then everything but its short fields.",
+    },
+    Limit {
+        what: "Calls started and not completed",
+        value: || {
+            format!(
+                "{} calls or {}",
+                count(MAX_OPEN_CALLS as u64),
+                bytes(MAX_OPEN_CALLS_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest that is not paused is dropped and counted (`open_calls_dropped` in \
+                  `/api/status`); its completion, if it comes, is recorded like one of a call \
+                  the server never saw start.",
+    },
+    Limit {
+        what: "Registered functions (`POST /api/functions`)",
+        value: || {
+            format!(
+                "{} names of at most {}; signature and metadata {} each",
+                count(MAX_FUNCTIONS as u64),
+                bytes(MAX_FUNCTION_NAME_BYTES as u64),
+                bytes(MAX_FUNCTION_METADATA_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "A new name past the count, or a longer name, gets 400 (`too_many_functions`, \
+                  `invalid_function_name`); a longer signature or metadata is not kept (the \
+                  metadata says so in `shrunk`).",
+    },
+    Limit {
+        what: "Closed REPL sessions kept with their transcripts",
+        value: || count(MAX_CLOSED_REPL_SESSIONS as u64),
+        flag: None,
+        reached: "The session closed longest ago is forgotten (its id answers 404 \
+                  `session_not_found`); open sessions are never dropped.",
     },
     Limit {
         what: "Payload texts remembered as verified (the client resends them with every call)",

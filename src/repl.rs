@@ -1,7 +1,9 @@
 //! REPL sessions on paused executions and the eval relay (protocol doc §2.7, §2.8, §5.4).
 //! A waiting eval registers a one-shot sender here under the state lock and waits on the
 //! receiver outside it; delivering a result, closing the session or resuming the pause sends
-//! exactly one outcome. Pure: no I/O, no blocking.
+//! exactly one outcome. Closed sessions are kept with their transcripts, the newest
+//! `MAX_CLOSED_REPL_SESSIONS` of them (`limits.rs`); open ones are never dropped. Pure: no I/O,
+//! no blocking.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -9,6 +11,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 
 use crate::calls::Pause;
+use crate::limits::MAX_CLOSED_REPL_SESSIONS;
 
 /// What a waiting eval receives.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,14 +105,35 @@ pub struct SessionFilter<'a> {
     pub to: Option<f64>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Repl {
     sessions: BTreeMap<String, Session>,
     queues: HashMap<String, VecDeque<EvalRequest>>,
     pending: HashMap<String, Pending>,
+    /// Ids of the closed sessions still kept, in the order they closed (oldest first).
+    closed: VecDeque<String>,
+    /// How many closed sessions are kept.
+    max_closed: usize,
+}
+
+impl Default for Repl {
+    fn default() -> Self {
+        Repl::with_max_closed(MAX_CLOSED_REPL_SESSIONS)
+    }
 }
 
 impl Repl {
+    /// No sessions; at most `max_closed` closed sessions kept.
+    pub fn with_max_closed(max_closed: usize) -> Self {
+        Repl {
+            sessions: BTreeMap::new(),
+            queues: HashMap::new(),
+            pending: HashMap::new(),
+            closed: VecDeque::new(),
+            max_closed,
+        }
+    }
+
     /// Starts a session on a pause. The id is `"<pid>-<started_at %.6f>"`, bumped by 1 ms
     /// until unique, as in the original.
     pub fn start(&mut self, pause: &Pause, pid: &Value, now: f64) -> String {
@@ -276,7 +300,8 @@ impl Repl {
         let Some(session) = self.sessions.get_mut(session_id) else {
             return false;
         };
-        if session.closed_at.is_none() {
+        let newly_closed = session.closed_at.is_none();
+        if newly_closed {
             session.closed_at = Some(now);
         }
         let pause_id = session.pause_id.clone();
@@ -292,6 +317,15 @@ impl Repl {
         for id in ids {
             if let Some(p) = self.pending.remove(&id) {
                 let _ = p.waiter.try_send(EvalOutcome::Closed);
+            }
+        }
+        if newly_closed {
+            self.closed.push_back(session_id.to_owned());
+            while self.closed.len() > self.max_closed {
+                if let Some(oldest) = self.closed.pop_front() {
+                    // Closed: nothing of it is queued or pending any more.
+                    self.sessions.remove(&oldest);
+                }
             }
         }
         true
@@ -425,6 +459,53 @@ mod tests {
         r.expire("e1");
         assert!(r.next_request("p").is_none());
         assert_eq!(r.check_delivery(&sid, "e1"), Err(ReplError::EvalNotFound));
+    }
+
+    #[test]
+    fn only_the_newest_closed_sessions_are_kept_and_open_ones_never_dropped() {
+        let mut r = Repl::with_max_closed(2);
+        let open: Vec<String> = (0..5)
+            .map(|i| r.start(&pause("o"), &json!(1), f64::from(i)))
+            .collect();
+        let a = r.start(&pause("p"), &json!(2), 1.0);
+        let b = r.start(&pause("p"), &json!(2), 2.0);
+        let c = r.start(&pause("q"), &json!(2), 3.0);
+        // Closed in another order than started: the one closed longest ago goes first.
+        r.close(&b, 4.0);
+        r.close(&a, 5.0);
+        assert!(r.close(&b, 6.0), "closing twice is still fine");
+        assert!(r.session(&b).is_some(), "a second close is not a new one");
+        r.close(&c, 7.0);
+        assert!(r.session(&b).is_none());
+        assert!(r.session(&a).is_some() && r.session(&c).is_some());
+        assert_eq!(r.sessions_of("p"), vec![a.clone()]);
+        assert!(!r.close(&b, 8.0));
+        assert_eq!(r.check_delivery(&b, "e"), Err(ReplError::SessionNotFound));
+        let (tx, _rx) = bounded(1);
+        assert_eq!(
+            r.enqueue(&b, "x", "e".into(), tx).unwrap_err(),
+            ReplError::SessionNotFound
+        );
+        assert_eq!(r.list(&SessionFilter::default()).len(), open.len() + 2);
+        for sid in &open {
+            assert!(r.session(sid).is_some_and(Session::is_open));
+        }
+        // Shutdown closes everything; then the cap holds for all of them.
+        r.close_all(9.0);
+        assert_eq!(r.list(&SessionFilter::default()).len(), 2);
+        assert_eq!(r.sessions.len(), 2);
+    }
+
+    #[test]
+    fn the_default_keeps_the_stated_number_of_closed_sessions() {
+        let mut r = Repl::default();
+        let first = r.start(&pause("p"), &json!(1), 0.0);
+        for i in 0..MAX_CLOSED_REPL_SESSIONS {
+            r.start(&pause("p"), &json!(1), 1.0 + i as f64);
+        }
+        r.close_pause("p", 1e6);
+        assert!(r.session(&first).is_none());
+        assert_eq!(r.sessions.len(), MAX_CLOSED_REPL_SESSIONS);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::openapi::{self, Endpoint};
 use super::{index, Reply, Req};
 use crate::error::ApiError;
 use crate::limits::MAX_PAGE_LIMIT;
-use crate::records::{RecordFilter, SOURCES};
+use crate::records::RecordFilter;
 use crate::repl::SessionFilter;
 use crate::service::{self, Payloads};
 use crate::state::Shared;
@@ -123,21 +123,7 @@ fn offset(r: &Req) -> Result<usize, ApiError> {
 
 /// The filters of a call-record listing, from its query (empty values filter nothing).
 pub(super) fn record_filter(r: &Req) -> Result<RecordFilter<'_>, ApiError> {
-    let given = |key: &str| r.query(key).filter(|v| !v.is_empty());
-    let source = given("source");
-    if let Some(other) = source.filter(|s| !SOURCES.contains(s)) {
-        return Err(ApiError::bad_request(
-            "invalid_source",
-            format!("source must be 'program' or 'mcp_client', got '{other}'"),
-        ));
-    }
-    Ok(RecordFilter {
-        function: given("function"),
-        status: given("status"),
-        process: given("process"),
-        source,
-        search: given("search"),
-    })
+    service::record_filter(|key| r.query(key))
 }
 
 /// Whether a call-record listing asks for JSON Lines (`format=jsonl`); any other format but

@@ -8,9 +8,10 @@
 //! `bridge-post` thread, so a request that waits (`breakpoint_wait_for_pause`, a REPL eval)
 //! blocks nothing else; its answer arrives as a JSON body or on an event stream that may carry
 //! progress notifications first, and everything on it is relayed. Notifications and responses
-//! (cancellation included) are posted in order by `bridge-in` itself. Once the host sends
-//! `notifications/initialized`, `bridge-events` opens the server's own event stream (list
-//! changes, resource updates, `notifications/breakpoint/*`). The `Mcp-Session-Id` and the
+//! (cancellation included) are posted in order by `bridge-in` itself. When the host sends
+//! `notifications/initialized`, `bridge-events` first opens the server's own event stream (list
+//! changes, resource updates, `notifications/breakpoint/*`; the server drops what it has no
+//! stream for), and the notification is posted once the stream is open. The `Mcp-Session-Id` and the
 //! protocol version of the `initialize` exchange are sent back on every later message.
 //!
 //! A request the server cannot answer (it is gone, or answers with an HTTP error without a
@@ -183,10 +184,12 @@ impl Bridge {
                         }
                     }
                     Kind::Other { initialized } => {
-                        self.post_one(line.into_bytes());
+                        // The server's stream is open before anything can happen that it
+                        // would announce (it drops what it cannot deliver).
                         if initialized {
                             self.open_event_stream();
                         }
+                        self.post_one(line.into_bytes());
                     }
                 },
                 // Not JSON: the server answers it with a parse error, relayed.
@@ -363,21 +366,28 @@ impl Bridge {
         }
     }
 
-    /// Opens the server's own event stream once, on `bridge-events`; its end ends the bridge.
+    /// Opens the server's own event stream once, on `bridge-events`, and returns once its
+    /// answer arrived (or `CONNECT_TIMEOUT` passed); its end ends the bridge.
     fn open_event_stream(self: &Arc<Self>) {
         if self.events_opened.swap(true, Ordering::SeqCst) {
             return;
         }
         let me = self.clone();
+        let (opened_tx, opened_rx) = crossbeam_channel::bounded(1);
         let spawned = thread::Builder::new()
             .name("bridge-events".into())
-            .spawn(move || me.read_events());
-        if let Err(e) = spawned {
-            log::error!("mcp bridge: cannot start the event stream thread: {e}");
+            .spawn(move || {
+                me.read_events(move || {
+                    let _ = opened_tx.send(());
+                })
+            });
+        match spawned {
+            Ok(_) => drop(opened_rx.recv_timeout(CONNECT_TIMEOUT)),
+            Err(e) => log::error!("mcp bridge: cannot start the event stream thread: {e}"),
         }
     }
 
-    fn read_events(&self) {
+    fn read_events(&self, opened: impl FnOnce()) {
         let session = self
             .session
             .lock()
@@ -399,7 +409,9 @@ impl Bridge {
         {
             rq = rq.header("MCP-Protocol-Version", v);
         }
-        let resp = match rq.call() {
+        let answer = rq.call();
+        opened();
+        let resp = match answer {
             Ok(r) if r.status().is_success() => r,
             Ok(r) => {
                 let (_, message) = describe_status(r);

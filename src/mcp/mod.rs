@@ -20,7 +20,7 @@ pub use sessions::{Active, AtCapacity, Session, Transport};
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -159,6 +159,9 @@ pub struct Mcp {
     any_session: Arc<AtomicBool>,
     /// When idle sessions were last looked for (`now_ms()`).
     last_sweep: AtomicU64,
+    /// Set by `close_all` (shutdown): requests stopped from then on are answered with an error
+    /// rather than left unanswered.
+    shutting_down: AtomicBool,
 }
 
 /// What a batch gets back.
@@ -188,6 +191,7 @@ impl Mcp {
             pool: crate::pool::Pool::new("mcp-req", 2, Duration::from_secs(30)),
             any_session: Arc::new(AtomicBool::new(false)),
             last_sweep: AtomicU64::new(0),
+            shutting_down: AtomicBool::new(false),
         })
     }
 
@@ -224,7 +228,10 @@ impl Mcp {
                 .is_some_and(|t| t.max_block_s > 0.0)
     }
 
-    /// Handles one request. `None` means no response is sent (it was cancelled).
+    /// Handles one request. `None` means no response is sent (it was cancelled by its client,
+    /// or its transport closed). A request stopped by the shutdown still gets a response: its
+    /// outcome if its handler finished without noticing, else a `SHUTTING_DOWN` error (a client
+    /// of Streamable HTTP is still waiting on its POST).
     pub fn handle_request(&self, session: &Session, req: Request) -> Option<Response> {
         self.handle_request_via(session, req, None)
     }
@@ -247,11 +254,21 @@ impl Mcp {
                 st.in_flight.insert(req.id.clone(), cancel_tx);
             }
         }
-        let outcome = self.guarded(session, &req, &cancel_rx, progress_out);
+        let mut outcome = self.guarded(session, &req, &cancel_rx, progress_out);
         let still_ours = session.state().in_flight.remove(&req.id).is_some();
         if !still_ours && req.method != "initialize" {
-            // MCP: a cancelled request gets no response.
-            return None;
+            if !self.shutting_down.load(Ordering::SeqCst) {
+                // MCP: a cancelled request gets no response.
+                return None;
+            }
+            // Stopped by the shutdown. A cancellation its handler received (the channel is
+            // empty again) shaped its outcome: say why instead.
+            if cancel_rx.try_recv().is_err() {
+                outcome = Err(RpcError::new(
+                    jsonrpc::SHUTTING_DOWN,
+                    "server shutting down: the request was stopped",
+                ));
+            }
         }
         Some(Response {
             id: Some(req.id),
@@ -922,6 +939,48 @@ mod tests {
                 .unwrap()
                 .contains("smaller batch"));
         }
+    }
+
+    #[test]
+    fn a_request_stopped_by_the_shutdown_is_answered_and_one_its_client_cancelled_is_not() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-11-25");
+        let wait = |id: i64| {
+            let (mcp, s) = (Arc::clone(&mcp), Arc::clone(&s));
+            thread::spawn(move || {
+                let args =
+                    json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50}});
+                mcp.handle_request(&s, req(id, "tools/call", args))
+            })
+        };
+        let in_flight = |n: usize| {
+            let until = Instant::now() + Duration::from_secs(10);
+            while s.state().in_flight.len() != n {
+                assert!(Instant::now() < until, "{n} requests never in flight");
+                thread::sleep(Duration::from_millis(5));
+            }
+        };
+        let cancelled = wait(1);
+        in_flight(1);
+        mcp.handle_notification(
+            &s,
+            &Notification {
+                method: "notifications/cancelled".into(),
+                params: json!({"requestId": 1}),
+            },
+        );
+        assert!(
+            cancelled.join().unwrap().is_none(),
+            "no answer once cancelled"
+        );
+        let stopped = wait(2);
+        in_flight(1);
+        mcp.close_all();
+        let r = stopped.join().unwrap().expect("an answer at shutdown");
+        assert_eq!(r.id, Some(RequestId::Num(2)));
+        let e = r.outcome.unwrap_err();
+        assert_eq!(e.code, jsonrpc::SHUTTING_DOWN);
+        assert!(e.message.contains("shutting down"), "{}", e.message);
     }
 
     #[test]

@@ -482,8 +482,10 @@ impl Mcp {
             .count()
     }
 
-    /// Closes every session (shutdown): streams end when their outboxes are dropped.
+    /// Closes every session (shutdown): streams end when their outboxes are dropped, and the
+    /// requests in flight are stopped and answered with a `SHUTTING_DOWN` error.
     pub fn close_all(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
         let all: Vec<Arc<Session>> = self.sessions_map().drain().map(|(_, s)| s).collect();
         for s in all {
             s.cancel_all();

@@ -18,7 +18,6 @@ use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
 use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
 use crate::pretty;
-use crate::records::RecordFilter;
 use crate::schema;
 use crate::service::{self, Payloads, Signature};
 
@@ -61,6 +60,7 @@ fn hint_for(code: &str) -> &'static str {
         }
         "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
+        "invalid_source" => "source is program or mcp_client; omit it for records of every source.",
         _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
     }
@@ -240,7 +240,9 @@ fn call_records_out() -> Value {
     json!({"type": "object", "required": ["calls", "total_count", "truncated"], "properties": {
         "calls": {"type": "array", "items": {"type": "object", "required": ["call_id", "method_name", "status"]}},
         "total_count": {"type": "integer", "minimum": 0},
-        "truncated": {"type": "boolean"}}})
+        "truncated": {"type": "boolean"},
+        "scanned": {"type": "integer", "minimum": 0},
+        "search_truncated": {"type": "boolean"}}})
 }
 
 /// Every tool, in the order of the README reference.
@@ -424,9 +426,15 @@ functions (same signature) and breakpoint names.",
         name: "breakpoint_get_call_records",
         title: "Get call records",
         description: "Completed calls and client events, newest first: method, status, rendered arguments and \
-result or exception, timings. total_count says how many matched and truncated whether more exist than returned.",
+result or exception, timings. total_count says how many matched and truncated whether more exist than returned. \
+The filters are those of GET /api/call-records; a process or search filter reads records one by one for at most \
+1.5 s, and then scanned and search_truncated say how far it got.",
         input_schema: || json!({"type": "object", "properties": {
             "function_name": {"type": "string", "description": "Only calls of this function.", "examples": ["add"]},
+            "status": {"type": "string", "description": "Only records with this status (success, exception, event, ...).", "examples": ["exception"]},
+            "process": {"type": "string", "description": "Only this process: its process_key or its pid.", "examples": ["16759"]},
+            "source": {"type": "string", "description": "program (the debugged program's calls and events) or mcp_client (the server's calls to external MCP servers).", "examples": ["program"]},
+            "search": {"type": "string", "description": "Text in the rendered arguments, keyword arguments, result or exception, in any case.", "examples": ["zero"]},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many records."}}}),
         output_schema: call_records_out,
         read_only: true,
@@ -726,13 +734,20 @@ fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
 
 fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
-    let filter = RecordFilter {
-        function: str_arg(args, "function_name").filter(|f| !f.is_empty()),
-        ..RecordFilter::default()
-    };
+    // The REST filters, named as there but for the function.
+    let filter = service::record_filter(|key| match key {
+        "function" => str_arg(args, "function_name"),
+        other => str_arg(args, other),
+    })?;
     let page = service::call_records(ctx.shared(), &filter, 0, limit);
-    let truncated = page.truncated();
-    Ok(json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated}))
+    let mut out = json!({"calls": page.calls, "total_count": page.total_count, "truncated": page.truncated()});
+    if let Some(scanned) = page.scanned {
+        out["scanned"] = json!(scanned);
+    }
+    if let Some(cut) = page.search_truncated {
+        out["search_truncated"] = json!(cut);
+    }
+    Ok(out)
 }
 
 fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {

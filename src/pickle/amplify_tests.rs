@@ -8,81 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::budget::JSON_MARKER;
+use super::builder::P;
 use super::{exact_json, pretty, repr, type_name, view, Limits};
-
-/// Builds protocol 4 pickles opcode by opcode.
-struct P {
-    b: Vec<u8>,
-    memo: u32,
-}
-
-impl P {
-    fn new() -> Self {
-        P {
-            b: vec![0x80, 4],
-            memo: 0,
-        }
-    }
-
-    fn op(&mut self, ops: &[u8]) -> &mut Self {
-        self.b.extend_from_slice(ops);
-        self
-    }
-
-    fn str(&mut self, s: &str) -> &mut Self {
-        self.b.push(b'X');
-        self.b.extend((s.len() as u32).to_le_bytes());
-        self.b.extend(s.as_bytes());
-        self
-    }
-
-    fn int(&mut self, v: i32) -> &mut Self {
-        self.b.push(b'J');
-        self.b.extend(v.to_le_bytes());
-        self
-    }
-
-    fn global(&mut self, module: &str, name: &str) -> &mut Self {
-        self.str(module).str(name).op(&[0x93])
-    }
-
-    /// Memoizes the top of the stack; returns its memo index.
-    fn put(&mut self) -> u32 {
-        self.b.push(0x94);
-        self.memo += 1;
-        self.memo - 1
-    }
-
-    fn get(&mut self, i: u32) -> &mut Self {
-        match u8::try_from(i) {
-            Ok(small) => self.op(&[b'h', small]),
-            Err(_) => {
-                self.b.push(b'j');
-                self.b.extend(i.to_le_bytes());
-                self
-            }
-        }
-    }
-
-    /// `n` references to memo entry `i`.
-    fn refs(&mut self, i: u32, n: usize) -> &mut Self {
-        for _ in 0..n {
-            self.get(i);
-        }
-        self
-    }
-
-    /// A list of `n` references to memo entry `i`, memoized.
-    fn list_of(&mut self, i: u32, n: usize) -> u32 {
-        self.op(b"](").refs(i, n).op(b"e");
-        self.put()
-    }
-
-    fn done(&mut self) -> Vec<u8> {
-        self.b.push(b'.');
-        std::mem::take(&mut self.b)
-    }
-}
 
 /// What each rendering of `bytes` produced, checked against the budget and a deadline.
 struct Shown {

@@ -24,6 +24,10 @@
 mod amplify_tests;
 mod bigint;
 pub mod budget;
+// The short forms are for the integration tests, which include this file by path.
+#[cfg(test)]
+#[allow(dead_code)]
+pub(crate) mod builder;
 mod compat;
 pub mod reader;
 pub mod render;

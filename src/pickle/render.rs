@@ -422,12 +422,9 @@ impl Lookups {
     }
 }
 
-/// The str keys [`dict_get`] is asked for, indexed once per larger dict.
-const KEYS: [&str; 18] = [
-    "__module__",
-    "__qualname__",
-    "_member_map_",
-    "int",
+/// The fields of a client placeholder's dict (protocol doc §4.4), in the order the original
+/// prints them: the placeholder dict shows them (`values.rs`), and [`dict_get`] indexes them.
+pub(super) const PLACEHOLDER_FIELDS: [&str; 14] = [
     "type_name",
     "module",
     "qualname",
@@ -443,6 +440,24 @@ const KEYS: [&str; 18] = [
     "depth",
     "capture_timestamp",
 ];
+
+/// The str keys [`dict_get`] is asked for besides [`PLACEHOLDER_FIELDS`].
+const CLASS_KEYS: [&str; 4] = ["__module__", "__qualname__", "_member_map_", "int"];
+
+/// The str keys [`dict_get`] is asked for, indexed once per larger dict.
+const KEYS: [&str; CLASS_KEYS.len() + PLACEHOLDER_FIELDS.len()] = {
+    let mut keys = [""; CLASS_KEYS.len() + PLACEHOLDER_FIELDS.len()];
+    let mut i = 0;
+    while i < keys.len() {
+        keys[i] = if i < CLASS_KEYS.len() {
+            CLASS_KEYS[i]
+        } else {
+            PLACEHOLDER_FIELDS[i - CLASS_KEYS.len()]
+        };
+        i += 1;
+    }
+    keys
+};
 
 /// The value of the last pair with each of [`KEYS`] in one dict.
 type KeyIndex = [Option<NodeId>; KEYS.len()];

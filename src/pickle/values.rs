@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::budget::{Budget, JSON_MARKER, RENDER_JSON_VALUE_COST, TEXT_MARKER};
 use super::reader::{Node, NodeId, ObjKind, Tree};
-use super::render::{self, dict_get, dict_pairs, items, Renderer, TypeInfo};
+use super::render::{self, dict_get, dict_pairs, items, Renderer, TypeInfo, PLACEHOLDER_FIELDS};
 use super::{cut, text, Limits, MAX_REPR_CHARS};
 
 const MAX_FORMAT_DEPTH: usize = 3;
@@ -36,24 +36,6 @@ const EXCEPTION_FIELDS: [&str; 10] = [
 ];
 /// The key of a dict whose entries were cut for lack of budget.
 pub const CUT_KEY: &str = "__cut__";
-
-/// Placeholder fields in the order the original prints them.
-const PLACEHOLDER_FIELDS: &[&str] = &[
-    "type_name",
-    "module",
-    "qualname",
-    "object_name",
-    "object_path",
-    "object_id",
-    "repr_text",
-    "str_text",
-    "pickle_error",
-    "pickle_attempts",
-    "attributes",
-    "failed_attributes",
-    "depth",
-    "capture_timestamp",
-];
 
 /// What the root of a decoded value is, for the JSON forms.
 pub enum Kind<'t> {
@@ -200,7 +182,7 @@ impl<'t> Formatter<'t> {
     pub fn placeholder(&mut self, d: NodeId, depth: usize) -> Value {
         let t = self.t;
         if !self.enter()
-            || !self.fixed(PLACEHOLDER_FIELDS)
+            || !self.fixed(&PLACEHOLDER_FIELDS)
             || !self.fixed(&["placeholder", "summary"])
         {
             return marker();
@@ -209,7 +191,7 @@ impl<'t> Formatter<'t> {
         m.insert("__cideldill_placeholder__".into(), Value::Bool(true));
         let summary = self.text(render::placeholder_summary(t, d));
         m.insert("summary".into(), Value::String(summary));
-        for &field in PLACEHOLDER_FIELDS {
+        for field in PLACEHOLDER_FIELDS {
             let v = match dict_get(t, d, field) {
                 None => Value::Null,
                 Some(v) => match field {

@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
 use crate::intern::Interner;
+use crate::limits;
 use crate::pretty;
 use crate::records::{self, HistoryEntry};
 use crate::state::Shared;
@@ -378,7 +379,31 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
         Some(n) if !n.is_empty() => n,
         _ => return Err(ApiError::bare(400, "function_name required")),
     };
-    let signature = str_field(body, "signature");
+    // A browser-client endpoint: any web page can call it, so what it keeps is bounded.
+    if name.len() > limits::MAX_FUNCTION_NAME_BYTES {
+        return Err(ApiError::bad_request(
+            "invalid_function_name",
+            format!(
+                "function_name is {} bytes long; at most {} are accepted",
+                name.len(),
+                limits::MAX_FUNCTION_NAME_BYTES
+            ),
+        ));
+    }
+    {
+        let st = shared.lock();
+        if !st.functions.contains(name) && st.functions.len() >= limits::MAX_FUNCTIONS {
+            return Err(ApiError::bad_request(
+                "too_many_functions",
+                format!(
+                    "{} functions are registered already, the most this server keeps",
+                    limits::MAX_FUNCTIONS
+                ),
+            ));
+        }
+    }
+    let signature =
+        str_field(body, "signature").filter(|s| s.len() <= limits::MAX_FUNCTION_METADATA_BYTES);
     let blob = cas::verify_payload(
         body.get("function_cid"),
         body.get("function_data"),
@@ -415,6 +440,19 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
             .get("function_metadata")
             .and_then(Value::as_object)
             .cloned();
+    }
+    if let Some(m) = &mut metadata {
+        let size = serde_json::to_string(&*m).map_or(usize::MAX, |t| t.len());
+        if size > limits::MAX_FUNCTION_METADATA_BYTES {
+            *m = Map::new();
+            m.insert(
+                "shrunk".into(),
+                json!(format!(
+                    "function metadata of {size} bytes not kept (at most {} are)",
+                    limits::MAX_FUNCTION_METADATA_BYTES
+                )),
+            );
+        }
     }
     if let Some(client_ref @ (Value::Number(_) | Value::String(_))) =
         body.get("function_client_ref")
@@ -615,6 +653,30 @@ mod tests {
         assert!(meta["registered_at"].is_number());
         let e = function_register(&s, &body(json!({}))).unwrap_err();
         assert_eq!(e.status, 400);
+    }
+
+    #[test]
+    fn what_a_registration_keeps_is_bounded() {
+        let s = shared();
+        let long = "n".repeat(limits::MAX_FUNCTION_NAME_BYTES + 1);
+        let e = function_register(&s, &body(json!({"function_name": long}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "invalid_function_name"));
+        let big = "x".repeat(limits::MAX_FUNCTION_METADATA_BYTES);
+        function_register(
+            &s,
+            &body(json!({"function_name": "f", "function_metadata": {"doc": big}})),
+        )
+        .unwrap();
+        let meta = &functions(&s).function_metadata["f"];
+        assert_eq!(meta.len(), 1, "{meta:?}");
+        assert!(meta["shrunk"].as_str().unwrap().contains("not kept"));
+        for n in 1..limits::MAX_FUNCTIONS {
+            s.lock().functions.register(&format!("g{n}"), None);
+        }
+        let e = function_register(&s, &body(json!({"function_name": "new"}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "too_many_functions"));
+        // Registering a known name again is fine at the cap.
+        function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct ServerStatus {
     pub functions: usize,
     pub paused: usize,
     pub open_calls: usize,
+    /// Open calls dropped because too many never completed (`limits::MAX_OPEN_CALLS`).
+    pub open_calls_dropped: u64,
     /// Calls recorded since the database was created (in memory plus dropped).
     pub total_calls: u64,
     pub calls_in_memory: usize,
@@ -107,6 +109,30 @@ pub struct ServerStatus {
     /// `--mcp` process finds out that the port file names this running server, and joins it.
     pub port_file: String,
     pub pid: u32,
+}
+
+/// The filters of a call-record listing from named values, as the REST query
+/// (`GET /api/call-records`, its JSON Lines export) and the MCP tool `breakpoint_get_call_records`
+/// give them: `function`, `status`, `process` (a process key or a pid), `source` (one of
+/// [`records::SOURCES`], else 400 `invalid_source`) and `search`. An empty value filters nothing.
+pub fn record_filter<'a>(
+    value: impl Fn(&str) -> Option<&'a str>,
+) -> Result<RecordFilter<'a>, ApiError> {
+    let given = |key: &str| value(key).filter(|v| !v.is_empty());
+    let source = given("source");
+    if let Some(other) = source.filter(|s| !records::SOURCES.contains(s)) {
+        return Err(ApiError::bad_request(
+            "invalid_source",
+            format!("source must be 'program' or 'mcp_client', got '{other}'"),
+        ));
+    }
+    Ok(RecordFilter {
+        function: given("function"),
+        status: given("status"),
+        process: given("process"),
+        source,
+        search: given("search"),
+    })
 }
 
 /// `GET /api/call-records`: newest first.
@@ -513,6 +539,7 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
         functions: st.functions.len(),
         paused: st.calls.paused().len(),
         open_calls: st.calls.n_open(),
+        open_calls_dropped: st.calls.open_dropped(),
         total_calls: st.records.len() as u64 + st.records.dropped(),
         calls_in_memory: st.records.len(),
         calls_dropped: st.records.dropped(),

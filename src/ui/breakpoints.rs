@@ -254,7 +254,7 @@ pub fn arguments_text(d: &Value) -> String {
     let mut parts: Vec<String> = d
         .get("pretty_args")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(shown).collect())
+        .map(|a| a.iter().map(|v| shown(v).into_owned()).collect())
         .unwrap_or_default();
     if let Some(kw) = d.get("pretty_kwargs").and_then(Value::as_object) {
         parts.extend(kw.iter().map(|(k, v)| format!("{k}={}", shown(v))));

@@ -8,10 +8,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{esc, param, Html};
+use super::{esc, param, shown, Html};
 use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
-use crate::search::shown;
 use crate::service::{self, CallRecordsPage};
 use crate::state::Shared;
 

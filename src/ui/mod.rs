@@ -20,6 +20,8 @@ mod tree;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
+/// Text of a rendered value, the same on every page and in the text search of records.
+pub use crate::search::shown;
 use crate::state::Shared;
 use crate::urlenc::percent_decode;
 
@@ -283,20 +285,6 @@ fn shared_status(shared: &Shared) -> String {
         agents,
         plural(agents)
     )
-}
-
-/// Text of a rendered value (strings are shown as they are, a placeholder by its summary,
-/// anything else as JSON).
-pub fn shown(v: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(m) => match m.get("summary").and_then(Value::as_str) {
-            Some(s) => s.to_owned(),
-            None => v.to_string(),
-        },
-        other => other.to_string(),
-    }
 }
 
 /// Characters of a value shown before "show more".

@@ -61,7 +61,7 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
 /// A rendered value: strings as they are, anything else as indented JSON.
 fn pretty_value(v: &Value) -> String {
     match v {
-        Value::String(_) => shown(v),
+        Value::String(_) => shown(v).into_owned(),
         other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
     }
 }

@@ -70,7 +70,7 @@ fn servers(shared: &Shared, clients: &Value) -> String {
         if let Some(cmd) = s.get("command").and_then(Value::as_str) {
             let args: Vec<String> = s["args"]
                 .as_array()
-                .map(|a| a.iter().map(shown).collect())
+                .map(|a| a.iter().map(|v| shown(v).into_owned()).collect())
                 .unwrap_or_default();
             let _ = write!(
                 out,

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::source::{frames, Frame};
-use super::{esc, param, time, Answer, Html};
+use super::{esc, param, shown, time, Answer, Html};
 use crate::service::{self, ProcessRecords, RecordRow};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -52,23 +52,6 @@ pub fn call_tree_href(key: &str, selected: Option<&str>) -> String {
             encode_segment(id)
         ),
         None => format!("/call-tree/{}", encode_segment(key)),
-    }
-}
-
-/// Text of a rendered value: strings as they are, a placeholder as its summary, anything else
-/// as indented JSON.
-fn shown(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Object(m)
-            if m.contains_key("__cideldill_placeholder__")
-                || m.contains_key("__cideldill_exception__") =>
-        {
-            m.get("summary")
-                .and_then(Value::as_str)
-                .map_or_else(|| v.to_string(), str::to_owned)
-        }
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
     }
 }
 

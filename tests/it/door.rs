@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{deadline, Server, TempDir};
+use crate::support::{
+    connect, content_length, deadline, proc_status_kib, read_head, wait_for_port, Server, TempDir,
+};
 
 /// A server started through `sh -c 'ulimit -n N; exec ...'`, killed on drop.
 struct Limited {
@@ -39,23 +41,7 @@ impl Limited {
             .stderr(std::fs::File::create(&stderr).expect("stderr log"))
             .spawn()
             .expect("start the server under sh");
-        let until = Instant::now() + deadline();
-        let port = loop {
-            if let Some(port) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse::<u16>().ok())
-            {
-                break port;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "server exited with {status}: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < until, "no port file in time");
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let port = wait_for_port(&mut child, &port_file, &stderr);
         Limited {
             child,
             port,
@@ -78,45 +64,6 @@ impl Drop for Limited {
     }
 }
 
-/// Connects with a short timeout on every step.
-fn connect(port: u16, wait: Duration) -> Option<TcpStream> {
-    let s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), wait).ok()?;
-    s.set_read_timeout(Some(wait)).ok()?;
-    s.set_write_timeout(Some(wait)).ok()?;
-    Some(s)
-}
-
-/// Reads one response head from `s` (up to its blank line) and returns its status and the
-/// head's text, or `None` if none came in time.
-fn read_head(mut s: &TcpStream, until: Instant) -> Option<(u16, String)> {
-    let mut got = Vec::new();
-    let mut byte = [0u8; 1];
-    while !got.ends_with(b"\r\n\r\n") {
-        let left = until.checked_duration_since(Instant::now())?;
-        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .ok()?;
-        match s.read(&mut byte) {
-            Ok(1) => got.push(byte[0]),
-            _ => return None,
-        }
-    }
-    let text = String::from_utf8_lossy(&got).into_owned();
-    let status = text.split(' ').nth(1)?.parse().ok()?;
-    Some((status, text))
-}
-
-/// The content length of a response head.
-fn content_length(head: &str) -> usize {
-    head.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())
-                .flatten()
-        })
-        .unwrap_or(0)
-}
-
 /// `GET /api/status` on a new connection: its status, or `None` if it failed or took longer
 /// than `wait`.
 fn status(port: u16, wait: Duration) -> Option<u16> {
@@ -124,16 +71,6 @@ fn status(port: u16, wait: Duration) -> Option<u16> {
     s.write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         .ok()?;
     read_head(&s, Instant::now() + wait).map(|(status, _)| status)
-}
-
-/// RSS of a process in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
 }
 
 #[test]
@@ -210,7 +147,7 @@ fn every_request_of_many_held_keep_alive_connections_is_answered() {
 fn a_huge_header_is_refused_with_431_and_not_kept_in_memory() {
     let server = Server::start(&[]);
     assert_eq!(status(server.port, deadline()), Some(200));
-    let before = rss_kib(server.pid());
+    let before = proc_status_kib(server.pid(), "VmRSS");
     for _ in 0..4 {
         let s = connect(server.port, deadline()).expect("connect");
         let mut writer = s.try_clone().expect("clone");
@@ -227,7 +164,7 @@ fn a_huge_header_is_refused_with_431_and_not_kept_in_memory() {
         sender.join().expect("the sender");
     }
     assert_eq!(status(server.port, deadline()), Some(200));
-    let grown = rss_kib(server.pid()).saturating_sub(before);
+    let grown = proc_status_kib(server.pid(), "VmRSS").saturating_sub(before);
     assert!(
         grown < 2048,
         "resident memory grew by {grown} KiB over four 1 MiB header lines"

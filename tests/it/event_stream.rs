@@ -1,18 +1,20 @@
 //! `GET /api/events` over real HTTP: live events with ids, replay after `Last-Event-ID`,
 //! `resync` when the missed events are gone, the origin rule, and shutdown with streams open.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 
 use serde_json::{json, Value};
 
-use crate::support::{call_start_body, deadline, pause_id, Server};
+use crate::support::{
+    call_start_body, deadline, open_response, pause_id, raw_request, OpenResponse, Server,
+};
 
 /// An open event stream read line by line, with a deadline on every read.
 pub struct Stream {
     reader: BufReader<TcpStream>,
     pub status: u16,
-    pub headers: Vec<String>,
+    pub headers: Vec<(String, String)>,
 }
 
 /// One event as read: id, name and data.
@@ -25,33 +27,14 @@ pub struct Ev {
 
 impl Stream {
     pub fn open(port: u16, extra: &[(&str, &str)], query: &str) -> Stream {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(deadline())).unwrap();
-        let mut req = format!(
-            "GET /api/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
-        );
-        for (k, v) in extra {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        s.write_all(req.as_bytes()).unwrap();
-        let mut reader = BufReader::new(s);
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("status line");
-        let status = line
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let mut headers = Vec::new();
-        loop {
-            let mut h = String::new();
-            reader.read_line(&mut h).expect("header");
-            if h.trim().is_empty() {
-                break;
-            }
-            headers.push(h.trim().to_owned());
-        }
+        let mut headers = vec![("Accept", "text/event-stream")];
+        headers.extend_from_slice(extra);
+        let request = raw_request(port, "GET", &format!("/api/events{query}"), &headers, None);
+        let OpenResponse {
+            status,
+            headers,
+            body: reader,
+        } = open_response(port, &request, deadline());
         Stream {
             reader,
             status,
@@ -93,7 +76,8 @@ fn events_stream_live_replay_after_an_id_and_resync_when_too_old() {
     assert!(live
         .headers
         .iter()
-        .any(|h| h.eq_ignore_ascii_case("Content-Type: text/event-stream")));
+        .any(|(k, v)| k.eq_ignore_ascii_case("Content-Type")
+            && v.eq_ignore_ascii_case("text/event-stream")));
 
     c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
     let first = live.next();
@@ -147,7 +131,7 @@ fn a_foreign_page_cannot_listen_and_the_stream_ends_at_shutdown() {
     assert!(stream
         .headers
         .iter()
-        .any(|h| h == &format!("Access-Control-Allow-Origin: {own}")));
+        .any(|(k, v)| k == "Access-Control-Allow-Origin" && v == &own));
     // The server stops promptly with a stream open, and the stream ends.
     let status = s.signal_and_wait("-TERM");
     assert!(status.success(), "{status:?}");

@@ -1,20 +1,15 @@
-//! Where the fixture MCP server (the binary `cideldill-fixture-mcp-server`, from
-//! `tests/fixtures/mcp_server.rs`) lives, and a check that it speaks MCP over stdio.
+//! A check that the fixture MCP server (the binary `cideldill-fixture-mcp-server`, from
+//! `tests/fixtures/mcp_server.rs`; `support::fixture_server_path` finds it) speaks MCP over
+//! stdio.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use crossbeam_channel::{unbounded, Receiver};
 use serde_json::{json, Value};
 
-use crate::support::deadline;
-
-/// The fixture server's executable, which cargo builds with the tests.
-pub fn fixture_server_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_cideldill-fixture-mcp-server"))
-}
+use crate::support::{deadline, fixture_server_path};
 
 /// The fixture process, killed on drop.
 struct Fixture {

@@ -172,3 +172,47 @@ fn a_stale_port_file_is_replaced_and_a_live_one_is_not() {
     assert!(agent.wait_exit().success(), "{}", agent.stderr());
     assert!(!port_file.exists());
 }
+
+#[test]
+fn progress_and_cancellation_cross_the_bridge() {
+    let home = TempDir::new("join-cancel");
+    let server = Server::start_in(home.path(), &["--memory"]);
+    let agent = McpServer::beside(&server, &[]);
+    initialize(&agent);
+    let id = agent.start_request(
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50},
+               "_meta": {"progressToken": "tok"}}),
+    );
+    let progress = agent.notification("notifications/progress");
+    assert_eq!(progress["params"]["progressToken"], "tok");
+    agent.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "test"}),
+    );
+    assert!(
+        agent
+            .take(Duration::from_millis(700), |m| m.get("id")
+                == Some(&json!(id)))
+            .is_none(),
+        "no response after cancel"
+    );
+    // The cancelled wait does not take the next pause: a new wait does.
+    let waiter = agent.start_request(
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 20}}),
+    );
+    let c = server.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("f", vec![item(&json!(1), 2)], json!({})),
+    );
+    let waited = tool_json(&agent.response(&json!(waiter), deadline())["result"]);
+    assert_eq!(waited["pause"]["id"], pause_id(&start).as_str());
+    assert!(agent
+        .take(Duration::from_millis(300), |m| m.get("id")
+            == Some(&json!(id)))
+        .is_none());
+    assert_eq!(agent.request("ping", json!({}))["result"], json!({}));
+}

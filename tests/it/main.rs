@@ -4,6 +4,10 @@
 
 mod support;
 
+/// The pickle builder of the crate's own tests (`src/pickle/builder.rs`), one copy for both.
+#[path = "../../src/pickle/builder.rs"]
+mod pickle_builder;
+
 mod call_protocol;
 mod cli;
 mod demo;

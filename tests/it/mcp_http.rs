@@ -3,16 +3,19 @@
 //! Origin/Host/header checks, progress on a POST's own stream, shutdown with streams open, and
 //! a measurement of notification latency. Every wait has a deadline.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
-use crate::mcp_support::{tool_json, McpServer};
+use crate::mcp_support::{
+    initialize, initialized_note, mcp_post, rpc, streamable_session, tool_json, McpServer,
+};
 use crate::support::{
-    call_start_body, deadline, pause_id, wait_for, Client, Resp, Server, TempDir,
+    call_start_body, deadline, http, open_response, pause_id, proc_status_kib, raw_request,
+    wait_for, Client, OpenResponse, Resp, Server, TempDir,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -81,37 +84,13 @@ impl Sse {
         body: Option<&str>,
         capacity: usize,
     ) -> Sse {
-        let mut sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        sock.set_read_timeout(Some(deadline() + Duration::from_secs(20)))
-            .unwrap();
-        sock.set_write_timeout(Some(deadline())).unwrap();
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if let Some(b) = body {
-            req.push_str(&format!("Content-Length: {}\r\n", b.len()));
-        }
-        req.push_str("\r\n");
-        req.push_str(body.unwrap_or(""));
-        sock.write_all(req.as_bytes()).expect("send the request");
-        let mut reader = BufReader::new(sock.try_clone().unwrap());
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("status line");
-        let status = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("bad status line {line:?}"));
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            reader.read_line(&mut line).expect("header line");
-            match line.trim_end().split_once(':') {
-                Some((k, v)) => headers.push((k.trim().to_owned(), v.trim().to_owned())),
-                None => break,
-            }
-        }
+        let request = raw_request(port, method, path, headers, body.map(str::as_bytes));
+        let OpenResponse {
+            status,
+            headers,
+            body: reader,
+        } = open_response(port, &request, deadline() + Duration::from_secs(20));
+        let sock = reader.get_ref().try_clone().unwrap();
         let chunked = headers.iter().any(|(k, v)| {
             k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
         });
@@ -233,74 +212,6 @@ const JSON: (&str, &str) = ("Content-Type", "application/json");
 const ACCEPT: (&str, &str) = ("Accept", ACCEPT_BOTH);
 const EVIL: &str = "http://evil.example";
 
-/// One HTTP request with exactly these headers (plus Host unless given, and Connection: close).
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if let Some(b) = body {
-        req.push_str(&format!("Content-Length: {}\r\n", b.len()));
-    }
-    req.push_str("\r\n");
-    req.push_str(body.unwrap_or(""));
-    Client { port }.raw(req.as_bytes())
-}
-
-fn rpc(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn initialize(version: &str) -> Value {
-    rpc(
-        0,
-        "initialize",
-        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it-http", "version": "1"}}),
-    )
-}
-
-fn initialized_note() -> Value {
-    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-}
-
-fn body_text(r: &Resp) -> String {
-    String::from_utf8_lossy(&r.body).into_owned()
-}
-
-/// A Streamable HTTP POST to `/mcp` as a conforming client sends it.
-fn mcp_post(port: u16, session: Option<&str>, msg: &Value) -> Resp {
-    let mut headers = vec![JSON, ACCEPT];
-    if let Some(s) = session {
-        headers.push(("Mcp-Session-Id", s));
-    }
-    http(port, "POST", "/mcp", &headers, Some(&msg.to_string()))
-}
-
-/// Initializes a Streamable HTTP session and returns its id.
-fn streamable_session(port: u16, version: &str) -> String {
-    let r = mcp_post(port, None, &initialize(version));
-    assert_eq!(r.status, 200, "initialize: {}", body_text(&r));
-    assert!(r
-        .header("Content-Type")
-        .unwrap()
-        .starts_with("application/json"));
-    assert_eq!(r.json()["result"]["protocolVersion"], version);
-    let sid = r
-        .header("Mcp-Session-Id")
-        .expect("Mcp-Session-Id")
-        .to_owned();
-    assert!(
-        sid.len() >= 32 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
-        "session id must be 32+ visible ASCII characters: {sid:?}"
-    );
-    let n = mcp_post(port, Some(&sid), &initialized_note());
-    assert_eq!(n.status, 202, "{}", body_text(&n));
-    sid
-}
-
 /// The server-to-client stream of a Streamable HTTP session.
 fn get_stream(port: u16, sid: &str) -> Sse {
     let g = Sse::open(
@@ -373,8 +284,8 @@ impl Legacy {
         let id = self.next_id;
         self.next_id += 1;
         let r = self.post(&rpc(id, method, params));
-        assert_eq!(r.status, 202, "{method}: {}", body_text(&r));
-        assert_eq!(body_text(&r), "Accepted");
+        assert_eq!(r.status, 202, "{method}: {}", r.text());
+        assert_eq!(r.text(), "Accepted");
         self.sse.message(deadline(), |m| {
             m["id"] == id && (m.get("result").is_some() || m.get("error").is_some())
         })
@@ -428,15 +339,6 @@ fn ping_status(port: u16, endpoint: &str) -> u16 {
         .status
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tests.
 
@@ -446,8 +348,8 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
     let port = s.port;
     let sid = streamable_session(port, "2025-11-25");
 
-    let r = mcp_post(port, Some(&sid), &rpc(1, "tools/list", json!({})));
-    assert_eq!(r.status, 200, "{}", body_text(&r));
+    let r = mcp_post(port, Some(&sid), rpc(1, "tools/list", json!({})));
+    assert_eq!(r.status, 200, "{}", r.text());
     assert!(r
         .header("Content-Type")
         .unwrap()
@@ -465,7 +367,7 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
         json!({"name": "breakpoint_add", "arguments": {"function_name": "add"}}),
     );
     let r = mcp_post(port, Some(&sid), &call);
-    assert_eq!(r.status, 200, "{}", body_text(&r));
+    assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!(v["id"], 2);
     assert_eq!(v["result"]["isError"], false, "{v}");
@@ -476,10 +378,10 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
 
     let ping = rpc(3, "ping", json!({}));
     let missing = mcp_post(port, None, &ping);
-    assert_eq!(missing.status, 400, "{}", body_text(&missing));
+    assert_eq!(missing.status, 400, "{}", missing.text());
     assert_eq!(missing.json()["error"]["code"], -32600);
     let unknown = mcp_post(port, Some(&"0".repeat(32)), &ping);
-    assert_eq!(unknown.status, 404, "{}", body_text(&unknown));
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
 
     // The server-to-client stream needs the session too.
     let get = |sid: &str| {
@@ -499,7 +401,7 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
     // DELETE ends the session and its open stream.
     let stream = get_stream(port, &sid);
     let del = http(port, "DELETE", "/mcp", &[("Mcp-Session-Id", &sid)], None);
-    assert_eq!(del.status, 200, "{}", body_text(&del));
+    assert_eq!(del.status, 200, "{}", del.text());
     assert!(
         stream.ended(deadline()),
         "the GET stream of a deleted session ends"
@@ -520,7 +422,7 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
     ]);
     let old = streamable_session(port, "2025-03-26");
     let r = mcp_post(port, Some(&old), &batch);
-    assert_eq!(r.status, 200, "{}", body_text(&r));
+    assert_eq!(r.status, 200, "{}", r.text());
     let answers = r.json();
     let answers = answers.as_array().expect("an array of responses");
     assert_eq!(answers.len(), 2, "{answers:?}");
@@ -530,7 +432,7 @@ fn streamable_http_sessions_answer_json_and_end_with_delete() {
     assert!(answers[1]["result"]["tools"].is_array());
     let new = streamable_session(port, "2025-06-18");
     let r = mcp_post(port, Some(&new), &batch);
-    assert_eq!(r.status, 400, "{}", body_text(&r));
+    assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["error"]["code"], -32600);
 }
 
@@ -560,12 +462,12 @@ fn legacy_sse_announces_its_endpoint_at_once_and_answers_on_the_stream() {
     let ping = rpc(50, "ping", json!({}));
     for path in ["/mcp/messages", "/mcp/messages?session_id="] {
         let r = client.post(path, &ping);
-        assert_eq!(r.status, 400, "{path}: {}", body_text(&r));
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
     }
     let unknown = format!("/mcp/messages?session_id={}", "0".repeat(32));
     assert_eq!(client.post(&unknown, &ping).status, 404);
     let garbage = client.request("POST", &l.endpoint, Some(b"{this is not json"));
-    assert_eq!(garbage.status, 400, "{}", body_text(&garbage));
+    assert_eq!(garbage.status, 400, "{}", garbage.text());
     // Valid JSON that is no JSON-RPC message: accepted, answered with -32600 on the stream.
     assert_eq!(l.post(&json!({"foo": 1})).status, 202);
     let err = l.sse.message(deadline(), |m| m.get("error").is_some());
@@ -652,7 +554,7 @@ fn a_client_that_stops_reading_is_dropped_without_holding_memory() {
     // No target item: only the open call keeps the long name.
     body["target"] = Value::Null;
     let body = body.to_string();
-    let rss_before = rss_kib(s.pid());
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
 
     let started = Instant::now();
     let until = started + deadline() + Duration::from_secs(5);
@@ -664,7 +566,7 @@ fn a_client_that_stops_reading_is_dropped_without_holding_memory() {
         rounds += 1;
         let round = rounds;
         let r = app.request("POST", "/api/call/start", Some(body.as_bytes()));
-        assert_eq!(r.status, 200, "{}", body_text(&r));
+        assert_eq!(r.status, 200, "{}", r.text());
         let p = pause_id(&r.json());
         // The reading client gets every pause, in order, as it happens.
         loop {
@@ -702,7 +604,7 @@ fn a_client_that_stops_reading_is_dropped_without_holding_memory() {
     wait_for("the stalled session to be dropped", || {
         (ping_status(s.port, &stalled.endpoint) == 404).then_some(())
     });
-    let rss_after = rss_kib(s.pid());
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     // Once its client reads again, the dropped session's stream drains and ends.
     assert!(
         stalled.sse.ended(deadline()),
@@ -772,11 +674,11 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     let port = s.port;
     let init = initialize("2025-11-25").to_string();
     let post = |headers: &[(&str, &str)]| http(port, "POST", "/mcp", headers, Some(&init));
-    let status = |r: Resp| (r.status, body_text(&r));
+    let status = |r: Resp| (r.status, r.text());
 
     // A foreign Origin is refused on all three endpoints; the server's own origin is fine.
     let r = post(&[JSON, ACCEPT, ("Origin", EVIL)]);
-    assert_eq!(r.status, 403, "{}", body_text(&r));
+    assert_eq!(r.status, 403, "{}", r.text());
     assert_eq!(r.json()["error"]["code"], -32600);
     let sse = http(
         port,
@@ -818,7 +720,7 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     assert_eq!(status(r).0, 202);
     for origin in [own.clone(), format!("http://127.0.0.1:{port}")] {
         let r = post(&[JSON, ACCEPT, ("Origin", &origin)]);
-        assert_eq!(r.status, 200, "{origin}: {}", body_text(&r));
+        assert_eq!(r.status, 200, "{origin}: {}", r.text());
     }
 
     // DNS-rebinding guard on a loopback bind.
@@ -869,7 +771,7 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     );
     assert_eq!(status(r).0, 406);
     let r = http(port, "PUT", "/mcp", &[JSON], Some(&init));
-    assert_eq!(r.status, 405, "{}", body_text(&r));
+    assert_eq!(r.status, 405, "{}", r.text());
     assert!(r.header("Allow").unwrap().contains("POST"));
 
     // Session cap: while the first session is in use (its stream open), the second of either
@@ -877,8 +779,8 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
     let capped = Server::start(&["--mcp-sse", "--mcp-max-sessions", "1"]);
     let first = streamable_session(capped.port, "2025-11-25");
     let first_stream = get_stream(capped.port, &first);
-    let r = mcp_post(capped.port, None, &initialize("2025-11-25"));
-    assert_eq!(r.status, 503, "{}", body_text(&r));
+    let r = mcp_post(capped.port, None, initialize("2025-11-25"));
+    assert_eq!(r.status, 503, "{}", r.text());
     let r = http(
         capped.port,
         "GET",
@@ -886,7 +788,7 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
         &[("Accept", "text/event-stream")],
         None,
     );
-    assert_eq!(r.status, 503, "{}", body_text(&r));
+    assert_eq!(r.status, 503, "{}", r.text());
     let del = http(
         capped.port,
         "DELETE",
@@ -909,13 +811,13 @@ fn origin_host_and_header_checks_guard_every_mcp_endpoint() {
         &[("Accept", "text/event-stream")],
         None,
     );
-    assert_eq!(r.status, 404, "{}", body_text(&r));
+    assert_eq!(r.status, 404, "{}", r.text());
     assert_eq!(r.json()["error"], "transport_off");
     // A server bound beyond loopback has no MCP endpoint without --mcp-sse.
     let remote = Server::start(&["--host", "0.0.0.0", "--allow-remote"]);
     for method in ["GET", "POST"] {
         let r = http(remote.port, method, "/mcp", &[JSON, ACCEPT], Some(&init));
-        assert_eq!(r.status, 404, "{method} /mcp: {}", body_text(&r));
+        assert_eq!(r.status, 404, "{method} /mcp: {}", r.text());
         assert!(r.json().is_object());
     }
 }
@@ -1011,6 +913,78 @@ fn sigterm_ends_open_streams_and_exits_cleanly() {
     );
 }
 
+// Defect: a request in flight at shutdown was answered 202 with an empty body (as a
+// notification is), or its reply stream ended without a response.
+#[test]
+fn a_tool_call_in_flight_at_shutdown_is_answered_with_a_json_rpc_error() {
+    let mut s = Server::start(&["--mcp-sse"]);
+    let port = s.port;
+    let wait = |id: i64| {
+        rpc(
+            id,
+            "tools/call",
+            json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50},
+                   "_meta": {"progressToken": format!("wait-{id}")}}),
+        )
+    };
+    let is_progress = |id: i64| {
+        move |m: &Value| {
+            m["method"] == "notifications/progress"
+                && m["params"]["progressToken"] == format!("wait-{id}")
+        }
+    };
+    // Answered as JSON (the client takes nothing else); its progress goes to the session's
+    // GET stream, which shows that the call is waiting.
+    let json_sid = streamable_session(port, "2025-11-25");
+    let mut json_stream = get_stream(port, &json_sid);
+    let body = wait(1).to_string();
+    let (tx, json_reply) = bounded(1);
+    std::thread::spawn(move || {
+        let headers = [
+            JSON,
+            ("Accept", "application/json"),
+            ("Mcp-Session-Id", &json_sid),
+        ];
+        let _ = tx.send(http(port, "POST", "/mcp", &headers, Some(&body)));
+    });
+    json_stream.message(deadline(), is_progress(1));
+    // Answered on its own event stream, which carries its progress.
+    let sse_sid = streamable_session(port, "2025-11-25");
+    let mut sse_reply = Sse::open(
+        port,
+        "POST",
+        "/mcp",
+        &[JSON, ACCEPT, ("Mcp-Session-Id", &sse_sid)],
+        Some(&wait(2).to_string()),
+        64,
+    );
+    assert_eq!(sse_reply.status, 200);
+    sse_reply.message(deadline(), is_progress(2));
+
+    let status = s.signal_and_wait("-TERM");
+    assert!(status.success(), "exit status {status}");
+    let r: Resp = json_reply
+        .recv_timeout(deadline())
+        .expect("the JSON answer within the deadline");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r
+        .header("Content-Type")
+        .is_some_and(|t| t.starts_with("application/json")));
+    let says_shutting_down = |answer: &Value, id: i64| {
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32000, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("shutting down")),
+            "{answer}"
+        );
+    };
+    says_shutting_down(&r.json(), 1);
+    says_shutting_down(&sse_reply.message(deadline(), |m| m["id"] == 2), 2);
+    assert!(sse_reply.ended(deadline()), "the reply stream ends");
+}
+
 #[test]
 fn pause_notifications_reach_ten_sse_sessions_quickly() {
     let s = Server::start(&["--mcp-sse"]);
@@ -1068,12 +1042,12 @@ fn a_panicking_request_is_answered_with_an_internal_error_on_both_http_transport
         )
     };
     let sid = streamable_session(s.port, "2025-11-25");
-    let r = mcp_post(s.port, Some(&sid), &call(7));
-    assert_eq!(r.status, 200, "{}", body_text(&r));
+    let r = mcp_post(s.port, Some(&sid), call(7));
+    assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["id"], 7);
-    assert_eq!(r.json()["error"]["code"], -32603, "{}", body_text(&r));
+    assert_eq!(r.json()["error"]["code"], -32603, "{}", r.text());
     // The session and the server keep working.
-    let r = mcp_post(s.port, Some(&sid), &rpc(8, "ping", json!({})));
+    let r = mcp_post(s.port, Some(&sid), rpc(8, "ping", json!({})));
     assert_eq!(r.json()["result"], json!({}));
 
     let mut legacy = Legacy::connect(s.port);

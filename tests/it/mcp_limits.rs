@@ -4,123 +4,38 @@
 //! requests (unknown pause ids, com-error reports) is bounded in bytes. Memory is read from
 //! `/proc/<pid>/status`. Every wait has a deadline.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufReader;
 use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::mcp_support::McpServer;
-use crate::support::{call_start_body, deadline, pause_id, wait_for, Client, Resp, Server};
+use crate::mcp_support::{initialize, mcp_post, rpc, streamable_session, try_session, McpServer};
+use crate::support::{
+    call_start_body, deadline, http, open_response, pause_id, proc_status_kib, raw_request,
+    wait_for, Server,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-/// One HTTP request with these headers (plus Host and Connection: close).
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
-    let mut req =
-        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if let Some(b) = body {
-        req.push_str(&format!("Content-Length: {}\r\n", b.len()));
-    }
-    req.push_str("\r\n");
-    req.push_str(body.unwrap_or(""));
-    Client { port }.raw(req.as_bytes())
-}
-
-/// A Streamable HTTP POST to `/mcp` as a conforming client sends it.
-fn mcp_post(port: u16, session: Option<&str>, body: &str) -> Resp {
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(s) = session {
-        headers.push(("Mcp-Session-Id", s));
-    }
-    http(port, "POST", "/mcp", &headers, Some(body))
-}
-
-fn rpc(id: i64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn initialize_body(version: &str) -> String {
-    rpc(
-        0,
-        "initialize",
-        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it-limits", "version": "1"}}),
-    )
-    .to_string()
-}
-
-/// `initialize` and `notifications/initialized`; the session id, or the refusal's status.
-fn try_session(port: u16, version: &str) -> Result<String, Resp> {
-    let r = mcp_post(port, None, &initialize_body(version));
-    if r.status != 200 {
-        return Err(r);
-    }
-    let sid = r
-        .header("Mcp-Session-Id")
-        .expect("Mcp-Session-Id")
-        .to_owned();
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    assert_eq!(mcp_post(port, Some(&sid), &note).status, 202);
-    Ok(sid)
-}
-
-fn session(port: u16, version: &str) -> String {
-    try_session(port, version).unwrap_or_else(|r| {
-        panic!(
-            "initialize: {} {}",
-            r.status,
-            String::from_utf8_lossy(&r.body)
-        )
-    })
-}
-
 /// The status of a `ping` in session `sid`: 200 while it lives, 404 once it is gone.
 fn ping(port: u16, sid: &str) -> u16 {
-    mcp_post(port, Some(sid), &rpc(7, "ping", json!({})).to_string()).status
+    mcp_post(port, Some(sid), rpc(7, "ping", json!({}))).status
 }
 
 /// Sends a request on a new connection and reads the head of its answer (status 200 expected):
 /// an event stream is then open, its body still to come.
-fn open_event_stream(port: u16, head: &str, body: &str) -> BufReader<TcpStream> {
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    sock.set_read_timeout(Some(deadline())).unwrap();
-    write!(sock, "{head}Host: 127.0.0.1:{port}\r\n\r\n{body}").unwrap();
-    let mut reader = BufReader::new(sock);
-    let mut line = String::new();
-    reader.read_line(&mut line).expect("status line");
-    assert!(line.contains(" 200 "), "{head}: {line:?}");
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).expect("header line");
-        assert!(n > 0, "the stream ended in its headers");
-        if line.trim().is_empty() {
-            return reader;
-        }
-    }
+fn open_event_stream(port: u16, request: &[u8]) -> BufReader<TcpStream> {
+    let open = open_response(port, request, deadline());
+    assert_eq!(open.status, 200, "{}", String::from_utf8_lossy(request));
+    open.body
 }
 
 /// The GET stream of a session, held open until dropped.
 fn open_stream(port: u16, sid: &str) -> BufReader<TcpStream> {
-    let head =
-        format!("GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\n");
-    open_event_stream(port, &head, "")
-}
-
-/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
-fn proc_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+    let headers = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)];
+    open_event_stream(port, &raw_request(port, "GET", "/mcp", &headers, None))
 }
 
 const MIB: u64 = 1024;
@@ -142,16 +57,18 @@ fn expired_in_log(stderr: &str) -> usize {
 fn abandoned_streamable_sessions_expire_after_the_idle_timeout() {
     let s = Server::start(&["--mcp-sse", "--mcp-session-idle-s", "1"]);
     // One client keeps its GET stream open: an open stream is activity.
-    let keeper = session(s.port, "2025-11-25");
+    let keeper = streamable_session(s.port, "2025-11-25");
     let _stream = open_stream(s.port, &keeper);
     // 63 clients initialize and vanish: with the keeper, the default cap of 64 is reached.
-    let abandoned: Vec<String> = (0..63).map(|_| session(s.port, "2025-11-25")).collect();
+    let abandoned: Vec<String> = (0..63)
+        .map(|_| streamable_session(s.port, "2025-11-25"))
+        .collect();
     // Without any client coming back, the notifier's timer closes them.
     wait_for("the abandoned sessions to expire on the timer", || {
         (expired_in_log(&s.stderr()) >= 63).then_some(())
     });
     // A new client gets a session; the abandoned ones are gone (404: initialize again).
-    let fresh = session(s.port, "2025-11-25");
+    let fresh = streamable_session(s.port, "2025-11-25");
     assert_eq!(ping(s.port, &fresh), 200);
     for sid in &abandoned {
         assert_eq!(ping(s.port, sid), 404, "abandoned session {sid}");
@@ -162,7 +79,7 @@ fn abandoned_streamable_sessions_expire_after_the_idle_timeout() {
         "a session with an open stream stays"
     );
     // Past the timeout, a session is gone at its next lookup if the timer did not close it.
-    let idle = session(s.port, "2025-11-25");
+    let idle = streamable_session(s.port, "2025-11-25");
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(ping(s.port, &idle), 404);
     assert_eq!(ping(s.port, &keeper), 200);
@@ -172,9 +89,11 @@ fn abandoned_streamable_sessions_expire_after_the_idle_timeout() {
 fn at_the_cap_the_longest_idle_session_makes_room_for_a_new_one() {
     // The default flags: 64 sessions, 30 minutes of idleness.
     let s = Server::start(&["--mcp-sse"]);
-    let keeper = session(s.port, "2025-11-25");
+    let keeper = streamable_session(s.port, "2025-11-25");
     let _stream = open_stream(s.port, &keeper);
-    let abandoned: Vec<String> = (0..63).map(|_| session(s.port, "2025-11-25")).collect();
+    let abandoned: Vec<String> = (0..63)
+        .map(|_| streamable_session(s.port, "2025-11-25"))
+        .collect();
     // A use ends just after its answer is sent, so consecutive sessions may end their last use
     // in either order: using all but the first again makes the first the longest idle.
     for sid in &abandoned[1..] {
@@ -193,7 +112,7 @@ fn at_the_cap_the_longest_idle_session_makes_room_for_a_new_one() {
     assert_eq!(ping(s.port, &keeper), 200, "the oldest has its stream open");
     // Another 100 clients: each evicts one abandoned session, never the keeper.
     for _ in 0..100 {
-        session(s.port, "2025-11-25");
+        streamable_session(s.port, "2025-11-25");
     }
     assert_eq!(ping(s.port, &keeper), 200);
     assert_eq!(ping(s.port, &fresh), 404);
@@ -206,9 +125,9 @@ fn at_the_cap_the_longest_idle_session_makes_room_for_a_new_one() {
 #[test]
 fn sessions_in_use_are_never_evicted_and_the_cap_then_holds() {
     let s = Server::start(&["--mcp-sse", "--mcp-max-sessions", "2"]);
-    let streaming = session(s.port, "2025-11-25");
+    let streaming = streamable_session(s.port, "2025-11-25");
     let _stream = open_stream(s.port, &streaming);
-    let waiting = session(s.port, "2025-11-25");
+    let waiting = streamable_session(s.port, "2025-11-25");
     // A request in flight: waiting 2 s for a pause that never comes, answered on an event
     // stream whose head comes at once.
     let call = rpc(
@@ -217,12 +136,14 @@ fn sessions_in_use_are_never_evicted_and_the_cap_then_holds() {
         json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 2}}),
     )
     .to_string();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n\
-         Mcp-Session-Id: {waiting}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        call.len()
-    );
-    let mut in_flight = open_event_stream(s.port, &head, &call);
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", &waiting),
+        ("Connection", "close"),
+    ];
+    let request = raw_request(s.port, "POST", "/mcp", &headers, Some(call.as_bytes()));
+    let mut in_flight = open_event_stream(s.port, &request);
     let refused = try_session(s.port, "2025-11-25").expect_err("both sessions are in use");
     assert_eq!(refused.status, 503);
     assert_eq!(refused.json()["error"]["code"], -32603);
@@ -254,7 +175,7 @@ fn a_burst_of_initializes_never_opens_more_sessions_than_the_cap() {
                 .map(|_| {
                     let gate = &gate;
                     scope.spawn(move || {
-                        let body = initialize_body("2025-11-25");
+                        let body = initialize("2025-11-25");
                         gate.wait();
                         let r = mcp_post(port, None, &body);
                         assert!(matches!(r.status, 200 | 503), "{}", r.status);
@@ -295,11 +216,11 @@ fn tools_list_batch(n: usize) -> String {
 #[test]
 fn a_batch_of_30000_requests_over_http_is_refused_in_bounded_memory() {
     let s = Server::start(&["--mcp-sse"]);
-    let sid = session(s.port, "2025-03-26");
-    let rss_before = proc_kib(s.pid(), "VmRSS");
+    let sid = streamable_session(s.port, "2025-03-26");
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
     let batch = tools_list_batch(30_000);
     let r = mcp_post(s.port, Some(&sid), &batch);
-    let rss_after = proc_kib(s.pid(), "VmRSS");
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     eprintln!(
         "batch of 30,000 ({} bytes): {} bytes answered; RSS {rss_before} -> {rss_after} KiB",
         batch.len(),
@@ -326,7 +247,7 @@ fn a_batch_of_30000_requests_over_http_is_refused_in_bounded_memory() {
         "RSS grew from {rss_before} KiB to {rss_after} KiB"
     );
     // A batch of 100 fits, answered in full.
-    let r = mcp_post(s.port, Some(&sid), &tools_list_batch(100));
+    let r = mcp_post(s.port, Some(&sid), tools_list_batch(100));
     assert_eq!(r.status, 200);
     let answers = r.json();
     let answers = answers.as_array().unwrap();
@@ -344,7 +265,7 @@ fn the_answers_of_a_batch_stop_at_their_byte_limit_with_a_clear_error() {
     let mut body = call_start_body("big", vec![], json!({}));
     body["signature"] = json!(format!("({})", "a".repeat(1 << 20)));
     let pause = pause_id(&app.post_ok("/api/call/start", &body));
-    let sid = session(s.port, "2025-03-26");
+    let sid = streamable_session(s.port, "2025-03-26");
     let read = |i: i64| {
         rpc(
             i,
@@ -353,13 +274,13 @@ fn the_answers_of_a_batch_stop_at_their_byte_limit_with_a_clear_error() {
         )
         .to_string()
     };
-    let one = mcp_post(s.port, Some(&sid), &read(0));
+    let one = mcp_post(s.port, Some(&sid), read(0));
     assert_eq!(one.status, 200);
     assert!(one.body.len() > 1 << 20, "{} bytes", one.body.len());
     let batch = format!("[{}]", (1..=100).map(read).collect::<Vec<_>>().join(","));
-    let rss_before = proc_kib(s.pid(), "VmRSS");
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
     let r = mcp_post(s.port, Some(&sid), &batch);
-    let rss_after = proc_kib(s.pid(), "VmRSS");
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     assert_eq!(r.status, 200);
     assert!(
         r.body.len() <= (4 << 20) + 100 * 400,
@@ -394,7 +315,7 @@ fn the_answers_of_a_batch_stop_at_their_byte_limit_with_a_clear_error() {
 #[test]
 fn a_batch_of_30000_requests_over_stdio_is_refused_in_bounded_memory() {
     let s = McpServer::initialized("2025-03-26");
-    let rss_before = proc_kib(s.pid(), "VmRSS");
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
     s.send_raw(&tools_list_batch(30_000));
     let e = s
         .take(deadline(), |m| m["error"]["code"] == -32600)
@@ -405,7 +326,7 @@ fn a_batch_of_30000_requests_over_stdio_is_refused_in_bounded_memory() {
         .unwrap()
         .contains("at most 100 messages"));
     assert_eq!(s.request("ping", json!({}))["result"], json!({}));
-    let rss_after = proc_kib(s.pid(), "VmRSS");
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     assert!(
         rss_after < rss_before + 32 * MIB,
         "RSS grew from {rss_before} KiB to {rss_after} KiB"
@@ -424,8 +345,8 @@ fn a_batch_of_30000_requests_over_stdio_is_refused_in_bounded_memory() {
 fn a_200_mb_stdio_line_is_skipped_in_constant_memory() {
     let s = McpServer::initialized("2025-11-25");
     let pid = s.pid();
-    let hwm_before = proc_kib(pid, "VmHWM");
-    let rss_before = proc_kib(pid, "VmRSS");
+    let hwm_before = proc_status_kib(pid, "VmHWM");
+    let rss_before = proc_status_kib(pid, "VmRSS");
     let mut line = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":""#.to_owned();
     line.push_str(&"a".repeat(200 << 20));
     line.push_str(r#""}}"#);
@@ -446,8 +367,8 @@ fn a_200_mb_stdio_line_is_skipped_in_constant_memory() {
             .is_none(),
         "one error, not one per chunk"
     );
-    let hwm_after = proc_kib(pid, "VmHWM");
-    let rss_after = proc_kib(pid, "VmRSS");
+    let hwm_after = proc_status_kib(pid, "VmHWM");
+    let rss_after = proc_status_kib(pid, "VmRSS");
     eprintln!("200 MB line: peak RSS {hwm_before} -> {hwm_after} KiB, RSS {rss_before} -> {rss_after} KiB");
     // The first 64 MiB are read to tell a long message from a too long one; nothing more.
     assert!(
@@ -467,7 +388,7 @@ fn a_200_mb_stdio_line_is_skipped_in_constant_memory() {
 fn polling_300_unknown_1_mb_pause_ids_keeps_memory_bounded_and_answers_waiting() {
     let s = Server::start(&[]);
     let c = s.client();
-    let rss_before = proc_kib(s.pid(), "VmRSS");
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
     // A 1 MB id no longer reaches the route: the request head is over 64 KiB (431). Ids just
     // under the head limit still must not be remembered (300 of them would be 18 MB).
     let huge = format!("/api/poll/{}", "p".repeat(1 << 20));
@@ -478,7 +399,7 @@ fn polling_300_unknown_1_mb_pause_ids_keeps_memory_bounded_and_answers_waiting()
         assert_eq!(r.status, 200);
         assert_eq!(r.json(), json!({"status": "waiting"}), "poll {i}");
     }
-    let rss_after = proc_kib(s.pid(), "VmRSS");
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     eprintln!("300 polls of 1 MB ids: RSS {rss_before} -> {rss_after} KiB");
     assert!(
         rss_after < rss_before + 64 * MIB,
@@ -501,7 +422,7 @@ fn polling_300_unknown_1_mb_pause_ids_keeps_memory_bounded_and_answers_waiting()
 fn large_com_error_reports_are_kept_within_their_bytes() {
     let s = Server::start(&[]);
     let c = s.client();
-    let rss_before = proc_kib(s.pid(), "VmRSS");
+    let rss_before = proc_status_kib(s.pid(), "VmRSS");
     let big = "e".repeat(1 << 20);
     for i in 0..100 {
         let report = json!({
@@ -511,7 +432,7 @@ fn large_com_error_reports_are_kept_within_their_bytes() {
         });
         c.post_ok("/api/report-com-error", &report);
     }
-    let rss_after = proc_kib(s.pid(), "VmRSS");
+    let rss_after = proc_status_kib(s.pid(), "VmRSS");
     eprintln!("100 reports of 2 MB: RSS {rss_before} -> {rss_after} KiB");
     let all = c.get_ok("/api/com-errors");
     let all = all["errors"].as_array().unwrap();

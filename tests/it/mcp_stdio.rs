@@ -668,11 +668,7 @@ fn closing_stdin_keeps_http_serving_unless_asked_to_exit() {
 fn sigterm_in_mcp_mode_exits_cleanly() {
     let mut s = McpServer::initialized("2025-11-25");
     let port_file = s.home.path().join("port");
-    let ok = std::process::Command::new("kill")
-        .args(["-TERM", &s.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    crate::support::signal(s.pid(), "-TERM");
     assert!(s.wait_exit().success());
     assert!(!port_file.exists());
 }

@@ -1,5 +1,6 @@
-//! An MCP client over the server's stdio for tests: spawns `cideldill-server --mcp`, checks that
-//! every stdout line is a JSON-RPC message, matches responses by id and keeps notifications.
+//! MCP clients for tests: over the server's stdio (`McpServer` spawns `cideldill-server --mcp`,
+//! checks that every stdout line is a JSON-RPC message, matches responses by id and keeps
+//! notifications), and the raw Streamable HTTP requests on `/mcp` (`mcp_post`, sessions).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver};
 use serde_json::{json, Value};
 
-use crate::support::{deadline, Client, TempDir};
+use crate::support::{deadline, http, wait_for_port, Client, Resp, TempDir};
 
 /// A server started with `--mcp`, and a client on its stdin/stdout.
 pub struct McpServer {
@@ -41,17 +42,8 @@ impl McpServer {
         }
         args.extend_from_slice(extra);
         let mut s = McpServer::spawn(home.clone(), home.path(), &port_file, &args, envs);
-        let until = Instant::now() + deadline();
-        s.port = loop {
-            if let Some(p) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                break p;
-            }
-            assert!(Instant::now() < until, "no port file: {}", s.stderr());
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let child = s.child.as_mut().expect("just started");
+        s.port = wait_for_port(child, &port_file, &s.stderr_path);
         s
     }
 
@@ -298,4 +290,70 @@ pub fn tool_json(result: &Value) -> Value {
     assert_eq!(content.len(), 1, "one content item: {result}");
     assert_eq!(content[0]["type"], "text");
     serde_json::from_str(content[0]["text"].as_str().unwrap()).expect("text is JSON")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamable HTTP on `/mcp`, one raw request at a time.
+
+/// A JSON-RPC request.
+pub fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// An `initialize` request asking for `version`.
+pub fn initialize(version: &str) -> Value {
+    rpc(
+        0,
+        "initialize",
+        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it-http", "version": "1"}}),
+    )
+}
+
+/// The `notifications/initialized` notification.
+pub fn initialized_note() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+/// A Streamable HTTP POST to `/mcp` as a conforming client sends it, with `body` (a message or
+/// the text of one or of a batch).
+pub fn mcp_post(port: u16, session: Option<&str>, body: impl std::fmt::Display) -> Resp {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+    }
+    http(port, "POST", "/mcp", &headers, Some(&body.to_string()))
+}
+
+/// `initialize` (checked: a JSON answer with `version` and a session id of 32 or more visible
+/// ASCII characters) and `notifications/initialized` (202); the session id, or the refusal of
+/// the `initialize`.
+pub fn try_session(port: u16, version: &str) -> Result<String, Resp> {
+    let r = mcp_post(port, None, initialize(version));
+    if r.status != 200 {
+        return Err(r);
+    }
+    assert!(r
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("application/json"));
+    assert_eq!(r.json()["result"]["protocolVersion"], version);
+    let sid = r
+        .header("Mcp-Session-Id")
+        .expect("Mcp-Session-Id")
+        .to_owned();
+    assert!(
+        sid.len() >= 32 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+        "session id must be 32+ visible ASCII characters: {sid:?}"
+    );
+    let n = mcp_post(port, Some(&sid), initialized_note());
+    assert_eq!(n.status, 202, "{}", n.text());
+    Ok(sid)
+}
+
+/// Initializes a Streamable HTTP session (as [`try_session`]) and returns its id.
+pub fn streamable_session(port: u16, version: &str) -> String {
+    try_session(port, version).unwrap_or_else(|r| panic!("initialize: {} {}", r.status, r.text()))
 }

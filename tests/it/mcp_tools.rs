@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::mcp_support::McpServer;
-use crate::support::{call_start_body, corpus_pickle, item, raw_item, wait_for};
+use crate::support::{call_start_body, complete_body, corpus_pickle, item, raw_item, wait_for};
 use cideldill_server::cas::decode_base64_lenient;
 use cideldill_server::pickle_write::dumps;
 
@@ -293,6 +293,93 @@ fn call_records_are_newest_first_with_limits() {
             .unwrap()
             .contains(">= 1")
     );
+}
+
+// Defect: the tool lacked the process, source and search filters of GET /api/call-records.
+#[test]
+fn call_records_take_the_filters_of_the_rest_listing_with_the_same_answers() {
+    let s = McpServer::initialized("2025-11-25");
+    let http = s.http();
+    // A completed call of `method` in process `pid`, its argument and result plain strings.
+    let run = |method: &str, arg: &str, result: &str, pid: i64| -> String {
+        let mut start = call_start_body(method, vec![item(&json!(arg), 2)], json!({}));
+        start["process_pid"] = json!(pid);
+        let answer = http.post_ok("/api/call/start", &start);
+        let id = answer["call_id"].as_str().unwrap().to_owned();
+        let mut done = complete_body(&id, &json!(result));
+        done["process_pid"] = json!(pid);
+        http.post_ok("/api/call/complete", &done);
+        id
+    };
+    let a1 = run("f", "alpha", "zero here", 16759);
+    let a2 = run("g", "beta", "fine", 16759);
+    let b1 = run("f", "gamma", "fine", 4242);
+    let key_a = "1795311683.721166+16759";
+    for (args, query, expected) in [
+        (json!({"process": "4242"}), "process=4242", vec![&b1]),
+        (
+            json!({"process": key_a}),
+            "process=1795311683.721166%2B16759",
+            vec![&a2, &a1],
+        ),
+        (json!({"search": "ZERO"}), "search=ZERO", vec![&a1]),
+        (json!({"search": "gamma"}), "search=gamma", vec![&b1]),
+        (
+            json!({"source": "program"}),
+            "source=program",
+            vec![&b1, &a2, &a1],
+        ),
+        (json!({"source": "mcp_client"}), "source=mcp_client", vec![]),
+        (
+            json!({"source": "", "search": ""}),
+            "source=&search=",
+            vec![&b1, &a2, &a1],
+        ),
+        (
+            json!({"status": "success"}),
+            "status=success",
+            vec![&b1, &a2, &a1],
+        ),
+        (
+            json!({"function_name": "f", "process": "16759", "search": "alpha"}),
+            "function=f&process=16759&search=alpha",
+            vec![&a1],
+        ),
+    ] {
+        let tool = s.call_ok("breakpoint_get_call_records", args.clone());
+        let rest = http.get_ok(&format!("/api/call-records?{query}"));
+        let expected: Vec<&str> = expected.into_iter().map(String::as_str).collect();
+        assert_eq!(call_ids(&tool["calls"]), expected, "{args}");
+        assert_eq!(call_ids(&rest["calls"]), expected, "{query}");
+        assert_eq!(tool["calls"], rest["calls"], "{args}");
+        assert_eq!(tool["total_count"], rest["total_count"], "{args}");
+        // A process or text filter scans: how far it got is said as over REST.
+        assert_eq!(tool.get("scanned"), rest.get("scanned"), "{args}");
+        assert_eq!(
+            tool.get("search_truncated"),
+            rest.get("search_truncated"),
+            "{args}"
+        );
+    }
+    let scanned = s.call_ok("breakpoint_get_call_records", json!({"search": "zero"}));
+    assert_eq!(scanned["scanned"], 3);
+    assert_eq!(scanned["search_truncated"], false);
+    let e = s.call_err("breakpoint_get_call_records", json!({"source": "nope"}));
+    assert_eq!(e["error"], "invalid_source", "{e}");
+    let rest = http.get("/api/call-records?source=nope");
+    assert_eq!(rest.status, 400);
+    assert_eq!(rest.json()["error"], "invalid_source");
+    assert_eq!(rest.json()["message"], e["message"]);
+}
+
+/// The call ids of a listing's `calls`.
+fn call_ids(calls: &Value) -> Vec<&str> {
+    calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["call_id"].as_str().unwrap())
+        .collect()
 }
 
 /// A simulated program answering every eval of `pause` with `answer(expr)` until stopped.

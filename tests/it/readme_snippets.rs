@@ -322,21 +322,17 @@ fn run_stdio(name: &str, command: &str, args: &[String], env: &[(String, String)
 
 /// One Streamable HTTP POST of `msg` to `path`.
 fn post(port: u16, path: &str, session: Option<&str>, msg: &Value) -> crate::support::Resp {
-    let body = msg.to_string();
-    let mut req = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\n",
-        body.len()
-    );
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
     if let Some(s) = session {
-        req.push_str(&format!(
-            "Mcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
-        ));
+        headers.extend([
+            ("Mcp-Session-Id", s),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ]);
     }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    Client { port }.raw(req.as_bytes())
+    crate::support::http(port, "POST", path, &headers, Some(&msg.to_string()))
 }
 
 /// Checks an HTTP entry: the README's default address, and its path answering MCP on a server.

@@ -7,73 +7,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{call_start_body, complete_body, raw_item, Server};
-
-/// Builds protocol 4 pickles opcode by opcode.
-struct P {
-    b: Vec<u8>,
-    memo: u32,
-}
-
-impl P {
-    fn new() -> Self {
-        P {
-            b: vec![0x80, 4],
-            memo: 0,
-        }
-    }
-
-    fn op(&mut self, ops: &[u8]) -> &mut Self {
-        self.b.extend_from_slice(ops);
-        self
-    }
-
-    fn str(&mut self, s: &str) -> &mut Self {
-        match u8::try_from(s.len()) {
-            Ok(short) => self.b.extend([0x8c, short]),
-            Err(_) => {
-                self.b.push(b'X');
-                self.b.extend((s.len() as u32).to_le_bytes());
-            }
-        }
-        self.b.extend(s.as_bytes());
-        self
-    }
-
-    fn global(&mut self, module: &str, name: &str) -> &mut Self {
-        self.str(module).str(name).op(&[0x93])
-    }
-
-    fn put(&mut self) -> u32 {
-        self.b.push(0x94);
-        self.memo += 1;
-        self.memo - 1
-    }
-
-    fn refs(&mut self, i: u32, n: usize) -> &mut Self {
-        for _ in 0..n {
-            match u8::try_from(i) {
-                Ok(small) => self.b.extend([b'h', small]),
-                Err(_) => {
-                    self.b.push(b'j');
-                    self.b.extend(i.to_le_bytes());
-                }
-            }
-        }
-        self
-    }
-
-    fn done(&mut self) -> Vec<u8> {
-        self.b.push(b'.');
-        std::mem::take(&mut self.b)
-    }
-}
+use crate::pickle_builder::P;
+use crate::support::{call_start_body, complete_body, proc_status_kib, raw_item, Server};
 
 /// `ValueError(*[s] * 50_000)` with `s = 'x' * 100_000`: about 200 kB.
 fn shared_exception_args() -> Vec<u8> {
     let mut p = P::new();
-    let s = p.str(&"x".repeat(100_000)).put();
-    p.op(b"0").global("builtins", "ValueError");
+    let s = p.short_str(&"x".repeat(100_000)).put();
+    p.op(b"0").short_global("builtins", "ValueError");
     p.op(b"(").refs(s, 50_000).op(b"tR");
     p.done()
 }
@@ -82,7 +23,7 @@ fn shared_exception_args() -> Vec<u8> {
 /// 60^5 x 300 bytes if copied out.
 fn nested_shared_lists() -> Vec<u8> {
     let mut p = P::new();
-    let mut top = p.str(&"y".repeat(300)).put();
+    let mut top = p.short_str(&"y".repeat(300)).put();
     for _ in 0..5 {
         p.op(b"](").refs(top, 60).op(b"e");
         top = p.put();
@@ -95,29 +36,32 @@ fn nested_shared_lists() -> Vec<u8> {
 fn nested_placeholders() -> Vec<u8> {
     let mut p = P::new();
     let ctor = {
-        p.global(
+        p.short_global(
             "cideldill_client.custom_picklers",
             "_reconstruct_placeholder",
         );
         p.put()
     };
-    let mut below = p.str(&"v".repeat(200)).put();
+    let mut below = p.short_str(&"v".repeat(200)).put();
     for _ in 0..3 {
         p.refs(ctor, 1).op(b"}(");
-        p.str("type_name")
-            .str("F")
-            .str("module")
-            .str("m")
-            .str("qualname")
-            .str("F");
+        p.short_str("type_name")
+            .short_str("F")
+            .short_str("module")
+            .short_str("m")
+            .short_str("qualname")
+            .short_str("F");
         for field in ["attributes", "failed_attributes"] {
-            p.str(field).op(b"}(");
+            p.short_str(field).op(b"}(");
             for j in 0..30 {
-                p.str(&format!("a{j}")).refs(below, 1);
+                p.short_str(&format!("a{j}")).refs(below, 1);
             }
             p.op(b"u");
         }
-        p.str("pickle_attempts").op(b"](").refs(below, 30).op(b"e");
+        p.short_str("pickle_attempts")
+            .op(b"](")
+            .refs(below, 30)
+            .op(b"e");
         p.op(b"u\x85R");
         below = p.put();
     }
@@ -126,14 +70,7 @@ fn nested_placeholders() -> Vec<u8> {
 
 /// The server's resident memory (`VmRSS` of `/proc/<pid>/status`), in bytes.
 fn rss(server: &Server) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid()))
-        .expect("the server's /proc status");
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kb * 1024
+    proc_status_kib(server.pid(), "VmRSS") * 1024
 }
 
 /// Runs `f` (one request), checking that it is answered within `limit` and that the answer,

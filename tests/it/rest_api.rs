@@ -9,9 +9,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cideldill_server::cas::{cid_of, decode_base64_lenient};
+use cideldill_server::limits::MAX_CLOSED_REPL_SESSIONS;
 use cideldill_server::pickle_write::dumps;
 use serde_json::{json, Value};
 
+use crate::mcp_support::McpServer;
 use crate::support::{
     call_start_body, complete_body, deadline, item, pause_id, wait_for, Client, Resp, Server,
 };
@@ -2023,6 +2025,58 @@ fn repl_close_on_an_unknown_session_is_404() {
         404,
         "session_not_found",
     );
+}
+
+// Defect: closed sessions and their transcripts were kept forever.
+#[test]
+fn only_the_newest_closed_repl_sessions_are_kept_and_a_dropped_one_is_404_on_every_face() {
+    let m = McpServer::initialized("2025-11-25");
+    let c = m.http();
+    let (_, open_pause) = pause_before(&c, "g");
+    let open = start_session(&c, &open_pause);
+    let (_, pause) = pause_before(&c, "f");
+    // One more session than are kept once closed; resuming the pause closes them all.
+    let sids: Vec<String> = (0..=MAX_CLOSED_REPL_SESSIONS)
+        .map(|_| start_session(&c, &pause))
+        .collect();
+    c.post_ok(&continue_url(&pause), &json!({"action": "continue"}));
+    let (dropped, kept) = (&sids[0], &sids[1]);
+
+    expect_error(
+        &c.get(&format!("/api/repl/{dropped}")),
+        404,
+        "session_not_found",
+    );
+    expect_error(
+        &c.post(&format!("/api/repl/{dropped}/eval"), &json!({"expr": "1"})),
+        404,
+        "session_not_found",
+    );
+    expect_error(
+        &c.post(&format!("/api/repl/{dropped}/close"), &json!({})),
+        404,
+        "session_not_found",
+    );
+    let e = m.call_err(
+        "breakpoint_repl_eval",
+        json!({"pause_id": pause, "expression": "1", "session_id": dropped}),
+    );
+    assert_eq!(e["error"], "session_not_found", "{e}");
+    let ui = c.request("GET", &format!("/repl/{dropped}"), None);
+    assert_eq!(ui.status, 404);
+    assert!(ui
+        .header("Content-Type")
+        .is_some_and(|t| t.starts_with("text/html")));
+
+    assert!(!session(&c, kept)["closed_at"].is_null());
+    let closed = c.get_ok("/api/repl/sessions?status=closed")["sessions"].clone();
+    let closed = ids(&closed, "session_id");
+    assert_eq!(closed.len(), MAX_CLOSED_REPL_SESSIONS);
+    assert!(!closed.contains(dropped));
+    // Open sessions are never dropped.
+    assert!(session(&c, &open)["closed_at"].is_null());
+    let active = c.get_ok("/api/repl/sessions?status=active")["sessions"].clone();
+    assert_eq!(ids(&active, "session_id"), vec![open]);
 }
 
 #[test]

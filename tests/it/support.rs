@@ -1,7 +1,10 @@
 //! Test support: start the real binary on port 0 with a private home and port file, talk HTTP
-//! to it with a tiny blocking client, build protocol items. Every wait has a deadline.
+//! to it with a tiny blocking client, build protocol items; the process facts of `/proc` and
+//! signals; raw HTTP (request bytes, a response head read with a deadline, an answer whose body
+//! is still to come). Every wait has a deadline. Shared by both integration test binaries: the
+//! reliability suite includes this file by path.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -85,7 +88,7 @@ impl Server {
         if !args.contains(&"--port") {
             cmd.args(["--port", "0"]);
         }
-        let child = cmd
+        let mut child = cmd
             .args(args)
             .env("CIDELDILL_HOME", home)
             .env("CIDELDILL_PORT_FILE", &port_file)
@@ -99,35 +102,14 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .expect("start cideldill-server");
-        let mut server = Server {
+        let port = wait_for_port(&mut child, &port_file, &stderr_path);
+        Server {
             child: Some(child),
-            port: 0,
+            port,
             home: home.to_path_buf(),
-            port_file: port_file.clone(),
+            port_file,
             stderr_path,
             _dir: None,
-        };
-        let until = Instant::now() + deadline();
-        loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                if let Ok(port) = text.trim().parse::<u16>() {
-                    server.port = port;
-                    return server;
-                }
-            }
-            if let Some(status) = server
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("server exited early with {status}:\n{}", server.stderr());
-            }
-            assert!(
-                Instant::now() < until,
-                "server did not write its port file in time:\n{}",
-                server.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -141,11 +123,7 @@ impl Server {
 
     /// Sends a signal with the `kill` utility and waits for the exit, with a deadline.
     pub fn signal_and_wait(&mut self, signal: &str) -> std::process::ExitStatus {
-        let status = Command::new("kill")
-            .args([signal, &self.pid().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
+        self::signal(self.pid(), signal);
         let mut child = self.child.take().expect("server still running");
         let until = Instant::now() + deadline();
         loop {
@@ -205,6 +183,11 @@ impl Resp {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// The body as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
 }
 
 /// A blocking HTTP/1.1 client, one connection per request like the Python client.
@@ -227,22 +210,11 @@ impl Client {
     }
 
     pub fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Resp {
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
-            self.port
-        );
-        if let Some(b) = body {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                b.len()
-            ));
+        let mut headers = vec![("Connection", "close")];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json"));
         }
-        req.push_str("\r\n");
-        let mut bytes = req.into_bytes();
-        if let Some(b) = body {
-            bytes.extend_from_slice(b);
-        }
-        self.raw(&bytes)
+        self.raw(&raw_request(self.port, method, path, &headers, body))
     }
 
     pub fn get(&self, path: &str) -> Resp {
@@ -348,16 +320,23 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Polls `f` until it returns `Some`, failing after the deadline.
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + deadline();
+/// Polls `f` every 10 ms until it returns `Some`, or `None` after `within`.
+pub fn poll_until<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + within;
     loop {
         if let Some(v) = f() {
-            return v;
+            return Some(v);
         }
-        assert!(Instant::now() < until, "timed out waiting for {what}");
+        if Instant::now() >= until {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Polls `f` until it returns `Some`, failing after the deadline.
+pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    poll_until(deadline(), f).unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
 /// A dill-format item for a JSON value: CID of the pickle bytes and base64 data.
@@ -437,4 +416,242 @@ pub fn raw_item(bytes: &[u8], client_ref: u64) -> Value {
         "client_ref": client_ref,
         "data": cideldill_server::cas::encode_base64(bytes),
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes.
+
+/// The fixture MCP server's executable (`tests/fixtures/mcp_server.rs`), which cargo builds
+/// with the tests.
+pub fn fixture_server_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cideldill-fixture-mcp-server"))
+}
+
+/// Waits for a server just spawned to write its port to `port_file`, within the deadline. If it
+/// exits first or never writes it, fails with its stderr (the file `stderr_path`), killing it.
+pub fn wait_for_port(child: &mut Child, port_file: &Path, stderr_path: &Path) -> u16 {
+    let until = Instant::now() + deadline();
+    let failure = loop {
+        if let Some(port) = std::fs::read_to_string(port_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u16>().ok())
+        {
+            return port;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!("server exited early with {status}");
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break "server did not write its port file in time".to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = std::fs::read_to_string(stderr_path).unwrap_or_default();
+    panic!("{failure}:\n{stderr}");
+}
+
+/// Sends a signal (`-KILL`, `-STOP`, ...) with the `kill` utility.
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Whether a process is gone (or a zombie, which is dead; its parent reaps it).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pids of every process whose parent is `pid`, zombies included.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    children_with_state(pid)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect()
+}
+
+/// The pids of the living (non-zombie) processes whose parent is `pid`.
+pub fn living_children_of(pid: u32) -> Vec<u32> {
+    children_with_state(pid)
+        .into_iter()
+        .filter(|(_, state)| state != "Z")
+        .map(|(c, _)| c)
+        .collect()
+}
+
+/// The children of `pid` with their state letter, from `/proc/<child>/stat`.
+fn children_with_state(pid: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: the state, then the parent's pid.
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if let [state, parent, ..] = fields[..] {
+            if parent == pid.to_string() {
+                out.push((child, state.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`).
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw HTTP.
+
+/// A request's bytes: the request line, `Host` unless `headers` name one, `headers` in their
+/// order, then `Content-Length` and the body when there is one.
+pub fn raw_request(
+    port: u16,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Vec<u8> {
+    let mut head = format!("{method} {target} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+    }
+    head.push_str("\r\n");
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body.unwrap_or_default());
+    out
+}
+
+/// One HTTP request with exactly these headers (plus `Host` unless given, and
+/// `Connection: close`) on a new connection; the whole response.
+pub fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Resp {
+    let mut all = vec![("Connection", "close")];
+    all.extend_from_slice(headers);
+    Client { port }.raw(&raw_request(
+        port,
+        method,
+        path,
+        &all,
+        body.map(str::as_bytes),
+    ))
+}
+
+/// Connects with a timeout of `wait` on every step.
+pub fn connect(port: u16, wait: Duration) -> Option<TcpStream> {
+    let s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), wait).ok()?;
+    s.set_read_timeout(Some(wait)).ok()?;
+    s.set_write_timeout(Some(wait)).ok()?;
+    Some(s)
+}
+
+/// Reads one response head from `s` (up to its blank line, not a byte further) and returns its
+/// status and the head's text, or `None` if none came by `until`.
+pub fn read_head(mut s: &TcpStream, until: Instant) -> Option<(u16, String)> {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        let left = until.checked_duration_since(Instant::now())?;
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .ok()?;
+        match s.read(&mut byte) {
+            Ok(1) => got.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    Some((status, text))
+}
+
+/// The content length of a response head (0 without one).
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// A response whose head has been read; its body is still to come.
+pub struct OpenResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// The connection, positioned at the start of the body.
+    pub body: BufReader<TcpStream>,
+}
+
+/// Sends `request` on a new connection and reads the head of its answer, each read waiting at
+/// most `read_timeout`: an event stream is then open, its body still to come.
+pub fn open_response(port: u16, request: &[u8], read_timeout: Duration) -> OpenResponse {
+    let mut sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    sock.set_read_timeout(Some(read_timeout)).unwrap();
+    sock.set_write_timeout(Some(deadline())).unwrap();
+    sock.write_all(request).expect("send the request");
+    let mut body = BufReader::new(sock);
+    let mut line = String::new();
+    body.read_line(&mut line).expect("status line");
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        let n = body.read_line(&mut line).expect("header line");
+        assert!(n > 0, "the answer ended in its headers");
+        match line.trim_end().split_once(':') {
+            Some((k, v)) => headers.push((k.trim().to_owned(), v.trim().to_owned())),
+            None => break,
+        }
+    }
+    OpenResponse {
+        status,
+        headers,
+        body,
+    }
 }

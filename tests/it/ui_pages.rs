@@ -7,8 +7,9 @@
 use serde_json::{json, Value};
 
 use crate::event_stream::Stream;
-use crate::fixture::fixture_server_path;
-use crate::support::{call_start_body, item, pause_id, wait_for, Client, Server};
+use crate::support::{
+    call_start_body, fixture_server_path, item, pause_id, wait_for, Client, Server,
+};
 
 const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
 

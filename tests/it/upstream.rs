@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::fixture::fixture_server_path;
 use crate::mcp_support::{tool_json, McpServer};
-use crate::support::{deadline, wait_for, Client, Server, TempDir};
+use crate::support::{
+    deadline, fixture_server_path, living_children_of, process_gone, signal, wait_for, Client,
+    Server, TempDir,
+};
 
 /// Short timings so reconnection and health tests run in seconds.
 const FAST: &[&str] = &[
@@ -88,26 +90,6 @@ fn assert_error(r: &crate::support::Resp, status: u16, code: &str) {
 
 fn connect_body(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": fx(), "args": args})
-}
-
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie (state Z) is dead; its parent reaps it.
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-fn kill(signal: &str, pid: u32) {
-    let ok = std::process::Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill {signal} {pid}");
 }
 
 // Seeds 13, 14, 23, 25-31, 38, 39, 41-44, 95, 100, 102, 103, 115, 116, 141, 145, 152.
@@ -378,7 +360,7 @@ fn a_crash_fails_the_call_at_once_and_the_server_reconnects_by_itself() {
     let pid = up["pid"].as_u64().unwrap() as u32;
 
     // Killing the child from outside: the same.
-    kill("-KILL", pid);
+    signal(pid, "-KILL");
     let down = wait_status(&c, "fx", "disconnected");
     assert!(
         down["error"].as_str().unwrap().contains("signal 9"),
@@ -903,7 +885,7 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
     let s = with_fixture("", &["--mcp-ping-interval-s", "0.3"]);
     let c = s.client();
     let pid = clients(&c)["fx"]["pid"].as_u64().unwrap() as u32;
-    kill("-STOP", pid);
+    signal(pid, "-STOP");
     let down = wait_status(&c, "fx", "disconnected");
     assert!(
         down["error"]
@@ -918,29 +900,6 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
     wait_for("the stopped child to be gone", || {
         process_gone(pid).then_some(())
     });
-}
-
-/// The pids of the server's living (non-zombie) child processes.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        if fields.len() > 1 && fields[1] == pid.to_string() && fields[0] != "Z" {
-            out.push(child);
-        }
-    }
-    out
 }
 
 // Seed 163: connecting, disconnecting and reconnecting one server from several threads at once
@@ -985,11 +944,11 @@ fn concurrent_connects_disconnects_and_reconnects_stay_consistent() {
         "ok"
     );
     wait_for("one child process", || {
-        (children_of(s.pid()).len() == 1).then_some(())
+        (living_children_of(s.pid()).len() == 1).then_some(())
     });
     c.post_ok("/api/mcp-clients/fx/disconnect", &json!({}));
     wait_for("no child process", || {
-        children_of(s.pid()).is_empty().then_some(())
+        living_children_of(s.pid()).is_empty().then_some(())
     });
 }
 

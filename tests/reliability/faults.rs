@@ -15,11 +15,13 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha512};
 
 use crate::harness::{
-    children_of, exchange, fixture_path, home, process_gone, request_bytes, tool_result, McpHttp,
-    Outcome, Proc, LIVENESS,
+    exchange, home, request_bytes, tool_result, McpHttp, Outcome, Proc, LIVENESS,
 };
 use crate::loadgen::{call_within, cycle_within, http_within, Load};
-use crate::support::{call_start_body, complete_body, item, pause_id, wait_for, Client};
+use crate::support::{
+    call_start_body, children_of, complete_body, fixture_server_path, item, pause_id, process_gone,
+    signal, wait_for, Client,
+};
 
 // ---------------------------------------------------------------------------------------------
 // kill -9 during heavy writes.
@@ -309,7 +311,7 @@ fn fixture_pid(c: &Client, name: &str) -> u32 {
 fn sigterm_with_calls_in_flight_exits_within_3_s_and_leaves_nothing_behind() {
     let dir = home("sigterm");
     let db = dir.path().join("t.db");
-    let spec = format!("fx:{}", fixture_path().display());
+    let spec = format!("fx:{}", fixture_server_path().display());
     let mut server = Proc::start(
         dir.path(),
         &[
@@ -474,7 +476,7 @@ fn sigterm_with_calls_in_flight_exits_within_3_s_and_leaves_nothing_behind() {
 #[test]
 fn an_external_server_killed_mid_call_fails_its_calls_at_once_and_comes_back() {
     let dir = home("upkill");
-    let spec = format!("fx:{}", fixture_path().display());
+    let spec = format!("fx:{}", fixture_server_path().display());
     let server = Proc::start(
         dir.path(),
         &[
@@ -547,7 +549,7 @@ fn an_external_server_killed_mid_call_fails_its_calls_at_once_and_comes_back() {
             (server.stderr().matches("fixture: tools/call").count() >= 4).then_some(())
         });
         *killed_at.lock().unwrap() = Some(Instant::now());
-        crate::harness::signal(fx, "-KILL");
+        signal(fx, "-KILL");
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     eprintln!("killed mid-call: {results:#?}");

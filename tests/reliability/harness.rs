@@ -1,8 +1,8 @@
 //! What the reliability tests need beyond `tests/it/support.rs`: a server process with its MCP
 //! stdio session open to many threads at once (`Proc`, `StdioRpc`), a Streamable HTTP MCP client
-//! (`McpHttp`), a raw HTTP exchange that tells a dropped connection from an answer and never
-//! reads an event stream to its end (`exchange`), and the process facts read from `/proc`.
-//! Every wait has a deadline.
+//! (`McpHttp`), and a raw HTTP exchange that tells a dropped connection from an answer and never
+//! reads an event stream to its end (`exchange`). Process facts read from `/proc`, signals and
+//! raw requests come from `tests/it/support.rs`. Every wait has a deadline.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -16,15 +16,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Sender};
 use serde_json::{json, Value};
 
-use crate::support::{deadline, Client, TempDir};
+use crate::support::{proc_status_kib, raw_request, wait_for_port, Client, Resp, TempDir};
 
 /// The deadline of one request in these tests: liveness, not speed, on two busy cores.
 pub const LIVENESS: Duration = Duration::from_secs(30);
-
-/// The fixture MCP server built with the tests.
-pub fn fixture_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_cideldill-fixture-mcp-server"))
-}
 
 // ---------------------------------------------------------------------------------------------
 // A server process.
@@ -72,27 +67,13 @@ impl Proc {
             .spawn()
             .expect("start cideldill-server");
         let stdio = mcp.then(|| StdioRpc::attach(&mut child));
-        let mut p = Proc {
+        let port = wait_for_port(&mut child, &port_file, &stderr_path);
+        Proc {
             child: Some(child),
-            port: 0,
-            port_file: port_file.clone(),
+            port,
+            port_file,
             stderr_path,
             stdio,
-        };
-        let until = Instant::now() + deadline();
-        loop {
-            if let Some(port) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-            {
-                p.port = port;
-                return p;
-            }
-            if let Some(status) = p.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("server exited early with {status}:\n{}", p.stderr());
-            }
-            assert!(Instant::now() < until, "no port file:\n{}", p.stderr());
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -110,7 +91,7 @@ impl Proc {
 
     /// Sends a signal with the `kill` utility.
     pub fn signal(&self, sig: &str) {
-        signal(self.pid(), sig);
+        crate::support::signal(self.pid(), sig);
     }
 
     /// Waits for the exit, up to `within`; `None` if it is still running then.
@@ -131,17 +112,10 @@ impl Proc {
 
     /// Resident memory now and at its peak, in KiB.
     pub fn rss_kib(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .expect("the server's /proc status");
-        let field = |name: &str| -> u64 {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("no {name} in /proc status"))
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        (
+            proc_status_kib(self.pid(), "VmRSS"),
+            proc_status_kib(self.pid(), "VmHWM"),
+        )
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -164,67 +138,6 @@ impl Drop for Proc {
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             eprintln!("---- server stderr (tail) ----\n{}", tail.join("\n"));
         }
-    }
-}
-
-/// Sends a signal with the `kill` utility.
-pub fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("run kill")
-        .success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
-/// Whether a process is gone (or a zombie, which its parent will reap).
-pub fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
-/// The pids of every process (zombies included) whose parent is `pid`.
-pub fn children_of(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        if fields.get(1) == Some(&pid.to_string().as_str()) {
-            out.push(child);
-        }
-    }
-    out
-}
-
-/// Polls `f` every 50 ms until it returns `Some`, or `None` after `within`.
-pub fn poll_until<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -399,21 +312,19 @@ impl McpHttp {
         &self.session
     }
 
-    fn post(&self, msg: &Value) -> Result<Exchange, String> {
+    fn post(&self, msg: &Value) -> Result<Resp, String> {
         let body = msg.to_string();
-        let mut req = format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
-             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n",
-            self.port,
-            body.len()
-        );
+        let mut headers = vec![
+            ("Connection", "close"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ];
         if !self.session.is_empty() {
-            req.push_str(&format!("Mcp-Session-Id: {}\r\n", self.session));
+            headers.push(("Mcp-Session-Id", &self.session));
         }
-        req.push_str("\r\n");
-        req.push_str(&body);
-        match exchange(self.port, req.as_bytes(), LIVENESS, true) {
+        let req = raw_request(self.port, "POST", "/mcp", &headers, Some(body.as_bytes()));
+        match exchange(self.port, &req, LIVENESS, true) {
             Outcome::Answered(x) => Ok(x),
             other => Err(format!("POST /mcp {msg}: {other:?}")),
         }
@@ -446,32 +357,10 @@ impl McpHttp {
 // ---------------------------------------------------------------------------------------------
 // A raw HTTP exchange.
 
-/// A complete HTTP response.
-#[derive(Debug)]
-pub struct Exchange {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    /// The body; of an event stream, what came with its head.
-    pub body: Vec<u8>,
-}
-
-impl Exchange {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
 /// How a request ended.
 #[derive(Debug)]
 pub enum Outcome {
-    Answered(Exchange),
+    Answered(Resp),
     /// The connection closed before a complete response (or the response was malformed).
     Dropped(String),
     /// No complete response within the deadline.
@@ -558,7 +447,7 @@ pub fn exchange(port: u16, request: &[u8], within: Duration, read_streams: bool)
     let head_only = request.starts_with(b"HEAD ") || status == 204 || status == 304;
     let mut body = buf.split_off(head_end + 4);
     if stream && !read_streams {
-        return Outcome::Answered(Exchange {
+        return Outcome::Answered(Resp {
             status,
             headers,
             body,
@@ -600,7 +489,7 @@ pub fn exchange(port: u16, request: &[u8], within: Duration, read_streams: bool)
     } else if let Some(n) = length {
         body.truncate(n);
     }
-    Outcome::Answered(Exchange {
+    Outcome::Answered(Resp {
         status,
         headers,
         body,
@@ -642,7 +531,7 @@ fn dechunk(mut data: &[u8]) -> Chunks {
 }
 
 /// A request's bytes: method, target, headers (Host added unless given; `Connection: close`),
-/// and a body with its `Content-Length`.
+/// and a body with its `Content-Length` (always declared for a POST).
 pub fn request_bytes(
     port: u16,
     method: &str,
@@ -650,18 +539,8 @@ pub fn request_bytes(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Vec<u8> {
-    let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !body.is_empty() || method == "POST" {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    out
+    let mut all = vec![("Connection", "close")];
+    all.extend(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let body = (!body.is_empty() || method == "POST").then_some(body);
+    raw_request(port, method, target, &all, body)
 }

@@ -28,9 +28,9 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
 
-use crate::harness::{exchange, home, request_bytes, Exchange, McpHttp, Outcome, Proc};
+use crate::harness::{exchange, home, request_bytes, McpHttp, Outcome, Proc};
 use crate::props::{config, hostile_string, json_value, number, token_soup};
-use crate::support::{call_start_body, complete_body, item};
+use crate::support::{call_start_body, complete_body, item, Resp};
 
 /// A request's peak memory: at most this many times the largest request sent...
 pub const HTTP_FACTOR: u64 = 64;
@@ -412,7 +412,7 @@ fn hostile_request(port: u16) -> impl Strategy<Value = Hostile> {
 
 /// What is wrong with an answer, if anything.
 fn judge(req: &Hostile, outcome: &Outcome) -> Option<(&'static str, String)> {
-    let x: &Exchange = match outcome {
+    let x: &Resp = match outcome {
         Outcome::Answered(x) => x,
         Outcome::Dropped(why) => return Some(("dropped connection", why.clone())),
         Outcome::Hung(after) => return Some(("no answer", format!("after {after:?}"))),
@@ -583,7 +583,7 @@ fn answer(port: u16, raw: &[u8]) -> Outcome {
     exchange(port, raw, PER_REQUEST, false)
 }
 
-fn answered(outcome: Outcome) -> Exchange {
+fn answered(outcome: Outcome) -> Resp {
     match outcome {
         Outcome::Answered(x) => x,
         other => panic!("no answer: {other:?}"),
@@ -735,7 +735,7 @@ fn abandoned_mcp_http_sessions_do_not_lock_out_new_clients() {
         McpHttp::open(server.port).unwrap_or_else(|e| panic!("session {i}: {e}"));
     }
     let mut last = String::new();
-    let got_in = crate::harness::poll_until(crate::support::deadline(), || {
+    let got_in = crate::support::poll_until(crate::support::deadline(), || {
         match McpHttp::open(server.port) {
             Ok(_) => Some(()),
             Err(e) => {
