@@ -857,7 +857,7 @@ mod tests {
         );
     }
 
-    // Seed 000 tests 84, 85, 89: the three flags parse and accumulate.
+    // The three flags parse and accumulate.
     #[test]
     fn mcp_client_flags_parse_and_timing_defaults_are_the_designs() {
         let c = Config::from_args(&args(&[]), &env(), 0.0).unwrap();

@@ -255,8 +255,8 @@ pub const MAX_SOURCE_BYTES: u64 = 2 * 1024 * 1024;
 /// Default of `--mcp-connect-timeout-s`: how long an external server may take to start (spawn
 /// or HTTP handshake), initialize and list its tools; then its status is `error`.
 pub const UPSTREAM_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-/// Tool-call timeout when a server's entry sets no `timeout_s` (seed 000: default 30); then the
-/// call is cancelled and fails with `call_timeout`.
+/// Tool-call timeout when a server's entry sets no `timeout_s`; then the call is cancelled and
+/// fails with `call_timeout`.
 pub const UPSTREAM_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// The longest stdout line of a stdio server accepted (a single JSON-RPC message); longer lines
 /// are skipped.

@@ -944,7 +944,7 @@ mod tests {
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all and \
              the 5 external_* proxies"
         );
-        // Seed 000 tests 132, 133: the five proxy tools, all prefixed external_.
+        // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS
             .iter()
             .map(|t| t.name)

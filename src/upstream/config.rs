@@ -2,8 +2,7 @@
 //! start-up. Pure apart from [`read_fs`]: the environment is passed in as a function and files
 //! are read through a function, so every rule is testable without a real environment or disk.
 //!
-//! Sources (seed 000 "Configuration", "CLI Flag Interactions", "`--mcp-client` Inline
-//! Parsing"; mcp-notes §11 and §18):
+//! Where servers come from:
 //! - A JSON file, either our own `{"servers": {NAME: ENTRY}}` or the host format of Claude
 //!   Desktop / Claude Code / Cursor `{"mcpServers": {NAME: ENTRY}}`. The path is
 //!   `--mcp-clients-config PATH`, else `$CIDELDILL_MCP_CLIENTS_CONFIG`, else
@@ -27,10 +26,10 @@
 //! `headers` values, as Claude Code does; a bare `$VAR` is left alone; an unset variable without
 //! a default is an error naming the server, the field and the variable.
 //!
-//! Deviations from seed 000, written down here as the style guide asks:
-//! - Seed test 74 ("an entry without `transport` is an error") is amended by the issue: only an
-//!   entry with neither `command` nor `url` (or with both and no transport) is an error.
-//! - Seed test 77: `http` is a known transport too.
+//! Choices where the formats leave room:
+//! - `transport` is optional: only an entry with neither `command` nor `url` (or with both and
+//!   no transport) is an error.
+//! - `http` (Streamable HTTP) is a known transport beside `stdio` and `sse`.
 //! - JSON objects with a repeated key keep the last value (serde_json's behaviour), so a server
 //!   name repeated within one file is not reported.
 //!
@@ -45,7 +44,7 @@ use serde_json::{Map, Value};
 use super::names::{validate_server_name, NameError, ToolFilter};
 use crate::limits::{UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
 
-/// Auto-reconnect when an entry does not say (seed 000: default true).
+/// Auto-reconnect when an entry does not say.
 pub const DEFAULT_AUTO_RECONNECT: bool = true;
 
 /// The config file's name inside the data directory.
@@ -76,7 +75,8 @@ pub enum Transport {
         headers: Vec<(String, String)>,
     },
     /// A `url` with no transport named: try Streamable HTTP first, fall back to legacy SSE on a
-    /// 4xx without an MCP error body (mcp-notes §11).
+    /// 4xx without an MCP error body (the MCP specification's backwards-compatibility rule for
+    /// clients of servers that may only speak the older HTTP+SSE transport).
     Auto {
         url: String,
         headers: Vec<(String, String)>,
@@ -106,7 +106,7 @@ impl Transport {
 }
 
 /// Debug output names headers and environment variables but never shows their values (they
-/// carry tokens; mcp-notes §18.1: headers are never logged).
+/// carry tokens, and none of them may reach the log).
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fn keys(pairs: &[(String, String)]) -> Vec<&str> {
@@ -1125,7 +1125,7 @@ mod tests {
         }
     }
 
-    // Seed 000 test 70 (the seed's own example).
+    // A `servers` file with one stdio entry and one sse entry.
     #[test]
     fn parses_seed_example() {
         let text = r#"{
@@ -1172,14 +1172,14 @@ mod tests {
         assert_eq!(servers[0].transport.url(), None);
     }
 
-    // Seed 000 test 71.
+    // An empty server object, under either root key, is no servers.
     #[test]
     fn empty_servers() {
         assert_eq!(parse(r#"{"servers": {}}"#).unwrap(), vec![]);
         assert_eq!(parse(r#"{"mcpServers": {}}"#).unwrap(), vec![]);
     }
 
-    // Seed 000 test 73, 167.
+    // Invalid JSON is an error, with a hint when the text has comments.
     #[test]
     fn invalid_json() {
         let e = parse("{").unwrap_err();
@@ -1233,7 +1233,8 @@ mod tests {
         assert_eq!(parse(r#"{"inputs": [], "servers": {}}"#).unwrap(), vec![]);
     }
 
-    // Seed 000 tests 8-11 at load time (notes §12.4).
+    // Server names are validated when the file is loaded: letters, digits, `_` and `-` only,
+    // not empty, no `__`.
     #[test]
     fn server_names_validated() {
         assert_eq!(
@@ -1256,8 +1257,7 @@ mod tests {
         );
     }
 
-    // Seed 000 test 74 as amended by the issue: no transport is fine with exactly one of
-    // command / url; neither (or both) is an error.
+    // No transport is fine with exactly one of command / url; neither (or both) is an error.
     #[test]
     fn transport_inferred_or_missing() {
         assert_eq!(
@@ -1290,7 +1290,7 @@ mod tests {
         assert_eq!(s.transport.kind(), TransportKind::Http);
     }
 
-    // Seed 000 test 75.
+    // A stdio entry needs a non-empty string `command`.
     #[test]
     fn stdio_missing_command() {
         assert_eq!(
@@ -1311,7 +1311,7 @@ mod tests {
         );
     }
 
-    // Seed 000 test 76.
+    // An sse or http entry needs an http:// or https:// `url` with a host.
     #[test]
     fn http_missing_url() {
         assert_eq!(
@@ -1336,7 +1336,8 @@ mod tests {
         );
     }
 
-    // Seed 000 test 77, plus the notes' aliases (§18.1).
+    // An unknown transport is an error; the Streamable HTTP aliases that hosts write are
+    // accepted; `transport` and `type` must agree.
     #[test]
     fn transport_names() {
         assert_eq!(
@@ -1364,7 +1365,7 @@ mod tests {
         );
     }
 
-    // Seed 000 test 78.
+    // Optional fields take their defaults: 30 s timeout, auto-reconnect, no tool filter.
     #[test]
     fn optional_fields_defaulted() {
         let s = one(r#"{"command": "x"}"#).unwrap();
@@ -1375,7 +1376,8 @@ mod tests {
         assert_eq!(s, ServerConfig::new("s", stdio("x", &[])));
     }
 
-    // Seed 000 test 79 and the issue's timeout keys.
+    // `timeout_s` (seconds), `timeoutMs` and `timeout_ms` (milliseconds): positive numbers, and
+    // several given must agree.
     #[test]
     fn timeouts() {
         assert_eq!(
@@ -1428,14 +1430,14 @@ mod tests {
             // Numbers are shown as written (serde_json keeps their text).
             "servers.s.timeout_ms: expected a positive number, got 0.0000001"
         );
-        // The brief's example message.
+        // The whole message, with the server's name in the path.
         assert_eq!(
             parse_err(r#"{"servers": {"time": {"command": "t", "timeout_s": "x"}}}"#),
             "servers.time.timeout_s: expected a positive number, got \"x\""
         );
     }
 
-    // Seed 000 test 80.
+    // `env` is an object of strings with non-empty names, kept in order; `cwd` is kept.
     #[test]
     fn env_must_be_object_of_strings() {
         assert_eq!(
@@ -1641,7 +1643,7 @@ mod tests {
         );
     }
 
-    // mcp-notes §18.1: the Claude Desktop / Claude Code shape.
+    // The Claude Desktop / Claude Code `mcpServers` shape, with `type`, `headers` and `${VAR}`.
     #[test]
     fn claude_style_config() {
         let env = env_of(&[("TOKEN", "abc")]);
@@ -1658,12 +1660,13 @@ mod tests {
         assert_eq!(names, ["everything", "local-http", "old-sse", "bare-url"]);
         let kinds: Vec<&str> = s.iter().map(|s| s.transport.kind().as_str()).collect();
         assert_eq!(kinds, ["stdio", "http", "sse", "auto"]);
-        // Seed 000 tests 165/166: the URL is kept exactly, trailing slash or not.
+        // The URL is kept exactly, trailing slash or not.
         assert_eq!(s[3].transport.url(), Some("https://example.com/mcp/"));
         assert_eq!(s[2].transport.url(), Some("http://127.0.0.1:3002/sse"));
     }
 
-    // Seed 000 tests 86-92.
+    // `--mcp-client NAME:VALUE`: split at the first colon; a URL or a stdio command; the error
+    // messages.
     #[test]
     fn inline_flags() {
         let p = |f: &str| parse_inline(f, &no_env);
@@ -1772,7 +1775,8 @@ mod tests {
         );
     }
 
-    // Seed 000 tests 81-83.
+    // Where the config file is looked for: `$CIDELDILL_MCP_CLIENTS_CONFIG`, then
+    // `$CIDELDILL_HOME`, then `~/.cideldill`; `~` is expanded and empty values count as unset.
     #[test]
     fn config_paths() {
         assert_eq!(
@@ -1828,7 +1832,7 @@ mod tests {
         }
     }
 
-    // Seed 000 tests 85, 93-95 and the flag interactions.
+    // Which config file, if any, the flags select.
     #[test]
     fn which_file() {
         let env = env_of(&[("HOME", "/h")]);
@@ -1863,7 +1867,8 @@ mod tests {
         }
     }
 
-    // Seed 000 tests 72, 97, 98.
+    // A missing default file is no servers; a missing explicit file, an unreadable file or a bad
+    // entry is an error.
     #[test]
     fn missing_file_rules() {
         let env = env_of(&[("HOME", "/h")]);
@@ -1916,7 +1921,8 @@ mod tests {
         );
     }
 
-    // Seed 000 tests 89, 94, 95 and "inline wins".
+    // File and inline servers are merged, and an inline server replaces the file's server of the
+    // same name.
     #[test]
     fn startup_merge() {
         let env = env_of(&[("HOME", "/h")]);

@@ -924,7 +924,8 @@ fn establish(
             match first {
                 Ok(i) => (peer, None, TransportKind::Http, i),
                 // A plain 4xx (no JSON-RPC body): no Streamable HTTP endpoint here; a URL given
-                // without a transport then tries legacy SSE (mcp-notes §11).
+                // without a transport then tries legacy SSE (the MCP specification's
+                // backwards-compatibility rule for clients of HTTP servers).
                 Err(Failure::Http {
                     status,
                     mcp_error: false,
@@ -1237,8 +1238,8 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
 mod tests {
     use super::*;
 
-    // Seed 000 tests 1, 4, 5, 6, 7: the supervisor thread runs from the start; a new manager
-    // knows no server and no tool; shutdown joins its thread and can be called twice.
+    // The supervisor thread runs from the start; a new manager knows no server and no tool;
+    // shutdown joins its thread and can be called twice.
     #[test]
     fn a_new_manager_is_empty_and_shuts_down_twice() {
         let m = Manager::start(Vec::new(), Timing::default()).unwrap();

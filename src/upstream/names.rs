@@ -2,7 +2,7 @@
 //! `allowed_tools` / `denied_tools`, and the catalog resolver that turns `server/tool` or a bare
 //! `tool` into a (server, tool) pair.
 //!
-//! Rules (mcp-notes §12.4, seed 000 "Tool Namespacing", seeds 001/003):
+//! Rules:
 //! - A server name matches `^[A-Za-z0-9_-]+$` and does not contain `__` (the separator of
 //!   re-exposed tool names). So it never contains `/` or `:`.
 //! - The catalog name of a tool is `server/tool`; it is a display form and an argument value,
@@ -275,7 +275,7 @@ impl Catalog {
 mod tests {
     use super::*;
 
-    // Seed 000 test 8.
+    // Letters, digits, `_` and `-` make a valid server name, "breakpoint" included.
     #[test]
     fn valid_server_names() {
         for n in [
@@ -290,7 +290,7 @@ mod tests {
         }
     }
 
-    // Seed 000 tests 9, 10, 11; notes §12.4 (no `__`, no colon).
+    // Empty names, other characters (`/`, `:`, space, non-ASCII...) and `__` are refused.
     #[test]
     fn invalid_server_names() {
         assert_eq!(validate_server_name(""), Err(NameError::Empty));
@@ -387,7 +387,7 @@ mod tests {
         c
     }
 
-    // Seed 000 tests 23, 24.
+    // Catalog names are `server/tool`, sorted.
     #[test]
     fn catalog_names_are_namespaced() {
         assert_eq!(catalog_name("fs", "read_file"), "fs/read_file");
@@ -404,7 +404,8 @@ mod tests {
         );
     }
 
-    // Seed 000 tests 29, 33, 34, 35 (bare names per seeds 001/003), 154.
+    // Full names and unique bare names resolve; an ambiguous bare name lists the candidates;
+    // unknown servers and tools, a server with no tools and the empty name are errors.
     #[test]
     fn resolve_rules() {
         let c = sample();
@@ -467,7 +468,7 @@ mod tests {
         assert_eq!(e.to_string(), "the tool name is empty");
     }
 
-    // Seed 000 test 158: a server named "breakpoint" is just another server.
+    // A server named "breakpoint" is just another server.
     #[test]
     fn breakpoint_server_name_is_ordinary() {
         let c = Catalog::from_pairs([("breakpoint", "tool")]);
@@ -484,7 +485,7 @@ mod tests {
         );
     }
 
-    // Seed 000 test 160.
+    // Non-ASCII tool names resolve, full and bare.
     #[test]
     fn unicode_tool_names() {
         let c = Catalog::from_pairs([("fs", "lire_fichier_é")]);

@@ -622,7 +622,8 @@ fn a_client_that_stops_reading_is_dropped_without_holding_memory() {
 
 #[test]
 fn stdio_and_sse_clients_share_state_and_both_receive_pauses() {
-    // Seed tests 134 (test_stdio_and_sse_share_state), 135 (test_notification_broadcast_to_all_transports).
+    // Breakpoints added over stdio, legacy SSE and Streamable HTTP are one list, and a pause is
+    // notified on stdio and on the SSE stream alike.
     let s = McpServer::start(&["--mcp-sse"]);
     let r = s.request("initialize", initialize("2025-11-25")["params"].clone());
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");

@@ -147,7 +147,7 @@ fn list_methods_paginate_with_cursors() {
 fn a_breakpoint_pauses_and_an_agent_inspects_evaluates_and_modifies_it() {
     let s = McpServer::initialized("2025-11-25");
     let http = s.http();
-    // Seed 91/92: state is shared with the REST API both ways.
+    // State is shared with the REST API both ways.
     s.call_ok(
         "breakpoint_add",
         json!({"function_name": "add", "behavior": "stop"}),
@@ -447,7 +447,7 @@ fn application_errors_carry_codes_and_hints() {
         assert!(!e["message"].as_str().unwrap().is_empty());
         assert!(!e["hint"].as_str().unwrap().is_empty(), "{tool}: a hint");
     }
-    // Seed 11: an invalid behavior adds nothing.
+    // An invalid behavior adds nothing.
     assert_eq!(
         s.call_ok("breakpoint_list_breakpoints", json!({}))["breakpoints"],
         json!([])

@@ -1,6 +1,6 @@
 //! Repository rules as tests: module docs, one stdout writer, no skipped tests, the README's
 //! REST reference, tool reference and limits table generated from the tables in the code, every
-//! dependency justified, MCP handlers going through `service`.
+//! dependency justified, MCP handlers going through `service`, no citation of outside documents.
 
 use std::path::{Path, PathBuf};
 
@@ -338,6 +338,71 @@ fn module_layers_point_one_way() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Every UTF-8 file under `dir`, recursively (binary fixtures are skipped).
+fn text_files(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text_files(&path, out);
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push((path, text));
+        }
+    }
+}
+
+/// Whether `line` has the word `seed` or `seeds` (capitalised or not), a space and a digit: a
+/// numbered test of a document that is not in the repository.
+fn names_a_numbered_seed(line: &str) -> bool {
+    ["seed", "Seed"].iter().any(|word| {
+        line.match_indices(word).any(|(i, _)| {
+            let starts_word = !line[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let rest = &line[i + word.len()..];
+            let rest = rest.strip_prefix('s').unwrap_or(rest);
+            starts_word
+                && rest
+                    .strip_prefix(' ')
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+    })
+}
+
+#[test]
+fn code_and_docs_cite_no_outside_document() {
+    // The code and the docs speak of the project itself: what a comment relies on is said in
+    // its own words or lives in the repository (ARCHITECTURE.md and its protocol appendix).
+    // The needles are built from parts so this file does not match itself.
+    let needles = [["mcp", "-notes"].concat(), ["seed", " 000"].concat()];
+    assert!(names_a_numbered_seed(&["Seeds", " 13, 14"].concat()));
+    assert!(!names_a_numbered_seed(
+        "RELIABILITY_SEED 5, a seeded 3, the seed is printed"
+    ));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "scripts", "benches"] {
+        text_files(&root().join(dir), &mut files);
+    }
+    for entry in std::fs::read_dir(root()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    assert!(files.len() > 100, "found only {} files", files.len());
+    for (path, text) in files {
+        for (i, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            assert!(
+                !needles.iter().any(|n| lower.contains(n.as_str())) && !names_a_numbered_seed(line),
+                "{}:{}: cites a document that is not in the repository; say the fact instead: {line}",
+                path.display(),
+                i + 1
+            );
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The MCP client manager end to end: the real binary connects to fixture MCP servers (the
 //! `cideldill-fixture-mcp-server` binary of this crate, spawned over stdio) and to another instance of
 //! itself over Streamable HTTP and legacy SSE; tests drive it through the REST API and the
-//! `external_*` MCP tools. Seed 000's test numbers are noted on each test.
+//! `external_*` MCP tools.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -92,7 +92,8 @@ fn connect_body(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": fx(), "args": args})
 }
 
-// Seeds 13, 14, 23, 25-31, 38, 39, 41-44, 95, 100, 102, 103, 115, 116, 141, 145, 152.
+// Status, catalog entries, results (text, structured, several parts) and call records with the
+// result stored by CID.
 #[test]
 fn an_inline_stdio_server_is_connected_listed_and_called_and_every_call_is_recorded() {
     let s = with_fixture("", &[]);
@@ -127,7 +128,7 @@ fn an_inline_stdio_server_is_connected_listed_and_called_and_every_call_is_recor
         r["result"]["content"],
         json!([{"type": "text", "text": "one"}, {"type": "text", "text": "two"}])
     );
-    // Missing arguments are {} (seed 31, 159).
+    // Missing arguments are {}.
     let r = c.post_ok("/api/mcp-tools/call", &json!({"tool": "fx/no_schema"}));
     assert_eq!(text(&r["result"]), "ok");
 
@@ -146,8 +147,8 @@ fn an_inline_stdio_server_is_connected_listed_and_called_and_every_call_is_recor
     assert_eq!(stored["structuredContent"]["sum"], 5.5);
 }
 
-// Seeds 32-35 (35 amended: a bare name resolves when unique), 37, 45, 104-106, 112, 114, 124, 154,
-// 162; and deny lists (seed 001).
+// Unknown servers and tools, bad requests, upstream errors, duplicate and invalid names,
+// ambiguous bare names (a bare name resolves when unique), deny lists and a server with no tools.
 #[test]
 fn failures_carry_the_designs_codes_and_fitting_statuses() {
     let s = with_fixture("", &[]);
@@ -229,7 +230,7 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     let e = c.get("/api/mcp-tools?server=nosuch");
     assert_eq!(e.status, 404);
 
-    // Zero tools (seed 154).
+    // Zero tools.
     c.post_ok(
         "/api/mcp-clients/connect",
         &connect_body("empty", &["--no-tools"]),
@@ -239,7 +240,7 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     assert_error(&e, 404, "tool_not_found");
 }
 
-// Seeds 93, 117, 126.
+// Every REST route and the proxy tools answer mcp_clients_not_configured, with a hint.
 #[test]
 fn without_a_client_flag_there_is_no_manager_and_every_surface_says_so() {
     let s = Server::start(&[]);
@@ -271,7 +272,7 @@ fn without_a_client_flag_there_is_no_manager_and_every_surface_says_so() {
     assert!(e["hint"].as_str().unwrap().contains("--mcp-client"));
 }
 
-// Seeds 36, 125: a call past timeout_s is cancelled upstream and the connection stays usable.
+// A call past timeout_s is cancelled upstream and the connection stays usable.
 #[test]
 fn a_call_past_its_timeout_is_cancelled_and_the_server_stays_usable() {
     let s = Server::start(&["--mcp-clients", "--mcp-backoff-base-s", "0.05"]);
@@ -303,7 +304,7 @@ fn a_call_past_its_timeout_is_cancelled_and_the_server_stays_usable() {
     );
 }
 
-// Seeds 53, 54, 55, 139: calls to one server run concurrently (multiplexed by id).
+// Calls to one server run concurrently (multiplexed by id).
 #[test]
 fn concurrent_calls_to_one_server_overlap() {
     let s = with_fixture("", &[]);
@@ -318,7 +319,7 @@ fn concurrent_calls_to_one_server_overlap() {
             })
         })
         .collect();
-    // Meanwhile, another server connects (seed 55).
+    // Meanwhile, another server connects.
     let c = s.client();
     c.post_ok("/api/mcp-clients/connect", &connect_body("other", &[]));
     assert_eq!(
@@ -335,8 +336,8 @@ fn concurrent_calls_to_one_server_overlap() {
     );
 }
 
-// Seeds 56, 59, 67, 144, 164; the done-when: a killed child shows disconnected, then it
-// reconnects by itself.
+// A killed child fails the call in flight at once and shows disconnected, then it reconnects
+// by itself.
 #[test]
 fn a_crash_fails_the_call_at_once_and_the_server_reconnects_by_itself() {
     let s = with_fixture("", &["--mcp-backoff-base-s", "0.5"]);
@@ -375,7 +376,7 @@ fn a_crash_fails_the_call_at_once_and_the_server_reconnects_by_itself() {
     assert!(process_gone(pid));
 }
 
-// Seeds 60, 61, 64: backoff then failed; a manual reconnect resets the count.
+// Backoff then failed; a manual reconnect resets the count.
 #[test]
 fn reconnection_gives_up_after_five_attempts_and_a_manual_reconnect_starts_over() {
     let dir = TempDir::new("flaky");
@@ -424,8 +425,8 @@ fn reconnection_gives_up_after_five_attempts_and_a_manual_reconnect_starts_over(
     assert_eq!(clients(&c)["flaky"]["reconnect_attempts"], 0);
 }
 
-// Seed 62; and seeds 6, 7, 46, 99, 101, 118: with the manager but no server, every listing
-// is empty.
+// With the manager but no server, every listing is empty; a server connected with
+// auto_reconnect false stays disconnected after a crash.
 #[test]
 fn without_auto_reconnect_a_lost_server_stays_disconnected() {
     let s = Server::start(&["--mcp-clients", "--mcp-backoff-base-s", "0.05"]);
@@ -444,7 +445,7 @@ fn without_auto_reconnect_a_lost_server_stays_disconnected() {
     assert_eq!(st["reconnect_attempts"], 0);
 }
 
-// Seeds 15, 16, 169, 170: servers that cannot be connected get status error with the reason.
+// Servers that cannot be connected get status error with the reason.
 #[test]
 fn servers_that_fail_to_start_or_initialize_get_status_error() {
     let s = Server::start(&["--mcp-clients", "--mcp-connect-timeout-s", "1"]);
@@ -504,7 +505,7 @@ fn servers_that_fail_to_start_or_initialize_get_status_error() {
 }
 
 // Junk on stdout, stderr captured under the server's name, unicode names and arguments
-// (seeds 156, 160, 161).
+// pass through.
 #[test]
 fn junk_stdout_is_skipped_stderr_is_logged_and_unicode_passes_through() {
     let s = with_fixture("--junk --stderr-chatter", &[]);
@@ -535,7 +536,7 @@ fn junk_stdout_is_skipped_stderr_is_logged_and_unicode_passes_through() {
     );
 }
 
-// Seed 157 and the agent-side cut: 10 MB results are never truncated by the manager or REST;
+// 10 MB results are never truncated by the manager or REST;
 // external_call_tool cuts them for the agent and names the stored CID.
 #[test]
 fn a_ten_megabyte_result_is_whole_over_rest_and_cut_for_agents() {
@@ -568,7 +569,7 @@ fn a_ten_megabyte_result_is_whole_over_rest_and_cut_for_agents() {
     assert_eq!(full["content"][0]["text"].as_str().unwrap().len(), size);
 }
 
-// Seeds 68, 69: sampling, elicitation and roots requests are refused with -32601 and the
+// Sampling, elicitation and roots requests are refused with -32601 and the
 // connection stays usable.
 #[test]
 fn server_requests_are_refused_with_method_not_found_and_the_connection_stays_usable() {
@@ -593,7 +594,7 @@ fn server_requests_are_refused_with_method_not_found_and_the_connection_stays_us
     });
 }
 
-// Tools re-listed on list_changed; a changed list after reconnecting (seeds 58, 155).
+// Tools re-listed on list_changed; a changed list after reconnecting.
 #[test]
 fn the_tool_list_follows_list_changed_and_reconnection() {
     let dir = TempDir::new("tools");
@@ -629,7 +630,7 @@ fn the_tool_list_follows_list_changed_and_reconnection() {
     );
 }
 
-// Seeds 17, 56, 57, 111, 113, 148: disconnect keeps the definition and fails in-flight calls.
+// Disconnect keeps the definition and fails in-flight calls.
 #[test]
 fn disconnect_fails_in_flight_calls_and_reconnect_restores_the_tools() {
     let s = with_fixture("", &[]);
@@ -670,7 +671,7 @@ fn disconnect_fails_in_flight_calls_and_reconnect_restores_the_tools() {
     );
 }
 
-// Seeds 96, 150, 168 and the shutdown rules: stdin closed, SIGTERM to the process group,
+// The shutdown rules: stdin closed, SIGTERM to the process group,
 // SIGKILL; nothing survives, nothing is left a zombie.
 #[test]
 fn stopping_the_server_leaves_no_child_or_grandchild_even_mid_call() {
@@ -706,7 +707,7 @@ fn stopping_the_server_leaves_no_child_or_grandchild_even_mid_call() {
     assert!(s.stderr().contains("sending SIGTERM to its process group"));
 }
 
-// Seeds 149, 171, 172: the config file (Claude-style here) is read at start; run-time servers
+// The config file (Claude-style here) is read at start; run-time servers
 // are never written to it and are gone after a restart.
 #[test]
 fn config_file_servers_start_with_the_server_and_runtime_ones_do_not_persist() {
@@ -730,7 +731,7 @@ fn config_file_servers_start_with_the_server_and_runtime_ones_do_not_persist() {
     let c = s.client();
     wait_status(&c, "filed", "connected");
     assert!(clients(&c).get("runtime").is_none());
-    // A missing explicit file is an error at start (seed 98).
+    // A missing explicit file is an error at start.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
         .args([
             "--memory",
@@ -746,7 +747,8 @@ fn config_file_servers_start_with_the_server_and_runtime_ones_do_not_persist() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("config file not found"));
 }
 
-// Seeds 46-52, 107, 108.
+// Resources of every server, filtered by server, read; unknown resources and servers and a
+// disconnected server are errors.
 #[test]
 fn resources_are_listed_with_their_server_and_read() {
     let s = with_fixture("", &[]);
@@ -791,7 +793,7 @@ fn resources_are_listed_with_their_server_and_read() {
     assert_error(&e, 502, "server_not_connected");
 }
 
-// Seeds 118-124, 127-131, 134, 146, 151: the five proxy tools over MCP, checked against their
+// The five proxy tools over MCP, checked against their
 // output schemas.
 #[test]
 fn the_proxy_tools_reach_external_servers_for_an_agent() {
@@ -879,7 +881,7 @@ fn the_proxy_tools_reach_external_servers_for_an_agent() {
     assert_eq!(records[0]["source"], "mcp_client");
 }
 
-// Health pings notice a server that stopped answering (seeds 65-67).
+// Health pings notice a server that stopped answering.
 #[test]
 fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
     let s = with_fixture("", &["--mcp-ping-interval-s", "0.3"]);
@@ -902,7 +904,7 @@ fn a_server_that_stops_answering_pings_is_dropped_and_replaced() {
     });
 }
 
-// Seed 163: connecting, disconnecting and reconnecting one server from several threads at once
+// Connecting, disconnecting and reconnecting one server from several threads at once
 // leaves one consistent state and no stray process.
 #[test]
 fn concurrent_connects_disconnects_and_reconnects_stay_consistent() {
@@ -986,7 +988,7 @@ fn cancelling_external_call_tool_cancels_the_upstream_call() {
     assert_eq!(out["content"][0]["text"], "next");
 }
 
-// Seeds 19-22, 142, 143, 153, 165, 166: Streamable HTTP and legacy SSE, against another instance of this
+// Streamable HTTP and legacy SSE, against another instance of this
 // server (`--mcp-sse`); a bare URL tries Streamable HTTP first and falls back to SSE.
 #[test]
 fn http_and_sse_upstreams_reach_another_instance() {
@@ -1014,7 +1016,7 @@ fn http_and_sse_upstreams_reach_another_instance() {
         "a bare URL served only by legacy SSE falls back: {s}"
     );
     wait_status(&c, "fx", "connected");
-    // Separate catalogs per server (seed 143), both callable.
+    // Separate catalogs per server, both callable.
     let tools = c.get_ok("/api/mcp-tools")["tools"].clone();
     for name in ["a_http/breakpoint_add", "a_sse/breakpoint_add", "fx/echo"] {
         assert!(
@@ -1063,7 +1065,7 @@ fn http_and_sse_upstreams_reach_another_instance() {
     assert_error(&e, 504, "call_timeout");
     let r = call_ok(&c, "a_slow/breakpoint_list_breakpoints", json!({}));
     assert_eq!(r["result"]["isError"], false);
-    // Explicit sse, with a trailing slash (seed 165; the inline a_sse has none: seed 166).
+    // Explicit sse, with a trailing slash (the inline a_sse has none).
     let slash = json!({"name": "slash", "url": format!("http://127.0.0.1:{}/mcp/sse/", a.port), "transport": "sse"});
     let r = c.post_ok("/api/mcp-clients/connect", &slash);
     assert!(r["tools"]
@@ -1073,12 +1075,12 @@ fn http_and_sse_upstreams_reach_another_instance() {
     assert_eq!(clients(&c)["slash"]["transport"], "sse");
     let r = call_ok(&c, "slash/breakpoint_list_breakpoints", json!({}));
     assert_eq!(r["result"]["isError"], false);
-    // An unreachable URL is connect_failed (seed 21).
+    // An unreachable URL is connect_failed.
     body = json!({"name": "nowhere", "url": "http://127.0.0.1:1/mcp", "type": "http"});
     let e = c.post("/api/mcp-clients/connect", &body);
     assert_error(&e, 502, "connect_failed");
     assert_eq!(clients(&c)["nowhere"]["status"], "error");
-    // Disconnect over HTTP ends the session on the other side (seed 22).
+    // Disconnect over HTTP ends the session on the other side.
     c.post_ok("/api/mcp-clients/a_http/disconnect", &json!({}));
     c.post_ok("/api/mcp-clients/a_sse/disconnect", &json!({}));
     assert_eq!(clients(&c)["a_http"]["status"], "disconnected");
