@@ -1127,7 +1127,7 @@ mod tests {
 
     // A `servers` file with one stdio entry and one sse entry.
     #[test]
-    fn parses_seed_example() {
+    fn parses_the_documented_example() {
         let text = r#"{
           "servers": {
             "filesystem": {
