@@ -763,8 +763,8 @@ pub fn reference_markdown() -> String {
     out
 }
 
-/// `n` with thousands separators: 1,000,000.
-fn count(n: u64) -> String {
+/// `n` with thousands separators: 1,000,000 (also the web UI's counts).
+pub fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -232,7 +232,7 @@ impl Bridge {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let had_session = session.is_some();
-        let mut rq = self
+        let rq = self
             .client
             .agent
             .post(&self.url)
@@ -241,6 +241,26 @@ impl Bridge {
             .build()
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream");
+        let result = self.session_headers(rq, session).send(body);
+        if let Ok(resp) = &result {
+            if let Some(id) = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_owned());
+            }
+        }
+        (result, had_session)
+    }
+
+    /// Adds the session id (when there is one) and the protocol version the `initialize`
+    /// exchange settled on.
+    fn session_headers<B>(
+        &self,
+        mut rq: ureq::RequestBuilder<B>,
+        session: Option<String>,
+    ) -> ureq::RequestBuilder<B> {
         if let Some(id) = session {
             rq = rq.header("Mcp-Session-Id", id);
         }
@@ -252,17 +272,7 @@ impl Bridge {
         {
             rq = rq.header("MCP-Protocol-Version", v);
         }
-        let result = rq.send(body);
-        if let Ok(resp) = &result {
-            if let Some(id) = resp
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-            {
-                *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_owned());
-            }
-        }
-        (result, had_session)
+        rq
     }
 
     /// A 404 to a message that carried the session: the server forgot it (it restarted, or
@@ -393,23 +403,12 @@ impl Bridge {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut rq = self
+        let rq = self
             .client
             .agent
             .get(&self.url)
             .header("Accept", "text/event-stream");
-        if let Some(id) = session {
-            rq = rq.header("Mcp-Session-Id", id);
-        }
-        if let Some(v) = self
-            .version
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            rq = rq.header("MCP-Protocol-Version", v);
-        }
-        let answer = rq.call();
+        let answer = self.session_headers(rq, session).call();
         opened();
         let resp = match answer {
             Ok(r) if r.status().is_success() => r,
@@ -451,22 +450,13 @@ impl Bridge {
         self.client.stop();
         let Some(id) = session else { return };
         let client = Client::new(Duration::from_secs(1));
-        let mut rq = client
+        let rq = client
             .agent
             .delete(&self.url)
             .config()
             .timeout_global(Some(Duration::from_secs(2)))
-            .build()
-            .header("Mcp-Session-Id", id);
-        if let Some(v) = self
-            .version
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            rq = rq.header("MCP-Protocol-Version", v);
-        }
-        match rq.call() {
+            .build();
+        match self.session_headers(rq, Some(id)).call() {
             Ok(r) => log::debug!("mcp bridge: DELETE of the session answered {}", r.status()),
             Err(e) => log::debug!("mcp bridge: DELETE of the session failed: {e}"),
         }

@@ -505,15 +505,7 @@ fn encode(s: &str) -> String {
 
 /// A count with thousands separators.
 fn count(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::limits::count(n as u64)
 }
 
 #[cfg(test)]

@@ -245,36 +245,13 @@ fn inline_flag() -> impl Strategy<Value = String> {
 
 /// A command line: known flags with hostile values, and strays.
 fn command_line() -> impl Strategy<Value = Vec<String>> {
-    let flag = prop::sample::select(vec![
-        "--host",
-        "--port",
-        "--memory",
-        "--db",
-        "--port-file",
-        "--max-body-mb",
-        "--max-records",
-        "--allow-remote",
-        "--repl-timeout-s",
-        "--poll-interval-ms",
-        "--poll-timeout-ms",
-        "--mcp",
-        "--exit-on-stdin-close",
-        "--mcp-sse",
-        "--allow-origin",
-        "--mcp-max-sessions",
-        "--mcp-page-size",
-        "--mcp-clients",
-        "--mcp-clients-config",
-        "--mcp-client",
-        "--mcp-connect-timeout-s",
-        "--mcp-ping-interval-s",
-        "--mcp-backoff-base-s",
-        "--version",
-        "--help",
-        "-h",
-        "--",
-        "--nope",
-    ]);
+    // Every flag the server has (its help's groups), and strays.
+    let mut flags: Vec<&'static str> = cideldill_server::config::FLAG_GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect();
+    flags.extend(["--help", "--version", "-h", "--", "--nope"]);
+    let flag = prop::sample::select(flags);
     let value = prop_oneof![
         prop::sample::select(vec![
             "0",
