@@ -175,16 +175,21 @@ pub fn call_records_within(
     } else {
         shared.lock().records.page(filter, offset, limit)
     };
-    let store_render = shared.render();
-    let render = store_render.limited();
     CallRecordsPage {
-        calls: page.iter().map(|r| r.to_json(&render)).collect(),
+        calls: shown(shared, &page),
         total_count: total,
         offset,
         limit,
         scanned: None,
         search_truncated: None,
     }
+}
+
+/// The records of a page in their wire shape, within one response's render budget.
+fn shown(shared: &Shared, page: &[Record]) -> Vec<Value> {
+    let store_render = shared.render();
+    let render = store_render.limited();
+    page.iter().map(|r| r.to_json(&render)).collect()
 }
 
 /// A page of a listing that tests records one by one, newest first, until the oldest or the
@@ -226,10 +231,8 @@ fn scan_page(
             if cut { ", cut at the time budget" } else { "" }
         );
     }
-    let store_render = shared.render();
-    let render = store_render.limited();
     CallRecordsPage {
-        calls: page.iter().map(|r| r.to_json(&render)).collect(),
+        calls: shown(shared, &page),
         total_count: total,
         offset,
         limit,
