@@ -11,10 +11,18 @@
 //! posted, a GET opens the server's own event stream (servers announce list changes on it right
 //! after `initialized`); a server without one answers 405, which is fine.
 //!
+//! A request carrying the modern `_meta` envelope (revision 2026-07-28, see
+//! [`super::peer::is_modern_message`]) is posted the modern way: no session id, the headers
+//! `MCP-Protocol-Version`, `Mcp-Method` and, for `tools/call`, `resources/read` and
+//! `prompts/get`, `Mcp-Name` ([`modern_headers`]); giving up on it closes its response stream
+//! ([`Link::abandon`]) instead of posting `notifications/cancelled`. A modern connection never
+//! sends `notifications/initialized`, so it never opens the GET stream either.
+//!
 //! Closing must also stop readers blocked on a socket. Each link's ureq agent therefore connects
 //! through [`Interruptible`], whose transport waits for input in short slices and gives up once
 //! the link's stop flag is set: every read on the link ends within [`POLL`] of `close`.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -31,7 +39,9 @@ use ureq::unversioned::transport::{
 };
 use ureq::{Agent, Body, RequestBuilder};
 
-use super::peer::{preview, Failure, Link, Peer};
+use base64::Engine;
+
+use super::peer::{is_modern_message, preview, Failure, Link, Peer, MODERN_VERSION};
 use super::sse_parse::{Event, EventReader};
 use crate::limits::{UPSTREAM_ERROR_BODY, UPSTREAM_MAX_BODY};
 
@@ -62,6 +72,7 @@ pub fn connect(
         connect_timeout,
         session: Mutex::new(None),
         events_opened: AtomicBool::new(false),
+        aborts: Mutex::new(HashMap::new()),
     };
     peer.set_link(Box::new(HttpLink(Arc::new(shared))));
     Ok(())
@@ -77,6 +88,57 @@ struct Shared {
     connect_timeout: Duration,
     session: Mutex<Option<String>>,
     events_opened: AtomicBool,
+    /// The stop flags of modern requests in flight, by request id.
+    aborts: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+/// The headers of a modern request (`None` for a legacy message): the revision, the method,
+/// and `Mcp-Name` for the methods that name something (tool, resource URI, prompt).
+pub(crate) fn modern_headers(msg: &Value) -> Option<Vec<(&'static str, String)>> {
+    if !is_modern_message(msg) {
+        return None;
+    }
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let mut headers = vec![
+        ("MCP-Protocol-Version", MODERN_VERSION.to_owned()),
+        ("Mcp-Method", header_value(method)),
+    ];
+    let named = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = named
+        .and_then(|k| msg.pointer(&format!("/params/{k}")))
+        .and_then(Value::as_str)
+    {
+        headers.push(("Mcp-Name", header_value(name)));
+    }
+    Some(headers)
+}
+
+/// A header value as is when it is plain visible ASCII (spaces inside only), else
+/// `=?base64?<standard base64 of its UTF-8>?=` (also when it already looks like that form).
+pub(crate) fn header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    }
+}
+
+/// A request id as a map key.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl Link for HttpLink {
@@ -87,18 +149,33 @@ impl Link for HttpLink {
         }
         let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         let method = msg.get("method").and_then(Value::as_str);
+        let modern = modern_headers(msg);
         if let (Some(method), Some(id)) = (method, msg.get("id").filter(|v| !v.is_null())) {
-            let (s, p, id, method) = (s.clone(), peer.clone(), id.clone(), method.to_owned());
-            thread::Builder::new()
+            // A modern request gets a client of its own, which `abandon` can stop alone.
+            let own = modern.is_some().then(|| {
+                let (client, stop) = s.client.for_request(s.connect_timeout);
+                lock(&s.aborts).insert(id_key(id), stop);
+                client
+            });
+            let key = id_key(id);
+            let (t, p, id, method) = (s.clone(), peer.clone(), id.clone(), method.to_owned());
+            let spawned = thread::Builder::new()
                 .name(format!("upstream-{}-post", peer.name))
-                .spawn(move || s.exchange(&p, body, &id, &method))
-                .map_err(|e| format!("cannot start a thread: {e}"))?;
+                .spawn(move || {
+                    let client = own.as_ref().unwrap_or(&t.client);
+                    t.exchange(&p, client, modern.as_deref(), body, &id, &method);
+                    lock(&t.aborts).remove(&id_key(&id));
+                });
+            if let Err(e) = spawned {
+                lock(&s.aborts).remove(&key);
+                return Err(format!("cannot start a thread: {e}"));
+            }
             return Ok(());
         }
         if method == Some("notifications/initialized") {
             s.open_event_stream(peer);
         }
-        let (result, had_session) = s.post(peer, body, POST_LIMIT);
+        let (result, had_session) = s.post(peer, &s.client, modern.as_deref(), body, POST_LIMIT);
         let resp = result.map_err(|e| s.client.describe(&e))?;
         let status = resp.status().as_u16();
         if resp.status().is_success() {
@@ -152,20 +229,35 @@ impl Link for HttpLink {
             let _ = rx.recv_timeout(Duration::from_secs(1));
         }
     }
+
+    fn abandon(&self, id: &Value) -> bool {
+        match lock(&self.0.aborts).remove(&id_key(id)) {
+            Some(stop) => {
+                stop.store(true, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Shared {
-    /// POSTs one message; also tells whether it carried a session id.
+    /// POSTs one message through `client`; also tells whether it carried a session id. A
+    /// modern message (`modern` holds its headers) carries no session id and learns none.
     fn post(
         &self,
         peer: &Peer,
+        client: &Client,
+        modern: Option<&[(&'static str, String)]>,
         body: Vec<u8>,
         limit: Duration,
     ) -> (Result<Response<Body>, ureq::Error>, bool) {
-        let session = lock(&self.session).clone();
+        let session = match modern {
+            Some(_) => None,
+            None => lock(&self.session).clone(),
+        };
         let had_session = session.is_some();
-        let rq = self
-            .client
+        let rq = client
             .agent
             .post(&self.url)
             .config()
@@ -177,11 +269,20 @@ impl Shared {
         if let Some(id) = session {
             rq = rq.header("Mcp-Session-Id", id);
         }
-        if let Some(v) = peer.protocol_version() {
-            rq = rq.header("MCP-Protocol-Version", v);
+        match modern {
+            Some(headers) => {
+                for (k, v) in headers {
+                    rq = rq.header(*k, v);
+                }
+            }
+            None => {
+                if let Some(v) = peer.protocol_version() {
+                    rq = rq.header("MCP-Protocol-Version", v);
+                }
+            }
         }
         let result = rq.send(body);
-        if let Ok(resp) = &result {
+        if let (Ok(resp), None) = (&result, modern) {
             self.remember_session(peer, resp);
         }
         (result, had_session)
@@ -216,12 +317,20 @@ impl Shared {
 
     /// Posts a request and feeds its answer (with whatever came before it) to the peer, or
     /// fails the request. Runs on its own thread.
-    fn exchange(&self, peer: &Arc<Peer>, body: Vec<u8>, id: &Value, method: &str) {
-        let (result, had_session) = self.post(peer, body, EXCHANGE_LIMIT);
+    fn exchange(
+        &self,
+        peer: &Arc<Peer>,
+        client: &Client,
+        modern: Option<&[(&'static str, String)]>,
+        body: Vec<u8>,
+        id: &Value,
+        method: &str,
+    ) {
+        let (result, had_session) = self.post(peer, client, modern, body, EXCHANGE_LIMIT);
         let resp = match result {
             Ok(r) => r,
             Err(e) => {
-                let why = self.client.describe(&e);
+                let why = client.describe(&e);
                 log::debug!("upstream {}: {method} (id {id}): {why}", peer.name);
                 return peer.fail(id, Failure::Disconnected(why));
             }
@@ -241,8 +350,8 @@ impl Shared {
             return self.session_lost(peer, status, had_session);
         }
         let failure = match content_type(&resp).as_str() {
-            "application/json" => self.json_answer(peer, resp, id),
-            "text/event-stream" => self.stream_answer(peer, resp, id),
+            "application/json" => self.json_answer(peer, client, resp, id),
+            "text/event-stream" => self.stream_answer(peer, client, resp, id),
             other => Some(Failure::Invalid(format!(
                 "HTTP {status} with {} instead of a JSON-RPC answer",
                 if other.is_empty() {
@@ -253,14 +362,20 @@ impl Shared {
             ))),
         };
         if let Some(f) = failure {
-            if !self.client.stopped() {
+            if !client.stopped() {
                 log::debug!("upstream {}: {method} (id {id}): {f}", peer.name);
                 peer.fail(id, f);
             }
         }
     }
 
-    fn json_answer(&self, peer: &Arc<Peer>, resp: Response<Body>, id: &Value) -> Option<Failure> {
+    fn json_answer(
+        &self,
+        peer: &Arc<Peer>,
+        client: &Client,
+        resp: Response<Body>,
+        id: &Value,
+    ) -> Option<Failure> {
         let bytes = match resp
             .into_body()
             .into_with_config()
@@ -271,7 +386,7 @@ impl Shared {
             Err(e) => {
                 return Some(Failure::Disconnected(format!(
                     "reading the answer failed: {}",
-                    self.client.describe(&e)
+                    client.describe(&e)
                 )))
             }
         };
@@ -284,7 +399,7 @@ impl Shared {
                 )))
             }
         };
-        if self.client.stopped() {
+        if client.stopped() {
             return None;
         }
         let answered = answers(&msg, id);
@@ -292,12 +407,18 @@ impl Shared {
         (!answered).then(|| Failure::Invalid(format!("the JSON body does not answer id {id}")))
     }
 
-    fn stream_answer(&self, peer: &Arc<Peer>, resp: Response<Body>, id: &Value) -> Option<Failure> {
+    fn stream_answer(
+        &self,
+        peer: &Arc<Peer>,
+        client: &Client,
+        resp: Response<Body>,
+        id: &Value,
+    ) -> Option<Failure> {
         let mut events = EventReader::new(resp.into_body().into_reader());
         loop {
             match events.next_event() {
                 Ok(Some(ev)) => {
-                    if self.client.stopped() {
+                    if client.stopped() {
                         return None;
                     }
                     if let Some(msg) = event_message(peer, &ev) {
@@ -457,11 +578,13 @@ pub(super) fn with_headers<B>(
     mut rq: RequestBuilder<B>,
     headers: &[(String, String)],
 ) -> RequestBuilder<B> {
-    const OURS: [&str; 4] = [
+    const OURS: [&str; 6] = [
         "accept",
         "content-type",
         "mcp-session-id",
         "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
     ];
     for (k, v) in headers {
         if !OURS.iter().any(|o| k.eq_ignore_ascii_case(o)) {
@@ -543,6 +666,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct Client {
     pub(crate) agent: Agent,
     stop: Arc<AtomicBool>,
+    /// A request's own stop flag (see [`Client::for_request`]).
+    own: Option<Arc<AtomicBool>>,
+}
+
+/// The flags that stop a client's connections: its link's, and a request's own.
+#[derive(Clone, Debug)]
+struct Stops {
+    link: Arc<AtomicBool>,
+    own: Option<Arc<AtomicBool>>,
+}
+
+impl Stops {
+    fn set(&self) -> bool {
+        self.link.load(Ordering::SeqCst)
+            || self.own.as_ref().is_some_and(|o| o.load(Ordering::SeqCst))
+    }
 }
 
 impl Client {
@@ -550,7 +689,21 @@ impl Client {
     /// into a GET, nor credentials go elsewhere), keeps no idle connections, and times out
     /// connecting after `connect_timeout`; other timeouts are set per request.
     pub(crate) fn new(connect_timeout: Duration) -> Client {
-        let stop = Arc::new(AtomicBool::new(false));
+        Client::with_stops(connect_timeout, Arc::new(AtomicBool::new(false)), None)
+    }
+
+    /// A client for one request: stopped with this one (the link) or by the flag returned.
+    pub(crate) fn for_request(&self, connect_timeout: Duration) -> (Client, Arc<AtomicBool>) {
+        let own = Arc::new(AtomicBool::new(false));
+        let client = Client::with_stops(connect_timeout, self.stop.clone(), Some(own.clone()));
+        (client, own)
+    }
+
+    fn with_stops(
+        connect_timeout: Duration,
+        stop: Arc<AtomicBool>,
+        own: Option<Arc<AtomicBool>>,
+    ) -> Client {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -564,13 +717,18 @@ impl Client {
             .max_idle_connections_per_host(0)
             .user_agent(concat!("cideldill-server/", env!("CARGO_PKG_VERSION")))
             .build();
+        let stops = Stops {
+            link: stop.clone(),
+            own: own.clone(),
+        };
         let connector = Interruptible {
             inner: DefaultConnector::new(),
-            stop: stop.clone(),
+            stop: stops,
         };
         Client {
             agent: Agent::with_parts(config, connector, DefaultResolver::default()),
             stop,
+            own,
         }
     }
 
@@ -581,6 +739,7 @@ impl Client {
 
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+            || self.own.as_ref().is_some_and(|o| o.load(Ordering::SeqCst))
     }
 
     /// A ureq error for humans; "connection closed" once stopped.
@@ -598,7 +757,7 @@ impl Client {
 #[derive(Debug)]
 struct Interruptible {
     inner: DefaultConnector,
-    stop: Arc<AtomicBool>,
+    stop: Stops,
 }
 
 impl Connector for Interruptible {
@@ -609,7 +768,7 @@ impl Connector for Interruptible {
         details: &ConnectionDetails,
         chained: Option<()>,
     ) -> Result<Option<Stoppable>, ureq::Error> {
-        if self.stop.load(Ordering::SeqCst) {
+        if self.stop.set() {
             return Err(stopped());
         }
         let transport = self.inner.connect(details, chained)?;
@@ -623,7 +782,7 @@ impl Connector for Interruptible {
 #[derive(Debug)]
 struct Stoppable {
     inner: Box<dyn Transport>,
-    stop: Arc<AtomicBool>,
+    stop: Stops,
 }
 
 fn stopped() -> ureq::Error {
@@ -639,7 +798,7 @@ impl Transport for Stoppable {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        if self.stop.load(Ordering::SeqCst) {
+        if self.stop.set() {
             return Err(stopped());
         }
         self.inner.transmit_output(amount, timeout)
@@ -653,7 +812,7 @@ impl Transport for Stoppable {
             Wait::NotHappening => None,
         };
         loop {
-            if self.stop.load(Ordering::SeqCst) {
+            if self.stop.set() {
                 return Err(stopped());
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -667,7 +826,7 @@ impl Transport for Stoppable {
     }
 
     fn is_open(&mut self) -> bool {
-        !self.stop.load(Ordering::SeqCst) && self.inner.is_open()
+        !self.stop.set() && self.inner.is_open()
     }
 
     fn is_tls(&self) -> bool {
@@ -946,6 +1105,205 @@ pub(crate) mod tests {
             other => panic!("{other:?}"),
         }
         assert!(q.notify("notifications/x", json!({})).is_err());
+    }
+
+    #[test]
+    fn modern_headers_name_the_method_and_encode_what_is_not_plain_ascii() {
+        use crate::upstream::peer::with_envelope;
+        let msg = |method: &str, params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": with_envelope(params)});
+        let legacy =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}});
+        assert_eq!(modern_headers(&legacy), None);
+        let h = |m: &Value| {
+            modern_headers(m)
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            h(&msg("tools/list", json!({}))),
+            ["MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/list"]
+        );
+        assert_eq!(
+            h(&msg("tools/call", json!({"name": "echo", "arguments": {}})))[2],
+            "Mcp-Name: echo"
+        );
+        assert_eq!(
+            h(&msg("tools/call", json!({"name": "größe_✓"})))[2],
+            "Mcp-Name: =?base64?Z3LDtsOfZV/inJM=?="
+        );
+        assert_eq!(
+            h(&msg("resources/read", json!({"uri": "file:///a b.txt"})))[2],
+            "Mcp-Name: file:///a b.txt"
+        );
+        assert_eq!(
+            h(&msg("prompts/get", json!({"name": "p"})))[2],
+            "Mcp-Name: p"
+        );
+        for (value, plain) in [
+            ("plain name", true),
+            (" lead", false),
+            ("trail ", false),
+            ("tab\there", false),
+            ("=?base64?eA==?=", false),
+            ("", true),
+        ] {
+            assert_eq!(header_value(value) == value, plain, "{value:?}");
+        }
+        assert_eq!(header_value(" lead"), "=?base64?IGxlYWQ=?=");
+    }
+
+    // A modern server over Streamable HTTP: the probe chooses the modern era; every request is
+    // a POST with the modern headers and envelope and no session (one the server hands out is
+    // ignored); a request given up closes its response stream instead of posting
+    // notifications/cancelled; closing sends no DELETE.
+    #[test]
+    fn a_modern_server_gets_modern_posts_and_cancellation_by_a_closed_stream() {
+        use crate::upstream::peer::{Era, MODERN_VERSION};
+        type Posted = (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let (seen_tx, seen) = unbounded::<Posted>();
+        let (gone_tx, gone) = unbounded();
+        let server = Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            let method = msg["method"].as_str().unwrap_or("-").to_owned();
+            let meta = &msg["params"]["_meta"];
+            let envelope_ok = meta["io.modelcontextprotocol/protocolVersion"] == MODERN_VERSION
+                && meta["io.modelcontextprotocol/clientCapabilities"] == json!({})
+                && meta["io.modelcontextprotocol/clientInfo"]["name"] == "cideldill-server";
+            let _ = seen_tx.send((
+                format!(
+                    "{} {method}{}",
+                    rq.method(),
+                    if envelope_ok { "" } else { " (no envelope)" }
+                ),
+                header(&rq, "MCP-Protocol-Version"),
+                header(&rq, "Mcp-Method"),
+                header(&rq, "Mcp-Name"),
+                header(&rq, "Mcp-Session-Id"),
+            ));
+            if rq.method() != &tiny_http::Method::Post {
+                return reply(rq, 405, "", &[]);
+            }
+            let id = msg["id"].clone();
+            match method.as_str() {
+                "server/discover" => json_reply(
+                    rq,
+                    result(
+                        &id,
+                        json!({"supportedVersions": ["2025-11-25", MODERN_VERSION],
+                        "capabilities": {"tools": {}}, "resultType": "complete",
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern"}}}),
+                    ),
+                    &[("Mcp-Session-Id", "should-be-ignored")],
+                ),
+                "tools/call" if msg["params"]["name"] == "slow" => {
+                    let mut s = Stream::open(rq, &[]);
+                    while s.raw(": waiting\n\n") {
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                    let _ = gone_tx.send(());
+                }
+                "tools/call" => json_reply(
+                    rq,
+                    result(&id, json!({"content": [], "resultType": "complete"})),
+                    &[],
+                ),
+                _ => reply(rq, 400, "unexpected", &[]),
+            }
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        let init = p.handshake(WAIT).unwrap();
+        assert_eq!(init.era, Era::Modern);
+        assert_eq!(init.server_info, json!({"name": "modern"}));
+        assert_eq!(p.era(), Era::Modern);
+        let r = p.request(
+            "tools/call",
+            json!({"name": "größe_✓", "arguments": {}}),
+            WAIT,
+        );
+        assert_eq!(r, Ok(json!({"content": [], "resultType": "complete"})));
+        let t0 = Instant::now();
+        let r = p.request(
+            "tools/call",
+            json!({"name": "slow"}),
+            Duration::from_millis(300),
+        );
+        assert_eq!(r, Err(Failure::Timeout(Duration::from_millis(300))));
+        gone.recv_timeout(WAIT)
+            .expect("the response stream was closed");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        p.shutdown("bye");
+        thread::sleep(Duration::from_millis(100));
+        let got: Vec<Posted> = seen.try_iter().collect();
+        let s = |x: &str| Some(x.to_owned());
+        let v = s(MODERN_VERSION);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "POST server/discover".into(),
+                    v.clone(),
+                    s("server/discover"),
+                    None,
+                    None
+                ),
+                (
+                    "POST tools/call".into(),
+                    v.clone(),
+                    s("tools/call"),
+                    s("=?base64?Z3LDtsOfZV/inJM=?="),
+                    None
+                ),
+                (
+                    "POST tools/call".into(),
+                    v.clone(),
+                    s("tools/call"),
+                    s("slow"),
+                    None
+                ),
+            ]
+        );
+    }
+
+    // A legacy Streamable HTTP server that answers the probe with an HTTP error still gets
+    // initialize, and the session it hands out.
+    #[test]
+    fn a_refused_probe_falls_back_to_initialize() {
+        use crate::upstream::peer::Era;
+        let (seen_tx, seen) = unbounded();
+        let server = Server::start(move |mut rq| {
+            let msg = record(&mut rq, &seen_tx);
+            match (rq.method(), msg["method"].as_str()) {
+                (tiny_http::Method::Get, _) => reply(rq, 405, "", &[]),
+                (_, Some("initialize")) => {
+                    json_reply(rq, init_result(&msg["id"]), &[("Mcp-Session-Id", "s-9")])
+                }
+                (_, Some("server/discover")) => reply(
+                    rq,
+                    400,
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: no valid session ID"}}"#,
+                    &[("Content-Type", "application/json")],
+                ),
+                _ => reply(rq, 202, "", &[]),
+            }
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        let init = p.handshake(WAIT).unwrap();
+        assert_eq!(
+            (init.era, init.protocol_version.as_str()),
+            (Era::Legacy, "2025-06-18")
+        );
+        let methods: Vec<String> = seen.try_iter().map(|s: Seen| s.1).collect();
+        assert_eq!(methods[..2], ["server/discover", "initialize"]);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::config::{ServerConfig, Timing, Transport, TransportKind};
 use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
-use super::peer::{show_duration, Failure, Initialized, Notice, Peer};
+use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::error::ApiError;
 use crate::ids;
@@ -420,6 +420,7 @@ impl Manager {
             }
             if let Some(live) = &slot.live {
                 s["protocol_version"] = json!(live.init.protocol_version);
+                s["protocol_era"] = json!(live.init.era.as_str());
                 s["server_info"] = live.init.server_info.clone();
                 if let Some(p) = &live.proc {
                     s["pid"] = json!(p.pid());
@@ -813,6 +814,17 @@ fn failure_error(server: &str, what: &str, f: &Failure) -> ApiError {
             }
             e
         }
+        Failure::InputRequired(kinds) => ApiError::new(
+            502,
+            "input_required",
+            format!("server {server:?} cannot complete the {what}: {f}; the {what} was not retried"),
+        )
+        .with("server", server)
+        .with("input_requests", json!(kinds))
+        .with_hint(
+            "The external server needs sampling, elicitation or roots from its client, which this debugger does not \
+             provide; use another tool or call that server from a client that supports them.",
+        ),
         Failure::Cancelled => ApiError::new(
             400,
             "cancelled",
@@ -902,7 +914,7 @@ fn establish(
                 procs.retain(|p| !p.is_done());
                 procs.push(proc.clone());
             }
-            match peer.initialize(remaining()) {
+            match peer.handshake(remaining()) {
                 Ok(i) => (peer, Some(proc), TransportKind::Stdio, i),
                 Err(f) => return Err(failed(&peer, f, Some(&proc))),
             }
@@ -920,7 +932,7 @@ fn establish(
             let peer = new_peer();
             let first = super::http::connect(&peer, url, headers, remaining())
                 .map_err(Failure::Disconnected)
-                .and_then(|()| peer.initialize(remaining()));
+                .and_then(|()| peer.handshake(remaining()));
             match first {
                 Ok(i) => (peer, None, TransportKind::Http, i),
                 // A plain 4xx (no JSON-RPC body): no Streamable HTTP endpoint here; a URL given
@@ -966,8 +978,9 @@ fn establish(
         Vec::new()
     };
     log::info!(
-        "upstream {name}: connected over {transport} (protocol {}, {} tools)",
+        "upstream {name}: connected over {transport} (protocol {}, {} era, {} tools)",
         initialized.protocol_version,
+        initialized.era.as_str(),
         tools.len()
     );
     Ok((
@@ -1115,11 +1128,19 @@ fn supervise(inner: &Arc<Inner>, rx: &Receiver<Event>) {
     }
 }
 
+/// A health check: `ping` for a legacy server, `server/discover` for a modern one (the modern
+/// revision has no `ping`).
 fn ping(name: &str, live: &Live, timeout: Duration) {
-    match live.peer.request("ping", json!({}), timeout) {
-        Ok(_) => log::debug!("upstream {name}: ping ok"),
+    let method = match live.init.era {
+        Era::Legacy => "ping",
+        Era::Modern => "server/discover",
+    };
+    match live.peer.request(method, json!({}), timeout) {
+        Ok(_) => log::debug!("upstream {name}: {method} ok"),
         // An error answer still proves the server is alive (some servers lack ping).
-        Err(Failure::Rpc { .. }) => log::debug!("upstream {name}: ping answered with an error"),
+        Err(Failure::Rpc { .. }) => {
+            log::debug!("upstream {name}: {method} answered with an error")
+        }
         Err(f) => {
             log::warn!("upstream {name}: health ping failed ({f}); dropping the connection");
             live.peer.shutdown(&format!("health ping failed: {f}"));

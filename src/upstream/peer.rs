@@ -9,6 +9,14 @@
 //!
 //! A transport implements [`Link`]: `send` puts one message on the wire (a line on the child's
 //! stdin, a POST), and `close` tears the connection down.
+//!
+//! Two protocol eras: the *legacy* one (revisions up to 2025-11-25: `initialize`, then a
+//! conversation) and the stateless *modern* one of revision 2026-07-28 (no handshake: every
+//! request carries a `_meta` envelope naming the revision, our capabilities and our identity).
+//! [`Peer::handshake`] probes with `server/discover` and falls back to `initialize` on any
+//! failure; once modern, every request gets the envelope (transports pick their headers from
+//! it, see [`is_modern_message`]) and a result asking for more input (`resultType:
+//! "input_required"`) fails the request with [`Failure::InputRequired`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -27,6 +35,145 @@ pub const OFFERED_VERSION: &str = "2025-11-25";
 
 /// Revisions this client can speak, newest first.
 pub const KNOWN_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revision ("modern era"): no `initialize`, no session, no `ping`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Longest the `server/discover` probe may take (also at most half the connect timeout, so a
+/// server that ignores unknown methods still gets its `initialize`).
+pub const PROBE_LIMIT: Duration = Duration::from_secs(10);
+
+/// The `_meta` keys of the modern envelope.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// Where a modern result names the server.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// JSON-RPC error of the modern revision: the protocol version is not supported.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Which protocol era a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` and a conversation (revisions up to 2025-11-25).
+    Legacy,
+    /// Stateless requests with the `_meta` envelope (revision 2026-07-28).
+    Modern,
+}
+
+impl Era {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+/// Who we are, as `initialize` and the modern envelope say it.
+pub fn client_info() -> Value {
+    json!({"name": "cideldill-server", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// `params` with the modern `_meta` envelope added (other `_meta` keys, such as a
+/// `progressToken`, are kept). We declare no client capabilities.
+pub fn with_envelope(params: Value) -> Value {
+    let mut params = match params {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    if let Some(m) = meta.as_object_mut() {
+        m.insert(META_PROTOCOL_VERSION.into(), json!(MODERN_VERSION));
+        m.insert(META_CLIENT_CAPABILITIES.into(), json!({}));
+        m.insert(META_CLIENT_INFO.into(), client_info());
+    }
+    Value::Object(params)
+}
+
+/// Whether a message carries the modern envelope: transports speak the modern shape for it.
+pub fn is_modern_message(msg: &Value) -> bool {
+    msg.pointer("/params/_meta")
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        == Some(MODERN_VERSION)
+}
+
+/// What a `server/discover` probe's outcome means: the modern era (with what the server
+/// declared), or why not (then `initialize` decides). Only a result listing
+/// [`MODERN_VERSION`] among its `supportedVersions` counts; any error, a timeout or another
+/// result falls back, whatever its code.
+pub fn probe_verdict(reply: &Result<Value, Failure>) -> Result<Initialized, String> {
+    let result = match reply {
+        Ok(r) => r,
+        Err(f) => return Err(f.to_string()),
+    };
+    let supported: Vec<&str> = result
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !supported.contains(&MODERN_VERSION) {
+        return Err(if supported.is_empty() {
+            "the discover result lists no supportedVersions".to_owned()
+        } else {
+            format!("the server supports {}", supported.join(", "))
+        });
+    }
+    let server_info = result
+        .pointer("/_meta")
+        .and_then(|m| m.get(META_SERVER_INFO))
+        .or_else(|| result.get("serverInfo"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(Initialized {
+        protocol_version: MODERN_VERSION.to_owned(),
+        era: Era::Modern,
+        server_info,
+        capabilities: result
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// A result asking for input we cannot give (`resultType: "input_required"`): what was asked
+/// for (`sampling`, `elicitation`, `roots`, or the request's method or key).
+pub fn input_required(result: &Value) -> Option<Vec<String>> {
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return None;
+    }
+    let mut kinds: Vec<String> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .map(|reqs| {
+            reqs.iter()
+                .map(|(key, r)| {
+                    match r.get("method").and_then(Value::as_str) {
+                        Some("sampling/createMessage") => "sampling",
+                        Some("elicitation/create") => "elicitation",
+                        Some("roots/list") => "roots",
+                        Some(other) => other,
+                        None => key,
+                    }
+                    .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    kinds.sort();
+    kinds.dedup();
+    Some(kinds)
+}
 
 /// Why a request did not produce a result.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +200,10 @@ pub enum Failure {
     Invalid(String),
     /// Our own caller gave up (its request was cancelled); the server was told.
     Cancelled,
+    /// A modern server answered `resultType: "input_required"`, asking for what is listed
+    /// (sampling, elicitation, roots); we declare none of these capabilities, so the request
+    /// is not retried.
+    InputRequired(Vec<String>),
 }
 
 impl std::fmt::Display for Failure {
@@ -66,6 +217,15 @@ impl std::fmt::Display for Failure {
             } => write!(f, "HTTP {status}: {message}"),
             Failure::Invalid(why) => write!(f, "invalid answer: {why}"),
             Failure::Cancelled => f.write_str("cancelled"),
+            Failure::InputRequired(kinds) => write!(
+                f,
+                "the server asked for input this client does not provide ({}); cideldill-server declares no client capabilities",
+                if kinds.is_empty() {
+                    "unspecified".to_owned()
+                } else {
+                    kinds.join(", ")
+                }
+            ),
         }
     }
 }
@@ -91,6 +251,13 @@ pub trait Link: Send + Sync {
 
     /// Ends the connection: idempotent, and it must not block for long.
     fn close(&self);
+
+    /// Gives up on request `id` the transport's own way, if it has one (a modern Streamable
+    /// HTTP exchange closes its response stream); false when the server must be sent
+    /// `notifications/cancelled` instead.
+    fn abandon(&self, _id: &Value) -> bool {
+        false
+    }
 }
 
 /// What a peer tells its owner.
@@ -104,10 +271,11 @@ pub enum Notice {
     Closed(String),
 }
 
-/// The result of `initialize`.
+/// The result of `initialize`, or of a `server/discover` that chose the modern era.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Initialized {
     pub protocol_version: String,
+    pub era: Era,
     pub server_info: Value,
     pub capabilities: Map<String, Value>,
     pub instructions: Option<String>,
@@ -125,6 +293,8 @@ pub struct Peer {
     closed: Mutex<Option<String>>,
     is_closed: AtomicBool,
     version: OnceLock<String>,
+    /// Set once `server/discover` chose the modern era.
+    modern: AtomicBool,
     notices: Box<dyn Fn(Notice) + Send + Sync>,
     /// Progress tokens we sent, and where their `notifications/progress` params go.
     progress: Mutex<HashMap<String, Sender<Value>>>,
@@ -141,6 +311,7 @@ impl Peer {
             closed: Mutex::new(None),
             is_closed: AtomicBool::new(false),
             version: OnceLock::new(),
+            modern: AtomicBool::new(false),
             notices: Box::new(notices),
             progress: Mutex::new(HashMap::new()),
         })
@@ -156,6 +327,15 @@ impl Peer {
     /// The negotiated protocol revision, once `initialize` succeeded.
     pub fn protocol_version(&self) -> Option<&str> {
         self.version.get().map(String::as_str)
+    }
+
+    /// The era the connection speaks (legacy until a probe chose the modern one).
+    pub fn era(&self) -> Era {
+        if self.modern.load(Ordering::SeqCst) {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
     }
 
     /// Whether the connection has ended.
@@ -206,13 +386,57 @@ impl Peer {
     }
 
     /// [`Peer::request`] that also ends when `cancel` receives (or disconnects): the server is
-    /// then sent `notifications/cancelled` and the caller gets [`Failure::Cancelled`].
+    /// then told (`notifications/cancelled`, or a closed response stream) and the caller gets
+    /// [`Failure::Cancelled`].
     pub fn request_cancellable(
         self: &Arc<Self>,
         method: &str,
         params: Value,
         timeout: Duration,
         cancel: Option<&Receiver<()>>,
+    ) -> Reply {
+        self.request_inner(method, params, timeout, cancel, true)
+    }
+
+    /// Sends a request (with the modern envelope once modern) and waits for its answer. A
+    /// request given up (timeout, `cancel`) is abandoned the transport's way, else the server
+    /// is sent `notifications/cancelled` unless `notify_abandon` is false (`server/discover`
+    /// must not be cancelled).
+    fn request_inner(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Value,
+        timeout: Duration,
+        cancel: Option<&Receiver<()>>,
+        notify_abandon: bool,
+    ) -> Reply {
+        if self.era() == Era::Modern {
+            params = with_envelope(params);
+        }
+        let reply = self.exchange(method, params, timeout, cancel, notify_abandon);
+        match reply {
+            Ok(result) => match input_required(&result) {
+                Some(kinds) => {
+                    log::info!(
+                        "upstream {}: {method} needs input ({}) this client does not provide; failing it",
+                        self.name,
+                        kinds.join(", ")
+                    );
+                    Err(Failure::InputRequired(kinds))
+                }
+                None => Ok(result),
+            },
+            Err(f) => Err(f),
+        }
+    }
+
+    fn exchange(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&Receiver<()>>,
+        notify_abandon: bool,
     ) -> Reply {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = bounded(1);
@@ -243,36 +467,42 @@ impl Peer {
             recv(cancel.unwrap_or(&never)) -> _ => true,
             default(timeout) => false,
         };
-        {
-            let waiting = lock(&self.pending).remove(&id).is_some();
-            if !waiting {
-                // Answered (or failed) in the instant the wait ended.
-                if let Ok(reply) = rx.try_recv() {
-                    return reply;
-                }
+        let waiting = lock(&self.pending).remove(&id).is_some();
+        if !waiting {
+            // Answered (or failed) in the instant the wait ended.
+            if let Ok(reply) = rx.try_recv() {
+                return reply;
             }
-            {
-                if !self.is_closed() {
-                    let reason = if cancelled {
-                        "cancelled by our client".to_owned()
-                    } else {
-                        format!("timed out after {}", show_duration(timeout))
-                    };
-                    log::info!(
-                        "upstream {}: {method} (id {id}) {reason}; sending notifications/cancelled",
-                        self.name
-                    );
-                    let _ = self.notify(
-                        "notifications/cancelled",
-                        json!({"requestId": id, "reason": reason}),
-                    );
-                }
-                if cancelled {
-                    Err(Failure::Cancelled)
-                } else {
-                    Err(Failure::Timeout(timeout))
-                }
+        }
+        if !self.is_closed() {
+            let reason = if cancelled {
+                "cancelled by our client".to_owned()
+            } else {
+                format!("timed out after {}", show_duration(timeout))
+            };
+            let abandoned = self.link.get().is_some_and(|l| l.abandon(&json!(id)));
+            if abandoned {
+                log::info!(
+                    "upstream {}: {method} (id {id}) {reason}; closed its response stream",
+                    self.name
+                );
+            } else if notify_abandon {
+                log::info!(
+                    "upstream {}: {method} (id {id}) {reason}; sending notifications/cancelled",
+                    self.name
+                );
+                let _ = self.notify(
+                    "notifications/cancelled",
+                    json!({"requestId": id, "reason": reason}),
+                );
+            } else {
+                log::info!("upstream {}: {method} (id {id}) {reason}", self.name);
             }
+        }
+        if cancelled {
+            Err(Failure::Cancelled)
+        } else {
+            Err(Failure::Timeout(timeout))
         }
     }
 
@@ -285,14 +515,80 @@ impl Peer {
         self.send(&msg)
     }
 
+    /// Chooses the era within `timeout`: a `server/discover` probe (for at most
+    /// [`PROBE_LIMIT`] and half the time), and when it does not choose the modern era,
+    /// [`Peer::initialize`]. An `initialize` refused with -32022 naming the modern revision
+    /// (a probe that timed out here but reached a server that then settled on the modern era)
+    /// gets one more probe.
+    pub fn handshake(self: &Arc<Self>, timeout: Duration) -> Result<Initialized, Failure> {
+        let deadline = std::time::Instant::now() + timeout;
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let why = match self.discover(timeout.min(PROBE_LIMIT).min(timeout / 2)) {
+            Ok(init) => return Ok(init),
+            Err(why) => why,
+        };
+        if self.is_closed() {
+            return Err(Failure::Disconnected(
+                self.close_reason().unwrap_or_default(),
+            ));
+        }
+        log::debug!(
+            "upstream {}: server/discover did not choose the modern era ({why}); initialize",
+            self.name
+        );
+        match self.initialize(left()) {
+            Err(Failure::Rpc {
+                code: UNSUPPORTED_PROTOCOL_VERSION,
+                message,
+                data,
+            }) => {
+                let modern = data
+                    .as_ref()
+                    .and_then(|d| d.get("supported"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().any(|v| v == MODERN_VERSION));
+                if !modern {
+                    return Err(Failure::Rpc {
+                        code: UNSUPPORTED_PROTOCOL_VERSION,
+                        message,
+                        data,
+                    });
+                }
+                self.discover(left()).map_err(|why| {
+                    Failure::Invalid(format!(
+                        "the server refused initialize (it speaks {MODERN_VERSION}) and server/discover failed: {why}"
+                    ))
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Probes with `server/discover` (with the modern envelope; never cancelled). Chooses the
+    /// modern era when [`probe_verdict`] says so; otherwise tells why not.
+    pub fn discover(self: &Arc<Self>, timeout: Duration) -> Result<Initialized, String> {
+        let reply = self.request_inner(
+            "server/discover",
+            with_envelope(json!({})),
+            timeout,
+            None,
+            false,
+        );
+        let init = probe_verdict(&reply)?;
+        self.modern.store(true, Ordering::SeqCst);
+        let _ = self.version.set(MODERN_VERSION.to_owned());
+        Ok(init)
+    }
+
     /// `initialize` then `notifications/initialized`.
     pub fn initialize(self: &Arc<Self>, timeout: Duration) -> Result<Initialized, Failure> {
         let params = json!({
             "protocolVersion": OFFERED_VERSION,
             "capabilities": {},
-            "clientInfo": {"name": "cideldill-server", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": client_info(),
         });
-        let result = self.request("initialize", params, timeout)?;
+        // Never cancelled (the specification forbids cancelling initialize).
+        let result = self.request_inner("initialize", params, timeout, None, false)?;
         let Some(obj) = result.as_object() else {
             return Err(Failure::Invalid(
                 "initialize result is not an object".into(),
@@ -317,6 +613,7 @@ impl Peer {
             .map_err(Failure::Disconnected)?;
         Ok(Initialized {
             protocol_version: version,
+            era: Era::Legacy,
             server_info: obj.get("serverInfo").cloned().unwrap_or(Value::Null),
             capabilities: obj
                 .get("capabilities")
@@ -701,6 +998,190 @@ mod tests {
         assert_eq!(init.protocol_version, "2024-11-05");
         assert_eq!(p.protocol_version(), Some("2024-11-05"));
         assert_eq!(sent.recv().unwrap()["method"], "notifications/initialized");
+    }
+
+    #[test]
+    fn the_envelope_is_added_beside_other_meta_keys() {
+        let p = with_envelope(json!({"name": "t", "_meta": {"progressToken": "x"}}));
+        assert_eq!(
+            p,
+            json!({"name": "t", "_meta": {
+                "progressToken": "x",
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "cideldill-server", "version": env!("CARGO_PKG_VERSION")},
+            }})
+        );
+        assert_eq!(
+            with_envelope(Value::Null)["_meta"],
+            p["_meta"]
+                .as_object()
+                .map(|m| {
+                    let mut m = m.clone();
+                    m.remove("progressToken");
+                    Value::Object(m)
+                })
+                .unwrap()
+        );
+        assert!(is_modern_message(&json!({"method": "x", "params": p})));
+        assert!(!is_modern_message(
+            &json!({"method": "x", "params": {"_meta": {}}})
+        ));
+        assert!(!is_modern_message(&json!({"method": "x"})));
+    }
+
+    #[test]
+    fn the_probe_chooses_modern_only_on_a_result_listing_the_revision() {
+        let modern = Ok(json!({
+            "supportedVersions": ["2025-11-25", "2026-07-28"],
+            "capabilities": {"tools": {}}, "instructions": "hi", "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "2"}},
+        }));
+        let init = probe_verdict(&modern).unwrap();
+        assert_eq!(init.era, Era::Modern);
+        assert_eq!(init.protocol_version, "2026-07-28");
+        assert_eq!(init.server_info, json!({"name": "s", "version": "2"}));
+        assert!(init.capabilities.contains_key("tools"));
+        assert_eq!(init.instructions.as_deref(), Some("hi"));
+        let legacy_only = Ok(json!({"supportedVersions": ["2025-11-25"], "capabilities": {}}));
+        let empty = Ok(json!({}));
+        let not_found = Err(Failure::Rpc {
+            code: -32601,
+            message: "Method not found".into(),
+            data: None,
+        });
+        let other_code = Err(Failure::Rpc {
+            code: -32000,
+            message: "no session".into(),
+            data: None,
+        });
+        let http = Err(Failure::Http {
+            status: 404,
+            mcp_error: false,
+            message: "404 Not Found".into(),
+        });
+        let timeout = Err(Failure::Timeout(Duration::from_secs(10)));
+        for reply in [legacy_only, empty, not_found, other_code, http, timeout] {
+            assert!(probe_verdict(&reply).is_err(), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn input_required_names_what_was_asked() {
+        assert_eq!(
+            input_required(&json!({"content": [], "resultType": "complete"})),
+            None
+        );
+        assert_eq!(input_required(&json!({"content": []})), None);
+        let r = json!({"resultType": "input_required", "requestState": "s", "inputRequests": {
+            "a": {"method": "roots/list"}, "b": {"method": "sampling/createMessage", "params": {}},
+            "c": {"method": "elicitation/create"}, "d": {"method": "roots/list"}, "e": {}}});
+        assert_eq!(
+            input_required(&r).unwrap(),
+            ["e", "elicitation", "roots", "sampling"]
+        );
+        assert_eq!(
+            input_required(&json!({"resultType": "input_required"})),
+            Some(vec![])
+        );
+    }
+
+    // Discover answered with -32601 (a legacy server): initialize follows on the same
+    // connection, and requests carry no envelope.
+    #[test]
+    fn a_failed_probe_falls_back_to_initialize() {
+        let (p, sent, _) = peer();
+        let q = p.clone();
+        let h = thread::spawn(move || q.handshake(Duration::from_secs(5)));
+        let m = sent.recv().unwrap();
+        assert_eq!(m["method"], "server/discover");
+        assert!(is_modern_message(&m));
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}}));
+        let m = sent.recv().unwrap();
+        assert_eq!(m["method"], "initialize");
+        assert!(!is_modern_message(&m));
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}}));
+        let init = h.join().unwrap().unwrap();
+        assert_eq!((init.era, p.era()), (Era::Legacy, Era::Legacy));
+        assert_eq!(sent.recv().unwrap()["method"], "notifications/initialized");
+        let q = p.clone();
+        let h = thread::spawn(move || q.request("tools/list", json!({}), Duration::from_secs(5)));
+        let m = sent.recv().unwrap();
+        assert_eq!(m["params"], json!({}));
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}}));
+        h.join().unwrap().unwrap();
+    }
+
+    // A probe that times out is not cancelled (the specification forbids it) and initialize
+    // follows within what is left of the time.
+    #[test]
+    fn a_probe_timeout_falls_back_without_cancelling() {
+        let (p, sent, _) = peer();
+        let q = p.clone();
+        let h = thread::spawn(move || q.handshake(Duration::from_millis(400)));
+        assert_eq!(sent.recv().unwrap()["method"], "server/discover");
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            m["method"], "initialize",
+            "no notifications/cancelled for the probe"
+        );
+        p.incoming(
+            json!({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-06-18"}}),
+        );
+        assert_eq!(h.join().unwrap().unwrap().era, Era::Legacy);
+    }
+
+    // A modern server: every request carries the envelope; input_required fails the request
+    // without a retry; a modern server that refuses initialize after a timed-out probe is
+    // probed again.
+    #[test]
+    fn modern_requests_carry_the_envelope_and_input_required_fails_them() {
+        let (p, sent, _) = peer();
+        let q = p.clone();
+        let h = thread::spawn(move || q.handshake(Duration::from_millis(400)));
+        assert_eq!(sent.recv().unwrap()["method"], "server/discover");
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(m["method"], "initialize");
+        p.incoming(
+            json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32022,
+            "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}),
+        );
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(m["method"], "server/discover");
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}}));
+        let init = h.join().unwrap().unwrap();
+        assert_eq!((init.era, p.era()), (Era::Modern, Era::Modern));
+        assert_eq!(p.protocol_version(), Some(MODERN_VERSION));
+
+        let q = p.clone();
+        let h = thread::spawn(move || {
+            q.request(
+                "tools/call",
+                json!({"name": "ask", "arguments": {}}),
+                Duration::from_secs(5),
+            )
+        });
+        let m = sent.recv().unwrap();
+        assert!(is_modern_message(&m), "{m}");
+        assert_eq!(m["params"]["name"], "ask");
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"x": {"method": "sampling/createMessage", "params": {}}}, "requestState": "s"}}));
+        let err = h.join().unwrap().unwrap_err();
+        assert_eq!(err, Failure::InputRequired(vec!["sampling".into()]));
+        assert!(err.to_string().contains("(sampling)"), "{err}");
+        assert!(sent.try_recv().is_err(), "not retried");
+
+        // A timed-out modern request over stdio is still cancelled with a notification.
+        let err = p
+            .request("slow", json!({}), Duration::from_millis(50))
+            .unwrap_err();
+        assert_eq!(err, Failure::Timeout(Duration::from_millis(50)));
+        let req = sent.recv().unwrap();
+        assert!(is_modern_message(&req));
+        let cancel = sent.recv().unwrap();
+        assert_eq!(cancel["method"], "notifications/cancelled");
     }
 
     #[test]

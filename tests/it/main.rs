@@ -33,3 +33,4 @@ mod ui_calls;
 mod ui_pages;
 mod ui_tree;
 mod upstream;
+mod upstream_modern;
