@@ -38,7 +38,9 @@
 #          call records, resources); no child process or zombie may outlive the session;
 #          SIGKILL of a child -> disconnected -> reconnected; server-everything over legacy
 #          SSE, Streamable HTTP and auto (falls back to SSE) via POST /api/mcp-clients/connect;
-#          INFO lines with the latency added to an echo call (p50/p99 against a direct call).
+#          INFO lines with the latency added to an echo call (p50/p99 against a direct call);
+#          the protocol era chosen per peer (mcp-server-time modern, the npm peers legacy) and a
+#          modern-only Python SDK fixture (initialize refused) over stdio and Streamable HTTP.
 #   Every server runs with --memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside
 #   a `mktemp -d` directory, so ~/.cideldill is never touched; the directory is removed and
 #   any process still running from it is stopped on exit.

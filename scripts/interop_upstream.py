@@ -27,6 +27,16 @@ What it does
        ev_auto (no transport, an /sse URL: Streamable HTTP is refused, so it must fall back to
        and report `sse`). Each: tools listed, echo, the late tools, a long-running operation
        past timeout_s -> 504 call_timeout, then echo again.
+    f. Protocol eras: the era our client chose for every peer is reported (`protocol_era` in
+       GET /api/mcp-clients): mcp-server-time (dual-era, answers `server/discover`) must be
+       `modern`, the npm peers (TS SDK, -32601 or an HTTP error to `server/discover`) `legacy`.
+       Then a Python SDK fixture server (written to the temporary directory) that refuses
+       `initialize` with -32022, so it speaks only revision 2026-07-28, over stdio and over
+       Streamable HTTP (POST /api/mcp-clients/connect as py_modern_stdio, py_modern_http):
+       connected as `modern`, echo with non-ASCII text, a resource read, a call past timeout_s
+       -> call_timeout then echo again, and a tool that asks for elicitation fails cleanly
+       (an error, never a hang) with the server still usable; a tool answering
+       `resultType: "input_required"` gives our `input_required` error and runs only once.
     e. Latency (INFO lines only): 200 `everything/echo` calls through external_call_tool versus
        200 `echo` calls straight to `node $EV stdio`, same SDK: p50, p99, added latency, ratio.
     Every server gets CIDELDILL_HOME and CIDELDILL_PORT_FILE inside a fresh temporary directory
@@ -427,6 +437,15 @@ async def checks_a(ag: Agent, rest: Rest, fsdir: Path, late: set[str], direct_na
         return ", ".join(f"{n} {s[n]['tool_count']} tools" for n in names)
     await astep("a. external_list_servers: all five connected", servers)
 
+    async def eras() -> str:
+        s = (await ag.tool("external_list_servers"))["servers"]
+        got = {n: f"{(s.get(n) or {}).get('protocol_era')} {(s.get(n) or {}).get('protocol_version')}" for n in names}
+        want = {"everything": "legacy", "fs": "legacy", "mem": "legacy", "time": "modern", "everything_short": "legacy"}
+        bad = {n: got[n] for n in names if (s.get(n) or {}).get("protocol_era") != want[n]}
+        need(not bad, f"unexpected era: {bad} (expected {want})")
+        return "; ".join(f"{n} {got[n]}" for n in names)
+    await astep("f. era chosen per stdio peer (time modern via server/discover, the TS peers legacy)", eras)
+
     catalog: dict[str, dict] = {}
 
     async def tools() -> str:
@@ -761,6 +780,12 @@ def http_transports(a: argparse.Namespace, tmp: Path, late: set[str]) -> None:
             ("ev_auto", {"url": sse_url}, "sse"),
         ):
             http_checks(rest, name, {"name": name, "timeout_s": SHORT_TIMEOUT_S, **body}, want, late)
+        def legacy_eras() -> str:
+            c = rest.clients()
+            got = {n: (c.get(n) or {}).get("protocol_era") for n in ("ev_sse", "ev_http", "ev_auto")}
+            need(all(e == "legacy" for e in got.values()), f"eras {got}")
+            return ", ".join(f"{n} {e}" for n, e in got.items())
+        step("f. era chosen per HTTP peer (server-everything: legacy)", legacy_eras)
         for name in ("ev_sse", "ev_http", "ev_auto"):
             rest.request("POST", f"/api/mcp-clients/{name}/disconnect", {})
     except Exception as e:  # noqa: BLE001
@@ -793,7 +818,8 @@ def http_checks(rest: Rest, name: str, body: dict, want_transport: str | None, l
             need(c.get("transport") not in (None, "sse", "stdio"), f"transport {c.get('transport')!r}")
         tools = [t if isinstance(t, str) else t.get("name") for t in d.get("tools", [])]
         need(any(str(t).endswith("echo") for t in tools), f"tools {tools}")
-        return f"transport {c.get('transport')}, {len(tools)} tools, protocol {c.get('protocol_version')}"
+        return (f"transport {c.get('transport')}, {len(tools)} tools, protocol {c.get('protocol_version')}, "
+                f"era {c.get('protocol_era')}")
     if step(f"d. {name}: connect {json.dumps(shown)}", connect) is None:
         return
 
@@ -831,6 +857,201 @@ def http_checks(rest: Rest, name: str, body: dict, want_transport: str | None, l
 
 
 # ------------------------------------------------------------------------------------------
+# f: a modern-only Python SDK server
+
+MODERN_FIXTURE = r'''
+"""A Python SDK 2.x server that refuses initialize: it speaks only revision 2026-07-28."""
+import sys
+import time
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+from pydantic import BaseModel
+
+CALLS = {}
+
+
+async def refuse_initialize(ctx, call_next):
+    if ctx.method == "initialize":
+        raise MCPError(code=-32022, message="this server speaks only 2026-07-28",
+                       data={"supported": ["2026-07-28"], "requested": (ctx.params or {}).get("protocolVersion")})
+    return await call_next(ctx)
+
+
+server = MCPServer("py-modern", instructions="modern only", middleware=[refuse_initialize])
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns its text."""
+    return f"echo: {text}"
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    import anyio
+    await anyio.sleep(seconds)
+    return "slept"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Asks the client for a name (elicitation)."""
+    r = await ctx.elicit("your name?", Name)
+    return f"got {r}"
+
+
+@server.tool()
+def ask_mrtr() -> InputRequiredResult:
+    """Answers resultType input_required (asks for elicitation) on every call; counts its calls."""
+    CALLS["ask_mrtr"] = CALLS.get("ask_mrtr", 0) + 1
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    return InputRequiredResult(
+        input_requests={"name": ElicitRequest(params=ElicitRequestFormParams(message="your name?",
+                                                                             requested_schema=schema))},
+        request_state="st-1")
+
+
+@server.tool()
+def calls() -> str:
+    """How often ask_mrtr ran."""
+    return str(CALLS.get("ask_mrtr", 0))
+
+
+@server.resource("fixture://hello")
+def hello() -> str:
+    return "hello from py-modern"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run()
+    else:
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+'''
+
+
+def modern_peers(a: argparse.Namespace, tmp: Path) -> None:
+    home = tmp / "home-modern"
+    home.mkdir()
+    script = tmp / "py_modern.py"
+    script.write_text(MODERN_FIXTURE)
+    env = {**os.environ, "CIDELDILL_HOME": str(home), "CIDELDILL_PORT_FILE": str(home / "port"),
+           "RUST_LOG": os.environ.get("INTEROP_RUST_LOG", "warn")}
+    procs: list[subprocess.Popen] = []
+    logs = []
+    try:
+        log = open(home / "server.log", "w")
+        logs.append(log)
+        server = subprocess.Popen([str(a.binary), "--memory", "--port", "0", "--mcp-clients"],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        procs.append(server)
+        port = free_port()
+        plog = open(tmp / "py-modern-http.log", "w")
+        logs.append(plog)
+        peer = subprocess.Popen([sys.executable, str(script), "http", str(port)], stdin=subprocess.DEVNULL,
+                                stdout=plog, stderr=plog, env={**os.environ, "CIDELDILL_HOME": str(home)})
+        procs.append(peer)
+        rest = Rest(home / "port")
+
+        def start() -> str:
+            rest.wait_port(server)
+            wait_listening(port, peer)
+            return f"py_modern streamable-http on {port}"
+        if step("f. Python SDK modern-only fixture listening, our server up", start) is None:
+            return
+        for name, body in (
+            ("py_modern_stdio", {"command": sys.executable, "args": [str(script), "stdio"]}),
+            ("py_modern_http", {"url": f"http://127.0.0.1:{port}/mcp", "type": "http"}),
+        ):
+            modern_checks(rest, name, {"name": name, "timeout_s": SHORT_TIMEOUT_S, **body})
+    except Exception as e:  # noqa: BLE001
+        rep.fail("f. modern-only peers", describe(e))
+    finally:
+        for p in procs:
+            stop(p)
+        for f in logs:
+            f.close()
+        if rep.failed:
+            for f in [home / "server.log", tmp / "py-modern-http.log"]:
+                try:
+                    tail = f.read_text(errors="replace").splitlines()[-8:]
+                    print(f"---- {f.name} (last lines) ----\n" + "\n".join(tail), file=sys.stderr, flush=True)
+                except OSError:
+                    pass
+
+
+def modern_checks(rest: Rest, name: str, body: dict) -> None:
+    def connect() -> str:
+        status, d = rest.request("POST", "/api/mcp-clients/connect", body, timeout=60)
+        need(status == 200 and isinstance(d, dict) and d.get("status") == "ok", f"HTTP {status}: {short(d, 500)}")
+        c = rest.clients().get(name) or {}
+        need(c.get("status") == "connected", f"status {short(c)}")
+        need(c.get("protocol_era") == "modern" and c.get("protocol_version") == "2026-07-28",
+             f"era {c.get('protocol_era')!r}, protocol {c.get('protocol_version')!r}")
+        return f"transport {c.get('transport')}, era {c['protocol_era']}, protocol {c['protocol_version']}, {c.get('tool_count')} tools"
+    if step(f"f. {name}: connects in the modern era (initialize refused)", connect) is None:
+        return
+
+    def echo(word: str = "grüße ✓") -> str:
+        d = rest.ok("POST", "/api/mcp-tools/call", {"tool": f"{name}/echo", "arguments": {"text": word}})
+        got = text_of(d["result"].get("content", []))
+        need(got == f"echo: {word}", short(d))
+        return got
+    step(f"f. {name}: echo with non-ASCII text", echo)
+
+    def resource() -> str:
+        d = rest.ok("POST", "/api/mcp-resources/read", {"server": name, "uri": "fixture://hello"})
+        need(d.get("content") == "hello from py-modern", short(d))
+        return d["content"]
+    step(f"f. {name}: resources/read", resource)
+
+    def timeout() -> str:
+        t0 = time.monotonic()
+        status, d = rest.request("POST", "/api/mcp-tools/call",
+                                 {"tool": f"{name}/slow", "arguments": {"seconds": 10}}, timeout=20)
+        took = time.monotonic() - t0
+        need(status == 504 and isinstance(d, dict) and d.get("error") == "call_timeout", f"HTTP {status}: {short(d)}")
+        echo("after")
+        return f"504 call_timeout after {took:.2f} s; echo works after"
+    step(f"f. {name}: slow past timeout_s {SHORT_TIMEOUT_S} -> call_timeout, then echo", timeout)
+
+    def ask() -> str:
+        t0 = time.monotonic()
+        status, d = rest.request("POST", "/api/mcp-tools/call", {"tool": f"{name}/ask", "arguments": {}}, timeout=20)
+        took = time.monotonic() - t0
+        need(isinstance(d, dict), f"HTTP {status}: {short(d)}")
+        err = d.get("error")
+        result = d.get("result") if status == 200 else None
+        need(err in ("input_required", "call_failed") or (result or {}).get("isError") is True,
+             f"HTTP {status}: {short(d, 400)}")
+        need(took < SHORT_TIMEOUT_S, f"took {took:.1f} s (not a clean refusal)")
+        echo("after ask")
+        what = err or "isError result"
+        return f"HTTP {status} {what} in {took:.2f} s: {short(d.get('message') or text_of((result or {}).get('content', [])), 160)}"
+    step(f"f. {name}: a tool asking for elicitation fails cleanly", ask)
+
+    def mrtr() -> str:
+        before = rest.ok("POST", "/api/mcp-tools/call", {"tool": f"{name}/calls", "arguments": {}})
+        status, d = rest.request("POST", "/api/mcp-tools/call", {"tool": f"{name}/ask_mrtr", "arguments": {}},
+                                 timeout=20)
+        need(status == 502 and isinstance(d, dict) and d.get("error") == "input_required", f"HTTP {status}: {short(d)}")
+        need(d.get("input_requests") == ["elicitation"], f"input_requests {d.get('input_requests')!r}")
+        after = rest.ok("POST", "/api/mcp-tools/call", {"tool": f"{name}/calls", "arguments": {}})
+        n0, n1 = (int(text_of(x["result"]["content"])) for x in (before, after))
+        need(n1 == n0 + 1, f"ask_mrtr ran {n1 - n0} times for one call (retried?)")
+        return f"502 input_required {d['input_requests']}, called once: {short(d.get('message'), 120)}"
+    step(f"f. {name}: resultType input_required -> input_required error, not retried", mrtr)
+
+
+# ------------------------------------------------------------------------------------------
 
 
 async def main_async(a: argparse.Namespace) -> int:
@@ -863,6 +1084,7 @@ async def main_async(a: argparse.Namespace) -> int:
         await agent_session(a, tmp, late, direct.get("names", set()), direct.get("ms"))
         await anyio.to_thread.run_sync(kill_and_recover, a, tmp)
         await anyio.to_thread.run_sync(http_transports, a, tmp, late)
+        await anyio.to_thread.run_sync(modern_peers, a, tmp)
     finally:
         for pid in procs_with_env(f"CIDELDILL_HOME={direct_home}"):
             try:
