@@ -528,17 +528,22 @@ impl Mcp {
         match req.method.as_str() {
             "initialize" => return self.initialize(session, &params),
             "ping" => return Ok(json!({})),
-            // A legacy connection answers it too (a probing client learns our revisions; it
-            // changes nothing), with or without the handshake (HTTP, a legacy SSE session).
-            "server/discover" => return Ok(self.discover()),
             _ => {}
         }
         let Some(version) = session.version() else {
+            // `server/discover` too: on a transport that stays legacy (HTTP+SSE), an answer
+            // would make a probing client adopt the modern era the session cannot speak; this
+            // error makes it fall back to `initialize`.
             return Err(RpcError::new(
                 jsonrpc::INVALID_REQUEST,
                 "the session is not initialized: send initialize first",
             ));
         };
+        if req.method == "server/discover" {
+            // After the handshake it is answered (it changes nothing; the client learns our
+            // revisions, the modern one included, for its next connection).
+            return Ok(self.discover());
+        }
         self.dispatch_common(session, req, &params, version, cancel, progress_out)
     }
 
@@ -1168,6 +1173,16 @@ mod tests {
         let (tx, _rx2) = unbounded();
         let sse = mcp.open_session(Transport::Sse, Some(tx));
         let e = outcome(&mcp, &sse, 1, "tools/list", json!({"_meta": envelope()})).unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_REQUEST, "{e}");
+        // A probe before the handshake is refused there, so the client falls back to it.
+        let e = outcome(
+            &mcp,
+            &sse,
+            2,
+            "server/discover",
+            json!({"_meta": envelope()}),
+        )
+        .unwrap_err();
         assert_eq!(e.code, jsonrpc::INVALID_REQUEST, "{e}");
         assert!(!sse.is_modern());
     }
