@@ -17,7 +17,9 @@
 #   3. Runs, each under `timeout 120`:
 #        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 over stdio (every
 #          tool, resource, template, prompt, completion, subscription, notifications), once
-#          against its own server and once through `--mcp` joining a running server,
+#          against its own server and once through `--mcp` joining a running server; with
+#          mcp 2.3.0 also in the stateless revision 2026-07-28 (mode="auto", which goes modern
+#          through server/discover, and the revision pinned: the suite with a listen stream),
 #        scripts/interop_http.py with mcp 1.30.0 and with mcp 2.3.0 over HTTP: the SDK's
 #          legacy SSE client against /mcp/sse and its Streamable HTTP client against /mcp,
 #          each with its own `--mcp-sse` server (tools, status resource, progress,

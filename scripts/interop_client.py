@@ -15,8 +15,12 @@ What it does
     POST /api/call/start, a REPL answer via GET /api/poll-repl + POST /api/call/repl-result.
 
     It runs unchanged under mcp 1.x (ClientSession + stdio_client) and mcp 2.x (mcp.Client
-    with StdioServerParameters, mode="legacy"; plus one connection with mode="auto"),
-    chosen by feature detection. Then all of it again the way an MCP host meets a server
+    with StdioServerParameters, mode="legacy"), chosen by feature detection. Under mcp 2.x
+    two more connections speak the stateless revision 2026-07-28: one with mode="auto" (the
+    SDK probes with server/discover, and the server answers it, so the connection goes modern)
+    and one with the revision pinned (mode="2026-07-28"), which runs the whole suite except
+    what that revision removed (ping, logging/setLevel, resources/subscribe, log messages);
+    resource updates come through a subscriptions/listen stream instead. Then all of it again the way an MCP host meets a server
     the user already runs: `<binary> --memory --port 0` first, then the SDK spawns plain
     `<binary> --mcp` with the same port file, which joins that server's session through its
     stdio <-> Streamable HTTP bridge; afterwards the running server must still serve and its
@@ -89,6 +93,7 @@ FIXED_RESOURCES = {
 }
 TEMPLATES = {"breakpoint://paused/{pause_id}", "breakpoint://call/{call_id}", "breakpoint://object/{cid}"}
 PAUSED_NOTIFICATION = "notifications/breakpoint/execution_paused"
+MODERN_VERSION = "2026-07-28"  # the stateless revision (mcp 2.x only)
 PID, START_TIME = 16759, 1795311683.7211661
 
 # ------------------------------------------------------------------------------------------
@@ -434,9 +439,11 @@ def tool_json(conn: Conn, res: dict, expect_error: bool = False) -> Any:
 
 
 class Runner:
-    def __init__(self, rep: Report, conn: Conn, seen: Seen, http: Http) -> None:
+    def __init__(self, rep: Report, conn: Conn, seen: Seen, http: Http, stack: Any = None) -> None:
         self.rep, self.conn, self.seen, self.http = rep, conn, seen, http
+        self.stack = stack  # for the listen stream of a modern connection
         self.called: set[str] = set()
+        self.modern = conn.version == MODERN_VERSION
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -473,13 +480,21 @@ class Runner:
         async def init_check() -> str:
             info = conn.init.get("serverInfo") or {}
             caps = conn.init.get("capabilities") or {}
+            if self.modern:
+                # Pinned to the revision, the SDK sent no probe: ask ourselves (raw result).
+                d = await conn.session.send_discover(MODERN_VERSION)
+                need(d.get("resultType") == "complete" and d.get("supportedVersions", [None])[0] == MODERN_VERSION
+                     and isinstance(d.get("ttlMs"), int) and d.get("cacheScope") in ("public", "private"),
+                     f"discover {short(d)}")
+                info = (d.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
+                caps = d.get("capabilities") or {}
             need(info.get("name") == "cideldill-breakpoint-server", f"serverInfo {info}")
-            need(conn.version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"),
+            need(conn.version in (MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"),
                  f"protocolVersion {conn.version}")
             need((caps.get("resources") or {}).get("subscribe") is True, f"capabilities {caps}")
             need("tools" in caps and "prompts" in caps, f"capabilities {caps}")
             return f"{conn.version}, server {info.get('version')}"
-        await self.step("initialize", init_check)
+        await self.step("server/discover (modern)" if self.modern else "initialize", init_check)
 
         async def list_tools() -> str:
             res = dump(await conn.api.list_tools())
@@ -494,18 +509,40 @@ class Runner:
             return f"{len(names)} tools"
         await self.step("tools/list", list_tools)
 
-        async def ping() -> None:
-            await conn.ping()
-        await self.step("ping", ping)
+        if self.modern:
+            # 2026-07-28 removed ping, logging/setLevel and resources/subscribe: the server
+            # answers them -32601, and resource updates come through a listen stream.
+            async def ping_removed() -> str:
+                try:
+                    await conn.ping()
+                except Exception as e:  # noqa: BLE001
+                    code = getattr(getattr(e, "error", None), "code", None)
+                    need(code == -32601, f"{type(e).__name__} code {code}: {e}")
+                    return "JSON-RPC error -32601"
+                raise CheckFailed("ping answered on a modern connection")
+            await self.step("ping is removed (modern)", ping_removed)
 
-        async def set_level() -> None:
-            await conn.session.set_logging_level("info")
-        await self.step("logging/setLevel info", set_level)
+            async def listen() -> str:
+                sub = await self.stack.enter_async_context(conn.api.listen(
+                    resources_list_changed=True, resource_subscriptions=["breakpoint://status"]))
+                honored = dump(sub.honored)
+                need(honored.get("resourceSubscriptions") == ["breakpoint://status"]
+                     and honored.get("resourcesListChanged") is True, f"honored {honored}")
+                return f"acknowledged, subscription {sub.subscription_id}"
+            await self.step("subscriptions/listen breakpoint://status", listen)
+        else:
+            async def ping() -> None:
+                await conn.ping()
+            await self.step("ping", ping)
 
-        # --- subscribe, then breakpoint_add must update breakpoint://status
-        async def subscribe() -> None:
-            await conn.session.subscribe_resource("breakpoint://status")
-        await self.step("resources/subscribe breakpoint://status", subscribe)
+            async def set_level() -> None:
+                await conn.session.set_logging_level("info")
+            await self.step("logging/setLevel info", set_level)
+
+            # --- subscribe, then breakpoint_add must update breakpoint://status
+            async def subscribe() -> None:
+                await conn.session.subscribe_resource("breakpoint://status")
+            await self.step("resources/subscribe breakpoint://status", subscribe)
 
         await self.tool("breakpoint_list_breakpoints",
                         check=lambda d: need(d["breakpoints"] == [], f"expected no breakpoints: {d}"),
@@ -606,7 +643,8 @@ class Runner:
             p = await seen.wait("notifications/message", lambda p: pause_id in json.dumps(p), since=t_pause)
             need(p is not None, "no notifications/message for the pause after logging/setLevel info")
             return short(p.get("data"), 80)
-        await self.step("notifications/message after a pause", log_msg)
+        if not self.modern:  # no logging/setLevel in 2026-07-28
+            await self.step("notifications/message after a pause", log_msg)
 
         pause = await self.tool("breakpoint_wait_for_pause", {"function_name": "add", "timeout_s": 5},
                                 check=lambda d: need(d.get("paused") is True and d["pause"]["id"] == pause_id, short(d)))
@@ -799,7 +837,8 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
             async with AsyncExitStack() as stack:
                 if HAS_CLIENT:
                     conn = await v2_connect(params, seen, stack,
-                                            "legacy" if mode in (None, "joined") else mode)
+                                            "legacy" if mode in (None, "joined")
+                                            else MODERN_VERSION if mode == "modern" else mode)
                 else:
                     conn = await v1_connect(params, seen, stack, tg)
                 if mode == "auto":
@@ -808,11 +847,14 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                         need(len(res["tools"]) == len(EXPECTED_TOOLS), f"{len(res['tools'])} tools")
                         r = await conn.call("breakpoint_get_default_behavior")
                         tool_json(conn, r)
-                        return f"fell back to initialize, negotiated {conn.version}"
+                        # The server answers the server/discover probe: the connection is modern.
+                        need(conn.version == MODERN_VERSION and conn.session.initialize_result is None,
+                             f"fell back to initialize, negotiated {conn.version}")
+                        return f"went modern through server/discover, {conn.version}"
                     await Runner(rep, conn, seen, Http(port_file)).step("mode=auto connect + tools", auto)
                 else:
                     with anyio.fail_after(150):
-                        await Runner(rep, conn, seen, Http(port_file)).run_all()
+                        await Runner(rep, conn, seen, Http(port_file), stack).run_all()
                 t_close = time.monotonic()
             tg.cancel_scope.cancel()
     except Exception as e:  # noqa: BLE001
@@ -855,6 +897,11 @@ async def main_async(binary: Path) -> int:
         await run_connection(rep, binary, tmp, None)
         if HAS_CLIENT:
             await run_connection(rep, binary, tmp, "auto")
+            rep.info(f"again, in the stateless revision {MODERN_VERSION} (mode={MODERN_VERSION!r})")
+            prefix = rep.prefix
+            rep.prefix = prefix + "[modern] "
+            await run_connection(rep, binary, tmp, "modern")
+            rep.prefix = prefix
         rep.info("again, with `--mcp` joining a running server (the stdio <-> /mcp bridge)")
         rep.prefix = rep.prefix + "[joined] "
         await run_connection(rep, binary, tmp, "joined")

@@ -64,6 +64,9 @@ pub const MCP_OUTBOX_BYTES: usize = 8 << 20;
 /// Resource subscriptions per MCP session (those of resources that no longer exist are pruned
 /// first when it is reached).
 pub const MCP_MAX_SUBSCRIPTIONS: usize = 1000;
+/// Open `subscriptions/listen` streams of one modern MCP connection (each holds no thread, only
+/// its filter; each may name up to `MCP_MAX_SUBSCRIPTIONS` resources).
+pub const MCP_MAX_LISTENS: usize = 16;
 /// Bytes of a client's `clientInfo` a session keeps (beyond it, its name and version, cut).
 pub const MCP_MAX_CLIENT_INFO_BYTES: usize = 4096;
 /// Longest `progressToken` (as JSON text) a request may carry: it is repeated in every
@@ -651,6 +654,12 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "Those of resources that no longer exist are pruned; if that frees none, \
                   `resources/subscribe` fails with -32602.",
+    },
+    Limit {
+        what: "Open `subscriptions/listen` streams of one modern MCP connection",
+        value: || count(MCP_MAX_LISTENS as u64),
+        flag: None,
+        reached: "Another `subscriptions/listen` fails with -32000; cancel one first.",
     },
     Limit {
         what: "`clientInfo` kept by an MCP session",

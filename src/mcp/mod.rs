@@ -1,6 +1,9 @@
 //! The MCP server core, transport-agnostic: sessions, the lifecycle (`initialize`, version
 //! negotiation, capabilities), dispatch by method, cancellation, progress, logging, pagination
-//! and batches. Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed messages and attach an outbox per
+//! and batches. Two eras share one set of handlers: the legacy revisions (a session starts with
+//! `initialize`) and the stateless modern revision 2026-07-28 (`modern.rs`: every request
+//! carries its envelope; `server/discover`; `subscriptions/listen` streams). A stdio connection
+//! takes the era of its first request that decides it; HTTP sessions are legacy. Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed messages and attach an outbox per
 //! session; the notifier thread turns state events into notifications for every session.
 //! The session registry is in `sessions.rs` (HTTP sessions are capped and expire when idle); what
 //! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
@@ -8,6 +11,7 @@
 
 pub mod bridge;
 pub mod external;
+pub mod modern;
 pub mod prompts;
 pub mod resources;
 mod sessions;
@@ -75,6 +79,8 @@ pub struct Ctx<'a> {
     /// Receives `()` when the request is cancelled (or its transport closed).
     pub cancel: &'a Receiver<()>,
     progress_token: Option<Value>,
+    /// The revision the request is handled under (negotiated, or named by its envelope).
+    version: &'static str,
     /// Where progress goes when the request has its own response stream (Streamable HTTP).
     progress_out: Option<&'a Sender<Outgoing>>,
     /// When the request started, and the last progress value sent (progress must increase).
@@ -85,6 +91,11 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn shared(&self) -> &Shared {
         &self.mcp.shared
+    }
+
+    /// The revision the request is handled under.
+    pub fn version(&self) -> &'static str {
+        self.version
     }
 
     /// Whether the client asked for progress notifications (a `progressToken`).
@@ -198,13 +209,21 @@ impl Mcp {
     /// Handles a notification from the client.
     pub fn handle_notification(&self, session: &Session, n: &Notification) {
         match n.method.as_str() {
+            // The modern revision has no handshake: nothing to complete.
+            "notifications/initialized" if session.is_modern() => {
+                log::debug!("mcp: ignoring notifications/initialized on a modern connection")
+            }
             "notifications/initialized" => session.state().initialized = true,
             "notifications/cancelled" => {
                 let id = n.params.get("requestId").and_then(RequestId::from_value);
                 if let Some(id) = id {
-                    if let Some(tx) = session.state().in_flight.remove(&id) {
+                    let mut st = session.state();
+                    if let Some(tx) = st.in_flight.remove(&id) {
                         log::debug!("mcp: request {id} cancelled by the client");
                         let _ = tx.try_send(());
+                    } else if st.listens.remove(&id).is_some() {
+                        // MCP: a cancelled request gets no response; the stream just ends.
+                        log::debug!("mcp: listen stream {id} cancelled by the client");
                     }
                 }
             }
@@ -278,14 +297,99 @@ impl Mcp {
 
     /// Handles a request that cannot block (`!may_block`) on the thread that reads the
     /// session's messages: no cancellation can be read while it runs, so it is not registered
-    /// as cancellable.
-    pub fn handle_request_now(&self, session: &Session, req: Request) -> Response {
+    /// as cancellable. `None` for a `subscriptions/listen` that opened its stream: it is
+    /// answered by notifications until the client cancels it, and holds no thread meanwhile.
+    pub fn handle_request_now(&self, session: &Session, req: Request) -> Option<Response> {
         debug_assert!(!Self::may_block(&req));
+        if req.method == "subscriptions/listen" && self.settle_era(session, &req) {
+            return match self.listen(session, &req) {
+                Ok(()) => None,
+                Err(e) => Some(Response::err(Some(req.id), e)),
+            };
+        }
         let outcome = self.guarded(session, &req, &crossbeam_channel::never(), None);
-        Response {
+        Some(Response {
             id: Some(req.id),
             outcome,
+        })
+    }
+
+    /// Fixes the era of a stdio connection whose era is still open, by this request: one that
+    /// marks the modern era (`modern::marks_modern`) makes it modern; `initialize` makes it
+    /// legacy (when answered). Other requests leave it open. Returns whether the connection is
+    /// modern. Transports call it on the reading thread, before a request may move to another
+    /// thread, so the era follows the order of the input.
+    pub fn settle_era(&self, session: &Session, req: &Request) -> bool {
+        let mut st = session.state();
+        if st.modern {
+            return true;
         }
+        if st.version.is_some()
+            || session.transport != Transport::Stdio
+            || req.method == "initialize"
+            || !modern::marks_modern(req)
+        {
+            return false;
+        }
+        st.modern = true;
+        drop(st);
+        log::info!(
+            "mcp: session {} speaks the stateless revision {} (first request: {})",
+            session.id,
+            version::MODERN[0],
+            req.method
+        );
+        true
+    }
+
+    /// Opens a `subscriptions/listen` stream on a modern connection: checks the envelope and
+    /// the filter, registers the stream and sends `notifications/subscriptions/acknowledged`
+    /// (under the session's lock, so no event notification can overtake it). The notifier
+    /// thread then writes what matches; `notifications/cancelled` (or the connection closing)
+    /// ends it. No thread waits for it.
+    fn listen(&self, session: &Session, req: &Request) -> Result<(), RpcError> {
+        let params = match &req.params {
+            Value::Object(m) => m.clone(),
+            Value::Null => Map::new(),
+            _ => return Err(RpcError::invalid_params("params must be an object")),
+        };
+        modern::envelope(&params)?;
+        let mut filter = modern::requested_filter(&params, limits::MCP_MAX_SUBSCRIPTIONS)?;
+        // As with resources/subscribe: only resources that exist can be subscribed to.
+        filter
+            .resource_uris
+            .retain(|u| resources::exists(&self.shared, u));
+        let mut st = session.state();
+        if st.closed {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "the connection is closing",
+            ));
+        }
+        if st.listens.contains_key(&req.id) {
+            return Err(RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("a listen stream with id {} is already open", req.id),
+            ));
+        }
+        if st.listens.len() >= limits::MCP_MAX_LISTENS {
+            return Err(RpcError::new(
+                jsonrpc::LIMIT_EXCEEDED,
+                format!(
+                    "a connection may hold at most {} listen streams; cancel one first",
+                    limits::MCP_MAX_LISTENS
+                ),
+            ));
+        }
+        let ack = Message::notification(
+            "notifications/subscriptions/acknowledged",
+            modern::stamped(&json!({"notifications": filter.to_value()}), &req.id),
+        );
+        st.listens.insert(req.id.clone(), filter);
+        session.send(&ack);
+        drop(st);
+        log::debug!("mcp: listen stream {} opened", req.id);
+        Ok(())
     }
 
     /// Dispatches a request; a panicking handler still answers (-32603), on every transport,
@@ -418,17 +522,92 @@ impl Mcp {
             Value::Null => Map::new(),
             _ => return Err(RpcError::invalid_params("params must be an object")),
         };
+        if self.settle_era(session, req) {
+            return self.dispatch_modern(session, req, &params, cancel, progress_out);
+        }
         match req.method.as_str() {
             "initialize" => return self.initialize(session, &params),
             "ping" => return Ok(json!({})),
             _ => {}
         }
         let Some(version) = session.version() else {
+            // `server/discover` too: on a transport that stays legacy (HTTP+SSE), an answer
+            // would make a probing client adopt the modern era the session cannot speak; this
+            // error makes it fall back to `initialize`.
             return Err(RpcError::new(
                 jsonrpc::INVALID_REQUEST,
                 "the session is not initialized: send initialize first",
             ));
         };
+        if req.method == "server/discover" {
+            // After the handshake it is answered (it changes nothing; the client learns our
+            // revisions, the modern one included, for its next connection).
+            return Ok(self.discover());
+        }
+        self.dispatch_common(session, req, &params, version, cancel, progress_out)
+    }
+
+    /// A request on a modern connection: `initialize` and the removed methods are refused, the
+    /// envelope is checked, then the request is handled as in the legacy era and its result
+    /// completed (`modern::complete`). A resource not found is -32602 here.
+    fn dispatch_modern(
+        &self,
+        session: &Session,
+        req: &Request,
+        params: &Map<String, Value>,
+        cancel: &Receiver<()>,
+        progress_out: Option<&Sender<Outgoing>>,
+    ) -> Result<Value, RpcError> {
+        let method = req.method.as_str();
+        match method {
+            "initialize" => return Err(modern::initialize_refused()),
+            "server/discover" => {
+                modern::check_discover(params)?;
+                return Ok(self.discover());
+            }
+            m if modern::REMOVED.contains(&m) => return Err(RpcError::method_not_found(m)),
+            // Only a transport that keeps the request open can serve it (stdio, through
+            // `handle_request_now`).
+            "subscriptions/listen" => return Err(RpcError::method_not_found(method)),
+            _ => {}
+        }
+        let version = modern::envelope(params)?;
+        let result = self
+            .dispatch_common(session, req, params, version, cancel, progress_out)
+            .map_err(|mut e| {
+                if e.code == RESOURCE_NOT_FOUND {
+                    e.code = jsonrpc::INVALID_PARAMS;
+                }
+                e
+            })?;
+        Ok(modern::complete(result, method, &server_info()))
+    }
+
+    /// `server/discover`: our revisions, capabilities and instructions, completed as every
+    /// modern result is (the same answer on a legacy connection).
+    fn discover(&self) -> Value {
+        modern::complete(
+            json!({
+                "supportedVersions": version::all_supported(),
+                "capabilities": capabilities(version::MODERN[0]),
+                "instructions": INSTRUCTIONS,
+            }),
+            "server/discover",
+            &server_info(),
+        )
+    }
+
+    /// The methods both eras share, handled under `version`.
+    fn dispatch_common(
+        &self,
+        session: &Session,
+        req: &Request,
+        params: &Map<String, Value>,
+        version: &'static str,
+        cancel: &Receiver<()>,
+        progress_out: Option<&Sender<Outgoing>>,
+    ) -> Result<Value, RpcError> {
+        let params = params.clone();
         let progress_token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
@@ -448,6 +627,7 @@ impl Mcp {
             session,
             cancel,
             progress_token,
+            version,
             progress_out,
             started: Instant::now(),
             last_progress: std::cell::Cell::new(0.0),
@@ -524,23 +704,14 @@ impl Mcp {
                 .and_then(Value::as_str)
                 .unwrap_or("unknown")
         );
-        let mut capabilities = json!({
-            "tools": {"listChanged": false},
-            "resources": {"subscribe": true, "listChanged": true},
-            "prompts": {"listChanged": false},
-            "logging": {},
-        });
-        if version::has_annotations(negotiated) {
-            capabilities["completions"] = json!({});
-        }
-        let mut server_info = json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")});
-        if version::has_structured_output(negotiated) {
-            server_info["title"] = json!("CID el Dill breakpoint server");
+        let mut info = server_info();
+        if !version::has_structured_output(negotiated) {
+            info.as_object_mut().map(|m| m.remove("title"));
         }
         Ok(json!({
             "protocolVersion": negotiated,
-            "capabilities": capabilities,
-            "serverInfo": server_info,
+            "capabilities": capabilities(negotiated),
+            "serverInfo": info,
             "instructions": INSTRUCTIONS,
         }))
     }
@@ -647,8 +818,8 @@ impl Mcp {
         let custom = match &event.kind {
             EventKind::ExecutionPaused { .. }
             | EventKind::ExecutionResumed { .. }
-            | EventKind::CallCompleted { .. } => Some(Message::notification(
-                &format!("notifications/breakpoint/{}", event.name()),
+            | EventKind::CallCompleted { .. } => Some((
+                format!("notifications/breakpoint/{}", event.name()),
                 event.params(),
             )),
             _ => None,
@@ -676,13 +847,21 @@ impl Mcp {
             )),
             _ => None,
         };
+        // Modern connections get them on their listen streams, each stamped with its id.
+        let for_listens = ListenNotes {
+            custom: custom.as_ref().map(|(m, p)| (m.as_str(), p)),
+            list_changed,
+            updated: &updated,
+        };
         // Serialised once, sent to every session.
-        let custom = custom.map(|n| n.to_text());
+        let custom = custom
+            .as_ref()
+            .map(|(m, p)| Message::notification(m, p.clone()).to_text());
         let list_changed = list_changed.then(|| {
             Message::notification("notifications/resources/list_changed", Value::Null).to_text()
         });
-        let updated: Vec<(String, String)> = updated
-            .into_iter()
+        let updated_texts: Vec<(&String, String)> = updated
+            .iter()
             .map(|uri| {
                 let text =
                     Message::notification("notifications/resources/updated", json!({"uri": uri}))
@@ -699,15 +878,21 @@ impl Mcp {
         });
         let info = level_rank("info").unwrap_or(1);
         for s in sessions {
-            if let Some(text) = &custom {
+            if s.is_modern() {
+                for_listens.send(&s);
+            } else if let Some(text) = &custom {
                 s.send_text(text.clone());
             }
-            if let Some(text) = &list_changed {
-                s.send_text(text.clone());
-            }
-            for (uri, text) in &updated {
-                if s.is_subscribed(uri) {
+            if s.is_modern() {
+                // Nothing else: the rest is legacy (no listen streams, no log level).
+            } else {
+                if let Some(text) = &list_changed {
                     s.send_text(text.clone());
+                }
+                for (uri, text) in &updated_texts {
+                    if s.is_subscribed(uri) {
+                        s.send_text(text.clone());
+                    }
                 }
             }
             if let Some(text) = &log_text {
@@ -727,7 +912,71 @@ impl Mcp {
     }
 }
 
-/// A short guide for the model, sent in the `initialize` result.
+/// What one event sends to the listen streams of a modern connection.
+struct ListenNotes<'a> {
+    /// The `notifications/breakpoint/*` method and params: every stream gets it.
+    custom: Option<(&'a str, &'a Value)>,
+    /// Whether `notifications/resources/list_changed` goes to the streams that asked for it.
+    list_changed: bool,
+    /// The resources the event changed.
+    updated: &'a [String],
+}
+
+impl ListenNotes<'_> {
+    /// Sends each open stream of `session` what its filter matches, stamped with its id. The
+    /// session's lock is held while sending, so a stream's acknowledgement (sent under the same
+    /// lock) always comes first, and a cancelled stream gets nothing more.
+    fn send(&self, session: &Session) {
+        let st = session.state();
+        for (id, filter) in &st.listens {
+            if let Some((method, params)) = &self.custom {
+                session.send(&Message::notification(method, modern::stamped(params, id)));
+            }
+            if self.list_changed && filter.resources_list_changed {
+                session.send(&Message::notification(
+                    "notifications/resources/list_changed",
+                    modern::stamped(&Value::Null, id),
+                ));
+            }
+            for uri in self.updated {
+                if filter.resource_uris.contains(uri) {
+                    session.send(&Message::notification(
+                        "notifications/resources/updated",
+                        modern::stamped(&json!({"uri": uri}), id),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The server's capabilities under a revision. The modern revision has no `logging/setLevel`
+/// (so no `logging`); its resource subscriptions are made on `subscriptions/listen` streams.
+fn capabilities(version: &str) -> Value {
+    let mut capabilities = json!({
+        "tools": {"listChanged": false},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": false},
+    });
+    if !version::is_modern(version) {
+        capabilities["logging"] = json!({});
+    }
+    if version::has_annotations(version) {
+        capabilities["completions"] = json!({});
+    }
+    capabilities
+}
+
+/// The server's name, version and title (`serverInfo`; in `_meta` of every modern result).
+fn server_info() -> Value {
+    json!({
+        "name": SERVER_NAME,
+        "version": env!("CARGO_PKG_VERSION"),
+        "title": "CID el Dill breakpoint server",
+    })
+}
+
+/// A short guide for the model, sent in the `initialize` and `server/discover` results.
 const INSTRUCTIONS: &str = "This server debugs a running Python program instrumented with cideldill_client. \
 Every call of a wrapped function can pause before it runs and after it returns. Typical loop: \
 breakpoint_add (or rely on the breakpoints the program registers) -> breakpoint_wait_for_pause -> inspect the \
@@ -788,6 +1037,249 @@ mod tests {
         .unwrap()
         .outcome
         .unwrap()
+    }
+
+    fn envelope() -> Value {
+        json!({modern::PROTOCOL_VERSION_KEY: "2026-07-28", modern::CLIENT_CAPABILITIES_KEY: {}})
+    }
+
+    fn outcome(
+        mcp: &Mcp,
+        s: &Session,
+        id: i64,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        mcp.handle_request(s, req(id, method, params))
+            .unwrap()
+            .outcome
+    }
+
+    fn next_note(rx: &Receiver<Outgoing>) -> Value {
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(Outgoing::Message(text)) => serde_json::from_str(&text).unwrap(),
+            other => panic!("no message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stdio_connection_takes_the_era_of_its_first_deciding_request() {
+        let (mcp, s, _rx) = setup();
+        // A ping decides nothing (it works before initialize, as it always did).
+        assert_eq!(
+            outcome(&mcp, &s, 1, "ping", Value::Null).unwrap(),
+            json!({})
+        );
+        assert!(!s.is_modern());
+        let tools = outcome(&mcp, &s, 2, "tools/list", json!({"_meta": envelope()})).unwrap();
+        assert!(s.is_modern());
+        assert_eq!(tools["resultType"], "complete");
+        assert_eq!(tools["ttlMs"], modern::STATIC_TTL_MS);
+        assert_eq!(tools["cacheScope"], "private");
+        assert_eq!(tools["_meta"][modern::SERVER_INFO_KEY]["name"], SERVER_NAME);
+        let names: Vec<&str> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            tools::TOOLS[..2].iter().map(|t| t.name).collect::<Vec<_>>()
+        );
+        assert!(tools["tools"][0]["outputSchema"].is_object());
+        // Now modern: initialize is refused, removed methods are gone, the envelope is needed.
+        let e = outcome(
+            &mcp,
+            &s,
+            3,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, modern::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(
+            e.data.unwrap()["supported"],
+            json!(version::all_supported())
+        );
+        for m in modern::REMOVED {
+            let e = outcome(
+                &mcp,
+                &s,
+                4,
+                m,
+                json!({"_meta": envelope(), "uri": "breakpoint://status", "level": "info"}),
+            )
+            .unwrap_err();
+            assert_eq!(e.code, jsonrpc::METHOD_NOT_FOUND, "{m}");
+        }
+        let e = outcome(&mcp, &s, 5, "tools/list", json!({})).unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
+        assert!(
+            e.message.contains(modern::PROTOCOL_VERSION_KEY),
+            "{}",
+            e.message
+        );
+        let e = outcome(
+            &mcp,
+            &s,
+            6,
+            "resources/read",
+            json!({"_meta": envelope(), "uri": "breakpoint://nope"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.code,
+            jsonrpc::INVALID_PARAMS,
+            "not found is -32602 in the modern era"
+        );
+        let read = outcome(
+            &mcp,
+            &s,
+            7,
+            "resources/read",
+            json!({"_meta": envelope(), "uri": "breakpoint://status"}),
+        )
+        .unwrap();
+        assert_eq!(read["ttlMs"], 0);
+        let d = outcome(&mcp, &s, 8, "server/discover", Value::Null).unwrap();
+        assert_eq!(d["supportedVersions"], json!(version::all_supported()));
+        assert!(d["capabilities"].get("logging").is_none());
+        assert_eq!(d["resultType"], "complete");
+    }
+
+    #[test]
+    fn a_legacy_connection_stays_legacy_and_answers_discover() {
+        let (mcp, s, _rx) = setup();
+        init(&mcp, &s, "2025-11-25");
+        let tools = outcome(&mcp, &s, 1, "tools/list", json!({"_meta": envelope()})).unwrap();
+        assert!(!s.is_modern());
+        assert!(
+            tools.get("resultType").is_none(),
+            "legacy results are as they were"
+        );
+        let d = outcome(&mcp, &s, 2, "server/discover", Value::Null).unwrap();
+        assert_eq!(d["supportedVersions"][0], "2026-07-28");
+        let e = outcome(
+            &mcp,
+            &s,
+            3,
+            "resources/read",
+            json!({"uri": "breakpoint://nope"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, RESOURCE_NOT_FOUND);
+        // HTTP transports never switch era (the modern HTTP shape is not served yet).
+        let (tx, _rx2) = unbounded();
+        let sse = mcp.open_session(Transport::Sse, Some(tx));
+        let e = outcome(&mcp, &sse, 1, "tools/list", json!({"_meta": envelope()})).unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_REQUEST, "{e}");
+        // A probe before the handshake is refused there, so the client falls back to it.
+        let e = outcome(
+            &mcp,
+            &sse,
+            2,
+            "server/discover",
+            json!({"_meta": envelope()}),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_REQUEST, "{e}");
+        assert!(!sse.is_modern());
+    }
+
+    #[test]
+    fn a_listen_stream_is_acknowledged_gets_its_events_and_ends_when_cancelled() {
+        let (mcp, s, rx) = setup();
+        let listen = |id: i64, filter: Value| {
+            mcp.handle_request_now(
+                &s,
+                req(
+                    id,
+                    "subscriptions/listen",
+                    json!({"_meta": envelope(), "notifications": filter}),
+                ),
+            )
+        };
+        let opened = listen(
+            7,
+            json!({"resourcesListChanged": true, "toolsListChanged": true,
+                   "resourceSubscriptions": ["breakpoint://paused", "breakpoint://nope"]}),
+        );
+        assert!(
+            opened.is_none(),
+            "a listen stream gets no response while open"
+        );
+        assert!(s.is_modern());
+        let ack = next_note(&rx);
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(ack["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY], 7);
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"resourcesListChanged": true, "resourceSubscriptions": ["breakpoint://paused"]})
+        );
+        // Without an envelope, it is refused at once.
+        let refused = mcp
+            .handle_request_now(
+                &s,
+                req(8, "subscriptions/listen", json!({"notifications": {}})),
+            )
+            .unwrap();
+        assert_eq!(refused.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+        let paused = Event {
+            seq: 1,
+            kind: EventKind::ExecutionPaused {
+                pause_id: "p1".into(),
+                method_name: "add".into(),
+                pause_reason: "breakpoint".into(),
+                paused_at: 1.0,
+            },
+        };
+        mcp.broadcast(&paused);
+        let mut got = Vec::new();
+        while let Ok(Outgoing::Message(text)) = rx.try_recv() {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY], 7, "{v}");
+            got.push(v);
+        }
+        let methods: Vec<&str> = got.iter().map(|v| v["method"].as_str().unwrap()).collect();
+        assert_eq!(
+            methods,
+            [
+                "notifications/breakpoint/execution_paused",
+                "notifications/resources/list_changed",
+                "notifications/resources/updated"
+            ]
+        );
+        assert_eq!(got[0]["params"]["pause_id"], "p1");
+        assert_eq!(got[2]["params"]["uri"], "breakpoint://paused");
+        // At most MCP_MAX_LISTENS streams; cancelling one ends it (no response, no more events).
+        for i in 1..limits::MCP_MAX_LISTENS as i64 {
+            assert!(listen(100 + i, json!({})).is_none());
+        }
+        let over = listen(999, json!({})).unwrap();
+        assert_eq!(over.outcome.unwrap_err().code, jsonrpc::LIMIT_EXCEEDED);
+        mcp.handle_notification(
+            &s,
+            &Notification {
+                method: "notifications/cancelled".into(),
+                params: json!({"requestId": 7}),
+            },
+        );
+        assert!(!s.state().listens.contains_key(&RequestId::Num(7)));
+        while rx.try_recv().is_ok() {}
+        mcp.broadcast(&paused);
+        let mut after = Vec::new();
+        while let Ok(Outgoing::Message(text)) = rx.try_recv() {
+            after.push(serde_json::from_str::<Value>(&text).unwrap());
+        }
+        assert_eq!(
+            after.len(),
+            limits::MCP_MAX_LISTENS - 1,
+            "one custom note per open stream"
+        );
+        assert!(after
+            .iter()
+            .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY] != 7));
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub(super) struct SessionState {
     pub(super) closed: bool,
     /// The client's `clientInfo`, at most `MCP_MAX_CLIENT_INFO_BYTES` of it.
     pub(super) client_info: Value,
+    /// The connection speaks the stateless modern revision (stdio: fixed by its first request
+    /// that names a revision in `_meta`, or `server/discover`). Legacy once `version` is set.
+    pub(super) modern: bool,
+    /// The open `subscriptions/listen` streams of a modern connection, by request id.
+    pub(super) listens: HashMap<RequestId, super::modern::Filter>,
 }
 
 /// What a session keeps of a client's `clientInfo`: all of it when small, else its name and
@@ -252,11 +257,17 @@ impl Session {
         self.state().subscriptions.contains(uri)
     }
 
-    /// Cancels every request in flight (the transport closed).
+    /// Whether the connection speaks the modern revision.
+    pub fn is_modern(&self) -> bool {
+        self.state().modern
+    }
+
+    /// Cancels every request in flight and ends the listen streams (the transport closed).
     pub fn cancel_all(&self) {
         let pending: Vec<Sender<()>> = {
             let mut st = self.state();
             st.closed = true;
+            st.listens.clear();
             st.in_flight.drain().map(|(_, tx)| tx).collect()
         };
         for tx in pending {
@@ -494,11 +505,14 @@ impl Mcp {
     }
 
     /// Sessions that completed the handshake (MCP: before `notifications/initialized` the
-    /// server sends only pings and log messages).
+    /// server sends only pings and log messages), and modern ones with a listen stream open.
     pub(super) fn live_sessions(&self) -> Vec<Arc<Session>> {
         self.sessions_map()
             .values()
-            .filter(|s| s.state().initialized)
+            .filter(|s| {
+                let st = s.state();
+                st.initialized || !st.listens.is_empty()
+            })
             .cloned()
             .collect()
     }

@@ -2,7 +2,9 @@
 //! answers the requests that cannot block itself. On a request that may block
 //! (`Mcp::may_block`), the reading moves to an `mcp-req` thread of the MCP pool (so `ping` and
 //! `notifications/cancelled` are read while a tool waits) and the thread that read the request
-//! handles it: the request starts at once, and the reader's wake-up is off its path. Stdout is one buffered writer behind a lock: responses are written by the
+//! handles it: the request starts at once, and the reader's wake-up is off its path. A
+//! `subscriptions/listen` (modern era) is registered by the reading thread and holds no thread:
+//! the notifier writes its notifications, `notifications/cancelled` ends it. Stdout is one buffered writer behind a lock: responses are written by the
 //! thread that made them, and `stdio-out` writes notifications (and the responses of requests
 //! that asked for progress, so they follow their progress notifications). One message per line,
 //! each flushed; nothing else in the program writes stdout. On stdin EOF the session's requests are
@@ -175,11 +177,17 @@ impl<R: Read + Send + 'static, W: Write + Send + 'static> Reader<R, W> {
             }
             log::trace!("< stdio {}", jsonrpc::excerpt(line));
             let incoming = jsonrpc::parse(line);
+            if let Incoming::Single(Message::Request(req)) = &incoming {
+                // The era follows the order of the input, even when the request moves on.
+                self.mcp.settle_era(&self.session, req);
+            }
             match incoming {
                 Incoming::Single(Message::Request(req)) if !Mcp::may_block(&req) => {
-                    // Answered at once and written here: no thread to wake, no hand-off.
-                    let resp = self.mcp.handle_request_now(&self.session, req);
-                    write_response(&self.output, resp);
+                    // Answered at once and written here: no thread to wake, no hand-off. A
+                    // listen stream is answered by notifications until it is cancelled.
+                    if let Some(resp) = self.mcp.handle_request_now(&self.session, req) {
+                        write_response(&self.output, resp);
+                    }
                 }
                 Incoming::Single(Message::Request(req)) => {
                     let (mcp, session) = (Arc::clone(&self.mcp), Arc::clone(&self.session));

@@ -152,7 +152,7 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
             hint,
         )));
     }
-    let version = ctx.session.version().unwrap_or(super::version::LATEST);
+    let version = ctx.version();
     match (tool.handler)(ctx, &args) {
         Ok(v) => {
             let mut out =

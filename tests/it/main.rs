@@ -18,6 +18,7 @@ mod fixture;
 mod join;
 mod mcp_http;
 mod mcp_limits;
+mod mcp_modern;
 mod mcp_stdio;
 mod mcp_support;
 mod mcp_tools;
