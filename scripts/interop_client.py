@@ -352,16 +352,18 @@ async def v1_session(read: Any, write: Any, seen: Seen, stack: Any, tg: Any) -> 
 
     async def pump() -> None:
         async with tee_send:
-            async for msg in read:
-                root = getattr(getattr(msg, "message", None), "root", None)
-                if root is not None and hasattr(root, "method") and not hasattr(root, "id"):
-                    seen.raw.append((root.method, root.params or {}, time.monotonic()))
-                try:
+            try:
+                async for msg in read:
+                    root = getattr(getattr(msg, "message", None), "root", None)
+                    if root is not None and hasattr(root, "method") and not hasattr(root, "id"):
+                        seen.raw.append((root.method, root.params or {}, time.monotonic()))
                     await tee_send.send(msg)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    # The session closed while the server was still sending (notifications
-                    # that follow the last tool result): the tee's problem, not the server's.
-                    return
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                # The session closed while the server was still sending (notifications that
+                # follow the last tool result), or the transport closed the stream this tee
+                # reads while a message was on its way (a server that exits at once when its
+                # stdin closes, as the joining bridge does): the tee's problem, not the server's.
+                return
 
     tg.start_soon(pump)
     session = await stack.enter_async_context(
