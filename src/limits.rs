@@ -67,6 +67,9 @@ pub const MCP_MAX_SUBSCRIPTIONS: usize = 1000;
 /// Open `subscriptions/listen` streams of one modern MCP connection (each holds no thread, only
 /// its filter; each may name up to `MCP_MAX_SUBSCRIPTIONS` resources).
 pub const MCP_MAX_LISTENS: usize = 16;
+/// Open `subscriptions/listen` streams on Streamable HTTP, all clients together (each holds a
+/// request thread and an open connection).
+pub const MCP_HTTP_MAX_LISTENS: usize = 64;
 /// Bytes of a client's `clientInfo` a session keeps (beyond it, its name and version, cut).
 pub const MCP_MAX_CLIENT_INFO_BYTES: usize = 4096;
 /// Longest `progressToken` (as JSON text) a request may carry: it is repeated in every
@@ -660,6 +663,13 @@ pub const TABLE: &[Limit] = &[
         value: || count(MCP_MAX_LISTENS as u64),
         flag: None,
         reached: "Another `subscriptions/listen` fails with -32000; cancel one first.",
+    },
+    Limit {
+        what: "Open `subscriptions/listen` streams on Streamable HTTP (all clients)",
+        value: || count(MCP_HTTP_MAX_LISTENS as u64),
+        flag: None,
+        reached: "Another `subscriptions/listen` POST is answered with -32000 (HTTP 200); close \
+                  a stream first.",
     },
     Limit {
         what: "`clientInfo` kept by an MCP session",

@@ -6,24 +6,33 @@
 //! when its peer goes away. Outboxes are bounded; a session whose client stops reading is dropped.
 //! Every request and stream holds its session as [`Active`] while it runs, so a session with a
 //! request in flight or a stream open is never closed as idle nor evicted at the cap.
+//!
+//! `/mcp` also serves the stateless revision 2026-07-28, chosen per request: a POST whose
+//! `MCP-Protocol-Version` header, or whose body's `params._meta`, names it is handled the modern
+//! way (see "Streamable HTTP, stateless" below); anything else takes the legacy path, so legacy
+//! sessions and stateless requests share the endpoint.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use base64::Engine;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
 
 use super::stream::EventStream;
 use super::{guard, read_body};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
 use crate::limits;
-use crate::mcp::{version, Active, BatchAnswer, Mcp, Outgoing, Session, Transport};
+use crate::mcp::{modern, version, Active, BatchAnswer, Mcp, Outgoing, Session, Transport};
 
 /// Messages a session may have queued for its stream before it counts as stalled.
 pub const OUTBOX_CAPACITY: usize = limits::MCP_OUTBOX_MESSAGES;
 /// Silence after which a stream gets a keep-alive comment.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Longest silence on a stateless request's event stream (a comment line is written then): a
+/// closed peer is noticed only when a write fails, and that cancels the request.
+const STATELESS_KEEPALIVE: Duration = Duration::from_millis(500);
 /// The session header of Streamable HTTP.
 const SESSION_HEADER: &str = "Mcp-Session-Id";
 
@@ -379,6 +388,10 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
             "Not Acceptable: Accept must include application/json and text/event-stream",
         );
     }
+    let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
+    if is_stateless(&rq, &incoming) {
+        return stateless_post(mcp, rq, incoming);
+    }
     if let Some(v) = header(&rq, "MCP-Protocol-Version").map(str::to_owned) {
         if !version::is_supported(v.trim()) {
             return rpc_error(
@@ -389,7 +402,6 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
             );
         }
     }
-    let incoming = jsonrpc::parse(&String::from_utf8_lossy(body));
     if let Incoming::Single(Message::Request(req)) = &incoming {
         if req.method == "initialize" {
             let Ok(session) = mcp.open_capped(Transport::Http, None) else {
@@ -511,6 +523,9 @@ fn sse_reply(
 }
 
 fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
+    if names_stateless_version(&rq) {
+        return stateless_not_allowed(rq);
+    }
     if !accepts(&rq, "text/event-stream") {
         return rpc_error(
             rq,
@@ -529,9 +544,314 @@ fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
 }
 
 fn streamable_delete(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
+    if names_stateless_version(&rq) {
+        return stateless_not_allowed(rq);
+    }
     let Ok((session, rq)) = streamable_session(mcp, rq) else {
         return;
     };
     mcp.close_session(&session.id);
     respond(rq, 200, "application/json", b"{}".to_vec(), &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamable HTTP, stateless (MCP 2026-07-28): POST only, no session; every request carries the
+// headers `MCP-Protocol-Version`, `Mcp-Method` and, for `tools/call`, `resources/read` and
+// `prompts/get`, `Mcp-Name`, which must agree with its body. It runs on a session of its own
+// (`Transport::Stateless`, modern from the start) that is registered while it runs, so the
+// shutdown stops it, and is closed after. Closing its response stream cancels it.
+
+/// Whether the request's `MCP-Protocol-Version` header names a modern revision.
+fn names_stateless_version(rq: &tiny_http::Request) -> bool {
+    header(rq, "MCP-Protocol-Version").is_some_and(|v| version::is_modern(v.trim()))
+}
+
+/// Whether a POST to `/mcp` takes the stateless path: its header or its body's `_meta` names a
+/// modern revision.
+fn is_stateless(rq: &tiny_http::Request, incoming: &Incoming) -> bool {
+    names_stateless_version(rq)
+        || matches!(incoming, Incoming::Single(Message::Request(req))
+            if modern::named_version(req).is_some_and(version::is_modern))
+}
+
+/// A modern GET or DELETE: there are no sessions nor server streams in this revision.
+fn stateless_not_allowed(rq: tiny_http::Request) {
+    let body = Message::Response(Response::err(
+        None,
+        RpcError::new(
+            jsonrpc::INVALID_REQUEST,
+            "Method Not Allowed: the stateless revision 2026-07-28 takes POST only",
+        ),
+    ))
+    .to_text();
+    respond(
+        rq,
+        405,
+        "application/json",
+        body.into_bytes(),
+        &[("Allow", "POST")],
+    );
+}
+
+/// A header value, decoded from `=?base64?…?=` when it comes in that form (`None` when that
+/// form does not decode to UTF-8).
+fn header_text(value: &str) -> Option<String> {
+    let value = value.trim();
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(b64) => base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
+        None => Some(value.to_owned()),
+    }
+}
+
+fn mismatch(message: String) -> RpcError {
+    RpcError::new(modern::HEADER_MISMATCH, message)
+}
+
+/// The headers a stateless request must carry, checked against its body.
+fn check_stateless_headers(
+    rq: &tiny_http::Request,
+    req: &jsonrpc::Request,
+) -> Result<(), RpcError> {
+    let named = modern::named_version(req);
+    let Some(v) = header(rq, "MCP-Protocol-Version").map(str::trim) else {
+        return Err(mismatch(
+            "the MCP-Protocol-Version header is required (2026-07-28)".into(),
+        ));
+    };
+    if !version::is_modern(v) && !version::is_supported(v) {
+        return Err(modern::unsupported_version(&serde_json::json!(v)));
+    }
+    if named.is_some_and(|n| n != v) || !version::is_modern(v) {
+        return Err(mismatch(format!(
+            "the MCP-Protocol-Version header ({v}) differs from the request's \
+             params._meta revision ({})",
+            named.unwrap_or("none")
+        )));
+    }
+    match header(rq, "Mcp-Method").map(header_text) {
+        None => return Err(mismatch("the Mcp-Method header is required".into())),
+        Some(m) if m.as_deref() != Some(req.method.as_str()) => {
+            return Err(mismatch(format!(
+                "the Mcp-Method header ({}) differs from the body's method ({})",
+                m.unwrap_or_else(|| "undecodable".into()),
+                req.method
+            )))
+        }
+        Some(_) => {}
+    }
+    let key = match req.method.as_str() {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return Ok(()),
+    };
+    let expected = req.params.get(key).and_then(serde_json::Value::as_str);
+    let given = header(rq, "Mcp-Name").map(header_text);
+    match (given, expected) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err(mismatch(format!(
+            "the Mcp-Name header is required for {} (the {key})",
+            req.method
+        ))),
+        (Some(g), e) if g.as_deref() == e => Ok(()),
+        (Some(g), e) => Err(mismatch(format!(
+            "the Mcp-Name header ({}) differs from the body's {key} ({})",
+            g.unwrap_or_else(|| "undecodable".into()),
+            e.unwrap_or("none")
+        ))),
+    }
+}
+
+/// The HTTP status of a stateless answer: 400 for a header or revision error, 404 for a method
+/// we do not have (its JSON-RPC body tells a modern server from a missing endpoint), else 200.
+fn stateless_status(resp: &Response) -> u16 {
+    match &resp.outcome {
+        Err(e) if e.code == jsonrpc::METHOD_NOT_FOUND => 404,
+        Err(e)
+            if e.code == modern::HEADER_MISMATCH
+                || e.code == modern::UNSUPPORTED_PROTOCOL_VERSION =>
+        {
+            400
+        }
+        _ => 200,
+    }
+}
+
+fn stateless_answer(rq: tiny_http::Request, resp: Response) {
+    let status = stateless_status(&resp);
+    let body = Message::Response(resp).to_text().into_bytes();
+    respond(rq, status, "application/json", body, &[]);
+}
+
+/// The session of one stateless request, closed when dropped.
+struct Stateless<'a> {
+    mcp: &'a Mcp,
+    session: Arc<Session>,
+}
+
+impl Drop for Stateless<'_> {
+    fn drop(&mut self) {
+        self.mcp.close_session(&self.session.id);
+    }
+}
+
+fn stateless_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, incoming: Incoming) {
+    let req = match incoming {
+        Incoming::Single(Message::Request(req)) => req,
+        // Nothing to do with a notification or response here: cancelling is closing the
+        // request's response stream.
+        Incoming::Single(_) => return respond(rq, 202, "text/plain", Vec::new(), &[]),
+        Incoming::Batch(_) => {
+            return rpc_error(
+                rq,
+                400,
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: the stateless revision 2026-07-28 takes one message per POST",
+            )
+        }
+        Incoming::Invalid(resp) => {
+            let body = Message::Response(resp).to_text().into_bytes();
+            return respond(rq, 400, "application/json", body, &[]);
+        }
+    };
+    if let Err(e) = check_stateless_headers(&rq, &req) {
+        return stateless_answer(rq, Response::err(Some(req.id), e));
+    }
+    if req.method == "subscriptions/listen" {
+        return listen_stream(mcp, rq, req);
+    }
+    let guard = Stateless {
+        mcp,
+        session: mcp.open_stateless(None),
+    };
+    let has_progress = req
+        .params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .is_some();
+    let sse = accepts(&rq, "text/event-stream")
+        && (Mcp::may_block(&req) || has_progress || !accepts(&rq, "application/json"));
+    if sse {
+        stateless_sse_reply(mcp, rq, &guard.session, req);
+    } else {
+        match mcp.handle_request(&guard.session, req) {
+            Some(resp) => stateless_answer(rq, resp),
+            None => respond(rq, 202, "text/plain", Vec::new(), &[]),
+        }
+    }
+}
+
+/// Answers a stateless request on its own event stream: progress, then the response, with a
+/// comment at least every `STATELESS_KEEPALIVE` meanwhile. The first write that fails (the
+/// client closed the stream) cancels the request.
+fn stateless_sse_reply(
+    mcp: &Arc<Mcp>,
+    rq: tiny_http::Request,
+    session: &Arc<Session>,
+    req: jsonrpc::Request,
+) {
+    let Ok(mut stream) = EventStream::open(rq, 200, &[]) else {
+        return;
+    };
+    let (tx, rx) = unbounded::<Outgoing>();
+    let (mcp2, session2) = (Arc::clone(mcp), Arc::clone(session));
+    let (id, method) = (req.id.clone(), req.method.clone());
+    let ran = mcp.pool.run(move || {
+        if let Some(resp) = mcp2.handle_request_via(&session2, req, Some(&tx)) {
+            let _ = tx.send(Outgoing::Message(Message::Response(resp).to_text()));
+        }
+    });
+    if let Err(e) = ran {
+        log::error!("mcp http: cannot start a request thread: {e}");
+        let err = RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("the server cannot start a thread for this request: {e}"),
+        );
+        let _ = stream.event(
+            Some("message"),
+            &Message::Response(Response::err(Some(id), err)).to_text(),
+        );
+        stream.finish();
+        return;
+    }
+    let mut peer_gone = false;
+    loop {
+        // The job's sender is dropped when it ends, which ends this loop.
+        let sent = match rx.recv_timeout(STATELESS_KEEPALIVE) {
+            Ok(Outgoing::Message(_)) if peer_gone => continue,
+            Ok(Outgoing::Message(text)) => stream.event(Some("message"), &text),
+            Ok(Outgoing::Close) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) if peer_gone => continue,
+            Err(RecvTimeoutError::Timeout) => stream.ping(),
+        };
+        if sent.is_err() && !peer_gone {
+            // MCP 2026-07-28: closing the response stream cancels the request.
+            peer_gone = true;
+            log::info!(
+                "mcp http: stateless request {id} ({method}) cancelled: its client closed the \
+                 response stream"
+            );
+            session.cancel_all();
+        }
+    }
+    if !peer_gone {
+        stream.finish();
+    }
+}
+
+/// A `subscriptions/listen` POST: its response stream stays open, carrying the acknowledgement,
+/// then what its filter matches (the notifier writes to the stream's session), with comments
+/// meanwhile, until the client closes it or the server stops. At most `MCP_HTTP_MAX_LISTENS`
+/// are open at once.
+fn listen_stream(mcp: &Arc<Mcp>, rq: tiny_http::Request, req: jsonrpc::Request) {
+    let max = limits::MCP_HTTP_MAX_LISTENS;
+    if mcp.http_listens.fetch_add(1, Ordering::SeqCst) >= max {
+        mcp.http_listens.fetch_sub(1, Ordering::SeqCst);
+        let err = RpcError::new(
+            jsonrpc::LIMIT_EXCEEDED,
+            format!("the server holds at most {max} listen streams on HTTP; close one first"),
+        );
+        return stateless_answer(rq, Response::err(Some(req.id), err));
+    }
+    let (tx, rx) = bounded(OUTBOX_CAPACITY);
+    let guard = Stateless {
+        mcp,
+        session: mcp.open_stateless(Some(tx)),
+    };
+    guard.session.keep_drain(rx.clone());
+    let id = req.id.clone();
+    if let Some(resp) = mcp.handle_request_now(&guard.session, req) {
+        mcp.http_listens.fetch_sub(1, Ordering::SeqCst);
+        return stateless_answer(rq, resp);
+    }
+    mcp.open_streams.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut stream) = EventStream::open(rq, 200, &[]) {
+        log::debug!("mcp http: listen stream {id} open");
+        loop {
+            let sent = match rx.recv_timeout(STATELESS_KEEPALIVE) {
+                Ok(Outgoing::Message(text)) => {
+                    guard.session.dequeued(text.len());
+                    stream.event(Some("message"), &text)
+                }
+                // The session closed (the server stops, or the client stopped reading).
+                Ok(Outgoing::Close) | Err(RecvTimeoutError::Disconnected) => {
+                    stream.finish();
+                    break;
+                }
+                Err(RecvTimeoutError::Timeout) => stream.ping(),
+            };
+            if sent.is_err() {
+                log::debug!("mcp http: listen stream {id} closed by its client");
+                break;
+            }
+        }
+    }
+    drop(guard);
+    mcp.http_listens.fetch_sub(1, Ordering::SeqCst);
+    mcp.open_streams.fetch_sub(1, Ordering::SeqCst);
 }

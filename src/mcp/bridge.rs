@@ -14,12 +14,23 @@
 //! stream for), and the notification is posted once the stream is open. The `Mcp-Session-Id` and the
 //! protocol version of the `initialize` exchange are sent back on every later message.
 //!
+//! A request of the stateless revision 2026-07-28 (its `params._meta` names the revision, or it
+//! is `server/discover`) is posted the stateless way instead: no session id; the headers
+//! `MCP-Protocol-Version` (the revision its `_meta` names; 2026-07-28 for a bare discover),
+//! `Mcp-Method` and, for `tools/call`, `resources/read` and `prompts/get`, `Mcp-Name`, built
+//! from the body (`=?base64?…?=` when a value is not plain ASCII). Each gets an HTTP client of
+//! its own: `notifications/cancelled` naming it closes its response stream (that is how the
+//! revision cancels over HTTP) instead of being posted, and the request is not answered. A
+//! `subscriptions/listen` is such a request whose stream stays open: what comes on it is
+//! relayed line by line until the client cancels it or stdin closes.
+//!
 //! A request the server cannot answer (it is gone, or answers with an HTTP error without a
 //! JSON-RPC body) gets a JSON-RPC error naming the cause. Stdin closing ends the bridge: it
 //! deletes its session (the server cancels what the session still runs) and exits, and the
 //! server keeps running. The server ending the session (it stopped, or forgot the session)
 //! ends the bridge with an error on stderr, so the host shows the server as stopped.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,8 +42,9 @@ use serde_json::{json, Value};
 use ureq::http::Response;
 use ureq::Body;
 
+use super::modern::PROTOCOL_VERSION_KEY;
 use crate::jsonrpc;
-use crate::upstream::http::{content_type, describe_status, drain, Client};
+use crate::upstream::http::{content_type, describe_status, drain, header_value, Client};
 use crate::upstream::sse_parse::EventReader;
 
 /// Longest stdin line, as for the server's own stdio transport.
@@ -74,6 +86,7 @@ where
         version: Mutex::new(None),
         out: Mutex::new(io::BufWriter::new(Box::new(output))),
         events_opened: AtomicBool::new(false),
+        stops: Mutex::new(HashMap::new()),
         done: done_tx,
     });
     let reader = bridge.clone();
@@ -96,7 +109,53 @@ struct Bridge {
     version: Mutex<Option<String>>,
     out: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
     events_opened: AtomicBool,
+    /// The stop flags of the stateless requests in flight, by request id (as JSON text).
+    stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
     done: Sender<End>,
+}
+
+/// The headers of a stateless (2026-07-28) request, or `None` for a legacy message: a single
+/// request whose `params._meta` names a revision, or `server/discover`.
+fn stateless_headers(msg: &Value) -> Option<Vec<(&'static str, String)>> {
+    let method = msg.get("method").and_then(Value::as_str)?;
+    msg.get("id").filter(|v| !v.is_null())?;
+    let named = msg
+        .pointer("/params/_meta")
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY));
+    if named.is_none() && method != "server/discover" {
+        return None;
+    }
+    let revision = match named {
+        Some(Value::String(v)) => v.clone(),
+        Some(other) => other.to_string(),
+        None => super::version::MODERN[0].to_owned(),
+    };
+    let mut headers = vec![
+        ("MCP-Protocol-Version", header_value(&revision)),
+        ("Mcp-Method", header_value(method)),
+    ];
+    let key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = key
+        .and_then(|k| msg.pointer(&format!("/params/{k}")))
+        .and_then(Value::as_str)
+    {
+        headers.push(("Mcp-Name", header_value(name)));
+    }
+    Some(headers)
+}
+
+/// The id a `notifications/cancelled` names, as a key of `Bridge::stops`.
+fn cancelled_id(msg: &Value) -> Option<String> {
+    if msg.get("method").and_then(Value::as_str) != Some("notifications/cancelled") {
+        return None;
+    }
+    msg.pointer("/params/requestId")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string)
 }
 
 /// What a line from the host is.
@@ -174,6 +233,16 @@ impl Bridge {
             log::trace!("< bridge {}", jsonrpc::excerpt(&line));
             match serde_json::from_str::<Value>(&line) {
                 Ok(msg) => match kind(&msg) {
+                    Kind::Request { ids, .. } if stateless_headers(&msg).is_some() => {
+                        let headers = stateless_headers(&msg).unwrap_or_default();
+                        let me = self.clone();
+                        let spawned = thread::Builder::new()
+                            .name("bridge-post".into())
+                            .spawn(move || me.stateless(line.into_bytes(), &ids, headers));
+                        if let Err(e) = spawned {
+                            log::error!("mcp bridge: cannot start a thread: {e}");
+                        }
+                    }
                     Kind::Request { ids, initialize } => {
                         let me = self.clone();
                         let spawned = thread::Builder::new()
@@ -183,6 +252,7 @@ impl Bridge {
                             log::error!("mcp bridge: cannot start a thread: {e}");
                         }
                     }
+                    Kind::Other { .. } if self.abandon(&msg) => {}
                     Kind::Other { initialized } => {
                         // The server's stream is open before anything can happen that it
                         // would announce (it drops what it cannot deliver).
@@ -304,11 +374,74 @@ impl Bridge {
         }
     }
 
+    /// A `notifications/cancelled` naming a stateless request in flight: its stream is closed
+    /// (the server cancels it), and the notification goes no further.
+    fn abandon(&self, msg: &Value) -> bool {
+        let Some(id) = cancelled_id(msg) else {
+            return false;
+        };
+        match self
+            .stops
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+        {
+            Some(stop) => {
+                log::debug!("mcp bridge: request {id} cancelled: closing its stream");
+                stop.store(true, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Posts a stateless request on a client of its own (stopped by [`Bridge::abandon`]) and
+    /// relays what comes back; a request given up is not answered.
+    fn stateless(&self, body: Vec<u8>, ids: &[Value], headers: Vec<(&'static str, String)>) {
+        let (client, stop) = self.client.for_request(CONNECT_TIMEOUT);
+        let key = ids.first().map(Value::to_string).unwrap_or_default();
+        self.stops
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), stop);
+        let mut rq = client
+            .agent
+            .post(&self.url)
+            .config()
+            .timeout_global(Some(Duration::from_secs(24 * 3600)))
+            .build()
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        for (k, v) in headers {
+            rq = rq.header(k, v);
+        }
+        let result = rq.send(body);
+        self.relay(result, &client, ids, false, false);
+        self.stops
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+    }
+
     /// Posts a request and relays everything that comes back until its answer.
     fn exchange(&self, body: Vec<u8>, ids: &[Value], initialize: bool) {
         let (result, had_session) = self.post(body, Duration::from_secs(24 * 3600));
+        self.relay(result, &self.client, ids, initialize, had_session);
+    }
+
+    /// Relays the answer to a posted request (through `client`): a JSON body, or an event
+    /// stream until it ends. Nothing is said for a request whose client was stopped.
+    fn relay(
+        &self,
+        result: Result<Response<Body>, ureq::Error>,
+        client: &Client,
+        ids: &[Value],
+        initialize: bool,
+        had_session: bool,
+    ) {
         let resp = match result {
             Ok(r) => r,
+            Err(_) if client.stopped() => return,
             Err(e) => {
                 let why = format!(
                     "the running server at {} cannot be reached: {}",
@@ -339,6 +472,7 @@ impl Bridge {
                         }
                         Ok(Some(_)) => {}
                         Ok(None) => break,
+                        Err(_) if client.stopped() => break,
                         Err(e) => {
                             self.fail(ids, &format!("the answer stream failed: {e}"));
                             break;

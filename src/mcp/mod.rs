@@ -3,8 +3,10 @@
 //! and batches. Two eras share one set of handlers: the legacy revisions (a session starts with
 //! `initialize`) and the stateless modern revision 2026-07-28 (`modern.rs`: every request
 //! carries its envelope; `server/discover`; `subscriptions/listen` streams). A stdio connection
-//! takes the era of its first request that decides it; HTTP sessions are legacy. Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed messages and attach an outbox per
-//! session; the notifier thread turns state events into notifications for every session.
+//! takes the era of its first request that decides it; HTTP sessions are legacy, and a stateless
+//! request on Streamable HTTP gets a modern session of its own for as long as it runs
+//! (`Transport::Stateless`). Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed
+//! messages and attach an outbox per session; the notifier thread turns state events into notifications for every session.
 //! The session registry is in `sessions.rs` (HTTP sessions are capped and expire when idle); what
 //! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
 //! Tools, resources and prompts live in their own modules and never see a transport.
@@ -161,6 +163,8 @@ pub struct Mcp {
     pub shared: Arc<Shared>,
     /// Event streams currently open on HTTP (their threads are detached; shutdown waits on this).
     pub open_streams: std::sync::atomic::AtomicUsize,
+    /// `subscriptions/listen` streams open on Streamable HTTP (at most `MCP_HTTP_MAX_LISTENS`).
+    pub http_listens: std::sync::atomic::AtomicUsize,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Items per page of every list method.
     pub page_size: usize,
@@ -197,6 +201,7 @@ impl Mcp {
         Arc::new(Mcp {
             shared,
             open_streams: std::sync::atomic::AtomicUsize::new(0),
+            http_listens: std::sync::atomic::AtomicUsize::new(0),
             sessions: Mutex::new(HashMap::new()),
             page_size: page_size.max(1),
             pool: crate::pool::Pool::new("mcp-req", 2, Duration::from_secs(30)),
@@ -1169,7 +1174,8 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, RESOURCE_NOT_FOUND);
-        // HTTP transports never switch era (the modern HTTP shape is not served yet).
+        // Legacy HTTP sessions never switch era (stateless HTTP requests get sessions of their
+        // own, modern from the start).
         let (tx, _rx2) = unbounded();
         let sse = mcp.open_session(Transport::Sse, Some(tx));
         let e = outcome(&mcp, &sse, 1, "tools/list", json!({"_meta": envelope()})).unwrap_err();

@@ -31,6 +31,9 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// Notification `_meta` key on a listen stream: the id of the `subscriptions/listen` request.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// MCP 2026-07-28, Streamable HTTP: a required header (`MCP-Protocol-Version`, `Mcp-Method`,
+/// `Mcp-Name`) is missing or says something else than the body.
+pub const HEADER_MISMATCH: i64 = -32020;
 /// MCP 2026-07-28: the request's revision is not one the server speaks.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -78,6 +81,14 @@ pub fn initialize_refused() -> RpcError {
          (send the envelope in params._meta instead)",
     )
     .with_data(json!({"supported": version::all_supported()}))
+}
+
+/// The revision a request's `params._meta` names, if any (whatever its value).
+pub fn named_version(req: &Request) -> Option<&str> {
+    req.params
+        .get("_meta")
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+        .and_then(Value::as_str)
 }
 
 /// Checks a modern request's envelope and returns its revision.

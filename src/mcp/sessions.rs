@@ -76,8 +76,12 @@ pub enum Transport {
     Stdio,
     /// Legacy HTTP+SSE (2024-11-05).
     Sse,
-    /// Streamable HTTP.
+    /// Streamable HTTP, legacy revisions (a session per `initialize`).
     Http,
+    /// Streamable HTTP, the stateless revision 2026-07-28: one registered session per request
+    /// (or per `subscriptions/listen` stream) while it runs, never named to the client, never
+    /// counted against `--mcp-max-sessions` nor expired as idle.
+    Stateless,
 }
 
 impl Transport {
@@ -86,6 +90,7 @@ impl Transport {
             Transport::Stdio => "stdio",
             Transport::Sse => "sse",
             Transport::Http => "http",
+            Transport::Stateless => "http-stateless",
         }
     }
 }
@@ -331,7 +336,8 @@ impl Mcp {
             let mut sessions = self.sessions_map();
             let now = now_ms();
             closed.extend(self.take_expired(&mut sessions, now));
-            let counted = |s: &Arc<Session>| s.transport != Transport::Stdio;
+            let counted =
+                |s: &Arc<Session>| matches!(s.transport, Transport::Sse | Transport::Http);
             if sessions.values().filter(|s| counted(s)).count() >= cap {
                 let victim = sessions
                     .values()
@@ -364,6 +370,20 @@ impl Mcp {
         self.release(closed);
         log::debug!("mcp: session {} opened on {transport}", active.id);
         Ok(active)
+    }
+
+    /// Registers the session of one stateless (2026-07-28) HTTP request or listen stream, modern
+    /// from the start, whose out-of-band messages (a listen stream's) go to `outbox`. The caller
+    /// closes it ([`Mcp::close_session`]) when the request or stream ends.
+    pub fn open_stateless(&self, outbox: Option<Sender<Outgoing>>) -> Arc<Session> {
+        let session = Self::new_session(Transport::Stateless, outbox);
+        session.state().modern = true;
+        {
+            let mut sessions = self.sessions_map();
+            sessions.insert(session.id.clone(), session.clone());
+            self.registry_changed(&sessions);
+        }
+        session
     }
 
     /// The session `id` of `transport`, in use by the caller; `None` if there is none or it
@@ -433,13 +453,16 @@ impl Mcp {
         out
     }
 
-    /// Updates what follows the number of sessions (the registry's lock held).
+    /// Updates what follows the number of sessions (the registry's lock held). The sessions of
+    /// stateless requests are not agents' connections: they are not counted for the web UI.
     fn registry_changed(&self, sessions: &HashMap<String, Arc<Session>>) {
         self.any_session
             .store(!sessions.is_empty(), Ordering::SeqCst);
-        self.shared
-            .mcp_sessions
-            .store(sessions.len(), Ordering::SeqCst);
+        let agents = sessions
+            .values()
+            .filter(|s| s.transport != Transport::Stateless)
+            .count();
+        self.shared.mcp_sessions.store(agents, Ordering::SeqCst);
     }
 
     /// Ends sessions already removed from the registry: their requests are cancelled and their

@@ -216,3 +216,86 @@ fn progress_and_cancellation_cross_the_bridge() {
         .is_none());
     assert_eq!(agent.request("ping", json!({}))["result"], json!({}));
 }
+
+#[test]
+fn a_modern_client_joins_through_the_bridge() {
+    let home = TempDir::new("join-modern");
+    let server = Server::start_in(home.path(), &["--memory"]);
+    let agent = McpServer::beside(&server, &[]);
+    let env = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities": {}});
+    let with_env = |mut params: Value| {
+        params["_meta"] = env.clone();
+        params
+    };
+    // The probe a modern client starts with, without an envelope.
+    let d = agent.request("server/discover", json!({}));
+    assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28", "{d}");
+    let tools = agent.request("tools/list", with_env(json!({})));
+    assert_eq!(tools["result"]["resultType"], "complete", "{tools}");
+    assert!(tools["result"]["tools"].as_array().unwrap().len() > 10);
+    let add = agent.request(
+        "tools/call",
+        with_env(json!({"name": "breakpoint_add", "arguments": {"function_name": "add"}})),
+    );
+    assert_eq!(add["result"]["isError"], false, "{add}");
+    assert_eq!(add["result"]["resultType"], "complete");
+    // Errors come back as the server says them.
+    let ping = agent.request("ping", with_env(json!({})));
+    assert_eq!(ping["error"]["code"], -32601, "{ping}");
+    // A listen stream relayed line by line.
+    let listen = agent.start_request(
+        "subscriptions/listen",
+        with_env(json!({"notifications": {"resourceSubscriptions": ["breakpoint://paused"]}})),
+    );
+    let ack = agent.notification("notifications/subscriptions/acknowledged");
+    let sub_key = "io.modelcontextprotocol/subscriptionId";
+    assert_eq!(ack["params"]["_meta"][sub_key], listen, "{ack}");
+    // A blocking call cancelled from stdin: its stream is closed, it gets no answer, and the
+    // server stops waiting (the next pause goes to the next waiter).
+    let cancelled = agent.start_request(
+        "tools/call",
+        with_env(json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50}})),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    agent.notify("notifications/cancelled", json!({"requestId": cancelled}));
+    let c = server.client();
+    let stderr = || server.stderr();
+    crate::support::wait_for("the server to cancel the wait", || {
+        stderr()
+            .contains(&format!(
+                "stateless request {cancelled} (tools/call) cancelled"
+            ))
+            .then_some(())
+    });
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("add", vec![item(&json!(2), 2)], json!({})),
+    );
+    let p = pause_id(&start);
+    let paused = agent.notification("notifications/breakpoint/execution_paused");
+    assert_eq!(paused["params"]["pause_id"], p.as_str());
+    assert_eq!(paused["params"]["_meta"][sub_key], listen);
+    let waited = agent.request(
+        "tools/call",
+        with_env(json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 5}})),
+    );
+    assert_eq!(tool_json(&waited["result"])["pause"]["id"], p.as_str());
+    assert!(agent
+        .take(Duration::from_millis(300), |m| m.get("id")
+            == Some(&json!(cancelled)))
+        .is_none());
+    // Cancelling the listen stream ends it.
+    agent.notify("notifications/cancelled", json!({"requestId": listen}));
+    std::thread::sleep(Duration::from_millis(600));
+    let cont = agent.request(
+        "tools/call",
+        with_env(json!({"name": "breakpoint_continue", "arguments": {"pause_id": p}})),
+    );
+    assert_eq!(cont["result"]["isError"], false, "{cont}");
+    assert!(agent
+        .take(Duration::from_millis(700), |m| m["method"]
+            == "notifications/breakpoint/execution_resumed")
+        .is_none());
+    assert!(agent.junk.lock().unwrap().is_empty());
+}

@@ -1,7 +1,9 @@
 //! MCP over HTTP (`--mcp-sse`) end to end against the real binary: Streamable HTTP at `/mcp`,
 //! the legacy HTTP+SSE transport, broadcasts to many clients, vanished and stalled clients,
-//! Origin/Host/header checks, progress on a POST's own stream, shutdown with streams open, and
-//! a measurement of notification latency. Every wait has a deadline.
+//! Origin/Host/header checks, progress on a POST's own stream, shutdown with streams open, a
+//! measurement of notification latency, and the stateless revision 2026-07-28 on the same
+//! endpoint (headers, errors, keep-alives, cancellation by a closed stream, listen streams).
+//! Every wait has a deadline.
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::net::{Shutdown, TcpStream};
@@ -84,6 +86,19 @@ impl Sse {
         body: Option<&str>,
         capacity: usize,
     ) -> Sse {
+        Sse::open_as(port, method, path, headers, body, capacity, false)
+    }
+
+    /// As [`Sse::open`], and every comment line (a keep-alive) is an event named `:`.
+    fn open_as(
+        port: u16,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        capacity: usize,
+        comments: bool,
+    ) -> Sse {
         let request = raw_request(port, method, path, headers, body.map(str::as_bytes));
         let OpenResponse {
             status,
@@ -129,6 +144,15 @@ impl Sse {
                     name = v.trim_start().to_owned();
                 } else if let Some(v) = l.strip_prefix("data:") {
                     data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                } else if comments && l.starts_with(':') {
+                    let ev = Ev {
+                        name: ":".into(),
+                        data: l.to_owned(),
+                        at: Instant::now(),
+                    };
+                    if tx.send(ev).is_err() {
+                        return;
+                    }
                 } // comments (`: ping`) and other fields are ignored
             }
         });
@@ -1061,4 +1085,393 @@ fn a_panicking_request_is_answered_with_an_internal_error_on_both_http_transport
     let answer = legacy.request("ping", json!({}));
     assert_eq!(answer["result"], json!({}));
     assert!(s.stderr().contains("panicked"), "{}", s.stderr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stateless revision 2026-07-28 on `/mcp`.
+
+const MODERN: &str = "2026-07-28";
+
+fn envelope() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+           "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A request with the envelope added to its params' `_meta`.
+fn modern_rpc(id: i64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = envelope();
+    rpc(id, method, params)
+}
+
+/// The headers a stateless request carries: `name` as `Mcp-Name` when given.
+fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![
+        JSON,
+        ACCEPT,
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", method),
+    ];
+    if let Some(n) = name {
+        h.push(("Mcp-Name", n));
+    }
+    h
+}
+
+fn modern_post(port: u16, headers: &[(&str, &str)], body: &Value) -> Resp {
+    http(port, "POST", "/mcp", headers, Some(&body.to_string()))
+}
+
+fn assert_rpc_error(r: &Resp, status: u16, code: i64) -> Value {
+    assert_eq!(r.status, status, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["error"]["code"], code, "{v}");
+    v
+}
+
+#[test]
+fn stateless_requests_are_served_beside_legacy_sessions() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let sid = streamable_session(port, "2025-11-25");
+
+    let d = modern_post(
+        port,
+        &modern_headers("server/discover", None),
+        &rpc(1, "server/discover", json!({})),
+    );
+    assert_eq!(d.status, 200, "{}", d.text());
+    assert!(d.header("Mcp-Session-Id").is_none(), "no session minted");
+    let d = d.json();
+    assert_eq!(d["result"]["supportedVersions"][0], MODERN, "{d}");
+    assert_eq!(d["result"]["resultType"], "complete");
+
+    let list = modern_post(
+        port,
+        &modern_headers("tools/list", None),
+        &modern_rpc(2, "tools/list", json!({})),
+    );
+    assert_eq!(list.status, 200, "{}", list.text());
+    assert!(list.header("Mcp-Session-Id").is_none());
+    let list = list.json()["result"].clone();
+    assert_eq!(list["resultType"], "complete");
+    assert_eq!(list["cacheScope"], "private");
+    assert!(list["tools"].as_array().unwrap().len() > 10);
+
+    // The legacy session goes on, its answers undecorated.
+    let old = mcp_post(port, Some(&sid), rpc(3, "tools/list", json!({})));
+    assert_eq!(old.status, 200, "{}", old.text());
+    assert_eq!(old.json()["result"]["tools"], list["tools"]);
+    assert!(old.json()["result"].get("resultType").is_none());
+
+    // tools/call, with Mcp-Name plain and base64-encoded; a session id sent is ignored.
+    let stray = "0".repeat(32);
+    let mut headers = modern_headers("tools/call", Some("breakpoint_add"));
+    headers.push(("Mcp-Session-Id", &stray));
+    let add = modern_post(
+        port,
+        &headers,
+        &modern_rpc(
+            4,
+            "tools/call",
+            json!({"name": "breakpoint_add", "arguments": {"function_name": "add"}}),
+        ),
+    );
+    assert_eq!(add.status, 200, "{}", add.text());
+    assert!(add.header("Mcp-Session-Id").is_none());
+    assert_eq!(add.json()["result"]["isError"], false, "{}", add.text());
+    assert_eq!(add.json()["result"]["resultType"], "complete");
+    // "breakpoint_list_breakpoints" in base64.
+    let b64 = "=?base64?YnJlYWtwb2ludF9saXN0X2JyZWFrcG9pbnRz?=";
+    let listed = modern_post(
+        port,
+        &modern_headers("tools/call", Some(b64)),
+        &modern_rpc(
+            5,
+            "tools/call",
+            json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+        ),
+    );
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    assert_eq!(
+        tool_json(&listed.json()["result"])["breakpoints"],
+        json!(["add"])
+    );
+    let read = modern_post(
+        port,
+        &modern_headers("resources/read", Some("breakpoint://status")),
+        &modern_rpc(6, "resources/read", json!({"uri": "breakpoint://status"})),
+    );
+    assert_eq!(read.status, 200, "{}", read.text());
+    assert_eq!(read.json()["result"]["ttlMs"], 0);
+
+    // The legacy session saw the same state and still ends with DELETE.
+    let r = mcp_post(
+        port,
+        Some(&sid),
+        rpc(
+            7,
+            "tools/call",
+            json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+        ),
+    );
+    assert_eq!(
+        tool_json(&r.json()["result"])["breakpoints"],
+        json!(["add"])
+    );
+    let del = http(port, "DELETE", "/mcp", &[("Mcp-Session-Id", &sid)], None);
+    assert_eq!(del.status, 200, "{}", del.text());
+}
+
+#[test]
+fn stateless_requests_are_checked_against_their_headers() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let call = modern_rpc(
+        1,
+        "tools/call",
+        json!({"name": "breakpoint_list_breakpoints", "arguments": {}}),
+    );
+    // Mcp-Method missing, or another method.
+    let no_method = [
+        JSON,
+        ACCEPT,
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Name", "breakpoint_list_breakpoints"),
+    ];
+    let e = assert_rpc_error(&modern_post(port, &no_method, &call), 400, -32020);
+    assert_eq!(e["id"], 1);
+    let other = modern_headers("tools/list", Some("breakpoint_list_breakpoints"));
+    assert_rpc_error(&modern_post(port, &other, &call), 400, -32020);
+    // Mcp-Name missing, different, or a base64 form of another name.
+    assert_rpc_error(
+        &modern_post(port, &modern_headers("tools/call", None), &call),
+        400,
+        -32020,
+    );
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &modern_headers("tools/call", Some("breakpoint_add")),
+            &call,
+        ),
+        400,
+        -32020,
+    );
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &modern_headers("tools/call", Some("=?base64?YnJlYWtwb2ludF9hZGQ=?=")),
+            &call,
+        ),
+        400,
+        -32020,
+    );
+    let read = modern_rpc(2, "resources/read", json!({"uri": "breakpoint://status"}));
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &modern_headers("resources/read", Some("breakpoint://paused")),
+            &read,
+        ),
+        400,
+        -32020,
+    );
+    // A revision we do not speak in the header: -32022 listing ours.
+    let h = [
+        JSON,
+        ACCEPT,
+        ("MCP-Protocol-Version", "2099-01-01"),
+        ("Mcp-Method", "tools/list"),
+    ];
+    let e = assert_rpc_error(
+        &modern_post(port, &h, &modern_rpc(3, "tools/list", json!({}))),
+        400,
+        -32022,
+    );
+    assert_eq!(e["error"]["data"]["supported"][0], MODERN, "{e}");
+    // The body naming another revision than the header.
+    let mut body = modern_rpc(4, "tools/list", json!({}));
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    assert_rpc_error(
+        &modern_post(port, &modern_headers("tools/list", None), &body),
+        400,
+        -32020,
+    );
+    // The body naming the revision without the header.
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &[JSON, ACCEPT, ("Mcp-Method", "tools/list")],
+            &modern_rpc(5, "tools/list", json!({})),
+        ),
+        400,
+        -32020,
+    );
+    // An unknown method (and a removed one) is 404 with -32601.
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &modern_headers("nope/nothing", None),
+            &modern_rpc(6, "nope/nothing", json!({})),
+        ),
+        404,
+        -32601,
+    );
+    assert_rpc_error(
+        &modern_post(
+            port,
+            &modern_headers("ping", None),
+            &modern_rpc(7, "ping", json!({})),
+        ),
+        404,
+        -32601,
+    );
+    // No GET stream nor DELETE in this revision.
+    for method in ["GET", "DELETE"] {
+        let r = http(
+            port,
+            method,
+            "/mcp",
+            &[
+                ("Accept", "text/event-stream"),
+                ("MCP-Protocol-Version", MODERN),
+            ],
+            None,
+        );
+        assert_eq!(r.status, 405, "{method}: {}", r.text());
+        assert_eq!(r.header("Allow"), Some("POST"));
+    }
+    // A good request still works afterwards.
+    let ok = modern_post(
+        port,
+        &modern_headers("tools/call", Some("breakpoint_list_breakpoints")),
+        &call,
+    );
+    assert_eq!(ok.status, 200, "{}", ok.text());
+}
+
+#[test]
+fn a_blocking_stateless_request_keeps_its_stream_alive_and_closing_it_cancels_it() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let body = modern_rpc(
+        9,
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50}}),
+    )
+    .to_string();
+    let sse = Sse::open_as(
+        port,
+        "POST",
+        "/mcp",
+        &modern_headers("tools/call", Some("breakpoint_wait_for_pause")),
+        Some(&body),
+        1024,
+        true,
+    );
+    assert_eq!(sse.status, 200);
+    assert!(sse
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("text/event-stream"));
+    assert_eq!(sse.header("X-Accel-Buffering"), Some("no"));
+    assert!(sse.header("Mcp-Session-Id").is_none());
+    // Comments at least once a second while it waits.
+    let opened = Instant::now();
+    let mut last = opened;
+    let mut comments = 0;
+    while opened.elapsed() < Duration::from_millis(2500) {
+        let ev = sse
+            .next_event(last + Duration::from_millis(1000))
+            .expect("a keep-alive comment within a second");
+        assert_eq!(ev.name, ":", "only comments while waiting: {ev:?}");
+        last = ev.at;
+        comments += 1;
+    }
+    assert!(comments >= 3, "{comments}");
+    // The client goes away: the server notices at its next write and cancels the request.
+    drop(sse);
+    wait_for("the request cancelled", || {
+        s.stderr()
+            .contains("stateless request 9 (tools/call) cancelled")
+            .then_some(())
+    });
+    // A pause made now is there for the next waiter.
+    let app = s.client();
+    add_breakpoint(&app, "f");
+    let (pause, _) = hit(&app, "f");
+    let w = modern_post(
+        port,
+        &[
+            JSON,
+            ("Accept", "application/json"),
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "breakpoint_wait_for_pause"),
+        ],
+        &modern_rpc(
+            10,
+            "tools/call",
+            json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 5}}),
+        ),
+    );
+    assert_eq!(w.status, 200, "{}", w.text());
+    assert_eq!(
+        tool_json(&w.json()["result"])["pause"]["id"],
+        pause.as_str()
+    );
+}
+
+#[test]
+fn a_stateless_listen_stream_carries_pauses_made_over_rest() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let body = modern_rpc(
+        42,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["breakpoint://paused"]}}),
+    )
+    .to_string();
+    let mut listen = Sse::open(
+        port,
+        "POST",
+        "/mcp",
+        &modern_headers("subscriptions/listen", None),
+        Some(&body),
+        1024,
+    );
+    assert_eq!(listen.status, 200);
+    assert!(listen.header("Mcp-Session-Id").is_none());
+    let ack = listen.message(deadline(), |m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+    });
+    let sub_key = "io.modelcontextprotocol/subscriptionId";
+    assert_eq!(ack["params"]["_meta"][sub_key], 42, "{ack}");
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["breakpoint://paused"])
+    );
+    let app = s.client();
+    add_breakpoint(&app, "add");
+    let (pause, _) = hit(&app, "add");
+    let paused = listen.message(deadline(), is_paused(&pause));
+    assert_eq!(paused["params"]["_meta"][sub_key], 42);
+    let updated = listen.message(deadline(), |m| {
+        m["method"] == "notifications/resources/updated"
+            && m["params"]["uri"] == "breakpoint://paused"
+    });
+    assert_eq!(updated["params"]["_meta"][sub_key], 42);
+    resume(&app, &pause);
+    let resumed = listen.message(deadline(), |m| {
+        m["method"] == "notifications/breakpoint/execution_resumed"
+    });
+    assert_eq!(resumed["params"]["pause_id"], pause.as_str());
+    // A legacy session beside it gets its own notifications, unstamped.
+    let sid = streamable_session(port, "2025-11-25");
+    let mut g = get_stream(port, &sid);
+    let (second, _) = hit(&app, "add");
+    let legacy = g.message(deadline(), is_paused(&second));
+    assert!(legacy["params"].get("_meta").is_none(), "{legacy}");
+    listen.message(deadline(), is_paused(&second));
+    drop(listen);
 }
