@@ -24,7 +24,9 @@ What it does
     the user already runs: `<binary> --memory --port 0` first, then the SDK spawns plain
     `<binary> --mcp` with the same port file, which joins that server's session through its
     stdio <-> Streamable HTTP bridge; afterwards the running server must still serve and its
-    port file be intact.
+    port file be intact. Under mcp 2.x the joined suite runs twice: with mode="legacy", and with
+    mode="auto", which goes modern through the bridge (its server/discover probe and every
+    modern request are posted stateless; the listen stream is relayed line by line).
 
 What it needs
     Python 3.10+ with the `mcp` package (tested: 1.30.0 and 2.3.0) and a built binary.
@@ -815,7 +817,7 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
     env = {"CIDELDILL_HOME": str(home), "CIDELDILL_PORT_FILE": str(port_file),
            "RUST_LOG": os.environ.get("INTEROP_RUST_LOG", "warn")}
     running = None
-    if mode == "joined":
+    if mode in ("joined", "joined-modern"):
         # A server already runs (as `cargo run --release` would); the host starts
         # `cideldill-server --mcp`, which joins it through its stdio <-> /mcp bridge.
         running = subprocess.Popen([str(binary), "--memory", "--port", "0"],
@@ -840,7 +842,8 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                 if HAS_CLIENT:
                     conn = await v2_connect(params, seen, stack,
                                             "legacy" if mode in (None, "joined")
-                                            else MODERN_VERSION if mode == "modern" else mode)
+                                            else MODERN_VERSION if mode == "modern"
+                                            else "auto" if mode == "joined-modern" else mode)
                 else:
                     conn = await v1_connect(params, seen, stack, tg)
                 if mode == "auto":
@@ -855,6 +858,11 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                         return f"went modern through server/discover, {conn.version}"
                     await Runner(rep, conn, seen, Http(port_file)).step("mode=auto connect + tools", auto)
                 else:
+                    if mode == "joined-modern":
+                        rep.check("mode=auto goes modern through the bridge",
+                                  conn.version == MODERN_VERSION and conn.session.initialize_result is None,
+                                  f"fell back to initialize, negotiated {conn.version}",
+                                  f"server/discover answered, {conn.version}")
                     with anyio.fail_after(150):
                         await Runner(rep, conn, seen, Http(port_file), stack).run_all()
                 t_close = time.monotonic()
@@ -875,7 +883,7 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
                 running.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 running.kill()
-    if t_close is not None and mode == "joined":
+    if t_close is not None and mode in ("joined", "joined-modern"):
         rep.info(f"SDK close of the joining process took {time.monotonic() - t_close:.1f} s "
                  "(the bridge exits when stdin closes)")
     elif t_close is not None:
@@ -907,6 +915,10 @@ async def main_async(binary: Path) -> int:
         rep.info("again, with `--mcp` joining a running server (the stdio <-> /mcp bridge)")
         rep.prefix = rep.prefix + "[joined] "
         await run_connection(rep, binary, tmp, "joined")
+        if HAS_CLIENT:
+            rep.info("again, joined, with mode=auto (the stateless revision through the bridge)")
+            rep.prefix = rep.prefix + "[modern] "
+            await run_connection(rep, binary, tmp, "joined-modern")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"interop_client [mcp {SDK_VERSION}]: {rep.passed} passed, {rep.failed} failed", flush=True)

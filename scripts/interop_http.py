@@ -10,8 +10,14 @@ What it does
                          event `endpoint` names /mcp/messages?session_id=<id>)
         streamable-http  Streamable HTTP at /mcp (mcp 1.x: streamable_http_client, the
                          non-deprecated name of streamablehttp_client; mcp 2.x: mcp.Client(url))
+        streamable-http-legacy  (mcp 2.x only) Streamable HTTP at /mcp with mcp.Client(url,
+                         mode="legacy"): initialize and a session, so both eras stay covered
     mcp 1.x drives a ClientSession over the transport's streams; mcp 2.x uses mcp.Client with
-    its default mode="auto" (a server/discover probe, then the initialize fallback).
+    its default mode="auto" (a server/discover probe, then the initialize fallback): over
+    Streamable HTTP the server answers the probe, so that connection speaks the stateless
+    revision 2026-07-28 (no session, no ping, no resources/subscribe: a subscriptions/listen
+    stream carries the notifications instead); over legacy SSE the probe is refused and it
+    falls back to initialize.
     Each connection: initialize, tools/list (the 15 `breakpoint_*` and 5 `external_*` tools), ping,
     resources/subscribe breakpoint://status + breakpoint_add -> notifications/resources/updated,
     breakpoint_list_breakpoints, breakpoint_wait_for_pause (timeout_s 0.5 -> paused false),
@@ -63,7 +69,7 @@ import anyio  # noqa: E402
 from interop_client import CheckFailed, need, short  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-KINDS = ("sse", "streamable-http")
+KINDS = ("sse", "streamable-http", "streamable-http-legacy")
 CONNECTION_BUDGET_S = 30  # per connection; a hang is reported, not waited out
 
 
@@ -179,6 +185,8 @@ async def open_conn(kind: str, url: str, seen: ic.Seen, stack: AsyncExitStack, t
             from mcp.client.sse import sse_client
             return await ic.v2_connect(sse_client(url), seen, stack, mode="auto"), \
                 "mcp.Client(sse_client(url)), mode=auto"
+        if kind == "streamable-http-legacy":
+            return await ic.v2_connect(url, seen, stack, mode="legacy"), "mcp.Client(url), mode=legacy"
         return await ic.v2_connect(url, seen, stack, mode="auto"), "mcp.Client(url), mode=auto"
     if kind == "sse":
         from mcp.client.sse import sse_client
@@ -191,19 +199,29 @@ async def open_conn(kind: str, url: str, seen: ic.Seen, stack: AsyncExitStack, t
     return await ic.v1_session(read, write, seen, stack, tg), how
 
 
+def expected_era(kind: str) -> str:
+    """The era a connection must end up in: mcp 2.x's mode=auto goes modern on Streamable HTTP."""
+    return "modern" if ic.HAS_CLIENT and kind == "streamable-http" else "legacy"
+
+
 async def checks(run: Steps, kind: str, how: str) -> None:
     rep, conn, seen, http = run.rep, run.conn, run.seen, run.http
     step, tool = run.step, run.tool
+    modern = expected_era(kind) == "modern"
 
     async def init_check() -> str:
         info = conn.init.get("serverInfo") or {}
         caps = conn.init.get("capabilities") or {}
         need(info.get("name") == "cideldill-breakpoint-server", f"serverInfo {info}")
-        need(conn.version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"),
-             f"protocolVersion {conn.version}")
+        if modern:
+            need(conn.version == ic.MODERN_VERSION and conn.session.initialize_result is None,
+                 f"expected the stateless revision through server/discover, got {conn.version}")
+        else:
+            need(conn.version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"),
+                 f"protocolVersion {conn.version}")
         need((caps.get("resources") or {}).get("subscribe") is True and "tools" in caps, f"capabilities {caps}")
-        return f"{how}, negotiated {conn.version}"
-    await step("initialize", init_check)
+        return f"{how}, {'server/discover: ' if modern else 'negotiated '}{conn.version}"
+    await step("server/discover (modern)" if modern else "initialize", init_check)
 
     async def list_tools() -> str:
         names = [t["name"] for t in ic.dump(await conn.api.list_tools())["tools"]]
@@ -212,15 +230,39 @@ async def checks(run: Steps, kind: str, how: str) -> None:
         return f"{len(names)} tools"
     await step("tools/list", list_tools)
 
-    async def ping() -> None:
-        with anyio.fail_after(10):
-            await conn.ping()
-    await step("ping", ping)
+    if modern:
+        async def ping_removed() -> str:
+            try:
+                with anyio.fail_after(10):
+                    await conn.ping()
+            except TimeoutError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                code = getattr(getattr(e, "error", None), "code", None)
+                need(code == -32601, f"{type(e).__name__} code {code}: {e}")
+                return "JSON-RPC error -32601 (HTTP 404)"
+            raise CheckFailed("ping answered in the stateless revision")
+        await step("ping is removed (modern)", ping_removed)
 
-    async def subscribe() -> None:
-        with anyio.fail_after(10):
-            await conn.session.subscribe_resource("breakpoint://status")
-    await step("resources/subscribe breakpoint://status", subscribe)
+        async def listen() -> str:
+            with anyio.fail_after(10):
+                sub = await run.stack.enter_async_context(conn.api.listen(
+                    resources_list_changed=True, resource_subscriptions=["breakpoint://status"]))
+            honored = ic.dump(sub.honored)
+            need(honored.get("resourceSubscriptions") == ["breakpoint://status"]
+                 and honored.get("resourcesListChanged") is True, f"honored {honored}")
+            return f"a POST whose stream stays open; acknowledged, subscription {sub.subscription_id}"
+        await step("subscriptions/listen breakpoint://status", listen)
+    else:
+        async def ping() -> None:
+            with anyio.fail_after(10):
+                await conn.ping()
+        await step("ping", ping)
+
+        async def subscribe() -> None:
+            with anyio.fail_after(10):
+                await conn.session.subscribe_resource("breakpoint://status")
+        await step("resources/subscribe breakpoint://status", subscribe)
 
     t0 = time.monotonic()
     await tool("breakpoint_add", {"function_name": "add"},
@@ -350,7 +392,7 @@ async def run_connection(rep: ic.Report, binary: Path, tmp: Path, kind: str) -> 
                 async with anyio.create_task_group() as tg:
                     async with AsyncExitStack() as stack:
                         conn, how = await open_conn(kind, url, seen, stack, tg)
-                        run = Steps(rep, conn, seen, http)
+                        run = Steps(rep, conn, seen, http, stack)
                         await checks(run, kind, how)
                         t_close = time.monotonic()
                         run.current = "client close"
@@ -367,6 +409,9 @@ async def run_connection(rep: ic.Report, binary: Path, tmp: Path, kind: str) -> 
         if closed_in is not None:
             async def session_closed() -> str:
                 sid = sdk_log.session_id(kind)
+                if expected_era(kind) == "modern":
+                    need(sid is None, f"a session id was handed out in the stateless revision: {sid}")
+                    return f"stateless: no session id was handed out; closed in {closed_in:.2f} s"
                 need(sid is not None, "the SDK logged no session id to check")
                 if kind == "sse":
                     # Legacy SSE has no explicit close: the client drops the stream. The server
@@ -437,7 +482,8 @@ def main() -> int:
     if not binary.is_file():
         print(f"FAIL setup: no binary at {binary} (run cargo build)", flush=True)
         return 1
-    return anyio.run(main_async, binary, a.transport or list(KINDS))
+    default = list(KINDS) if ic.HAS_CLIENT else [k for k in KINDS if k != "streamable-http-legacy"]
+    return anyio.run(main_async, binary, a.transport or default)
 
 
 if __name__ == "__main__":
