@@ -628,4 +628,44 @@ mod tests {
             Kind::Other { initialized: false }
         ));
     }
+
+    #[test]
+    fn stateless_requests_get_their_headers_from_the_body() {
+        let env = json!({PROTOCOL_VERSION_KEY: "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}});
+        let h = |m: Value| {
+            stateless_headers(&m).map(|v| {
+                v.into_iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            h(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})).unwrap(),
+            [
+                "MCP-Protocol-Version: 2026-07-28",
+                "Mcp-Method: server/discover"
+            ]
+        );
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "größe", "_meta": env}});
+        assert_eq!(
+            h(call).unwrap()[2],
+            format!("Mcp-Name: {}", header_value("größe"))
+        );
+        let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                          "params": {"uri": "breakpoint://status", "_meta": env}});
+        assert_eq!(h(read).unwrap()[2], "Mcp-Name: breakpoint://status");
+        // Legacy requests, notifications: posted as before.
+        assert!(h(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})).is_none());
+        assert!(h(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"_meta": env}})
+        )
+        .is_none());
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": "a"}});
+        assert_eq!(cancelled_id(&cancel).as_deref(), Some("\"a\""));
+        assert_eq!(json!("a").to_string(), "\"a\"", "the key stateless() uses");
+    }
 }
