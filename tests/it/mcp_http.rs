@@ -1475,3 +1475,48 @@ fn a_stateless_listen_stream_carries_pauses_made_over_rest() {
     listen.message(deadline(), is_paused(&second));
     drop(listen);
 }
+
+/// A modern (stateless) client and a legacy session drive one debugging session at once: the
+/// legacy client sets the breakpoint, the program pauses, the modern client finds the pause and
+/// resumes it, and the legacy client sees it gone.
+#[test]
+fn a_modern_and_a_legacy_client_drive_one_debugging_session_at_once() {
+    let s = Server::start(&[]);
+    let (port, c) = (s.port, s.client());
+    let sid = streamable_session(port, "2025-11-25");
+    let legacy_call = |id: i64, name: &str, args: Value| {
+        let r = mcp_post(
+            port,
+            Some(&sid),
+            rpc(id, "tools/call", json!({"name": name, "arguments": args})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        tool_json(&r.json()["result"])
+    };
+    let modern_call = |id: i64, name: &str, args: Value| {
+        let r = modern_post(
+            port,
+            &modern_headers("tools/call", Some(name)),
+            &modern_rpc(id, "tools/call", json!({"name": name, "arguments": args})),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        tool_json(&r.json()["result"])
+    };
+    legacy_call(1, "breakpoint_add", json!({"function_name": "add"}));
+    let start = c.post_ok(
+        "/api/call/start",
+        &crate::support::call_start_body(
+            "add",
+            vec![crate::support::item(&json!(2), 2)],
+            json!({}),
+        ),
+    );
+    let p = crate::support::pause_id(&start);
+    let paused = modern_call(2, "breakpoint_list_paused", json!({}));
+    assert_eq!(paused["paused"][0]["id"], p.as_str(), "{paused}");
+    modern_call(3, "breakpoint_continue", json!({"pause_id": p}));
+    let action = c.get_ok(&format!("/api/poll/{p}"));
+    assert_eq!(action["action"]["action"], "continue", "{action}");
+    let seen = legacy_call(4, "breakpoint_list_paused", json!({}));
+    assert_eq!(seen["paused"], json!([]), "{seen}");
+}
