@@ -36,7 +36,9 @@ What it does
        connected as `modern`, echo with non-ASCII text, a resource read, a call past timeout_s
        -> call_timeout then echo again, and a tool that asks for elicitation fails cleanly
        (an error, never a hang) with the server still usable; a tool answering
-       `resultType: "input_required"` gives our `input_required` error and runs only once.
+       `resultType: "input_required"` gives our `input_required` error and runs only once; a tool
+       added while connected (`grow`, announced on our `subscriptions/listen` request) is listed
+       and callable within 10 s.
     e. Latency (INFO lines only): 200 `everything/echo` calls through external_call_tool versus
        200 `echo` calls straight to `node $EV stdio`, same SDK: p50, p99, added latency, ratio.
     Every server gets CIDELDILL_HOME and CIDELDILL_PORT_FILE inside a fresh temporary directory
@@ -925,6 +927,17 @@ def calls() -> str:
     return str(CALLS.get("ask_mrtr", 0))
 
 
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `grown` and announces it on the subscriptions/listen streams."""
+    def grown() -> str:
+        """Added by grow."""
+        return "grown ok"
+    server.add_tool(grown)
+    await ctx.notify_tools_changed()
+    return "grew"
+
+
 @server.resource("fixture://hello")
 def hello() -> str:
     return "hello from py-modern"
@@ -1049,6 +1062,20 @@ def modern_checks(rest: Rest, name: str, body: dict) -> None:
         need(n1 == n0 + 1, f"ask_mrtr ran {n1 - n0} times for one call (retried?)")
         return f"502 input_required {d['input_requests']}, called once: {short(d.get('message'), 120)}"
     step(f"f. {name}: resultType input_required -> input_required error, not retried", mrtr)
+
+    def grow() -> str:
+        names = lambda: {t.get("name") for t in rest.ok("GET", "/api/mcp-tools").get("tools", [])}  # noqa: E731
+        need(f"{name}/grown" not in names(), "grown listed before grow")
+        t0 = time.monotonic()
+        rest.ok("POST", "/api/mcp-tools/call", {"tool": f"{name}/grow", "arguments": {}})
+        while f"{name}/grown" not in names():
+            need(time.monotonic() - t0 < 10, "grown not listed 10 s after grow (list change not followed)")
+            time.sleep(0.1)
+        took = time.monotonic() - t0
+        d = rest.ok("POST", "/api/mcp-tools/call", {"tool": f"{name}/grown", "arguments": {}})
+        need(text_of(d["result"].get("content", [])) == "grown ok", short(d))
+        return f"{name}/grown listed {took:.2f} s after grow (subscriptions/listen), and callable"
+    step(f"f. {name}: a tool added while connected is followed via subscriptions/listen", grow)
 
 
 # ------------------------------------------------------------------------------------------

@@ -977,6 +977,8 @@ fn establish(
     } else {
         Vec::new()
     };
+    // A modern server's list changes come on a `subscriptions/listen` request of ours.
+    peer.listen(&initialized.capabilities);
     log::info!(
         "upstream {name}: connected over {transport} (protocol {}, {} era, {} tools)",
         initialized.protocol_version,

@@ -20,7 +20,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
@@ -49,6 +50,15 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// Where a modern result names the server.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Where a modern notification names the `subscriptions/listen` request it belongs to.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Longest a `subscriptions/listen` request waits for its acknowledgement.
+pub const LISTEN_ACK_LIMIT: Duration = Duration::from_secs(10);
+
+/// Pause before re-opening a `subscriptions/listen` request the server ended.
+pub const LISTEN_REOPEN_DELAY: Duration = Duration::from_secs(1);
 
 /// JSON-RPC error of the modern revision: the protocol version is not supported.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -298,6 +308,8 @@ pub struct Peer {
     notices: Box<dyn Fn(Notice) + Send + Sync>,
     /// Progress tokens we sent, and where their `notifications/progress` params go.
     progress: Mutex<HashMap<String, Sender<Value>>>,
+    /// The open `subscriptions/listen` request's id, and where its acknowledgement goes.
+    listen: Mutex<Option<(i64, Sender<()>)>>,
 }
 
 impl Peer {
@@ -314,6 +326,7 @@ impl Peer {
             modern: AtomicBool::new(false),
             notices: Box::new(notices),
             progress: Mutex::new(HashMap::new()),
+            listen: Mutex::new(None),
         })
     }
 
@@ -661,6 +674,108 @@ impl Peer {
         Ok(items)
     }
 
+    /// Follows a modern server's list changes: opens one `subscriptions/listen` request (on a
+    /// thread of its own, which ends with the connection) asking for the list changes the
+    /// discover `capabilities` advertise; its `notifications/*/list_changed` become the same
+    /// [`Notice`]s a legacy server's do. The request is no pending call with a timeout: it stays
+    /// open for the life of the connection and is ended by closing the transport (the HTTP
+    /// link's stop flags end its response stream; a stdio server's process is stopped). One the
+    /// server ends is re-opened once after [`LISTEN_REOPEN_DELAY`]; one refused, or not
+    /// acknowledged within [`LISTEN_ACK_LIMIT`], is given up (logged at debug).
+    pub fn listen(self: &Arc<Self>, capabilities: &Map<String, Value>) {
+        if self.era() != Era::Modern {
+            return;
+        }
+        let Some(params) = listen_params(capabilities) else {
+            log::debug!(
+                "upstream {}: no list changes advertised; not listening",
+                self.name
+            );
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let spawned = thread::Builder::new()
+            .name(format!("upstream-{}-listen", self.name))
+            .spawn(move || listen_loop(&weak, &params));
+        if let Err(e) = spawned {
+            log::warn!(
+                "upstream {}: cannot start the listen thread: {e}",
+                self.name
+            );
+        }
+    }
+
+    /// Sends a `subscriptions/listen` request: its id, the acknowledgement's receiver and the
+    /// reply's (which only an ended or refused listen gets).
+    fn open_listen(
+        self: &Arc<Self>,
+        params: &Value,
+    ) -> Result<(i64, Receiver<()>, Receiver<Reply>), String> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = bounded(1);
+        let (ack_tx, ack_rx) = bounded(1);
+        {
+            let mut pending = lock(&self.pending);
+            if self.is_closed() {
+                return Err(self.close_reason().unwrap_or_default());
+            }
+            pending.insert(id, tx);
+            *lock(&self.listen) = Some((id, ack_tx));
+        }
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": with_envelope(params.clone())});
+        if let Err(e) = self.send(&msg) {
+            lock(&self.pending).remove(&id);
+            self.end_listen(id, false);
+            return Err(e);
+        }
+        Ok((id, ack_rx, rx))
+    }
+
+    /// Forgets listen request `id`; with `cancel`, also tells the server (a closed response
+    /// stream, else `notifications/cancelled`).
+    fn end_listen(self: &Arc<Self>, id: i64, cancel: bool) {
+        {
+            let mut listen = lock(&self.listen);
+            if listen.as_ref().is_some_and(|(l, _)| *l == id) {
+                *listen = None;
+            }
+        }
+        lock(&self.pending).remove(&id);
+        if cancel && !self.is_closed() {
+            let abandoned = self.link.get().is_some_and(|l| l.abandon(&json!(id)));
+            if !abandoned {
+                let _ = self.notify(
+                    "notifications/cancelled",
+                    json!({"requestId": id, "reason": "no acknowledgement"}),
+                );
+            }
+        }
+    }
+
+    /// `notifications/subscriptions/acknowledged`: wakes the listen request it names.
+    fn acknowledged(&self, params: Option<&Value>) {
+        let named = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_SUBSCRIPTION_ID))
+            .cloned();
+        let listen = lock(&self.listen);
+        match (&*listen, named) {
+            (Some((id, ack)), named)
+                if named.is_none()
+                    || named.as_ref().and_then(Value::as_i64) == Some(*id)
+                    || named.as_ref().and_then(Value::as_str) == Some(&id.to_string()) =>
+            {
+                let _ = ack.try_send(());
+            }
+            (_, named) => log::debug!(
+                "upstream {}: an acknowledgement for a subscription we do not have ({})",
+                self.name,
+                named.unwrap_or(Value::Null)
+            ),
+        }
+    }
+
     /// Feeds one message (or batch) read from the transport.
     pub fn incoming(self: &Arc<Self>, msg: Value) {
         match msg {
@@ -766,6 +881,7 @@ impl Peer {
 
     fn notification(&self, method: &str, params: Option<&Value>) {
         match method {
+            "notifications/subscriptions/acknowledged" => self.acknowledged(params),
             "notifications/tools/list_changed" => (self.notices)(Notice::ToolsChanged),
             "notifications/resources/list_changed" => (self.notices)(Notice::ResourcesChanged),
             "notifications/message" => {
@@ -836,6 +952,104 @@ impl Peer {
     }
 }
 
+/// The params of `subscriptions/listen` for what `capabilities` (a discover result's)
+/// advertise: `None` when they advertise no list changes.
+pub fn listen_params(capabilities: &Map<String, Value>) -> Option<Value> {
+    let mut wanted = Map::new();
+    for (cap, key) in [
+        ("tools", "toolsListChanged"),
+        ("resources", "resourcesListChanged"),
+    ] {
+        let on = capabilities
+            .get(cap)
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        if on {
+            wanted.insert(key.into(), json!(true));
+        }
+    }
+    (!wanted.is_empty()).then(|| json!({"notifications": wanted}))
+}
+
+/// The listen thread of [`Peer::listen`]: at most two listen requests, one after the other.
+fn listen_loop(weak: &Weak<Peer>, params: &Value) {
+    for attempt in 0..2 {
+        if attempt > 0 {
+            thread::sleep(LISTEN_REOPEN_DELAY);
+        }
+        let Some(peer) = weak.upgrade() else { return };
+        if peer.is_closed() {
+            return;
+        }
+        let name = peer.name.clone();
+        let (id, ack, reply) = match peer.open_listen(params) {
+            Ok(opened) => opened,
+            Err(why) => {
+                log::debug!("upstream {name}: subscriptions/listen not sent: {why}");
+                return;
+            }
+        };
+        // Wait for the acknowledgement without keeping the peer alive.
+        drop(peer);
+        let early = crossbeam_channel::select! {
+            recv(ack) -> r => match r {
+                Ok(()) => None,
+                Err(_) => return,
+            },
+            recv(reply) -> r => match r {
+                Ok(r) => Some(r),
+                Err(_) => return,
+            },
+            default(LISTEN_ACK_LIMIT) => {
+                if let Some(peer) = weak.upgrade() {
+                    log::debug!(
+                        "upstream {name}: subscriptions/listen (id {id}) not acknowledged within {}; carrying on without it",
+                        show_duration(LISTEN_ACK_LIMIT)
+                    );
+                    peer.end_listen(id, true);
+                }
+                return;
+            }
+        };
+        if let Some(r) = early {
+            if let Some(peer) = weak.upgrade().filter(|p| !p.is_closed()) {
+                let why = match r {
+                    Ok(_) => "answered without an acknowledgement".to_owned(),
+                    Err(f) => f.to_string(),
+                };
+                log::debug!(
+                    "upstream {name}: subscriptions/listen (id {id}) refused ({why}); carrying on without it"
+                );
+                peer.end_listen(id, false);
+            }
+            return;
+        }
+        log::debug!("upstream {name}: listening for list changes (id {id})");
+        // Open until the connection ends (the pending table is drained, or dropped with the
+        // peer) or the server ends it.
+        let Ok(ended) = reply.recv() else { return };
+        let Some(peer) = weak.upgrade().filter(|p| !p.is_closed()) else {
+            return;
+        };
+        peer.end_listen(id, false);
+        let why = match ended {
+            Ok(_) => "answered".to_owned(),
+            Err(f) => f.to_string(),
+        };
+        if attempt == 0 {
+            log::info!(
+                "upstream {name}: the server ended subscriptions/listen ({why}); re-opening it in {}",
+                show_duration(LISTEN_REOPEN_DELAY)
+            );
+        } else {
+            log::info!(
+                "upstream {name}: the server ended subscriptions/listen again ({why}); list changes are no longer followed"
+            );
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -877,6 +1091,84 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         p.set_link(Box::new(Loop { sent: tx }));
         (p, rx, nrx)
+    }
+
+    fn modern_peer() -> (
+        Arc<Peer>,
+        crossbeam_channel::Receiver<Value>,
+        crossbeam_channel::Receiver<Notice>,
+    ) {
+        let (p, sent, notices) = peer();
+        let q = p.clone();
+        let h = thread::spawn(move || q.discover(Duration::from_secs(5)));
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete"}}));
+        h.join().unwrap().unwrap();
+        (p, sent, notices)
+    }
+
+    // subscriptions/listen asks only for what discover advertised, turns its list changes into
+    // notices, is re-opened once when the server ends it, and is given up when refused.
+    #[test]
+    fn listen_follows_list_changes_reopens_once_and_gives_up_when_refused() {
+        let caps = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            listen_params(&caps(json!({"tools": {}, "resources": {}}))),
+            None
+        );
+        let (p, sent, notices) = modern_peer();
+        p.listen(&caps(
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}}),
+        ));
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(m["method"], "subscriptions/listen");
+        assert_eq!(
+            m["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert!(is_modern_message(&m), "{m}");
+        let sub = json!({"_meta": {META_SUBSCRIPTION_ID: m["id"]}});
+        p.incoming(json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": sub}));
+        p.incoming(
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": sub}),
+        );
+        assert_eq!(
+            notices.recv_timeout(Duration::from_secs(5)).unwrap(),
+            Notice::ToolsChanged
+        );
+        // Other requests are not held up by it.
+        let q = p.clone();
+        let h = thread::spawn(move || q.request("tools/list", json!({}), Duration::from_secs(5)));
+        let r = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        p.incoming(json!({"jsonrpc": "2.0", "id": r["id"], "result": {"tools": []}}));
+        assert!(h.join().unwrap().is_ok());
+        // The server ends it: re-opened once after the delay, then given up.
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"], "result": {}}));
+        let m2 = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(m2["method"], "subscriptions/listen");
+        assert_ne!(m2["id"], m["id"]);
+        p.incoming(
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {META_SUBSCRIPTION_ID: m2["id"]}}}),
+        );
+        p.fail(&m2["id"], Failure::Disconnected("stream closed".into()));
+        assert!(sent.recv_timeout(LISTEN_REOPEN_DELAY * 2).is_err());
+        assert!(lock(&p.pending).is_empty());
+
+        // Refused (a server without it): no retry, nothing left pending, no cancellation.
+        let (p, sent, _) = modern_peer();
+        p.listen(&caps(json!({"resources": {"listChanged": true}})));
+        let m = sent.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            m["params"]["notifications"],
+            json!({"resourcesListChanged": true})
+        );
+        p.incoming(json!({"jsonrpc": "2.0", "id": m["id"],
+            "error": {"code": -32601, "message": "Method not found"}}));
+        assert!(sent.recv_timeout(LISTEN_REOPEN_DELAY * 2).is_err());
+        assert!(lock(&p.pending).is_empty());
+        assert!(lock(&p.listen).is_none());
     }
 
     #[test]

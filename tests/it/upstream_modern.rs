@@ -208,3 +208,51 @@ fn an_agent_calls_a_modern_server_through_the_proxy_tools() {
     assert!(e["message"].as_str().unwrap().contains("sampling"), "{e}");
     assert!(!e["hint"].as_str().unwrap().is_empty());
 }
+
+// A modern server's tool list grows while connected: the client's one subscriptions/listen
+// request carries notifications/tools/list_changed, and the new tool appears as it does for a
+// legacy server (see the late-tools test in upstream.rs).
+#[test]
+fn a_modern_servers_list_changes_are_followed_through_subscriptions_listen() {
+    let s = Server::start(&["--mcp-clients"]);
+    let c = s.client();
+    let r = c.post_ok(
+        "/api/mcp-clients/connect",
+        &json!({"name": "mod", "command": fx(), "args": ["--modern-only"]}),
+    );
+    assert!(
+        !r["tools"].as_array().unwrap().contains(&json!("mod/late")),
+        "{r}"
+    );
+    // The listen request is open (acknowledged) before the list changes.
+    let until = Instant::now() + Duration::from_secs(10);
+    while stats(&c, "mod")["methods"]["subscriptions/listen"] != 1 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = c.post_ok(
+        "/api/mcp-tools/call",
+        &json!({"tool": "mod/notify_change", "arguments": {}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "changed", "{r}");
+    wait_for("mod/late after list_changed", || {
+        let tools = c.get_ok("/api/mcp-tools")["tools"].clone();
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mod/late")
+            .then_some(())
+    });
+    let r = c.post_ok(
+        "/api/mcp-tools/call",
+        &json!({"tool": "mod/late", "arguments": {}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "late tool", "{r}");
+    let seen = stats(&c, "mod");
+    assert_eq!(seen["methods"]["subscriptions/listen"], 1, "{seen}");
+    assert!(
+        seen["methods"].get("notifications/cancelled").is_none(),
+        "{seen}"
+    );
+    assert_eq!(seen["violations"], json!([]), "{seen}");
+}
