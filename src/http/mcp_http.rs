@@ -480,16 +480,16 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
     }
 }
 
-/// Answers a request on its own event stream: progress notifications, then the response.
-fn sse_reply(
+/// Opens a request's event stream and starts the request on the MCP pool; its messages
+/// (progress notifications, then the response) arrive on the receiver, whose sender is dropped
+/// when the request ends. When no thread can be started, the error is the stream's one answer.
+fn start_streamed(
     mcp: &Arc<Mcp>,
     rq: tiny_http::Request,
     session: &Arc<Session>,
     req: jsonrpc::Request,
-) {
-    let Ok(mut stream) = EventStream::open(rq, 200, &[]) else {
-        return;
-    };
+) -> Option<(EventStream, Receiver<Outgoing>)> {
+    let mut stream = EventStream::open(rq, 200, &[]).ok()?;
     let (tx, rx) = unbounded::<Outgoing>();
     let (mcp2, session2) = (Arc::clone(mcp), Arc::clone(session));
     let id = req.id.clone();
@@ -509,8 +509,21 @@ fn sse_reply(
             &Message::Response(Response::err(Some(id), err)).to_text(),
         );
         stream.finish();
-        return;
+        return None;
     }
+    Some((stream, rx))
+}
+
+/// Answers a request on its own event stream: progress notifications, then the response.
+fn sse_reply(
+    mcp: &Arc<Mcp>,
+    rq: tiny_http::Request,
+    session: &Arc<Session>,
+    req: jsonrpc::Request,
+) {
+    let Some((mut stream, rx)) = start_streamed(mcp, rq, session, req) else {
+        return;
+    };
     // The job's sender is dropped when it ends, which ends this loop.
     let mut peer_gone = false;
     while let Ok(Outgoing::Message(text)) = rx.recv() {
@@ -755,30 +768,10 @@ fn stateless_sse_reply(
     session: &Arc<Session>,
     req: jsonrpc::Request,
 ) {
-    let Ok(mut stream) = EventStream::open(rq, 200, &[]) else {
+    let (id, method) = (req.id.clone(), req.method.clone());
+    let Some((mut stream, rx)) = start_streamed(mcp, rq, session, req) else {
         return;
     };
-    let (tx, rx) = unbounded::<Outgoing>();
-    let (mcp2, session2) = (Arc::clone(mcp), Arc::clone(session));
-    let (id, method) = (req.id.clone(), req.method.clone());
-    let ran = mcp.pool.run(move || {
-        if let Some(resp) = mcp2.handle_request_via(&session2, req, Some(&tx)) {
-            let _ = tx.send(Outgoing::Message(Message::Response(resp).to_text()));
-        }
-    });
-    if let Err(e) = ran {
-        log::error!("mcp http: cannot start a request thread: {e}");
-        let err = RpcError::new(
-            jsonrpc::INTERNAL_ERROR,
-            format!("the server cannot start a thread for this request: {e}"),
-        );
-        let _ = stream.event(
-            Some("message"),
-            &Message::Response(Response::err(Some(id), err)).to_text(),
-        );
-        stream.finish();
-        return;
-    }
     let mut peer_gone = false;
     loop {
         // The job's sender is dropped when it ends, which ends this loop.
