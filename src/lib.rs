@@ -10,6 +10,7 @@ pub mod limits;
 
 pub mod breakpoints;
 pub mod calls;
+pub mod condition;
 pub mod records;
 pub mod repl;
 pub mod search;

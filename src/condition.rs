@@ -1,0 +1,2294 @@
+//! The condition language of conditional breakpoints: a small, Python-like expression language
+//! evaluated on the server from a call's decoded arguments (never by Python, never by running a
+//! payload).
+//!
+//! Grammar, loosest first: `or`, `and`, `not`, comparisons (`== != < <= > >= in not in`, chained
+//! like Python's, and `is None` / `is not None` / `is True` / `is False`), `+ -`, `* / // %`,
+//! unary `-`, then postfix `.name`, `[expr]` and the string methods `startswith`, `endswith`,
+//! `contains`. Atoms: ints, floats, quoted strings, `True`, `False`, `None`, the names `args`,
+//! `kwargs`, `result`, `exception`, the calls `len(x)`, `type(x)`, `abs(x)`, and parentheses.
+//!
+//! Values are read through [`CondValue`], implemented for JSON items (`&serde_json::Value`),
+//! decoded pickles ([`PickleValue`]) and either ([`Item`]). Parsing is bounded (4 KiB of text,
+//! 64 levels of nesting, which also bounds the evaluator's recursion) and so is evaluation (a
+//! budget of steps). Pure.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::pickle::render::{dict_pairs, items};
+use crate::pickle::{Node, NodeId, Tree};
+
+/// Longest condition text, in bytes.
+pub const MAX_TEXT_BYTES: usize = 4 * 1024;
+/// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
+pub const MAX_DEPTH: usize = 64;
+/// Steps one evaluation may take (node visits, and elements scanned by `in`).
+pub const EVAL_STEPS: usize = 10_000;
+
+/// Why an int beyond 64 bits cannot take part in arithmetic or ordering.
+const BIG_INT: &str = "int too large to compute with (beyond 64 bits)";
+
+/// The names a condition may read.
+const NAMES: &str = "args, kwargs, result or exception";
+
+// ---------------------------------------------------------------------------------------------
+// Syntax tree
+
+/// A name of the call's environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Name {
+    /// The positional arguments.
+    Args,
+    /// The keyword arguments.
+    Kwargs,
+    /// The return value.
+    Result,
+    /// The raised exception's type name, or `None`.
+    Exception,
+}
+
+/// A built-in function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// `len(x)`.
+    Len,
+    /// `type(x)`: the class name, e.g. `"Point"` or `"int"`.
+    Type,
+    /// `abs(x)`.
+    Abs,
+}
+
+/// A string method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `s.startswith(p)`.
+    StartsWith,
+    /// `s.endswith(p)`.
+    EndsWith,
+    /// `s.contains(p)`: `p in s`.
+    Contains,
+}
+
+/// An arithmetic operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `//`.
+    FloorDiv,
+    /// `%`.
+    Mod,
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `in`.
+    In,
+    /// `not in`.
+    NotIn,
+    /// `is` (only with `None`, `True` or `False` on its right).
+    Is,
+    /// `is not` (likewise).
+    IsNot,
+}
+
+/// A parsed condition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// `None`.
+    None,
+    /// `True` / `False`.
+    Bool(bool),
+    /// An int literal (never negative: `-5` is `Neg(Int(5))`).
+    Int(i64),
+    /// A float literal (finite, never negative).
+    Float(f64),
+    /// A string literal.
+    Str(String),
+    /// A name of the environment.
+    Name(Name),
+    /// `x.name`.
+    Attr(Box<Expr>, String),
+    /// `x[key]`.
+    Index(Box<Expr>, Box<Expr>),
+    /// `f(x)`.
+    Call(Func, Box<Expr>),
+    /// `x.method(arg)`.
+    Method(Box<Expr>, Method, Box<Expr>),
+    /// `-x`.
+    Neg(Box<Expr>),
+    /// `not x`.
+    Not(Box<Expr>),
+    /// `a and b`.
+    And(Box<Expr>, Box<Expr>),
+    /// `a or b`.
+    Or(Box<Expr>, Box<Expr>),
+    /// `a op b`.
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    /// `a op1 b op2 c ...`, chained like Python's.
+    Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
+}
+
+impl Name {
+    fn text(self) -> &'static str {
+        match self {
+            Name::Args => "args",
+            Name::Kwargs => "kwargs",
+            Name::Result => "result",
+            Name::Exception => "exception",
+        }
+    }
+}
+
+impl Func {
+    fn text(self) -> &'static str {
+        match self {
+            Func::Len => "len",
+            Func::Type => "type",
+            Func::Abs => "abs",
+        }
+    }
+}
+
+impl Method {
+    fn text(self) -> &'static str {
+        match self {
+            Method::StartsWith => "startswith",
+            Method::EndsWith => "endswith",
+            Method::Contains => "contains",
+        }
+    }
+}
+
+impl ArithOp {
+    fn text(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::FloorDiv => "//",
+            ArithOp::Mod => "%",
+        }
+    }
+
+    fn prec(self) -> u8 {
+        match self {
+            ArithOp::Add | ArithOp::Sub => PREC_ADD,
+            _ => PREC_MUL,
+        }
+    }
+}
+
+impl CmpOp {
+    fn text(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::In => "in",
+            CmpOp::NotIn => "not in",
+            CmpOp::Is => "is",
+            CmpOp::IsNot => "is not",
+        }
+    }
+}
+
+const PREC_OR: u8 = 1;
+const PREC_AND: u8 = 2;
+const PREC_NOT: u8 = 3;
+const PREC_CMP: u8 = 4;
+const PREC_ADD: u8 = 5;
+const PREC_MUL: u8 = 6;
+const PREC_NEG: u8 = 7;
+const PREC_ATOM: u8 = 8;
+
+impl Expr {
+    fn prec(&self) -> u8 {
+        match self {
+            Expr::Or(..) => PREC_OR,
+            Expr::And(..) => PREC_AND,
+            Expr::Not(_) => PREC_NOT,
+            Expr::Compare(..) => PREC_CMP,
+            Expr::Arith(op, ..) => op.prec(),
+            Expr::Neg(_) => PREC_NEG,
+            _ => PREC_ATOM,
+        }
+    }
+}
+
+/// Writes `e`, parenthesized when it binds looser than `min`.
+fn write_at(f: &mut fmt::Formatter<'_>, e: &Expr, min: u8) -> fmt::Result {
+    if e.prec() < min {
+        write!(f, "({e})")
+    } else {
+        write!(f, "{e}")
+    }
+}
+
+fn write_str_literal(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("\"")?;
+    for c in s.chars() {
+        match c {
+            '\\' => f.write_str("\\\\")?,
+            '"' => f.write_str("\\\"")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => write!(f, "\\x{:02x}", c as u32)?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("\"")
+}
+
+/// Prints the condition back as text that parses to the same tree.
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::None => f.write_str("None"),
+            Expr::Bool(true) => f.write_str("True"),
+            Expr::Bool(false) => f.write_str("False"),
+            Expr::Int(n) => write!(f, "{n}"),
+            Expr::Float(x) => write!(f, "{x:?}"),
+            Expr::Str(s) => write_str_literal(f, s),
+            Expr::Name(n) => f.write_str(n.text()),
+            Expr::Attr(x, name) => {
+                write_at(f, x, PREC_ATOM)?;
+                write!(f, ".{name}")
+            }
+            Expr::Index(x, k) => {
+                write_at(f, x, PREC_ATOM)?;
+                write!(f, "[{k}]")
+            }
+            Expr::Call(func, x) => write!(f, "{}({x})", func.text()),
+            Expr::Method(x, m, a) => {
+                write_at(f, x, PREC_ATOM)?;
+                write!(f, ".{}({a})", m.text())
+            }
+            Expr::Neg(x) => {
+                f.write_str("-")?;
+                write_at(f, x, PREC_NEG)
+            }
+            Expr::Not(x) => {
+                f.write_str("not ")?;
+                write_at(f, x, PREC_NOT)
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                let (p, op) = match self {
+                    Expr::And(..) => (PREC_AND, "and"),
+                    _ => (PREC_OR, "or"),
+                };
+                write_at(f, a, p)?;
+                write!(f, " {op} ")?;
+                write_at(f, b, p + 1)
+            }
+            Expr::Arith(op, a, b) => {
+                write_at(f, a, op.prec())?;
+                write!(f, " {} ", op.text())?;
+                write_at(f, b, op.prec() + 1)
+            }
+            Expr::Compare(first, rest) => {
+                write_at(f, first, PREC_CMP + 1)?;
+                for (op, x) in rest {
+                    write!(f, " {} ", op.text())?;
+                    write_at(f, x, PREC_CMP + 1)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parser
+
+/// A mistake in a condition's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// What is wrong, e.g. `expected ')'`.
+    pub message: String,
+    /// Byte offset of the mistake in the text.
+    pub byte: usize,
+    /// 1-based position of the mistake in characters.
+    pub column: usize,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at column {}", self.message, self.column)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Ident(String),
+    Op(&'static str),
+    End,
+}
+
+/// Operators, longest first.
+const OPS: [&str; 19] = [
+    "==", "!=", "<=", ">=", "//", "<", ">", "+", "-", "*", "/", "%", "(", ")", "[", "]", ".", ",",
+    "=",
+];
+
+struct Lexer<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Lexer<'_> {
+    fn err(&self, byte: usize, message: impl Into<String>) -> ParseError {
+        error_at(self.text, byte, message)
+    }
+
+    fn next(&mut self) -> Result<(Tok, usize), ParseError> {
+        let rest = &self.text[self.pos..];
+        let trimmed = rest.trim_start_matches([' ', '\t', '\n', '\r']);
+        self.pos += rest.len() - trimmed.len();
+        let start = self.pos;
+        let Some(c) = trimmed.chars().next() else {
+            return Ok((Tok::End, start));
+        };
+        if c.is_ascii_digit() {
+            return self.number(start).map(|t| (t, start));
+        }
+        if c == '"' || c == '\'' {
+            return self.string(start, c).map(|t| (t, start));
+        }
+        if c == '_' || c.is_alphabetic() {
+            let len = trimmed
+                .find(|c: char| !(c == '_' || c.is_alphanumeric()))
+                .unwrap_or(trimmed.len());
+            self.pos += len;
+            return Ok((Tok::Ident(trimmed[..len].to_owned()), start));
+        }
+        for op in OPS {
+            if trimmed.starts_with(op) {
+                if op == "=" {
+                    return Err(self.err(start, "'=' is not a comparison (use '==')"));
+                }
+                self.pos += op.len();
+                return Ok((Tok::Op(op), start));
+            }
+        }
+        Err(self.err(start, format!("unexpected character {c:?}")))
+    }
+
+    fn number(&mut self, start: usize) -> Result<Tok, ParseError> {
+        let b = self.text.as_bytes();
+        let digits = |mut i: usize| {
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+                i += 1;
+            }
+            i
+        };
+        let mut i = digits(start);
+        let mut float = false;
+        if i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit() {
+            float = true;
+            i = digits(i + 1);
+        }
+        if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+            let mut j = i + 1;
+            if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+                j += 1;
+            }
+            if j < b.len() && b[j].is_ascii_digit() {
+                float = true;
+                i = digits(j);
+            }
+        }
+        if i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
+            return Err(self.err(i, "invalid number"));
+        }
+        let text: String = self.text[start..i].chars().filter(|&c| c != '_').collect();
+        self.pos = i;
+        if float {
+            match text.parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(Tok::Float(x)),
+                _ => Err(self.err(start, "float literal out of range")),
+            }
+        } else {
+            text.parse::<i64>()
+                .map(Tok::Int)
+                .map_err(|_| self.err(start, "integer literal too large"))
+        }
+    }
+
+    fn string(&mut self, start: usize, quote: char) -> Result<Tok, ParseError> {
+        let mut out = String::new();
+        let mut chars = self.text[start + 1..].char_indices();
+        let at = |i: usize| start + 1 + i;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                c if c == quote => {
+                    self.pos = at(i) + 1;
+                    return Ok(Tok::Str(out));
+                }
+                '\n' => break,
+                '\\' => {
+                    let Some((_, e)) = chars.next() else { break };
+                    let hex = |chars: &mut std::str::CharIndices<'_>, n: usize| {
+                        let mut v = 0u32;
+                        for _ in 0..n {
+                            let d = chars.next().and_then(|(_, c)| c.to_digit(16))?;
+                            v = v * 16 + d;
+                        }
+                        char::from_u32(v)
+                    };
+                    let decoded = match e {
+                        '\\' => Some('\\'),
+                        '\'' => Some('\''),
+                        '"' => Some('"'),
+                        'n' => Some('\n'),
+                        'r' => Some('\r'),
+                        't' => Some('\t'),
+                        '0' => Some('\0'),
+                        'x' => hex(&mut chars, 2),
+                        'u' => hex(&mut chars, 4),
+                        'U' => hex(&mut chars, 8),
+                        _ => None,
+                    };
+                    match decoded {
+                        Some(c) => out.push(c),
+                        None => return Err(self.err(at(i), "invalid escape in string")),
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        Err(self.err(start, "unterminated string"))
+    }
+}
+
+fn error_at(text: &str, byte: usize, message: impl Into<String>) -> ParseError {
+    let byte = byte.min(text.len());
+    let column = text.get(..byte).map_or(byte, |s| s.chars().count()) + 1;
+    ParseError {
+        message: message.into(),
+        byte,
+        column,
+    }
+}
+
+fn tok_text(t: &Tok) -> String {
+    match t {
+        Tok::Int(n) => n.to_string(),
+        Tok::Float(x) => format!("{x:?}"),
+        Tok::Str(_) => "a string".to_owned(),
+        Tok::Ident(s) => format!("'{s}'"),
+        Tok::Op(o) => format!("'{o}'"),
+        Tok::End => "the end".to_owned(),
+    }
+}
+
+/// An expression and the height of its tree.
+type Parsed = (Expr, usize);
+
+struct Parser<'a> {
+    lex: Lexer<'a>,
+    tok: Tok,
+    at: usize,
+    /// Brackets, parentheses and unary operators entered (bounds the parser's recursion).
+    nest: usize,
+}
+
+/// Parses a condition.
+pub fn parse(text: &str) -> Result<Expr, ParseError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(error_at(
+            text,
+            MAX_TEXT_BYTES,
+            format!("condition longer than {MAX_TEXT_BYTES} bytes"),
+        ));
+    }
+    let mut lex = Lexer { text, pos: 0 };
+    let (tok, at) = lex.next()?;
+    let mut p = Parser {
+        lex,
+        tok,
+        at,
+        nest: 0,
+    };
+    if p.tok == Tok::End {
+        return Err(p.err("empty condition"));
+    }
+    let (e, _) = p.or()?;
+    if p.tok != Tok::End {
+        return Err(p.err(format!("unexpected {}", tok_text(&p.tok))));
+    }
+    Ok(e)
+}
+
+impl Parser<'_> {
+    fn err(&self, message: impl Into<String>) -> ParseError {
+        self.lex.err(self.at, message)
+    }
+
+    fn bump(&mut self) -> Result<Tok, ParseError> {
+        let (tok, at) = self.lex.next()?;
+        self.at = at;
+        Ok(std::mem::replace(&mut self.tok, tok))
+    }
+
+    fn is_op(&self, op: &str) -> bool {
+        matches!(self.tok, Tok::Op(o) if o == op)
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        matches!(&self.tok, Tok::Ident(s) if s == w)
+    }
+
+    fn expect(&mut self, op: &'static str) -> Result<(), ParseError> {
+        if !self.is_op(op) {
+            return Err(self.err(format!("expected '{op}'")));
+        }
+        self.bump()?;
+        Ok(())
+    }
+
+    /// A node of height `h`, refused past [`MAX_DEPTH`].
+    fn node(&self, e: Expr, h: usize, at: usize) -> Result<Parsed, ParseError> {
+        if h > MAX_DEPTH {
+            return Err(self.lex.err(at, too_deep()));
+        }
+        Ok((e, h))
+    }
+
+    fn enter(&mut self) -> Result<(), ParseError> {
+        self.nest += 1;
+        if self.nest > MAX_DEPTH {
+            return Err(self.err(too_deep()));
+        }
+        Ok(())
+    }
+
+    fn or(&mut self) -> Result<Parsed, ParseError> {
+        let (mut a, mut ha) = self.and()?;
+        while self.is_word("or") {
+            let at = self.at;
+            self.bump()?;
+            let (b, hb) = self.and()?;
+            (a, ha) = self.node(Expr::Or(Box::new(a), Box::new(b)), 1 + ha.max(hb), at)?;
+        }
+        Ok((a, ha))
+    }
+
+    fn and(&mut self) -> Result<Parsed, ParseError> {
+        let (mut a, mut ha) = self.not()?;
+        while self.is_word("and") {
+            let at = self.at;
+            self.bump()?;
+            let (b, hb) = self.not()?;
+            (a, ha) = self.node(Expr::And(Box::new(a), Box::new(b)), 1 + ha.max(hb), at)?;
+        }
+        Ok((a, ha))
+    }
+
+    fn not(&mut self) -> Result<Parsed, ParseError> {
+        if !self.is_word("not") {
+            return self.compare();
+        }
+        let at = self.at;
+        self.bump()?;
+        self.enter()?;
+        let (x, h) = self.not()?;
+        self.nest -= 1;
+        self.node(Expr::Not(Box::new(x)), h + 1, at)
+    }
+
+    fn cmp_op(&mut self) -> Result<Option<CmpOp>, ParseError> {
+        let op = match &self.tok {
+            Tok::Op("==") => CmpOp::Eq,
+            Tok::Op("!=") => CmpOp::Ne,
+            Tok::Op("<") => CmpOp::Lt,
+            Tok::Op("<=") => CmpOp::Le,
+            Tok::Op(">") => CmpOp::Gt,
+            Tok::Op(">=") => CmpOp::Ge,
+            Tok::Ident(w) if w == "in" => CmpOp::In,
+            Tok::Ident(w) if w == "is" => {
+                self.bump()?;
+                if self.is_word("not") {
+                    self.bump()?;
+                    return Ok(Some(CmpOp::IsNot));
+                }
+                return Ok(Some(CmpOp::Is));
+            }
+            Tok::Ident(w) if w == "not" => {
+                self.bump()?;
+                if !self.is_word("in") {
+                    return Err(self.err("expected 'in' after 'not'"));
+                }
+                CmpOp::NotIn
+            }
+            _ => return Ok(None),
+        };
+        self.bump()?;
+        Ok(Some(op))
+    }
+
+    fn compare(&mut self) -> Result<Parsed, ParseError> {
+        let first_at = self.at;
+        let (first, mut h) = self.arith(PREC_ADD)?;
+        let mut rest = Vec::new();
+        while let Some(op) = self.cmp_op()? {
+            let at = self.at;
+            let (x, hx) = self.arith(PREC_ADD)?;
+            if matches!(op, CmpOp::Is | CmpOp::IsNot) && !matches!(x, Expr::None | Expr::Bool(_)) {
+                return Err(self
+                    .lex
+                    .err(at, "'is' compares only with None, True or False"));
+            }
+            h = h.max(hx);
+            rest.push((op, x));
+        }
+        if rest.is_empty() {
+            return Ok((first, h));
+        }
+        self.node(Expr::Compare(Box::new(first), rest), h + 1, first_at)
+    }
+
+    fn arith_op(&self, prec: u8) -> Option<ArithOp> {
+        let op = match self.tok {
+            Tok::Op("+") => ArithOp::Add,
+            Tok::Op("-") => ArithOp::Sub,
+            Tok::Op("*") => ArithOp::Mul,
+            Tok::Op("/") => ArithOp::Div,
+            Tok::Op("//") => ArithOp::FloorDiv,
+            Tok::Op("%") => ArithOp::Mod,
+            _ => return None,
+        };
+        (op.prec() == prec).then_some(op)
+    }
+
+    /// `+ -` (at [`PREC_ADD`]) or `* / // %` (at [`PREC_MUL`]), left-associative.
+    fn arith(&mut self, prec: u8) -> Result<Parsed, ParseError> {
+        let operand = |p: &mut Self| {
+            if prec == PREC_ADD {
+                p.arith(PREC_MUL)
+            } else {
+                p.unary()
+            }
+        };
+        let (mut a, mut ha) = operand(self)?;
+        while let Some(op) = self.arith_op(prec) {
+            let at = self.at;
+            self.bump()?;
+            let (b, hb) = operand(self)?;
+            (a, ha) = self.node(
+                Expr::Arith(op, Box::new(a), Box::new(b)),
+                1 + ha.max(hb),
+                at,
+            )?;
+        }
+        Ok((a, ha))
+    }
+
+    fn unary(&mut self) -> Result<Parsed, ParseError> {
+        if !self.is_op("-") {
+            return self.postfix();
+        }
+        let at = self.at;
+        self.bump()?;
+        self.enter()?;
+        let (x, h) = self.unary()?;
+        self.nest -= 1;
+        self.node(Expr::Neg(Box::new(x)), h + 1, at)
+    }
+
+    /// `( expr )` after the opening parenthesis or bracket was seen: the inner expression.
+    fn inner(&mut self, close: &'static str) -> Result<Parsed, ParseError> {
+        self.bump()?;
+        self.enter()?;
+        let x = self.or()?;
+        self.expect(close)?;
+        self.nest -= 1;
+        Ok(x)
+    }
+
+    fn postfix(&mut self) -> Result<Parsed, ParseError> {
+        let (mut x, mut h) = self.primary()?;
+        loop {
+            let at = self.at;
+            if self.is_op(".") {
+                self.bump()?;
+                let Tok::Ident(name) = self.tok.clone() else {
+                    return Err(self.err("expected an attribute name after '.'"));
+                };
+                self.bump()?;
+                if self.is_op("(") {
+                    let m = match name.as_str() {
+                        "startswith" => Method::StartsWith,
+                        "endswith" => Method::EndsWith,
+                        "contains" => Method::Contains,
+                        _ => {
+                            return Err(self.lex.err(
+                                at + 1,
+                                format!(
+                                    "unknown method '{name}' (only startswith, endswith and \
+                                     contains)"
+                                ),
+                            ))
+                        }
+                    };
+                    let (a, ha) = self.inner(")")?;
+                    (x, h) =
+                        self.node(Expr::Method(Box::new(x), m, Box::new(a)), 1 + h.max(ha), at)?;
+                } else {
+                    (x, h) = self.node(Expr::Attr(Box::new(x), name), h + 1, at)?;
+                }
+            } else if self.is_op("[") {
+                let (k, hk) = self.inner("]")?;
+                (x, h) = self.node(Expr::Index(Box::new(x), Box::new(k)), 1 + h.max(hk), at)?;
+            } else {
+                return Ok((x, h));
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Result<Parsed, ParseError> {
+        let at = self.at;
+        let e = match self.tok.clone() {
+            Tok::Int(n) => Expr::Int(n),
+            Tok::Float(x) => Expr::Float(x),
+            Tok::Str(s) => Expr::Str(s),
+            Tok::Op("(") => return self.inner(")"),
+            Tok::Ident(w) => match w.as_str() {
+                "True" => Expr::Bool(true),
+                "False" => Expr::Bool(false),
+                "None" => Expr::None,
+                "args" => Expr::Name(Name::Args),
+                "kwargs" => Expr::Name(Name::Kwargs),
+                "result" => Expr::Name(Name::Result),
+                "exception" => Expr::Name(Name::Exception),
+                "len" | "type" | "abs" => {
+                    let func = match w.as_str() {
+                        "len" => Func::Len,
+                        "type" => Func::Type,
+                        _ => Func::Abs,
+                    };
+                    self.bump()?;
+                    if !self.is_op("(") {
+                        return Err(self.err(format!("expected '(' after '{w}'")));
+                    }
+                    let (x, h) = self.inner(")")?;
+                    return self.node(Expr::Call(func, Box::new(x)), h + 1, at);
+                }
+                "and" | "or" | "not" | "in" | "is" => {
+                    return Err(self.err(format!("expected a value before '{w}'")))
+                }
+                _ => {
+                    return Err(self.err(format!(
+                        "unknown name '{w}': a condition reads {NAMES} (functions: len, type, \
+                         abs)"
+                    )))
+                }
+            },
+            Tok::End => return Err(self.err("unexpected end of condition")),
+            t => return Err(self.err(format!("expected a value, found {}", tok_text(&t)))),
+        };
+        self.bump()?;
+        Ok((e, 1))
+    }
+}
+
+fn too_deep() -> String {
+    format!("condition nested too deeply (more than {MAX_DEPTH} levels)")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/// What kind of Python value a [`CondValue`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `None`.
+    None,
+    /// A bool.
+    Bool,
+    /// An int.
+    Int,
+    /// A float.
+    Float,
+    /// A str.
+    Str,
+    /// `bytes` or `bytearray`.
+    Bytes,
+    /// A list.
+    List,
+    /// A tuple.
+    Tuple,
+    /// A set or frozenset.
+    Set,
+    /// A dict.
+    Dict,
+    /// Anything else: an instance, a class, a function.
+    Object,
+}
+
+/// A key of a dict lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key<'k> {
+    /// A string key.
+    Str(&'k str),
+    /// An int key.
+    Int(i64),
+}
+
+/// A read-only view of a decoded value, as the condition language sees it.
+pub trait CondValue: Clone {
+    /// Its kind.
+    fn kind(&self) -> Kind;
+    /// Its class name, as `type(x).__name__` (`Point`, `int`, `dict`, `NoneType`).
+    fn type_name(&self) -> String;
+    /// A bool's value.
+    fn to_bool(&self) -> Option<bool>;
+    /// An int's value (`None` for ints beyond 64 bits).
+    fn to_int(&self) -> Option<i64>;
+    /// A float's value.
+    fn to_float(&self) -> Option<f64>;
+    /// A str's value.
+    fn to_str(&self) -> Option<String>;
+    /// The length of a str (in characters), bytes, list, tuple, set or dict.
+    fn length(&self) -> Option<usize>;
+    /// Element `i` (from 0) of a list, tuple or set.
+    fn element(&self, i: usize) -> Option<Self>;
+    /// The value of a dict's key (the last one pickled, if repeated).
+    fn key(&self, key: Key<'_>) -> Option<Self>;
+    /// An attribute of an instance (for JSON, an object's key).
+    fn attr(&self, name: &str) -> Option<Self>;
+}
+
+impl CondValue for &Value {
+    fn kind(&self) -> Kind {
+        match self {
+            Value::Null => Kind::None,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(n) if n.is_f64() => Kind::Float,
+            Value::Number(_) => Kind::Int,
+            Value::String(_) => Kind::Str,
+            Value::Array(_) => Kind::List,
+            Value::Object(_) => Kind::Dict,
+        }
+    }
+
+    fn type_name(&self) -> String {
+        match self.kind() {
+            Kind::None => "NoneType",
+            Kind::Bool => "bool",
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::Str => "str",
+            Kind::List => "list",
+            _ => "dict",
+        }
+        .to_owned()
+    }
+
+    fn to_bool(&self) -> Option<bool> {
+        self.as_bool()
+    }
+
+    fn to_int(&self) -> Option<i64> {
+        self.as_i64()
+    }
+
+    fn to_float(&self) -> Option<f64> {
+        self.as_f64()
+    }
+
+    fn to_str(&self) -> Option<String> {
+        self.as_str().map(str::to_owned)
+    }
+
+    fn length(&self) -> Option<usize> {
+        match self {
+            Value::String(s) => Some(s.chars().count()),
+            Value::Array(a) => Some(a.len()),
+            Value::Object(m) => Some(m.len()),
+            _ => None,
+        }
+    }
+
+    fn element(&self, i: usize) -> Option<Self> {
+        self.as_array()?.get(i)
+    }
+
+    fn key(&self, key: Key<'_>) -> Option<Self> {
+        match key {
+            Key::Str(s) => self.as_object()?.get(s),
+            Key::Int(_) => None,
+        }
+    }
+
+    fn attr(&self, name: &str) -> Option<Self> {
+        self.as_object()?.get(name)
+    }
+}
+
+/// A node of a decoded pickle.
+#[derive(Debug, Clone, Copy)]
+pub struct PickleValue<'t> {
+    /// The tree.
+    pub tree: &'t Tree,
+    /// The node.
+    pub id: NodeId,
+}
+
+impl<'t> PickleValue<'t> {
+    /// The root of a decoded pickle.
+    pub fn root(tree: &'t Tree) -> Self {
+        PickleValue {
+            tree,
+            id: tree.root,
+        }
+    }
+
+    fn at(&self, id: NodeId) -> Self {
+        PickleValue {
+            tree: self.tree,
+            id,
+        }
+    }
+
+    fn node(&self) -> Option<&'t Node> {
+        self.tree.get(self.id)
+    }
+
+    fn key_matches(&self, k: NodeId, key: Key<'_>) -> bool {
+        match (self.tree.get(k), key) {
+            (Some(Node::Str(b)), Key::Str(s)) => &b[..] == s.as_bytes(),
+            (Some(Node::Int(n)), Key::Int(i)) => *n == i,
+            (Some(Node::Bool(b)), Key::Int(i)) => i64::from(*b) == i,
+            _ => false,
+        }
+    }
+
+    fn find(&self, pairs: &[(NodeId, NodeId)], key: Key<'_>) -> Option<Self> {
+        pairs
+            .iter()
+            .rev()
+            .find(|&&(k, _)| self.key_matches(k, key))
+            .map(|&(_, v)| self.at(v))
+    }
+}
+
+impl CondValue for PickleValue<'_> {
+    fn kind(&self) -> Kind {
+        match self.node() {
+            None | Some(Node::None) => Kind::None,
+            Some(Node::Bool(_)) => Kind::Bool,
+            Some(Node::Int(_) | Node::BigInt(_) | Node::IntText(_)) => Kind::Int,
+            Some(Node::Float(_)) => Kind::Float,
+            Some(Node::Str(_)) => Kind::Str,
+            Some(Node::Bytes(_) | Node::ByteArray(_)) => Kind::Bytes,
+            Some(Node::List(_)) => Kind::List,
+            Some(Node::Tuple(_)) => Kind::Tuple,
+            Some(Node::Dict(_)) => Kind::Dict,
+            Some(Node::Set(_) | Node::FrozenSet(_)) => Kind::Set,
+            Some(Node::Global(_) | Node::Object(_)) => Kind::Object,
+        }
+    }
+
+    fn type_name(&self) -> String {
+        let full = crate::pickle::view::type_name(self.tree, self.id);
+        match full.rsplit_once('.') {
+            Some((_, last)) => last.to_owned(),
+            None => full,
+        }
+    }
+
+    fn to_bool(&self) -> Option<bool> {
+        match self.node()? {
+            Node::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn to_int(&self) -> Option<i64> {
+        match self.node()? {
+            Node::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    fn to_float(&self) -> Option<f64> {
+        match self.node()? {
+            Node::Float(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    fn to_str(&self) -> Option<String> {
+        self.tree.str_of(self.id)
+    }
+
+    fn length(&self) -> Option<usize> {
+        Some(match self.node()? {
+            Node::Str(_) => self.tree.str_of(self.id)?.chars().count(),
+            Node::Bytes(b) | Node::ByteArray(b) => b.len(),
+            Node::List(v) => v.len(),
+            Node::Tuple(v) | Node::FrozenSet(v) => v.len(),
+            Node::Set(v) => v.len(),
+            Node::Dict(d) => d.len(),
+            Node::Object(o) if !o.pairs.is_empty() => o.pairs.len(),
+            Node::Object(o) if !o.items.is_empty() => o.items.len(),
+            _ => return None,
+        })
+    }
+
+    fn element(&self, i: usize) -> Option<Self> {
+        let v: &[NodeId] = match self.node()? {
+            Node::List(v) => v,
+            Node::Tuple(v) | Node::FrozenSet(v) => v,
+            Node::Set(v) => v,
+            Node::Object(o) => &o.items,
+            _ => return None,
+        };
+        v.get(i).map(|&c| self.at(c))
+    }
+
+    fn key(&self, key: Key<'_>) -> Option<Self> {
+        match self.node()? {
+            Node::Dict(d) => self.find(d, key),
+            Node::Object(o) => self.find(&o.pairs, key),
+            _ => None,
+        }
+    }
+
+    fn attr(&self, name: &str) -> Option<Self> {
+        let Node::Object(o) = self.node()? else {
+            return None;
+        };
+        let state = *o.state.last()?;
+        // The state dict, or `(dict, slots)`: slots are looked up first, as Python's
+        // descriptors come before the instance dict.
+        let dicts: Vec<NodeId> = match self.tree.get(state)? {
+            Node::Dict(_) => vec![state],
+            Node::Tuple(_) => items(self.tree, state).iter().rev().copied().collect(),
+            _ => return None,
+        };
+        dicts
+            .into_iter()
+            .filter(|&d| matches!(self.tree.get(d), Some(Node::Dict(_))))
+            .find_map(|d| self.find(dict_pairs(self.tree, d), Key::Str(name)))
+    }
+}
+
+/// A value of either format, so that one call's arguments may mix them.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A JSON item.
+    Json(&'a Value),
+    /// A node of a decoded pickle.
+    Pickle(PickleValue<'a>),
+}
+
+macro_rules! delegate {
+    ($self:ident, $v:ident => $e:expr) => {
+        match $self {
+            Item::Json($v) => $e,
+            Item::Pickle($v) => $e,
+        }
+    };
+}
+
+impl CondValue for Item<'_> {
+    fn kind(&self) -> Kind {
+        delegate!(self, v => v.kind())
+    }
+    fn type_name(&self) -> String {
+        delegate!(self, v => v.type_name())
+    }
+    fn to_bool(&self) -> Option<bool> {
+        delegate!(self, v => v.to_bool())
+    }
+    fn to_int(&self) -> Option<i64> {
+        delegate!(self, v => v.to_int())
+    }
+    fn to_float(&self) -> Option<f64> {
+        delegate!(self, v => v.to_float())
+    }
+    fn to_str(&self) -> Option<String> {
+        delegate!(self, v => v.to_str())
+    }
+    fn length(&self) -> Option<usize> {
+        delegate!(self, v => v.length())
+    }
+    fn element(&self, i: usize) -> Option<Self> {
+        match self {
+            Item::Json(v) => v.element(i).map(Item::Json),
+            Item::Pickle(v) => v.element(i).map(Item::Pickle),
+        }
+    }
+    fn key(&self, key: Key<'_>) -> Option<Self> {
+        match self {
+            Item::Json(v) => v.key(key).map(Item::Json),
+            Item::Pickle(v) => v.key(key).map(Item::Pickle),
+        }
+    }
+    fn attr(&self, name: &str) -> Option<Self> {
+        match self {
+            Item::Json(v) => v.attr(name).map(Item::Json),
+            Item::Pickle(v) => v.attr(name).map(Item::Pickle),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluator
+
+/// How the call ended, as far as the condition can see.
+#[derive(Debug, Clone)]
+pub enum Outcome<V> {
+    /// Not yet (a condition before the call): `result` and `exception` cannot be read.
+    Pending,
+    /// It returned this value (`exception` is `None`).
+    Returned(V),
+    /// It raised an exception of this type name (`result` is `None`).
+    Raised(String),
+}
+
+/// What a condition reads.
+#[derive(Debug, Clone)]
+pub struct Env<V> {
+    /// The positional arguments, if known.
+    pub args: Option<Vec<V>>,
+    /// The keyword arguments, if known.
+    pub kwargs: Option<Vec<(String, V)>>,
+    /// How the call ended.
+    pub outcome: Outcome<V>,
+}
+
+/// Why a condition could not be decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalError {
+    /// What went wrong, naming the sub-expression, e.g. ``args[0].x: no attribute 'x' on int``.
+    pub message: String,
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+fn fail<T>(e: &Expr, what: impl fmt::Display) -> Result<T, EvalError> {
+    let mut text = e.to_string();
+    if text.len() > 200 {
+        let cut = (0..=200)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    Err(EvalError {
+        message: format!("{text}: {what}"),
+    })
+}
+
+/// A value met during evaluation.
+#[derive(Debug, Clone)]
+enum Val<V> {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    /// A container or instance of the environment.
+    Host(V),
+    Args,
+    Kwargs,
+}
+
+#[derive(Clone, Copy)]
+enum Num {
+    I(i64),
+    F(f64),
+}
+
+impl<V: CondValue> Val<V> {
+    /// An int beyond 64 bits, which arithmetic and ordering cannot use.
+    fn is_big_int(&self) -> bool {
+        matches!(self, Val::Host(h) if h.kind() == Kind::Int)
+    }
+
+    fn type_name(&self) -> String {
+        match self {
+            Val::None => "NoneType".to_owned(),
+            Val::Bool(_) => "bool".to_owned(),
+            Val::Int(_) => "int".to_owned(),
+            Val::Float(_) => "float".to_owned(),
+            Val::Str(_) => "str".to_owned(),
+            Val::Host(v) => v.type_name(),
+            Val::Args => "tuple".to_owned(),
+            Val::Kwargs => "dict".to_owned(),
+        }
+    }
+
+    fn num(&self) -> Option<Num> {
+        match self {
+            Val::Bool(b) => Some(Num::I(i64::from(*b))),
+            Val::Int(n) => Some(Num::I(*n)),
+            Val::Float(x) => Some(Num::F(*x)),
+            _ => None,
+        }
+    }
+}
+
+/// A host value as a scalar when it is one.
+fn lift<V: CondValue>(e: &Expr, v: V) -> Result<Val<V>, EvalError> {
+    let unreadable = |what: &str| fail(e, format!("unreadable {what} value"));
+    Ok(match v.kind() {
+        Kind::None => Val::None,
+        Kind::Bool => match v.to_bool() {
+            Some(b) => Val::Bool(b),
+            None => return unreadable("bool"),
+        },
+        // An int beyond 64 bits stays a host value: its type and truth can be read.
+        Kind::Int => match v.to_int() {
+            Some(n) => Val::Int(n),
+            None => Val::Host(v),
+        },
+        Kind::Float => match v.to_float() {
+            Some(x) => Val::Float(x),
+            None => return unreadable("float"),
+        },
+        Kind::Str => match v.to_str() {
+            Some(s) => Val::Str(s),
+            None => return unreadable("str"),
+        },
+        _ => Val::Host(v),
+    })
+}
+
+fn cmp_int_float(i: i64, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    // 2^63: every i64 is below it, and at least -2^63.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f >= TWO_63 {
+        return Some(Ordering::Less);
+    }
+    if f < -TWO_63 {
+        return Some(Ordering::Greater);
+    }
+    let t = f.trunc();
+    Some(i.cmp(&(t as i64)).then_with(|| {
+        if f > t {
+            Ordering::Less
+        } else if f < t {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        }
+    }))
+}
+
+fn cmp_num(a: Num, b: Num) -> Option<Ordering> {
+    match (a, b) {
+        (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
+        (Num::F(x), Num::F(y)) => x.partial_cmp(&y),
+        (Num::I(x), Num::F(y)) => cmp_int_float(x, y),
+        (Num::F(x), Num::I(y)) => cmp_int_float(y, x).map(Ordering::reverse),
+    }
+}
+
+/// Evaluates a condition with the default step budget ([`EVAL_STEPS`]): its value's truth.
+pub fn eval<V: CondValue>(expr: &Expr, env: &Env<V>) -> Result<bool, EvalError> {
+    eval_with_budget(expr, env, EVAL_STEPS)
+}
+
+/// Evaluates a condition within `steps` steps.
+pub fn eval_with_budget<V: CondValue>(
+    expr: &Expr,
+    env: &Env<V>,
+    steps: usize,
+) -> Result<bool, EvalError> {
+    let mut ev = Evaluator { env, steps };
+    let v = ev.eval(expr)?;
+    ev.truth(expr, &v)
+}
+
+struct Evaluator<'e, V> {
+    env: &'e Env<V>,
+    steps: usize,
+}
+
+impl<V: CondValue> Evaluator<'_, V> {
+    fn step(&mut self, e: &Expr) -> Result<(), EvalError> {
+        if self.steps == 0 {
+            return fail(e, "evaluation step budget spent");
+        }
+        self.steps -= 1;
+        Ok(())
+    }
+
+    fn length(&self, e: &Expr, v: &Val<V>) -> Result<usize, EvalError> {
+        let n = match v {
+            Val::Str(s) => Some(s.chars().count()),
+            Val::Host(h) => h.length(),
+            Val::Args => self.env.args.as_ref().map(Vec::len),
+            Val::Kwargs => self.env.kwargs.as_ref().map(Vec::len),
+            _ => None,
+        };
+        match n {
+            Some(n) => Ok(n),
+            None => fail(
+                e,
+                format!("object of type '{}' has no len()", v.type_name()),
+            ),
+        }
+    }
+
+    fn truth(&self, e: &Expr, v: &Val<V>) -> Result<bool, EvalError> {
+        Ok(match v {
+            Val::None => false,
+            Val::Bool(b) => *b,
+            Val::Int(n) => *n != 0,
+            Val::Float(x) => *x != 0.0,
+            Val::Str(s) => !s.is_empty(),
+            Val::Host(h) if h.kind() == Kind::Int => true,
+            Val::Host(h) if h.kind() == Kind::Object && h.length().is_none() => true,
+            _ => self.length(e, v)? > 0,
+        })
+    }
+
+    fn name(&self, e: &Expr, n: Name) -> Result<Val<V>, EvalError> {
+        match (n, &self.env.outcome) {
+            (Name::Args, _) if self.env.args.is_some() => Ok(Val::Args),
+            (Name::Kwargs, _) if self.env.kwargs.is_some() => Ok(Val::Kwargs),
+            (Name::Args | Name::Kwargs, _) => fail(e, "not available for this call"),
+            (Name::Result | Name::Exception, Outcome::Pending) => {
+                fail(e, "not available before the call returns")
+            }
+            (Name::Result, Outcome::Returned(v)) => lift(e, v.clone()),
+            (Name::Result, Outcome::Raised(_)) | (Name::Exception, Outcome::Returned(_)) => {
+                Ok(Val::None)
+            }
+            (Name::Exception, Outcome::Raised(t)) => Ok(Val::Str(t.clone())),
+        }
+    }
+
+    fn eval(&mut self, e: &Expr) -> Result<Val<V>, EvalError> {
+        self.step(e)?;
+        match e {
+            Expr::None => Ok(Val::None),
+            Expr::Bool(b) => Ok(Val::Bool(*b)),
+            Expr::Int(n) => Ok(Val::Int(*n)),
+            Expr::Float(x) => Ok(Val::Float(*x)),
+            Expr::Str(s) => Ok(Val::Str(s.clone())),
+            Expr::Name(n) => self.name(e, *n),
+            Expr::Attr(x, name) => {
+                let v = self.eval(x)?;
+                let found = match &v {
+                    Val::Host(h) => h.attr(name),
+                    _ => None,
+                };
+                match found {
+                    Some(h) => lift(e, h),
+                    None => fail(e, format!("no attribute '{name}' on {}", v.type_name())),
+                }
+            }
+            Expr::Index(x, k) => {
+                let v = self.eval(x)?;
+                let k = self.eval(k)?;
+                self.index(e, v, k)
+            }
+            Expr::Call(func, x) => {
+                let v = self.eval(x)?;
+                match func {
+                    Func::Len => {
+                        let n = self.length(e, &v)?;
+                        Ok(Val::Int(i64::try_from(n).unwrap_or(i64::MAX)))
+                    }
+                    Func::Type => Ok(Val::Str(v.type_name())),
+                    Func::Abs => match v.num() {
+                        Some(Num::I(n)) => match n.checked_abs() {
+                            Some(a) => Ok(Val::Int(a)),
+                            None => fail(e, "integer overflow"),
+                        },
+                        Some(Num::F(x)) => Ok(Val::Float(x.abs())),
+                        None if v.is_big_int() => fail(e, BIG_INT),
+                        None => fail(
+                            e,
+                            format!("bad operand type for abs(): '{}'", v.type_name()),
+                        ),
+                    },
+                }
+            }
+            Expr::Method(x, m, a) => {
+                let v = self.eval(x)?;
+                let a = self.eval(a)?;
+                let (Val::Str(s), Val::Str(p)) = (&v, &a) else {
+                    return fail(
+                        e,
+                        format!(
+                            "{}() needs a str and a str argument, not {} and {}",
+                            m.text(),
+                            v.type_name(),
+                            a.type_name()
+                        ),
+                    );
+                };
+                Ok(Val::Bool(match m {
+                    Method::StartsWith => s.starts_with(p.as_str()),
+                    Method::EndsWith => s.ends_with(p.as_str()),
+                    Method::Contains => s.contains(p.as_str()),
+                }))
+            }
+            Expr::Neg(x) => {
+                let v = self.eval(x)?;
+                match v.num() {
+                    Some(Num::I(n)) => match n.checked_neg() {
+                        Some(m) => Ok(Val::Int(m)),
+                        None => fail(e, "integer overflow"),
+                    },
+                    Some(Num::F(x)) => Ok(Val::Float(-x)),
+                    None if v.is_big_int() => fail(e, BIG_INT),
+                    None => fail(
+                        e,
+                        format!("bad operand type for unary -: '{}'", v.type_name()),
+                    ),
+                }
+            }
+            Expr::Not(x) => {
+                let v = self.eval(x)?;
+                Ok(Val::Bool(!self.truth(x, &v)?))
+            }
+            Expr::And(a, b) => {
+                let v = self.eval(a)?;
+                if self.truth(a, &v)? {
+                    self.eval(b)
+                } else {
+                    Ok(v)
+                }
+            }
+            Expr::Or(a, b) => {
+                let v = self.eval(a)?;
+                if self.truth(a, &v)? {
+                    Ok(v)
+                } else {
+                    self.eval(b)
+                }
+            }
+            Expr::Arith(op, a, b) => {
+                let x = self.eval(a)?;
+                let y = self.eval(b)?;
+                arith(e, *op, &x, &y)
+            }
+            Expr::Compare(first, rest) => {
+                let mut left = self.eval(first)?;
+                for (op, x) in rest {
+                    let right = self.eval(x)?;
+                    if !self.compare(e, *op, &left, &right)? {
+                        return Ok(Val::Bool(false));
+                    }
+                    left = right;
+                }
+                Ok(Val::Bool(true))
+            }
+        }
+    }
+
+    fn index(&mut self, e: &Expr, v: Val<V>, k: Val<V>) -> Result<Val<V>, EvalError> {
+        let position = |n: usize| -> Result<usize, EvalError> {
+            let Some(Num::I(i)) = (match &k {
+                Val::Int(_) | Val::Bool(_) => k.num(),
+                _ => None,
+            }) else {
+                return fail(
+                    e,
+                    format!(
+                        "{} indices must be integers, not {}",
+                        v.type_name(),
+                        k.type_name()
+                    ),
+                );
+            };
+            let j = if i < 0 {
+                i.checked_add(n as i64)
+            } else {
+                Some(i)
+            };
+            match j.and_then(|j| usize::try_from(j).ok()).filter(|&j| j < n) {
+                Some(j) => Ok(j),
+                None => fail(e, format!("index {i} out of range (length {n})")),
+            }
+        };
+        let key_text = || match &k {
+            Val::Str(s) => format!("{s:?}"),
+            Val::Int(n) => n.to_string(),
+            _ => k.type_name(),
+        };
+        match &v {
+            Val::Args => {
+                let args = self.env.args.as_deref().unwrap_or_default();
+                let j = position(args.len())?;
+                lift(e, args[j].clone())
+            }
+            Val::Kwargs => {
+                let Val::Str(s) = &k else {
+                    return fail(e, format!("no key {} in kwargs", key_text()));
+                };
+                let kwargs = self.env.kwargs.as_deref().unwrap_or_default();
+                match kwargs.iter().rev().find(|(n, _)| n == s) {
+                    Some((_, x)) => lift(e, x.clone()),
+                    None => fail(e, format!("no key {} in kwargs", key_text())),
+                }
+            }
+            Val::Str(s) => {
+                let j = position(s.chars().count())?;
+                Ok(Val::Str(
+                    s.chars().nth(j).map(String::from).unwrap_or_default(),
+                ))
+            }
+            Val::Host(h) => match h.kind() {
+                Kind::List | Kind::Tuple => {
+                    let j = position(h.length().unwrap_or(0))?;
+                    match h.element(j) {
+                        Some(x) => lift(e, x),
+                        None => fail(e, "unreadable element"),
+                    }
+                }
+                Kind::Dict | Kind::Object => {
+                    let key = match &k {
+                        Val::Str(s) => Some(Key::Str(s)),
+                        Val::Int(n) => Some(Key::Int(*n)),
+                        Val::Bool(b) => Some(Key::Int(i64::from(*b))),
+                        _ => None,
+                    };
+                    match key.and_then(|key| h.key(key)) {
+                        Some(x) => lift(e, x),
+                        None => fail(e, format!("no key {}", key_text())),
+                    }
+                }
+                _ => fail(
+                    e,
+                    format!("'{}' object is not subscriptable", h.type_name()),
+                ),
+            },
+            _ => fail(
+                e,
+                format!("'{}' object is not subscriptable", v.type_name()),
+            ),
+        }
+    }
+
+    fn equal(&self, e: &Expr, a: &Val<V>, b: &Val<V>) -> Result<bool, EvalError> {
+        if let (Some(x), Some(y)) = (a.num(), b.num()) {
+            return Ok(cmp_num(x, y) == Some(Ordering::Equal));
+        }
+        match (a, b) {
+            (Val::None, Val::None) => Ok(true),
+            (Val::Str(x), Val::Str(y)) => Ok(x == y),
+            (Val::Host(_) | Val::Args | Val::Kwargs, Val::Host(_) | Val::Args | Val::Kwargs) => {
+                fail(
+                    e,
+                    format!(
+                        "comparing {} with {} is not supported (compare their parts)",
+                        a.type_name(),
+                        b.type_name()
+                    ),
+                )
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn contains(&mut self, e: &Expr, item: &Val<V>, c: &Val<V>) -> Result<bool, EvalError> {
+        let unsupported = || {
+            fail(
+                e,
+                format!(
+                    "'in <{}>' needs a matching left operand, not {}",
+                    c.type_name(),
+                    item.type_name()
+                ),
+            )
+        };
+        match c {
+            Val::Str(s) => match item {
+                Val::Str(p) => Ok(s.contains(p.as_str())),
+                _ => unsupported(),
+            },
+            Val::Args => {
+                let args = self.env.args.as_deref().unwrap_or_default();
+                for a in args {
+                    self.step(e)?;
+                    if self.equal(e, item, &lift(e, a.clone())?)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Val::Kwargs => match item {
+                Val::Str(s) => Ok(self
+                    .env
+                    .kwargs
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|(n, _)| n == s)),
+                _ => Ok(false),
+            },
+            Val::Host(h) => match h.kind() {
+                Kind::List | Kind::Tuple | Kind::Set => {
+                    for i in 0..h.length().unwrap_or(0) {
+                        self.step(e)?;
+                        let Some(x) = h.element(i) else {
+                            return fail(e, "unreadable element");
+                        };
+                        if self.equal(e, item, &lift(e, x)?)? {
+                            return Ok(true);
+                        }
+                    }
+                    Ok(false)
+                }
+                Kind::Dict => Ok(match item {
+                    Val::Str(s) => h.key(Key::Str(s)).is_some(),
+                    Val::Int(n) => h.key(Key::Int(*n)).is_some(),
+                    Val::Bool(b) => h.key(Key::Int(i64::from(*b))).is_some(),
+                    _ => false,
+                }),
+                _ => fail(
+                    e,
+                    format!("argument of type '{}' is not iterable", h.type_name()),
+                ),
+            },
+            _ => fail(
+                e,
+                format!("argument of type '{}' is not iterable", c.type_name()),
+            ),
+        }
+    }
+
+    fn compare(&mut self, e: &Expr, op: CmpOp, a: &Val<V>, b: &Val<V>) -> Result<bool, EvalError> {
+        let order = |o: Option<Ordering>| -> Result<bool, EvalError> {
+            let Some(o) = o else {
+                return Ok(false);
+            };
+            Ok(match op {
+                CmpOp::Lt => o.is_lt(),
+                CmpOp::Le => o.is_le(),
+                CmpOp::Gt => o.is_gt(),
+                _ => o.is_ge(),
+            })
+        };
+        match op {
+            CmpOp::Eq => self.equal(e, a, b),
+            CmpOp::Ne => Ok(!self.equal(e, a, b)?),
+            CmpOp::In => self.contains(e, a, b),
+            CmpOp::NotIn => Ok(!self.contains(e, a, b)?),
+            CmpOp::Is | CmpOp::IsNot => {
+                let same = match (a, b) {
+                    (Val::None, Val::None) => true,
+                    (Val::Bool(x), Val::Bool(y)) => x == y,
+                    _ => false,
+                };
+                Ok(same == (op == CmpOp::Is))
+            }
+            CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge => {
+                if let (Some(x), Some(y)) = (a.num(), b.num()) {
+                    return order(cmp_num(x, y));
+                }
+                if let (Val::Str(x), Val::Str(y)) = (a, b) {
+                    return order(Some(x.cmp(y)));
+                }
+                if a.is_big_int() || b.is_big_int() {
+                    return fail(e, BIG_INT);
+                }
+                fail(
+                    e,
+                    format!(
+                        "'{}' not supported between {} and {}",
+                        op.text(),
+                        a.type_name(),
+                        b.type_name()
+                    ),
+                )
+            }
+        }
+    }
+}
+
+fn arith<V: CondValue>(e: &Expr, op: ArithOp, a: &Val<V>, b: &Val<V>) -> Result<Val<V>, EvalError> {
+    if let (ArithOp::Add, Val::Str(x), Val::Str(y)) = (op, a, b) {
+        return Ok(Val::Str(format!("{x}{y}")));
+    }
+    let (Some(x), Some(y)) = (a.num(), b.num()) else {
+        if a.is_big_int() || b.is_big_int() {
+            return fail(e, BIG_INT);
+        }
+        return fail(
+            e,
+            format!(
+                "unsupported operand types for {}: {} and {}",
+                op.text(),
+                a.type_name(),
+                b.type_name()
+            ),
+        );
+    };
+    let zero = matches!(y, Num::I(0)) || matches!(y, Num::F(z) if z == 0.0);
+    if zero && matches!(op, ArithOp::Div | ArithOp::FloorDiv | ArithOp::Mod) {
+        return fail(e, "division by zero");
+    }
+    if let (Num::I(x), Num::I(y)) = (x, y) {
+        let r = match op {
+            ArithOp::Add => x.checked_add(y),
+            ArithOp::Sub => x.checked_sub(y),
+            ArithOp::Mul => x.checked_mul(y),
+            ArithOp::Div => return Ok(Val::Float(x as f64 / y as f64)),
+            // Python floors the quotient; Rust truncates it.
+            ArithOp::FloorDiv => x.checked_div(y).map(|q| {
+                if x % y != 0 && (x < 0) != (y < 0) {
+                    q - 1
+                } else {
+                    q
+                }
+            }),
+            ArithOp::Mod => x.checked_rem(y).map(|r| {
+                if r != 0 && (r < 0) != (y < 0) {
+                    r + y
+                } else {
+                    r
+                }
+            }),
+        };
+        return match r {
+            Some(r) => Ok(Val::Int(r)),
+            None => fail(e, "integer overflow"),
+        };
+    }
+    let f = |n: Num| match n {
+        Num::I(i) => i as f64,
+        Num::F(x) => x,
+    };
+    let (x, y) = (f(x), f(y));
+    Ok(Val::Float(match op {
+        ArithOp::Add => x + y,
+        ArithOp::Sub => x - y,
+        ArithOp::Mul => x * y,
+        ArithOp::Div => x / y,
+        ArithOp::FloorDiv => (x / y).floor(),
+        ArithOp::Mod => {
+            let r = x % y;
+            if r != 0.0 && (r < 0.0) != (y < 0.0) {
+                r + y
+            } else {
+                r
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::pickle;
+
+    fn json_env(outcome: Outcome<&Value>) -> (Value, Value, Outcome<&Value>) {
+        let args = json!([150, [], {"x": -1, "label": "item-3", "tags": ["a", "b"]}, "hello", 2.5,
+            null, true, [1, 2, 3], 7, -7]);
+        let kwargs = json!({"label": "item-7", "n": 3, "ratio": 0.5});
+        (args, kwargs, outcome)
+    }
+
+    fn env<'a>(args: &'a Value, kwargs: &'a Value, outcome: Outcome<&'a Value>) -> Env<&'a Value> {
+        Env {
+            args: Some(args.as_array().unwrap().iter().collect()),
+            kwargs: Some(
+                kwargs
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v))
+                    .collect(),
+            ),
+            outcome,
+        }
+    }
+
+    fn check(text: &str) -> Result<bool, String> {
+        let (a, k, o) = json_env(Outcome::Pending);
+        let e = parse(text).map_err(|e| e.to_string())?;
+        eval(&e, &env(&a, &k, o)).map_err(|e| e.to_string())
+    }
+
+    /// Evaluated by `python3` on the same values (`type(x)` as `type(x).__name__`).
+    const PYTHON_TABLE: &[(&str, bool)] = &[
+        (
+            "args[0] > 100 and kwargs[\"label\"].startswith(\"item-\")",
+            true,
+        ),
+        ("args[0] > 200 or kwargs[\"n\"] == 3", true),
+        ("len(args[1]) == 0", true),
+        ("len(args[3]) == 5", true),
+        ("len(args[2]) == 3", true),
+        ("len(args) == 10", true),
+        ("len(kwargs) == 3", true),
+        ("type(args[0]) == \"int\"", true),
+        ("type(args[4]) == \"float\"", true),
+        ("type(args[3]) == \"str\"", true),
+        ("type(args[1]) == \"list\"", true),
+        ("type(args[2]) == \"dict\"", true),
+        ("type(args[5]) == \"NoneType\"", true),
+        ("type(args[6]) == \"bool\"", true),
+        ("type(args) == \"tuple\"", true),
+        ("args[0] % 2 == 1", false),
+        ("args[8] % 2 == 1", true),
+        ("args[9] % 2 == 1", true),
+        ("args[9] % 4", true),
+        ("args[9] // 2 == -4", true),
+        ("args[8] // -2 == -4", true),
+        ("-args[9] % 3 == 1", true),
+        ("7.5 % 2 == 1.5", true),
+        ("-7.5 % 2 == 0.5", true),
+        ("7 // 2.0 == 3.0", true),
+        ("args[0] / 4 == 37.5", true),
+        ("1 + 2 * 3 == 7", true),
+        ("(1 + 2) * 3 == 9", true),
+        ("10 - 2 - 3 == 5", true),
+        ("0 < args[8] < 10", true),
+        ("0 < args[0] < 10", false),
+        ("1 < 2 > 0", true),
+        ("args[4] == 2.5", true),
+        ("args[0] == 150.0", true),
+        ("1 == 1.0000000000000002", false),
+        ("args[5] is None", true),
+        ("args[5] is not None", false),
+        ("args[6] is True", true),
+        ("args[6] == 1", true),
+        ("args[6] + 1 == 2", true),
+        ("not args[1]", true),
+        ("not args[0]", false),
+        ("args[1] or args[3]", true),
+        ("args[1] and args[3]", false),
+        ("\"item\" in kwargs[\"label\"]", true),
+        ("\"label\" in kwargs", true),
+        ("\"missing\" not in kwargs", true),
+        ("2 in args[7]", true),
+        ("2.0 in args[7]", true),
+        ("5 in args[7]", false),
+        ("\"x\" in args[2]", true),
+        ("\"a\" in args[2][\"tags\"]", true),
+        ("150 in args", true),
+        ("\"hello\" in args", true),
+        ("args[-1] == -7", true),
+        ("args[7][-1] == 3", true),
+        ("args[7][-3] == 1", true),
+        ("args[3][0] == \"h\"", true),
+        ("args[3][-1] == \"o\"", true),
+        ("args[2][\"tags\"][1] == \"b\"", true),
+        ("abs(args[9]) == 7", true),
+        ("abs(-2.5) == 2.5", true),
+        ("\"abc\" < \"abd\"", true),
+        ("\"b\" > \"abc\"", true),
+        ("\"\" < \"a\"", true),
+        ("kwargs[\"label\"].endswith(\"-7\")", true),
+        ("args[3] + \" world\" == \"hello world\"", true),
+        ("not not args[0]", true),
+        ("args[0] != 150", false),
+        ("args[0] != 151", true),
+        ("True and 0", false),
+        ("0 or \"\"", false),
+        ("None", false),
+        ("\"s\"", true),
+        ("0.0", false),
+        ("-0.0 == 0", true),
+        ("1e3 == 1000", true),
+        ("1_000 == 1000", true),
+        ("'it\\'s' == \"it's\"", true),
+        ("\"\\x41\\u00e9\" == \"Aé\"", true),
+        ("len(\"é€\") == 2", true),
+        ("not 1 == 2", true),
+        ("not (1 == 2) and 3 > 2", true),
+        ("1 < 2 == 2 < 3", true),
+        ("args[0] >= 150 >= 149", true),
+        ("kwargs[\"ratio\"] * 2 == 1", true),
+    ];
+
+    #[test]
+    fn evaluates_as_python_on_json() {
+        for &(text, want) in PYTHON_TABLE {
+            assert_eq!(check(text), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn language_specific_forms() {
+        for (text, want) in [
+            ("type(args[2]) == \"dict\" and args[2].x < 0", true),
+            ("args[2].label.contains(\"m-\")", true),
+            ("args[2].label.contains(\"zz\")", false),
+            ("args[2].tags[0] == \"a\"", true),
+            ("kwargs[\"label\"].contains(\"7\")", true),
+            ("args[0] is not None and args[0] > 1", true),
+            ("args[5] is None or args[5].x", true),
+            ("False and args[99]", false),
+            ("True or args[99]", true),
+            ("args[-10] == 150", true),
+            ("9223372036854775807 > 9.2e18", true),
+            ("9007199254740993 == 9007199254740992.0", false),
+            ("9007199254740993 > 9007199254740992.0", true),
+        ] {
+            assert_eq!(check(text), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn result_and_exception() {
+        let (a, k, _) = json_env(Outcome::Pending);
+        let r = json!({"ok": true, "items": [1]});
+        let run = |text: &str, o: Outcome<&Value>| eval(&parse(text).unwrap(), &env(&a, &k, o));
+        assert_eq!(
+            run(
+                "result.ok and len(result.items) == 1",
+                Outcome::Returned(&r)
+            ),
+            Ok(true)
+        );
+        assert_eq!(run("exception is None", Outcome::Returned(&r)), Ok(true));
+        assert_eq!(
+            run("result is None", Outcome::Raised("ValueError".into())),
+            Ok(true)
+        );
+        assert_eq!(
+            run(
+                "exception == \"ValueError\"",
+                Outcome::Raised("ValueError".into())
+            ),
+            Ok(true)
+        );
+        let e = run("result is None", Outcome::Pending).unwrap_err();
+        assert_eq!(e.message, "result: not available before the call returns");
+        let none: Env<&Value> = Env {
+            args: None,
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let e = eval(&parse("args[0]").unwrap(), &none).unwrap_err();
+        assert_eq!(e.message, "args: not available for this call");
+    }
+
+    #[test]
+    fn eval_errors_name_the_sub_expression() {
+        for (text, want) in [
+            ("args[0].x > 1", "args[0].x: no attribute 'x' on int"),
+            ("args[10] == 1", "args[10]: index 10 out of range (length 10)"),
+            ("args[7][-4]", "args[7][-4]: index -4 out of range (length 3)"),
+            ("kwargs[\"nope\"]", "kwargs[\"nope\"]: no key \"nope\" in kwargs"),
+            ("args[2][\"y\"]", "args[2][\"y\"]: no key \"y\""),
+            ("args[0] < \"a\"", "args[0] < \"a\": '<' not supported between int and str"),
+            ("len(args[0])", "len(args[0]): object of type 'int' has no len()"),
+            ("args[0][0]", "args[0][0]: 'int' object is not subscriptable"),
+            ("args[7][\"a\"]", "args[7][\"a\"]: list indices must be integers, not str"),
+            ("1 % 0", "1 % 0: division by zero"),
+            ("args[1] == args[7]", "args[1] == args[7]: comparing list with list is not supported (compare their parts)"),
+            ("args[0].startswith(\"1\")", "args[0].startswith(\"1\"): startswith() needs a str and a str argument, not int and str"),
+            ("9223372036854775807 + 1", "9223372036854775807 + 1: integer overflow"),
+            ("1 in args[0]", "1 in args[0]: argument of type 'int' is not iterable"),
+            ("abs(\"x\")", "abs(\"x\"): bad operand type for abs(): 'str'"),
+        ] {
+            assert_eq!(check(text), Err(want.to_owned()), "{text}");
+        }
+    }
+
+    #[test]
+    fn parse_errors_with_their_columns() {
+        for (text, msg, byte, column) in [
+            ("(args[0] > 1", "expected ')'", 12, 13),
+            ("args[0] > 1)", "unexpected ')'", 11, 12),
+            ("args[0", "expected ']'", 6, 7),
+            ("foo > 1", "unknown name 'foo': a condition reads args, kwargs, result or exception (functions: len, type, abs)", 0, 1),
+            ("args.x.upper(1)", "unknown method 'upper' (only startswith, endswith and contains)", 7, 8),
+            ("len args", "expected '(' after 'len'", 4, 5),
+            ("", "empty condition", 0, 1),
+            ("   ", "empty condition", 3, 4),
+            ("args[0] >", "unexpected end of condition", 9, 10),
+            ("args ! 1", "unexpected character '!'", 5, 6),
+            ("args = 1", "'=' is not a comparison (use '==')", 5, 6),
+            ("\"abc", "unterminated string", 0, 1),
+            ("'a\\q'", "invalid escape in string", 2, 3),
+            ("99999999999999999999", "integer literal too large", 0, 1),
+            ("1e999", "float literal out of range", 0, 1),
+            ("12ab", "invalid number", 2, 3),
+            ("result is 3", "'is' compares only with None, True or False", 10, 11),
+            ("args not 1", "expected 'in' after 'not'", 9, 10),
+            ("and 1", "expected a value before 'and'", 0, 1),
+            ("args.", "expected an attribute name after '.'", 5, 6),
+            ("len()", "expected a value, found ')'", 4, 5),
+            ("\"é\" == x", "unknown name 'x': a condition reads args, kwargs, result or exception (functions: len, type, abs)", 8, 8),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!((e.message.as_str(), e.byte, e.column), (msg, byte, column), "{text}");
+            assert_eq!(e.to_string(), format!("{msg} at column {column}"));
+        }
+    }
+
+    #[test]
+    fn bounds() {
+        let long = format!("args[0] == \"{}\"", "a".repeat(MAX_TEXT_BYTES));
+        let e = parse(&long).unwrap_err();
+        assert_eq!(e.message, "condition longer than 4096 bytes");
+        let ok = format!("{}1{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(parse(&ok), Ok(Expr::Int(1)));
+        let deep = format!(
+            "{}1{}",
+            "(".repeat(MAX_DEPTH + 1),
+            ")".repeat(MAX_DEPTH + 1)
+        );
+        assert_eq!(parse(&deep).unwrap_err().message, too_deep());
+        assert_eq!(parse(&"not ".repeat(100)).unwrap_err().message, too_deep());
+        assert_eq!(parse(&"-".repeat(100)).unwrap_err().message, too_deep());
+        // A long flat chain is a deep tree: refused by its height.
+        let chain = vec!["1"; 100].join(" + ");
+        assert_eq!(parse(&chain).unwrap_err().message, too_deep());
+        let chain = vec!["1"; MAX_DEPTH].join(" + ");
+        assert!(parse(&chain).is_ok());
+        // The step budget.
+        let (a, k, o) = json_env(Outcome::Pending);
+        let env = env(&a, &k, o);
+        let e = parse("1 + 1 + 1 == 3").unwrap();
+        assert_eq!(eval_with_budget(&e, &env, 7), Ok(true));
+        assert_eq!(
+            eval_with_budget(&e, &env, 6).unwrap_err().message,
+            "3: evaluation step budget spent"
+        );
+        let big = json!((0..20_000).collect::<Vec<_>>());
+        let env = Env {
+            args: Some(vec![&big]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let e = parse("-1 in args[0]").unwrap();
+        assert_eq!(
+            eval(&e, &env).unwrap_err().message,
+            "-1 in args[0]: evaluation step budget spent"
+        );
+    }
+
+    #[test]
+    fn prints_back() {
+        for text in [
+            "args[0] > 100 and kwargs[\"label\"].startswith(\"item-\")",
+            "not (a or b)"
+                .replace("a", "args")
+                .replace("b", "result")
+                .as_str(),
+            "(1 + 2) * -3 - (4 - 5) == 0",
+            "(args or kwargs) and not result",
+            "not not -(-1) in args",
+            "(1 < 2) < 3",
+            "\"a\\n\\\"\\x01\" + 'é' != str0"
+                .replace("str0", "exception")
+                .as_str(),
+        ] {
+            let e = parse(text).unwrap();
+            assert_eq!(parse(&e.to_string()), Ok(e.clone()), "{text} -> {e}");
+        }
+        assert_eq!(parse("((1)+(2))*3").unwrap().to_string(), "(1 + 2) * 3");
+        assert_eq!(parse("1 - (2 - 3)").unwrap().to_string(), "1 - (2 - 3)");
+    }
+
+    fn tree(hex: &str) -> Tree {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        pickle::decode(&bytes, &pickle::Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn reads_decoded_pickles() {
+        // Point(-1, 2.5) of a class `Point` in `__main__`, protocol 4.
+        let point = tree("80049534000000000000008c085f5f6d61696e5f5f948c05506f696e749493942981947d94288c0178944affffffff8c01799447400400000000000075622e");
+        // {"k": [1, "two", None], 3: "three"}
+        let dict = tree("80049520000000000000007d94288c016b945d94284b018c0374776f944e654b038c05746872656594752e");
+        // An instance of a class with `__slots__ = ('a',)`, a = 5, protocol 2.
+        let slotted = tree("8002635f5f6d61696e5f5f0a536c6f747465640a7100298171014e7d710258010000006171034b0573867104622e");
+        // 10**30
+        let big = tree("80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e");
+        let label = json!("item-1");
+        let env = Env {
+            args: Some(vec![
+                Item::Pickle(PickleValue::root(&point)),
+                Item::Pickle(PickleValue::root(&dict)),
+                Item::Pickle(PickleValue::root(&slotted)),
+                Item::Pickle(PickleValue::root(&big)),
+            ]),
+            kwargs: Some(vec![("label".to_owned(), Item::Json(&label))]),
+            outcome: Outcome::Pending,
+        };
+        let run = |text: &str| eval(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        for (text, want) in [
+            ("type(args[0]) == \"Point\" and args[0].x < 0", true),
+            ("args[0].y == 2.5", true),
+            ("args[0]", true),
+            ("type(args[1]) == \"dict\" and len(args[1]) == 2", true),
+            (
+                "args[1][\"k\"][1].startswith(\"tw\") and args[1][\"k\"][-1] is None",
+                true,
+            ),
+            (
+                "args[1][3] == \"three\" and \"k\" in args[1] and 4 not in args[1]",
+                true,
+            ),
+            ("2 in args[1][\"k\"] or 1 in args[1][\"k\"]", true),
+            ("type(args[2]) == \"Slotted\" and args[2].a == 5", true),
+            (
+                "type(args[3]) == \"int\" and args[3] and args[3] != 1",
+                true,
+            ),
+            ("kwargs[\"label\"].endswith(\"-1\")", true),
+        ] {
+            assert_eq!(run(text), Ok(want), "{text}");
+        }
+        assert_eq!(
+            run("args[0].z"),
+            Err("args[0].z: no attribute 'z' on Point".into())
+        );
+        assert_eq!(run("args[3] > 1"), Err(format!("args[3] > 1: {BIG_INT}")));
+    }
+
+    fn arb_expr() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            Just(Expr::None),
+            any::<bool>().prop_map(Expr::Bool),
+            (0..=i64::MAX).prop_map(Expr::Int),
+            (0.0..1e300f64).prop_map(Expr::Float),
+            any::<String>().prop_map(Expr::Str),
+            prop_oneof![
+                Just(Name::Args),
+                Just(Name::Kwargs),
+                Just(Name::Result),
+                Just(Name::Exception)
+            ]
+            .prop_map(Expr::Name),
+        ];
+        leaf.prop_recursive(6, 48, 3, |inner| {
+            let b = |e| Box::new(e);
+            let arith = prop_oneof![
+                Just(ArithOp::Add),
+                Just(ArithOp::Sub),
+                Just(ArithOp::Mul),
+                Just(ArithOp::Div),
+                Just(ArithOp::FloorDiv),
+                Just(ArithOp::Mod)
+            ];
+            let cmp = prop_oneof![
+                Just(CmpOp::Eq),
+                Just(CmpOp::Ne),
+                Just(CmpOp::Lt),
+                Just(CmpOp::Le),
+                Just(CmpOp::Gt),
+                Just(CmpOp::Ge),
+                Just(CmpOp::In),
+                Just(CmpOp::NotIn)
+            ];
+            let func = prop_oneof![Just(Func::Len), Just(Func::Type), Just(Func::Abs)];
+            let method = prop_oneof![
+                Just(Method::StartsWith),
+                Just(Method::EndsWith),
+                Just(Method::Contains)
+            ];
+            prop_oneof![
+                (inner.clone(), "[a-z_][a-z0-9_]{0,5}")
+                    .prop_filter("keyword", |(_, n)| !matches!(
+                        n.as_str(),
+                        "and" | "or" | "not" | "in" | "is"
+                    ))
+                    .prop_map(move |(x, n)| Expr::Attr(b(x), n)),
+                (inner.clone(), inner.clone()).prop_map(move |(x, k)| Expr::Index(b(x), b(k))),
+                (func, inner.clone()).prop_map(move |(f, x)| Expr::Call(f, b(x))),
+                (inner.clone(), method, inner.clone()).prop_map(move |(x, m, a)| Expr::Method(
+                    b(x),
+                    m,
+                    b(a)
+                )),
+                inner.clone().prop_map(move |x| Expr::Neg(b(x))),
+                inner.clone().prop_map(move |x| Expr::Not(b(x))),
+                (inner.clone(), inner.clone()).prop_map(move |(x, y)| Expr::And(b(x), b(y))),
+                (inner.clone(), inner.clone()).prop_map(move |(x, y)| Expr::Or(b(x), b(y))),
+                (arith, inner.clone(), inner.clone()).prop_map(move |(op, x, y)| Expr::Arith(
+                    op,
+                    b(x),
+                    b(y)
+                )),
+                (
+                    inner.clone(),
+                    prop::collection::vec((cmp, inner.clone()), 1..3),
+                    any::<bool>()
+                )
+                    .prop_map(move |(x, mut rest, is)| {
+                        if is {
+                            rest.push((CmpOp::IsNot, Expr::None));
+                        }
+                        Expr::Compare(b(x), rest)
+                    }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn random_text_never_panics(text in "\\PC{0,200}|[a-z0-9()\\[\\].,'\"<>=!%*/+ -]{0,300}") {
+            let start = Instant::now();
+            if let Ok(e) = parse(&text) {
+                let (a, k, o) = json_env(Outcome::Pending);
+                let _ = eval(&e, &env(&a, &k, o));
+            }
+            prop_assert!(start.elapsed() < Duration::from_secs(1));
+        }
+
+        #[test]
+        fn printed_trees_parse_back(e in arb_expr()) {
+            let text = e.to_string();
+            prop_assert_eq!(parse(&text), Ok(e), "{}", text);
+        }
+    }
+}
