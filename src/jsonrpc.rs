@@ -115,6 +115,13 @@ pub struct Request {
     pub params: Value,
 }
 
+impl Request {
+    /// The `params._meta.progressToken` the client asked progress notifications with.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.params.get("_meta")?.get("progressToken")
+    }
+}
+
 /// A notification: no id, no response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notification {

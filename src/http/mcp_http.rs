@@ -438,11 +438,7 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
     };
     match incoming {
         Incoming::Single(Message::Request(req)) => {
-            let has_progress = req
-                .params
-                .get("_meta")
-                .and_then(|m| m.get("progressToken"))
-                .is_some();
+            let has_progress = req.progress_token().is_some();
             // JSON unless the client only takes an event stream, or wants progress on one.
             let sse = accepts(&rq, "text/event-stream")
                 && (has_progress || !accepts(&rq, "application/json"));
@@ -742,11 +738,7 @@ fn stateless_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, incoming: Incoming) {
         mcp,
         session: mcp.open_stateless(None),
     };
-    let has_progress = req
-        .params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
-        .is_some();
+    let has_progress = req.progress_token().is_some();
     let sse = accepts(&rq, "text/event-stream")
         && (Mcp::may_block(&req) || has_progress || !accepts(&rq, "application/json"));
     if sse {

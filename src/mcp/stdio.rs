@@ -312,10 +312,7 @@ fn answer_blocking<W: Write>(
     out: &Sender<Outgoing>,
     output: &Out<W>,
 ) {
-    let via_writer = req
-        .params
-        .get("_meta")
-        .is_some_and(|m| m.get("progressToken").is_some());
+    let via_writer = req.progress_token().is_some();
     if let Some(resp) = mcp.handle_request(session, req) {
         if via_writer {
             let _ = out.send(Outgoing::Message(Message::Response(resp).to_text()));
