@@ -16,6 +16,10 @@ What it does
                              the client sends a `pickle_error` event and a placeholder
         divide(a, b)         called as divide(1, 0): raises ZeroDivisionError
         multiply(x, y=1)     registered but never called: a replacement for add
+        resize(x, label, scale=2)
+                             with --items N, called N times instead of the above, as
+                             resize(i, label="item-00i", scale=2): try a conditional
+                             breakpoint or a logpoint on it
 
     The wire traffic follows the real client (see ARCHITECTURE.md, appendix "the wire
     protocol", sections 0 to 3): GET /api/breakpoints; per wrapped function POST
@@ -64,6 +68,14 @@ How to run it
         --loop N       run the sequence of calls N times (default 1)
         --dill         pickle with dill (as the real client does) instead of the
                        standard pickle module
+        --items N      call resize(i, label="item-<i, 3 digits>", scale=2) for i in
+                       0..N-1 instead of the usual sequence, e.g. with
+                         curl -s -X POST $URL/api/breakpoints \\
+                              -H 'Content-Type: application/json' -d '{"function_name":
+                              "resize", "behavior": "stop", "condition":
+                              "kwargs[\\"label\\"].startswith(\\"item-00\\") and args[0] % 2 == 1"}'
+                       and the global behavior go: only the odd calls among the first
+                       ten pause
         --self-test    check the pickle/CID building offline and exit
 
 Exit status
@@ -1433,6 +1445,10 @@ def greet(name):
     return f"Hello, {name}!"
 
 
+def resize(x, label, scale=2):
+    return x * scale
+
+
 @dataclasses.dataclass
 class Point:
     x: int
@@ -1618,11 +1634,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="run the sequence of calls N times (default 1)")
     parser.add_argument("--dill", action="store_true",
                         help=f"serialize with dill=={DILL_VERSION} (installed on demand)")
+    parser.add_argument("--items", metavar="N", type=int, default=0,
+                        help="call resize N times instead of the usual sequence")
     parser.add_argument("--self-test", action="store_true",
                         help="check the pickle/CID building offline and exit")
     options = parser.parse_args(argv)
     if options.loop < 1:
         parser.error("--loop must be at least 1")
+    if options.items < 0:
+        parser.error("--items must be 0 or more")
 
     dill = None
     if options.dill:
@@ -1645,8 +1665,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     log(f"serializer: {'dill ' + dill.__version__ if dill else 'pickle'} (protocol 4)")
     client.check_connection()  # with_debug("ON")
 
-    proxies = {fn.__name__: with_debug(client, fn) for fn in (add, greet, summarize, describe, divide)}
-    with_debug(client, multiply)  # registered as a replacement target for add
+    wrapped = (resize,) if options.items else (add, greet, summarize, describe, divide)
+    proxies = {fn.__name__: with_debug(client, fn) for fn in wrapped}
+    if not options.items:
+        with_debug(client, multiply)  # registered as a replacement target for add
     print_guide(server_url)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -1659,6 +1681,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         ("describe", (channel,), {}),
         ("divide", (1, 0), {}),
     ]
+    if options.items:
+        calls = [("resize", (i,), {"label": f"item-{i:03d}", "scale": 2})
+                 for i in range(options.items)]
     all_ok = True
     try:
         for iteration in range(options.loop):

@@ -1,8 +1,14 @@
 //! Breakpoints, their before/after behaviours and replacements, the global default behaviour,
-//! the function registry, and the pause decisions of protocol doc §5.1 and §5.3. Pure: no I/O,
-//! no locks; `State` owns one `Breakpoints` and one `Functions`.
+//! the function registry, and the pause decisions of protocol doc §5.1 and §5.3; the options of
+//! conditional breakpoints (condition, hit condition, log message, one-shot), their hit counts,
+//! and the log lines logpoints write. Pure: no I/O, no locks; `State` owns one `Breakpoints`,
+//! one `Functions` and one `Logbook`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::condition::{self, Expr, ParseError, Template};
 
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -140,6 +146,10 @@ pub struct Breakpoints {
     before: BTreeMap<String, Before>,
     after: BTreeMap<String, After>,
     replacements: BTreeMap<String, String>,
+    /// Breakpoints with a condition, hit condition, log message or one-shot flag.
+    options: BTreeMap<String, Arc<Options>>,
+    /// Calls counted by the hit condition (those whose condition held), per breakpoint.
+    hits: BTreeMap<String, u64>,
     global: Global,
 }
 
@@ -150,6 +160,8 @@ impl Default for Breakpoints {
             before: BTreeMap::new(),
             after: BTreeMap::new(),
             replacements: BTreeMap::new(),
+            options: BTreeMap::new(),
+            hits: BTreeMap::new(),
             global: Global::Stop,
         }
     }
@@ -173,6 +185,8 @@ impl Breakpoints {
         self.before.remove(name);
         self.after.remove(name);
         self.replacements.remove(name);
+        self.options.remove(name);
+        self.hits.remove(name);
         self.names.remove(name)
     }
 
@@ -288,6 +302,321 @@ impl Breakpoints {
     /// Replacement function names by breakpoint, sorted.
     pub fn replacements(&self) -> &BTreeMap<String, String> {
         &self.replacements
+    }
+
+    /// The options of a breakpoint (all unset when it has none, or does not exist).
+    pub fn options(&self, name: &str) -> Arc<Options> {
+        self.options.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Replaces the options of an existing breakpoint. The hit count restarts when the
+    /// condition or the hit condition changes (it counts the calls whose condition holds).
+    pub fn set_options(&mut self, name: &str, options: Options) -> bool {
+        if !self.contains(name) {
+            return false;
+        }
+        let old = self.options(name);
+        if old.condition != options.condition || old.hit_condition != options.hit_condition {
+            self.hits.remove(name);
+        }
+        if options.is_empty() {
+            self.options.remove(name);
+        } else {
+            self.options.insert(name.to_owned(), Arc::new(options));
+        }
+        true
+    }
+
+    /// The calls counted so far by the breakpoint's hit condition.
+    pub fn hits(&self, name: &str) -> u64 {
+        self.hits.get(name).copied().unwrap_or(0)
+    }
+
+    /// Restarts the hit count. The breakpoint must exist.
+    pub fn reset_hits(&mut self, name: &str) -> bool {
+        self.hits.remove(name);
+        self.contains(name)
+    }
+
+    /// How a call of `name` is decided when it starts.
+    pub fn plan(&self, name: &str) -> Plan {
+        if !self.contains(name) {
+            return Plan::NoBreakpoint;
+        }
+        match self.options.get(name) {
+            Some(o) if o.is_gated() => Plan::Gated(Arc::clone(o)),
+            _ => Plan::Plain,
+        }
+    }
+
+    /// Counts a call whose condition held (or that has no condition), and says whether it is a
+    /// hit: whether its hit condition, if any, accepts the new count.
+    pub fn count(&mut self, name: &str, options: &Options) -> Counted {
+        if !self.contains(name) {
+            return Counted {
+                hit: false,
+                count: 0,
+            };
+        }
+        let n = self.hits.entry(name.to_owned()).or_insert(0);
+        *n = n.saturating_add(1);
+        let count = *n;
+        let hit = options.hit_condition.is_none_or(|h| h.accepts(count));
+        Counted { hit, count }
+    }
+
+    /// After the first pause of a one-shot breakpoint: `go` before and after, from now on.
+    /// Returns whether it disarmed the breakpoint (the caller tells the subscribers).
+    pub fn disarm_if_one_shot(&mut self, name: &str) -> bool {
+        if !self.options.get(name).is_some_and(|o| o.one_shot) {
+            return false;
+        }
+        let changed =
+            self.before(name) != Before::Go || self.after(name) != After::Global(Global::Go);
+        self.set_before(name, Before::Go);
+        self.set_after(name, After::Global(Global::Go));
+        changed
+    }
+}
+
+/// How a call is decided when it starts.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Its function has no breakpoint.
+    NoBreakpoint,
+    /// A breakpoint whose behaviours alone decide (one-shot at most).
+    Plain,
+    /// A breakpoint with a condition, a hit condition or a log message.
+    Gated(Arc<Options>),
+}
+
+/// A counted call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    /// The hit condition accepts it (always, without one).
+    pub hit: bool,
+    /// The count, this call included.
+    pub count: u64,
+}
+
+/// What an open call's start decided for its completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gate {
+    /// The behaviours alone decide the after-pause (no options, or a call of a function
+    /// without a breakpoint).
+    #[default]
+    Plain,
+    /// A hit: the after-behaviour decides.
+    Hit,
+    /// Not a hit, or a logpoint that logged: no after-pause.
+    Missed,
+    /// The condition or log message reads `result` or `exception`: decided at completion.
+    Deferred,
+}
+
+/// A breakpoint's options, named as the Debug Adapter Protocol's `SourceBreakpoint` fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    /// Pause (or log) only for calls for which this holds.
+    pub condition: Option<Condition>,
+    /// Pause (or log) only for the counted calls this accepts.
+    pub hit_condition: Option<HitCondition>,
+    /// Log this instead of pausing.
+    pub log_message: Option<LogMessage>,
+    /// After the first pause, switch to `go` before and after.
+    pub one_shot: bool,
+}
+
+impl Options {
+    pub fn is_empty(&self) -> bool {
+        !self.is_gated() && !self.one_shot
+    }
+
+    /// Whether calls must be counted or evaluated (not only the behaviours).
+    pub fn is_gated(&self) -> bool {
+        self.condition.is_some() || self.hit_condition.is_some() || self.log_message.is_some()
+    }
+
+    /// Whether deciding a call needs its outcome (the condition or message reads `result` or
+    /// `exception`).
+    pub fn reads_outcome(&self) -> bool {
+        self.condition
+            .as_ref()
+            .is_some_and(|c| c.expr.reads_outcome())
+            || self
+                .log_message
+                .as_ref()
+                .is_some_and(|m| m.template.reads_outcome())
+    }
+
+    /// Checks that the options make sense together.
+    pub fn check(&self) -> Result<(), String> {
+        if self.one_shot && self.log_message.is_some() {
+            return Err("one_shot applies to pauses and a logpoint never pauses; \
+                        to log only once, use hit_condition \"1\""
+                .to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// A parsed condition with its text as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub text: String,
+    pub expr: Expr,
+}
+
+impl Condition {
+    pub fn parse(text: &str) -> Result<Condition, ParseError> {
+        Ok(Condition {
+            expr: condition::parse(text)?,
+            text: text.to_owned(),
+        })
+    }
+}
+
+/// A parsed log message (text with `{expression}` parts) with its text as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    pub text: String,
+    pub template: Template,
+}
+
+impl LogMessage {
+    pub fn parse(text: &str) -> Result<LogMessage, ParseError> {
+        Ok(LogMessage {
+            template: condition::parse_template(text)?,
+            text: text.to_owned(),
+        })
+    }
+}
+
+/// A hit condition: which of the counted calls are hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HitCondition {
+    /// `"5"` or `"==5"`: the 5th only.
+    Equal(u64),
+    /// `">5"`: every call after the 5th.
+    Greater(u64),
+    /// `">=5"`: the 5th and every call after it.
+    AtLeast(u64),
+    /// `"%5"`: every 5th (the 5th, 10th, ...).
+    Every(u64),
+}
+
+impl HitCondition {
+    /// Parses `N`, `==N`, `>N`, `>=N` or `%N` (spaces allowed around the parts).
+    pub fn parse(text: &str) -> Result<HitCondition, String> {
+        let t = text.trim();
+        let (make, rest): (fn(u64) -> HitCondition, &str) = if let Some(r) = t.strip_prefix(">=") {
+            (HitCondition::AtLeast, r)
+        } else if let Some(r) = t.strip_prefix("==") {
+            (HitCondition::Equal, r)
+        } else if let Some(r) = t.strip_prefix('>') {
+            (HitCondition::Greater, r)
+        } else if let Some(r) = t.strip_prefix('%') {
+            (HitCondition::Every, r)
+        } else {
+            (HitCondition::Equal, t)
+        };
+        let digits = rest.trim();
+        let bad = || {
+            format!(
+                "hit_condition must be N, ==N, >N, >=N or %N with N a whole number, got {text:?}"
+            )
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        let h = make(n);
+        match h {
+            HitCondition::Every(0) => Err(
+                "hit_condition %0: every 0th call means nothing; use %1 for every call".to_owned(),
+            ),
+            HitCondition::Equal(0) | HitCondition::AtLeast(0) => {
+                Err(format!("hit_condition {text:?}: calls are counted from 1"))
+            }
+            h => Ok(h),
+        }
+    }
+
+    /// Whether the call counted `count` (from 1) is a hit.
+    pub fn accepts(self, count: u64) -> bool {
+        match self {
+            HitCondition::Equal(n) => count == n,
+            HitCondition::Greater(n) => count > n,
+            HitCondition::AtLeast(n) => count >= n,
+            HitCondition::Every(n) => n != 0 && count % n == 0,
+        }
+    }
+}
+
+impl fmt::Display for HitCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HitCondition::Equal(n) => write!(f, "{n}"),
+            HitCondition::Greater(n) => write!(f, ">{n}"),
+            HitCondition::AtLeast(n) => write!(f, ">={n}"),
+            HitCondition::Every(n) => write!(f, "%{n}"),
+        }
+    }
+}
+
+/// A line a logpoint wrote.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LogLine {
+    /// Numbers every line of this server, from 1.
+    pub seq: u64,
+    /// Server clock (seconds since the epoch).
+    pub logged_at: f64,
+    pub function_name: String,
+    pub call_id: String,
+    pub message: String,
+}
+
+/// The newest lines logpoints wrote (at most `limits::MAX_LOG_LINES`).
+#[derive(Debug, Default)]
+pub struct Logbook {
+    lines: VecDeque<LogLine>,
+    next_seq: u64,
+}
+
+impl Logbook {
+    /// Appends a line, dropping the oldest beyond `max`; returns it.
+    pub fn push(
+        &mut self,
+        max: usize,
+        logged_at: f64,
+        function_name: &str,
+        call_id: &str,
+        message: &str,
+    ) -> &LogLine {
+        self.next_seq += 1;
+        while self.lines.len() >= max.max(1) {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(LogLine {
+            seq: self.next_seq,
+            logged_at,
+            function_name: function_name.to_owned(),
+            call_id: call_id.to_owned(),
+            message: message.to_owned(),
+        });
+        self.lines.back().expect("just pushed")
+    }
+
+    /// Lines after `seq`, oldest first, at most `limit` of the newest.
+    pub fn after(&self, seq: u64, limit: usize) -> Vec<LogLine> {
+        let newer: Vec<&LogLine> = self.lines.iter().filter(|l| l.seq > seq).collect();
+        let skip = newer.len().saturating_sub(limit);
+        newer.into_iter().skip(skip).cloned().collect()
+    }
+
+    /// The sequence number of the newest line (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq
     }
 }
 
@@ -485,5 +814,152 @@ mod tests {
         f.register("a", Some(""));
         assert_eq!(f.signature("a"), None);
         assert!(f.contains("a"));
+    }
+
+    #[test]
+    fn hit_conditions_parse_print_and_accept() {
+        let cases = [
+            ("5", HitCondition::Equal(5), "5"),
+            (" == 5 ", HitCondition::Equal(5), "5"),
+            (">5", HitCondition::Greater(5), ">5"),
+            (">= 2", HitCondition::AtLeast(2), ">=2"),
+            ("%3", HitCondition::Every(3), "%3"),
+            (">0", HitCondition::Greater(0), ">0"),
+        ];
+        for (text, h, shown) in cases {
+            assert_eq!(HitCondition::parse(text), Ok(h), "{text}");
+            assert_eq!(h.to_string(), shown);
+            assert_eq!(HitCondition::parse(shown), Ok(h));
+        }
+        for bad in [
+            "",
+            "x",
+            "5x",
+            "-1",
+            ">-1",
+            "%0",
+            "0",
+            "==0",
+            ">=0",
+            "<5",
+            "99999999999999999999999",
+        ] {
+            let e = HitCondition::parse(bad).unwrap_err();
+            assert!(e.contains("hit_condition"), "{bad}: {e}");
+        }
+        let hits = |h: HitCondition| (1..=10).filter(|&n| h.accepts(n)).collect::<Vec<u64>>();
+        assert_eq!(hits(HitCondition::Equal(5)), [5]);
+        assert_eq!(hits(HitCondition::Greater(8)), [9, 10]);
+        assert_eq!(hits(HitCondition::AtLeast(9)), [9, 10]);
+        assert_eq!(hits(HitCondition::Every(4)), [4, 8]);
+    }
+
+    fn gated(hit: Option<HitCondition>) -> Options {
+        Options {
+            condition: Some(Condition::parse("args[0] > 1").unwrap()),
+            hit_condition: hit,
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn counts_restart_when_what_they_count_changes() {
+        let mut bp = Breakpoints::default();
+        assert!(
+            !bp.set_options("f", gated(None)),
+            "the breakpoint must exist"
+        );
+        bp.add("f");
+        assert!(matches!(bp.plan("f"), Plan::Plain));
+        assert!(matches!(bp.plan("g"), Plan::NoBreakpoint));
+        bp.set_options("f", gated(Some(HitCondition::Every(2))));
+        let Plan::Gated(o) = bp.plan("f") else {
+            panic!("a condition gates")
+        };
+        let counted: Vec<bool> = (0..4).map(|_| bp.count("f", &o).hit).collect();
+        assert_eq!(counted, [false, true, false, true]);
+        assert_eq!(bp.hits("f"), 4);
+        // The same options again keep the count; another hit condition restarts it.
+        bp.set_options("f", gated(Some(HitCondition::Every(2))));
+        assert_eq!(bp.hits("f"), 4);
+        bp.set_options("f", gated(Some(HitCondition::Equal(1))));
+        assert_eq!(bp.hits("f"), 0);
+        bp.count("f", &o);
+        assert!(bp.reset_hits("f"));
+        assert_eq!(bp.hits("f"), 0);
+        // Removing the breakpoint forgets its options and count.
+        bp.count("f", &o);
+        bp.remove("f");
+        bp.add("f");
+        assert!(matches!(bp.plan("f"), Plan::Plain));
+        assert_eq!(bp.hits("f"), 0);
+        assert_eq!(
+            bp.count("g", &o),
+            Counted {
+                hit: false,
+                count: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_one_shot_breakpoint_disarms_to_go_and_stays() {
+        let mut bp = Breakpoints::default();
+        bp.add("f");
+        assert!(!bp.disarm_if_one_shot("f"), "not one-shot");
+        bp.set_options(
+            "f",
+            Options {
+                one_shot: true,
+                ..Options::default()
+            },
+        );
+        assert!(
+            matches!(bp.plan("f"), Plan::Plain),
+            "one-shot alone needs no evaluation"
+        );
+        assert!(bp.should_pause_before("f"));
+        assert!(bp.disarm_if_one_shot("f"));
+        assert!(!bp.should_pause_before("f") && !bp.should_pause_after("f", false));
+        assert!(bp.contains("f"));
+        assert!(
+            !bp.disarm_if_one_shot("f"),
+            "already disarmed: nothing changes"
+        );
+    }
+
+    #[test]
+    fn options_that_make_no_sense_together_are_refused() {
+        let log = Options {
+            log_message: Some(LogMessage::parse("x={args[0]}").unwrap()),
+            one_shot: true,
+            ..Options::default()
+        };
+        assert!(log.check().unwrap_err().contains("hit_condition \"1\""));
+        let outcome = Options {
+            log_message: Some(LogMessage::parse("-> {result}").unwrap()),
+            ..Options::default()
+        };
+        assert!(outcome.check().is_ok() && outcome.reads_outcome() && outcome.is_gated());
+        assert!(!gated(None).reads_outcome());
+        assert!(Options::default().is_empty());
+    }
+
+    #[test]
+    fn the_logbook_keeps_the_newest_lines() {
+        let mut book = Logbook::default();
+        for i in 0..5 {
+            book.push(3, i as f64, "f", &format!("c{i}"), &format!("line {i}"));
+        }
+        let all = book.after(0, 100);
+        let msgs: Vec<&str> = all.iter().map(|l| l.message.as_str()).collect();
+        assert_eq!(msgs, ["line 2", "line 3", "line 4"]);
+        assert_eq!(book.last_seq(), 5);
+        assert_eq!(book.after(4, 100).len(), 1);
+        assert_eq!(
+            book.after(0, 1)[0].message,
+            "line 4",
+            "the newest within the limit"
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
+use crate::breakpoints::Gate;
 use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
@@ -43,6 +44,8 @@ impl Pause {
 struct OpenCall {
     call: CallRecord,
     pause_id: Option<String>,
+    /// What its start decided for its completion (conditional breakpoints).
+    gate: Gate,
     /// What it keeps (`CallRecord::weight`), for the byte bound of the open calls.
     weight: usize,
 }
@@ -55,6 +58,8 @@ pub struct Completed {
     pub pause_id: Option<String>,
     /// That pause, if it was still paused (the client completed without being resumed).
     pub leftover: Option<Pause>,
+    /// What its start decided for its completion.
+    pub gate: Gate,
 }
 
 /// Why a resume was refused.
@@ -108,6 +113,11 @@ impl Calls {
     /// `MAX_OPEN_CALLS_BYTES`, the oldest that is not paused is dropped and counted (its
     /// completion, if it ever comes, is recorded like any unknown completion).
     pub fn open_call(&mut self, call: CallRecord) {
+        self.open_gated(call, Gate::Plain);
+    }
+
+    /// [`Calls::open_call`], with what its start decided for its completion.
+    pub fn open_gated(&mut self, call: CallRecord, gate: Gate) {
         let id = call.call_id.to_string();
         let weight = call.weight() + id.len();
         self.open_bytes += weight;
@@ -116,6 +126,7 @@ impl Calls {
             OpenCall {
                 call,
                 pause_id: None,
+                gate,
                 weight,
             },
         ) {
@@ -163,6 +174,14 @@ impl Calls {
                 }
             }
         }
+    }
+
+    /// The arguments of an open call whose start deferred its decision to completion.
+    pub fn deferred(&self, call_id: &str) -> Option<&CallRecord> {
+        self.open
+            .get(call_id)
+            .filter(|o| o.gate == Gate::Deferred)
+            .map(|o| &o.call)
     }
 
     /// Open calls dropped since start (see `open_call`).
@@ -294,6 +313,7 @@ impl Calls {
         Some(Completed {
             call: open.call,
             pause_id: open.pause_id,
+            gate: open.gate,
             leftover,
         })
     }

@@ -53,6 +53,14 @@ pub enum EventKind {
     /// An external MCP server's status changed (connecting, connected, disconnected, error,
     /// failed).
     ExternalServer { name: String, status: &'static str },
+    /// A logpoint wrote a line (`notifications/breakpoint/log` for agents).
+    Log {
+        seq: u64,
+        function_name: String,
+        call_id: String,
+        message: String,
+        logged_at: f64,
+    },
 }
 
 /// One event with its sequence number.
@@ -74,6 +82,7 @@ impl Event {
             EventKind::ReplSession { .. } => "repl_session",
             EventKind::ReplOutput { .. } => "repl_output",
             EventKind::ExternalServer { .. } => "external_server",
+            EventKind::Log { .. } => "log",
         }
     }
 
@@ -117,6 +126,16 @@ impl Event {
             EventKind::ExternalServer { name, status } => {
                 json!({"name": name, "status": status})
             }
+            EventKind::Log {
+                seq,
+                function_name,
+                call_id,
+                message,
+                logged_at,
+            } => json!({
+                "seq": seq, "function_name": function_name, "call_id": call_id,
+                "message": message, "logged_at": logged_at,
+            }),
         }
     }
 }

@@ -287,6 +287,12 @@ pub const UPSTREAM_MAX_PAGES: usize = 1000;
 /// never dropped.
 pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
 
+// ---- Conditional breakpoints and logpoints (`breakpoints.rs`, `condition.rs`) ----
+
+/// Log lines kept for `GET /api/logpoints` and the web UI (the newest; each call record keeps
+/// its own line too).
+pub const MAX_LOG_LINES: usize = 1_000;
+
 // ---------------------------------------------------------------------------------------------
 // The README's limits table (section "Limits"): generated from `TABLE` by `reference_markdown`
 // and compared with the README by `tests/it/tidy.rs`. Every value is computed from the
@@ -455,6 +461,12 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The session closed longest ago is forgotten (its id answers 404 \
                   `session_not_found`); open sessions are never dropped.",
+    },
+    Limit {
+        what: "Logpoint lines kept for `GET /api/logpoints` and the web UI",
+        value: || count(MAX_LOG_LINES as u64),
+        flag: None,
+        reached: "The oldest line is dropped (the call record keeps its own).",
     },
     Limit {
         what: "Payload texts remembered as verified (the client resends them with every call)",

@@ -407,6 +407,10 @@ pub struct CallRecord {
     pub result_format: Hint,
     pub exception: Option<Box<ExceptionInfo>>,
     pub repl_sessions: Box<[Sym]>,
+    /// The line a logpoint wrote for this call. A thin pointer (8 bytes, not the 16 of a
+    /// `Box<str>`): few calls have one, and the record's size is memory per recorded call.
+    #[allow(clippy::box_collection)]
+    pub log: Option<Box<String>>,
 }
 
 impl CallRecord {
@@ -445,6 +449,7 @@ impl CallRecord {
                     .sum::<usize>()
             })
             + self.repl_sessions.len() * std::mem::size_of::<Sym>()
+            + self.log.as_ref().map_or(0, |l| l.len() + 24)
     }
 
     /// The call data (protocol doc §2.5 step 7) without item payloads.
@@ -537,6 +542,9 @@ impl CallRecord {
             "repl_sessions".into(),
             Value::Array(self.repl_sessions.iter().map(|s| json!(&**s)).collect()),
         );
+        if let Some(line) = &self.log {
+            m.insert("log".into(), json!(line.as_str()));
+        }
         m
     }
 
@@ -635,6 +643,10 @@ impl CallRecord {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).map(Sym::new).collect())
                 .unwrap_or_default(),
+            log: m
+                .get("log")
+                .and_then(Value::as_str)
+                .map(|l| Box::new(l.to_owned())),
         };
         Some(CallRecord {
             call_site: CallSite::parse(interner, m.get("call_site")),
@@ -671,6 +683,7 @@ impl CallRecord {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
+            log: None,
         }
     }
 }
@@ -1441,6 +1454,7 @@ mod tests {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
+            log: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::breakpoints::{Breakpoints, Functions};
+use crate::breakpoints::{Breakpoints, Functions, Logbook};
 use crate::calls::Calls;
 use crate::config::Config;
 use crate::events::{Bus, Event, EventKind};
@@ -24,6 +24,8 @@ pub struct State {
     pub calls: Calls,
     pub records: Records,
     pub repl: Repl,
+    /// The newest lines logpoints wrote.
+    pub logbook: Logbook,
     pub shutting_down: bool,
     next_seq: u64,
     pending_events: Vec<Event>,

@@ -823,7 +823,8 @@ impl Mcp {
         let custom = match &event.kind {
             EventKind::ExecutionPaused { .. }
             | EventKind::ExecutionResumed { .. }
-            | EventKind::CallCompleted { .. } => Some((
+            | EventKind::CallCompleted { .. }
+            | EventKind::Log { .. } => Some((
                 format!("notifications/breakpoint/{}", event.name()),
                 event.params(),
             )),

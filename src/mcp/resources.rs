@@ -160,7 +160,8 @@ pub fn affected(kind: &EventKind) -> Vec<String> {
         }
         EventKind::ReplSession { .. }
         | EventKind::ReplOutput { .. }
-        | EventKind::ExternalServer { .. } => Vec::new(),
+        | EventKind::ExternalServer { .. }
+        | EventKind::Log { .. } => Vec::new(),
     }
 }
 

@@ -251,12 +251,15 @@ pub static TOOLS: &[Tool] = &[
         name: "breakpoint_list_breakpoints",
         title: "List breakpoints",
         description: "List every breakpoint with its before-behavior (stop, go, yield = use the global default), \
-after-behavior (stop, go, exception, stop_exception, yield) and replacement function. Use it to see what will pause. \
-The instrumented program creates a breakpoint for every function it wraps.",
+after-behavior (stop, go, exception, stop_exception, yield), replacement function, and the options of conditional \
+breakpoints: condition, hit condition, log message (logpoints), one-shot flag and hit count. Use it to see what will \
+pause. The instrumented program creates a breakpoint for every function it wraps.",
         input_schema: no_args,
-        output_schema: || json!({"type": "object", "required": ["breakpoints", "behaviors", "after_behaviors", "replacements"], "properties": {
+        output_schema: || json!({"type": "object", "required": ["breakpoints", "behaviors", "after_behaviors", "replacements", "conditions", "hit_conditions", "log_messages", "one_shot", "hit_counts"], "properties": {
             "breakpoints": {"type": "array", "items": {"type": "string"}},
-            "behaviors": {"type": "object"}, "after_behaviors": {"type": "object"}, "replacements": {"type": "object"}}}),
+            "behaviors": {"type": "object"}, "after_behaviors": {"type": "object"}, "replacements": {"type": "object"},
+            "conditions": {"type": "object"}, "hit_conditions": {"type": "object"}, "log_messages": {"type": "object"},
+            "one_shot": {"type": "array", "items": {"type": "string"}}, "hit_counts": {"type": "object"}}}),
         read_only: true,
         idempotent: true,
         max_block_s: 0.0,
@@ -264,15 +267,35 @@ The instrumented program creates a breakpoint for every function it wraps.",
     },
     Tool {
         name: "breakpoint_add",
-        title: "Add a breakpoint",
-        description: "Add a breakpoint on a function by name (idempotent). Calls of that function then follow its \
-behavior: 'stop' pauses before the call, 'go' runs it, 'yield' (default) uses the global default behavior, which starts \
-as 'stop'. The name is the wrapped function's name or alias as the program reports it (see breakpoint_list_functions).",
+        title: "Add or change a breakpoint",
+        description: "Add a breakpoint on a function by name (idempotent), or change the options of an existing one. \
+Calls of that function then follow its behavior: 'stop' pauses before the call, 'go' runs it, 'yield' (default) uses \
+the global default behavior, which starts as 'stop'. The name is the wrapped function's name or alias as the program \
+reports it (see breakpoint_list_functions). To find the one call that matters without pausing the others, give a \
+condition: it is evaluated on the server from the call's arguments (never by running code in the program), and calls \
+for which it does not hold run without waiting, before and after. A condition that reads result or exception is \
+decided when the call returns (it then pauses after the call). hit_condition pauses only on the Nth counted call ('5'), \
+after it ('>5') or on every Nth ('%5'). log_message turns the breakpoint into a logpoint: each hit writes a line \
+(notifications/breakpoint/log, call records, web UI) and the program never waits. Options left out stay as they are; \
+pass \"\" to clear one. A condition that does not parse is an error naming the column of the mistake.",
         input_schema: || json!({"type": "object", "required": ["function_name"], "properties": {
             "function_name": {"type": "string", "description": "Function name to break on.", "examples": ["add"]},
-            "behavior": {"type": "string", "description": "stop, go or yield (default yield).", "examples": ["stop"]}}}),
-        output_schema: || json!({"type": "object", "required": ["status", "function_name"], "properties": {
-            "status": {"const": "ok"}, "function_name": {"type": "string"}}}),
+            "behavior": {"type": "string", "description": "stop, go or yield (default yield).", "examples": ["stop"]},
+            "condition": {"type": "string", "description": "Pause only when this holds. Python-like: args[i], \
+kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not in, is None, and/or/not, + - * / // %, \
+.attr, [index], len(), type(x) (class name), abs(), s.startswith(p), s.endswith(p), s.contains(p). \"\" clears it.",
+                "examples": ["kwargs['label'].startswith('item-00') and args[0] % 2 == 1", "result is None", "exception == 'ValueError'"]},
+            "hit_condition": {"type": "string", "description": "Which counted calls (those whose condition holds) are hits: \
+'5' the 5th, '>5' after the 5th, '>=5', '%5' every 5th. \"\" clears it.", "examples": ["%10"]},
+            "log_message": {"type": "string", "description": "Log instead of pausing: text with {expression} parts \
+({{ and }} are literal braces). \"\" clears it.", "examples": ["scale={kwargs['scale']} -> {result}"]},
+            "one_shot": {"type": "boolean", "description": "After its first pause, the breakpoint switches to go before and after (it stays listed)."},
+            "reset_hits": {"type": "boolean", "description": "Start the hit count again from 0."}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "function_name", "condition", "hit_condition", "log_message", "one_shot", "hit_count"], "properties": {
+            "status": {"const": "ok"}, "function_name": {"type": "string"},
+            "condition": {"type": ["string", "null"]}, "hit_condition": {"type": ["string", "null"]},
+            "log_message": {"type": ["string", "null"]}, "one_shot": {"type": "boolean"},
+            "hit_count": {"type": "integer", "minimum": 0}}}),
         read_only: false,
         idempotent: true,
         max_block_s: 0.0,
@@ -604,6 +627,11 @@ fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
         "behaviors": l.breakpoint_behaviors,
         "after_behaviors": l.breakpoint_after_behaviors,
         "replacements": l.breakpoint_replacements,
+        "conditions": l.breakpoint_conditions,
+        "hit_conditions": l.breakpoint_hit_conditions,
+        "log_messages": l.breakpoint_log_messages,
+        "one_shot": l.breakpoint_one_shot,
+        "hit_counts": l.breakpoint_hit_counts,
     }))
 }
 
@@ -630,13 +658,22 @@ fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
         None => None,
         Some(b) => Some(Before::parse(b).ok_or_else(|| invalid_behavior(b, &Before::NAMES))?),
     };
+    let change = service::OptionsChange::read(args).map_err(|e| {
+        let hint = match e.code() {
+            "invalid_hit_condition" => "Use N, >N, >=N or %N with N a whole number from 1.",
+            "invalid_options" => "Use hit_condition \"1\" to log only once.",
+            _ => "Fix the text at the position given; \"\" clears the option.",
+        };
+        e.with_hint(hint)
+    })?;
     // Keep a registered signature: the REST rule "no signature erases it" is for the client.
-    out(service::add_breakpoint(
+    out(service::add_with_options(
         ctx.shared(),
         name,
         Signature::Keep,
         behavior,
-    ))
+        &change,
+    )?)
 }
 
 fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {

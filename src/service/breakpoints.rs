@@ -9,8 +9,12 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{quote_list, read_stored, store_blobs, str_field, Ack, Obj};
-use crate::breakpoints::{After, Before, Breakpoints, Global, ReplacementError};
+use crate::breakpoints::{
+    After, Before, Breakpoints, Condition, Global, HitCondition, LogLine, LogMessage, Options,
+    ReplacementError,
+};
 use crate::cas;
+use crate::condition::ParseError;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -29,6 +33,245 @@ pub struct BreakpointListing {
     pub breakpoint_behaviors: BTreeMap<String, Before>,
     pub breakpoint_after_behaviors: BTreeMap<String, After>,
     pub breakpoint_replacements: BTreeMap<String, String>,
+    /// Conditions, hit conditions and log messages of the breakpoints that have one.
+    pub breakpoint_conditions: BTreeMap<String, String>,
+    pub breakpoint_hit_conditions: BTreeMap<String, String>,
+    pub breakpoint_log_messages: BTreeMap<String, String>,
+    /// One-shot breakpoints, sorted.
+    pub breakpoint_one_shot: Vec<String>,
+    /// Calls counted by every breakpoint (those whose condition held).
+    pub breakpoint_hit_counts: BTreeMap<String, u64>,
+}
+
+/// A breakpoint with its options, as adding or changing one answers.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct BreakpointSet {
+    pub status: Ack,
+    pub function_name: String,
+    pub condition: Option<String>,
+    pub hit_condition: Option<String>,
+    pub log_message: Option<String>,
+    pub one_shot: bool,
+    pub hit_count: u64,
+}
+
+/// `GET /api/logpoints`: lines oldest first.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct LogLines {
+    pub lines: Vec<LogLine>,
+    /// The newest line's `seq` (0 before any): pass it as `after` to get only newer ones.
+    pub last_seq: u64,
+}
+
+/// A change of a breakpoint's options: `None` leaves an option as it is; `Some(None)` clears
+/// it. Texts are parsed when the change is read, so a bad one changes nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OptionsChange {
+    pub condition: Option<Option<Condition>>,
+    pub hit_condition: Option<Option<HitCondition>>,
+    pub log_message: Option<Option<LogMessage>>,
+    pub one_shot: Option<bool>,
+    pub reset_hits: bool,
+}
+
+/// The option fields, in the order they are read.
+pub const OPTION_FIELDS: [&str; 4] = ["condition", "hit_condition", "log_message", "one_shot"];
+
+impl OptionsChange {
+    /// Reads the option fields present in `body` (`condition`, `hit_condition`, `log_message`:
+    /// a string, `""` or null to clear; `one_shot`: a bool; `reset_hits`: a bool). Errors name
+    /// the field and, for a text that does not parse, the position of the mistake.
+    pub fn read(body: &Obj) -> Result<OptionsChange, ApiError> {
+        let text = |key: &str| -> Result<Option<Option<&str>>, ApiError> {
+            match body.get(key) {
+                None => Ok(None),
+                Some(Value::Null) => Ok(Some(None)),
+                Some(Value::String(s)) if s.trim().is_empty() => Ok(Some(None)),
+                Some(Value::String(s)) => Ok(Some(Some(s.as_str()))),
+                Some(_) => Err(ApiError::bad_request(
+                    &format!("invalid_{key}"),
+                    format!("{key} must be a string (\"\" or null clears it)"),
+                )
+                .with("field", key)),
+            }
+        };
+        let flag = |key: &str| -> Result<Option<bool>, ApiError> {
+            match body.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Bool(b)) => Ok(Some(*b)),
+                Some(_) => Err(ApiError::bad_request(
+                    &format!("invalid_{key}"),
+                    format!("{key} must be true or false"),
+                )
+                .with("field", key)),
+            }
+        };
+        let parsed = |key: &str, e: ParseError| {
+            ApiError::bad_request(&format!("invalid_{key}"), format!("{key}: {e}"))
+                .with("field", key)
+                .with("position", json!({"byte": e.byte, "column": e.column}))
+        };
+        let condition = match text("condition")? {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(t)) => Some(Some(
+                Condition::parse(t).map_err(|e| parsed("condition", e))?,
+            )),
+        };
+        let hit_condition = match text("hit_condition")? {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(t)) => Some(Some(HitCondition::parse(t).map_err(|m| {
+                ApiError::bad_request("invalid_hit_condition", m).with("field", "hit_condition")
+            })?)),
+        };
+        let log_message = match text("log_message")? {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(t)) => Some(Some(
+                LogMessage::parse(t).map_err(|e| parsed("log_message", e))?,
+            )),
+        };
+        Ok(OptionsChange {
+            condition,
+            hit_condition,
+            log_message,
+            one_shot: flag("one_shot")?,
+            reset_hits: flag("reset_hits")?.unwrap_or(false),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == OptionsChange::default()
+    }
+
+    /// The options after this change.
+    fn applied_to(&self, old: &Options) -> Options {
+        Options {
+            condition: self
+                .condition
+                .clone()
+                .unwrap_or_else(|| old.condition.clone()),
+            hit_condition: self.hit_condition.unwrap_or(old.hit_condition),
+            log_message: self
+                .log_message
+                .clone()
+                .unwrap_or_else(|| old.log_message.clone()),
+            one_shot: self.one_shot.unwrap_or(old.one_shot),
+        }
+    }
+}
+
+/// Applies a change to an existing breakpoint under the caller's lock; `Err` with the reason
+/// when the options would not make sense together (nothing changed then).
+fn change_options(
+    bp: &mut Breakpoints,
+    name: &str,
+    change: &OptionsChange,
+) -> Result<(), ApiError> {
+    let options = change.applied_to(&bp.options(name));
+    options
+        .check()
+        .map_err(|m| ApiError::bad_request("invalid_options", m))?;
+    bp.set_options(name, options);
+    if change.reset_hits {
+        bp.reset_hits(name);
+    }
+    Ok(())
+}
+
+fn breakpoint_set(bp: &Breakpoints, name: &str) -> BreakpointSet {
+    let o = bp.options(name);
+    BreakpointSet {
+        status: Ack::Ok,
+        function_name: name.to_owned(),
+        condition: o.condition.as_ref().map(|c| c.text.clone()),
+        hit_condition: o.hit_condition.map(|h| h.to_string()),
+        log_message: o.log_message.as_ref().map(|m| m.text.clone()),
+        one_shot: o.one_shot,
+        hit_count: bp.hits(name),
+    }
+}
+
+/// Adds a breakpoint (idempotent) with options, in one critical section: a change that does
+/// not make sense adds nothing.
+pub fn add_with_options(
+    shared: &Shared,
+    name: &str,
+    signature: Signature,
+    behavior: Option<Before>,
+    change: &OptionsChange,
+) -> Result<BreakpointSet, ApiError> {
+    let mut st = shared.lock();
+    let existed = st.breakpoints.contains(name);
+    st.breakpoints.add(name);
+    if let Err(e) = change_options(&mut st.breakpoints, name, change) {
+        if !existed {
+            st.breakpoints.remove(name);
+        }
+        return Err(e);
+    }
+    if let Some(b) = behavior {
+        st.breakpoints.set_before(name, b);
+    }
+    register(&mut st.functions, name, signature);
+    st.emit(EventKind::BreakpointsChanged);
+    Ok(breakpoint_set(&st.breakpoints, name))
+}
+
+/// Changes the options of an existing breakpoint.
+pub fn change_breakpoint(
+    shared: &Shared,
+    name: &str,
+    change: &OptionsChange,
+) -> Result<BreakpointSet, ApiError> {
+    let mut st = shared.lock();
+    if !st.breakpoints.contains(name) {
+        return Err(BreakpointNotFound.into());
+    }
+    change_options(&mut st.breakpoints, name, change)?;
+    st.emit(EventKind::BreakpointsChanged);
+    Ok(breakpoint_set(&st.breakpoints, name))
+}
+
+/// `POST /api/breakpoints/<name>/<field>`: changes one option (`{<field>: value}`), or with
+/// `reset_hits`, restarts the count.
+pub fn breakpoint_set_option(
+    shared: &Shared,
+    name: &str,
+    field: &str,
+    body: &Obj,
+) -> Result<BreakpointSet, ApiError> {
+    if !body.contains_key(field) {
+        return Err(ApiError::bad_request(
+            &format!("missing_{field}"),
+            format!("{{\"{field}\": ...}} is required"),
+        ));
+    }
+    let mut only = Obj::new();
+    only.insert(field.to_owned(), body[field].clone());
+    change_breakpoint(shared, name, &OptionsChange::read(&only)?)
+}
+
+/// `DELETE /api/breakpoints/<name>/hits`: the hit count starts again from 0.
+pub fn breakpoint_reset_hits(shared: &Shared, name: &str) -> Result<BreakpointSet, ApiError> {
+    change_breakpoint(
+        shared,
+        name,
+        &OptionsChange {
+            reset_hits: true,
+            ..OptionsChange::default()
+        },
+    )
+}
+
+/// `GET /api/logpoints?after=N&limit=N`.
+pub fn logpoint_lines(shared: &Shared, after: u64, limit: usize) -> LogLines {
+    let st = shared.lock();
+    LogLines {
+        lines: st.logbook.after(after, limit),
+        last_seq: st.logbook.last_seq(),
+    }
 }
 
 /// A breakpoint added or removed.
@@ -130,13 +373,7 @@ pub fn add_breakpoint(
     if let Some(b) = behavior {
         st.breakpoints.set_before(name, b);
     }
-    match signature {
-        Signature::Set(sig) => st.functions.register(name, sig),
-        Signature::Keep => {
-            let kept = st.functions.signature(name).map(str::to_owned);
-            st.functions.register(name, kept.as_deref());
-        }
-    }
+    register(&mut st.functions, name, signature);
     st.emit(EventKind::BreakpointsChanged);
     NameAck {
         status: Ack::Ok,
@@ -144,8 +381,30 @@ pub fn add_breakpoint(
     }
 }
 
-/// `POST /api/breakpoints`: `{function_name, signature?, behavior?, keep_signature?}`.
-pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<NameAck, ApiError> {
+fn register(functions: &mut crate::breakpoints::Functions, name: &str, signature: Signature) {
+    match signature {
+        Signature::Set(sig) => functions.register(name, sig),
+        Signature::Keep => {
+            let kept = functions.signature(name).map(str::to_owned);
+            functions.register(name, kept.as_deref());
+        }
+    }
+}
+
+/// What `POST /api/breakpoints` answers: exactly the original's `{status, function_name}` to a
+/// request without options (every registration of the client), the breakpoint with its options
+/// to one that sets some.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(untagged)]
+pub enum Added {
+    Plain(NameAck),
+    WithOptions(BreakpointSet),
+}
+
+/// `POST /api/breakpoints`: `{function_name, signature?, behavior?, keep_signature?}` and the
+/// options `condition`, `hit_condition`, `log_message`, `one_shot`, `reset_hits` (absent ones
+/// stay as they are: the client re-registers with the name alone).
+pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<Added, ApiError> {
     let name = match str_field(body, "function_name") {
         Some(n) if !n.is_empty() => n,
         _ => return Err(ApiError::bare(400, "function_name required")),
@@ -165,7 +424,16 @@ pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<NameAck, ApiError> 
     } else {
         Signature::Set(str_field(body, "signature"))
     };
-    Ok(add_breakpoint(shared, name, signature, behavior))
+    let change = OptionsChange::read(body)?;
+    let set = add_with_options(shared, name, signature, behavior, &change)?;
+    Ok(if change.is_empty() {
+        Added::Plain(NameAck {
+            status: Ack::Ok,
+            function_name: set.function_name,
+        })
+    } else {
+        Added::WithOptions(set)
+    })
 }
 
 /// `DELETE /api/breakpoints/<name>`: always ok.
@@ -314,7 +582,26 @@ pub fn breakpoints(shared: &Shared) -> BreakpointListing {
         breakpoint_behaviors: bp.names().map(|n| (n.clone(), bp.before(n))).collect(),
         breakpoint_after_behaviors: bp.names().map(|n| (n.clone(), bp.after(n))).collect(),
         breakpoint_replacements: bp.replacements().clone(),
+        breakpoint_conditions: options_of(bp, |o| o.condition.as_ref().map(|c| c.text.clone())),
+        breakpoint_hit_conditions: options_of(bp, |o| o.hit_condition.map(|h| h.to_string())),
+        breakpoint_log_messages: options_of(bp, |o| o.log_message.as_ref().map(|m| m.text.clone())),
+        breakpoint_one_shot: bp
+            .names()
+            .filter(|n| bp.options(n).one_shot)
+            .cloned()
+            .collect(),
+        breakpoint_hit_counts: bp.names().map(|n| (n.clone(), bp.hits(n))).collect(),
     }
+}
+
+/// One option of every breakpoint that has it.
+fn options_of(
+    bp: &Breakpoints,
+    get: impl Fn(&Options) -> Option<String>,
+) -> BTreeMap<String, String> {
+    bp.names()
+        .filter_map(|n| get(&bp.options(n)).map(|v| (n.clone(), v)))
+        .collect()
 }
 
 /// `GET /api/breakpoints/<name>/history?limit=N`, most recent first.
@@ -605,7 +892,7 @@ mod tests {
         add_breakpoint(&s, "a", Signature::Keep, None);
         assert_eq!(
             serde_json::to_string(&breakpoints(&s)).unwrap(),
-            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{}}"#
+            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{},"breakpoint_conditions":{},"breakpoint_hit_conditions":{},"breakpoint_log_messages":{},"breakpoint_one_shot":[],"breakpoint_hit_counts":{"a":0,"b":0}}"#
         );
         assert_eq!(
             serde_json::to_string(&functions(&s)).unwrap(),

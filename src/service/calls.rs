@@ -8,21 +8,24 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::gate::{self, Ending, Verdict};
 use super::{
     item_data, node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field,
     timestamp, verify_and_store, Obj, EXCEPTION, RESULT,
 };
+use crate::breakpoints::{Gate, Options, Plan};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
 use crate::intern::{Sym, Val};
+use crate::limits;
 use crate::node::Node;
 use crate::pretty;
 use crate::records::{
     CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item, Process,
     Record,
 };
-use crate::state::Shared;
+use crate::state::{Shared, State};
 use crate::store::RecordKind;
 
 /// The process identity of a request: pid and start time.
@@ -211,7 +214,25 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
+            log: None,
         }
+    };
+
+    // A gated breakpoint (condition, hit condition, log message) decides from the call's
+    // values, decoded and evaluated here, outside the lock; a condition that reads the outcome
+    // is decided at completion.
+    let (plan, stops_before) = {
+        let st = shared.lock();
+        (
+            st.breakpoints.plan(&method_name),
+            st.breakpoints.should_pause_before(&method_name),
+        )
+    };
+    let verdict = match &plan {
+        Plan::Gated(o) if !o.reads_outcome() => {
+            Some(gate::judge(shared, o, &call.args, &call.kwargs, None))
+        }
+        _ => None,
     };
 
     // A pause shows its call data rendered, which reads the content store: render it before
@@ -231,13 +252,26 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         data.insert("kwargs".into(), Value::Object(kwargs));
         data
     };
-    let likely = shared.lock().breakpoints.should_pause_before(&method_name);
+    let likely = match (&plan, &verdict) {
+        (Plan::NoBreakpoint, _) => false,
+        (Plan::Plain, _) => stops_before,
+        (Plan::Gated(o), Some(v)) => match v.holds {
+            Err(_) => o.log_message.is_none(),
+            Ok(holds) => holds && o.log_message.is_none() && stops_before,
+        },
+        (Plan::Gated(_), None) => false,
+    };
     let mut rendered = likely.then(|| call_data_of(&call));
 
     let mut st = shared.lock();
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
-    if st.breakpoints.should_pause_before(&method_name) {
+    let decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
+    if let Some(line) = decision.log {
+        write_log(&mut st, &method_name, &call_id, &line, now);
+        call.log = Some(Box::new(line));
+    }
+    if let Some(pause) = decision.pause {
         call.paused_before = true;
         let mut call_data = match rendered.take() {
             Some(data) => data,
@@ -245,28 +279,174 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
             None => call_data_of(&call),
         };
         call_data.insert("call_id".into(), json!(call_id));
-        call_data.insert("pause_reason".into(), json!("breakpoint"));
-        st.calls.open_call(call);
+        pause.describe(&mut call_data);
+        st.calls.open_gated(call, Gate::Hit);
         let pause_id = ids::uuid4();
         st.calls
             .pause(pause_id.clone(), call_data, now, Some(&call_id));
         st.emit(EventKind::ExecutionPaused {
             pause_id: pause_id.clone(),
-            method_name,
-            pause_reason: "breakpoint".into(),
+            method_name: method_name.clone(),
+            pause_reason: pause.reason.into(),
             paused_at: now,
         });
+        if st.breakpoints.disarm_if_one_shot(&method_name) {
+            st.emit(EventKind::BreakpointsChanged);
+        }
         let mut out = poll_action(shared, &pause_id);
         out.insert("call_id".into(), json!(call_id));
         return Ok(Value::Object(out));
     }
-    st.calls.open_call(call);
+    st.calls.open_gated(call, decision.gate);
     if st.breakpoints.contains(&method_name) {
         if let Some(r) = st.breakpoints.replacement(&method_name) {
             return Ok(json!({"call_id": call_id, "action": "replace", "function_name": r}));
         }
     }
     Ok(json!({"call_id": call_id, "action": "continue"}))
+}
+
+/// Why a call pauses, as its pause data tells.
+struct PauseCause {
+    /// `breakpoint`, `exception` or `condition_error`.
+    reason: &'static str,
+    /// Why the condition could not be decided.
+    error: Option<String>,
+    /// The breakpoint's hit count, for a breakpoint that counts.
+    hit_count: Option<u64>,
+    /// The condition that held (or could not be decided).
+    condition: Option<String>,
+}
+
+impl PauseCause {
+    fn plain(reason: &'static str) -> PauseCause {
+        PauseCause {
+            reason,
+            error: None,
+            hit_count: None,
+            condition: None,
+        }
+    }
+
+    fn describe(&self, data: &mut Obj) {
+        data.insert("pause_reason".into(), json!(self.reason));
+        if let Some(c) = &self.condition {
+            data.insert("condition".into(), json!(c));
+        }
+        if let Some(e) = &self.error {
+            data.insert("condition_error".into(), json!(e));
+        }
+        if let Some(n) = self.hit_count {
+            data.insert("hit_count".into(), json!(n));
+        }
+    }
+}
+
+/// What a breakpoint decided for one call.
+struct Decision {
+    /// Pause now (before the call, or after it at completion).
+    pause: Option<PauseCause>,
+    /// What the completion is to do (at the start).
+    gate: Gate,
+    /// The line a logpoint writes.
+    log: Option<String>,
+}
+
+impl Decision {
+    fn run(gate: Gate) -> Decision {
+        Decision {
+            pause: None,
+            gate,
+            log: None,
+        }
+    }
+}
+
+/// The decision of a gated breakpoint on a judged call: counts it when its condition holds,
+/// logs a hit of a logpoint, and otherwise pauses a hit when `stops` (the behaviours say so).
+/// A condition that cannot be decided pauses, saying why (a logpoint logs why instead).
+fn decide_gated(
+    st: &mut State,
+    name: &str,
+    options: &Options,
+    verdict: &Verdict,
+    stops: bool,
+    hit_gate: Gate,
+) -> Decision {
+    let condition = options.condition.as_ref().map(|c| c.text.clone());
+    match &verdict.holds {
+        Err(why) if options.log_message.is_some() => Decision {
+            log: Some(format!("<condition error: {why}>")),
+            ..Decision::run(Gate::Missed)
+        },
+        Err(why) => Decision {
+            pause: Some(PauseCause {
+                reason: "condition_error",
+                error: Some(why.clone()),
+                hit_count: None,
+                condition,
+            }),
+            ..Decision::run(Gate::Hit)
+        },
+        Ok(false) => Decision::run(Gate::Missed),
+        Ok(true) => {
+            let counted = st.breakpoints.count(name, options);
+            if !counted.hit {
+                Decision::run(Gate::Missed)
+            } else if options.log_message.is_some() {
+                Decision {
+                    log: verdict.log.clone(),
+                    ..Decision::run(Gate::Missed)
+                }
+            } else if stops {
+                Decision {
+                    pause: Some(PauseCause {
+                        reason: "breakpoint",
+                        error: None,
+                        hit_count: Some(counted.count),
+                        condition,
+                    }),
+                    ..Decision::run(hit_gate)
+                }
+            } else {
+                Decision::run(hit_gate)
+            }
+        }
+    }
+}
+
+/// The start's decision: pause before, or run with what the completion is to do.
+fn decide_start(st: &mut State, name: &str, plan: &Plan, verdict: Option<&Verdict>) -> Decision {
+    match (plan, verdict) {
+        (Plan::NoBreakpoint, _) => Decision::run(Gate::Plain),
+        (Plan::Plain, _) => Decision {
+            pause: st
+                .breakpoints
+                .should_pause_before(name)
+                .then(|| PauseCause::plain("breakpoint")),
+            ..Decision::run(Gate::Plain)
+        },
+        (Plan::Gated(_), None) => Decision::run(Gate::Deferred),
+        (Plan::Gated(o), Some(v)) => {
+            let stops = st.breakpoints.should_pause_before(name);
+            decide_gated(st, name, o, v, stops, Gate::Hit)
+        }
+    }
+}
+
+/// Writes a logpoint's line: kept for the web UI and told to every subscriber.
+fn write_log(st: &mut State, name: &str, call_id: &str, message: &str, now: f64) {
+    let line = st
+        .logbook
+        .push(limits::MAX_LOG_LINES, now, name, call_id, message);
+    let kind = EventKind::Log {
+        seq: line.seq,
+        function_name: name.to_owned(),
+        call_id: call_id.to_owned(),
+        message: message.to_owned(),
+        logged_at: now,
+    };
+    st.emit(kind);
 }
 
 /// The text form of the exception reported at completion (protocol doc §4.3).
@@ -352,6 +532,33 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         Hint::parse(value("result_serialization_format").as_ref()).unwrap_or(Hint::Absent);
     let has_exception = !exception_info.is_null();
 
+    // A call whose breakpoint reads its outcome is judged now, outside the lock.
+    let deferred = {
+        let st = shared.lock();
+        st.calls.deferred(&call_id).map(|c| {
+            let plan = st.breakpoints.plan(&c.method);
+            (plan, c.args.clone(), c.kwargs.clone())
+        })
+    };
+    let judged = match deferred {
+        Some((Plan::Gated(options), args, kwargs)) => {
+            let ending = Ending {
+                result: body
+                    .get("result_cid")
+                    .and_then(Node::as_str)
+                    .map(|cid| (cid, result_format)),
+                exception_type: is_exception.then(|| {
+                    body.get("exception_type")
+                        .and_then(Node::as_str)
+                        .unwrap_or("Exception")
+                }),
+            };
+            let verdict = gate::judge(shared, &options, &args, &kwargs, Some(&ending));
+            Some((options, verdict))
+        }
+        _ => None,
+    };
+
     let mut st = shared.lock();
     let Some(done) = st.calls.complete(&call_id) else {
         // Compat: an unknown call id is fine and records nothing.
@@ -361,6 +568,42 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         st.repl.close_pause(&p.id, now);
     }
     let mut call = done.call;
+    let method_name = call.method.to_string();
+    let decision = match (done.gate, &judged) {
+        (Gate::Plain | Gate::Hit, _) => Decision {
+            pause: st
+                .breakpoints
+                .should_pause_after(&method_name, is_exception)
+                .then(|| {
+                    PauseCause::plain(if is_exception {
+                        "exception"
+                    } else {
+                        "breakpoint"
+                    })
+                }),
+            ..Decision::run(Gate::Plain)
+        },
+        (Gate::Deferred, Some((options, verdict))) => {
+            // Decided only now: the pause it asked for, before or after, comes after the call.
+            let stops = st.breakpoints.should_pause_before(&method_name)
+                || st
+                    .breakpoints
+                    .should_pause_after(&method_name, is_exception);
+            let mut d = decide_gated(&mut st, &method_name, options, verdict, stops, Gate::Hit);
+            if let Some(p) = &mut d.pause {
+                if is_exception && p.reason == "breakpoint" {
+                    p.reason = "exception";
+                }
+            }
+            d
+        }
+        // Missed, or its breakpoint lost its options since the call started.
+        (Gate::Missed | Gate::Deferred, _) => Decision::run(Gate::Missed),
+    };
+    if let Some(line) = &decision.log {
+        write_log(&mut st, &method_name, &call_id, line, now);
+        call.log = Some(Box::new(line.clone()));
+    }
     call.status = status_val;
     call.completed_at = completed_at;
     call.done_at = now;
@@ -373,7 +616,6 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         .map(|p| st.repl.sessions_of(p).iter().map(|s| Sym::new(s)).collect())
         .unwrap_or_default();
     let call = Arc::new(call);
-    let method_name = call.method.to_string();
     let seq = st.records.push(Record::Call(call.clone()));
     st.emit(EventKind::CallCompleted {
         call_id: call_id.clone(),
@@ -386,9 +628,6 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         st.records.push_history(entry.clone());
         history = Some(entry);
     }
-    let pause_after = st
-        .breakpoints
-        .should_pause_after(&method_name, is_exception);
     drop(st);
 
     // Written before the reply: an acknowledged completion survives a crash.
@@ -405,13 +644,8 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         persist(shared, &records)?;
     }
 
-    if !pause_after {
+    let Some(pause) = decision.pause else {
         return Ok(json!({"status": "ok"}));
-    }
-    let reason = if is_exception {
-        "exception"
-    } else {
-        "breakpoint"
     };
     let render = shared.render();
     let mut pause_data = call.call_data(&render);
@@ -424,16 +658,19 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     if !exception.is_null() {
         pause_data.insert("exception".into(), exception);
     }
-    pause_data.insert("pause_reason".into(), json!(reason));
+    pause.describe(&mut pause_data);
     let pause_id = ids::uuid4();
     let mut st = shared.lock();
     st.calls.pause(pause_id.clone(), pause_data, now, None);
     st.emit(EventKind::ExecutionPaused {
         pause_id: pause_id.clone(),
-        method_name,
-        pause_reason: reason.into(),
+        method_name: method_name.clone(),
+        pause_reason: pause.reason.into(),
         paused_at: now,
     });
+    if st.breakpoints.disarm_if_one_shot(&method_name) {
+        st.emit(EventKind::BreakpointsChanged);
+    }
     drop(st);
     // The after-pause answer carries no call_id (protocol doc §2.9).
     Ok(Value::Object(poll_action(shared, &pause_id)))

@@ -11,6 +11,7 @@
 mod breakpoints;
 mod calls;
 pub mod external;
+mod gate;
 mod pauses;
 mod processes;
 mod records;

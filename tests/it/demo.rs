@@ -2,7 +2,7 @@
 //! against the real server: pauses are resumed over REST while it runs, one with `modify`,
 //! one after a REPL eval, and it must finish printing the modified call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,13 +10,19 @@ use serde_json::{json, Value};
 
 use crate::support::{deadline, Client, Server};
 
-fn demo(server: &Server, extra: &[&str]) -> Child {
+/// Starts the demo against `server`; its output goes to files of the server's directory.
+pub(crate) fn demo(server: &Server, extra: &[&str]) -> Child {
+    demo_on(server.port, &server.home, extra)
+}
+
+/// Starts the demo against the server on `port`, its output in files of `dir`.
+pub(crate) fn demo_on(port: u16, dir: &Path, extra: &[&str]) -> Child {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/demo_app.py");
-    let out = server.home.join(format!("demo-out-{}.txt", extra.len()));
-    let err = server.home.join(format!("demo-err-{}.txt", extra.len()));
+    let out = dir.join(format!("demo-out-{}.txt", extra.len()));
+    let err = dir.join(format!("demo-err-{}.txt", extra.len()));
     Command::new("python3")
         .arg(script)
-        .args(["--server", &format!("http://localhost:{}", server.port)])
+        .args(["--server", &format!("http://localhost:{port}")])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(out).unwrap())
@@ -25,10 +31,15 @@ fn demo(server: &Server, extra: &[&str]) -> Child {
         .expect("python3 must be installed to run the demo")
 }
 
-fn output(server: &Server, extra: &[&str]) -> (String, String) {
+/// The demo's stdout and stderr so far (as started with `extra`).
+pub(crate) fn output(server: &Server, extra: &[&str]) -> (String, String) {
+    output_in(&server.home, extra)
+}
+
+/// [`output`] of a demo started with [`demo_on`] in `dir`.
+pub(crate) fn output_in(dir: &Path, extra: &[&str]) -> (String, String) {
     let read = |name: &str| {
-        std::fs::read_to_string(server.home.join(format!("{name}-{}.txt", extra.len())))
-            .unwrap_or_default()
+        std::fs::read_to_string(dir.join(format!("{name}-{}.txt", extra.len()))).unwrap_or_default()
     };
     (read("demo-out"), read("demo-err"))
 }

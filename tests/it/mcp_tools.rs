@@ -22,7 +22,8 @@ fn breakpoints_add_remove_and_behaviors() {
     // 5, 33, 38, 51, 53: empty state.
     assert_eq!(
         s.call_ok("breakpoint_list_breakpoints", json!({})),
-        json!({"breakpoints": [], "behaviors": {}, "after_behaviors": {}, "replacements": {}})
+        json!({"breakpoints": [], "behaviors": {}, "after_behaviors": {}, "replacements": {},
+               "conditions": {}, "hit_conditions": {}, "log_messages": {}, "one_shot": [], "hit_counts": {}})
     );
     assert_eq!(
         s.call_ok("breakpoint_get_default_behavior", json!({})),

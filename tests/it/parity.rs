@@ -24,8 +24,9 @@ fn register_functions(s: &McpServer) {
     }
 }
 
-/// Breakpoint with a before-behavior, an after-behavior, a replacement, the default behavior;
-/// every answer in the shape both faces share (`status`, `function_name`, `behavior`, ...).
+/// Breakpoint with a before-behavior, an after-behavior, a replacement, a condition, the
+/// default behavior; every answer in the shape both faces share (`status`, `function_name`,
+/// `behavior`, ...).
 fn configure(s: &McpServer, face: Face) -> Vec<Value> {
     match face {
         Face::Rest => {
@@ -33,11 +34,11 @@ fn configure(s: &McpServer, face: Face) -> Vec<Value> {
             vec![
                 http.post_ok(
                     "/api/breakpoints",
-                    &json!({"function_name": "slow_add", "behavior": "stop", "signature": "(x, y=1)"}),
+                    &json!({"function_name": "slow_add", "behavior": "stop", "signature": "(x, y=1)", "one_shot": false}),
                 ),
                 http.post_ok(
                     "/api/breakpoints",
-                    &json!({"function_name": "fast_add", "signature": "(x, y=1)"}),
+                    &json!({"function_name": "fast_add", "signature": "(x, y=1)", "condition": "args[0] > 1", "hit_condition": "%2"}),
                 ),
                 http.post_ok(
                     "/api/breakpoints/slow_add/after_behavior",
@@ -53,9 +54,12 @@ fn configure(s: &McpServer, face: Face) -> Vec<Value> {
         Face::Mcp => vec![
             s.call_ok(
                 "breakpoint_add",
-                json!({"function_name": "slow_add", "behavior": "stop"}),
+                json!({"function_name": "slow_add", "behavior": "stop", "one_shot": false}),
             ),
-            s.call_ok("breakpoint_add", json!({"function_name": "fast_add"})),
+            s.call_ok(
+                "breakpoint_add",
+                json!({"function_name": "fast_add", "condition": "args[0] > 1", "hit_condition": "%2"}),
+            ),
             s.call_ok(
                 "breakpoint_set_after_behavior",
                 json!({"function_name": "slow_add", "behavior": "exception"}),
@@ -128,6 +132,11 @@ fn mcp_state(s: &McpServer) -> Value {
             "breakpoint_behaviors": b["behaviors"],
             "breakpoint_after_behaviors": b["after_behaviors"],
             "breakpoint_replacements": b["replacements"],
+            "breakpoint_conditions": b["conditions"],
+            "breakpoint_hit_conditions": b["hit_conditions"],
+            "breakpoint_log_messages": b["log_messages"],
+            "breakpoint_one_shot": b["one_shot"],
+            "breakpoint_hit_counts": b["hit_counts"],
         },
         "behavior": s.call_ok("breakpoint_get_default_behavior", json!({})),
         "functions": {
@@ -167,8 +176,9 @@ fn rest_and_mcp_drive_the_same_operations_to_the_same_state() {
     let mcp_answers = configure(&by_mcp, Face::Mcp);
     assert_eq!(rest_answers, mcp_answers);
     assert_eq!(
-        rest_answers[0],
-        json!({"status": "ok", "function_name": "slow_add"})
+        rest_answers[1],
+        json!({"status": "ok", "function_name": "fast_add", "condition": "args[0] > 1",
+               "hit_condition": "%2", "log_message": null, "one_shot": false, "hit_count": 0})
     );
 
     // The resulting state is the same, and each server's two faces agree on it.
@@ -178,6 +188,11 @@ fn rest_and_mcp_drive_the_same_operations_to_the_same_state() {
             "breakpoint_behaviors": {"fast_add": "yield", "slow_add": "stop"},
             "breakpoint_after_behaviors": {"fast_add": "yield", "slow_add": "exception"},
             "breakpoint_replacements": {"slow_add": "fast_add"},
+            "breakpoint_conditions": {"fast_add": "args[0] > 1"},
+            "breakpoint_hit_conditions": {"fast_add": "%2"},
+            "breakpoint_log_messages": {},
+            "breakpoint_one_shot": [],
+            "breakpoint_hit_counts": {"fast_add": 0, "slow_add": 0},
         },
         "behavior": {"behavior": "stop_exception"},
         "functions": {

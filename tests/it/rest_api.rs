@@ -402,7 +402,9 @@ fn breakpoints_start_empty() {
     let s = Server::start(&[]);
     assert_eq!(
         s.client().get_ok("/api/breakpoints"),
-        json!({"breakpoints": [], "breakpoint_behaviors": {}, "breakpoint_after_behaviors": {}, "breakpoint_replacements": {}})
+        json!({"breakpoints": [], "breakpoint_behaviors": {}, "breakpoint_after_behaviors": {}, "breakpoint_replacements": {},
+               "breakpoint_conditions": {}, "breakpoint_hit_conditions": {}, "breakpoint_log_messages": {},
+               "breakpoint_one_shot": [], "breakpoint_hit_counts": {}})
     );
 }
 
@@ -550,6 +552,10 @@ fn deleting_a_breakpoint_clears_its_behaviors_and_replacement_and_is_ok_for_unkn
         "/api/breakpoints/f/replacement",
         &json!({"replacement_function": "g"}),
     );
+    c.post_ok(
+        "/api/breakpoints/f/condition",
+        &json!({"condition": "args[0] > 1"}),
+    );
     c.post_ok("/api/breakpoints", &json!({"function_name": "keep"}));
 
     let r = c.delete("/api/breakpoints/f");
@@ -558,7 +564,9 @@ fn deleting_a_breakpoint_clears_its_behaviors_and_replacement_and_is_ok_for_unkn
     assert_eq!(
         c.get_ok("/api/breakpoints"),
         json!({"breakpoints": ["keep"], "breakpoint_behaviors": {"keep": "yield"},
-               "breakpoint_after_behaviors": {"keep": "yield"}, "breakpoint_replacements": {}})
+               "breakpoint_after_behaviors": {"keep": "yield"}, "breakpoint_replacements": {},
+               "breakpoint_conditions": {}, "breakpoint_hit_conditions": {}, "breakpoint_log_messages": {},
+               "breakpoint_one_shot": [], "breakpoint_hit_counts": {"keep": 0}})
     );
     // Re-created (as the client does at every registration): the old settings are gone.
     c.post_ok(
