@@ -9,24 +9,39 @@
 //! `kwargs`, `result`, `exception`, the calls `len(x)`, `type(x)`, `abs(x)`, and parentheses.
 //!
 //! Values are read through [`CondValue`], implemented for JSON items (`&serde_json::Value`),
-//! decoded pickles ([`PickleValue`]) and either ([`Item`]). Parsing is bounded (4 KiB of text,
-//! 64 levels of nesting, which also bounds the evaluator's recursion) and so is evaluation (a
-//! budget of steps). Pure.
+//! decoded pickles ([`PickleValue`]) and either ([`Item`], which also stands for a value that
+//! could not be read: reading it fails the evaluation with the reason). Parsing is bounded
+//! (4 KiB of text, 64 levels of nesting, which also bounds the evaluator's recursion) and so is
+//! evaluation (a budget of steps).
+//!
+//! [`eval_text`] gives an expression's value as text, as a Python f-string's `{expr}` would
+//! show it, at most [`MAX_DISPLAY_CHARS`] characters. Pure.
 
 use std::cmp::Ordering;
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::pickle::render::{dict_pairs, items};
-use crate::pickle::{Node, NodeId, Tree};
+use crate::pickle::render::{dict_pairs, float_repr, items, Renderer};
+use crate::pickle::{Budget, Limits, Node, NodeId, Tree};
 
 /// Longest condition text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 4 * 1024;
 /// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
 pub const MAX_DEPTH: usize = 64;
-/// Steps one evaluation may take (node visits, and elements scanned by `in`).
+/// Steps one evaluation may take (node visits, and elements scanned by `in` or shown by
+/// [`eval_text`]).
 pub const EVAL_STEPS: usize = 10_000;
+/// Longest text of one value in a log line ([`CondValue::display`], [`eval_text`]), in
+/// characters: a longer one is cut there and ends with `...`.
+pub const MAX_DISPLAY_CHARS: usize = 1000;
+
+/// Output bytes the pickle renderer writes for one displayed value: enough for
+/// [`MAX_DISPLAY_CHARS`] characters of any width, and one more.
+const DISPLAY_BYTES: usize = 4 * (MAX_DISPLAY_CHARS + 1);
+/// Node visits (and output bytes) the pickle renderer may spend on one displayed value,
+/// whatever the value's size or sharing.
+const DISPLAY_WORK: usize = 64 * 1024;
 
 /// Why an int beyond 64 bits cannot take part in arithmetic or ordering.
 const BIG_INT: &str = "int too large to compute with (beyond 64 bits)";
@@ -229,6 +244,24 @@ const PREC_NEG: u8 = 7;
 const PREC_ATOM: u8 = 8;
 
 impl Expr {
+    /// Whether the expression reads `result` or `exception` anywhere, so that it can only be
+    /// evaluated once the call has ended.
+    pub fn reads_outcome(&self) -> bool {
+        match self {
+            Expr::None | Expr::Bool(_) | Expr::Int(_) | Expr::Float(_) | Expr::Str(_) => false,
+            Expr::Name(n) => matches!(n, Name::Result | Name::Exception),
+            Expr::Attr(x, _) | Expr::Call(_, x) | Expr::Neg(x) | Expr::Not(x) => x.reads_outcome(),
+            Expr::Index(a, b)
+            | Expr::Method(a, _, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Arith(_, a, b) => a.reads_outcome() || b.reads_outcome(),
+            Expr::Compare(first, rest) => {
+                first.reads_outcome() || rest.iter().any(|(_, x)| x.reads_outcome())
+            }
+        }
+    }
+
     fn prec(&self) -> u8 {
         match self {
             Expr::Or(..) => PREC_OR,
@@ -889,6 +922,109 @@ pub trait CondValue: Clone {
     fn key(&self, key: Key<'_>) -> Option<Self>;
     /// An attribute of an instance (for JSON, an object's key).
     fn attr(&self, name: &str) -> Option<Self>;
+    /// How the value reads in a log line, like Python's `str()` of it: a str is its own text,
+    /// anything else its repr (for JSON, its compact JSON text). At most
+    /// [`MAX_DISPLAY_CHARS`] characters, then `...`; the work is bounded whatever the value's
+    /// size.
+    fn display(&self) -> String;
+    /// Why this value could not be read (its payload is missing or does not decode), if so:
+    /// the evaluator then fails wherever the value is read.
+    fn unreadable(&self) -> Option<String> {
+        None
+    }
+}
+
+/// `text` up to `max` characters, then `...` when there is more or when `incomplete` says the
+/// text itself was cut short.
+fn cut_text(text: &str, max: usize, incomplete: bool) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None if incomplete => format!("{text}..."),
+        None => text.to_owned(),
+    }
+}
+
+/// Collects at most `room` bytes, then refuses the rest (ending the serialization).
+struct Bounded {
+    out: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.room - self.out.len();
+        if left == 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let n = buf.len().min(left);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The compact JSON text of a value, cut at [`MAX_DISPLAY_CHARS`] characters: the serializer
+/// stops once it has written enough for that.
+fn json_display(v: &Value) -> String {
+    let mut w = Bounded {
+        out: Vec::new(),
+        room: DISPLAY_BYTES,
+    };
+    let complete = serde_json::to_writer(&mut w, v).is_ok();
+    let text = match std::str::from_utf8(&w.out) {
+        Ok(t) => t,
+        // Cut inside a character.
+        Err(e) => std::str::from_utf8(&w.out[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    cut_text(text, MAX_DISPLAY_CHARS, !complete)
+}
+
+/// A pickled str (generalized UTF-8: lone surrogates become U+FFFD) cut at [`MAX_DISPLAY_CHARS`]
+/// characters, reading no more of it than that needs.
+fn str_display(b: &[u8]) -> String {
+    let head = &b[..b.len().min(DISPLAY_BYTES)];
+    let mut text = String::new();
+    let mut i = 0;
+    while i < head.len() {
+        match std::str::from_utf8(&head[i..]) {
+            Ok(t) => {
+                text.push_str(t);
+                break;
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                text.push_str(std::str::from_utf8(&head[i..i + valid]).unwrap_or_default());
+                i += valid;
+                let surrogate = head[i] == 0xed
+                    && head.get(i + 1).is_some_and(|c| (0xa0..=0xbf).contains(c))
+                    && head.get(i + 2).is_some_and(|c| (0x80..=0xbf).contains(c));
+                let skip = if surrogate {
+                    3
+                } else {
+                    e.error_len().unwrap_or(head.len() - i)
+                };
+                text.push('\u{fffd}');
+                i += skip;
+            }
+        }
+    }
+    cut_text(&text, MAX_DISPLAY_CHARS, head.len() < b.len())
+}
+
+/// Python's `repr()` of a str, by the pickle renderer, cut at [`MAX_DISPLAY_CHARS`]
+/// characters.
+fn str_repr(s: &str) -> String {
+    // Only the head can be shown: the repr of the rest would be cut.
+    let head = match s.char_indices().nth(MAX_DISPLAY_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    };
+    let bytes = crate::pickle_write::dumps(&Value::String(head.to_owned()));
+    let repr = crate::pickle::repr(&bytes).unwrap_or_else(|_| format!("{head:?}"));
+    cut_text(&repr, MAX_DISPLAY_CHARS, head.len() < s.len())
 }
 
 impl CondValue for &Value {
@@ -955,6 +1091,13 @@ impl CondValue for &Value {
 
     fn attr(&self, name: &str) -> Option<Self> {
         self.as_object()?.get(name)
+    }
+
+    fn display(&self) -> String {
+        match self {
+            Value::String(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            v => json_display(v),
+        }
     }
 }
 
@@ -1105,64 +1248,108 @@ impl CondValue for PickleValue<'_> {
             .filter(|&d| matches!(self.tree.get(d), Some(Node::Dict(_))))
             .find_map(|d| self.find(dict_pairs(self.tree, d), Key::Str(name)))
     }
+
+    fn display(&self) -> String {
+        if let Some(Node::Str(b)) = self.node() {
+            return str_display(b);
+        }
+        let budget = Budget::new(DISPLAY_WORK);
+        let mut r = Renderer::new(
+            self.tree,
+            &budget,
+            DISPLAY_BYTES,
+            Limits::default().max_depth,
+        );
+        match r.render(self.id) {
+            Ok(text) => cut_text(&text, MAX_DISPLAY_CHARS, r.truncated),
+            Err(e) => cut_text(
+                &format!("<unavailable: PickleError: {e}>"),
+                MAX_DISPLAY_CHARS,
+                false,
+            ),
+        }
+    }
 }
 
-/// A value of either format, so that one call's arguments may mix them.
+/// A value of either format, so that one call's arguments may mix them, or one that could not
+/// be read.
 #[derive(Debug, Clone, Copy)]
 pub enum Item<'a> {
     /// A JSON item.
     Json(&'a Value),
     /// A node of a decoded pickle.
     Pickle(PickleValue<'a>),
+    /// A value that could not be read, and why (e.g. `payload missing from the store`, or
+    /// `<unavailable: PickleError: ...>`): reading it fails the evaluation with this reason.
+    Unreadable(&'a str),
 }
 
+/// Calls the method of a JSON item or a pickle node; `$u` for an unreadable value (which the
+/// evaluator never reads: it fails first).
 macro_rules! delegate {
-    ($self:ident, $v:ident => $e:expr) => {
+    ($self:ident, $v:ident => $e:expr, unreadable => $u:expr) => {
         match $self {
             Item::Json($v) => $e,
             Item::Pickle($v) => $e,
+            Item::Unreadable(_) => $u,
         }
     };
 }
 
 impl CondValue for Item<'_> {
     fn kind(&self) -> Kind {
-        delegate!(self, v => v.kind())
+        delegate!(self, v => v.kind(), unreadable => Kind::Object)
     }
     fn type_name(&self) -> String {
-        delegate!(self, v => v.type_name())
+        delegate!(self, v => v.type_name(), unreadable => "unreadable".to_owned())
     }
     fn to_bool(&self) -> Option<bool> {
-        delegate!(self, v => v.to_bool())
+        delegate!(self, v => v.to_bool(), unreadable => None)
     }
     fn to_int(&self) -> Option<i64> {
-        delegate!(self, v => v.to_int())
+        delegate!(self, v => v.to_int(), unreadable => None)
     }
     fn to_float(&self) -> Option<f64> {
-        delegate!(self, v => v.to_float())
+        delegate!(self, v => v.to_float(), unreadable => None)
     }
     fn to_str(&self) -> Option<String> {
-        delegate!(self, v => v.to_str())
+        delegate!(self, v => v.to_str(), unreadable => None)
     }
     fn length(&self) -> Option<usize> {
-        delegate!(self, v => v.length())
+        delegate!(self, v => v.length(), unreadable => None)
     }
     fn element(&self, i: usize) -> Option<Self> {
         match self {
             Item::Json(v) => v.element(i).map(Item::Json),
             Item::Pickle(v) => v.element(i).map(Item::Pickle),
+            Item::Unreadable(_) => None,
         }
     }
     fn key(&self, key: Key<'_>) -> Option<Self> {
         match self {
             Item::Json(v) => v.key(key).map(Item::Json),
             Item::Pickle(v) => v.key(key).map(Item::Pickle),
+            Item::Unreadable(_) => None,
         }
     }
     fn attr(&self, name: &str) -> Option<Self> {
         match self {
             Item::Json(v) => v.attr(name).map(Item::Json),
             Item::Pickle(v) => v.attr(name).map(Item::Pickle),
+            Item::Unreadable(_) => None,
+        }
+    }
+    fn display(&self) -> String {
+        let unreadable = || {
+            let why = self.unreadable().unwrap_or_default();
+            cut_text(&format!("<unreadable: {why}>"), MAX_DISPLAY_CHARS, false)
+        };
+        delegate!(self, v => v.display(), unreadable => unreadable())
+    }
+    fn unreadable(&self) -> Option<String> {
+        match self {
+            Item::Unreadable(why) => Some((*why).to_owned()),
+            _ => None,
         }
     }
 }
@@ -1271,8 +1458,23 @@ impl<V: CondValue> Val<V> {
     }
 }
 
-/// A host value as a scalar when it is one.
+/// `name[key]`, the expression that reads an element of `args` or `kwargs`.
+fn element_expr(name: Name, key: Expr) -> Expr {
+    Expr::Index(Box::new(Expr::Name(name)), Box::new(key))
+}
+
+/// A host value as a scalar when it is one. Every host value the evaluator reads comes
+/// through here, so this is where a value that could not be read fails the evaluation.
 fn lift<V: CondValue>(e: &Expr, v: V) -> Result<Val<V>, EvalError> {
+    if let Some(why) = v.unreadable() {
+        return fail(
+            e,
+            format!(
+                "unreadable value ({})",
+                cut_text(&why, MAX_DISPLAY_CHARS, false)
+            ),
+        );
+    }
     let unreadable = |what: &str| fail(e, format!("unreadable {what} value"));
     Ok(match v.kind() {
         Kind::None => Val::None,
@@ -1346,6 +1548,21 @@ pub fn eval_with_budget<V: CondValue>(
     ev.truth(expr, &v)
 }
 
+/// The value of an expression as text, as a Python f-string's `{expr}` shows it: `None`,
+/// `True`, `42`, floats as Python prints them, a str as its own text, `args` as a tuple
+/// (`(1, 'a')`) and `kwargs` as a dict (`{'x': 1}`) of their elements' reprs, and any other
+/// value of the call through [`CondValue::display`]. At most [`MAX_DISPLAY_CHARS`] characters,
+/// then `...`. Within the step budget of [`eval`] ([`EVAL_STEPS`]), each element shown of
+/// `args` or `kwargs` costing a step.
+pub fn eval_text<V: CondValue>(expr: &Expr, env: &Env<V>) -> Result<String, EvalError> {
+    let mut ev = Evaluator {
+        env,
+        steps: EVAL_STEPS,
+    };
+    let v = ev.eval(expr)?;
+    ev.text(expr, &v)
+}
+
 struct Evaluator<'e, V> {
     env: &'e Env<V>,
     steps: usize,
@@ -1358,6 +1575,83 @@ impl<V: CondValue> Evaluator<'_, V> {
         }
         self.steps -= 1;
         Ok(())
+    }
+
+    /// `v` as `str(v)` shows it, cut at [`MAX_DISPLAY_CHARS`] characters.
+    fn text(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
+        Ok(match v {
+            Val::None => "None".to_owned(),
+            Val::Bool(true) => "True".to_owned(),
+            Val::Bool(false) => "False".to_owned(),
+            Val::Int(n) => n.to_string(),
+            Val::Float(x) => float_repr(*x),
+            Val::Str(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            Val::Host(h) => h.display(),
+            Val::Args => {
+                let env = self.env;
+                let args = env.args.as_deref().unwrap_or_default();
+                let close = if args.len() == 1 { ",)" } else { ")" };
+                let items = args.iter().enumerate().map(|(i, a)| {
+                    let i = Expr::Int(i64::try_from(i).unwrap_or(i64::MAX));
+                    (None, element_expr(Name::Args, i), a)
+                });
+                self.elements(e, "(", close, items)?
+            }
+            Val::Kwargs => {
+                let env = self.env;
+                let kwargs = env.kwargs.as_deref().unwrap_or_default();
+                let items = kwargs.iter().map(|(k, a)| {
+                    let key = Expr::Str(k.clone());
+                    (Some(k.as_str()), element_expr(Name::Kwargs, key), a)
+                });
+                self.elements(e, "{", "}", items)?
+            }
+        })
+    }
+
+    /// The elements of `args` or `kwargs` between `open` and `close`, each as `repr` shows it
+    /// after its key if any, and each read as the expression given with it (`args[1]`) and
+    /// costing a step; cut at [`MAX_DISPLAY_CHARS`] characters, and none read past the cut.
+    fn elements<'a>(
+        &mut self,
+        e: &Expr,
+        open: &str,
+        close: &str,
+        items: impl Iterator<Item = (Option<&'a str>, Expr, &'a V)>,
+    ) -> Result<String, EvalError>
+    where
+        V: 'a,
+    {
+        let mut out = String::from(open);
+        let mut chars = open.chars().count();
+        for (i, (key, at, x)) in items.enumerate() {
+            if chars > MAX_DISPLAY_CHARS {
+                return Ok(cut_text(&out, MAX_DISPLAY_CHARS, true));
+            }
+            self.step(e)?;
+            let x = lift(&at, x.clone())?;
+            let mut part = String::new();
+            if i > 0 {
+                part.push_str(", ");
+            }
+            if let Some(k) = key {
+                part.push_str(&str_repr(k));
+                part.push_str(": ");
+            }
+            part.push_str(&self.repr(&at, &x)?);
+            chars += part.chars().count();
+            out.push_str(&part);
+        }
+        out.push_str(close);
+        Ok(cut_text(&out, MAX_DISPLAY_CHARS, false))
+    }
+
+    /// `v` as `repr(v)` shows it (a str quoted), as an element of `args` or `kwargs`.
+    fn repr(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
+        match v {
+            Val::Str(s) => Ok(str_repr(s)),
+            _ => self.text(e, v),
+        }
     }
 
     fn length(&self, e: &Expr, v: &Val<V>) -> Result<usize, EvalError> {
@@ -1828,6 +2122,7 @@ mod tests {
 
     use super::*;
     use crate::pickle;
+    use crate::pickle::builder::P;
 
     fn json_env(outcome: Outcome<&Value>) -> (Value, Value, Outcome<&Value>) {
         let args = json!([150, [], {"x": -1, "label": "item-3", "tags": ["a", "b"]}, "hello", 2.5,
@@ -2141,16 +2436,22 @@ mod tests {
         pickle::decode(&bytes, &pickle::Limits::default()).unwrap()
     }
 
+    /// Point(-1, 2.5) of a class `Point` in `__main__`, protocol 4.
+    const POINT: &str = "80049534000000000000008c085f5f6d61696e5f5f948c05506f696e749493942981947d94288c0178944affffffff8c01799447400400000000000075622e";
+    /// {"k": [1, "two", None], 3: "three"}
+    const DICT: &str =
+        "80049520000000000000007d94288c016b945d94284b018c0374776f944e654b038c05746872656594752e";
+    /// An instance of a class with `__slots__ = ('a',)`, a = 5, protocol 2.
+    const SLOTTED: &str = "8002635f5f6d61696e5f5f0a536c6f747465640a7100298171014e7d710258010000006171034b0573867104622e";
+    /// 10**30
+    const BIG: &str = "80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e";
+
     #[test]
     fn reads_decoded_pickles() {
-        // Point(-1, 2.5) of a class `Point` in `__main__`, protocol 4.
-        let point = tree("80049534000000000000008c085f5f6d61696e5f5f948c05506f696e749493942981947d94288c0178944affffffff8c01799447400400000000000075622e");
-        // {"k": [1, "two", None], 3: "three"}
-        let dict = tree("80049520000000000000007d94288c016b945d94284b018c0374776f944e654b038c05746872656594752e");
-        // An instance of a class with `__slots__ = ('a',)`, a = 5, protocol 2.
-        let slotted = tree("8002635f5f6d61696e5f5f0a536c6f747465640a7100298171014e7d710258010000006171034b0573867104622e");
-        // 10**30
-        let big = tree("80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e");
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let slotted = tree(SLOTTED);
+        let big = tree(BIG);
         let label = json!("item-1");
         let env = Env {
             args: Some(vec![
@@ -2191,6 +2492,402 @@ mod tests {
             Err("args[0].z: no attribute 'z' on Point".into())
         );
         assert_eq!(run("args[3] > 1"), Err(format!("args[3] > 1: {BIG_INT}")));
+    }
+
+    #[test]
+    fn reads_outcome() {
+        for (text, want) in [
+            ("args[0] > 1 and kwargs[\"n\"]", false),
+            ("\"result\" in kwargs", false),
+            ("-abs(len(args))", false),
+            ("result", true),
+            ("exception is None", true),
+            ("len(result.items) > 0", true),
+            ("args[0].startswith(exception)", true),
+            ("args[result]", true),
+            ("1 < 2 < -result", true),
+            ("not (args or exception)", true),
+            ("type(args[0] + result[1]) == \"int\"", true),
+        ] {
+            assert_eq!(parse(text).unwrap().reads_outcome(), want, "{text}");
+        }
+    }
+
+    /// The length of `text` in characters.
+    fn chars_of(text: &str) -> usize {
+        text.chars().count()
+    }
+
+    #[test]
+    fn display_of_json() {
+        for (v, want) in [
+            (json!("it's \"raw\"\n"), "it's \"raw\"\n"),
+            (json!(""), ""),
+            (json!(null), "null"),
+            (json!(true), "true"),
+            (json!(-7), "-7"),
+            (json!(2.5), "2.5"),
+            (json!([]), "[]"),
+            (
+                json!({"a": [1, 2.5, "é\n"], "b": null, "c": {"d": "x"}}),
+                "{\"a\":[1,2.5,\"é\\n\"],\"b\":null,\"c\":{\"d\":\"x\"}}",
+            ),
+        ] {
+            assert_eq!((&v).display(), want, "{v}");
+            assert_eq!((&v).unreadable(), None);
+        }
+        // 10**30 as a JSON number keeps its digits.
+        let big: Value = serde_json::from_str("1000000000000000000000000000000").unwrap();
+        assert_eq!((&big).display(), "1000000000000000000000000000000");
+        // A str of exactly the limit is whole; one more character is cut.
+        let s = json!("é".repeat(MAX_DISPLAY_CHARS));
+        assert_eq!((&s).display(), "é".repeat(MAX_DISPLAY_CHARS));
+        let s = json!("é".repeat(MAX_DISPLAY_CHARS + 1));
+        assert_eq!(
+            (&s).display(),
+            format!("{}...", "é".repeat(MAX_DISPLAY_CHARS))
+        );
+        // A huge value: the serializer stops early, cut inside a character or not.
+        for v in [
+            json!((0..1_000_000).collect::<Vec<_>>()),
+            json!(vec!["€"; 100_000]),
+        ] {
+            let start = Instant::now();
+            let shown = (&v).display();
+            assert!(start.elapsed() < Duration::from_millis(500));
+            assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+            assert!(shown.ends_with("..."));
+            let whole = v.to_string();
+            assert!(whole.starts_with(shown.trim_end_matches("...")));
+        }
+    }
+
+    #[test]
+    fn display_of_decoded_pickles() {
+        for (hex, want) in [
+            (POINT, "Point(x=-1, y=2.5)"),
+            (DICT, "{'k': [1, 'two', None], 3: 'three'}"),
+            (SLOTTED, "Slotted(a=5)"),
+            (BIG, "1000000000000000000000000000000"),
+        ] {
+            let t = tree(hex);
+            let v = PickleValue::root(&t);
+            assert_eq!(v.display(), want);
+            assert_eq!(v.unreadable(), None);
+            assert_eq!(Item::Pickle(v).display(), want);
+        }
+        // A str is its own text; inside a container it is quoted.
+        let t = tree(DICT);
+        let two = PickleValue::root(&t)
+            .key(Key::Str("k"))
+            .and_then(|l| l.element(1))
+            .unwrap();
+        assert_eq!(two.display(), "two");
+        let decoded = |bytes: &[u8]| pickle::decode(bytes, &pickle::Limits::default()).unwrap();
+        let t = decoded(&P::new().str("it's \"é\"\n").done());
+        assert_eq!(PickleValue::root(&t).display(), "it's \"é\"\n");
+        // A lone surrogate reads as U+FFFD, as `str_of` has it.
+        let t = decoded(&P::new().op(b"X\x05\x00\x00\x00a\xed\xa0\x80b.").done());
+        let v = PickleValue::root(&t);
+        assert_eq!(v.display(), "a\u{fffd}b");
+        assert_eq!(Some(v.display()), v.to_str());
+        // Long strs: only the head is read.
+        let t = decoded(&P::new().str(&"é".repeat(1_000_000)).done());
+        let start = Instant::now();
+        let shown = PickleValue::root(&t).display();
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(shown, format!("{}...", "é".repeat(MAX_DISPLAY_CHARS)));
+        let t = decoded(&P::new().str(&"x".repeat(MAX_DISPLAY_CHARS)).done());
+        assert_eq!(
+            PickleValue::root(&t).display(),
+            "x".repeat(MAX_DISPLAY_CHARS)
+        );
+        // A value shared through the memo, exponentially large when shown: cut, in bounded
+        // time.
+        let mut p = P::new();
+        let s = p.str(&"y".repeat(400)).put();
+        let mut top = p.list_of(s, 1);
+        for _ in 0..6 {
+            top = p.list_of(top, 100);
+        }
+        let t = decoded(&p.done());
+        let start = Instant::now();
+        let shown = PickleValue::root(&t).display();
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+        assert!(shown.starts_with("[[[[[[['yyyy") && shown.ends_with("..."));
+        // Nested deeper than the renderer goes: said, not shown.
+        let t = decoded(&P::new().op(&[b']'; 300]).op(&[b'a'; 299]).done());
+        assert_eq!(
+            PickleValue::root(&t).display(),
+            "<unavailable: PickleError: value nests deeper than 200 levels>"
+        );
+    }
+
+    const MISSING: &str = "payload missing from the store";
+    const BROKEN: &str = "<unavailable: PickleError: pickle truncated at byte 3>";
+
+    #[test]
+    fn unreadable_values_fail_where_they_are_read() {
+        let n = json!(150);
+        let env = Env {
+            args: Some(vec![Item::Json(&n), Item::Unreadable(MISSING)]),
+            kwargs: Some(vec![("k".to_owned(), Item::Unreadable(BROKEN))]),
+            outcome: Outcome::Returned(Item::Unreadable(MISSING)),
+        };
+        let run = |text: &str| eval(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        let text = |text: &str| eval_text(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        let missing = format!("args[1]: unreadable value ({MISSING})");
+        for text in [
+            "args[1]",
+            "args[1] == 1",
+            "args[1] is None",
+            "not args[1]",
+            "args[1].x",
+            "args[1][0]",
+            "args[1][\"k\"]",
+            "len(args[1])",
+            "type(args[1])",
+            "abs(args[1])",
+            "-args[1]",
+            "args[1] + 1",
+            "args[1].startswith(\"a\")",
+            "\"a\" in args[1]",
+            "args[0] > 1 and args[1]",
+        ] {
+            assert_eq!(run(text), Err(missing.clone()), "{text}");
+        }
+        assert_eq!(
+            run("1 in args"),
+            Err(format!("1 in args: unreadable value ({MISSING})"))
+        );
+        assert_eq!(
+            run("kwargs[\"k\"] == 1"),
+            Err(format!("kwargs[\"k\"]: unreadable value ({BROKEN})"))
+        );
+        assert_eq!(
+            run("result"),
+            Err(format!("result: unreadable value ({MISSING})"))
+        );
+        // What does not read the value still works.
+        for text in [
+            "args[0] == 150",
+            "150 in args",
+            "len(args) == 2",
+            "\"k\" in kwargs",
+            "len(kwargs) == 1",
+            "exception is None",
+            "True or args[1]",
+        ] {
+            assert_eq!(run(text), Ok(true), "{text}");
+        }
+        // As text.
+        assert_eq!(text("args[1]"), Err(missing.clone()));
+        assert_eq!(text("args"), Err(missing.clone()));
+        assert_eq!(
+            text("kwargs"),
+            Err(format!("kwargs[\"k\"]: unreadable value ({BROKEN})"))
+        );
+        assert_eq!(text("args[0]"), Ok("150".to_owned()));
+        // The item itself.
+        let u = Item::Unreadable(MISSING);
+        assert_eq!(u.display(), format!("<unreadable: {MISSING}>"));
+        assert_eq!(u.unreadable(), Some(MISSING.to_owned()));
+        assert_eq!(Item::Json(&n).unreadable(), None);
+        // A long reason is cut in the message.
+        let long = "r".repeat(5000);
+        let env = Env {
+            args: Some(vec![Item::Unreadable(&long)]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let e = eval(&parse("args[0]").unwrap(), &env).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!(
+                "args[0]: unreadable value ({}...)",
+                "r".repeat(MAX_DISPLAY_CHARS)
+            )
+        );
+    }
+
+    fn text_of(text: &str) -> Result<String, String> {
+        let (a, k, o) = json_env(Outcome::Pending);
+        eval_text(&parse(text).unwrap(), &env(&a, &k, o)).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn values_as_text_on_json() {
+        // As Python's f"{...}" shows the same values (JSON containers as compact JSON).
+        for (text, want) in [
+            ("None", "None"),
+            ("True", "True"),
+            ("False", "False"),
+            ("args[5]", "None"),
+            ("args[6]", "True"),
+            ("args[0]", "150"),
+            ("-args[9]", "7"),
+            ("args[4]", "2.5"),
+            ("args[0] / 4", "37.5"),
+            ("args[0] / 3", "50.0"),
+            ("1 / 3", "0.3333333333333333"),
+            ("0.1 + 0.2", "0.30000000000000004"),
+            ("1e16", "1e+16"),
+            ("1e22", "1e+22"),
+            ("123456789012345.6", "123456789012345.6"),
+            ("1e-5", "1e-05"),
+            ("0.0001", "0.0001"),
+            ("-0.0", "-0.0"),
+            ("2.0 * 3", "6.0"),
+            ("args[3]", "hello"),
+            ("kwargs[\"label\"] + \" it's\"", "item-7 it's"),
+            ("\"\"", ""),
+            ("args[1]", "[]"),
+            ("args[7]", "[1,2,3]"),
+            (
+                "args[2]",
+                "{\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}",
+            ),
+            ("args[2].tags", "[\"a\",\"b\"]"),
+            ("len(args)", "10"),
+            ("type(args[0])", "int"),
+            ("args[0] > 100", "True"),
+            ("args[1] or \"empty\"", "empty"),
+            ("args[3] and args[1]", "[]"),
+            ("9223372036854775807", "9223372036854775807"),
+            (
+                "args",
+                "(150, [], {\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}, 'hello', \
+                 2.5, None, True, [1,2,3], 7, -7)",
+            ),
+            ("kwargs", "{'label': 'item-7', 'n': 3, 'ratio': 0.5}"),
+        ] {
+            assert_eq!(text_of(text), Ok(want.to_owned()), "{text}");
+        }
+        assert_eq!(
+            text_of("args[10]"),
+            Err("args[10]: index 10 out of range (length 10)".to_owned())
+        );
+    }
+
+    #[test]
+    fn tuples_and_dicts_as_python_shows_them() {
+        let texts = |args: Vec<Value>, kwargs: Vec<(&str, Value)>| {
+            let env = Env {
+                args: Some(args.iter().collect()),
+                kwargs: Some(kwargs.iter().map(|(k, v)| ((*k).to_owned(), v)).collect()),
+                outcome: Outcome::Pending,
+            };
+            (
+                eval_text(&parse("args").unwrap(), &env).unwrap(),
+                eval_text(&parse("kwargs").unwrap(), &env).unwrap(),
+            )
+        };
+        assert_eq!(texts(vec![], vec![]), ("()".to_owned(), "{}".to_owned()));
+        assert_eq!(
+            texts(vec![json!(1)], vec![("it's", json!("x"))]),
+            ("(1,)".to_owned(), "{\"it's\": 'x'}".to_owned())
+        );
+        // Python's repr of str: quotes chosen as Python does, escapes of the unprintable.
+        assert_eq!(
+            texts(
+                vec![
+                    json!("it's"),
+                    json!("a\"b'c"),
+                    json!("tab\there\n"),
+                    json!("\u{200b}é\u{7f}"),
+                    json!(0.1),
+                    json!(1e16)
+                ],
+                vec![]
+            )
+            .0,
+            "(\"it's\", 'a\"b\\'c', 'tab\\there\\n', '\\u200bé\\x7f', 0.1, 1e+16)"
+        );
+        // Long elements are cut, and so is the whole.
+        let (args, kwargs) = texts(
+            vec![json!("é".repeat(3000)), json!(2)],
+            vec![("k", json!("é".repeat(3000)))],
+        );
+        assert_eq!(args, format!("('{}...", "é".repeat(MAX_DISPLAY_CHARS - 2)));
+        assert_eq!(
+            kwargs,
+            format!("{{'k': '{}...", "é".repeat(MAX_DISPLAY_CHARS - 7))
+        );
+        // Many arguments: only those shown are read, each a step.
+        let many: Vec<Value> = (0..100_000).map(|i| json!(i)).collect();
+        let start = Instant::now();
+        let (args, _) = texts(many, vec![]);
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(chars_of(&args), MAX_DISPLAY_CHARS + 3);
+        assert!(args.starts_with("(0, 1, 2, 3, ") && args.ends_with("..."));
+        // The step budget of `eval`.
+        let big = json!((0..20_000).collect::<Vec<_>>());
+        let env = Env {
+            args: Some(vec![&big]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        assert_eq!(
+            eval_text(&parse("-1 in args[0]").unwrap(), &env)
+                .unwrap_err()
+                .message,
+            "-1 in args[0]: evaluation step budget spent"
+        );
+    }
+
+    #[test]
+    fn values_as_text_on_decoded_pickles() {
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let slotted = tree(SLOTTED);
+        let big = tree(BIG);
+        let label = json!("item-1");
+        let env = Env {
+            args: Some(vec![
+                Item::Pickle(PickleValue::root(&point)),
+                Item::Pickle(PickleValue::root(&dict)),
+                Item::Pickle(PickleValue::root(&slotted)),
+                Item::Pickle(PickleValue::root(&big)),
+            ]),
+            kwargs: Some(vec![("label".to_owned(), Item::Json(&label))]),
+            outcome: Outcome::Returned(Item::Pickle(PickleValue::root(&dict))),
+        };
+        let run = |text: &str| eval_text(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        for (text, want) in [
+            ("args[0]", "Point(x=-1, y=2.5)"),
+            ("args[0].x", "-1"),
+            ("args[0].y * 2", "5.0"),
+            ("args[1]", "{'k': [1, 'two', None], 3: 'three'}"),
+            ("args[1][\"k\"]", "[1, 'two', None]"),
+            ("args[1][\"k\"][1]", "two"),
+            ("args[1][\"k\"][2]", "None"),
+            ("args[1][3]", "three"),
+            ("args[2]", "Slotted(a=5)"),
+            ("args[3]", "1000000000000000000000000000000"),
+            ("type(args[3])", "int"),
+            ("result[3]", "three"),
+            ("exception", "None"),
+            (
+                "args",
+                "(Point(x=-1, y=2.5), {'k': [1, 'two', None], 3: 'three'}, Slotted(a=5), \
+                 1000000000000000000000000000000)",
+            ),
+            ("kwargs", "{'label': 'item-1'}"),
+        ] {
+            assert_eq!(run(text), Ok(want.to_owned()), "{text}");
+        }
+        // A pickled str inside `args` is quoted as Python would.
+        let s = pickle::decode(&P::new().str("it's").done(), &pickle::Limits::default()).unwrap();
+        let env = Env {
+            args: Some(vec![Item::Pickle(PickleValue::root(&s))]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        assert_eq!(
+            eval_text(&parse("args").unwrap(), &env),
+            Ok("(\"it's\",)".to_owned())
+        );
     }
 
     fn arb_expr() -> impl Strategy<Value = Expr> {
