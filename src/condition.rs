@@ -15,17 +15,20 @@
 //! evaluation (a budget of steps).
 //!
 //! [`eval_text`] gives an expression's value as text, as a Python f-string's `{expr}` would
-//! show it, at most [`MAX_DISPLAY_CHARS`] characters. Pure.
+//! show it, and [`Template`] is the log message of a logpoint: text with `{expression}` parts
+//! ([`parse_template`], printed back by `Display`, [`Template::render`] never fails). Every
+//! text is bounded: a value at most [`MAX_DISPLAY_CHARS`] characters, a log message at most
+//! [`MAX_LOG_BYTES`] bytes. Pure.
 
 use std::cmp::Ordering;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde_json::Value;
 
 use crate::pickle::render::{dict_pairs, float_repr, items, Renderer};
 use crate::pickle::{Budget, Limits, Node, NodeId, Tree};
 
-/// Longest condition text, in bytes.
+/// Longest condition text, and longest log message template, in bytes.
 pub const MAX_TEXT_BYTES: usize = 4 * 1024;
 /// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
 pub const MAX_DEPTH: usize = 64;
@@ -35,7 +38,11 @@ pub const EVAL_STEPS: usize = 10_000;
 /// Longest text of one value in a log line ([`CondValue::display`], [`eval_text`]), in
 /// characters: a longer one is cut there and ends with `...`.
 pub const MAX_DISPLAY_CHARS: usize = 1000;
+/// Longest rendered log message ([`Template::render`]), in bytes, its closing `...` included.
+pub const MAX_LOG_BYTES: usize = 4096;
 
+/// Most `{expression}` parts of a log message template.
+const MAX_LOG_EXPRS: usize = 64;
 /// Output bytes the pickle renderer writes for one displayed value: enough for
 /// [`MAX_DISPLAY_CHARS`] characters of any width, and one more.
 const DISPLAY_BYTES: usize = 4 * (MAX_DISPLAY_CHARS + 1);
@@ -556,6 +563,8 @@ struct Parser<'a> {
     at: usize,
     /// Brackets, parentheses and unary operators entered (bounds the parser's recursion).
     nest: usize,
+    /// What to say when a value is missing at the end of the text.
+    at_end: &'static str,
 }
 
 /// Parses a condition.
@@ -567,6 +576,12 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
             format!("condition longer than {MAX_TEXT_BYTES} bytes"),
         ));
     }
+    parse_text(text, "unexpected end of condition")
+}
+
+/// Parses an expression that is all of `text` (whose length the caller bounds); `at_end` is
+/// the message when a value is missing at its end.
+fn parse_text(text: &str, at_end: &'static str) -> Result<Expr, ParseError> {
     let mut lex = Lexer { text, pos: 0 };
     let (tok, at) = lex.next()?;
     let mut p = Parser {
@@ -574,6 +589,7 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
         tok,
         at,
         nest: 0,
+        at_end,
     };
     if p.tok == Tok::End {
         return Err(p.err("empty condition"));
@@ -849,7 +865,7 @@ impl Parser<'_> {
                     )))
                 }
             },
-            Tok::End => return Err(self.err("unexpected end of condition")),
+            Tok::End => return Err(self.err(self.at_end)),
             t => return Err(self.err(format!("expected a value, found {}", tok_text(&t)))),
         };
         self.bump()?;
@@ -2113,6 +2129,208 @@ fn arith<V: CondValue>(e: &Expr, op: ArithOp, a: &Val<V>, b: &Val<V>) -> Result<
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Log message templates
+
+/// The log message of a logpoint: text with `{expression}` parts, each an expression of the
+/// condition language shown as [`eval_text`] shows it. `{{` and `}}` stand for literal braces.
+/// Built by [`parse_template`], printed back by `Display`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    /// Never two texts in a row, never an empty text.
+    parts: Vec<Part>,
+}
+
+/// A part of a [`Template`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Literal text (braces already unescaped).
+    Text(String),
+    /// An `{expression}`.
+    Expr(Expr),
+}
+
+/// Parses a log message template: text with `{expression}` parts (at most 64), `{{` and `}}`
+/// for literal braces, at most [`MAX_TEXT_BYTES`] bytes in all. A `}` inside a string literal
+/// of an expression does not end it. Errors give their position in the whole text.
+pub fn parse_template(text: &str) -> Result<Template, ParseError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(error_at(
+            text,
+            MAX_TEXT_BYTES,
+            format!("log message longer than {MAX_TEXT_BYTES} bytes"),
+        ));
+    }
+    let b = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut exprs = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' if b.get(i + 1) == Some(&b'{') => {
+                literal.push('{');
+                i += 2;
+            }
+            b'}' if b.get(i + 1) == Some(&b'}') => {
+                literal.push('}');
+                i += 2;
+            }
+            b'}' => {
+                return Err(error_at(
+                    text,
+                    i,
+                    "single '}' is not allowed (write '}}' for a literal brace)",
+                ))
+            }
+            b'{' => {
+                exprs += 1;
+                if exprs > MAX_LOG_EXPRS {
+                    return Err(error_at(
+                        text,
+                        i,
+                        format!("more than {MAX_LOG_EXPRS} expressions in a log message"),
+                    ));
+                }
+                let end = expr_end(b, i + 1);
+                let e = template_expr(text, i, end)?;
+                if !literal.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut literal)));
+                }
+                parts.push(Part::Expr(e));
+                i = end + 1;
+            }
+            _ => {
+                let next = text[i..].find(['{', '}']).map_or(text.len(), |j| i + j);
+                literal.push_str(&text[i..next]);
+                i = next;
+            }
+        }
+    }
+    if !literal.is_empty() {
+        parts.push(Part::Text(literal));
+    }
+    Ok(Template { parts })
+}
+
+/// Where the expression starting at byte `start` ends: the first `}` (or `{`, which no
+/// expression holds) outside a string literal, or the end of the text. Strings are skipped as
+/// the lexer reads them (a backslash escapes the next character, a newline ends an
+/// unterminated one), so for any expression that parses, this is its true end.
+fn expr_end(b: &[u8], start: usize) -> usize {
+    let mut quote = None;
+    let mut i = start;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(_) if c == b'\\' => i += 1,
+            Some(q) if c == q || c == b'\n' => quote = None,
+            Some(_) => {}
+            None if c == b'{' || c == b'}' => return i,
+            None if c == b'"' || c == b'\'' => quote = Some(c),
+            None => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// The expression of the `{` at byte `open`, which ends at byte `end` (a `}` when closed).
+fn template_expr(text: &str, open: usize, end: usize) -> Result<Expr, ParseError> {
+    let inner = &text[open + 1..end];
+    let next = text.as_bytes().get(end).copied();
+    if inner.trim_start_matches([' ', '\t', '\n', '\r']).is_empty() {
+        let message = if next == Some(b'}') {
+            "empty expression in '{}' (write '{{' for a literal brace)"
+        } else {
+            "unclosed '{' (write '{{' for a literal brace)"
+        };
+        return Err(error_at(text, open, message));
+    }
+    let at_end = match next {
+        Some(b'}') => "expected a value, found '}'",
+        Some(_) => "expected a value, found '{'",
+        None => "unexpected end of log message",
+    };
+    match parse_text(inner, at_end) {
+        Ok(e) if next == Some(b'}') => Ok(e),
+        Ok(_) => Err(error_at(text, end, "expected '}'")),
+        Err(e) => Err(error_at(text, open + 1 + e.byte, e.message)),
+    }
+}
+
+impl Template {
+    /// Its parts, in order.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// Whether an expression of it reads `result` or `exception`.
+    pub fn reads_outcome(&self) -> bool {
+        self.parts.iter().any(|p| match p {
+            Part::Text(_) => false,
+            Part::Expr(e) => e.reads_outcome(),
+        })
+    }
+
+    /// The log message: the text with each expression's value as [`eval_text`] gives it, or
+    /// `<error: message>` for one that cannot be evaluated; never fails. At most
+    /// [`MAX_LOG_BYTES`] bytes, its closing `...` included when it is cut (on a character
+    /// boundary). Each expression is evaluated as [`eval_text`] does, with a budget of
+    /// [`EVAL_STEPS`] steps of its own (not shared, so that one costly part does not starve
+    /// the others), so rendering costs at most 64 such evaluations; none is evaluated once
+    /// the message is already too long.
+    pub fn render<V: CondValue>(&self, env: &Env<V>) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            if out.len() > MAX_LOG_BYTES {
+                break;
+            }
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Expr(e) => match eval_text(e, env) {
+                    Ok(v) => out.push_str(&v),
+                    Err(err) => {
+                        out.push_str("<error: ");
+                        out.push_str(&err.message);
+                        out.push('>');
+                    }
+                },
+            }
+        }
+        if out.len() > MAX_LOG_BYTES {
+            let mut cut = MAX_LOG_BYTES - "...".len();
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push_str("...");
+        }
+        out
+    }
+}
+
+/// Prints the template back as text that parses to the same template.
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => {
+                    for c in t.chars() {
+                        match c {
+                            '{' => f.write_str("{{")?,
+                            '}' => f.write_str("}}")?,
+                            c => f.write_char(c)?,
+                        }
+                    }
+                }
+                Part::Expr(e) => write!(f, "{{{e}}}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -2511,6 +2729,19 @@ mod tests {
         ] {
             assert_eq!(parse(text).unwrap().reads_outcome(), want, "{text}");
         }
+        for (text, want) in [
+            ("", false),
+            ("result and exception", false),
+            ("{args} {{result}}", false),
+            ("n={args[0]} r={result}", true),
+            ("{exception}", true),
+        ] {
+            assert_eq!(
+                parse_template(text).unwrap().reads_outcome(),
+                want,
+                "{text}"
+            );
+        }
     }
 
     /// The length of `text` in characters.
@@ -2689,6 +2920,8 @@ mod tests {
             Err(format!("kwargs[\"k\"]: unreadable value ({BROKEN})"))
         );
         assert_eq!(text("args[0]"), Ok("150".to_owned()));
+        let t = parse_template("{args[0]} then {args[1]}").unwrap();
+        assert_eq!(t.render(&env), format!("150 then <error: {missing}>"));
         // The item itself.
         let u = Item::Unreadable(MISSING);
         assert_eq!(u.display(), format!("<unreadable: {MISSING}>"));
@@ -2888,6 +3121,267 @@ mod tests {
             eval_text(&parse("args").unwrap(), &env),
             Ok("(\"it's\",)".to_owned())
         );
+    }
+
+    #[test]
+    fn templates_parse_into_parts() {
+        let x = |t: &str| Part::Expr(parse(t).unwrap());
+        let text = |t: &str| Part::Text(t.to_owned());
+        for (src, want) in [
+            ("", vec![]),
+            ("plain text", vec![text("plain text")]),
+            ("{args[0]}", vec![x("args[0]")]),
+            (
+                "x = {args[0]}, y = {kwargs[\"a}\"]}!",
+                vec![
+                    text("x = "),
+                    x("args[0]"),
+                    text(", y = "),
+                    x("kwargs[\"a}\"]"),
+                    text("!"),
+                ],
+            ),
+            (
+                "{{literal}} and {{{ args[0] + 1 }}}",
+                vec![text("{literal} and {"), x("args[0] + 1"), text("}")],
+            ),
+            ("{'}'}{\"{\"}", vec![x("'}'"), x("\"{\"")]),
+            ("{'\\'}'}", vec![x("\"'}\"")]),
+            ("{\"\\\\\"}}}", vec![x("'\\\\'"), text("}")]),
+            ("é{len(args)}é", vec![text("é"), x("len(args)"), text("é")]),
+            ("{\nresult\n}", vec![x("result")]),
+        ] {
+            let t = parse_template(src).unwrap();
+            assert_eq!(t.parts(), &want[..], "{src}");
+            assert_eq!(
+                parse_template(&t.to_string()),
+                Ok(t.clone()),
+                "{src} -> {t}"
+            );
+        }
+        for (src, printed) in [
+            ("{ args[0]+1 }{{x}}", "{args[0] + 1}{{x}}"),
+            ("a {'}'} b", "a {\"}\"} b"),
+            ("}}{{", "}}{{"),
+            ("{(result)}", "{result}"),
+        ] {
+            assert_eq!(parse_template(src).unwrap().to_string(), printed);
+        }
+        let max = "{args}".repeat(64);
+        assert_eq!(parse_template(&max).unwrap().parts().len(), 64);
+        let long = "a".repeat(MAX_TEXT_BYTES);
+        assert_eq!(parse_template(&long).unwrap().parts(), &[text(&long)]);
+    }
+
+    #[test]
+    fn template_errors_with_their_columns() {
+        let unknown = "unknown name 'foo': a condition reads args, kwargs, result or exception \
+                       (functions: len, type, abs)";
+        for (src, msg, byte, column) in [
+            ("value: {args[0]", "expected '}'", 15, 16),
+            ("value: {args[0] {args[1]}", "expected '}'", 16, 17),
+            (
+                "a } b",
+                "single '}' is not allowed (write '}}' for a literal brace)",
+                2,
+                3,
+            ),
+            (
+                "{args}}",
+                "single '}' is not allowed (write '}}' for a literal brace)",
+                6,
+                7,
+            ),
+            (
+                "a {} b",
+                "empty expression in '{}' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            (
+                "a { \n } b",
+                "empty expression in '{}' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            ("a {", "unclosed '{' (write '{{' for a literal brace)", 2, 3),
+            (
+                "a { {args}",
+                "unclosed '{' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            ("x = {foo}", unknown, 5, 6),
+            ("é = {args[0] >}", "expected a value, found '}'", 15, 15),
+            ("ok {args[0]} {len(}", "expected a value, found '}'", 18, 19),
+            (
+                "{args[0] + {args[1]}",
+                "expected a value, found '{'",
+                11,
+                12,
+            ),
+            ("{args[0] +", "unexpected end of log message", 10, 11),
+            ("{args[0] = 1}", "'=' is not a comparison (use '==')", 9, 10),
+            ("{\"abc}", "unterminated string", 1, 2),
+            ("{'a\\q'}", "invalid escape in string", 3, 4),
+            ("{(args[0]}", "expected ')'", 9, 10),
+            ("{args ! 1}", "unexpected character '!'", 6, 7),
+            (
+                "{args[0] is the value",
+                unknown.replace("'foo'", "'the'").as_str(),
+                12,
+                13,
+            ),
+            (
+                "{args[0] is 3}",
+                "'is' compares only with None, True or False",
+                12,
+                13,
+            ),
+            ("{args[0] 1}", "unexpected 1", 9, 10),
+            ("{a {args}}", unknown.replace("'foo'", "'a'").as_str(), 1, 2),
+        ] {
+            let e = parse_template(src).unwrap_err();
+            assert_eq!(
+                (e.message.as_str(), e.byte, e.column),
+                (msg, byte, column),
+                "{src}"
+            );
+            assert_eq!(e.to_string(), format!("{msg} at column {column}"));
+        }
+        let long = "a".repeat(MAX_TEXT_BYTES + 1);
+        let e = parse_template(&long).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.byte, e.column),
+            ("log message longer than 4096 bytes", 4096, 4097)
+        );
+        let e = parse_template(&"{args}".repeat(65)).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.byte, e.column),
+            ("more than 64 expressions in a log message", 384, 385)
+        );
+        let deep = format!(
+            "{{{}1{}}}",
+            "(".repeat(MAX_DEPTH + 1),
+            ")".repeat(MAX_DEPTH + 1)
+        );
+        let e = parse_template(&deep).unwrap_err();
+        let inner = parse(&deep[1..deep.len() - 1]).unwrap_err();
+        assert_eq!(
+            (e.message, e.byte, e.column),
+            (too_deep(), inner.byte + 1, inner.column + 1)
+        );
+    }
+
+    #[test]
+    fn templates_render_on_json() {
+        let (a, k, _) = json_env(Outcome::Pending);
+        let r = json!({"ok": true});
+        let render =
+            |src: &str, o: Outcome<&Value>| parse_template(src).unwrap().render(&env(&a, &k, o));
+        let p = Outcome::Pending;
+        assert_eq!(render("", p.clone()), "");
+        assert_eq!(render("just text {{}}", p.clone()), "just text {}");
+        assert_eq!(
+            render(
+                "n={args[0]} label={kwargs['label']} r={args[0] / 4} ok={args[0] > 100} \
+                 x={args[2].x} {{braces}} none={args[5]}",
+                p.clone()
+            ),
+            "n=150 label=item-7 r=37.5 ok=True x=-1 {braces} none=None"
+        );
+        assert_eq!(
+            render("missing={args[99]} after", p.clone()),
+            "missing=<error: args[99]: index 99 out of range (length 10)> after"
+        );
+        assert_eq!(
+            render("{result}", p.clone()),
+            "<error: result: not available before the call returns>"
+        );
+        assert_eq!(
+            render("{result} {exception}", Outcome::Returned(&r)),
+            "{\"ok\":true} None"
+        );
+        assert_eq!(
+            render("{result} {exception}", Outcome::Raised("KeyError".into())),
+            "None KeyError"
+        );
+        assert_eq!(
+            render("{args[7]} of {len(args)}: {args}", p),
+            "[1,2,3] of 10: (150, [], {\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}, \
+             'hello', 2.5, None, True, [1,2,3], 7, -7)"
+        );
+    }
+
+    #[test]
+    fn templates_render_on_decoded_pickles() {
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let env = Env {
+            args: Some(vec![
+                Item::Pickle(PickleValue::root(&point)),
+                Item::Pickle(PickleValue::root(&dict)),
+                Item::Unreadable(MISSING),
+            ]),
+            kwargs: Some(vec![]),
+            outcome: Outcome::Raised("ValueError".into()),
+        };
+        let t = parse_template(
+            "p={args[0]} x={args[0].x} k={args[1]['k']} two={args[1]['k'][1]} \
+             e={exception} r={result} u={args[2]} kw={kwargs}",
+        )
+        .unwrap();
+        assert_eq!(
+            t.render(&env),
+            format!(
+                "p=Point(x=-1, y=2.5) x=-1 k=[1, 'two', None] two=two e=ValueError r=None \
+                 u=<error: args[2]: unreadable value ({MISSING})> kw={{}}"
+            )
+        );
+    }
+
+    #[test]
+    fn rendered_messages_are_capped() {
+        // Values of two-byte characters: the cut falls on a character boundary.
+        let long = json!("é".repeat(5000));
+        let env = Env {
+            args: Some(vec![&long]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let t = parse_template(&"{args[0]}|".repeat(64)).unwrap();
+        let start = Instant::now();
+        let out = t.render(&env);
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert!(out.len() <= MAX_LOG_BYTES && out.len() >= MAX_LOG_BYTES - 4);
+        assert!(out.ends_with("...") && out.starts_with("é"));
+        assert_eq!(
+            out.trim_end_matches("..."),
+            &format!("{}...|", "é".repeat(MAX_DISPLAY_CHARS)).repeat(3)[..out.len() - 3]
+        );
+        // Exactly at the cap, one byte over, and over with the cut inside a character.
+        let values = [
+            json!("c".repeat(9)),
+            json!("c".repeat(10)),
+            json!(format!("x{}", "é".repeat(5))),
+        ];
+        let env = Env {
+            args: Some(values.iter().collect()),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let a = "a".repeat(MAX_LOG_BYTES - 9);
+        let render = |i: usize| {
+            let t = parse_template(&format!("{a}{{args[{i}]}}")).unwrap();
+            t.render(&env)
+        };
+        assert_eq!(render(0), format!("{a}{}", "c".repeat(9)));
+        assert_eq!(render(0).len(), MAX_LOG_BYTES);
+        assert_eq!(render(1), format!("{a}cccccc..."));
+        assert_eq!(render(1).len(), MAX_LOG_BYTES);
+        assert_eq!(render(2), format!("{a}xéé..."));
+        let text = "b".repeat(MAX_LOG_BYTES);
+        assert_eq!(parse_template(&text).unwrap().render(&env), text);
     }
 
     fn arb_expr() -> impl Strategy<Value = Expr> {
