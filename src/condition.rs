@@ -3384,6 +3384,151 @@ mod tests {
         assert_eq!(parse_template(&text).unwrap().render(&env), text);
     }
 
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1e20..1e20f64).prop_map(|x| json!(x)),
+            "\\PC{0,12}".prop_map(Value::String),
+            // Values too long to show whole.
+            Just(json!("é".repeat(3000))),
+            Just(json!((0..3000).collect::<Vec<_>>())),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..8)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// How an argument reaches the evaluator: as JSON, as the decoded pickle of the same
+    /// value, or unreadable.
+    #[derive(Debug, Clone, Copy)]
+    enum Form {
+        Json,
+        Pickle,
+        Unreadable,
+    }
+
+    fn arb_form() -> impl Strategy<Value = Form> {
+        prop_oneof![
+            4 => Just(Form::Json),
+            4 => Just(Form::Pickle),
+            1 => Just(Form::Unreadable),
+        ]
+    }
+
+    /// Arguments, keyword arguments and a result, each in its form.
+    type Call = (
+        Vec<(Value, Form)>,
+        Vec<(String, Value, Form)>,
+        Option<(Value, Form)>,
+    );
+
+    fn arb_call() -> impl Strategy<Value = Call> {
+        (
+            prop::collection::vec((arb_json(), arb_form()), 0..5),
+            prop::collection::vec(("[a-z]{1,3}", arb_json(), arb_form()), 0..4),
+            prop::option::of((arb_json(), arb_form())),
+        )
+    }
+
+    /// The decoded pickle of each value in the pickle form (`None` for the others), in the
+    /// order [`call_env`] takes them.
+    fn call_trees(call: &Call) -> Vec<Option<Tree>> {
+        let (args, kwargs, result) = call;
+        let tree = |v: &Value, f: &Form| {
+            matches!(f, Form::Pickle).then(|| {
+                let bytes = crate::pickle_write::dumps(v);
+                pickle::decode(&bytes, &pickle::Limits::default()).unwrap()
+            })
+        };
+        args.iter()
+            .map(|(v, f)| tree(v, f))
+            .chain(kwargs.iter().map(|(_, v, f)| tree(v, f)))
+            .chain(result.iter().map(|(v, f)| tree(v, f)))
+            .collect()
+    }
+
+    fn call_env<'a>(call: &'a Call, trees: &'a [Option<Tree>]) -> Env<Item<'a>> {
+        let (args, kwargs, result) = call;
+        let mut trees = trees.iter();
+        let mut item = |v: &'a Value, f: Form| {
+            let t = trees.next().unwrap();
+            match (f, t) {
+                (Form::Pickle, Some(t)) => Item::Pickle(PickleValue::root(t)),
+                (Form::Unreadable, _) => Item::Unreadable(MISSING),
+                _ => Item::Json(v),
+            }
+        };
+        let args = args.iter().map(|(v, f)| item(v, *f)).collect();
+        let kwargs = kwargs
+            .iter()
+            .map(|(k, v, f)| (k.clone(), item(v, *f)))
+            .collect();
+        let outcome = match result {
+            Some((v, f)) => Outcome::Returned(item(v, *f)),
+            None => Outcome::Raised("ValueError".into()),
+        };
+        Env {
+            args: Some(args),
+            kwargs: Some(kwargs),
+            outcome,
+        }
+    }
+
+    /// A template of these parts: texts in a row joined, empty ones left out, as parsed.
+    fn template_of(parts: Vec<Part>) -> Template {
+        let mut out: Vec<Part> = Vec::new();
+        for p in parts {
+            match (out.last_mut(), p) {
+                (_, Part::Text(t)) if t.is_empty() => {}
+                (Some(Part::Text(a)), Part::Text(t)) => a.push_str(&t),
+                (_, p) => out.push(p),
+            }
+        }
+        Template { parts: out }
+    }
+
+    fn arb_template() -> impl Strategy<Value = Template> {
+        let part = prop_oneof![
+            2 => any::<String>().prop_map(Part::Text),
+            3 => arb_text_expr().prop_map(Part::Expr),
+        ];
+        prop::collection::vec(part, 0..20).prop_map(template_of)
+    }
+
+    /// Expressions of every form, and more often ones that read the call's values.
+    fn arb_text_expr() -> impl Strategy<Value = Expr> {
+        let readable = prop_oneof![
+            Just("args"),
+            Just("kwargs"),
+            Just("result"),
+            Just("args[0]"),
+            Just("args[-1]"),
+            Just("args[0][0]"),
+            Just("len(args[1])"),
+            Just("type(result)"),
+            Just("kwargs[\"a\"]"),
+        ]
+        .prop_map(|t| parse(t).unwrap());
+        prop_oneof![1 => arb_expr(), 2 => readable]
+    }
+
+    /// Evaluates `e` as text within `steps` steps: the answer and the steps left.
+    fn text_within(
+        e: &Expr,
+        env: &Env<Item<'_>>,
+        steps: usize,
+    ) -> (Result<String, EvalError>, usize) {
+        let mut ev = Evaluator { env, steps };
+        let r = ev.eval(e).and_then(|v| ev.text(e, &v));
+        (r, ev.steps)
+    }
+
     fn arb_expr() -> impl Strategy<Value = Expr> {
         let leaf = prop_oneof![
             Just(Expr::None),
@@ -3480,6 +3625,71 @@ mod tests {
         fn printed_trees_parse_back(e in arb_expr()) {
             let text = e.to_string();
             prop_assert_eq!(parse(&text), Ok(e), "{}", text);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_template_text_never_panics(
+            text in "\\PC{0,200}|[a-z0-9(){}\\[\\].,'\"<>=!%*/+ \\\\-]{0,300}|\
+                     (\\{|\\}|\\{\\{|\\}\\}|args|kwargs|result|\\[0\\]|'|\"|\\\\| |\\+|1|len\\(|\\)){0,40}"
+        ) {
+            let start = Instant::now();
+            match parse_template(&text) {
+                Ok(t) => {
+                    let printed = t.to_string();
+                    prop_assert_eq!(parse_template(&printed), Ok(t.clone()), "{}", printed);
+                    let (a, k, o) = json_env(Outcome::Pending);
+                    prop_assert!(t.render(&env(&a, &k, o)).len() <= MAX_LOG_BYTES);
+                }
+                Err(e) => {
+                    prop_assert!(e.byte <= text.len());
+                    if let Some(head) = text.get(..e.byte) {
+                        prop_assert_eq!(e.column, head.chars().count() + 1);
+                    }
+                }
+            }
+            prop_assert!(start.elapsed() < Duration::from_secs(1));
+        }
+
+        #[test]
+        fn printed_templates_parse_back(t in arb_template()) {
+            let text = t.to_string();
+            prop_assume!(text.len() <= MAX_TEXT_BYTES);
+            prop_assert_eq!(parse_template(&text), Ok(t), "{}", text);
+        }
+
+        #[test]
+        fn rendered_messages_stay_under_the_cap(t in arb_template(), call in arb_call()) {
+            let trees = call_trees(&call);
+            let env = call_env(&call, &trees);
+            let start = Instant::now();
+            let out = t.render(&env);
+            prop_assert!(out.len() <= MAX_LOG_BYTES, "{}", out.len());
+            prop_assert!(start.elapsed() < Duration::from_secs(2));
+        }
+
+        #[test]
+        fn evaluation_stays_within_its_budget(e in arb_text_expr(), call in arb_call()) {
+            let trees = call_trees(&call);
+            let env = call_env(&call, &trees);
+            let start = Instant::now();
+            let (full, left) = text_within(&e, &env, EVAL_STEPS);
+            if let Ok(text) = &full {
+                prop_assert!(text.chars().count() <= MAX_DISPLAY_CHARS + 3);
+            }
+            prop_assert_eq!(&eval_text(&e, &env), &full);
+            // The steps it used give the same answer; one fewer spends the budget.
+            let used = EVAL_STEPS - left;
+            prop_assert_eq!(text_within(&e, &env, used), (full, 0));
+            if used > 0 {
+                let (short, _) = text_within(&e, &env, used - 1);
+                prop_assert!(short.is_err_and(|e| e.message.ends_with("evaluation step budget spent")));
+            }
+            let _ = eval(&e, &env);
+            prop_assert!(start.elapsed() < Duration::from_secs(1));
         }
     }
 }
