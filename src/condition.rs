@@ -9,24 +9,46 @@
 //! `kwargs`, `result`, `exception`, the calls `len(x)`, `type(x)`, `abs(x)`, and parentheses.
 //!
 //! Values are read through [`CondValue`], implemented for JSON items (`&serde_json::Value`),
-//! decoded pickles ([`PickleValue`]) and either ([`Item`]). Parsing is bounded (4 KiB of text,
-//! 64 levels of nesting, which also bounds the evaluator's recursion) and so is evaluation (a
-//! budget of steps). Pure.
+//! decoded pickles ([`PickleValue`]) and either ([`Item`], which also stands for a value that
+//! could not be read: reading it fails the evaluation with the reason). Parsing is bounded
+//! (4 KiB of text, 64 levels of nesting, which also bounds the evaluator's recursion) and so is
+//! evaluation (a budget of steps).
+//!
+//! [`eval_text`] gives an expression's value as text, as a Python f-string's `{expr}` would
+//! show it, and [`Template`] is the log message of a logpoint: text with `{expression}` parts
+//! ([`parse_template`], printed back by `Display`, [`Template::render`] never fails). Every
+//! text is bounded: a value at most [`MAX_DISPLAY_CHARS`] characters, a log message at most
+//! [`MAX_LOG_BYTES`] bytes. Pure.
 
 use std::cmp::Ordering;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde_json::Value;
 
-use crate::pickle::render::{dict_pairs, items};
-use crate::pickle::{Node, NodeId, Tree};
+use crate::pickle::render::{dict_pairs, float_repr, items, Renderer};
+use crate::pickle::{Budget, Limits, Node, NodeId, Tree};
 
-/// Longest condition text, in bytes.
+/// Longest condition text, and longest log message template, in bytes.
 pub const MAX_TEXT_BYTES: usize = 4 * 1024;
 /// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
 pub const MAX_DEPTH: usize = 64;
-/// Steps one evaluation may take (node visits, and elements scanned by `in`).
+/// Steps one evaluation may take (node visits, and elements scanned by `in` or shown by
+/// [`eval_text`]).
 pub const EVAL_STEPS: usize = 10_000;
+/// Longest text of one value in a log line ([`CondValue::display`], [`eval_text`]), in
+/// characters: a longer one is cut there and ends with `...`.
+pub const MAX_DISPLAY_CHARS: usize = 1000;
+/// Longest rendered log message ([`Template::render`]), in bytes, its closing `...` included.
+pub const MAX_LOG_BYTES: usize = 4096;
+
+/// Most `{expression}` parts of a log message template.
+const MAX_LOG_EXPRS: usize = 64;
+/// Output bytes the pickle renderer writes for one displayed value: enough for
+/// [`MAX_DISPLAY_CHARS`] characters of any width, and one more.
+const DISPLAY_BYTES: usize = 4 * (MAX_DISPLAY_CHARS + 1);
+/// Node visits (and output bytes) the pickle renderer may spend on one displayed value,
+/// whatever the value's size or sharing.
+const DISPLAY_WORK: usize = 64 * 1024;
 
 /// Why an int beyond 64 bits cannot take part in arithmetic or ordering.
 const BIG_INT: &str = "int too large to compute with (beyond 64 bits)";
@@ -229,6 +251,24 @@ const PREC_NEG: u8 = 7;
 const PREC_ATOM: u8 = 8;
 
 impl Expr {
+    /// Whether the expression reads `result` or `exception` anywhere, so that it can only be
+    /// evaluated once the call has ended.
+    pub fn reads_outcome(&self) -> bool {
+        match self {
+            Expr::None | Expr::Bool(_) | Expr::Int(_) | Expr::Float(_) | Expr::Str(_) => false,
+            Expr::Name(n) => matches!(n, Name::Result | Name::Exception),
+            Expr::Attr(x, _) | Expr::Call(_, x) | Expr::Neg(x) | Expr::Not(x) => x.reads_outcome(),
+            Expr::Index(a, b)
+            | Expr::Method(a, _, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Arith(_, a, b) => a.reads_outcome() || b.reads_outcome(),
+            Expr::Compare(first, rest) => {
+                first.reads_outcome() || rest.iter().any(|(_, x)| x.reads_outcome())
+            }
+        }
+    }
+
     fn prec(&self) -> u8 {
         match self {
             Expr::Or(..) => PREC_OR,
@@ -523,6 +563,8 @@ struct Parser<'a> {
     at: usize,
     /// Brackets, parentheses and unary operators entered (bounds the parser's recursion).
     nest: usize,
+    /// What to say when a value is missing at the end of the text.
+    at_end: &'static str,
 }
 
 /// Parses a condition.
@@ -534,6 +576,12 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
             format!("condition longer than {MAX_TEXT_BYTES} bytes"),
         ));
     }
+    parse_text(text, "unexpected end of condition")
+}
+
+/// Parses an expression that is all of `text` (whose length the caller bounds); `at_end` is
+/// the message when a value is missing at its end.
+fn parse_text(text: &str, at_end: &'static str) -> Result<Expr, ParseError> {
     let mut lex = Lexer { text, pos: 0 };
     let (tok, at) = lex.next()?;
     let mut p = Parser {
@@ -541,6 +589,7 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
         tok,
         at,
         nest: 0,
+        at_end,
     };
     if p.tok == Tok::End {
         return Err(p.err("empty condition"));
@@ -816,7 +865,7 @@ impl Parser<'_> {
                     )))
                 }
             },
-            Tok::End => return Err(self.err("unexpected end of condition")),
+            Tok::End => return Err(self.err(self.at_end)),
             t => return Err(self.err(format!("expected a value, found {}", tok_text(&t)))),
         };
         self.bump()?;
@@ -889,6 +938,109 @@ pub trait CondValue: Clone {
     fn key(&self, key: Key<'_>) -> Option<Self>;
     /// An attribute of an instance (for JSON, an object's key).
     fn attr(&self, name: &str) -> Option<Self>;
+    /// How the value reads in a log line, like Python's `str()` of it: a str is its own text,
+    /// anything else its repr (for JSON, its compact JSON text). At most
+    /// [`MAX_DISPLAY_CHARS`] characters, then `...`; the work is bounded whatever the value's
+    /// size.
+    fn display(&self) -> String;
+    /// Why this value could not be read (its payload is missing or does not decode), if so:
+    /// the evaluator then fails wherever the value is read.
+    fn unreadable(&self) -> Option<String> {
+        None
+    }
+}
+
+/// `text` up to `max` characters, then `...` when there is more or when `incomplete` says the
+/// text itself was cut short.
+fn cut_text(text: &str, max: usize, incomplete: bool) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None if incomplete => format!("{text}..."),
+        None => text.to_owned(),
+    }
+}
+
+/// Collects at most `room` bytes, then refuses the rest (ending the serialization).
+struct Bounded {
+    out: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.room - self.out.len();
+        if left == 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let n = buf.len().min(left);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The compact JSON text of a value, cut at [`MAX_DISPLAY_CHARS`] characters: the serializer
+/// stops once it has written enough for that.
+fn json_display(v: &Value) -> String {
+    let mut w = Bounded {
+        out: Vec::new(),
+        room: DISPLAY_BYTES,
+    };
+    let complete = serde_json::to_writer(&mut w, v).is_ok();
+    let text = match std::str::from_utf8(&w.out) {
+        Ok(t) => t,
+        // Cut inside a character.
+        Err(e) => std::str::from_utf8(&w.out[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    cut_text(text, MAX_DISPLAY_CHARS, !complete)
+}
+
+/// A pickled str (generalized UTF-8: lone surrogates become U+FFFD) cut at [`MAX_DISPLAY_CHARS`]
+/// characters, reading no more of it than that needs.
+fn str_display(b: &[u8]) -> String {
+    let head = &b[..b.len().min(DISPLAY_BYTES)];
+    let mut text = String::new();
+    let mut i = 0;
+    while i < head.len() {
+        match std::str::from_utf8(&head[i..]) {
+            Ok(t) => {
+                text.push_str(t);
+                break;
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                text.push_str(std::str::from_utf8(&head[i..i + valid]).unwrap_or_default());
+                i += valid;
+                let surrogate = head[i] == 0xed
+                    && head.get(i + 1).is_some_and(|c| (0xa0..=0xbf).contains(c))
+                    && head.get(i + 2).is_some_and(|c| (0x80..=0xbf).contains(c));
+                let skip = if surrogate {
+                    3
+                } else {
+                    e.error_len().unwrap_or(head.len() - i)
+                };
+                text.push('\u{fffd}');
+                i += skip;
+            }
+        }
+    }
+    cut_text(&text, MAX_DISPLAY_CHARS, head.len() < b.len())
+}
+
+/// Python's `repr()` of a str, by the pickle renderer, cut at [`MAX_DISPLAY_CHARS`]
+/// characters.
+fn str_repr(s: &str) -> String {
+    // Only the head can be shown: the repr of the rest would be cut.
+    let head = match s.char_indices().nth(MAX_DISPLAY_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    };
+    let bytes = crate::pickle_write::dumps(&Value::String(head.to_owned()));
+    let repr = crate::pickle::repr(&bytes).unwrap_or_else(|_| format!("{head:?}"));
+    cut_text(&repr, MAX_DISPLAY_CHARS, head.len() < s.len())
 }
 
 impl CondValue for &Value {
@@ -955,6 +1107,13 @@ impl CondValue for &Value {
 
     fn attr(&self, name: &str) -> Option<Self> {
         self.as_object()?.get(name)
+    }
+
+    fn display(&self) -> String {
+        match self {
+            Value::String(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            v => json_display(v),
+        }
     }
 }
 
@@ -1105,64 +1264,108 @@ impl CondValue for PickleValue<'_> {
             .filter(|&d| matches!(self.tree.get(d), Some(Node::Dict(_))))
             .find_map(|d| self.find(dict_pairs(self.tree, d), Key::Str(name)))
     }
+
+    fn display(&self) -> String {
+        if let Some(Node::Str(b)) = self.node() {
+            return str_display(b);
+        }
+        let budget = Budget::new(DISPLAY_WORK);
+        let mut r = Renderer::new(
+            self.tree,
+            &budget,
+            DISPLAY_BYTES,
+            Limits::default().max_depth,
+        );
+        match r.render(self.id) {
+            Ok(text) => cut_text(&text, MAX_DISPLAY_CHARS, r.truncated),
+            Err(e) => cut_text(
+                &format!("<unavailable: PickleError: {e}>"),
+                MAX_DISPLAY_CHARS,
+                false,
+            ),
+        }
+    }
 }
 
-/// A value of either format, so that one call's arguments may mix them.
+/// A value of either format, so that one call's arguments may mix them, or one that could not
+/// be read.
 #[derive(Debug, Clone, Copy)]
 pub enum Item<'a> {
     /// A JSON item.
     Json(&'a Value),
     /// A node of a decoded pickle.
     Pickle(PickleValue<'a>),
+    /// A value that could not be read, and why (e.g. `payload missing from the store`, or
+    /// `<unavailable: PickleError: ...>`): reading it fails the evaluation with this reason.
+    Unreadable(&'a str),
 }
 
+/// Calls the method of a JSON item or a pickle node; `$u` for an unreadable value (which the
+/// evaluator never reads: it fails first).
 macro_rules! delegate {
-    ($self:ident, $v:ident => $e:expr) => {
+    ($self:ident, $v:ident => $e:expr, unreadable => $u:expr) => {
         match $self {
             Item::Json($v) => $e,
             Item::Pickle($v) => $e,
+            Item::Unreadable(_) => $u,
         }
     };
 }
 
 impl CondValue for Item<'_> {
     fn kind(&self) -> Kind {
-        delegate!(self, v => v.kind())
+        delegate!(self, v => v.kind(), unreadable => Kind::Object)
     }
     fn type_name(&self) -> String {
-        delegate!(self, v => v.type_name())
+        delegate!(self, v => v.type_name(), unreadable => "unreadable".to_owned())
     }
     fn to_bool(&self) -> Option<bool> {
-        delegate!(self, v => v.to_bool())
+        delegate!(self, v => v.to_bool(), unreadable => None)
     }
     fn to_int(&self) -> Option<i64> {
-        delegate!(self, v => v.to_int())
+        delegate!(self, v => v.to_int(), unreadable => None)
     }
     fn to_float(&self) -> Option<f64> {
-        delegate!(self, v => v.to_float())
+        delegate!(self, v => v.to_float(), unreadable => None)
     }
     fn to_str(&self) -> Option<String> {
-        delegate!(self, v => v.to_str())
+        delegate!(self, v => v.to_str(), unreadable => None)
     }
     fn length(&self) -> Option<usize> {
-        delegate!(self, v => v.length())
+        delegate!(self, v => v.length(), unreadable => None)
     }
     fn element(&self, i: usize) -> Option<Self> {
         match self {
             Item::Json(v) => v.element(i).map(Item::Json),
             Item::Pickle(v) => v.element(i).map(Item::Pickle),
+            Item::Unreadable(_) => None,
         }
     }
     fn key(&self, key: Key<'_>) -> Option<Self> {
         match self {
             Item::Json(v) => v.key(key).map(Item::Json),
             Item::Pickle(v) => v.key(key).map(Item::Pickle),
+            Item::Unreadable(_) => None,
         }
     }
     fn attr(&self, name: &str) -> Option<Self> {
         match self {
             Item::Json(v) => v.attr(name).map(Item::Json),
             Item::Pickle(v) => v.attr(name).map(Item::Pickle),
+            Item::Unreadable(_) => None,
+        }
+    }
+    fn display(&self) -> String {
+        let unreadable = || {
+            let why = self.unreadable().unwrap_or_default();
+            cut_text(&format!("<unreadable: {why}>"), MAX_DISPLAY_CHARS, false)
+        };
+        delegate!(self, v => v.display(), unreadable => unreadable())
+    }
+    fn unreadable(&self) -> Option<String> {
+        match self {
+            Item::Unreadable(why) => Some((*why).to_owned()),
+            _ => None,
         }
     }
 }
@@ -1271,8 +1474,23 @@ impl<V: CondValue> Val<V> {
     }
 }
 
-/// A host value as a scalar when it is one.
+/// `name[key]`, the expression that reads an element of `args` or `kwargs`.
+fn element_expr(name: Name, key: Expr) -> Expr {
+    Expr::Index(Box::new(Expr::Name(name)), Box::new(key))
+}
+
+/// A host value as a scalar when it is one. Every host value the evaluator reads comes
+/// through here, so this is where a value that could not be read fails the evaluation.
 fn lift<V: CondValue>(e: &Expr, v: V) -> Result<Val<V>, EvalError> {
+    if let Some(why) = v.unreadable() {
+        return fail(
+            e,
+            format!(
+                "unreadable value ({})",
+                cut_text(&why, MAX_DISPLAY_CHARS, false)
+            ),
+        );
+    }
     let unreadable = |what: &str| fail(e, format!("unreadable {what} value"));
     Ok(match v.kind() {
         Kind::None => Val::None,
@@ -1346,6 +1564,21 @@ pub fn eval_with_budget<V: CondValue>(
     ev.truth(expr, &v)
 }
 
+/// The value of an expression as text, as a Python f-string's `{expr}` shows it: `None`,
+/// `True`, `42`, floats as Python prints them, a str as its own text, `args` as a tuple
+/// (`(1, 'a')`) and `kwargs` as a dict (`{'x': 1}`) of their elements' reprs, and any other
+/// value of the call through [`CondValue::display`]. At most [`MAX_DISPLAY_CHARS`] characters,
+/// then `...`. Within the step budget of [`eval`] ([`EVAL_STEPS`]), each element shown of
+/// `args` or `kwargs` costing a step.
+pub fn eval_text<V: CondValue>(expr: &Expr, env: &Env<V>) -> Result<String, EvalError> {
+    let mut ev = Evaluator {
+        env,
+        steps: EVAL_STEPS,
+    };
+    let v = ev.eval(expr)?;
+    ev.text(expr, &v)
+}
+
 struct Evaluator<'e, V> {
     env: &'e Env<V>,
     steps: usize,
@@ -1358,6 +1591,83 @@ impl<V: CondValue> Evaluator<'_, V> {
         }
         self.steps -= 1;
         Ok(())
+    }
+
+    /// `v` as `str(v)` shows it, cut at [`MAX_DISPLAY_CHARS`] characters.
+    fn text(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
+        Ok(match v {
+            Val::None => "None".to_owned(),
+            Val::Bool(true) => "True".to_owned(),
+            Val::Bool(false) => "False".to_owned(),
+            Val::Int(n) => n.to_string(),
+            Val::Float(x) => float_repr(*x),
+            Val::Str(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            Val::Host(h) => h.display(),
+            Val::Args => {
+                let env = self.env;
+                let args = env.args.as_deref().unwrap_or_default();
+                let close = if args.len() == 1 { ",)" } else { ")" };
+                let items = args.iter().enumerate().map(|(i, a)| {
+                    let i = Expr::Int(i64::try_from(i).unwrap_or(i64::MAX));
+                    (None, element_expr(Name::Args, i), a)
+                });
+                self.elements(e, "(", close, items)?
+            }
+            Val::Kwargs => {
+                let env = self.env;
+                let kwargs = env.kwargs.as_deref().unwrap_or_default();
+                let items = kwargs.iter().map(|(k, a)| {
+                    let key = Expr::Str(k.clone());
+                    (Some(k.as_str()), element_expr(Name::Kwargs, key), a)
+                });
+                self.elements(e, "{", "}", items)?
+            }
+        })
+    }
+
+    /// The elements of `args` or `kwargs` between `open` and `close`, each as `repr` shows it
+    /// after its key if any, and each read as the expression given with it (`args[1]`) and
+    /// costing a step; cut at [`MAX_DISPLAY_CHARS`] characters, and none read past the cut.
+    fn elements<'a>(
+        &mut self,
+        e: &Expr,
+        open: &str,
+        close: &str,
+        items: impl Iterator<Item = (Option<&'a str>, Expr, &'a V)>,
+    ) -> Result<String, EvalError>
+    where
+        V: 'a,
+    {
+        let mut out = String::from(open);
+        let mut chars = open.chars().count();
+        for (i, (key, at, x)) in items.enumerate() {
+            if chars > MAX_DISPLAY_CHARS {
+                return Ok(cut_text(&out, MAX_DISPLAY_CHARS, true));
+            }
+            self.step(e)?;
+            let x = lift(&at, x.clone())?;
+            let mut part = String::new();
+            if i > 0 {
+                part.push_str(", ");
+            }
+            if let Some(k) = key {
+                part.push_str(&str_repr(k));
+                part.push_str(": ");
+            }
+            part.push_str(&self.repr(&at, &x)?);
+            chars += part.chars().count();
+            out.push_str(&part);
+        }
+        out.push_str(close);
+        Ok(cut_text(&out, MAX_DISPLAY_CHARS, false))
+    }
+
+    /// `v` as `repr(v)` shows it (a str quoted), as an element of `args` or `kwargs`.
+    fn repr(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
+        match v {
+            Val::Str(s) => Ok(str_repr(s)),
+            _ => self.text(e, v),
+        }
     }
 
     fn length(&self, e: &Expr, v: &Val<V>) -> Result<usize, EvalError> {
@@ -1819,6 +2129,208 @@ fn arith<V: CondValue>(e: &Expr, op: ArithOp, a: &Val<V>, b: &Val<V>) -> Result<
     }))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Log message templates
+
+/// The log message of a logpoint: text with `{expression}` parts, each an expression of the
+/// condition language shown as [`eval_text`] shows it. `{{` and `}}` stand for literal braces.
+/// Built by [`parse_template`], printed back by `Display`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    /// Never two texts in a row, never an empty text.
+    parts: Vec<Part>,
+}
+
+/// A part of a [`Template`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Literal text (braces already unescaped).
+    Text(String),
+    /// An `{expression}`.
+    Expr(Expr),
+}
+
+/// Parses a log message template: text with `{expression}` parts (at most 64), `{{` and `}}`
+/// for literal braces, at most [`MAX_TEXT_BYTES`] bytes in all. A `}` inside a string literal
+/// of an expression does not end it. Errors give their position in the whole text.
+pub fn parse_template(text: &str) -> Result<Template, ParseError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(error_at(
+            text,
+            MAX_TEXT_BYTES,
+            format!("log message longer than {MAX_TEXT_BYTES} bytes"),
+        ));
+    }
+    let b = text.as_bytes();
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut exprs = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' if b.get(i + 1) == Some(&b'{') => {
+                literal.push('{');
+                i += 2;
+            }
+            b'}' if b.get(i + 1) == Some(&b'}') => {
+                literal.push('}');
+                i += 2;
+            }
+            b'}' => {
+                return Err(error_at(
+                    text,
+                    i,
+                    "single '}' is not allowed (write '}}' for a literal brace)",
+                ))
+            }
+            b'{' => {
+                exprs += 1;
+                if exprs > MAX_LOG_EXPRS {
+                    return Err(error_at(
+                        text,
+                        i,
+                        format!("more than {MAX_LOG_EXPRS} expressions in a log message"),
+                    ));
+                }
+                let end = expr_end(b, i + 1);
+                let e = template_expr(text, i, end)?;
+                if !literal.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut literal)));
+                }
+                parts.push(Part::Expr(e));
+                i = end + 1;
+            }
+            _ => {
+                let next = text[i..].find(['{', '}']).map_or(text.len(), |j| i + j);
+                literal.push_str(&text[i..next]);
+                i = next;
+            }
+        }
+    }
+    if !literal.is_empty() {
+        parts.push(Part::Text(literal));
+    }
+    Ok(Template { parts })
+}
+
+/// Where the expression starting at byte `start` ends: the first `}` (or `{`, which no
+/// expression holds) outside a string literal, or the end of the text. Strings are skipped as
+/// the lexer reads them (a backslash escapes the next character, a newline ends an
+/// unterminated one), so for any expression that parses, this is its true end.
+fn expr_end(b: &[u8], start: usize) -> usize {
+    let mut quote = None;
+    let mut i = start;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(_) if c == b'\\' => i += 1,
+            Some(q) if c == q || c == b'\n' => quote = None,
+            Some(_) => {}
+            None if c == b'{' || c == b'}' => return i,
+            None if c == b'"' || c == b'\'' => quote = Some(c),
+            None => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// The expression of the `{` at byte `open`, which ends at byte `end` (a `}` when closed).
+fn template_expr(text: &str, open: usize, end: usize) -> Result<Expr, ParseError> {
+    let inner = &text[open + 1..end];
+    let next = text.as_bytes().get(end).copied();
+    if inner.trim_start_matches([' ', '\t', '\n', '\r']).is_empty() {
+        let message = if next == Some(b'}') {
+            "empty expression in '{}' (write '{{' for a literal brace)"
+        } else {
+            "unclosed '{' (write '{{' for a literal brace)"
+        };
+        return Err(error_at(text, open, message));
+    }
+    let at_end = match next {
+        Some(b'}') => "expected a value, found '}'",
+        Some(_) => "expected a value, found '{'",
+        None => "unexpected end of log message",
+    };
+    match parse_text(inner, at_end) {
+        Ok(e) if next == Some(b'}') => Ok(e),
+        Ok(_) => Err(error_at(text, end, "expected '}'")),
+        Err(e) => Err(error_at(text, open + 1 + e.byte, e.message)),
+    }
+}
+
+impl Template {
+    /// Its parts, in order.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// Whether an expression of it reads `result` or `exception`.
+    pub fn reads_outcome(&self) -> bool {
+        self.parts.iter().any(|p| match p {
+            Part::Text(_) => false,
+            Part::Expr(e) => e.reads_outcome(),
+        })
+    }
+
+    /// The log message: the text with each expression's value as [`eval_text`] gives it, or
+    /// `<error: message>` for one that cannot be evaluated; never fails. At most
+    /// [`MAX_LOG_BYTES`] bytes, its closing `...` included when it is cut (on a character
+    /// boundary). Each expression is evaluated as [`eval_text`] does, with a budget of
+    /// [`EVAL_STEPS`] steps of its own (not shared, so that one costly part does not starve
+    /// the others), so rendering costs at most 64 such evaluations; none is evaluated once
+    /// the message is already too long.
+    pub fn render<V: CondValue>(&self, env: &Env<V>) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            if out.len() > MAX_LOG_BYTES {
+                break;
+            }
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Expr(e) => match eval_text(e, env) {
+                    Ok(v) => out.push_str(&v),
+                    Err(err) => {
+                        out.push_str("<error: ");
+                        out.push_str(&err.message);
+                        out.push('>');
+                    }
+                },
+            }
+        }
+        if out.len() > MAX_LOG_BYTES {
+            let mut cut = MAX_LOG_BYTES - "...".len();
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push_str("...");
+        }
+        out
+    }
+}
+
+/// Prints the template back as text that parses to the same template.
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => {
+                    for c in t.chars() {
+                        match c {
+                            '{' => f.write_str("{{")?,
+                            '}' => f.write_str("}}")?,
+                            c => f.write_char(c)?,
+                        }
+                    }
+                }
+                Part::Expr(e) => write!(f, "{{{e}}}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -1828,6 +2340,7 @@ mod tests {
 
     use super::*;
     use crate::pickle;
+    use crate::pickle::builder::P;
 
     fn json_env(outcome: Outcome<&Value>) -> (Value, Value, Outcome<&Value>) {
         let args = json!([150, [], {"x": -1, "label": "item-3", "tags": ["a", "b"]}, "hello", 2.5,
@@ -2141,16 +2654,22 @@ mod tests {
         pickle::decode(&bytes, &pickle::Limits::default()).unwrap()
     }
 
+    /// Point(-1, 2.5) of a class `Point` in `__main__`, protocol 4.
+    const POINT: &str = "80049534000000000000008c085f5f6d61696e5f5f948c05506f696e749493942981947d94288c0178944affffffff8c01799447400400000000000075622e";
+    /// {"k": [1, "two", None], 3: "three"}
+    const DICT: &str =
+        "80049520000000000000007d94288c016b945d94284b018c0374776f944e654b038c05746872656594752e";
+    /// An instance of a class with `__slots__ = ('a',)`, a = 5, protocol 2.
+    const SLOTTED: &str = "8002635f5f6d61696e5f5f0a536c6f747465640a7100298171014e7d710258010000006171034b0573867104622e";
+    /// 10**30
+    const BIG: &str = "80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e";
+
     #[test]
     fn reads_decoded_pickles() {
-        // Point(-1, 2.5) of a class `Point` in `__main__`, protocol 4.
-        let point = tree("80049534000000000000008c085f5f6d61696e5f5f948c05506f696e749493942981947d94288c0178944affffffff8c01799447400400000000000075622e");
-        // {"k": [1, "two", None], 3: "three"}
-        let dict = tree("80049520000000000000007d94288c016b945d94284b018c0374776f944e654b038c05746872656594752e");
-        // An instance of a class with `__slots__ = ('a',)`, a = 5, protocol 2.
-        let slotted = tree("8002635f5f6d61696e5f5f0a536c6f747465640a7100298171014e7d710258010000006171034b0573867104622e");
-        // 10**30
-        let big = tree("80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e");
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let slotted = tree(SLOTTED);
+        let big = tree(BIG);
         let label = json!("item-1");
         let env = Env {
             args: Some(vec![
@@ -2191,6 +2710,823 @@ mod tests {
             Err("args[0].z: no attribute 'z' on Point".into())
         );
         assert_eq!(run("args[3] > 1"), Err(format!("args[3] > 1: {BIG_INT}")));
+    }
+
+    #[test]
+    fn reads_outcome() {
+        for (text, want) in [
+            ("args[0] > 1 and kwargs[\"n\"]", false),
+            ("\"result\" in kwargs", false),
+            ("-abs(len(args))", false),
+            ("result", true),
+            ("exception is None", true),
+            ("len(result.items) > 0", true),
+            ("args[0].startswith(exception)", true),
+            ("args[result]", true),
+            ("1 < 2 < -result", true),
+            ("not (args or exception)", true),
+            ("type(args[0] + result[1]) == \"int\"", true),
+        ] {
+            assert_eq!(parse(text).unwrap().reads_outcome(), want, "{text}");
+        }
+        for (text, want) in [
+            ("", false),
+            ("result and exception", false),
+            ("{args} {{result}}", false),
+            ("n={args[0]} r={result}", true),
+            ("{exception}", true),
+        ] {
+            assert_eq!(
+                parse_template(text).unwrap().reads_outcome(),
+                want,
+                "{text}"
+            );
+        }
+    }
+
+    /// The length of `text` in characters.
+    fn chars_of(text: &str) -> usize {
+        text.chars().count()
+    }
+
+    #[test]
+    fn display_of_json() {
+        for (v, want) in [
+            (json!("it's \"raw\"\n"), "it's \"raw\"\n"),
+            (json!(""), ""),
+            (json!(null), "null"),
+            (json!(true), "true"),
+            (json!(-7), "-7"),
+            (json!(2.5), "2.5"),
+            (json!([]), "[]"),
+            (
+                json!({"a": [1, 2.5, "é\n"], "b": null, "c": {"d": "x"}}),
+                "{\"a\":[1,2.5,\"é\\n\"],\"b\":null,\"c\":{\"d\":\"x\"}}",
+            ),
+        ] {
+            assert_eq!((&v).display(), want, "{v}");
+            assert_eq!((&v).unreadable(), None);
+        }
+        // 10**30 as a JSON number keeps its digits.
+        let big: Value = serde_json::from_str("1000000000000000000000000000000").unwrap();
+        assert_eq!((&big).display(), "1000000000000000000000000000000");
+        // A str of exactly the limit is whole; one more character is cut.
+        let s = json!("é".repeat(MAX_DISPLAY_CHARS));
+        assert_eq!((&s).display(), "é".repeat(MAX_DISPLAY_CHARS));
+        let s = json!("é".repeat(MAX_DISPLAY_CHARS + 1));
+        assert_eq!(
+            (&s).display(),
+            format!("{}...", "é".repeat(MAX_DISPLAY_CHARS))
+        );
+        // A huge value: the serializer stops early, cut inside a character or not.
+        for v in [
+            json!((0..1_000_000).collect::<Vec<_>>()),
+            json!(vec!["€"; 100_000]),
+        ] {
+            let start = Instant::now();
+            let shown = (&v).display();
+            assert!(start.elapsed() < Duration::from_millis(500));
+            assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+            assert!(shown.ends_with("..."));
+            let whole = v.to_string();
+            assert!(whole.starts_with(shown.trim_end_matches("...")));
+        }
+    }
+
+    #[test]
+    fn display_of_decoded_pickles() {
+        for (hex, want) in [
+            (POINT, "Point(x=-1, y=2.5)"),
+            (DICT, "{'k': [1, 'two', None], 3: 'three'}"),
+            (SLOTTED, "Slotted(a=5)"),
+            (BIG, "1000000000000000000000000000000"),
+        ] {
+            let t = tree(hex);
+            let v = PickleValue::root(&t);
+            assert_eq!(v.display(), want);
+            assert_eq!(v.unreadable(), None);
+            assert_eq!(Item::Pickle(v).display(), want);
+        }
+        // A str is its own text; inside a container it is quoted.
+        let t = tree(DICT);
+        let two = PickleValue::root(&t)
+            .key(Key::Str("k"))
+            .and_then(|l| l.element(1))
+            .unwrap();
+        assert_eq!(two.display(), "two");
+        let decoded = |bytes: &[u8]| pickle::decode(bytes, &pickle::Limits::default()).unwrap();
+        let t = decoded(&P::new().str("it's \"é\"\n").done());
+        assert_eq!(PickleValue::root(&t).display(), "it's \"é\"\n");
+        // A lone surrogate reads as U+FFFD, as `str_of` has it.
+        let t = decoded(&P::new().op(b"X\x05\x00\x00\x00a\xed\xa0\x80b.").done());
+        let v = PickleValue::root(&t);
+        assert_eq!(v.display(), "a\u{fffd}b");
+        assert_eq!(Some(v.display()), v.to_str());
+        // Long strs: only the head is read.
+        let t = decoded(&P::new().str(&"é".repeat(1_000_000)).done());
+        let start = Instant::now();
+        let shown = PickleValue::root(&t).display();
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(shown, format!("{}...", "é".repeat(MAX_DISPLAY_CHARS)));
+        let t = decoded(&P::new().str(&"x".repeat(MAX_DISPLAY_CHARS)).done());
+        assert_eq!(
+            PickleValue::root(&t).display(),
+            "x".repeat(MAX_DISPLAY_CHARS)
+        );
+        // A value shared through the memo, exponentially large when shown: cut, in bounded
+        // time.
+        let mut p = P::new();
+        let s = p.str(&"y".repeat(400)).put();
+        let mut top = p.list_of(s, 1);
+        for _ in 0..6 {
+            top = p.list_of(top, 100);
+        }
+        let t = decoded(&p.done());
+        let start = Instant::now();
+        let shown = PickleValue::root(&t).display();
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+        assert!(shown.starts_with("[[[[[[['yyyy") && shown.ends_with("..."));
+        // Nested deeper than the renderer goes: said, not shown.
+        let t = decoded(&P::new().op(&[b']'; 300]).op(&[b'a'; 299]).done());
+        assert_eq!(
+            PickleValue::root(&t).display(),
+            "<unavailable: PickleError: value nests deeper than 200 levels>"
+        );
+    }
+
+    const MISSING: &str = "payload missing from the store";
+    const BROKEN: &str = "<unavailable: PickleError: pickle truncated at byte 3>";
+
+    #[test]
+    fn unreadable_values_fail_where_they_are_read() {
+        let n = json!(150);
+        let env = Env {
+            args: Some(vec![Item::Json(&n), Item::Unreadable(MISSING)]),
+            kwargs: Some(vec![("k".to_owned(), Item::Unreadable(BROKEN))]),
+            outcome: Outcome::Returned(Item::Unreadable(MISSING)),
+        };
+        let run = |text: &str| eval(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        let text = |text: &str| eval_text(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        let missing = format!("args[1]: unreadable value ({MISSING})");
+        for text in [
+            "args[1]",
+            "args[1] == 1",
+            "args[1] is None",
+            "not args[1]",
+            "args[1].x",
+            "args[1][0]",
+            "args[1][\"k\"]",
+            "len(args[1])",
+            "type(args[1])",
+            "abs(args[1])",
+            "-args[1]",
+            "args[1] + 1",
+            "args[1].startswith(\"a\")",
+            "\"a\" in args[1]",
+            "args[0] > 1 and args[1]",
+        ] {
+            assert_eq!(run(text), Err(missing.clone()), "{text}");
+        }
+        assert_eq!(
+            run("1 in args"),
+            Err(format!("1 in args: unreadable value ({MISSING})"))
+        );
+        assert_eq!(
+            run("kwargs[\"k\"] == 1"),
+            Err(format!("kwargs[\"k\"]: unreadable value ({BROKEN})"))
+        );
+        assert_eq!(
+            run("result"),
+            Err(format!("result: unreadable value ({MISSING})"))
+        );
+        // What does not read the value still works.
+        for text in [
+            "args[0] == 150",
+            "150 in args",
+            "len(args) == 2",
+            "\"k\" in kwargs",
+            "len(kwargs) == 1",
+            "exception is None",
+            "True or args[1]",
+        ] {
+            assert_eq!(run(text), Ok(true), "{text}");
+        }
+        // As text.
+        assert_eq!(text("args[1]"), Err(missing.clone()));
+        assert_eq!(text("args"), Err(missing.clone()));
+        assert_eq!(
+            text("kwargs"),
+            Err(format!("kwargs[\"k\"]: unreadable value ({BROKEN})"))
+        );
+        assert_eq!(text("args[0]"), Ok("150".to_owned()));
+        let t = parse_template("{args[0]} then {args[1]}").unwrap();
+        assert_eq!(t.render(&env), format!("150 then <error: {missing}>"));
+        // The item itself.
+        let u = Item::Unreadable(MISSING);
+        assert_eq!(u.display(), format!("<unreadable: {MISSING}>"));
+        assert_eq!(u.unreadable(), Some(MISSING.to_owned()));
+        assert_eq!(Item::Json(&n).unreadable(), None);
+        // A long reason is cut in the message.
+        let long = "r".repeat(5000);
+        let env = Env {
+            args: Some(vec![Item::Unreadable(&long)]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let e = eval(&parse("args[0]").unwrap(), &env).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!(
+                "args[0]: unreadable value ({}...)",
+                "r".repeat(MAX_DISPLAY_CHARS)
+            )
+        );
+    }
+
+    fn text_of(text: &str) -> Result<String, String> {
+        let (a, k, o) = json_env(Outcome::Pending);
+        eval_text(&parse(text).unwrap(), &env(&a, &k, o)).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn values_as_text_on_json() {
+        // As Python's f"{...}" shows the same values (JSON containers as compact JSON).
+        for (text, want) in [
+            ("None", "None"),
+            ("True", "True"),
+            ("False", "False"),
+            ("args[5]", "None"),
+            ("args[6]", "True"),
+            ("args[0]", "150"),
+            ("-args[9]", "7"),
+            ("args[4]", "2.5"),
+            ("args[0] / 4", "37.5"),
+            ("args[0] / 3", "50.0"),
+            ("1 / 3", "0.3333333333333333"),
+            ("0.1 + 0.2", "0.30000000000000004"),
+            ("1e16", "1e+16"),
+            ("1e22", "1e+22"),
+            ("123456789012345.6", "123456789012345.6"),
+            ("1e-5", "1e-05"),
+            ("0.0001", "0.0001"),
+            ("-0.0", "-0.0"),
+            ("2.0 * 3", "6.0"),
+            ("args[3]", "hello"),
+            ("kwargs[\"label\"] + \" it's\"", "item-7 it's"),
+            ("\"\"", ""),
+            ("args[1]", "[]"),
+            ("args[7]", "[1,2,3]"),
+            (
+                "args[2]",
+                "{\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}",
+            ),
+            ("args[2].tags", "[\"a\",\"b\"]"),
+            ("len(args)", "10"),
+            ("type(args[0])", "int"),
+            ("args[0] > 100", "True"),
+            ("args[1] or \"empty\"", "empty"),
+            ("args[3] and args[1]", "[]"),
+            ("9223372036854775807", "9223372036854775807"),
+            (
+                "args",
+                "(150, [], {\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}, 'hello', \
+                 2.5, None, True, [1,2,3], 7, -7)",
+            ),
+            ("kwargs", "{'label': 'item-7', 'n': 3, 'ratio': 0.5}"),
+        ] {
+            assert_eq!(text_of(text), Ok(want.to_owned()), "{text}");
+        }
+        assert_eq!(
+            text_of("args[10]"),
+            Err("args[10]: index 10 out of range (length 10)".to_owned())
+        );
+    }
+
+    #[test]
+    fn tuples_and_dicts_as_python_shows_them() {
+        let texts = |args: Vec<Value>, kwargs: Vec<(&str, Value)>| {
+            let env = Env {
+                args: Some(args.iter().collect()),
+                kwargs: Some(kwargs.iter().map(|(k, v)| ((*k).to_owned(), v)).collect()),
+                outcome: Outcome::Pending,
+            };
+            (
+                eval_text(&parse("args").unwrap(), &env).unwrap(),
+                eval_text(&parse("kwargs").unwrap(), &env).unwrap(),
+            )
+        };
+        assert_eq!(texts(vec![], vec![]), ("()".to_owned(), "{}".to_owned()));
+        assert_eq!(
+            texts(vec![json!(1)], vec![("it's", json!("x"))]),
+            ("(1,)".to_owned(), "{\"it's\": 'x'}".to_owned())
+        );
+        // Python's repr of str: quotes chosen as Python does, escapes of the unprintable.
+        assert_eq!(
+            texts(
+                vec![
+                    json!("it's"),
+                    json!("a\"b'c"),
+                    json!("tab\there\n"),
+                    json!("\u{200b}é\u{7f}"),
+                    json!(0.1),
+                    json!(1e16)
+                ],
+                vec![]
+            )
+            .0,
+            "(\"it's\", 'a\"b\\'c', 'tab\\there\\n', '\\u200bé\\x7f', 0.1, 1e+16)"
+        );
+        // Long elements are cut, and so is the whole.
+        let (args, kwargs) = texts(
+            vec![json!("é".repeat(3000)), json!(2)],
+            vec![("k", json!("é".repeat(3000)))],
+        );
+        assert_eq!(args, format!("('{}...", "é".repeat(MAX_DISPLAY_CHARS - 2)));
+        assert_eq!(
+            kwargs,
+            format!("{{'k': '{}...", "é".repeat(MAX_DISPLAY_CHARS - 7))
+        );
+        // Many arguments: only those shown are read, each a step.
+        let many: Vec<Value> = (0..100_000).map(|i| json!(i)).collect();
+        let start = Instant::now();
+        let (args, _) = texts(many, vec![]);
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert_eq!(chars_of(&args), MAX_DISPLAY_CHARS + 3);
+        assert!(args.starts_with("(0, 1, 2, 3, ") && args.ends_with("..."));
+        // The step budget of `eval`.
+        let big = json!((0..20_000).collect::<Vec<_>>());
+        let env = Env {
+            args: Some(vec![&big]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        assert_eq!(
+            eval_text(&parse("-1 in args[0]").unwrap(), &env)
+                .unwrap_err()
+                .message,
+            "-1 in args[0]: evaluation step budget spent"
+        );
+    }
+
+    #[test]
+    fn values_as_text_on_decoded_pickles() {
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let slotted = tree(SLOTTED);
+        let big = tree(BIG);
+        let label = json!("item-1");
+        let env = Env {
+            args: Some(vec![
+                Item::Pickle(PickleValue::root(&point)),
+                Item::Pickle(PickleValue::root(&dict)),
+                Item::Pickle(PickleValue::root(&slotted)),
+                Item::Pickle(PickleValue::root(&big)),
+            ]),
+            kwargs: Some(vec![("label".to_owned(), Item::Json(&label))]),
+            outcome: Outcome::Returned(Item::Pickle(PickleValue::root(&dict))),
+        };
+        let run = |text: &str| eval_text(&parse(text).unwrap(), &env).map_err(|e| e.message);
+        for (text, want) in [
+            ("args[0]", "Point(x=-1, y=2.5)"),
+            ("args[0].x", "-1"),
+            ("args[0].y * 2", "5.0"),
+            ("args[1]", "{'k': [1, 'two', None], 3: 'three'}"),
+            ("args[1][\"k\"]", "[1, 'two', None]"),
+            ("args[1][\"k\"][1]", "two"),
+            ("args[1][\"k\"][2]", "None"),
+            ("args[1][3]", "three"),
+            ("args[2]", "Slotted(a=5)"),
+            ("args[3]", "1000000000000000000000000000000"),
+            ("type(args[3])", "int"),
+            ("result[3]", "three"),
+            ("exception", "None"),
+            (
+                "args",
+                "(Point(x=-1, y=2.5), {'k': [1, 'two', None], 3: 'three'}, Slotted(a=5), \
+                 1000000000000000000000000000000)",
+            ),
+            ("kwargs", "{'label': 'item-1'}"),
+        ] {
+            assert_eq!(run(text), Ok(want.to_owned()), "{text}");
+        }
+        // A pickled str inside `args` is quoted as Python would.
+        let s = pickle::decode(&P::new().str("it's").done(), &pickle::Limits::default()).unwrap();
+        let env = Env {
+            args: Some(vec![Item::Pickle(PickleValue::root(&s))]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        assert_eq!(
+            eval_text(&parse("args").unwrap(), &env),
+            Ok("(\"it's\",)".to_owned())
+        );
+    }
+
+    #[test]
+    fn templates_parse_into_parts() {
+        let x = |t: &str| Part::Expr(parse(t).unwrap());
+        let text = |t: &str| Part::Text(t.to_owned());
+        for (src, want) in [
+            ("", vec![]),
+            ("plain text", vec![text("plain text")]),
+            ("{args[0]}", vec![x("args[0]")]),
+            (
+                "x = {args[0]}, y = {kwargs[\"a}\"]}!",
+                vec![
+                    text("x = "),
+                    x("args[0]"),
+                    text(", y = "),
+                    x("kwargs[\"a}\"]"),
+                    text("!"),
+                ],
+            ),
+            (
+                "{{literal}} and {{{ args[0] + 1 }}}",
+                vec![text("{literal} and {"), x("args[0] + 1"), text("}")],
+            ),
+            ("{'}'}{\"{\"}", vec![x("'}'"), x("\"{\"")]),
+            ("{'\\'}'}", vec![x("\"'}\"")]),
+            ("{\"\\\\\"}}}", vec![x("'\\\\'"), text("}")]),
+            ("é{len(args)}é", vec![text("é"), x("len(args)"), text("é")]),
+            ("{\nresult\n}", vec![x("result")]),
+        ] {
+            let t = parse_template(src).unwrap();
+            assert_eq!(t.parts(), &want[..], "{src}");
+            assert_eq!(
+                parse_template(&t.to_string()),
+                Ok(t.clone()),
+                "{src} -> {t}"
+            );
+        }
+        for (src, printed) in [
+            ("{ args[0]+1 }{{x}}", "{args[0] + 1}{{x}}"),
+            ("a {'}'} b", "a {\"}\"} b"),
+            ("}}{{", "}}{{"),
+            ("{(result)}", "{result}"),
+        ] {
+            assert_eq!(parse_template(src).unwrap().to_string(), printed);
+        }
+        let max = "{args}".repeat(64);
+        assert_eq!(parse_template(&max).unwrap().parts().len(), 64);
+        let long = "a".repeat(MAX_TEXT_BYTES);
+        assert_eq!(parse_template(&long).unwrap().parts(), &[text(&long)]);
+    }
+
+    #[test]
+    fn template_errors_with_their_columns() {
+        let unknown = "unknown name 'foo': a condition reads args, kwargs, result or exception \
+                       (functions: len, type, abs)";
+        for (src, msg, byte, column) in [
+            ("value: {args[0]", "expected '}'", 15, 16),
+            ("value: {args[0] {args[1]}", "expected '}'", 16, 17),
+            (
+                "a } b",
+                "single '}' is not allowed (write '}}' for a literal brace)",
+                2,
+                3,
+            ),
+            (
+                "{args}}",
+                "single '}' is not allowed (write '}}' for a literal brace)",
+                6,
+                7,
+            ),
+            (
+                "a {} b",
+                "empty expression in '{}' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            (
+                "a { \n } b",
+                "empty expression in '{}' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            ("a {", "unclosed '{' (write '{{' for a literal brace)", 2, 3),
+            (
+                "a { {args}",
+                "unclosed '{' (write '{{' for a literal brace)",
+                2,
+                3,
+            ),
+            ("x = {foo}", unknown, 5, 6),
+            ("é = {args[0] >}", "expected a value, found '}'", 15, 15),
+            ("ok {args[0]} {len(}", "expected a value, found '}'", 18, 19),
+            (
+                "{args[0] + {args[1]}",
+                "expected a value, found '{'",
+                11,
+                12,
+            ),
+            ("{args[0] +", "unexpected end of log message", 10, 11),
+            ("{args[0] = 1}", "'=' is not a comparison (use '==')", 9, 10),
+            ("{\"abc}", "unterminated string", 1, 2),
+            ("{'a\\q'}", "invalid escape in string", 3, 4),
+            ("{(args[0]}", "expected ')'", 9, 10),
+            ("{args ! 1}", "unexpected character '!'", 6, 7),
+            (
+                "{args[0] is the value",
+                unknown.replace("'foo'", "'the'").as_str(),
+                12,
+                13,
+            ),
+            (
+                "{args[0] is 3}",
+                "'is' compares only with None, True or False",
+                12,
+                13,
+            ),
+            ("{args[0] 1}", "unexpected 1", 9, 10),
+            ("{a {args}}", unknown.replace("'foo'", "'a'").as_str(), 1, 2),
+        ] {
+            let e = parse_template(src).unwrap_err();
+            assert_eq!(
+                (e.message.as_str(), e.byte, e.column),
+                (msg, byte, column),
+                "{src}"
+            );
+            assert_eq!(e.to_string(), format!("{msg} at column {column}"));
+        }
+        let long = "a".repeat(MAX_TEXT_BYTES + 1);
+        let e = parse_template(&long).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.byte, e.column),
+            ("log message longer than 4096 bytes", 4096, 4097)
+        );
+        let e = parse_template(&"{args}".repeat(65)).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.byte, e.column),
+            ("more than 64 expressions in a log message", 384, 385)
+        );
+        let deep = format!(
+            "{{{}1{}}}",
+            "(".repeat(MAX_DEPTH + 1),
+            ")".repeat(MAX_DEPTH + 1)
+        );
+        let e = parse_template(&deep).unwrap_err();
+        let inner = parse(&deep[1..deep.len() - 1]).unwrap_err();
+        assert_eq!(
+            (e.message, e.byte, e.column),
+            (too_deep(), inner.byte + 1, inner.column + 1)
+        );
+    }
+
+    #[test]
+    fn templates_render_on_json() {
+        let (a, k, _) = json_env(Outcome::Pending);
+        let r = json!({"ok": true});
+        let render =
+            |src: &str, o: Outcome<&Value>| parse_template(src).unwrap().render(&env(&a, &k, o));
+        let p = Outcome::Pending;
+        assert_eq!(render("", p.clone()), "");
+        assert_eq!(render("just text {{}}", p.clone()), "just text {}");
+        assert_eq!(
+            render(
+                "n={args[0]} label={kwargs['label']} r={args[0] / 4} ok={args[0] > 100} \
+                 x={args[2].x} {{braces}} none={args[5]}",
+                p.clone()
+            ),
+            "n=150 label=item-7 r=37.5 ok=True x=-1 {braces} none=None"
+        );
+        assert_eq!(
+            render("missing={args[99]} after", p.clone()),
+            "missing=<error: args[99]: index 99 out of range (length 10)> after"
+        );
+        assert_eq!(
+            render("{result}", p.clone()),
+            "<error: result: not available before the call returns>"
+        );
+        assert_eq!(
+            render("{result} {exception}", Outcome::Returned(&r)),
+            "{\"ok\":true} None"
+        );
+        assert_eq!(
+            render("{result} {exception}", Outcome::Raised("KeyError".into())),
+            "None KeyError"
+        );
+        assert_eq!(
+            render("{args[7]} of {len(args)}: {args}", p),
+            "[1,2,3] of 10: (150, [], {\"x\":-1,\"label\":\"item-3\",\"tags\":[\"a\",\"b\"]}, \
+             'hello', 2.5, None, True, [1,2,3], 7, -7)"
+        );
+    }
+
+    #[test]
+    fn templates_render_on_decoded_pickles() {
+        let point = tree(POINT);
+        let dict = tree(DICT);
+        let env = Env {
+            args: Some(vec![
+                Item::Pickle(PickleValue::root(&point)),
+                Item::Pickle(PickleValue::root(&dict)),
+                Item::Unreadable(MISSING),
+            ]),
+            kwargs: Some(vec![]),
+            outcome: Outcome::Raised("ValueError".into()),
+        };
+        let t = parse_template(
+            "p={args[0]} x={args[0].x} k={args[1]['k']} two={args[1]['k'][1]} \
+             e={exception} r={result} u={args[2]} kw={kwargs}",
+        )
+        .unwrap();
+        assert_eq!(
+            t.render(&env),
+            format!(
+                "p=Point(x=-1, y=2.5) x=-1 k=[1, 'two', None] two=two e=ValueError r=None \
+                 u=<error: args[2]: unreadable value ({MISSING})> kw={{}}"
+            )
+        );
+    }
+
+    #[test]
+    fn rendered_messages_are_capped() {
+        // Values of two-byte characters: the cut falls on a character boundary.
+        let long = json!("é".repeat(5000));
+        let env = Env {
+            args: Some(vec![&long]),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let t = parse_template(&"{args[0]}|".repeat(64)).unwrap();
+        let start = Instant::now();
+        let out = t.render(&env);
+        assert!(start.elapsed() < Duration::from_millis(500));
+        assert!(out.len() <= MAX_LOG_BYTES && out.len() >= MAX_LOG_BYTES - 4);
+        assert!(out.ends_with("...") && out.starts_with("é"));
+        assert_eq!(
+            out.trim_end_matches("..."),
+            &format!("{}...|", "é".repeat(MAX_DISPLAY_CHARS)).repeat(3)[..out.len() - 3]
+        );
+        // Exactly at the cap, one byte over, and over with the cut inside a character.
+        let values = [
+            json!("c".repeat(9)),
+            json!("c".repeat(10)),
+            json!(format!("x{}", "é".repeat(5))),
+        ];
+        let env = Env {
+            args: Some(values.iter().collect()),
+            kwargs: None,
+            outcome: Outcome::Pending,
+        };
+        let a = "a".repeat(MAX_LOG_BYTES - 9);
+        let render = |i: usize| {
+            let t = parse_template(&format!("{a}{{args[{i}]}}")).unwrap();
+            t.render(&env)
+        };
+        assert_eq!(render(0), format!("{a}{}", "c".repeat(9)));
+        assert_eq!(render(0).len(), MAX_LOG_BYTES);
+        assert_eq!(render(1), format!("{a}cccccc..."));
+        assert_eq!(render(1).len(), MAX_LOG_BYTES);
+        assert_eq!(render(2), format!("{a}xéé..."));
+        let text = "b".repeat(MAX_LOG_BYTES);
+        assert_eq!(parse_template(&text).unwrap().render(&env), text);
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1e20..1e20f64).prop_map(|x| json!(x)),
+            "\\PC{0,12}".prop_map(Value::String),
+            // Values too long to show whole.
+            Just(json!("é".repeat(3000))),
+            Just(json!((0..3000).collect::<Vec<_>>())),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..8)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// How an argument reaches the evaluator: as JSON, as the decoded pickle of the same
+    /// value, or unreadable.
+    #[derive(Debug, Clone, Copy)]
+    enum Form {
+        Json,
+        Pickle,
+        Unreadable,
+    }
+
+    fn arb_form() -> impl Strategy<Value = Form> {
+        prop_oneof![
+            4 => Just(Form::Json),
+            4 => Just(Form::Pickle),
+            1 => Just(Form::Unreadable),
+        ]
+    }
+
+    /// Arguments, keyword arguments and a result, each in its form.
+    type Call = (
+        Vec<(Value, Form)>,
+        Vec<(String, Value, Form)>,
+        Option<(Value, Form)>,
+    );
+
+    fn arb_call() -> impl Strategy<Value = Call> {
+        (
+            prop::collection::vec((arb_json(), arb_form()), 0..5),
+            prop::collection::vec(("[a-z]{1,3}", arb_json(), arb_form()), 0..4),
+            prop::option::of((arb_json(), arb_form())),
+        )
+    }
+
+    /// The decoded pickle of each value in the pickle form (`None` for the others), in the
+    /// order [`call_env`] takes them.
+    fn call_trees(call: &Call) -> Vec<Option<Tree>> {
+        let (args, kwargs, result) = call;
+        let tree = |v: &Value, f: &Form| {
+            matches!(f, Form::Pickle).then(|| {
+                let bytes = crate::pickle_write::dumps(v);
+                pickle::decode(&bytes, &pickle::Limits::default()).unwrap()
+            })
+        };
+        args.iter()
+            .map(|(v, f)| tree(v, f))
+            .chain(kwargs.iter().map(|(_, v, f)| tree(v, f)))
+            .chain(result.iter().map(|(v, f)| tree(v, f)))
+            .collect()
+    }
+
+    fn call_env<'a>(call: &'a Call, trees: &'a [Option<Tree>]) -> Env<Item<'a>> {
+        let (args, kwargs, result) = call;
+        let mut trees = trees.iter();
+        let mut item = |v: &'a Value, f: Form| {
+            let t = trees.next().unwrap();
+            match (f, t) {
+                (Form::Pickle, Some(t)) => Item::Pickle(PickleValue::root(t)),
+                (Form::Unreadable, _) => Item::Unreadable(MISSING),
+                _ => Item::Json(v),
+            }
+        };
+        let args = args.iter().map(|(v, f)| item(v, *f)).collect();
+        let kwargs = kwargs
+            .iter()
+            .map(|(k, v, f)| (k.clone(), item(v, *f)))
+            .collect();
+        let outcome = match result {
+            Some((v, f)) => Outcome::Returned(item(v, *f)),
+            None => Outcome::Raised("ValueError".into()),
+        };
+        Env {
+            args: Some(args),
+            kwargs: Some(kwargs),
+            outcome,
+        }
+    }
+
+    /// A template of these parts: texts in a row joined, empty ones left out, as parsed.
+    fn template_of(parts: Vec<Part>) -> Template {
+        let mut out: Vec<Part> = Vec::new();
+        for p in parts {
+            match (out.last_mut(), p) {
+                (_, Part::Text(t)) if t.is_empty() => {}
+                (Some(Part::Text(a)), Part::Text(t)) => a.push_str(&t),
+                (_, p) => out.push(p),
+            }
+        }
+        Template { parts: out }
+    }
+
+    fn arb_template() -> impl Strategy<Value = Template> {
+        let part = prop_oneof![
+            2 => any::<String>().prop_map(Part::Text),
+            3 => arb_text_expr().prop_map(Part::Expr),
+        ];
+        prop::collection::vec(part, 0..20).prop_map(template_of)
+    }
+
+    /// Expressions of every form, and more often ones that read the call's values.
+    fn arb_text_expr() -> impl Strategy<Value = Expr> {
+        let readable = prop_oneof![
+            Just("args"),
+            Just("kwargs"),
+            Just("result"),
+            Just("args[0]"),
+            Just("args[-1]"),
+            Just("args[0][0]"),
+            Just("len(args[1])"),
+            Just("type(result)"),
+            Just("kwargs[\"a\"]"),
+        ]
+        .prop_map(|t| parse(t).unwrap());
+        prop_oneof![1 => arb_expr(), 2 => readable]
+    }
+
+    /// Evaluates `e` as text within `steps` steps: the answer and the steps left.
+    fn text_within(
+        e: &Expr,
+        env: &Env<Item<'_>>,
+        steps: usize,
+    ) -> (Result<String, EvalError>, usize) {
+        let mut ev = Evaluator { env, steps };
+        let r = ev.eval(e).and_then(|v| ev.text(e, &v));
+        (r, ev.steps)
     }
 
     fn arb_expr() -> impl Strategy<Value = Expr> {
@@ -2289,6 +3625,71 @@ mod tests {
         fn printed_trees_parse_back(e in arb_expr()) {
             let text = e.to_string();
             prop_assert_eq!(parse(&text), Ok(e), "{}", text);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_template_text_never_panics(
+            text in "\\PC{0,200}|[a-z0-9(){}\\[\\].,'\"<>=!%*/+ \\\\-]{0,300}|\
+                     (\\{|\\}|\\{\\{|\\}\\}|args|kwargs|result|\\[0\\]|'|\"|\\\\| |\\+|1|len\\(|\\)){0,40}"
+        ) {
+            let start = Instant::now();
+            match parse_template(&text) {
+                Ok(t) => {
+                    let printed = t.to_string();
+                    prop_assert_eq!(parse_template(&printed), Ok(t.clone()), "{}", printed);
+                    let (a, k, o) = json_env(Outcome::Pending);
+                    prop_assert!(t.render(&env(&a, &k, o)).len() <= MAX_LOG_BYTES);
+                }
+                Err(e) => {
+                    prop_assert!(e.byte <= text.len());
+                    if let Some(head) = text.get(..e.byte) {
+                        prop_assert_eq!(e.column, head.chars().count() + 1);
+                    }
+                }
+            }
+            prop_assert!(start.elapsed() < Duration::from_secs(1));
+        }
+
+        #[test]
+        fn printed_templates_parse_back(t in arb_template()) {
+            let text = t.to_string();
+            prop_assume!(text.len() <= MAX_TEXT_BYTES);
+            prop_assert_eq!(parse_template(&text), Ok(t), "{}", text);
+        }
+
+        #[test]
+        fn rendered_messages_stay_under_the_cap(t in arb_template(), call in arb_call()) {
+            let trees = call_trees(&call);
+            let env = call_env(&call, &trees);
+            let start = Instant::now();
+            let out = t.render(&env);
+            prop_assert!(out.len() <= MAX_LOG_BYTES, "{}", out.len());
+            prop_assert!(start.elapsed() < Duration::from_secs(2));
+        }
+
+        #[test]
+        fn evaluation_stays_within_its_budget(e in arb_text_expr(), call in arb_call()) {
+            let trees = call_trees(&call);
+            let env = call_env(&call, &trees);
+            let start = Instant::now();
+            let (full, left) = text_within(&e, &env, EVAL_STEPS);
+            if let Ok(text) = &full {
+                prop_assert!(text.chars().count() <= MAX_DISPLAY_CHARS + 3);
+            }
+            prop_assert_eq!(&eval_text(&e, &env), &full);
+            // The steps it used give the same answer; one fewer spends the budget.
+            let used = EVAL_STEPS - left;
+            prop_assert_eq!(text_within(&e, &env, used), (full, 0));
+            if used > 0 {
+                let (short, _) = text_within(&e, &env, used - 1);
+                prop_assert!(short.is_err_and(|e| e.message.ends_with("evaluation step budget spent")));
+            }
+            let _ = eval(&e, &env);
+            prop_assert!(start.elapsed() < Duration::from_secs(1));
         }
     }
 }
