@@ -17,35 +17,24 @@
 //! [`eval_text`] gives an expression's value as text, as a Python f-string's `{expr}` would
 //! show it, and [`Template`] is the log message of a logpoint: text with `{expression}` parts
 //! ([`parse_template`], printed back by `Display`, [`Template::render`] never fails). Every
-//! text is bounded: a value at most [`MAX_DISPLAY_CHARS`] characters, a log message at most
-//! [`MAX_LOG_BYTES`] bytes. Pure.
+//! text is bounded: a value at most [`LOG_VALUE_CHARS`] characters, a log message at most
+//! [`LOG_LINE_BYTES`] bytes. Pure.
 
 use std::cmp::Ordering;
 use std::fmt::{self, Write as _};
 
 use serde_json::Value;
 
+use crate::limits::{
+    CONDITION_DEPTH, CONDITION_STEPS, CONDITION_TEXT_BYTES, LOG_LINE_BYTES, LOG_MESSAGE_PARTS,
+    LOG_VALUE_CHARS,
+};
 use crate::pickle::render::{dict_pairs, float_repr, items, Renderer};
 use crate::pickle::{Budget, Limits, Node, NodeId, Tree};
 
-/// Longest condition text, and longest log message template, in bytes.
-pub const MAX_TEXT_BYTES: usize = 4 * 1024;
-/// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
-pub const MAX_DEPTH: usize = 64;
-/// Steps one evaluation may take (node visits, and elements scanned by `in` or shown by
-/// [`eval_text`]).
-pub const EVAL_STEPS: usize = 10_000;
-/// Longest text of one value in a log line ([`CondValue::display`], [`eval_text`]), in
-/// characters: a longer one is cut there and ends with `...`.
-pub const MAX_DISPLAY_CHARS: usize = 1000;
-/// Longest rendered log message ([`Template::render`]), in bytes, its closing `...` included.
-pub const MAX_LOG_BYTES: usize = 4096;
-
-/// Most `{expression}` parts of a log message template.
-const MAX_LOG_EXPRS: usize = 64;
 /// Output bytes the pickle renderer writes for one displayed value: enough for
-/// [`MAX_DISPLAY_CHARS`] characters of any width, and one more.
-const DISPLAY_BYTES: usize = 4 * (MAX_DISPLAY_CHARS + 1);
+/// [`LOG_VALUE_CHARS`] characters of any width, and one more.
+const DISPLAY_BYTES: usize = 4 * (LOG_VALUE_CHARS + 1);
 /// Node visits (and output bytes) the pickle renderer may spend on one displayed value,
 /// whatever the value's size or sharing.
 const DISPLAY_WORK: usize = 64 * 1024;
@@ -569,11 +558,11 @@ struct Parser<'a> {
 
 /// Parses a condition.
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
-    if text.len() > MAX_TEXT_BYTES {
+    if text.len() > CONDITION_TEXT_BYTES {
         return Err(error_at(
             text,
-            MAX_TEXT_BYTES,
-            format!("condition longer than {MAX_TEXT_BYTES} bytes"),
+            CONDITION_TEXT_BYTES,
+            format!("condition longer than {CONDITION_TEXT_BYTES} bytes"),
         ));
     }
     parse_text(text, "unexpected end of condition")
@@ -628,9 +617,9 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// A node of height `h`, refused past [`MAX_DEPTH`].
+    /// A node of height `h`, refused past [`CONDITION_DEPTH`].
     fn node(&self, e: Expr, h: usize, at: usize) -> Result<Parsed, ParseError> {
-        if h > MAX_DEPTH {
+        if h > CONDITION_DEPTH {
             return Err(self.lex.err(at, too_deep()));
         }
         Ok((e, h))
@@ -638,7 +627,7 @@ impl Parser<'_> {
 
     fn enter(&mut self) -> Result<(), ParseError> {
         self.nest += 1;
-        if self.nest > MAX_DEPTH {
+        if self.nest > CONDITION_DEPTH {
             return Err(self.err(too_deep()));
         }
         Ok(())
@@ -874,7 +863,7 @@ impl Parser<'_> {
 }
 
 fn too_deep() -> String {
-    format!("condition nested too deeply (more than {MAX_DEPTH} levels)")
+    format!("condition nested too deeply (more than {CONDITION_DEPTH} levels)")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -940,7 +929,7 @@ pub trait CondValue: Clone {
     fn attr(&self, name: &str) -> Option<Self>;
     /// How the value reads in a log line, like Python's `str()` of it: a str is its own text,
     /// anything else its repr (for JSON, its compact JSON text). At most
-    /// [`MAX_DISPLAY_CHARS`] characters, then `...`; the work is bounded whatever the value's
+    /// [`LOG_VALUE_CHARS`] characters, then `...`; the work is bounded whatever the value's
     /// size.
     fn display(&self) -> String;
     /// Why this value could not be read (its payload is missing or does not decode), if so:
@@ -982,7 +971,7 @@ impl std::io::Write for Bounded {
     }
 }
 
-/// The compact JSON text of a value, cut at [`MAX_DISPLAY_CHARS`] characters: the serializer
+/// The compact JSON text of a value, cut at [`LOG_VALUE_CHARS`] characters: the serializer
 /// stops once it has written enough for that.
 fn json_display(v: &Value) -> String {
     let mut w = Bounded {
@@ -995,10 +984,10 @@ fn json_display(v: &Value) -> String {
         // Cut inside a character.
         Err(e) => std::str::from_utf8(&w.out[..e.valid_up_to()]).unwrap_or_default(),
     };
-    cut_text(text, MAX_DISPLAY_CHARS, !complete)
+    cut_text(text, LOG_VALUE_CHARS, !complete)
 }
 
-/// A pickled str (generalized UTF-8: lone surrogates become U+FFFD) cut at [`MAX_DISPLAY_CHARS`]
+/// A pickled str (generalized UTF-8: lone surrogates become U+FFFD) cut at [`LOG_VALUE_CHARS`]
 /// characters, reading no more of it than that needs.
 fn str_display(b: &[u8]) -> String {
     let head = &b[..b.len().min(DISPLAY_BYTES)];
@@ -1027,20 +1016,20 @@ fn str_display(b: &[u8]) -> String {
             }
         }
     }
-    cut_text(&text, MAX_DISPLAY_CHARS, head.len() < b.len())
+    cut_text(&text, LOG_VALUE_CHARS, head.len() < b.len())
 }
 
-/// Python's `repr()` of a str, by the pickle renderer, cut at [`MAX_DISPLAY_CHARS`]
+/// Python's `repr()` of a str, by the pickle renderer, cut at [`LOG_VALUE_CHARS`]
 /// characters.
 fn str_repr(s: &str) -> String {
     // Only the head can be shown: the repr of the rest would be cut.
-    let head = match s.char_indices().nth(MAX_DISPLAY_CHARS) {
+    let head = match s.char_indices().nth(LOG_VALUE_CHARS) {
         Some((i, _)) => &s[..i],
         None => s,
     };
     let bytes = crate::pickle_write::dumps(&Value::String(head.to_owned()));
     let repr = crate::pickle::repr(&bytes).unwrap_or_else(|_| format!("{head:?}"));
-    cut_text(&repr, MAX_DISPLAY_CHARS, head.len() < s.len())
+    cut_text(&repr, LOG_VALUE_CHARS, head.len() < s.len())
 }
 
 impl CondValue for &Value {
@@ -1111,7 +1100,7 @@ impl CondValue for &Value {
 
     fn display(&self) -> String {
         match self {
-            Value::String(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            Value::String(s) => cut_text(s, LOG_VALUE_CHARS, false),
             v => json_display(v),
         }
     }
@@ -1277,10 +1266,10 @@ impl CondValue for PickleValue<'_> {
             Limits::default().max_depth,
         );
         match r.render(self.id) {
-            Ok(text) => cut_text(&text, MAX_DISPLAY_CHARS, r.truncated),
+            Ok(text) => cut_text(&text, LOG_VALUE_CHARS, r.truncated),
             Err(e) => cut_text(
                 &format!("<unavailable: PickleError: {e}>"),
-                MAX_DISPLAY_CHARS,
+                LOG_VALUE_CHARS,
                 false,
             ),
         }
@@ -1358,7 +1347,7 @@ impl CondValue for Item<'_> {
     fn display(&self) -> String {
         let unreadable = || {
             let why = self.unreadable().unwrap_or_default();
-            cut_text(&format!("<unreadable: {why}>"), MAX_DISPLAY_CHARS, false)
+            cut_text(&format!("<unreadable: {why}>"), LOG_VALUE_CHARS, false)
         };
         delegate!(self, v => v.display(), unreadable => unreadable())
     }
@@ -1487,7 +1476,7 @@ fn lift<V: CondValue>(e: &Expr, v: V) -> Result<Val<V>, EvalError> {
             e,
             format!(
                 "unreadable value ({})",
-                cut_text(&why, MAX_DISPLAY_CHARS, false)
+                cut_text(&why, LOG_VALUE_CHARS, false)
             ),
         );
     }
@@ -1548,9 +1537,9 @@ fn cmp_num(a: Num, b: Num) -> Option<Ordering> {
     }
 }
 
-/// Evaluates a condition with the default step budget ([`EVAL_STEPS`]): its value's truth.
+/// Evaluates a condition with the default step budget ([`CONDITION_STEPS`]): its value's truth.
 pub fn eval<V: CondValue>(expr: &Expr, env: &Env<V>) -> Result<bool, EvalError> {
-    eval_with_budget(expr, env, EVAL_STEPS)
+    eval_with_budget(expr, env, CONDITION_STEPS)
 }
 
 /// Evaluates a condition within `steps` steps.
@@ -1567,13 +1556,13 @@ pub fn eval_with_budget<V: CondValue>(
 /// The value of an expression as text, as a Python f-string's `{expr}` shows it: `None`,
 /// `True`, `42`, floats as Python prints them, a str as its own text, `args` as a tuple
 /// (`(1, 'a')`) and `kwargs` as a dict (`{'x': 1}`) of their elements' reprs, and any other
-/// value of the call through [`CondValue::display`]. At most [`MAX_DISPLAY_CHARS`] characters,
-/// then `...`. Within the step budget of [`eval`] ([`EVAL_STEPS`]), each element shown of
+/// value of the call through [`CondValue::display`]. At most [`LOG_VALUE_CHARS`] characters,
+/// then `...`. Within the step budget of [`eval`] ([`CONDITION_STEPS`]), each element shown of
 /// `args` or `kwargs` costing a step.
 pub fn eval_text<V: CondValue>(expr: &Expr, env: &Env<V>) -> Result<String, EvalError> {
     let mut ev = Evaluator {
         env,
-        steps: EVAL_STEPS,
+        steps: CONDITION_STEPS,
     };
     let v = ev.eval(expr)?;
     ev.text(expr, &v)
@@ -1593,7 +1582,7 @@ impl<V: CondValue> Evaluator<'_, V> {
         Ok(())
     }
 
-    /// `v` as `str(v)` shows it, cut at [`MAX_DISPLAY_CHARS`] characters.
+    /// `v` as `str(v)` shows it, cut at [`LOG_VALUE_CHARS`] characters.
     fn text(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
         Ok(match v {
             Val::None => "None".to_owned(),
@@ -1601,7 +1590,7 @@ impl<V: CondValue> Evaluator<'_, V> {
             Val::Bool(false) => "False".to_owned(),
             Val::Int(n) => n.to_string(),
             Val::Float(x) => float_repr(*x),
-            Val::Str(s) => cut_text(s, MAX_DISPLAY_CHARS, false),
+            Val::Str(s) => cut_text(s, LOG_VALUE_CHARS, false),
             Val::Host(h) => h.display(),
             Val::Args => {
                 let env = self.env;
@@ -1627,7 +1616,7 @@ impl<V: CondValue> Evaluator<'_, V> {
 
     /// The elements of `args` or `kwargs` between `open` and `close`, each as `repr` shows it
     /// after its key if any, and each read as the expression given with it (`args[1]`) and
-    /// costing a step; cut at [`MAX_DISPLAY_CHARS`] characters, and none read past the cut.
+    /// costing a step; cut at [`LOG_VALUE_CHARS`] characters, and none read past the cut.
     fn elements<'a>(
         &mut self,
         e: &Expr,
@@ -1641,8 +1630,8 @@ impl<V: CondValue> Evaluator<'_, V> {
         let mut out = String::from(open);
         let mut chars = open.chars().count();
         for (i, (key, at, x)) in items.enumerate() {
-            if chars > MAX_DISPLAY_CHARS {
-                return Ok(cut_text(&out, MAX_DISPLAY_CHARS, true));
+            if chars > LOG_VALUE_CHARS {
+                return Ok(cut_text(&out, LOG_VALUE_CHARS, true));
             }
             self.step(e)?;
             let x = lift(&at, x.clone())?;
@@ -1659,7 +1648,7 @@ impl<V: CondValue> Evaluator<'_, V> {
             out.push_str(&part);
         }
         out.push_str(close);
-        Ok(cut_text(&out, MAX_DISPLAY_CHARS, false))
+        Ok(cut_text(&out, LOG_VALUE_CHARS, false))
     }
 
     /// `v` as `repr(v)` shows it (a str quoted), as an element of `args` or `kwargs`.
@@ -2151,14 +2140,14 @@ pub enum Part {
 }
 
 /// Parses a log message template: text with `{expression}` parts (at most 64), `{{` and `}}`
-/// for literal braces, at most [`MAX_TEXT_BYTES`] bytes in all. A `}` inside a string literal
+/// for literal braces, at most [`CONDITION_TEXT_BYTES`] bytes in all. A `}` inside a string literal
 /// of an expression does not end it. Errors give their position in the whole text.
 pub fn parse_template(text: &str) -> Result<Template, ParseError> {
-    if text.len() > MAX_TEXT_BYTES {
+    if text.len() > CONDITION_TEXT_BYTES {
         return Err(error_at(
             text,
-            MAX_TEXT_BYTES,
-            format!("log message longer than {MAX_TEXT_BYTES} bytes"),
+            CONDITION_TEXT_BYTES,
+            format!("log message longer than {CONDITION_TEXT_BYTES} bytes"),
         ));
     }
     let b = text.as_bytes();
@@ -2185,11 +2174,11 @@ pub fn parse_template(text: &str) -> Result<Template, ParseError> {
             }
             b'{' => {
                 exprs += 1;
-                if exprs > MAX_LOG_EXPRS {
+                if exprs > LOG_MESSAGE_PARTS {
                     return Err(error_at(
                         text,
                         i,
-                        format!("more than {MAX_LOG_EXPRS} expressions in a log message"),
+                        format!("more than {LOG_MESSAGE_PARTS} expressions in a log message"),
                     ));
                 }
                 let end = expr_end(b, i + 1);
@@ -2275,15 +2264,15 @@ impl Template {
 
     /// The log message: the text with each expression's value as [`eval_text`] gives it, or
     /// `<error: message>` for one that cannot be evaluated; never fails. At most
-    /// [`MAX_LOG_BYTES`] bytes, its closing `...` included when it is cut (on a character
+    /// [`LOG_LINE_BYTES`] bytes, its closing `...` included when it is cut (on a character
     /// boundary). Each expression is evaluated as [`eval_text`] does, with a budget of
-    /// [`EVAL_STEPS`] steps of its own (not shared, so that one costly part does not starve
+    /// [`CONDITION_STEPS`] steps of its own (not shared, so that one costly part does not starve
     /// the others), so rendering costs at most 64 such evaluations; none is evaluated once
     /// the message is already too long.
     pub fn render<V: CondValue>(&self, env: &Env<V>) -> String {
         let mut out = String::new();
         for part in &self.parts {
-            if out.len() > MAX_LOG_BYTES {
+            if out.len() > LOG_LINE_BYTES {
                 break;
             }
             match part {
@@ -2298,8 +2287,8 @@ impl Template {
                 },
             }
         }
-        if out.len() > MAX_LOG_BYTES {
-            let mut cut = MAX_LOG_BYTES - "...".len();
+        if out.len() > LOG_LINE_BYTES {
+            let mut cut = LOG_LINE_BYTES - "...".len();
             while !out.is_char_boundary(cut) {
                 cut -= 1;
             }
@@ -2583,15 +2572,19 @@ mod tests {
 
     #[test]
     fn bounds() {
-        let long = format!("args[0] == \"{}\"", "a".repeat(MAX_TEXT_BYTES));
+        let long = format!("args[0] == \"{}\"", "a".repeat(CONDITION_TEXT_BYTES));
         let e = parse(&long).unwrap_err();
         assert_eq!(e.message, "condition longer than 4096 bytes");
-        let ok = format!("{}1{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        let ok = format!(
+            "{}1{}",
+            "(".repeat(CONDITION_DEPTH),
+            ")".repeat(CONDITION_DEPTH)
+        );
         assert_eq!(parse(&ok), Ok(Expr::Int(1)));
         let deep = format!(
             "{}1{}",
-            "(".repeat(MAX_DEPTH + 1),
-            ")".repeat(MAX_DEPTH + 1)
+            "(".repeat(CONDITION_DEPTH + 1),
+            ")".repeat(CONDITION_DEPTH + 1)
         );
         assert_eq!(parse(&deep).unwrap_err().message, too_deep());
         assert_eq!(parse(&"not ".repeat(100)).unwrap_err().message, too_deep());
@@ -2599,7 +2592,7 @@ mod tests {
         // A long flat chain is a deep tree: refused by its height.
         let chain = vec!["1"; 100].join(" + ");
         assert_eq!(parse(&chain).unwrap_err().message, too_deep());
-        let chain = vec!["1"; MAX_DEPTH].join(" + ");
+        let chain = vec!["1"; CONDITION_DEPTH].join(" + ");
         assert!(parse(&chain).is_ok());
         // The step budget.
         let (a, k, o) = json_env(Outcome::Pending);
@@ -2771,12 +2764,12 @@ mod tests {
         let big: Value = serde_json::from_str("1000000000000000000000000000000").unwrap();
         assert_eq!((&big).display(), "1000000000000000000000000000000");
         // A str of exactly the limit is whole; one more character is cut.
-        let s = json!("é".repeat(MAX_DISPLAY_CHARS));
-        assert_eq!((&s).display(), "é".repeat(MAX_DISPLAY_CHARS));
-        let s = json!("é".repeat(MAX_DISPLAY_CHARS + 1));
+        let s = json!("é".repeat(LOG_VALUE_CHARS));
+        assert_eq!((&s).display(), "é".repeat(LOG_VALUE_CHARS));
+        let s = json!("é".repeat(LOG_VALUE_CHARS + 1));
         assert_eq!(
             (&s).display(),
-            format!("{}...", "é".repeat(MAX_DISPLAY_CHARS))
+            format!("{}...", "é".repeat(LOG_VALUE_CHARS))
         );
         // A huge value: the serializer stops early, cut inside a character or not.
         for v in [
@@ -2786,7 +2779,7 @@ mod tests {
             let start = Instant::now();
             let shown = (&v).display();
             assert!(start.elapsed() < Duration::from_millis(500));
-            assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+            assert_eq!(chars_of(&shown), LOG_VALUE_CHARS + 3);
             assert!(shown.ends_with("..."));
             let whole = v.to_string();
             assert!(whole.starts_with(shown.trim_end_matches("...")));
@@ -2827,12 +2820,9 @@ mod tests {
         let start = Instant::now();
         let shown = PickleValue::root(&t).display();
         assert!(start.elapsed() < Duration::from_millis(500));
-        assert_eq!(shown, format!("{}...", "é".repeat(MAX_DISPLAY_CHARS)));
-        let t = decoded(&P::new().str(&"x".repeat(MAX_DISPLAY_CHARS)).done());
-        assert_eq!(
-            PickleValue::root(&t).display(),
-            "x".repeat(MAX_DISPLAY_CHARS)
-        );
+        assert_eq!(shown, format!("{}...", "é".repeat(LOG_VALUE_CHARS)));
+        let t = decoded(&P::new().str(&"x".repeat(LOG_VALUE_CHARS)).done());
+        assert_eq!(PickleValue::root(&t).display(), "x".repeat(LOG_VALUE_CHARS));
         // A value shared through the memo, exponentially large when shown: cut, in bounded
         // time.
         let mut p = P::new();
@@ -2845,7 +2835,7 @@ mod tests {
         let start = Instant::now();
         let shown = PickleValue::root(&t).display();
         assert!(start.elapsed() < Duration::from_millis(500));
-        assert_eq!(chars_of(&shown), MAX_DISPLAY_CHARS + 3);
+        assert_eq!(chars_of(&shown), LOG_VALUE_CHARS + 3);
         assert!(shown.starts_with("[[[[[[['yyyy") && shown.ends_with("..."));
         // Nested deeper than the renderer goes: said, not shown.
         let t = decoded(&P::new().op(&[b']'; 300]).op(&[b'a'; 299]).done());
@@ -2939,7 +2929,7 @@ mod tests {
             e.message,
             format!(
                 "args[0]: unreadable value ({}...)",
-                "r".repeat(MAX_DISPLAY_CHARS)
+                "r".repeat(LOG_VALUE_CHARS)
             )
         );
     }
@@ -3042,17 +3032,17 @@ mod tests {
             vec![json!("é".repeat(3000)), json!(2)],
             vec![("k", json!("é".repeat(3000)))],
         );
-        assert_eq!(args, format!("('{}...", "é".repeat(MAX_DISPLAY_CHARS - 2)));
+        assert_eq!(args, format!("('{}...", "é".repeat(LOG_VALUE_CHARS - 2)));
         assert_eq!(
             kwargs,
-            format!("{{'k': '{}...", "é".repeat(MAX_DISPLAY_CHARS - 7))
+            format!("{{'k': '{}...", "é".repeat(LOG_VALUE_CHARS - 7))
         );
         // Many arguments: only those shown are read, each a step.
         let many: Vec<Value> = (0..100_000).map(|i| json!(i)).collect();
         let start = Instant::now();
         let (args, _) = texts(many, vec![]);
         assert!(start.elapsed() < Duration::from_millis(500));
-        assert_eq!(chars_of(&args), MAX_DISPLAY_CHARS + 3);
+        assert_eq!(chars_of(&args), LOG_VALUE_CHARS + 3);
         assert!(args.starts_with("(0, 1, 2, 3, ") && args.ends_with("..."));
         // The step budget of `eval`.
         let big = json!((0..20_000).collect::<Vec<_>>());
@@ -3169,7 +3159,7 @@ mod tests {
         }
         let max = "{args}".repeat(64);
         assert_eq!(parse_template(&max).unwrap().parts().len(), 64);
-        let long = "a".repeat(MAX_TEXT_BYTES);
+        let long = "a".repeat(CONDITION_TEXT_BYTES);
         assert_eq!(parse_template(&long).unwrap().parts(), &[text(&long)]);
     }
 
@@ -3249,7 +3239,7 @@ mod tests {
             );
             assert_eq!(e.to_string(), format!("{msg} at column {column}"));
         }
-        let long = "a".repeat(MAX_TEXT_BYTES + 1);
+        let long = "a".repeat(CONDITION_TEXT_BYTES + 1);
         let e = parse_template(&long).unwrap_err();
         assert_eq!(
             (e.message.as_str(), e.byte, e.column),
@@ -3262,8 +3252,8 @@ mod tests {
         );
         let deep = format!(
             "{{{}1{}}}",
-            "(".repeat(MAX_DEPTH + 1),
-            ")".repeat(MAX_DEPTH + 1)
+            "(".repeat(CONDITION_DEPTH + 1),
+            ")".repeat(CONDITION_DEPTH + 1)
         );
         let e = parse_template(&deep).unwrap_err();
         let inner = parse(&deep[1..deep.len() - 1]).unwrap_err();
@@ -3353,11 +3343,11 @@ mod tests {
         let start = Instant::now();
         let out = t.render(&env);
         assert!(start.elapsed() < Duration::from_millis(500));
-        assert!(out.len() <= MAX_LOG_BYTES && out.len() >= MAX_LOG_BYTES - 4);
+        assert!(out.len() <= LOG_LINE_BYTES && out.len() >= LOG_LINE_BYTES - 4);
         assert!(out.ends_with("...") && out.starts_with("é"));
         assert_eq!(
             out.trim_end_matches("..."),
-            &format!("{}...|", "é".repeat(MAX_DISPLAY_CHARS)).repeat(3)[..out.len() - 3]
+            &format!("{}...|", "é".repeat(LOG_VALUE_CHARS)).repeat(3)[..out.len() - 3]
         );
         // Exactly at the cap, one byte over, and over with the cut inside a character.
         let values = [
@@ -3370,17 +3360,17 @@ mod tests {
             kwargs: None,
             outcome: Outcome::Pending,
         };
-        let a = "a".repeat(MAX_LOG_BYTES - 9);
+        let a = "a".repeat(LOG_LINE_BYTES - 9);
         let render = |i: usize| {
             let t = parse_template(&format!("{a}{{args[{i}]}}")).unwrap();
             t.render(&env)
         };
         assert_eq!(render(0), format!("{a}{}", "c".repeat(9)));
-        assert_eq!(render(0).len(), MAX_LOG_BYTES);
+        assert_eq!(render(0).len(), LOG_LINE_BYTES);
         assert_eq!(render(1), format!("{a}cccccc..."));
-        assert_eq!(render(1).len(), MAX_LOG_BYTES);
+        assert_eq!(render(1).len(), LOG_LINE_BYTES);
         assert_eq!(render(2), format!("{a}xéé..."));
-        let text = "b".repeat(MAX_LOG_BYTES);
+        let text = "b".repeat(LOG_LINE_BYTES);
         assert_eq!(parse_template(&text).unwrap().render(&env), text);
     }
 
@@ -3642,7 +3632,7 @@ mod tests {
                     let printed = t.to_string();
                     prop_assert_eq!(parse_template(&printed), Ok(t.clone()), "{}", printed);
                     let (a, k, o) = json_env(Outcome::Pending);
-                    prop_assert!(t.render(&env(&a, &k, o)).len() <= MAX_LOG_BYTES);
+                    prop_assert!(t.render(&env(&a, &k, o)).len() <= LOG_LINE_BYTES);
                 }
                 Err(e) => {
                     prop_assert!(e.byte <= text.len());
@@ -3657,7 +3647,7 @@ mod tests {
         #[test]
         fn printed_templates_parse_back(t in arb_template()) {
             let text = t.to_string();
-            prop_assume!(text.len() <= MAX_TEXT_BYTES);
+            prop_assume!(text.len() <= CONDITION_TEXT_BYTES);
             prop_assert_eq!(parse_template(&text), Ok(t), "{}", text);
         }
 
@@ -3667,7 +3657,7 @@ mod tests {
             let env = call_env(&call, &trees);
             let start = Instant::now();
             let out = t.render(&env);
-            prop_assert!(out.len() <= MAX_LOG_BYTES, "{}", out.len());
+            prop_assert!(out.len() <= LOG_LINE_BYTES, "{}", out.len());
             prop_assert!(start.elapsed() < Duration::from_secs(2));
         }
 
@@ -3676,13 +3666,13 @@ mod tests {
             let trees = call_trees(&call);
             let env = call_env(&call, &trees);
             let start = Instant::now();
-            let (full, left) = text_within(&e, &env, EVAL_STEPS);
+            let (full, left) = text_within(&e, &env, CONDITION_STEPS);
             if let Ok(text) = &full {
-                prop_assert!(text.chars().count() <= MAX_DISPLAY_CHARS + 3);
+                prop_assert!(text.chars().count() <= LOG_VALUE_CHARS + 3);
             }
             prop_assert_eq!(&eval_text(&e, &env), &full);
             // The steps it used give the same answer; one fewer spends the budget.
-            let used = EVAL_STEPS - left;
+            let used = CONDITION_STEPS - left;
             prop_assert_eq!(text_within(&e, &env, used), (full, 0));
             if used > 0 {
                 let (short, _) = text_within(&e, &env, used - 1);

@@ -289,6 +289,21 @@ pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
 
 // ---- Conditional breakpoints and logpoints (`breakpoints.rs`, `condition.rs`) ----
 
+/// Longest condition, and longest log message, in bytes.
+pub const CONDITION_TEXT_BYTES: usize = 4 * 1024;
+/// Deepest nesting of a condition (of its syntax tree, and of brackets while parsing).
+pub const CONDITION_DEPTH: usize = 64;
+/// Steps one evaluation may take (node visits, and elements scanned by `in` or shown in a log
+/// line); then the condition counts as undecidable (the call pauses, saying so).
+pub const CONDITION_STEPS: usize = 10_000;
+/// Most `{expression}` parts of a log message.
+pub const LOG_MESSAGE_PARTS: usize = 64;
+/// Longest text of one value in a log line, in characters: a longer one is cut there and ends
+/// with `...`.
+pub const LOG_VALUE_CHARS: usize = 1000;
+/// Longest log line, in bytes, its closing `...` included.
+pub const LOG_LINE_BYTES: usize = 4096;
+
 /// Log lines kept for `GET /api/logpoints` and the web UI (the newest; each call record keeps
 /// its own line too).
 pub const MAX_LOG_LINES: usize = 1_000;
@@ -461,6 +476,38 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The session closed longest ago is forgotten (its id answers 404 \
                   `session_not_found`); open sessions are never dropped.",
+    },
+    Limit {
+        what: "Condition or log message of a breakpoint",
+        value: || {
+            format!(
+                "{}, nesting {}, {} `{{expression}}` parts",
+                bytes(CONDITION_TEXT_BYTES as u64),
+                CONDITION_DEPTH,
+                LOG_MESSAGE_PARTS
+            )
+        },
+        flag: None,
+        reached: "400 `invalid_condition` or `invalid_log_message`, with the position.",
+    },
+    Limit {
+        what: "Work of one evaluation of a condition or log message",
+        value: || format!("{} steps", count(CONDITION_STEPS as u64)),
+        flag: None,
+        reached: "The condition cannot be decided: the call pauses with `pause_reason: \
+                  condition_error` saying so (a logpoint writes the reason instead).",
+    },
+    Limit {
+        what: "Logpoint line",
+        value: || {
+            format!(
+                "{}; each value {} characters",
+                bytes(LOG_LINE_BYTES as u64),
+                count(LOG_VALUE_CHARS as u64)
+            )
+        },
+        flag: None,
+        reached: "Cut, ending with `...`.",
     },
     Limit {
         what: "Logpoint lines kept for `GET /api/logpoints` and the web UI",
