@@ -32,6 +32,9 @@ use crate::limits::{
 use crate::pickle::render::{dict_pairs, float_repr, items, Renderer};
 use crate::pickle::{Budget, Limits, Node, NodeId, Tree};
 
+/// Bytes of a string an evaluation may copy or build per step of its budget: with
+/// `CONDITION_STEPS`, at most 40 MiB in all, however large the call's strings.
+const STR_BYTES_PER_STEP: usize = 4096;
 /// Output bytes the pickle renderer writes for one displayed value: enough for
 /// [`LOG_VALUE_CHARS`] characters of any width, and one more.
 const DISPLAY_BYTES: usize = 4 * (LOG_VALUE_CHARS + 1);
@@ -1582,6 +1585,33 @@ impl<V: CondValue> Evaluator<'_, V> {
         Ok(())
     }
 
+    /// A value of the call read as a scalar. A string is copied out of its payload: it costs a
+    /// step per [`STR_BYTES_PER_STEP`] bytes, so that the budget bounds the bytes an evaluation
+    /// copies and keeps as well as its steps.
+    fn lift(&mut self, e: &Expr, v: V) -> Result<Val<V>, EvalError> {
+        let v = lift(e, v)?;
+        self.charge_text(e, &v)?;
+        Ok(v)
+    }
+
+    /// Charges a string made or copied by the evaluation (see [`Evaluator::lift`]).
+    fn charge_text(&mut self, e: &Expr, v: &Val<V>) -> Result<(), EvalError> {
+        if let Val::Str(s) = v {
+            let cost = s.len() / STR_BYTES_PER_STEP;
+            if cost > self.steps {
+                return fail(
+                    e,
+                    format!(
+                        "evaluation step budget spent (a string of {} bytes)",
+                        s.len()
+                    ),
+                );
+            }
+            self.steps -= cost;
+        }
+        Ok(())
+    }
+
     /// `v` as `str(v)` shows it, cut at [`LOG_VALUE_CHARS`] characters.
     fn text(&mut self, e: &Expr, v: &Val<V>) -> Result<String, EvalError> {
         Ok(match v {
@@ -1634,7 +1664,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                 return Ok(cut_text(&out, LOG_VALUE_CHARS, true));
             }
             self.step(e)?;
-            let x = lift(&at, x.clone())?;
+            let x = self.lift(&at, x.clone())?;
             let mut part = String::new();
             if i > 0 {
                 part.push_str(", ");
@@ -1689,7 +1719,7 @@ impl<V: CondValue> Evaluator<'_, V> {
         })
     }
 
-    fn name(&self, e: &Expr, n: Name) -> Result<Val<V>, EvalError> {
+    fn name(&mut self, e: &Expr, n: Name) -> Result<Val<V>, EvalError> {
         match (n, &self.env.outcome) {
             (Name::Args, _) if self.env.args.is_some() => Ok(Val::Args),
             (Name::Kwargs, _) if self.env.kwargs.is_some() => Ok(Val::Kwargs),
@@ -1697,7 +1727,7 @@ impl<V: CondValue> Evaluator<'_, V> {
             (Name::Result | Name::Exception, Outcome::Pending) => {
                 fail(e, "not available before the call returns")
             }
-            (Name::Result, Outcome::Returned(v)) => lift(e, v.clone()),
+            (Name::Result, Outcome::Returned(v)) => self.lift(e, v.clone()),
             (Name::Result, Outcome::Raised(_)) | (Name::Exception, Outcome::Returned(_)) => {
                 Ok(Val::None)
             }
@@ -1721,7 +1751,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                     _ => None,
                 };
                 match found {
-                    Some(h) => lift(e, h),
+                    Some(h) => self.lift(e, h),
                     None => fail(e, format!("no attribute '{name}' on {}", v.type_name())),
                 }
             }
@@ -1810,7 +1840,9 @@ impl<V: CondValue> Evaluator<'_, V> {
             Expr::Arith(op, a, b) => {
                 let x = self.eval(a)?;
                 let y = self.eval(b)?;
-                arith(e, *op, &x, &y)
+                let v = arith(e, *op, &x, &y)?;
+                self.charge_text(e, &v)?;
+                Ok(v)
             }
             Expr::Compare(first, rest) => {
                 let mut left = self.eval(first)?;
@@ -1860,7 +1892,7 @@ impl<V: CondValue> Evaluator<'_, V> {
             Val::Args => {
                 let args = self.env.args.as_deref().unwrap_or_default();
                 let j = position(args.len())?;
-                lift(e, args[j].clone())
+                self.lift(e, args[j].clone())
             }
             Val::Kwargs => {
                 let Val::Str(s) = &k else {
@@ -1868,7 +1900,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                 };
                 let kwargs = self.env.kwargs.as_deref().unwrap_or_default();
                 match kwargs.iter().rev().find(|(n, _)| n == s) {
-                    Some((_, x)) => lift(e, x.clone()),
+                    Some((_, x)) => self.lift(e, x.clone()),
                     None => fail(e, format!("no key {} in kwargs", key_text())),
                 }
             }
@@ -1882,7 +1914,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                 Kind::List | Kind::Tuple => {
                     let j = position(h.length().unwrap_or(0))?;
                     match h.element(j) {
-                        Some(x) => lift(e, x),
+                        Some(x) => self.lift(e, x),
                         None => fail(e, "unreadable element"),
                     }
                 }
@@ -1894,7 +1926,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                         _ => None,
                     };
                     match key.and_then(|key| h.key(key)) {
-                        Some(x) => lift(e, x),
+                        Some(x) => self.lift(e, x),
                         None => fail(e, format!("no key {}", key_text())),
                     }
                 }
@@ -1951,7 +1983,8 @@ impl<V: CondValue> Evaluator<'_, V> {
                 let args = self.env.args.as_deref().unwrap_or_default();
                 for a in args {
                     self.step(e)?;
-                    if self.equal(e, item, &lift(e, a.clone())?)? {
+                    let a = self.lift(e, a.clone())?;
+                    if self.equal(e, item, &a)? {
                         return Ok(true);
                     }
                 }
@@ -1974,7 +2007,8 @@ impl<V: CondValue> Evaluator<'_, V> {
                         let Some(x) = h.element(i) else {
                             return fail(e, "unreadable element");
                         };
-                        if self.equal(e, item, &lift(e, x)?)? {
+                        let x = self.lift(e, x)?;
+                        if self.equal(e, item, &x)? {
                             return Ok(true);
                         }
                     }
@@ -2357,6 +2391,38 @@ mod tests {
         let (a, k, o) = json_env(Outcome::Pending);
         let e = parse(text).map_err(|e| e.to_string())?;
         eval(&e, &env(&a, &k, o)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn strings_cost_steps_by_their_size_so_big_ones_stay_bounded() {
+        let one_mib = json!(["a".repeat(1 << 20)]);
+        let huge = json!(["a".repeat(64 << 20)]);
+        let no_kwargs = json!({});
+        let holds = |args: &Value, text: &str| {
+            eval(
+                &parse(text).unwrap(),
+                &env(args, &no_kwargs, Outcome::Pending),
+            )
+        };
+        // 1 MiB is 256 steps a read: a few reads are fine.
+        assert_eq!(holds(&one_mib, "len(args[0]) == 1048576"), Ok(true));
+        assert_eq!(
+            holds(
+                &one_mib,
+                "args[0].startswith('a') and args[0].endswith('a')"
+            ),
+            Ok(true)
+        );
+        // Doubling it again and again runs out of budget instead of memory.
+        let t0 = Instant::now();
+        let grow = "len(args[0] + args[0] + args[0] + args[0] + args[0] + args[0] + args[0] \
+                    + args[0] + args[0] + args[0] + args[0] + args[0] + args[0]) > 0";
+        let e = holds(&one_mib, grow).unwrap_err();
+        assert!(e.message.contains("step budget spent"), "{e}");
+        // A string too large for the whole budget cannot be read at all.
+        let e = holds(&huge, "args[0] == 'a'").unwrap_err();
+        assert!(e.message.contains("a string of 67108864 bytes"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     /// Evaluated by `python3` on the same values (`type(x)` as `type(x).__name__`).
