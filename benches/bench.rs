@@ -1113,6 +1113,87 @@ impl Bench {
         bytes_per_cycle
     }
 
+    /// Call cycles per second at 4 threads of one function: without a breakpoint, with a
+    /// breakpoint that never pauses (`go` before and after), with a simple condition that never
+    /// holds (decided from the decoded arguments), and as a logpoint that formats a line from
+    /// the decoded arguments and result of every call; in turns with the trivial server, so
+    /// drift touches every row alike. Ours only (conditions are new).
+    fn rows_conditions(&self, t: &mut Table) {
+        const THREADS: usize = 4;
+        const ROUNDS: u32 = 3;
+        const FN: &str = "/api/breakpoints/apply_discount";
+        let setups: [(&str, &[(&str, &str, &str)]); 4] = [
+            ("no breakpoint", &[("DELETE", FN, "")]),
+            (
+                "a breakpoint without condition (`go` before and after)",
+                &[
+                    ("POST", "/api/breakpoints", r#"{"function_name": "apply_discount", "behavior": "go", "condition": "", "log_message": ""}"#),
+                    ("POST", "/api/breakpoints/apply_discount/after_behavior", r#"{"behavior": "go"}"#),
+                ],
+            ),
+            (
+                "a breakpoint with a simple condition that never holds (`args[1] == \"EUR-none\"`)",
+                &[("POST", "/api/breakpoints", r#"{"function_name": "apply_discount", "condition": "args[1] == 'EUR-none'", "log_message": ""}"#)],
+            ),
+            (
+                "a logpoint (`order {args[0]['order_id']} -> {result['discounted']}`, a line per call)",
+                &[("POST", "/api/breakpoints", r#"{"function_name": "apply_discount", "condition": "", "log_message": "order {args[0]['order_id']} -> {result['discounted']}"}"#)],
+            ),
+        ];
+        let floor_proc = FloorProc::start("trivial");
+        let server = self.server(&self.opts.server, "ours", &["--memory"], false);
+        let never = AtomicBool::new(false);
+        let until = self.opts.n(100_000);
+        let limit = self.opts.secs(1.5) / ROUNDS;
+        let mut floor: Res<(u64, Duration)> = floor_proc.as_ref().map(|_| (0, Duration::ZERO)).map_err(Clone::clone);
+        let mut totals: Vec<Res<(u64, Duration)>> = setups
+            .iter()
+            .map(|_| server.as_ref().map(|_| (0, Duration::ZERO)).map_err(Clone::clone))
+            .collect();
+        if let Ok(s) = &server {
+            let warm = self.load.free.len() as u64 * 2;
+            let r = run_cycles(s.port, &self.load, 2, 0, warm, self.opts.secs(30.0), &never);
+            if let Some(e) = r.error {
+                totals.iter_mut().for_each(|t| *t = Err(e.clone()));
+            }
+        }
+        for _ in 0..ROUNDS {
+            if let (Ok(f), Ok((done, took))) = (&floor_proc, &mut floor) {
+                let r = run_cycles(f.port, &self.load, THREADS, 0, until, limit, &never);
+                match r.error {
+                    None => (*done, *took) = (*done + r.done, *took + r.elapsed),
+                    Some(e) => floor = Err(e),
+                }
+            }
+            let Ok(s) = &server else { break };
+            for ((_, requests), total) in setups.iter().zip(&mut totals) {
+                let Ok((done, took)) = total else { continue };
+                let set = requests
+                    .iter()
+                    .try_for_each(|(m, path, body)| call(s.port, m, path, body.as_bytes()).map(|_| ()));
+                let r = run_cycles(s.port, &self.load, THREADS, 0, until, limit, &never);
+                match set.err().or(r.error) {
+                    None => (*done, *took) = (*done + r.done, *took + r.elapsed),
+                    Some(e) => *total = Err(e),
+                }
+            }
+        }
+        let rate = |(done, took): (u64, Duration)| done as f64 / took.as_secs_f64();
+        let f = floor.ok().map(rate);
+        for ((what, _), total) in setups.iter().zip(totals) {
+            let cell = Cell::of(total.map(|x| (format!("{} /s", num(rate(x))), rate(x))));
+            t.row(
+                &format!("call cycles per second, {THREADS} client threads, {what}"),
+                cell,
+                None,
+                &f.map_or("failed".into(), |f| format!("{} /s (trivial server)", num(f))),
+                f,
+                false,
+                "close to the row without a breakpoint",
+            );
+        }
+    }
+
     /// call/start that pauses + continue + the poll that answers ready, p50/p99; the call is
     /// completed outside the timed section (its after-behavior is `go`).
     fn pause_rt(&self, port: u16, trivial: bool) -> Res<Lat> {
@@ -2207,6 +2288,10 @@ fn main() {
             Box::new(|t: &mut Table| {
                 bench.rows_throughput(t, false);
             }),
+        ),
+        (
+            "conditions",
+            Box::new(|t: &mut Table| bench.rows_conditions(t)),
         ),
         ("MCP stdio", Box::new(|t: &mut Table| bench.rows_mcp(t))),
         (

@@ -2,7 +2,8 @@
 # The project's benchmark: prints one markdown table (machine and date above it), every row
 # beside its floor measured in the same run and the ratio to it: memory per recorded call and
 # RSS after 100,000 and 1,000,000 calls, call cycles per second at 1, 4 and 16 client threads
-# against a trivial loopback HTTP server, MCP stdio latency against a pipe through `cat`, the
+# against a trivial loopback HTTP server (and at 4 threads with a breakpoint, a condition and a
+# logpoint on the called function), MCP stdio latency against a pipe through `cat`, the
 # pause round trip, `external_call_tool` against calling the fixture MCP server directly,
 # start-up time, idle RSS, binary size, the same with `--db FILE` against an append+fdatasync
 # floor, the content store at 1,000,000 objects, pickle decode-and-render against python3, and
@@ -22,7 +23,7 @@
 # Needs: cargo, python3 (stdlib only), cat, kill, taskset (util-linux: the pipe rows are also
 # measured with client and server pinned to one CPU); loopback networking.
 # Usage: scripts/bench.sh [--baseline /path/to/old/cideldill-server] [--scale X] [--budget S]
-#        [--only STEPS] (comma-separated: throughput, MCP stdio, pause, external, start-up, --db,
+#        [--only STEPS] (comma-separated: throughput, conditions, MCP stdio, pause, external, start-up, --db,
 #        content store, pickle, search, memory)
 set -eu
 
