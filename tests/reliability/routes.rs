@@ -188,9 +188,17 @@ fn example_body(method: &str, path: &str) -> Option<Value> {
     let rpc =
         |m: &str, params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": m, "params": params});
     Some(match path {
-        "/api/breakpoints" => {
-            json!({"function_name": "add", "signature": "(x, y=1)", "behavior": "stop"})
+        "/api/breakpoints" => json!({"function_name": "add", "signature": "(x, y=1)",
+            "behavior": "stop", "condition": "args[0][0] > 0 and len(kwargs) == 1",
+            "hit_condition": "%2", "one_shot": false}),
+        "/api/breakpoints/{name}/condition" => {
+            json!({"condition": "kwargs['y'] in [1, 2] or result is None"})
         }
+        "/api/breakpoints/{name}/hit_condition" => json!({"hit_condition": ">=2"}),
+        "/api/breakpoints/{name}/log_message" => {
+            json!({"log_message": "{args} {kwargs['y']} -> {result} {{x}}"})
+        }
+        "/api/breakpoints/{name}/one_shot" => json!({"one_shot": true}),
         "/api/breakpoints/{name}/behavior" | "/api/behavior" => json!({"behavior": "go"}),
         "/api/breakpoints/{name}/after_behavior" => json!({"behavior": "stop_exception"}),
         "/api/breakpoints/{name}/replacement" => json!({"replacement_function": "sub"}),
