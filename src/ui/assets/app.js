@@ -118,6 +118,26 @@ function update(region, fresh, saved) {
   return whole;
 }
 
+// Scrolled lists marked data-stick="bottom" (the log) keep to their newest line at the
+// bottom, unless the person scrolled up in them, which a refresh keeps.
+function scrolls(regions) {
+  const was = new Map();
+  for (const region of regions) {
+    for (const list of region.querySelectorAll('[data-stick="bottom"]')) {
+      const bottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+      was.set(region.id + " " + list.className, bottom ? null : list.scrollTop);
+    }
+  }
+  return () => {
+    for (const region of regions) {
+      for (const list of region.querySelectorAll('[data-stick="bottom"]')) {
+        const top = was.get(region.id + " " + list.className);
+        list.scrollTop = top === undefined || top === null ? list.scrollHeight : top;
+      }
+    }
+  };
+}
+
 async function refresh(saved) {
   pending = false;
   const regions = Array.from(main.querySelectorAll("[data-live][id]"));
@@ -138,10 +158,12 @@ async function refresh(saved) {
   }
   const status = doc.getElementById("frag-status");
   if (status) statusLine.textContent = status.textContent;
+  const stick = scrolls(regions);
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
     if (fresh && !update(region, fresh, saved)) pending = true;
   }
+  stick();
   if (focusedId && !editing()) {
     const again = main.querySelector('[data-pause-id="' + CSS.escape(focusedId) + '"]');
     if (again && again !== document.activeElement && !again.contains(document.activeElement)) again.focus();
@@ -192,7 +214,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
@@ -462,6 +484,7 @@ function localTimes() {
 tick();
 localTimes();
 settle();
+scrolls([main])();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();
 
