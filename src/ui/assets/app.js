@@ -41,14 +41,19 @@ function formsOf(root) {
 
 const TEXT_FIELD = /^(text|search|url|email|number|password|tel|textarea)$/;
 
+// Opens the <details> of the fresh version that are open in the old one (in document order).
+function openLike(old, fresh) {
+  const open = fresh.querySelectorAll("details");
+  old.querySelectorAll("details").forEach((d, i) => { if (d.open && open[i]) open[i].open = true; });
+}
+
 // A region marked data-carry is replaced even while one of its <details> is open: what the
 // person has in the old version carries over to the fresh one: open <details>, text typed and
 // not saved (with its aria-invalid), a shown error and the focus, matched by form and field.
 // `saved` is a form whose fields just went to the server: they take the server's values.
 // Answers what to do once the fresh version is in the page (give back the focus).
 function carry(old, fresh, saved) {
-  const open = fresh.querySelectorAll("details");
-  old.querySelectorAll("details").forEach((d, i) => { if (d.open && open[i]) open[i].open = true; });
+  openLike(old, fresh);
   const twins = formsOf(fresh);
   const active = document.activeElement;
   let focus = null;
@@ -103,7 +108,12 @@ function update(region, fresh, saved) {
     const key = child.dataset && child.dataset.key;
     const mine = key && old.get(key);
     if (mine && mustWait(mine, child)) { whole = false; return mine; }
-    if (mine && carrying) after.push(carry(mine, child, saved));
+    if (mine && carrying) {
+      // A part that did not change stays as it is (a click or a selection in it goes on).
+      openLike(mine, child);
+      if (mine.isEqualNode(child)) return mine;
+      after.push(carry(mine, child, saved));
+    }
     return child;
   });
   // Insert around the kept children without detaching them (that would drop the focus).
