@@ -867,6 +867,197 @@ check("breakpoints: a breakpoint added through the form is hit", async (t) => {
   await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
 });
 
+/** The breakpoint's part of the Breakpoints table: its row and its options row. */
+function breakpointGroup(page, name) {
+  return page.locator("tbody.bp", { has: page.locator(`tr[data-breakpoint="${name}"]`) });
+}
+
+/** Adds a breakpoint through the Breakpoints page's form (with a condition when given). */
+async function addBreakpoint(page, name, condition) {
+  await page.locator('form.add input[name="function_name"]').fill(name);
+  if (condition !== undefined) await page.locator('form.add input[name="condition"]').fill(condition);
+  await page.getByRole("button", { name: "Add breakpoint" }).click();
+  const group = breakpointGroup(page, name);
+  await group.waitFor();
+  return group;
+}
+
+/** Opens a breakpoint's options panel (again if a refresh closed it). */
+async function openOptions(group) {
+  const details = group.locator("details.bp-options");
+  await waitFor(async () => {
+    if (await details.evaluate((d) => d.open).catch(() => false)) return true;
+    await details.locator("summary").click({ timeout: 2000 }).catch(() => {});
+    return false;
+  }, { what: "the options panel to open", interval: 100 });
+  return details;
+}
+
+/** The text of a shown error before its mark, the mark's text and class. */
+function markedError(error) {
+  return error.locator("code.error-at").evaluate((code) => {
+    const mark = code.querySelector("mark");
+    const nodes = Array.from(code.childNodes);
+    return {
+      before: nodes.slice(0, nodes.indexOf(mark)).map((n) => n.textContent).join(""),
+      mark: mark.textContent,
+      end: mark.classList.contains("end"),
+    };
+  });
+}
+
+const ODD_EARLY = 'kwargs["label"].startswith("item-00") and args[0] % 2 == 1';
+
+check("breakpoints: a bad condition shows the server's error at its position beside the field; a good one is saved", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  const group = await addBreakpoint(page, "resize");
+  const options = await openOptions(group);
+  const field = options.locator('input[name="condition"]');
+  const conditions = async () => (await server.api("GET", "/api/breakpoints")).breakpoint_conditions;
+  // A first condition, saved with Enter, shows in the row's summary line.
+  await field.fill("args[0] > 1");
+  await field.press("Enter");
+  await waitFor(async () => (await conditions()).resize === "args[0] > 1", { what: "the first condition to be saved" });
+  await group.locator("summary .opt", { hasText: "args[0] > 1" }).waitFor();
+  // A condition that does not parse: the server's message beside the field, the mistake marked.
+  await field.fill("args[0] > (1");
+  await field.press("Enter");
+  const error = options.locator("form.condition .error");
+  await error.locator("code.error-at mark").waitFor();
+  const message = await error.locator(".error-msg").innerText();
+  assert(message.includes("expected ')' at column 13"), `the error says: ${message}`);
+  const marked = await markedError(error);
+  assert(marked.before === "args[0] > (1" && marked.end, `the mark is not after the text's end: ${JSON.stringify(marked)}`);
+  assert(await field.inputValue() === "args[0] > (1", `the field lost the text: ${await field.inputValue()}`);
+  assert(await field.getAttribute("aria-invalid") === "true", "the field is not marked invalid");
+  assert(await field.evaluate((f) => document.activeElement === f && f.selectionStart === 12),
+    "the cursor is not at the mistake");
+  const fieldBox = await field.boundingBox();
+  const errorBox = await error.boundingBox();
+  assert(errorBox.y >= fieldBox.y + fieldBox.height && errorBox.y - (fieldBox.y + fieldBox.height) < 80 &&
+    Math.abs(errorBox.x - fieldBox.x) < 40, `the error is not beside the field: ${JSON.stringify({ fieldBox, errorBox })}`);
+  assert((await conditions()).resize === "args[0] > 1", `the condition changed: ${JSON.stringify(await conditions())}`);
+  assert(await group.locator("summary .opt", { hasText: "args[0] > 1" }).count() === 1, "the summary changed");
+  // A bad log message too, then another change makes the table refresh: the error, the text
+  // and the open panel stay.
+  const log = options.locator('input[name="log_message"]');
+  await log.fill("scale={kwargs['scale'] +}");
+  await log.press("Enter");
+  const logError = options.locator("form.log_message .error");
+  await logError.locator("code.error-at mark").waitFor();
+  const logMarked = await markedError(logError);
+  assert(logMarked.before === "scale={kwargs['scale'] +" && logMarked.mark === "}", `log message mark: ${JSON.stringify(logMarked)}`);
+  await page.locator("h1").click();
+  await server.api("POST", "/api/breakpoints", { function_name: "other", condition: `${ODD_EARLY} and args[0] != 7 and kwargs["scale"] == 2 and len(kwargs) == 2` });
+  await page.locator('tr[data-breakpoint="other"]').waitFor();
+  assert(await options.evaluate((d) => d.open), "the open panel closed on a refresh");
+  assert(await field.inputValue() === "args[0] > (1", "a refresh lost the typed condition");
+  assert(await error.locator("code.error-at mark").count() === 1, "a refresh lost the condition's error");
+  assert(await logError.locator("code.error-at mark").count() === 1, "a refresh lost the log message's error");
+  await t.shot(page, "breakpoints-condition-error");
+  // A good condition is saved and shown; its error goes, the log message's stays.
+  await field.fill('kwargs["label"] == "item-003"');
+  await field.press("Enter");
+  await waitFor(async () => (await conditions()).resize === 'kwargs["label"] == "item-003"', { what: "the good condition to be saved" });
+  await group.locator("summary .opt", { hasText: 'kwargs["label"] == "item-003"' }).waitFor();
+  await waitFor(async () => (await error.textContent()) === "", { what: "the condition's error to go" });
+  assert(await field.getAttribute("aria-invalid") === null, "the field is still marked invalid");
+  assert(await logError.locator("code.error-at mark").count() === 1, "saving the condition lost the log message's error");
+  assert(await log.inputValue() === "scale={kwargs['scale'] +}", "saving the condition lost the typed log message");
+  await t.shot(page, "breakpoints-condition-saved");
+  // A narrow window: no sideways scrolling, the long condition wraps.
+  await page.setViewportSize({ width: 480, height: 900 });
+  await openOptions(breakpointGroup(page, "other"));
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert(wide <= 0, `the narrow page scrolls sideways by ${wide} px`);
+  await t.shot(page, "breakpoints-options-narrow");
+});
+
+check("breakpoints: a condition set through the page pauses only the calls it holds for, and counts them", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  await page.locator('select[name="behavior"]').first().selectOption("go");
+  await waitFor(async () => (await server.api("GET", "/api/behavior")).behavior === "go",
+    { what: "the global behavior to be go" });
+  const group = await addBreakpoint(page, "resize", ODD_EARLY);
+  await group.locator('tr[data-breakpoint="resize"] select[name="behavior"]').first().selectOption("stop");
+  await waitFor(async () => {
+    const b = await server.api("GET", "/api/breakpoints");
+    return b.breakpoint_behaviors.resize === "stop" && b.breakpoint_conditions.resize === ODD_EARLY;
+  }, { what: "resize to stop on its condition" });
+  await group.locator("summary .opt", { hasText: ODD_EARLY }).waitFor();
+  const hits = group.locator("td.hits .count");
+  const home = await t.page(server, "/");
+  await pageLive(home);
+  const demo = t.demo(server, { args: ["--items", "20"] });
+  for (const [i, x] of [1, 3, 5, 7, 9].entries()) {
+    const id = await cardShown(home, pauseCard(home, "resize", "before"), `resize (before) x=${x}`);
+    const card = home.locator(`${CARD}[data-pause-id="${id}"]`);
+    const shown = await card.locator("dl.args dt", { hasText: /^x$/ }).evaluate((dt) => dt.nextElementSibling.querySelector("code").textContent);
+    assert(shown === String(x), `the card shows x = ${shown}, expected ${x}`);
+    const cause = (await card.locator(".cause").innerText()).replace(/\s+/g, " ");
+    assert(cause.includes(`Condition ${ODD_EARLY} held`) && cause.includes(`hit count ${i + 1}`), `the card says: ${cause}`);
+    await hits.filter({ hasText: new RegExp(`^${i + 1}$`) }).waitFor().catch(async () => {
+      throw new Error(`the Breakpoints page shows ${await hits.innerText()} hits, expected ${i + 1}`);
+    });
+    if (x === 1) {
+      await t.shot(home, "paused-condition");
+      await t.shot(page, "breakpoints-hits");
+    }
+    await card.locator('button[data-act="continue"]').click();
+    await cardGone(home, id);
+  }
+  await demo.waitForLine("resize(19, label='item-019', scale=2) -> 38");
+  const ran = demo.lines().filter((l) => l.startsWith("resize("));
+  assert(ran.length === 20, `the demo ran ${ran.length} calls:\n${demo.stdout()}`);
+  assert((await server.api("GET", "/api/paused")).paused.length === 0, "something is still paused");
+  await hits.filter({ hasText: /^5$/ }).waitFor();
+  await group.getByRole("button", { name: "Reset the hit count of resize" }).click();
+  await hits.filter({ hasText: /^0$/ }).waitFor();
+  assert((await server.api("GET", "/api/breakpoints")).breakpoint_hit_counts.resize === 0, "the hit count was not reset");
+});
+
+check("breakpoints: a logpoint set through the page writes its lines to the home page's log, live", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  const group = await addBreakpoint(page, "resize");
+  const options = await openOptions(group);
+  const message = "scale={kwargs['scale']} -> {result}";
+  const field = options.locator('input[name="log_message"]');
+  await field.fill(message);
+  await options.locator("form.log_message").getByRole("button", { name: "Save" }).click();
+  await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_log_messages.resize === message,
+    { what: "the log message to be saved" });
+  await group.locator("summary .opt", { hasText: message }).waitFor();
+  const home = await t.page(server, "/");
+  await pageLive(home);
+  await home.evaluate(() => { window.__sameDocument = true; });
+  assert(!(await home.locator("#log").isVisible()), "the log shows before any line");
+  const demo = t.demo(server, { args: ["--items", "20"] });
+  const lines = home.locator("#log ol.log-lines li");
+  await waitFor(async () => (await lines.count()) === 20, { what: "20 log lines on the home page" });
+  const texts = await lines.locator("code.msg").allInnerTexts();
+  const want = Array.from({ length: 20 }, (_, i) => `scale=2 -> ${2 * i}`);
+  assert(JSON.stringify(texts) === JSON.stringify(want), `the log shows ${JSON.stringify(texts)}`);
+  assert((await lines.first().locator(".fn").innerText()) === "resize", "a log line does not name its function");
+  assert(await home.evaluate(() => window.__sameDocument === true), "the home page was reloaded");
+  await demo.waitForLine("resize(19, label='item-019', scale=2) -> 38");
+  assert(demo.lines().filter((l) => l.startsWith("resize(")).length === 20, `the demo paused or failed:\n${demo.stdout()}`);
+  assert((await server.api("GET", "/api/paused")).paused.length === 0, "a logpoint paused a call");
+  const bottom = await home.locator("#log ol.log-lines").evaluate((l) => l.scrollTop + l.clientHeight >= l.scrollHeight - 4);
+  assert(bottom, "the log does not show its newest line");
+  await t.shot(home, "paused-log");
+  await group.locator("td.hits .count", { hasText: /^20$/ }).waitFor();
+  const calls = await t.page(server, "/calls?function=resize&limit=5");
+  await calls.locator("tr[data-call-id] .logline", { hasText: "scale=2 -> 38" }).waitFor();
+  await t.shot(calls, "calls-log");
+});
+
 check("repl: open a REPL from a card, evaluate, and see it close when the call goes on", async (t) => {
   const { server, page, card, id } = await demoPausedAtAdd(t);
   await card.getByRole("button", { name: "Open REPL" }).click();

@@ -1,13 +1,15 @@
 //! The Breakpoints page (`/breakpoints`): add a breakpoint by function name (suggestions from
-//! the registered functions), remove one, set its before- and after-behavior and replacement,
-//! set the global default behavior; and each breakpoint's history
-//! (`/breakpoint/<name>/history`).
+//! the registered functions, an optional condition), remove one, set its before- and
+//! after-behavior, replacement, condition, hit count condition, log message and one-shot flag,
+//! reset its hit count, set the global default behavior; each breakpoint's history
+//! (`/breakpoint/<name>/history`); and `/breakpoints/check`, the error of an option's text
+//! with its position marked, which the page shows beside the field when saving it failed.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, shown, time, Answer, Html};
+use super::{esc, param, shown, time, Answer, Html};
 use crate::breakpoints::{After, Before, Global};
 use crate::service;
 use crate::state::Shared;
@@ -39,11 +41,14 @@ pub fn page(shared: &Shared) -> Html {
     // Suggestions: registered functions that have no breakpoint yet.
     let _ = write!(
         out,
-        "<form class=\"inline\" data-api=\"/api/breakpoints\" data-then=\"refresh\" data-reset>\
+        "<form class=\"inline add\" data-api=\"/api/breakpoints\" data-then=\"refresh\" data-reset data-check>\
          <label>Function <input name=\"function_name\" list=\"function-names\" required \
          autocomplete=\"off\" placeholder=\"module.function or Class.method\"></label>\
+         <label class=\"grow\">Condition (optional) <input name=\"condition\" data-optional \
+         autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\" \
+         placeholder=\"e.g. args[0] &gt; 100\"></label>\
          <input type=\"hidden\" name=\"keep_signature\" value=\"true\" data-json>\
-         <button type=\"submit\">Add breakpoint</button><p class=\"error\" role=\"alert\"></p>\
+         <button type=\"submit\">Add breakpoint</button><div class=\"error\" role=\"alert\"></div>\
          <datalist id=\"function-names\">"
     );
     for name in functions
@@ -65,9 +70,12 @@ pub fn page(shared: &Shared) -> Html {
         ),
         global_help(global)
     );
+    // One <tbody> per breakpoint, each its own keyed part of the live table: a breakpoint
+    // being edited waits while its field has the focus, the others stay live; an open options
+    // panel, typed text and an error beside a field carry over to the fresh version.
     let _ = write!(
         out,
-        "<div id=\"breakpoint-table\" data-live>{}</div>",
+        "<table class=\"grid breakpoints\" id=\"breakpoint-table\" data-live data-keyed data-carry>{}</table>",
         table(global, &listing, &functions.function_signatures)
     );
     Html::new("Breakpoints", "/breakpoints", out)
@@ -121,15 +129,15 @@ fn table(
     signatures: &std::collections::BTreeMap<String, String>,
 ) -> String {
     if listing.breakpoints.is_empty() {
-        return "<section class=\"empty\"><h2>No breakpoints</h2><p>Add one above by function \
-                name. A program wrapped with <code>with_debug</code> also adds one for each \
-                function it wraps.</p></section>"
+        return "<tbody data-key=\"empty\"><tr><td><section class=\"empty\"><h2>No breakpoints</h2>\
+                <p>Add one above by function name. A program wrapped with <code>with_debug</code> \
+                also adds one for each function it wraps.</p></section></td></tr></tbody>"
             .to_owned();
     }
     let mut out = String::from(
-        "<table class=\"grid\"><thead><tr><th scope=\"col\">Function</th>\
+        "<thead data-key=\"head\"><tr><th scope=\"col\">Function</th>\
          <th scope=\"col\">Before the call</th><th scope=\"col\">After the call</th>\
-         <th scope=\"col\">Replace with</th><th scope=\"col\"></th></tr></thead><tbody>",
+         <th scope=\"col\">Replace with</th><th scope=\"col\">Hits</th><th scope=\"col\"></th></tr></thead>",
     );
     for name in &listing.breakpoints {
         let before = listing
@@ -151,17 +159,18 @@ fn table(
         let api = format!("/api/breakpoints/{}", encode_segment(name));
         let _ = write!(
             out,
-            "<tr data-breakpoint=\"{name_attr}\"><th scope=\"row\"><code>{name_html}</code>{sig}</th>\
+            "<tbody class=\"bp\" data-key=\"bp:{name_attr}\"><tr data-breakpoint=\"{name_attr}\"><th scope=\"row\"><code>{name_html}</code>{sig}</th>\
              <td data-label=\"Before the call\"><form data-api=\"{api}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
              data-submit aria-label=\"Before {name_attr}\">{before}</select><p class=\"error\" role=\"alert\"></p></form></td>\
              <td data-label=\"After the call\"><form data-api=\"{api}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
              data-submit aria-label=\"After {name_attr}\">{after}</select><p class=\"error\" role=\"alert\"></p></form></td>\
              <td data-label=\"Replace with\"><form data-api=\"{api}/replacement\" data-then=\"refresh\"><select \
              name=\"replacement_function\" data-submit aria-label=\"Replacement of {name_attr}\">{repl}</select>\
-             <p class=\"error\" role=\"alert\"></p></form></td>\
+             <p class=\"error\" role=\"alert\"></p></form></td>{hits}\
              <td class=\"row-actions\"><a href=\"/breakpoint/{seg}/history\">History</a> \
              <form class=\"inline\" data-api=\"{api}\" data-method=\"DELETE\" data-then=\"refresh\">\
-             <button type=\"submit\" class=\"quiet\">Remove</button><p class=\"error\" role=\"alert\"></p></form></td></tr>",
+             <button type=\"submit\" class=\"quiet\">Remove</button><p class=\"error\" role=\"alert\"></p></form></td></tr>\
+             <tr class=\"bp-options\" data-breakpoint-options=\"{name_attr}\"><td colspan=\"6\">{options}</td></tr></tbody>",
             name_attr = esc(name),
             name_html = esc(name),
             sig = sig.map_or(String::new(), |s| format!(
@@ -171,10 +180,222 @@ fn table(
             before = options_yielding(Before::NAMES.iter().copied(), before.as_str(), Some(global)),
             after = options_yielding(After::NAMES.iter().copied(), after.as_str(), Some(global)),
             repl = replacement_options(name, sig.map(String::as_str), replacement, signatures),
+            hits = hits_cell(name, &api, listing),
+            options = options_html(name, &api, listing),
             seg = encode_segment(name),
         );
     }
-    out.push_str("</tbody></table>");
+    out
+}
+
+/// Whether a breakpoint counts its calls: only one with a condition, hit count or log message.
+fn counts(name: &str, listing: &service::BreakpointListing) -> bool {
+    listing.breakpoint_conditions.contains_key(name)
+        || listing.breakpoint_hit_conditions.contains_key(name)
+        || listing.breakpoint_log_messages.contains_key(name)
+}
+
+/// The hit count and its reset button.
+fn hits_cell(name: &str, api: &str, listing: &service::BreakpointListing) -> String {
+    let n = listing
+        .breakpoint_hit_counts
+        .get(name)
+        .copied()
+        .unwrap_or(0);
+    let (class, title) = if counts(name, listing) {
+        (
+            "count",
+            "Calls counted so far: those for which the condition held",
+        )
+    } else {
+        (
+            "count muted",
+            "Only a breakpoint with a condition, hit count or log message counts its calls",
+        )
+    };
+    format!(
+        "<td data-label=\"Hits\" class=\"hits\"><form class=\"inline\" data-api=\"{api}/hits\" \
+         data-method=\"DELETE\" data-then=\"refresh\"><span class=\"{class}\" title=\"{title}\" \
+         data-hits=\"{n}\">{n}</span><button type=\"submit\" class=\"quiet small\"{disabled} \
+         aria-label=\"Reset the hit count of {name}\">Reset</button><p class=\"error\" role=\"alert\"></p></form></td>",
+        disabled = if n == 0 { " disabled" } else { "" },
+        name = esc(name),
+    )
+}
+
+/// What the options panel offers for each text option: field, label, placeholder, help.
+const TEXT_OPTIONS: [(&str, &str, &str, &str); 3] = [
+    (
+        "condition",
+        "Condition",
+        "e.g. args[0] > 100 and kwargs[\"label\"].startswith(\"item-\")",
+        "Only calls for which this expression is true pause (or log). It reads <code>args</code> \
+         and <code>kwargs</code>, and <code>result</code> or <code>exception</code> after the call. \
+         Empty: every call.",
+    ),
+    (
+        "hit_condition",
+        "Hit count",
+        "5, >5, >=5 or %5",
+        "Which counted calls pause (or log): <code>5</code>: the 5th; <code>&gt;5</code>: those \
+         after the 5th; <code>&gt;=5</code>: from the 5th on; <code>%5</code>: every 5th. Empty: all.",
+    ),
+    (
+        "log_message",
+        "Log message",
+        "e.g. scale={kwargs['scale']} -> {result}",
+        "Log a line instead of pausing; each <code>{expression}</code> is replaced by its value. \
+         The lines show on the Paused page. Empty: pause as usual.",
+    ),
+];
+
+/// A breakpoint's options: what is set shows in the summary line (visible without opening
+/// it); the panel edits each option with its own form, whose errors show beside the field.
+fn options_html(name: &str, api: &str, listing: &service::BreakpointListing) -> String {
+    let values = [
+        listing.breakpoint_conditions.get(name),
+        listing.breakpoint_hit_conditions.get(name),
+        listing.breakpoint_log_messages.get(name),
+    ];
+    let one_shot = listing.breakpoint_one_shot.iter().any(|n| n == name);
+    let mut summary = String::new();
+    for ((_, label, _, _), value) in TEXT_OPTIONS.iter().zip(&values) {
+        if let Some(v) = value {
+            let _ = write!(
+                summary,
+                "<span class=\"opt\"><span class=\"opt-name\">{label}</span> <code>{}</code></span>",
+                esc(v)
+            );
+        }
+    }
+    if one_shot {
+        summary
+            .push_str("<span class=\"opt\"><span class=\"badge one-shot\">one-shot</span></span>");
+    }
+    if summary.is_empty() {
+        summary.push_str("<span class=\"opt-none\">Condition, hit count, log message</span>");
+    }
+    let mut out = format!(
+        "<details class=\"bp-options\"><summary><span class=\"opts\">{summary}</span></summary>\
+         <div class=\"option-forms\">"
+    );
+    for ((field, label, placeholder, help), value) in TEXT_OPTIONS.iter().zip(&values) {
+        let check = if *field == "hit_condition" {
+            ""
+        } else {
+            " data-check"
+        };
+        let _ = write!(
+            out,
+            "<form class=\"option {field}\" data-api=\"{api}/{field}\" data-then=\"refresh\"{check}>\
+             <label>{label} <input name=\"{field}\" value=\"{value}\" placeholder=\"{placeholder}\" \
+             autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\"></label>\
+             <button type=\"submit\" class=\"quiet\">Save</button><div class=\"error\" role=\"alert\"></div>\
+             <p class=\"hint\">{help}</p></form>",
+            value = esc(value.map_or("", String::as_str)),
+            placeholder = esc(placeholder),
+        );
+    }
+    let _ = write!(
+        out,
+        "<form class=\"option one-shot\" data-api=\"{api}/one_shot\" data-then=\"refresh\">\
+         <label class=\"check\"><input type=\"checkbox\" name=\"one_shot\" data-submit{checked}> \
+         One-shot: after its first pause, let every call run</label>\
+         <div class=\"error\" role=\"alert\"></div></form></div></details>",
+        checked = if one_shot { " checked" } else { "" },
+    );
+    out
+}
+
+/// `/breakpoints/check?field=condition&text=...`: what the server says of an option's text,
+/// as the Breakpoints page shows it beside the field when saving it failed: nothing when it
+/// is valid, else the message and, for a parse error, the text with the mistake marked.
+pub fn check(query: &[(String, String)]) -> Html {
+    let field = param(query, "field").unwrap_or("");
+    let text = param(query, "text").unwrap_or("");
+    let mut out = String::from(
+        "<div class=\"bar\"><h1>Check a breakpoint option</h1>\
+         <a href=\"/breakpoints\">All breakpoints</a></div>",
+    );
+    let result = if TEXT_OPTIONS.iter().any(|(f, _, _, _)| *f == field) {
+        let mut body = serde_json::Map::new();
+        body.insert(field.to_owned(), Value::String(text.to_owned()));
+        match service::OptionsChange::read(&body) {
+            Ok(_) => None,
+            Err(e) => {
+                let message = e.body.get("message").and_then(Value::as_str).unwrap_or("");
+                let column = e
+                    .body
+                    .get("position")
+                    .and_then(|p| p.get("column"))
+                    .and_then(Value::as_u64)
+                    .and_then(|c| usize::try_from(c).ok());
+                Some(option_error(message, text, column))
+            }
+        }
+    } else {
+        Some(format!(
+            "<span class=\"error-msg\">There is no option “{}” to check: field is one of \
+             condition, hit_condition, log_message.</span>",
+            esc(field)
+        ))
+    };
+    let _ = write!(
+        out,
+        "<div id=\"check-result\">{}</div>",
+        result.as_deref().unwrap_or("")
+    );
+    if result.is_none() {
+        let _ = write!(
+            out,
+            "<p class=\"hint\">This {} is valid.</p>",
+            esc(&field.replace('_', " "))
+        );
+    }
+    Html::new("Check a breakpoint option", "/breakpoints", out)
+}
+
+/// Characters of the text shown before and after the mistake (longer texts are cut there).
+const EXCERPT_BEFORE: usize = 48;
+const EXCERPT_AFTER: usize = 32;
+
+/// An option's error: the message, then (with the 1-based character column of the mistake)
+/// the text around it with the character there marked, or a mark after its end.
+pub fn option_error(message: &str, text: &str, column: Option<usize>) -> String {
+    let mut out = format!("<span class=\"error-msg\">{}</span>", esc(message));
+    let Some(column) = column.filter(|c| *c >= 1) else {
+        return out;
+    };
+    let chars: Vec<char> = text.chars().collect();
+    let at = (column - 1).min(chars.len());
+    let start = at.saturating_sub(EXCERPT_BEFORE);
+    let end = (at + 1 + EXCERPT_AFTER).min(chars.len());
+    let part = |a: usize, b: usize| esc(&chars[a..b.max(a)].iter().collect::<String>());
+    out.push_str("<code class=\"error-at\">");
+    if start > 0 {
+        out.push_str("<span class=\"cut\">…</span>");
+    }
+    out.push_str(&part(start, at));
+    match chars.get(at) {
+        Some(c) => {
+            let _ = write!(
+                out,
+                "<mark title=\"column {column}\">{}</mark>{}",
+                esc(&c.to_string()),
+                part(at + 1, end)
+            );
+        }
+        None => {
+            let _ = write!(
+                out,
+                "<mark class=\"end\" title=\"column {column}: after the end of the text\"> </mark>"
+            );
+        }
+    }
+    if end < chars.len() {
+        out.push_str("<span class=\"cut\">…</span>");
+    }
+    out.push_str("</code>");
     out
 }
 
@@ -316,6 +537,141 @@ mod tests {
         assert!(html.contains("<option selected>go</option>"), "{html}");
         assert!(html.contains("<option selected>exception</option>"));
         assert!(html.contains("<option selected>stop_exception</option>"));
+    }
+
+    /// A condition that parses and holds markup and both kinds of quotes in its strings.
+    const TRICKY: &str =
+        r#"kwargs["k"] == '</script><img src=x onerror="alert(1)">' or args[0] == "it's""#;
+
+    #[test]
+    fn options_show_in_the_summary_and_their_fields_escaped() {
+        let s = shared();
+        service::breakpoint_add(
+            &s,
+            &body(
+                json!({"function_name": "f", "condition": TRICKY, "hit_condition": ">=2",
+                         "log_message": format!("{HOSTILE} {{kwargs['k']}}")}),
+            ),
+        )
+        .unwrap();
+        service::breakpoint_add(&s, &body(json!({"function_name": "g", "one_shot": true})))
+            .unwrap();
+        let html = page(&s).main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("</script>"), "{html}");
+        let shown = esc(TRICKY);
+        assert!(shown.contains("&quot;alert(1)&quot;") && shown.contains("&#39;"));
+        // Visible without opening the panel (its summary), and in the field to edit it.
+        let f = &html[html.find("data-key=\"bp:f\"").unwrap()..];
+        let f = &f[..f.find("</tbody>").unwrap()];
+        let summary = &f[f.find("<summary>").unwrap()..f.find("</summary>").unwrap()];
+        assert!(
+            summary.contains(&format!("Condition</span> <code>{shown}</code>")),
+            "{summary}"
+        );
+        assert!(summary.contains("Hit count</span> <code>&gt;=2</code>"));
+        assert!(summary.contains("Log message</span> <code>&lt;/script&gt;&lt;img"));
+        assert!(
+            f.contains(&format!("name=\"condition\" value=\"{shown}\"")),
+            "{f}"
+        );
+        assert!(f.contains("name=\"hit_condition\" value=\"&gt;=2\""));
+        assert!(f.contains(
+            "data-api=\"/api/breakpoints/f/condition\" data-then=\"refresh\" data-check"
+        ));
+        // f counts its calls (none yet: nothing to reset); g is one-shot and counts none.
+        assert!(f.contains("<span class=\"count\" "), "{f}");
+        assert!(f.contains(
+            "data-hits=\"0\">0</span><button type=\"submit\" class=\"quiet small\" disabled"
+        ));
+        let g = &html[html.find("data-key=\"bp:g\"").unwrap()..];
+        assert!(
+            g.contains("<span class=\"badge one-shot\">one-shot</span>"),
+            "{g}"
+        );
+        assert!(g.contains("name=\"one_shot\" data-submit checked"));
+        assert!(g.contains("<span class=\"count muted\""));
+        assert!(!g[..g.find("</summary>").unwrap()].contains("opt-none"));
+    }
+
+    #[test]
+    fn a_breakpoint_without_options_offers_them_in_a_closed_panel() {
+        let s = shared();
+        service::breakpoint_add(&s, &body(json!({"function_name": "f"}))).unwrap();
+        let html = page(&s).main;
+        assert!(
+            html.contains(
+                "<details class=\"bp-options\"><summary><span class=\"opts\">\
+             <span class=\"opt-none\">Condition, hit count, log message</span>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("name=\"condition\" value=\"\""));
+        assert!(!html.contains("checked"));
+        // The live table is keyed by breakpoint and carries what is being edited.
+        assert!(html.contains("id=\"breakpoint-table\" data-live data-keyed data-carry>"));
+        // The add form takes an optional condition.
+        assert!(html.contains("<input name=\"condition\" data-optional"));
+    }
+
+    #[test]
+    fn the_error_markup_marks_the_position_in_characters() {
+        // After the end of the text (the column counts from 1).
+        assert_eq!(
+            option_error("expected ')' at column 13", "args[0] > (1", Some(13)),
+            "<span class=\"error-msg\">expected &#39;)&#39; at column 13</span><code class=\"error-at\">\
+             args[0] &gt; (1<mark class=\"end\" title=\"column 13: after the end of the text\"> </mark></code>"
+        );
+        // On a character, counted in characters, with markup in the text and the message.
+        assert_eq!(
+            option_error("<b>", "é<\"x'", Some(3)),
+            "<span class=\"error-msg\">&lt;b&gt;</span><code class=\"error-at\">é&lt;\
+             <mark title=\"column 3\">&quot;</mark>x&#39;</code>"
+        );
+        // No position: the message alone.
+        assert_eq!(
+            option_error("bad", "x", None),
+            "<span class=\"error-msg\">bad</span>"
+        );
+        // A long text shows the part around the mistake.
+        let long = format!("{}X{}", "a".repeat(100), "b".repeat(100));
+        let html = option_error("m", &long, Some(101));
+        assert!(
+            html.contains(&format!(
+                "…</span>{}<mark title=\"column 101\">X</mark>{}<span class=\"cut\">…",
+                "a".repeat(48),
+                "b".repeat(32)
+            )),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn check_shows_the_servers_error_of_an_option() {
+        let q = |f: &str, t: &str| {
+            vec![
+                ("field".to_owned(), f.to_owned()),
+                ("text".to_owned(), t.to_owned()),
+            ]
+        };
+        let html = check(&q("condition", "args[0] > (1")).main;
+        assert!(html.contains("<div id=\"check-result\"><span class=\"error-msg\">condition: expected &#39;)&#39; at column 13</span>"), "{html}");
+        assert!(html.contains("<mark class=\"end\""));
+        let html = check(&q("log_message", &format!("{HOSTILE} {{args[0] +}}"))).main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            html.contains("<mark title=\"column 49\">}</mark>"),
+            "{html}"
+        );
+        let html = check(&q("condition", "args[0] > 1")).main;
+        assert!(html.contains("<div id=\"check-result\"></div>"), "{html}");
+        assert!(html.contains("This condition is valid."));
+        let html = check(&q("hit_condition", "x5")).main;
+        assert!(html.contains("hit_condition must be"), "{html}");
+        assert!(!html.contains("<code class=\"error-at\">"));
+        let html = check(&q(HOSTILE, "x")).main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("There is no option"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! made to an external MCP server), newest first, a page at a time, narrowed by a GET form
 //! (function, status, process, source, text search) that `GET /api/call-records` shares, with
 //! an export of the same selection as JSON Lines. Each row shows when, what, its outcome and
-//! rendered values, arguments linking to their object page. The list is live on the first page.
+//! rendered values, arguments linking to their object page, and the line a logpoint wrote for
+//! it. The list is live on the first page.
 
 use std::fmt::Write as _;
 
@@ -291,6 +292,13 @@ fn row(out: &mut String, m: &Map<String, Value>) {
     }
     out.push_str("</td><td>");
     outcome(out, m);
+    if let Some(line) = text("log") {
+        let _ = write!(
+            out,
+            "<p class=\"logline\"><span class=\"label\">Log</span> <code>{}</code></p>",
+            esc(line)
+        );
+    }
     out.push_str("</td></tr>");
 }
 
@@ -587,6 +595,24 @@ mod tests {
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;"));
         assert!(html.contains("<details class=\"tb\"><summary>Traceback</summary>"));
         assert!(html.contains("data-time=\""));
+    }
+
+    #[test]
+    fn the_line_a_logpoint_wrote_shows_with_its_call() {
+        let s = shared();
+        crate::service::breakpoint_add(
+            &s,
+            &body(json!({"function_name": "f", "log_message": "x={args[0]} -> {result}"})),
+        )
+        .unwrap();
+        call(&s, "f", &[json!(HOSTILE)], &json!(2));
+        let html = page(&s, &[]).main;
+        assert_inert(&html);
+        assert!(
+            html.contains("<p class=\"logline\"><span class=\"label\">Log</span> <code>x=&lt;/script&gt;&lt;img"),
+            "{html}"
+        );
+        assert!(html.contains("-&gt; 2</code></p>"), "{html}");
     }
 
     #[test]

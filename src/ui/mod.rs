@@ -108,6 +108,7 @@ const NAV: &[(&str, &str)] = &[
 const PAGE_PREFIXES: &[&str] = &[
     "/ui/",
     "/breakpoints",
+    "/breakpoints/check",
     "/breakpoint/",
     "/calls",
     "/functions",
@@ -154,6 +155,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         p if p.starts_with("/frame/") => source::frame(shared, p),
         "/calls" | "/calls/" => Ok(calls::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
+        "/breakpoints/check" => Ok(breakpoints::check(query)),
         "/functions" | "/functions/" => Ok(lists::functions(shared)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
         "/mcp-servers" | "/mcp-servers/" => Ok(servers::page(shared)),

@@ -1,11 +1,12 @@
 //! The Paused page (`/`): one card per paused call, newest first, marked before or after the
-//! call, with the actions the Python client accepts there (after a call: continue only).
+//! call, with the actions the Python client accepts there (after a call: continue only), and
+//! why a conditional breakpoint paused it; below them the newest lines logpoints wrote.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, shown, value_html, Html};
+use super::{esc, shown, time, value_html, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -24,7 +25,10 @@ const EXCEPTIONS: [&str; 10] = [
     "Exception",
 ];
 
-/// The page (its cards are the live region).
+/// Logpoint lines the page shows, the newest.
+const LOG_LINES: usize = 50;
+
+/// The page (its cards and the log are the live regions).
 pub fn page(shared: &Shared) -> Html {
     Html::new(
         "Paused",
@@ -32,10 +36,84 @@ pub fn page(shared: &Shared) -> Html {
         format!(
             "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
-             <div id=\"cards\" data-live data-keyed>{}</div>",
-            cards_html(shared)
+             <div id=\"cards\" data-live data-keyed>{}</div>\
+             <section class=\"log\" id=\"log\" data-live aria-label=\"Log\">{}</section>",
+            cards_html(shared),
+            log_html(shared)
         ),
     )
+}
+
+/// The newest lines logpoints wrote, oldest first (the list keeps to its bottom as lines come);
+/// nothing at all before the first line.
+fn log_html(shared: &Shared) -> String {
+    let log = service::logpoint_lines(shared, 0, LOG_LINES);
+    if log.lines.is_empty() {
+        return String::new();
+    }
+    let n = log.lines.len();
+    let what = if log.last_seq > n as u64 {
+        format!(
+            "the newest {n} of {} lines written by logpoints",
+            log.last_seq
+        )
+    } else {
+        format!("{n} line{} written by logpoints", super::plural(n))
+    };
+    let mut out = format!(
+        "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{what}, newest last</span></div>\
+         <ol class=\"log-lines\" data-stick=\"bottom\">"
+    );
+    for l in &log.lines {
+        let _ = write!(
+            out,
+            "<li data-seq=\"{}\" title=\"call {}\">{} <span class=\"fn\">{}</span> \
+             <code class=\"msg\">{}</code></li>",
+            l.seq,
+            esc(&l.call_id),
+            time(l.logged_at),
+            esc(&l.function_name),
+            esc(&l.message)
+        );
+    }
+    out.push_str("</ol>");
+    out
+}
+
+/// Why a conditional breakpoint paused the call: its condition and hit count, or, when the
+/// condition could not be decided, that (prominently: the call did not pass its condition).
+fn pause_cause(out: &mut String, d: &serde_json::Map<String, Value>) {
+    let text = |k: &str| d.get(k).and_then(Value::as_str);
+    let condition = text("condition");
+    if text("pause_reason") == Some("condition_error") || d.contains_key("condition_error") {
+        let _ = write!(
+            out,
+            "<div class=\"cond-error\" role=\"alert\"><strong>Paused because the condition could \
+             not be decided:</strong> <code>{}</code>",
+            esc(text("condition_error").unwrap_or("no reason given"))
+        );
+        if let Some(c) = condition {
+            let _ = write!(out, "<br>Condition: <code>{}</code>", esc(c));
+        }
+        out.push_str("</div>");
+        return;
+    }
+    let hits = d.get("hit_count").and_then(Value::as_u64);
+    if condition.is_none() && hits.is_none() {
+        return;
+    }
+    out.push_str("<p class=\"meta cause\">");
+    if let Some(c) = condition {
+        let _ = write!(out, "Condition <code>{}</code> held", esc(c));
+    }
+    if let Some(n) = hits {
+        let _ = write!(
+            out,
+            "{}hit count {n}",
+            if condition.is_some() { " · " } else { "" }
+        );
+    }
+    out.push_str("</p>");
 }
 
 fn cards_html(shared: &Shared) -> String {
@@ -141,12 +219,18 @@ fn card(
         When::After => ("after", "after the call"),
     };
     let id = esc(&p.id);
+    let undecided = d.get("pause_reason").and_then(Value::as_str) == Some("condition_error");
     let _ = write!(
         out,
         "<article class=\"card {when}\" tabindex=\"0\" data-key=\"{id}\" data-pause-id=\"{id}\" data-when=\"{when}\">\
-         <h2><span class=\"fn\">{}</span> <span class=\"badge {when}\">{when_text}</span></h2>\
+         <h2><span class=\"fn\">{}</span> <span class=\"badge {when}\">{when_text}</span>{}</h2>\
          <p class=\"meta\"><span data-since=\"{}\">paused</span>",
         esc(method),
+        if undecided {
+            " <span class=\"badge cond-error\">condition error</span>"
+        } else {
+            ""
+        },
         p.paused_at
     );
     if let Some(pid) = d.get("process_pid") {
@@ -160,6 +244,7 @@ fn card(
         );
     }
     out.push_str("</p>");
+    pause_cause(out, d);
     if let Some(sig) = d.get("signature").and_then(Value::as_str) {
         let _ = write!(
             out,
@@ -358,6 +443,104 @@ mod tests {
             editor.contains("&quot;k&quot;: ["),
             "pretty-printed: {editor}"
         );
+    }
+
+    #[test]
+    fn a_conditional_pause_says_which_condition_held_and_the_hit_count() {
+        let s = shared();
+        let condition = format!("args[0] == {HOSTILE:?}");
+        crate::service::breakpoint_add(
+            &s,
+            &crate::service::testing::body(json!({"function_name": "f", "condition": condition})),
+        )
+        .unwrap();
+        paused_call(&s, "f", &[json!(HOSTILE)]);
+        let html = page(&s).main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            html.contains(&format!(
+                "<p class=\"meta cause\">Condition <code>{}</code> held · hit count 1</p>",
+                esc(&condition)
+            )),
+            "{html}"
+        );
+        assert!(!html.contains("cond-error"));
+    }
+
+    #[test]
+    fn a_pause_whose_condition_could_not_be_decided_says_so_prominently() {
+        let s = shared();
+        crate::service::breakpoint_add(
+            &s,
+            &crate::service::testing::body(
+                json!({"function_name": "f", "condition": "kwargs[\"<b>\"] > 1"}),
+            ),
+        )
+        .unwrap();
+        paused_call(&s, "f", &[json!(1)]);
+        let html = page(&s).main;
+        assert!(
+            html.contains("<span class=\"badge cond-error\">condition error</span>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<div class=\"cond-error\" role=\"alert\"><strong>Paused because the condition could \
+             not be decided:</strong> <code>"
+        ));
+        assert!(html.contains("<br>Condition: <code>kwargs[&quot;&lt;b&gt;&quot;] &gt; 1</code>"));
+        assert!(!html.contains("<b>"), "{html}");
+    }
+
+    #[test]
+    fn the_log_shows_the_newest_lines_escaped_and_nothing_before_the_first() {
+        let s = shared();
+        let html = page(&s).main;
+        assert!(
+            html.contains(
+                "<section class=\"log\" id=\"log\" data-live aria-label=\"Log\"></section>"
+            ),
+            "{html}"
+        );
+        crate::service::breakpoint_add(
+            &s,
+            &crate::service::testing::body(
+                json!({"function_name": HOSTILE, "log_message": "got {args[0]}"}),
+            ),
+        )
+        .unwrap();
+        for i in 0..(LOG_LINES + 2) {
+            let arg = if i == LOG_LINES + 1 {
+                json!(HOSTILE)
+            } else {
+                json!(i)
+            };
+            let started = crate::service::testing::start(
+                &s,
+                &crate::service::testing::start_body(HOSTILE, &[arg]),
+            )
+            .unwrap();
+            let call_id = started["call_id"].as_str().unwrap().to_owned();
+            crate::service::testing::complete(
+                &s,
+                &crate::service::testing::complete_body(&call_id, &json!(null)),
+            )
+            .unwrap();
+        }
+        let html = page(&s).main;
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("the newest 50 of 52 lines written by logpoints, newest last"));
+        assert_eq!(html.matches("<li data-seq=").count(), LOG_LINES);
+        assert!(
+            !html.contains("<code class=\"msg\">got 1</code>"),
+            "the oldest are left out"
+        );
+        let last = html.rfind("<li data-seq=").unwrap();
+        assert!(
+            html[last..].contains("<code class=\"msg\">got &lt;/script&gt;&lt;img"),
+            "newest last: {}",
+            &html[last..]
+        );
+        assert!(html.contains("data-stick=\"bottom\""));
     }
 
     #[test]

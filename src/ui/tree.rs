@@ -596,6 +596,13 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Strin
     }
     arguments(&mut out, sel);
     outcome(&mut out, sel, r);
+    if let Some(line) = sel.get("log").and_then(Value::as_str) {
+        let _ = write!(
+            out,
+            "<h3>Log</h3><p class=\"logline\"><code>{}</code></p>",
+            esc(line)
+        );
+    }
     stack(&mut out, r);
     out
 }
@@ -874,6 +881,23 @@ mod tests {
         // An unknown selection is a notice, not an error.
         assert!(page(&s, &[("selected", HOSTILE)])
             .contains("This process has no call <code>&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn the_details_show_the_line_a_logpoint_wrote() {
+        let s = shared();
+        crate::service::breakpoint_add(
+            &s,
+            &body(json!({"function_name": "f", "log_message": "saw {args[0]}"})),
+        )
+        .unwrap();
+        let id = call(&s, "f", 1.0, 2.0, json!([]), &json!(1));
+        let html = page(&s, &[("selected", &id)]);
+        assert!(
+            html.contains("<h3>Log</h3><p class=\"logline\"><code>saw &lt;/script&gt;&lt;img"),
+            "{html}"
+        );
+        assert!(!html.contains("<img"), "{html}");
     }
 
     #[test]

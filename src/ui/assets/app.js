@@ -22,30 +22,98 @@ function openDetails() {
 }
 
 // Whether a live region must wait: the person is typing in it (and the field is still there
-// in the fresh version), or has a <details> of it open.
-function busy(region, fresh) {
-  if (region.querySelector("details[open]")) return true;
+// in the fresh version), or has a <details> of it open (unless the region carries it over).
+function busy(region, fresh, carrying) {
+  if (!carrying && region.querySelector("details[open]")) return true;
   const a = document.activeElement;
   if (!a || !region.contains(a) || !/^(TEXTAREA|INPUT|SELECT)$/.test(a.tagName)) return false;
   return !a.id || fresh.querySelector("#" + CSS.escape(a.id)) !== null;
 }
 
+// The forms of a part of the page, by where they send (API path and method).
+function formsOf(root) {
+  const forms = new Map();
+  for (const f of root.querySelectorAll("form[data-api]")) {
+    forms.set((f.dataset.method || "POST") + " " + f.dataset.api, f);
+  }
+  return forms;
+}
+
+const TEXT_FIELD = /^(text|search|url|email|number|password|tel|textarea)$/;
+
+// Opens the <details> of the fresh version that are open in the old one (in document order).
+function openLike(old, fresh) {
+  const open = fresh.querySelectorAll("details");
+  old.querySelectorAll("details").forEach((d, i) => { if (d.open && open[i]) open[i].open = true; });
+}
+
+// A region marked data-carry is replaced even while one of its <details> is open: what the
+// person has in the old version carries over to the fresh one: open <details>, text typed and
+// not saved (with its aria-invalid), a shown error and the focus, matched by form and field.
+// `saved` is a form whose fields just went to the server: they take the server's values.
+// Answers what to do once the fresh version is in the page (give back the focus).
+function carry(old, fresh, saved) {
+  openLike(old, fresh);
+  const twins = formsOf(fresh);
+  const active = document.activeElement;
+  let focus = null;
+  for (const [key, form] of formsOf(old)) {
+    const twin = twins.get(key);
+    if (!twin) continue;
+    const buttons = Array.from(form.querySelectorAll("button"));
+    for (const el of form.querySelectorAll("input, select, textarea, button")) {
+      const other = el.name
+        ? twin.querySelector(el.tagName + '[name="' + CSS.escape(el.name) + '"]')
+        : twin.querySelectorAll("button")[buttons.indexOf(el)];
+      if (!other) continue;
+      if (form !== saved && TEXT_FIELD.test(el.type) && el.value !== el.defaultValue) {
+        other.value = el.value;
+        if (el.hasAttribute("aria-invalid")) other.setAttribute("aria-invalid", "true");
+      }
+      if (el === active) focus = { el: other, start: el.selectionStart, end: el.selectionEnd };
+    }
+    const error = form.querySelector(".error");
+    const place = twin.querySelector(".error");
+    if (form !== saved && error && place && error.textContent.trim()) place.replaceWith(error);
+  }
+  return () => {
+    if (!focus) return;
+    focus.el.focus();
+    try {
+      if (focus.start !== null) focus.el.setSelectionRange(focus.start, focus.end);
+    } catch (_) { /* a field without a text selection */ }
+  };
+}
+
 // Replaces a live region's content with its fresh version. A region marked data-keyed is
 // merged child by child (children carry data-key): a child the person is busy in stays as it
 // is while it still exists, the others are replaced, added or removed in the fresh order.
-function update(region, fresh) {
+// `saved`: the form whose change caused this refresh; the part holding it is replaced even
+// while its field has the focus (the focus carries over in a data-carry region).
+function update(region, fresh, saved) {
+  const carrying = region.dataset.carry !== undefined;
+  const mustWait = (part, twin) => !(saved && carrying && part.contains(saved)) && busy(part, twin, carrying);
   if (region.dataset.keyed === undefined) {
-    if (busy(region, fresh)) return false;
+    if (mustWait(region, fresh)) return false;
+    const done = carrying ? carry(region, fresh, saved) : null;
     region.replaceChildren(...Array.from(fresh.childNodes));
+    if (done) done();
     return true;
   }
   const old = new Map();
   for (const child of region.children) if (child.dataset.key) old.set(child.dataset.key, child);
   let whole = true;
+  const after = [];
   const next = Array.from(fresh.childNodes).map((child) => {
     const key = child.dataset && child.dataset.key;
     const mine = key && old.get(key);
-    if (mine && busy(mine, child)) { whole = false; return mine; }
+    if (mine && mustWait(mine, child)) { whole = false; return mine; }
+    if (mine && carrying) {
+      // A part that did not change stays as it is (a click or a selection in it goes on).
+      openLike(mine, child);
+      if (mine.isEqualNode(child)) return mine;
+      after.push(carry(mine, child, saved));
+    }
     return child;
   });
   // Insert around the kept children without detaching them (that would drop the focus).
@@ -56,10 +124,31 @@ function update(region, fresh) {
     if (node === cursor) { cursor = cursor.nextSibling; continue; }
     region.insertBefore(node, cursor);
   }
+  for (const done of after) done();
   return whole;
 }
 
-async function refresh() {
+// Scrolled lists marked data-stick="bottom" (the log) keep to their newest line at the
+// bottom, unless the person scrolled up in them, which a refresh keeps.
+function scrolls(regions) {
+  const was = new Map();
+  for (const region of regions) {
+    for (const list of region.querySelectorAll('[data-stick="bottom"]')) {
+      const bottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+      was.set(region.id + " " + list.className, bottom ? null : list.scrollTop);
+    }
+  }
+  return () => {
+    for (const region of regions) {
+      for (const list of region.querySelectorAll('[data-stick="bottom"]')) {
+        const top = was.get(region.id + " " + list.className);
+        list.scrollTop = top === undefined || top === null ? list.scrollHeight : top;
+      }
+    }
+  };
+}
+
+async function refresh(saved) {
   pending = false;
   const regions = Array.from(main.querySelectorAll("[data-live][id]"));
   const focused = document.activeElement && document.activeElement.closest &&
@@ -79,10 +168,12 @@ async function refresh() {
   }
   const status = doc.getElementById("frag-status");
   if (status) statusLine.textContent = status.textContent;
+  const stick = scrolls(regions);
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
-    if (fresh && !update(region, fresh)) pending = true;
+    if (fresh && !update(region, fresh, saved)) pending = true;
   }
+  stick();
   if (focusedId && !editing()) {
     const again = main.querySelector('[data-pause-id="' + CSS.escape(focusedId) + '"]');
     if (again && again !== document.activeElement && !again.contains(document.activeElement)) again.focus();
@@ -133,7 +224,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
@@ -220,16 +311,19 @@ document.addEventListener("click", (ev) => {
 
 // --- forms that call the REST API: <form data-api="/api/..." data-method="POST|DELETE"> ---
 // The body is a JSON object of the form's named fields (a field with data-json is parsed as
-// JSON). data-then: "refresh" (refetch the live regions), "go:/path/{field}" (open a page
-// named by a field of the answer), or "show:<id>" (write the answer into that element).
+// JSON; an empty one with data-optional is left out). data-then: "refresh" (refetch the live
+// regions), "go:/path/{field}" (open a page named by a field of the answer), or "show:<id>"
+// (write the answer into that element). A refusal naming a field marks it (aria-invalid, the
+// cursor at the mistake); in a form with data-check, the error beside it is the server's
+// rendering of that field's mistake (/breakpoints/check), its position marked in the text.
 function formBody(form) {
   const body = {};
   for (const el of form.elements) {
     if (!el.name || el.disabled) continue;
     if (el.type === "checkbox") { body[el.name] = el.checked; continue; }
+    if (el.value.trim() === "" && el.dataset.optional !== undefined) continue;
     if (el.dataset.json !== undefined) {
       const text = el.value.trim();
-      if (text === "" && el.dataset.optional !== undefined) continue;
       try { body[el.name] = JSON.parse(text); }
       catch (e) { throw new Error(el.name + ": not valid JSON (" + e.message + ")"); }
     } else {
@@ -255,8 +349,12 @@ async function submitForm(form) {
     if (err) err.textContent = e.message;
     buttons.forEach((b) => { b.disabled = false; });
     form.classList.remove("busy");
+    // A switch that could not be changed shows what the server still has.
+    for (const box of form.querySelectorAll('input[type="checkbox"][data-submit]')) box.checked = box.defaultChecked;
+    if (e.data && e.data.field) await markField(form, e.data, err);
     return;
   }
+  for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
   buttons.forEach((b) => { b.disabled = false; });
   form.classList.remove("busy");
   const then = form.dataset.then || "refresh";
@@ -268,8 +366,33 @@ async function submitForm(form) {
   } else {
     if (form.dataset.reset !== undefined) form.reset();
     pending = false;
-    refresh();
+    refresh(form);
   }
+}
+
+// Marks the field a refusal names, and shows the mistake's position: the server renders the
+// message with the text around it marked (a fragment, like live updates), and the cursor goes
+// to that character.
+async function markField(form, data, err) {
+  const el = form.querySelector('[name="' + CSS.escape(data.field) + '"]');
+  if (!el || !TEXT_FIELD.test(el.type)) return;
+  el.setAttribute("aria-invalid", "true");
+  const column = data.position && Number(data.position.column);
+  if (!column) return;
+  if (form.dataset.check !== undefined && err) {
+    const url = "/breakpoints/check?fragment=1&field=" + encodeURIComponent(data.field) +
+      "&text=" + encodeURIComponent(el.value);
+    try {
+      const r = await fetch(url, { headers: { Accept: "text/html" } });
+      const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+      const shown = doc.getElementById("check-result");
+      if (r.ok && shown && shown.childNodes.length) err.replaceChildren(...Array.from(shown.childNodes));
+    } catch (_) { /* the message alone stays */ }
+  }
+  // The column counts characters from 1; the field counts UTF-16 units.
+  const at = Array.from(el.value).slice(0, column - 1).join("").length;
+  el.focus();
+  el.setSelectionRange(at, at);
 }
 
 async function send(path, method, body) {
@@ -282,7 +405,9 @@ async function send(path, method, body) {
   try { data = await r.json(); } catch (_) { /* not JSON */ }
   if (!r.ok) {
     const msg = data && (data.message || data.error) || ("HTTP " + r.status);
-    throw new Error(msg);
+    const e = new Error(msg);
+    e.data = data;
+    throw e;
   }
   return data;
 }
@@ -296,7 +421,7 @@ document.addEventListener("submit", (ev) => {
 
 document.addEventListener("change", (ev) => {
   const el = ev.target;
-  if (el.matches && el.matches("select[data-submit]")) {
+  if (el.matches && el.matches('select[data-submit], input[type="checkbox"][data-submit]')) {
     const form = el.closest("form[data-api]");
     if (form) submitForm(form);
   }
@@ -369,6 +494,7 @@ function localTimes() {
 tick();
 localTimes();
 settle();
+scrolls([main])();
 setInterval(tick, 1000);
 if (main.querySelector("[data-live]")) connect();
 
