@@ -1122,7 +1122,9 @@ impl Bench {
         const THREADS: usize = 4;
         const ROUNDS: u32 = 3;
         const FN: &str = "/api/breakpoints/apply_discount";
-        let setups: [(&str, &[(&str, &str, &str)]); 4] = [
+        // Each setup: its name, and the requests (method, path, body) that make it.
+        type Setup<'a> = (&'a str, &'a [(&'a str, &'a str, &'a str)]);
+        let setups: [Setup; 4] = [
             ("no breakpoint", &[("DELETE", FN, "")]),
             (
                 "a breakpoint without condition (`go` before and after)",
@@ -1145,10 +1147,18 @@ impl Bench {
         let never = AtomicBool::new(false);
         let until = self.opts.n(100_000);
         let limit = self.opts.secs(1.5) / ROUNDS;
-        let mut floor: Res<(u64, Duration)> = floor_proc.as_ref().map(|_| (0, Duration::ZERO)).map_err(Clone::clone);
+        let mut floor: Res<(u64, Duration)> = floor_proc
+            .as_ref()
+            .map(|_| (0, Duration::ZERO))
+            .map_err(Clone::clone);
         let mut totals: Vec<Res<(u64, Duration)>> = setups
             .iter()
-            .map(|_| server.as_ref().map(|_| (0, Duration::ZERO)).map_err(Clone::clone))
+            .map(|_| {
+                server
+                    .as_ref()
+                    .map(|_| (0, Duration::ZERO))
+                    .map_err(Clone::clone)
+            })
             .collect();
         if let Ok(s) = &server {
             let warm = self.load.free.len() as u64 * 2;
@@ -1168,9 +1178,9 @@ impl Bench {
             let Ok(s) = &server else { break };
             for ((_, requests), total) in setups.iter().zip(&mut totals) {
                 let Ok((done, took)) = total else { continue };
-                let set = requests
-                    .iter()
-                    .try_for_each(|(m, path, body)| call(s.port, m, path, body.as_bytes()).map(|_| ()));
+                let set = requests.iter().try_for_each(|(m, path, body)| {
+                    call(s.port, m, path, body.as_bytes()).map(|_| ())
+                });
                 let r = run_cycles(s.port, &self.load, THREADS, 0, until, limit, &never);
                 match set.err().or(r.error) {
                     None => (*done, *took) = (*done + r.done, *took + r.elapsed),
@@ -1186,7 +1196,9 @@ impl Bench {
                 &format!("call cycles per second, {THREADS} client threads, {what}"),
                 cell,
                 None,
-                &f.map_or("failed".into(), |f| format!("{} /s (trivial server)", num(f))),
+                &f.map_or("failed".into(), |f| {
+                    format!("{} /s (trivial server)", num(f))
+                }),
                 f,
                 false,
                 "close to the row without a breakpoint",

@@ -1602,7 +1602,7 @@ impl<V: CondValue> Evaluator<'_, V> {
                 return fail(
                     e,
                     format!(
-                        "evaluation step budget spent (a string of {} bytes)",
+                        "a string of {} bytes: evaluation step budget spent",
                         s.len()
                     ),
                 );
