@@ -358,7 +358,7 @@ EOF
         echo "INFO [inspector $INSPECTOR] --strict schema portability warnings: $(grep -A1 '^Warning: tool' "$IHOME/out$n.json.err" | grep -v '^--' | paste -sd' ' -)"
     fi
     inspector "tools/call breakpoint_add" 0 \
-        "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add'} and r['result']['isError'] is False and json.loads(r['result']['content'][0]['text']) == r['result']['structuredContent']" \
+        "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add', 'condition': None, 'hit_condition': None, 'log_message': None, 'one_shot': False, 'hit_count': 0} and r['result']['isError'] is False and json.loads(r['result']['content'][0]['text']) == r['result']['structuredContent']" \
         -- --method tools/call --tool-name breakpoint_add --tool-arg function_name=add
     inspector "tools/call breakpoint_list_breakpoints" 0 \
         "r['result']['structuredContent']['breakpoints'] == [] and r['result']['isError'] is False" \
@@ -400,7 +400,7 @@ EOF
         inspector "tools/list" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
             -- --method tools/list
         inspector "tools/call breakpoint_add" 0 \
-            "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add'} and r['result']['isError'] is False" \
+            "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add', 'condition': None, 'hit_condition': None, 'log_message': None, 'one_shot': False, 'hit_count': 0} and r['result']['isError'] is False" \
             -- --method tools/call --tool-name breakpoint_add --tool-arg function_name=add
         inspector "resources/read breakpoint://status" 0 \
             "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 1, 'paused': 0, 'total_calls': 0}" \

@@ -552,8 +552,11 @@ class Runner:
                         check=lambda d: need(d["breakpoints"] == [], f"expected no breakpoints: {d}"),
                         label="breakpoint_list_breakpoints (empty)")
         t0 = time.monotonic()
-        await self.tool("breakpoint_add", {"function_name": "add"},
-                        check=lambda d: need(d == {"status": "ok", "function_name": "add"}, str(d)))
+        await self.tool("breakpoint_add", {"function_name": "add", "condition": "args[0] > 1"},
+                        check=lambda d: need(d == {"status": "ok", "function_name": "add",
+                                                   "condition": "args[0] > 1", "hit_condition": None,
+                                                   "log_message": None, "one_shot": False,
+                                                   "hit_count": 0}, str(d)))
 
         async def updated() -> str:
             p = await seen.wait("notifications/resources/updated",

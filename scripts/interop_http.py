@@ -265,8 +265,11 @@ async def checks(run: Steps, kind: str, how: str) -> None:
         await step("resources/subscribe breakpoint://status", subscribe)
 
     t0 = time.monotonic()
-    await tool("breakpoint_add", {"function_name": "add"},
-               check=lambda d: need(d == {"status": "ok", "function_name": "add"}, str(d)))
+    await tool("breakpoint_add", {"function_name": "add", "condition": "args[0] > 1"},
+               check=lambda d: need(d == {"status": "ok", "function_name": "add",
+                                          "condition": "args[0] > 1", "hit_condition": None,
+                                          "log_message": None, "one_shot": False,
+                                          "hit_count": 0}, str(d)))
 
     async def updated() -> str:
         p = await seen.wait("notifications/resources/updated",
