@@ -167,26 +167,20 @@ function clientRef(value) {
   return refs.get(value);
 }
 
-/** How a value JSON cannot hold is shown: a placeholder object the server renders (§4.4). */
+/** How a value JSON cannot hold is sent: a placeholder object, shown by its summary (§4.4). */
 function placeholder(value, why) {
-  let summary, type = typeof value;
-  try {
-    if (type === "function") summary = `<function ${value.name || "(anonymous)"}>`;
-    else if (type === "bigint") summary = `${value}n`;
-    else if (type === "symbol" || type === "undefined") summary = String(value);
-    else {
-      type = value?.constructor?.name || "Object";
-      summary = value instanceof Error ? `${value.name}: ${value.message}`
-        : value instanceof Map || value instanceof Set ? `${type}(${value.size})`
-          : `<${type}${why ? `: ${why}` : ""}>`;
-    }
-  } catch (e) {
-    summary = `<${type}: unreadable>`;
+  let type = typeof value, summary = type === "object" ? "" : String(value); // symbol, undefined
+  if (type === "bigint") summary += "n";
+  if (type === "function") summary = `<function ${value.name || "(anonymous)"}>`;
+  if (type === "object") {
+    type = value.constructor?.name || "Object";
+    summary = value instanceof Error ? `${value.name}: ${value.message}`
+      : value instanceof Map || value instanceof Set ? `${type}(${value.size})` : `<${type}${why ? `: ${why}` : ""}>`;
   }
   return {
     __cideldill_placeholder__: true, summary, type_name: type,
     object_name: type === "function" ? value.name || undefined : undefined,
-    pickle_error: why || `JSON cannot hold a ${type}`,
+    pickle_error: why || `JSON has no ${type}`,
   };
 }
 
@@ -210,11 +204,7 @@ function jsonSafe(value, ancestors = [], budget = { nodes: 10000 }) {
     if (Array.isArray(value)) return value.map((v) => jsonSafe(v, ancestors, budget));
     const out = {};
     for (const key of Object.keys(value)) {
-      try {
-        out[key] = jsonSafe(value[key], ancestors, budget);
-      } catch (e) {
-        out[key] = { __cideldill_placeholder__: true, summary: `<unreadable: ${e}>`, pickle_error: String(e) };
-      }
+      try { out[key] = jsonSafe(value[key], ancestors, budget); } catch (e) { out[key] = unreadable(e); }
     }
     return out;
   } finally {
@@ -222,9 +212,12 @@ function jsonSafe(value, ancestors = [], budget = { nodes: 10000 }) {
   }
 }
 
+const unreadable = (e) => ({ __cideldill_placeholder__: true, summary: `<unreadable: ${e}>`, pickle_error: String(e) });
+
 /** `{text, cid}` of a value. */
 function encode(value) {
-  const text = JSON.stringify(jsonSafe(value));
+  let text;
+  try { text = JSON.stringify(jsonSafe(value)); } catch (e) { text = JSON.stringify(unreadable(e)); }
   return { text, cid: sha512Hex(text) };
 }
 
