@@ -1,22 +1,17 @@
-// debug-client.js: the browser debug client of cideldill-server, served by the server at
-// GET /api/debug-client.js with the server's URL filled in. It lets a web page be debugged
-// like an instrumented Python program: wrapped calls are reported to the server, pause there,
-// and are continued, modified, skipped, raised or replaced from the web UI, REST or MCP.
+// debug-client.js: the browser debug client of cideldill-server, served at
+// GET /api/debug-client.js with the server's URL filled in. A web page is debugged like an
+// instrumented Python program: wrapped calls are reported to the server, pause there, and are
+// continued, modified, skipped, raised or replaced from the web UI, REST or MCP.
 //
 //   import { withDebug } from "http://127.0.0.1:5174/api/debug-client.js";
 //   withDebug("ON");
 //   const add = withDebug((a, b) => a + b);      // an async wrapper: await add(1, 2)
 //
 // Exports (also on window.cideldill): withDebug, withDebugSync, debugCall, debugCallSync,
-// configure, registerReplacement, and sha512Hex (the CID hash).
-//
-// The wire protocol is described in the server's ARCHITECTURE.md appendix ("protocol doc");
-// comments cite its sections as §N. This client sends process_pid 0, page_url and
-// preferred_format "json"; its items carry JSON text, hashed with SHA-512 (§2.12, §3).
-//
-// The *Sync variants use synchronous XMLHttpRequest and wait between polls by spinning: the
-// page (its rendering, input and timers) is frozen while one of their calls is paused.
-// No dependencies, no build step: an ES module as it is served.
+// configure, registerReplacement, and sha512Hex (the CID hash). The *Sync variants use
+// synchronous XMLHttpRequest and spin between polls: the page (rendering, input, timers) is
+// frozen while one of their calls is paused. No dependencies, no build step.
+// "§N" cites the wire protocol's description, the appendix of the server's ARCHITECTURE.md.
 
 /** Filled in by the server when it serves this file (from the request's Host). */
 const SERVED_URL = "__CIDELDILL_SERVER_URL__";
@@ -557,14 +552,12 @@ function* callFlow(call) {
   const done = { ...identity(), call_id: answer.call_id, timestamp: now() };
   if ("error" in outcome) {
     const e = outcome.error;
-    const { text, cid } = encode(e); // an Error becomes a placeholder naming it
+    const item = makeItem(e, new Map()); // an Error is sent as a placeholder naming it
     Object.assign(done, {
       status: "exception", exception_type: e?.name || typeof e, exception_message: String(e?.message ?? e),
-      exception_traceback: e?.stack ? String(e.stack) : null,
-      exception_cid: cid, exception_client_ref: clientRef(e), exception_serialization_format: "json",
+      exception_traceback: e?.stack ? String(e.stack) : null, exception_cid: item.cid,
+      exception_client_ref: item.client_ref, exception_data: item.data, exception_serialization_format: "json",
     });
-    if (!sentCids.has(cid)) done.exception_data = text;
-    sentCids.touch(cid, true);
     scope.exception = e;
   } else {
     const item = makeItem(outcome.value, new Map());
