@@ -763,6 +763,8 @@ window.start = (key, call) => {
     catch (e) { results[key] = { error: { name: e.name, message: e.message, isError: e instanceof Error } }; }
   });
 };
+// A call made by the page's own code (its call site is this file).
+window.addLater = (key, a, b) => window.start(key, () => window.add(a, b));
 window.pageReady = true;
 `;
 
@@ -848,7 +850,7 @@ check("debug client: a page on another origin is paused, modified and continued 
     assert(hashes[i] === want, `sha512Hex(${JSON.stringify(s).slice(0, 20)}) = ${hashes[i]}, expected ${want}`);
   }
 
-  await page.evaluate(() => window.start("add", () => window.add(1, 2)));
+  await page.evaluate(() => window.addLater("add", 1, 2));
   const before = await pauseOf(server, "add", "before");
   const d = before.call_data;
   assert(JSON.stringify(d.pretty_args) === "[1,2]", `pretty_args: ${JSON.stringify(d.pretty_args)}`);
@@ -862,7 +864,7 @@ check("debug client: a page on another origin is paused, modified and continued 
   const card = pauseCard(ui, "add", "before");
   await cardShown(ui, card, "add (before)");
   const text = await card.innerText();
-  for (const want of [`page ${site.origin}/`, "a", "b", "1", "2"]) {
+  for (const want of [`page ${site.origin}/`, `${site.origin}/page.js:`, "a", "b", "1", "2"]) {
     assert(text.includes(want), `the card lacks "${want}": ${text}`);
   }
   await t.shot(ui, "debug-client-before");
@@ -950,7 +952,7 @@ check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking
   assert(sync.value === 7, `withDebugSync gave ${JSON.stringify(sync)}`);
 });
 
-check("debug client: without --allow-origin calls go through; eval forbidden or server gone are errors", async (t) => {
+check("debug client: without --allow-origin calls go through; a restart is survived; eval forbidden or server gone are errors", async (t) => {
   const site = await startClientSite(t, { csp: "default-src 'self'; script-src 'self' http://127.0.0.1:*; connect-src http://127.0.0.1:*" });
   const server = await t.server();
   site.use(server);
@@ -969,8 +971,20 @@ check("debug client: without --allow-origin calls go through; eval forbidden or 
   await resume(server, paused);
   await resume(server, await pauseOf(server, "add", "after"));
   assert((await outcomeOf(page, "paused")).value === 3, "the paused call did not return 3");
+  // A restarted server lacks the values the page sent before without their data: the page
+  // resends them when the server asks (cid_not_found).
+  await server.stop("SIGTERM");
+  const again = await t.server({ port: server.port, dir: server.dir });
+  const starts = [];
+  page.on("response", (r) => { if (r.url().endsWith("/api/call/start")) starts.push(r.status()); });
+  await page.evaluate(() => window.start("resent", () => window.add(1, 2)));
+  assert((await outcomeOf(page, "resent")).value === 3, "the call after the restart did not return 3");
+  await waitFor(() => starts.join() === "400,200", { what: "call starts answered 400, then 200" })
+    .catch(() => { throw new Error(`call starts after the restart answered ${starts.join()}, expected 400 (cid_not_found), then 200`); });
+  const [resent] = (await again.api("GET", "/api/call-records?function=add")).calls;
+  assert(JSON.stringify(resent?.pretty_args) === "[1,2]", `the restarted server recorded ${JSON.stringify(resent).slice(0, 300)}`);
   // A server that is gone: the call fails at once with a clear error.
-  await server.stop();
+  await again.stop();
   await page.evaluate(() => window.start("gone", () => window.add(1, 2)));
   const gone = await outcomeOf(page, "gone");
   assert(gone.error?.name === "DebugServerError" && gone.error.message.includes("Failed to contact breakpoint server"),
