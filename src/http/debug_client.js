@@ -380,17 +380,17 @@ function* register(name, fn, breakpoint = true) {
   if (registered.has(key)) return;
   const signature = signatureOf(fn);
   yield* api("POST", "/api/functions", {
-    function_name: name, signature, function_client_ref: clientRef(fn),
+    ...identity(), function_name: name, signature, function_client_ref: clientRef(fn),
     function_serialization_format: "json",
     function_metadata: {
-      summary: `<function ${fn.name || name}>`, object_name: name, arity: fn.length, page_url: identity().page_url,
+      summary: `<function ${fn.name || name}>`, object_name: name, arity: fn.length, page_url: globalThis.location?.href,
     },
   });
   registered.add(key);
   if (!breakpoint || breakpointsRefused) return;
   try {
     // Every wrapped function gets a breakpoint, as with the Python client (§0).
-    yield* api("POST", "/api/breakpoints", { function_name: name, timestamp: now(), signature });
+    yield* api("POST", "/api/breakpoints", { ...identity(), function_name: name, timestamp: now(), signature });
   } catch (e) {
     // Breakpoints are not a browser-client endpoint: the server takes them only from its
     // own origin and --allow-origin ones (its trust model). Calls still go through.
@@ -462,7 +462,8 @@ function* replStep(pauseId, scope) {
   const queued = yield* api("GET", `/api/poll-repl/${encodeURIComponent(pauseId)}`);
   if (!queued.eval_id) return;
   const outcome = yield { run: () => evaluate(String(queued.expr), scope), timeoutMs: settings.replTimeoutMs };
-  const body = { eval_id: queued.eval_id, session_id: queued.session_id, pause_id: queued.pause_id || pauseId };
+  const { eval_id, session_id } = queued;
+  const body = { ...identity(), eval_id, session_id, pause_id: queued.pause_id || pauseId };
   if ("error" in outcome) {
     const e = outcome.error;
     body.error = { name: e?.name || "Error", message: String(e?.message ?? e) };
