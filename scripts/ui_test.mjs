@@ -743,6 +743,258 @@ check("security: a page on another origin cannot resume, start a REPL or add a b
 });
 
 // ---------------------------------------------------------------------------------------
+// Checks: the browser debug client (GET /api/debug-client.js), imported by a page of another
+// origin and driven through the REST API as a person would from the web UI.
+
+/** The module of the page under debug; SERVER_URL is the debug server's. */
+const CLIENT_PAGE_JS = String.raw`import * as client from "SERVER_URL/api/debug-client.js";
+client.withDebug("ON");
+window.client = client;
+window.add = client.withDebug(function add(a, b) { return a + b; });
+window.addSync = client.withDebugSync(["add_sync", function (a, b) { return a + b; }]);
+client.registerReplacement("mul", function mul(a, b) { return a * b; });
+client.registerReplacement("neg", (a) => -a);
+window.results = {};
+// Starts a call in the background; its value or error lands in results[key].
+window.start = (key, call) => {
+  results[key] = { pending: true };
+  setTimeout(async () => {
+    try { results[key] = { value: await call() }; }
+    catch (e) { results[key] = { error: { name: e.name, message: e.message, isError: e instanceof Error } }; }
+  });
+};
+// A call made by the page's own code (its call site is this file).
+window.addLater = (key, a, b) => window.start(key, () => window.add(a, b));
+window.pageReady = true;
+`;
+
+/**
+ * A site on another loopback port whose page imports the debug client from the server given
+ * to `use(server)` (the site starts first, so that the server can be told its origin).
+ * `csp` is the page's Content-Security-Policy, if any. Answers {origin, use(server)}.
+ */
+async function startClientSite(t, { csp } = {}) {
+  let serverUrl = null;
+  const site = http.createServer((rq, res) => {
+    if (rq.url === "/page.js") {
+      res.writeHead(200, { "Content-Type": "text/javascript", "Cache-Control": "no-store" });
+      res.end(CLIENT_PAGE_JS.replace("SERVER_URL", serverUrl));
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/html", ...(csp ? { "Content-Security-Policy": csp } : {}) });
+    res.end('<!doctype html><title>A page under debug</title><h1>A page under debug</h1><script type="module" src="/page.js"></script>');
+  });
+  await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
+  t.onCleanup(() => new Promise((resolve) => { site.closeAllConnections(); site.close(resolve); }));
+  return { origin: `http://127.0.0.1:${site.address().port}`, use(server) { serverUrl = server.url; } };
+}
+
+/** A page of `site` with the client loaded (a tab that is not watched for CSP reports). */
+async function clientPage(t, site) {
+  const page = await (await t.context()).newPage();
+  page.on("pageerror", (e) => t.problems.push(`the page under debug: uncaught ${e.name}: ${e.message}`));
+  if (DEBUG) page.on("console", (m) => console.error(`page under debug console.${m.type()}: ${m.text()}`));
+  await page.goto(site.origin + "/");
+  await page.waitForFunction(() => window.pageReady === true, null, { timeout: DEADLINE_MS })
+    .catch(() => { throw new Error(`the page under debug did not load the client within ${DEADLINE_MS / 1000} s`); });
+  return page;
+}
+
+/** The server's pause `when` (before/after) a call of `name`. */
+function pauseOf(server, name, when) {
+  return waitFor(async () => (await server.api("GET", "/api/paused")).paused
+    .find((p) => p.call_data.method_name === name && p.when === when), { what: `a pause ${when} ${name}` });
+}
+
+async function resume(server, pause, body = { action: "continue" }) {
+  await server.api("POST", `/api/paused/${encodeURIComponent(pause.id)}/continue`, body);
+}
+
+/** The outcome of the page's background call `key`: {value} or {error}. */
+function outcomeOf(page, key) {
+  return waitFor(() => page.evaluate((k) => !window.results[k].pending && window.results[k], key),
+    { what: `the page's call "${key}" to return` });
+}
+
+/** Evaluates `expr` in the program paused at `pause` through the REPL endpoints. */
+async function replEval(server, pause, expr) {
+  const { session_id: sid } = await server.api("POST", "/api/repl/start", { pause_id: pause.id });
+  return server.api("POST", `/api/repl/${encodeURIComponent(sid)}/eval`, { expr });
+}
+
+async function sha512(text) {
+  const { createHash } = await import("node:crypto");
+  return createHash("sha512").update(Buffer.from(text, "utf8")).digest("hex");
+}
+
+check("debug client: a page on another origin is paused, modified and continued like a program", async (t) => {
+  const site = await startClientSite(t);
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
+  site.use(server);
+  const ui = await t.page(server);
+  await pageLive(ui);
+  const page = await clientPage(t, site);
+  const names = ["withDebug", "withDebugSync", "debugCall", "debugCallSync", "configure", "registerReplacement"];
+  const exported = await page.evaluate((n) => n.filter((k) => typeof window.cideldill?.[k] === "function"
+    && window.cideldill[k] === window.client[k]), names);
+  assert(exported.length === names.length, `window.cideldill holds ${exported.join(", ")} of ${names.join(", ")}`);
+  // The page's SHA-512 against known vectors and node's: empty, "abc", non-ASCII, several blocks.
+  const inputs = ["", "abc", "héllo wörld ✓ 日本 😀", "x".repeat(300), "a".repeat(111), "a".repeat(112)];
+  const hashes = await page.evaluate((ins) => ins.map((s) => window.cideldill.sha512Hex(s)), inputs);
+  const known = {
+    "": "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",
+    abc: "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+  };
+  for (const [i, s] of inputs.entries()) {
+    const want = known[s] || await sha512(s);
+    assert(hashes[i] === want, `sha512Hex(${JSON.stringify(s).slice(0, 20)}) = ${hashes[i]}, expected ${want}`);
+  }
+
+  await page.evaluate(() => window.addLater("add", 1, 2));
+  const before = await pauseOf(server, "add", "before");
+  const d = before.call_data;
+  assert(JSON.stringify(d.pretty_args) === "[1,2]", `pretty_args: ${JSON.stringify(d.pretty_args)}`);
+  assert(d.page_url === site.origin + "/", `page_url: ${d.page_url}`);
+  assert(d.process_pid === 0 && d.preferred_format === "json", `process_pid ${d.process_pid}, preferred_format ${d.preferred_format}`);
+  for (const item of d.args) {
+    assert(item.serialization_format === "json" && item.cid === await sha512(item.data), `an argument item: ${JSON.stringify(item)}`);
+  }
+  const bps = (await server.api("GET", "/api/breakpoints")).breakpoints;
+  assert(bps.includes("add"), `the page did not add its breakpoint: ${JSON.stringify(bps)}`);
+  const card = pauseCard(ui, "add", "before");
+  await cardShown(ui, card, "add (before)");
+  const text = await card.innerText();
+  for (const want of [`page ${site.origin}/`, `${site.origin}/page.js:`, "a", "b", "1", "2"]) {
+    assert(text.includes(want), `the card lacks "${want}": ${text}`);
+  }
+  await t.shot(ui, "debug-client-before");
+  await resume(server, before, { action: "modify", modified_args: [10, 20] });
+  const after = await pauseOf(server, "add", "after");
+  assert(after.call_data.pretty_result === 30, `the after-pause shows ${JSON.stringify(after.call_data.pretty_result)}`);
+  await cardShown(ui, pauseCard(ui, "add", "after"), "add (after)");
+  await t.shot(ui, "debug-client-after");
+  await resume(server, after);
+  const got = await outcomeOf(page, "add");
+  assert(got.value === 30, `the page got ${JSON.stringify(got)}`);
+  const records = (await server.api("GET", "/api/call-records?function=add")).calls;
+  assert(records.length === 1 && records[0].status === "success", `call records: ${JSON.stringify(records).slice(0, 300)}`);
+  // A string is shown as JSON text, so "1" and 1 differ; values JSON cannot hold as placeholders.
+  await page.evaluate(() => window.start("strings", () => window.add("1", [2, () => 3])));
+  const strings = pauseCard(ui, "add", "before");
+  await cardShown(ui, strings, "add (before) with a string");
+  const args = await strings.locator("dl.args dd code").allInnerTexts();
+  assert(args[0] === '"1"' && args[1] === "[2,<function (anonymous)>]",
+    `the card shows the arguments as ${JSON.stringify(args)}`);
+  await t.shot(ui, "debug-client-strings");
+  await resume(server, await pauseOf(server, "add", "before"));
+  const after2 = pauseCard(ui, "add", "after");
+  await cardShown(ui, after2, "add (after) with a string");
+  const outcome = await after2.locator(".outcome").innerText();
+  assert(outcome.replace(/\s+/g, " ").includes('returned "12,() => 3"'), `the after card says ${outcome}`);
+  await resume(server, await pauseOf(server, "add", "after"));
+  assert((await outcomeOf(page, "strings")).value === "12,() => 3", "the call with a string did not return its concatenation");
+});
+
+check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking variant", async (t) => {
+  const site = await startClientSite(t);
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
+  site.use(server);
+  const page = await clientPage(t, site);
+  // Skip with a fake result.
+  await page.evaluate(() => window.start("skip", () => window.add(5, 6)));
+  await resume(server, await pauseOf(server, "add", "before"), { action: "skip", fake_result: { fake: [99] } });
+  await resume(server, await pauseOf(server, "add", "after"));
+  const skipped = await outcomeOf(page, "skip");
+  assert(JSON.stringify(skipped.value) === '{"fake":[99]}', `skip gave ${JSON.stringify(skipped)}`);
+  // Raise: a JS Error with the name and message (a call that raises does not pause after
+  // it under the default global behavior).
+  await page.evaluate(() => window.start("raise", () => window.add(1, 1)));
+  await resume(server, await pauseOf(server, "add", "before"),
+    { action: "raise", exception_type: "ValueError", exception_message: "nope" });
+  const raised = await outcomeOf(page, "raise");
+  assert(raised.error?.isError && raised.error.name === "ValueError" && raised.error.message === "nope", `raise gave ${JSON.stringify(raised)}`);
+  const [record] = (await server.api("GET", "/api/call-records?function=add&status=exception")).calls;
+  assert(JSON.stringify(record?.exception).includes("ValueError: nope"), `the record of the raised call: ${JSON.stringify(record).slice(0, 400)}`);
+  // The REPL evaluates in the page, with the call's arguments, then its result.
+  await page.evaluate(() => window.start("repl", () => window.add(2, 3)));
+  const paused = await pauseOf(server, "add", "before");
+  const sum = await replEval(server, paused, "args[0] * 100 + args[1]");
+  assert(sum.output === "203" && !sum.is_error, `args[0] * 100 + args[1] gave ${JSON.stringify(sum)}`);
+  const href = await replEval(server, paused, "location.href");
+  assert(href.output === site.origin + "/", `location.href gave ${JSON.stringify(href)}`);
+  const thrown = await replEval(server, paused, "nosuchname");
+  assert(thrown.is_error && thrown.output.includes("ReferenceError"), `nosuchname gave ${JSON.stringify(thrown)}`);
+  await resume(server, paused);
+  const afterRepl = await pauseOf(server, "add", "after");
+  const result = await replEval(server, afterRepl, "result");
+  assert(result.output === "5", `result gave ${JSON.stringify(result)}`);
+  await resume(server, afterRepl);
+  assert((await outcomeOf(page, "repl")).value === 5, "the REPL'd call did not return 5");
+  // Replace: a registered replacement of the same arity runs instead; another one is an error.
+  await page.evaluate(() => window.start("mul", () => window.add(6, 7)));
+  await resume(server, await pauseOf(server, "add", "before"), { action: "continue", replacement_function: "mul" });
+  await resume(server, await pauseOf(server, "add", "after"));
+  assert((await outcomeOf(page, "mul")).value === 42, "the replacement mul did not give 42");
+  await page.evaluate(() => window.start("neg", () => window.add(6, 7)));
+  await resume(server, await pauseOf(server, "add", "before"), { action: "continue", replacement_function: "neg" });
+  const neg = await outcomeOf(page, "neg");
+  assert(neg.error?.name === "DebugProtocolError" && /neg takes 1/.test(neg.error.message), `replacing with neg gave ${JSON.stringify(neg)}`);
+  // debugCall: one call through the debugger, named by its first argument.
+  await page.evaluate(() => window.start("once", () => window.client.debugCall("twice", (x) => x * 2, 21)));
+  await resume(server, await pauseOf(server, "twice", "before"));
+  await resume(server, await pauseOf(server, "twice", "after"));
+  assert((await outcomeOf(page, "once")).value === 42, "debugCall did not give 42");
+  // The blocking variant: the page waits, frozen, until the call is let go.
+  await page.evaluate(() => window.start("sync", () => window.addSync(3, 4)));
+  await resume(server, await pauseOf(server, "add_sync", "before"));
+  await resume(server, await pauseOf(server, "add_sync", "after"));
+  const sync = await outcomeOf(page, "sync");
+  assert(sync.value === 7, `withDebugSync gave ${JSON.stringify(sync)}`);
+});
+
+check("debug client: without --allow-origin calls go through; a restart is survived; eval forbidden or server gone are errors", async (t) => {
+  const site = await startClientSite(t, { csp: "default-src 'self'; script-src 'self' http://127.0.0.1:*; connect-src http://127.0.0.1:*" });
+  const server = await t.server();
+  site.use(server);
+  const page = await clientPage(t, site);
+  // The server refuses this origin a breakpoint, so the call runs and is recorded.
+  await page.evaluate(() => window.start("free", () => window.add(1, 2)));
+  assert((await outcomeOf(page, "free")).value === 3, "the call without a breakpoint did not return 3");
+  const records = (await server.api("GET", "/api/call-records?function=add")).calls;
+  assert(records.length === 1, `call records: ${JSON.stringify(records).slice(0, 300)}`);
+  // A breakpoint added by a person makes it pause; the page's CSP forbids eval: an error, no hang.
+  await server.api("POST", "/api/breakpoints", { function_name: "add", keep_signature: true });
+  await page.evaluate(() => window.start("paused", () => window.add(1, 2)));
+  const paused = await pauseOf(server, "add", "before");
+  const denied = await replEval(server, paused, "1 + 1");
+  assert(denied.is_error && /EvalError/.test(denied.output), `eval under a strict CSP gave ${JSON.stringify(denied)}`);
+  await resume(server, paused);
+  await resume(server, await pauseOf(server, "add", "after"));
+  assert((await outcomeOf(page, "paused")).value === 3, "the paused call did not return 3");
+  // A restarted server lacks the values the page sent before without their data: the page
+  // resends them when the server asks (cid_not_found).
+  await server.stop("SIGTERM");
+  const again = await t.server({ port: server.port, dir: server.dir });
+  const starts = [];
+  page.on("response", (r) => { if (r.url().endsWith("/api/call/start")) starts.push(r.status()); });
+  await page.evaluate(() => window.start("resent", () => window.add(1, 2)));
+  assert((await outcomeOf(page, "resent")).value === 3, "the call after the restart did not return 3");
+  await waitFor(() => starts.join() === "400,200", { what: "call starts answered 400, then 200" })
+    .catch(() => { throw new Error(`call starts after the restart answered ${starts.join()}, expected 400 (cid_not_found), then 200`); });
+  const [resent] = (await again.api("GET", "/api/call-records?function=add")).calls;
+  assert(JSON.stringify(resent?.pretty_args) === "[1,2]", `the restarted server recorded ${JSON.stringify(resent).slice(0, 300)}`);
+  // A server that is gone: the call fails at once with a clear error.
+  await again.stop();
+  await page.evaluate(() => window.start("gone", () => window.add(1, 2)));
+  const gone = await outcomeOf(page, "gone");
+  assert(gone.error?.name === "DebugServerError" && gone.error.message.includes("Failed to contact breakpoint server"),
+    `with the server gone the call gave ${JSON.stringify(gone)}`);
+  await page.evaluate(() => window.start("goneSync", () => window.addSync(1, 2)));
+  const goneSync = await outcomeOf(page, "goneSync");
+  assert(goneSync.error?.name === "DebugServerError", `withDebugSync with the server gone gave ${JSON.stringify(goneSync)}`);
+});
+
+// ---------------------------------------------------------------------------------------
 // Checks: live updates
 
 /**

@@ -7,6 +7,7 @@
 //! tiny_http server is started on a clone of that socket. Only this module and its
 //! submodules touch tiny_http types.
 
+mod debug_client;
 mod door;
 mod events;
 mod export;
@@ -633,8 +634,8 @@ impl Face {
     }
 }
 
-/// Host check, MCP paths, origin check, pages, the event stream and the export, in that order:
-/// everything decided from the head alone.
+/// Host check, MCP paths, origin check, pages, the debug client script, the event stream and
+/// the export, in that order: everything decided from the head alone.
 fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision {
     let (method, path) = (head.method.as_str(), head.path.as_str());
     if head.url == "*" && method == "OPTIONS" {
@@ -690,6 +691,9 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
                     .collect(),
             });
         }
+    }
+    if matches!(method, "GET" | "HEAD") && path == debug_client::PATH {
+        return Decision::Answer(debug_client::reply(head.host.as_deref()));
     }
     if method == "GET" && path.trim_end_matches('/') == "/api/events" {
         return Decision::Events(cors(Access::Guarded, head.origin.as_deref()));

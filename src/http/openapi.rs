@@ -36,12 +36,18 @@ pub(super) fn document(host: Option<&str>, endpoints: &[Endpoint]) -> Value {
                 .replace(['/', '-', '.'], "_")
                 .replace(['{', '}'], "")
         );
+        // Every answer is JSON but the browser debug client's script.
+        let success = if path.ends_with(".js") {
+            json!({"text/javascript": {"schema": {"type": "string"}}})
+        } else {
+            json!({"application/json": {"schema": {"type": "object"}}})
+        };
         let mut op = json!({
             "summary": route.summary,
             "operationId": op_id,
             "parameters": parameters,
             "responses": {
-                "200": {"description": "Success", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "200": {"description": "Success", "content": success},
                 "default": {
                     "description": "Error: {\"error\": code, \"message\"?: text}",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{esc, param, shown, Html};
+use super::{esc, item_shown, json_shown, param, shown, Html};
 use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
 use crate::service::{self, CallRecordsPage};
@@ -349,12 +349,14 @@ fn arguments(out: &mut String, m: &Map<String, Value>) {
     }
     out.push_str("<dl class=\"args\">");
     for (i, v) in shown_args.into_iter().flatten().enumerate() {
-        let cid = items.and_then(|a| a.get(i)).and_then(|it| it.get("cid"));
-        entry(out, &i.to_string(), v, cid);
+        let item = items.and_then(|a| a.get(i));
+        let cid = item.and_then(|it| it.get("cid"));
+        entry(out, &i.to_string(), &item_shown(v, item), cid);
     }
     for (k, v) in shown_kwargs.into_iter().flatten() {
-        let cid = kw_items.and_then(|a| a.get(k)).and_then(|it| it.get("cid"));
-        entry(out, k, v, cid);
+        let item = kw_items.and_then(|a| a.get(k));
+        let cid = item.and_then(|it| it.get("cid"));
+        entry(out, k, &item_shown(v, item), cid);
     }
     out.push_str("</dl>");
 }
@@ -365,7 +367,7 @@ fn values(out: &mut String, v: Option<&Value>, cid: Option<&Value>) {
         Some(Value::Object(o)) if !o.is_empty() => {
             out.push_str("<dl class=\"args\">");
             for (k, x) in o {
-                entry(out, k, x, None);
+                entry(out, k, &shown(x), None);
             }
             out.push_str("</dl>");
         }
@@ -374,15 +376,20 @@ fn values(out: &mut String, v: Option<&Value>, cid: Option<&Value>) {
     }
 }
 
-fn entry(out: &mut String, name: &str, v: &Value, cid: Option<&Value>) {
+fn entry(out: &mut String, name: &str, text: &str, cid: Option<&Value>) {
     let _ = write!(out, "<dt>{}</dt><dd>", esc(name));
-    value(out, v, cid);
+    value_text(out, text, cid);
     out.push_str("</dd>");
 }
 
 /// A shown value, linking to `/object/<cid>` when it has one.
 fn value(out: &mut String, v: &Value, cid: Option<&Value>) {
-    let code = format!("<code class=\"value\">{}</code>", esc(&shown(v)));
+    value_text(out, &shown(v), cid);
+}
+
+/// The text of a shown value, linking to `/object/<cid>` when it has one.
+fn value_text(out: &mut String, text: &str, cid: Option<&Value>) {
+    let code = format!("<code class=\"value\">{}</code>", esc(text));
     match cid.and_then(Value::as_str) {
         Some(cid) => {
             let _ = write!(
@@ -437,6 +444,10 @@ fn outcome(out: &mut String, m: &Map<String, Value>) {
         return;
     }
     match present("pretty_result") {
+        // A JSON result when the caller prefers JSON (the browser debug client).
+        Some(r) if m.get("preferred_format").and_then(Value::as_str) == Some("json") => {
+            value_text(out, &json_shown(r), present("result_cid"));
+        }
         Some(r) => value(out, r, present("result_cid")),
         None => out.push_str("<span class=\"none\">—</span>"),
     }

@@ -17,8 +17,11 @@ mod servers;
 mod source;
 mod tree;
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+
+use serde_json::Value;
 
 /// Text of a rendered value, the same on every page and in the text search of records.
 pub use crate::search::shown;
@@ -289,6 +292,57 @@ fn shared_status(shared: &Shared) -> String {
     )
 }
 
+/// The text of a value shown from a JSON item (the browser debug client's, protocol doc
+/// §2.12): compact JSON, so that the string "1" and the number 1 differ (a pickle's value is
+/// a Python repr already, and goes through `shown`), with every placeholder (a value JSON
+/// cannot hold, §4.4) written as its bare summary, nested ones too; the server's own markers
+/// (`<cid:… missing>`, `<unavailable: …>`) as they are.
+pub fn json_shown(v: &Value) -> Cow<'_, str> {
+    const MARKERS: [&str; 4] = ["<cid:", "<unavailable: ", "<missing cid>", "<cut: "];
+    fn write(out: &mut String, v: &Value) {
+        match v {
+            Value::Object(_) if crate::pretty::is_placeholder(v) => out.push_str(&shown(v)),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, x) in items.iter().enumerate() {
+                    out.push_str(if i > 0 { "," } else { "" });
+                    write(out, x);
+                }
+                out.push(']');
+            }
+            Value::Object(m) => {
+                out.push('{');
+                for (i, (k, x)) in m.iter().enumerate() {
+                    out.push_str(if i > 0 { "," } else { "" });
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(out, x);
+                }
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    match v {
+        Value::String(s) if MARKERS.iter().any(|m| s.starts_with(m)) => shown(v),
+        _ => {
+            let mut out = String::new();
+            write(&mut out, v);
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// The text of a value rendered from `item`: `json_shown` for a JSON item, else `shown`.
+pub fn item_shown<'a>(v: &'a Value, item: Option<&Value>) -> Cow<'a, str> {
+    let format = item.and_then(|i| i.get("serialization_format"));
+    if format.and_then(Value::as_str) == Some("json") {
+        json_shown(v)
+    } else {
+        shown(v)
+    }
+}
+
 /// Characters of a value shown before "show more".
 const FOLD_CHARS: usize = 600;
 /// Lines of a value shown before "show more".
@@ -381,6 +435,26 @@ mod tests {
             !APP_JS.contains("innerHTML +="),
             "no string-built markup in the script"
         );
+    }
+
+    #[test]
+    fn json_values_are_shown_as_json_with_placeholders_by_their_summary() {
+        use serde_json::json;
+        let f = json!({"__cideldill_placeholder__": true, "summary": "<function f>"});
+        assert_eq!(json_shown(&json!("1")), "\"1\"");
+        assert_eq!(json_shown(&json!(1)), "1");
+        assert_eq!(json_shown(&f), "<function f>");
+        assert_eq!(
+            json_shown(&json!({"a b": [f, null, "x"]})),
+            "{\"a b\":[<function f>,null,\"x\"]}"
+        );
+        // The server's own markers are not values of the program.
+        assert_eq!(json_shown(&json!("<cid:ab missing>")), "<cid:ab missing>");
+        // Pickled values are Python reprs already.
+        let dill = json!({"serialization_format": "dill"});
+        assert_eq!(item_shown(&json!("'x'"), Some(&dill)), "'x'");
+        let item = json!({"serialization_format": "json"});
+        assert_eq!(item_shown(&json!("x"), Some(&item)), "\"x\"");
     }
 
     #[test]

@@ -6,10 +6,13 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, shown, time, value_html, Html};
+use super::{esc, item_shown, json_shown, shown, time, value_html, Html};
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
+
+/// Characters of a page's address shown on a card (all of it in its tooltip).
+const PAGE_URL_CHARS: usize = 100;
 
 /// Builtin exceptions offered by the Raise action (the client raises builtins only).
 const EXCEPTIONS: [&str; 10] = [
@@ -233,8 +236,27 @@ fn card(
         },
         p.paused_at
     );
-    if let Some(pid) = d.get("process_pid") {
-        let _ = write!(out, " · process {}", esc(&pid.to_string()));
+    // A web page (the browser debug client, whose pid is 0) by its address; a program by pid.
+    match d
+        .get("page_url")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    {
+        Some(url) => {
+            let short: String = url.chars().take(PAGE_URL_CHARS).collect();
+            let more = if short.len() < url.len() { "…" } else { "" };
+            let _ = write!(
+                out,
+                " · page <span class=\"page\" title=\"{}\">{}{more}</span>",
+                esc(url),
+                esc(&short)
+            );
+        }
+        None => {
+            if let Some(pid) = d.get("process_pid") {
+                let _ = write!(out, " · process {}", esc(&pid.to_string()));
+            }
+        }
     }
     if let Some(site) = call_site(d) {
         let _ = write!(
@@ -266,7 +288,7 @@ fn card(
                 out,
                 "<dt>{}</dt><dd>{}{}</dd>",
                 esc(names.get(i).map_or(&i.to_string(), |n| n)),
-                value_html(&shown(a)),
+                value_html(&item_shown(a, cid)),
                 object_link(cid)
             );
         }
@@ -278,23 +300,26 @@ fn card(
                 out,
                 "<dt>{}</dt><dd>{}{}</dd>",
                 esc(k),
-                value_html(&shown(v)),
+                value_html(&item_shown(v, cid)),
                 object_link(cid)
             );
         }
     }
     out.push_str("</dl>");
     if p.when == When::After {
+        // The result is a JSON item when the caller prefers JSON (the browser client).
+        let json = d.get("preferred_format").and_then(Value::as_str) == Some("json");
+        let text = |v| if json { json_shown(v) } else { shown(v) };
         match d.get("exception").filter(|e| !e.is_null()) {
             Some(e) => {
                 let _ = write!(
                     out,
                     "<div class=\"outcome raised\">raised {}</div>",
-                    value_html(&shown(e))
+                    value_html(&text(e))
                 );
             }
             None => {
-                let result = d.get("pretty_result").map(shown).unwrap_or_default();
+                let result = d.get("pretty_result").map(text).unwrap_or_default();
                 let _ = write!(
                     out,
                     "<div class=\"outcome\">returned {}</div>",
@@ -541,6 +566,44 @@ mod tests {
             &html[last..]
         );
         assert!(html.contains("data-stick=\"bottom\""));
+    }
+
+    #[test]
+    fn a_web_pages_call_shows_its_address_and_json_values() {
+        use crate::service::testing::{body, start};
+        let s = shared();
+        crate::service::breakpoint_add(&s, &body(json!({"function_name": "add"}))).unwrap();
+        let item = |v: Value| {
+            let text = v.to_string();
+            json!({"cid": crate::cas::cid_of(text.as_bytes()), "data": text, "serialization_format": "json"})
+        };
+        let f = json!({"__cideldill_placeholder__": true, "summary": "<function f>"});
+        let answer = start(
+            &s,
+            &body(json!({
+                "method_name": "add", "args": [item(json!("1")), item(json!([1, f]))], "kwargs": {},
+                "process_pid": 0, "process_start_time": 1795311683.5, "signature": "(a, b)",
+                "page_url": format!("http://127.0.0.1:8000/{HOSTILE}"), "preferred_format": "json",
+            })),
+        )
+        .unwrap();
+        assert_eq!(answer["action"], "poll");
+        let html = page(&s).main;
+        assert!(html.contains(" · page <span class=\"page\""), "{html}");
+        assert!(
+            html.contains("http://127.0.0.1:8000/&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("process 0"), "{html}");
+        // The string "1" is not the number 1; a placeholder shows its summary.
+        assert!(
+            html.contains("<code class=\"value\">&quot;1&quot;</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code class=\"value\">[1,&lt;function f&gt;]</code>"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod pickle_builder;
 mod call_protocol;
 mod cli;
 mod conditions;
+mod debug_client;
 mod demo;
 mod door;
 mod event_stream;

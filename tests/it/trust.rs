@@ -80,6 +80,7 @@ fn every_route_row_applies_its_origin_rule() {
         ("POST", "/api/call/repl-result"),
         ("GET", "/api/poll/{pause_id}"),
         ("GET", "/api/poll-repl/{pause_id}"),
+        ("GET", "/api/debug-client.js"),
     ];
     let mut open = Vec::new();
     for route in ROUTES {
