@@ -1100,9 +1100,7 @@ check("breakpoints: a breakpoint added through the form is hit", async (t) => {
   const page = await t.page(server, "/breakpoints");
   await pageLive(page);
   // Let everything run, then stop before divide only.
-  await page.locator('select[name="behavior"]').first().selectOption("go");
-  await waitFor(async () => (await server.api("GET", "/api/behavior")).behavior === "go",
-    { what: "the global behavior to be go" });
+  await globalGo(page, server);
   await page.locator('input[name="function_name"]').fill("divide");
   await page.getByRole("button", { name: "Add breakpoint" }).click();
   const row = page.locator('tr[data-breakpoint="divide"]');
@@ -1125,6 +1123,13 @@ function breakpointGroup(page, name) {
 }
 
 /** Adds a breakpoint through the Breakpoints page's form (with a condition when given). */
+/** Sets the global default behavior to go through the Breakpoints page's form. */
+async function globalGo(page, server) {
+  await page.locator('select[name="behavior"]').first().selectOption("go");
+  await waitFor(async () => (await server.api("GET", "/api/behavior")).behavior === "go",
+    { what: "the global behavior to be go" });
+}
+
 async function addBreakpoint(page, name, condition) {
   await page.locator('form.add input[name="function_name"]').fill(name);
   if (condition !== undefined) await page.locator('form.add input[name="condition"]').fill(condition);
@@ -1231,9 +1236,7 @@ check("breakpoints: a condition set through the page pauses only the calls it ho
   const server = await t.server();
   const page = await t.page(server, "/breakpoints");
   await pageLive(page);
-  await page.locator('select[name="behavior"]').first().selectOption("go");
-  await waitFor(async () => (await server.api("GET", "/api/behavior")).behavior === "go",
-    { what: "the global behavior to be go" });
+  await globalGo(page, server);
   const group = await addBreakpoint(page, "resize", ODD_EARLY);
   await group.locator('tr[data-breakpoint="resize"] select[name="behavior"]').first().selectOption("stop");
   await waitFor(async () => {

@@ -2723,23 +2723,36 @@ mod tests {
     /// 10**30
     const BIG: &str = "80049510000000000000008a0d00000040eaed7446d09c2c9f0c2e";
 
+    /// The decoded arguments of a call (a point, a dict, a slotted instance, a big int) and its
+    /// JSON keyword argument `label`.
+    fn pickled_call() -> ([Tree; 4], Value) {
+        (
+            [tree(POINT), tree(DICT), tree(SLOTTED), tree(BIG)],
+            json!("item-1"),
+        )
+    }
+
+    fn pickled_env<'a>(
+        trees: &'a [Tree; 4],
+        label: &'a Value,
+        outcome: impl Fn(&'a [Tree; 4]) -> Outcome<Item<'a>>,
+    ) -> Env<Item<'a>> {
+        Env {
+            args: Some(
+                trees
+                    .iter()
+                    .map(|t| Item::Pickle(PickleValue::root(t)))
+                    .collect(),
+            ),
+            kwargs: Some(vec![("label".to_owned(), Item::Json(label))]),
+            outcome: outcome(trees),
+        }
+    }
+
     #[test]
     fn reads_decoded_pickles() {
-        let point = tree(POINT);
-        let dict = tree(DICT);
-        let slotted = tree(SLOTTED);
-        let big = tree(BIG);
-        let label = json!("item-1");
-        let env = Env {
-            args: Some(vec![
-                Item::Pickle(PickleValue::root(&point)),
-                Item::Pickle(PickleValue::root(&dict)),
-                Item::Pickle(PickleValue::root(&slotted)),
-                Item::Pickle(PickleValue::root(&big)),
-            ]),
-            kwargs: Some(vec![("label".to_owned(), Item::Json(&label))]),
-            outcome: Outcome::Pending,
-        };
+        let (trees, label) = pickled_call();
+        let env = pickled_env(&trees, &label, |_| Outcome::Pending);
         let run = |text: &str| eval(&parse(text).unwrap(), &env).map_err(|e| e.message);
         for (text, want) in [
             ("type(args[0]) == \"Point\" and args[0].x < 0", true),
@@ -3127,21 +3140,10 @@ mod tests {
 
     #[test]
     fn values_as_text_on_decoded_pickles() {
-        let point = tree(POINT);
-        let dict = tree(DICT);
-        let slotted = tree(SLOTTED);
-        let big = tree(BIG);
-        let label = json!("item-1");
-        let env = Env {
-            args: Some(vec![
-                Item::Pickle(PickleValue::root(&point)),
-                Item::Pickle(PickleValue::root(&dict)),
-                Item::Pickle(PickleValue::root(&slotted)),
-                Item::Pickle(PickleValue::root(&big)),
-            ]),
-            kwargs: Some(vec![("label".to_owned(), Item::Json(&label))]),
-            outcome: Outcome::Returned(Item::Pickle(PickleValue::root(&dict))),
-        };
+        let (trees, label) = pickled_call();
+        let env = pickled_env(&trees, &label, |t| {
+            Outcome::Returned(Item::Pickle(PickleValue::root(&t[1])))
+        });
         let run = |text: &str| eval_text(&parse(text).unwrap(), &env).map_err(|e| e.message);
         for (text, want) in [
             ("args[0]", "Point(x=-1, y=2.5)"),
