@@ -5,6 +5,7 @@
 //! create nothing (polled unknown ids, com-error reports) is bounded in bytes (`limits`).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
@@ -15,28 +16,72 @@ use crate::limits::{
     MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
 };
 use crate::records::{CallId, CallRecord};
+use crate::resolution::Resolution;
 
-/// A paused execution.
+/// Whether a pause is before the call runs or after it returned (or raised).
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    Before,
+    After,
+}
+
+/// Why a call paused, as its pause data tells (`pause_reason` and what goes with it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PauseCause {
+    /// `breakpoint`, `exception` or `condition_error`.
+    pub reason: &'static str,
+    /// Why the condition could not be decided.
+    pub error: Option<String>,
+    /// The breakpoint's hit count, for a breakpoint that counts.
+    pub hit_count: Option<u64>,
+    /// The condition that held (or could not be decided).
+    pub condition: Option<String>,
+}
+
+impl PauseCause {
+    pub fn plain(reason: &'static str) -> PauseCause {
+        PauseCause {
+            reason,
+            error: None,
+            hit_count: None,
+            condition: None,
+        }
+    }
+
+    /// Writes the cause into a pause's wire call data.
+    pub fn describe(&self, data: &mut Map<String, Value>) {
+        data.insert("pause_reason".into(), json!(self.reason));
+        if let Some(c) = &self.condition {
+            data.insert("condition".into(), json!(c));
+        }
+        if let Some(e) = &self.error {
+            data.insert("condition_error".into(), json!(e));
+        }
+        if let Some(n) = self.hit_count {
+            data.insert("hit_count".into(), json!(n));
+        }
+    }
+}
+
+/// A paused execution: the call as recorded (before it ran, or completed for an after-pause)
+/// and why it paused. Its wire `call_data` is built from these at the edge (`service::pauses`).
 #[derive(Clone, Debug)]
 pub struct Pause {
     pub id: String,
-    pub call_data: Map<String, Value>,
+    pub when: When,
+    pub call: Arc<CallRecord>,
+    pub cause: PauseCause,
     pub paused_at: f64,
-    /// The call this pause belongs to; `None` for an after-pause (the call is already complete).
-    pub call_id: Option<String>,
 }
 
 impl Pause {
-    /// An after-pause is recognised by its result or exception (protocol doc §5.2).
     pub fn is_after(&self) -> bool {
-        self.call_data.contains_key("pretty_result") || self.call_data.contains_key("exception")
+        self.when == When::After
     }
 
     pub fn method_name(&self) -> &str {
-        self.call_data
-            .get("method_name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        &self.call.method
     }
 }
 
@@ -198,23 +243,21 @@ impl Calls {
         self.open.len()
     }
 
-    /// Creates a paused execution. For a before-pause, `call_id` links it to its open call.
-    pub fn pause(
-        &mut self,
-        id: String,
-        call_data: Map<String, Value>,
-        now: f64,
-        call_id: Option<&str>,
-    ) -> Pause {
-        if let Some(open) = call_id.and_then(|c| self.open.get_mut(c)) {
-            open.pause_id = Some(id.clone());
-            open.call.paused_before = true;
+    /// Creates a paused execution. A before-pause is linked to its open call (by the call's
+    /// id), whose record it shows.
+    pub fn pause(&mut self, id: String, when: When, call: Arc<CallRecord>, cause: PauseCause, now: f64) -> Pause {
+        if when == When::Before {
+            if let Some(open) = self.open.get_mut(&call.call_id.to_string()) {
+                open.pause_id = Some(id.clone());
+                open.call.paused_before = true;
+            }
         }
         let pause = Pause {
             id,
-            call_data,
+            when,
+            call,
+            cause,
             paused_at: now,
-            call_id: call_id.map(str::to_owned),
         };
         self.paused.push(pause.clone());
         pause
@@ -266,8 +309,14 @@ impl Calls {
         v
     }
 
-    /// Stores the resume action of a pause and removes it from the paused list.
-    pub fn resume(&mut self, pause_id: &str, action: Value) -> Result<Resumed, ResumeError> {
+    /// Stores the resume action of a pause and removes it from the paused list. What the
+    /// action did is kept in the record of a before-pause's call (`resolution`).
+    pub fn resume(
+        &mut self,
+        pause_id: &str,
+        action: Value,
+        resolution: Resolution,
+    ) -> Result<Resumed, ResumeError> {
         if self.actions.contains_key(pause_id) {
             return Err(ResumeError::AlreadyResumed);
         }
@@ -279,9 +328,12 @@ impl Calls {
             return Err(ResumeError::NotFound);
         };
         let pause = self.paused.remove(pos);
-        if pause.call_id.is_some() {
+        if pause.when == When::Before {
             // A before-pause action lives until its call completes.
             self.actions.insert(pause_id.to_owned(), action);
+            if let Some(open) = self.open.get_mut(&pause.call.call_id.to_string()) {
+                open.call.set_resolution(resolution);
+            }
         } else {
             self.remember_after_action(pause_id, action);
         }
@@ -338,16 +390,6 @@ impl Calls {
             .iter()
             .map(|r| serde_json::from_str(r).unwrap_or(Value::Null))
             .collect()
-    }
-
-    /// Summary of a pause for event payloads.
-    pub fn pause_summary(pause: &Pause) -> Value {
-        json!({
-            "pause_id": pause.id,
-            "method_name": pause.method_name(),
-            "pause_reason": pause.call_data.get("pause_reason").cloned().unwrap_or(json!("breakpoint")),
-            "paused_at": pause.paused_at,
-        })
     }
 }
 
@@ -426,8 +468,16 @@ fn shrink_report(report: Value) -> String {
 mod tests {
     use super::*;
 
-    fn data(name: &str) -> Map<String, Value> {
-        json!({"method_name": name}).as_object().cloned().unwrap()
+    fn call(name: &str, call_id: &str) -> Arc<CallRecord> {
+        Arc::new(CallRecord::for_tests(name, call_id))
+    }
+
+    fn cause() -> PauseCause {
+        PauseCause::plain("breakpoint")
+    }
+
+    fn by() -> Resolution {
+        Resolution::new(crate::resolution::Action::Continue, crate::resolution::Actor::Rest, 1.0)
     }
 
     #[test]
@@ -444,15 +494,15 @@ mod tests {
     fn poll_is_idempotent_and_completion_cleans_up() {
         let mut c = Calls::default();
         c.open_call(CallRecord::for_tests("f", "c1"));
-        c.pause("p1".into(), data("f"), 1.0, Some("c1"));
+        c.pause("p1".into(), When::Before, call("f", "c1"), cause(), 1.0);
         assert_eq!(c.poll("p1", 1.0), None);
         assert!(!c.is_orphan("p1"));
-        c.resume("p1", json!({"action": "continue"})).unwrap();
+        c.resume("p1", json!({"action": "continue"}), by()).unwrap();
         assert!(c.paused().is_empty());
         assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
         assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
         assert_eq!(
-            c.resume("p1", json!({})).unwrap_err(),
+            c.resume("p1", json!({}), by()).unwrap_err(),
             ResumeError::AlreadyResumed
         );
         let done = c.complete("c1").unwrap();
@@ -467,7 +517,7 @@ mod tests {
     fn completing_a_still_paused_call_removes_the_pause() {
         let mut c = Calls::default();
         c.open_call(CallRecord::for_tests("f", "c1"));
-        c.pause("p1".into(), data("f"), 1.0, Some("c1"));
+        c.pause("p1".into(), When::Before, call("f", "c1"), cause(), 1.0);
         let done = c.complete("c1").unwrap();
         assert_eq!(done.leftover.unwrap().id, "p1");
         assert!(c.paused().is_empty());
@@ -477,13 +527,13 @@ mod tests {
     fn unknown_ids_are_not_found_until_polled() {
         let mut c = Calls::default();
         assert_eq!(
-            c.resume("zz", json!({})).unwrap_err(),
+            c.resume("zz", json!({}), by()).unwrap_err(),
             ResumeError::NotFound
         );
         assert_eq!(c.poll("zz", 1.0), None);
         assert!(c.is_orphan("zz"));
         assert!(matches!(
-            c.resume("zz", json!({"action": "continue"})),
+            c.resume("zz", json!({"action": "continue"}), by()),
             Ok(Resumed::Orphan)
         ));
         assert_eq!(c.poll("zz", 2.0), Some(json!({"action": "continue"})));
@@ -494,8 +544,8 @@ mod tests {
         let mut c = Calls::default();
         for i in 0..MAX_AFTER_ACTIONS + 5 {
             let id = format!("p{i}");
-            c.pause(id.clone(), data("f"), 1.0, None);
-            c.resume(&id, json!({"action": "continue"})).unwrap();
+            c.pause(id.clone(), When::After, call("f", "done"), cause(), 1.0);
+            c.resume(&id, json!({"action": "continue"}), by()).unwrap();
         }
         assert_eq!(c.actions.len(), MAX_AFTER_ACTIONS);
         assert!(!c.has_action("p0"));
@@ -509,7 +559,7 @@ mod tests {
         assert_eq!(c.poll(&long, 1.0), None);
         assert!(!c.is_orphan(&long));
         assert_eq!(
-            c.resume(&long, json!({"action": "continue"})).unwrap_err(),
+            c.resume(&long, json!({"action": "continue"}), by()).unwrap_err(),
             ResumeError::NotFound
         );
         let uuid = "0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b";
@@ -568,7 +618,7 @@ mod tests {
         let mut c = Calls::default();
         let id = |n: usize| format!("1795311683.500000-{n:03}");
         c.open_call(CallRecord::for_tests("f", &id(0)));
-        c.pause("p0".into(), Map::new(), 1.0, Some(&id(0)));
+        c.pause("p0".into(), When::Before, call("f", &id(0)), cause(), 1.0);
         for n in 1..=MAX_OPEN_CALLS + 10 {
             c.open_call(CallRecord::for_tests("f", &id(n)));
         }

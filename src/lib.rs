@@ -12,6 +12,7 @@ pub mod breakpoints;
 pub mod calls;
 pub mod condition;
 pub mod records;
+pub mod resolution;
 pub mod repl;
 pub mod search;
 

@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::intern::{Cid, Interner, Sym, Val};
 use crate::node::Node;
+use crate::resolution::Resolution;
 use crate::store::IndexKey;
 
 type Obj = Map<String, Value>;
@@ -407,10 +408,27 @@ pub struct CallRecord {
     pub result_format: Hint,
     pub exception: Option<Box<ExceptionInfo>>,
     pub repl_sessions: Box<[Sym]>,
-    /// The line a logpoint wrote for this call. A thin pointer (8 bytes, not the 16 of a
-    /// `Box<str>`): few calls have one, and the record's size is memory per recorded call.
-    #[allow(clippy::box_collection)]
-    pub log: Option<Box<String>>,
+    /// What only some calls have (a logpoint's line, what the debugger did), behind one thin
+    /// pointer: the record's size is memory per recorded call.
+    pub notes: Option<Box<Notes>>,
+}
+
+/// The rarer parts of a call record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Notes {
+    /// The line a logpoint wrote for this call.
+    pub log: Option<String>,
+    /// What the debugger did to it (resumed with an action, replaced by its breakpoint, let
+    /// run by a condition or a logpoint).
+    pub resolution: Option<Resolution>,
+}
+
+impl Notes {
+    fn weight(&self) -> usize {
+        std::mem::size_of::<Notes>()
+            + self.log.as_ref().map_or(0, String::len)
+            + self.resolution.as_ref().map_or(0, Resolution::weight)
+    }
 }
 
 impl CallRecord {
@@ -449,7 +467,25 @@ impl CallRecord {
                     .sum::<usize>()
             })
             + self.repl_sessions.len() * std::mem::size_of::<Sym>()
-            + self.log.as_ref().map_or(0, |l| l.len() + 24)
+            + self.notes.as_ref().map_or(0, |n| n.weight())
+    }
+
+    /// The line a logpoint wrote for this call.
+    pub fn log(&self) -> Option<&str> {
+        self.notes.as_ref()?.log.as_deref()
+    }
+
+    /// What the debugger did to this call.
+    pub fn resolution(&self) -> Option<&Resolution> {
+        self.notes.as_ref()?.resolution.as_ref()
+    }
+
+    pub fn set_log(&mut self, line: String) {
+        self.notes.get_or_insert_with(Box::default).log = Some(line);
+    }
+
+    pub fn set_resolution(&mut self, r: Resolution) {
+        self.notes.get_or_insert_with(Box::default).resolution = Some(r);
     }
 
     /// The call data (protocol doc §2.5 step 7) without item payloads.
@@ -506,6 +542,9 @@ impl CallRecord {
         if self.paused_before {
             m.insert("pause_reason".into(), json!("breakpoint"));
         }
+        if let Some(r) = self.resolution() {
+            m.insert("resolution".into(), r.to_json(Some(render)));
+        }
         m
     }
 
@@ -542,8 +581,8 @@ impl CallRecord {
             "repl_sessions".into(),
             Value::Array(self.repl_sessions.iter().map(|s| json!(&**s)).collect()),
         );
-        if let Some(line) = &self.log {
-            m.insert("log".into(), json!(line.as_str()));
+        if let Some(line) = self.log() {
+            m.insert("log".into(), json!(line));
         }
         m
     }
@@ -567,6 +606,9 @@ impl CallRecord {
             "pretty_result",
         ] {
             m.shift_remove(key);
+        }
+        if let Some(r) = self.resolution() {
+            m.insert("resolution".into(), r.to_json(None));
         }
         m.insert("seen_at".into(), json!(self.seen_at));
         m.insert("done_at".into(), json!(self.done_at));
@@ -643,13 +685,18 @@ impl CallRecord {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).map(Sym::new).collect())
                 .unwrap_or_default(),
-            log: m
-                .get("log")
-                .and_then(Value::as_str)
-                .map(|l| Box::new(l.to_owned())),
+            notes: None,
         };
+        let notes = Notes {
+            log: m.get("log").and_then(Value::as_str).map(str::to_owned),
+            resolution: m
+                .get("resolution")
+                .and_then(|r| Resolution::from_json(interner, r)),
+        };
+        let notes = (notes != Notes::default()).then(|| Box::new(notes));
         Some(CallRecord {
             call_site: CallSite::parse(interner, m.get("call_site")),
+            notes,
             ..record
         })
     }
@@ -683,7 +730,7 @@ impl CallRecord {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
-            log: None,
+            notes: None,
         }
     }
 }
@@ -1454,7 +1501,7 @@ mod tests {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
-            log: None,
+            notes: None,
         }
     }
 

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 
-use crate::calls::Pause;
 use crate::limits::MAX_CLOSED_REPL_SESSIONS;
 
 /// What a waiting eval receives.
@@ -136,7 +135,7 @@ impl Repl {
 
     /// Starts a session on a pause. The id is `"<pid>-<started_at %.6f>"`, bumped by 1 ms
     /// until unique, as in the original.
-    pub fn start(&mut self, pause: &Pause, pid: &Value, now: f64) -> String {
+    pub fn start(&mut self, pause_id: &str, call_data: &Map<String, Value>, pid: &Value, now: f64) -> String {
         let pid_text = match pid {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -147,7 +146,7 @@ impl Repl {
             started_at += 0.001;
             session_id = format!("{pid_text}-{started_at:.6}");
         }
-        let cd = &pause.call_data;
+        let cd = call_data;
         let mut info = Map::new();
         info.insert("pid".into(), pid.clone());
         info.insert(
@@ -167,7 +166,7 @@ impl Repl {
         }
         let session = Session {
             session_id: session_id.clone(),
-            pause_id: pause.id.clone(),
+            pause_id: pause_id.to_owned(),
             started_at,
             closed_at: None,
             info,
@@ -387,23 +386,18 @@ mod tests {
     use super::*;
     use crossbeam_channel::bounded;
 
-    fn pause(id: &str) -> Pause {
-        Pause {
-            id: id.into(),
-            call_data: json!({"method_name": "f", "process_pid": 42, "call_id": "c"})
-                .as_object()
-                .cloned()
-                .unwrap(),
-            paused_at: 1.0,
-            call_id: Some("c".into()),
-        }
+    fn data() -> Map<String, Value> {
+        json!({"method_name": "f", "process_pid": 42, "call_id": "c"})
+            .as_object()
+            .cloned()
+            .unwrap()
     }
 
     #[test]
     fn session_ids_are_pid_and_time_and_unique() {
         let mut r = Repl::default();
-        let a = r.start(&pause("p"), &json!(42), 10.0);
-        let b = r.start(&pause("p"), &json!(42), 10.0);
+        let a = r.start("p", &data(), &json!(42), 10.0);
+        let b = r.start("p", &data(), &json!(42), 10.0);
         assert_eq!(a, "42-10.000000");
         assert_eq!(b, "42-10.001000");
         assert_eq!(r.sessions_of("p"), vec![a, b]);
@@ -412,7 +406,7 @@ mod tests {
     #[test]
     fn eval_round_trip_appends_transcript_and_wakes_waiter() {
         let mut r = Repl::default();
-        let sid = r.start(&pause("p"), &json!(42), 10.0);
+        let sid = r.start("p", &data(), &json!(42), 10.0);
         let (tx, rx) = bounded(1);
         let req = r.enqueue(&sid, "1+1", "e1".into(), tx).unwrap();
         assert_eq!(req.pause_id, "p");
@@ -432,7 +426,7 @@ mod tests {
     #[test]
     fn closing_releases_waiters_and_refuses_more() {
         let mut r = Repl::default();
-        let sid = r.start(&pause("p"), &json!(1), 1.0);
+        let sid = r.start("p", &data(), &json!(1), 1.0);
         let (tx, rx) = bounded(1);
         r.enqueue(&sid, "x", "e1".into(), tx).unwrap();
         r.close_pause("p", 2.0);
@@ -453,7 +447,7 @@ mod tests {
     #[test]
     fn expired_evals_leave_the_queue() {
         let mut r = Repl::default();
-        let sid = r.start(&pause("p"), &json!(1), 1.0);
+        let sid = r.start("p", &data(), &json!(1), 1.0);
         let (tx, _rx) = bounded(1);
         r.enqueue(&sid, "x", "e1".into(), tx).unwrap();
         r.expire("e1");
@@ -465,11 +459,11 @@ mod tests {
     fn only_the_newest_closed_sessions_are_kept_and_open_ones_never_dropped() {
         let mut r = Repl::with_max_closed(2);
         let open: Vec<String> = (0..5)
-            .map(|i| r.start(&pause("o"), &json!(1), f64::from(i)))
+            .map(|i| r.start("o", &data(), &json!(1), f64::from(i)))
             .collect();
-        let a = r.start(&pause("p"), &json!(2), 1.0);
-        let b = r.start(&pause("p"), &json!(2), 2.0);
-        let c = r.start(&pause("q"), &json!(2), 3.0);
+        let a = r.start("p", &data(), &json!(2), 1.0);
+        let b = r.start("p", &data(), &json!(2), 2.0);
+        let c = r.start("q", &data(), &json!(2), 3.0);
         // Closed in another order than started: the one closed longest ago goes first.
         r.close(&b, 4.0);
         r.close(&a, 5.0);
@@ -499,9 +493,9 @@ mod tests {
     #[test]
     fn the_default_keeps_the_stated_number_of_closed_sessions() {
         let mut r = Repl::default();
-        let first = r.start(&pause("p"), &json!(1), 0.0);
+        let first = r.start("p", &data(), &json!(1), 0.0);
         for i in 0..MAX_CLOSED_REPL_SESSIONS {
-            r.start(&pause("p"), &json!(1), 1.0 + i as f64);
+            r.start("p", &data(), &json!(1), 1.0 + i as f64);
         }
         r.close_pause("p", 1e6);
         assert!(r.session(&first).is_none());
@@ -511,8 +505,8 @@ mod tests {
     #[test]
     fn list_filters_and_orders_newest_first() {
         let mut r = Repl::default();
-        let a = r.start(&pause("p"), &json!(1), 1.0);
-        let b = r.start(&pause("q"), &json!(1), 5.0);
+        let a = r.start("p", &data(), &json!(1), 1.0);
+        let b = r.start("q", &data(), &json!(1), 5.0);
         r.close(&a, 6.0);
         let all = r.list(&SessionFilter::default());
         assert_eq!(all[0]["session_id"], b.as_str());

@@ -60,9 +60,21 @@ pub struct Req {
     pub body: Vec<u8>,
     /// The `Host` header, for the OpenAPI `servers` entry.
     pub host: Option<String>,
+    /// The `Origin` header: a browser page (on a guarded endpoint, one the origin check let
+    /// through: the web UI or an `--allow-origin` page).
+    pub origin: Option<String>,
 }
 
 impl Req {
+    /// The face a request came through, for the record of what it did: a browser page is the
+    /// web UI, anything else the REST API.
+    pub fn actor(&self) -> crate::resolution::Actor {
+        match self.origin {
+            Some(_) => crate::resolution::Actor::WebUi,
+            None => crate::resolution::Actor::Rest,
+        }
+    }
+
     pub fn param(&self, i: usize) -> &str {
         self.params.get(i).map(String::as_str).unwrap_or("")
     }
@@ -739,6 +751,7 @@ pub(crate) fn route(
                 query: head.query,
                 body,
                 host: head.host,
+                origin: head.origin.clone(),
             };
             guarded(&head.method, &head.url, || routes::route(shared, &mut req))
         }

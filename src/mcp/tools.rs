@@ -15,6 +15,7 @@ use super::{external, Ctx};
 use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
+use crate::resolution::Actor;
 use crate::jsonrpc::RpcError;
 use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
 use crate::pretty;
@@ -750,7 +751,7 @@ fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
             body.insert("modified_kwargs".into(), Value::Object(original.kwargs));
         }
     }
-    let done = service::continue_pause(ctx.shared(), pause_id, &body)?;
+    let done = service::continue_pause(ctx.shared(), pause_id, &body, Actor::Mcp)?;
     // Compat with the first release: any replacement_function argument reports "replace".
     let action = if has("replacement_function") {
         "replace"

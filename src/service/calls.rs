@@ -10,10 +10,12 @@ use serde_json::{json, Map, Value};
 
 use super::gate::{self, Ending, Verdict};
 use super::{
-    item_data, node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field,
+    node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field,
     timestamp, verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::breakpoints::{Gate, Options, Plan};
+use crate::calls::{PauseCause, When};
+use crate::resolution::{Action, Actor, Resolution};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -214,20 +216,14 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
             result_format: Hint::Absent,
             exception: None,
             repl_sessions: Box::default(),
-            log: None,
+            notes: None,
         }
     };
 
     // A gated breakpoint (condition, hit condition, log message) decides from the call's
     // values, decoded and evaluated here, outside the lock; a condition that reads the outcome
     // is decided at completion.
-    let (plan, stops_before) = {
-        let st = shared.lock();
-        (
-            st.breakpoints.plan(&method_name),
-            st.breakpoints.should_pause_before(&method_name),
-        )
-    };
+    let plan = shared.lock().breakpoints.plan(&method_name);
     let verdict = match &plan {
         Plan::Gated(o) if !o.reads_outcome() => {
             Some(gate::judge(shared, o, &call.args, &call.kwargs, None))
@@ -235,55 +231,24 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         _ => None,
     };
 
-    // A pause shows its call data rendered, which reads the content store: render it before
-    // taking the lock when a pause is likely (the decision itself is taken under the lock).
-    let call_data_of = |call: &CallRecord| {
-        let mut data = call.call_data(&shared.render());
-        // The items as sent, payloads included (protocol doc §2.5 step 7).
-        data.insert("target".into(), target.map_or(Value::Null, Node::to_value));
-        data.insert(
-            "args".into(),
-            Value::Array(args.iter().map(Node::to_value).collect()),
-        );
-        let kwargs: Obj = kwargs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_value()))
-            .collect();
-        data.insert("kwargs".into(), Value::Object(kwargs));
-        data
-    };
-    let likely = match (&plan, &verdict) {
-        (Plan::NoBreakpoint, _) => false,
-        (Plan::Plain, _) => stops_before,
-        (Plan::Gated(o), Some(v)) => match v.holds {
-            Err(_) => o.log_message.is_none(),
-            Ok(holds) => holds && o.log_message.is_none() && stops_before,
-        },
-        (Plan::Gated(_), None) => false,
-    };
-    let mut rendered = likely.then(|| call_data_of(&call));
-
     let mut st = shared.lock();
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
     let decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
     if let Some(line) = decision.log {
         write_log(&mut st, &method_name, &call_id, &line, now);
-        call.log = Some(Box::new(line));
+        call.set_log(line);
+    }
+    if let Some(by) = decision.ran_by {
+        call.set_resolution(Resolution::new(Action::Continue, by, now));
     }
     if let Some(pause) = decision.pause {
         call.paused_before = true;
-        let mut call_data = match rendered.take() {
-            Some(data) => data,
-            // A breakpoint added in between: rare enough to render under the lock.
-            None => call_data_of(&call),
-        };
-        call_data.insert("call_id".into(), json!(call_id));
-        pause.describe(&mut call_data);
+        let shown = Arc::new(call.clone());
         st.calls.open_gated(call, Gate::Hit);
         let pause_id = ids::uuid4();
         st.calls
-            .pause(pause_id.clone(), call_data, now, Some(&call_id));
+            .pause(pause_id.clone(), When::Before, shown, pause.clone(), now);
         st.emit(EventKind::ExecutionPaused {
             pause_id: pause_id.clone(),
             method_name: method_name.clone(),
@@ -297,48 +262,21 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         out.insert("call_id".into(), json!(call_id));
         return Ok(Value::Object(out));
     }
+    let replacement = st
+        .breakpoints
+        .contains(&method_name)
+        .then(|| st.breakpoints.replacement(&method_name))
+        .flatten()
+        .map(str::to_owned);
+    if let Some(r) = &replacement {
+        let mut done = Resolution::new(Action::Replace, Actor::Breakpoint, now);
+        done.replacement = Some(Sym::new(r));
+        call.set_resolution(done);
+    }
     st.calls.open_gated(call, decision.gate);
-    if st.breakpoints.contains(&method_name) {
-        if let Some(r) = st.breakpoints.replacement(&method_name) {
-            return Ok(json!({"call_id": call_id, "action": "replace", "function_name": r}));
-        }
-    }
-    Ok(json!({"call_id": call_id, "action": "continue"}))
-}
-
-/// Why a call pauses, as its pause data tells.
-struct PauseCause {
-    /// `breakpoint`, `exception` or `condition_error`.
-    reason: &'static str,
-    /// Why the condition could not be decided.
-    error: Option<String>,
-    /// The breakpoint's hit count, for a breakpoint that counts.
-    hit_count: Option<u64>,
-    /// The condition that held (or could not be decided).
-    condition: Option<String>,
-}
-
-impl PauseCause {
-    fn plain(reason: &'static str) -> PauseCause {
-        PauseCause {
-            reason,
-            error: None,
-            hit_count: None,
-            condition: None,
-        }
-    }
-
-    fn describe(&self, data: &mut Obj) {
-        data.insert("pause_reason".into(), json!(self.reason));
-        if let Some(c) = &self.condition {
-            data.insert("condition".into(), json!(c));
-        }
-        if let Some(e) = &self.error {
-            data.insert("condition_error".into(), json!(e));
-        }
-        if let Some(n) = self.hit_count {
-            data.insert("hit_count".into(), json!(n));
-        }
+    match replacement {
+        Some(r) => Ok(json!({"call_id": call_id, "action": "replace", "function_name": r})),
+        None => Ok(json!({"call_id": call_id, "action": "continue"})),
     }
 }
 
@@ -350,6 +288,9 @@ struct Decision {
     gate: Gate,
     /// The line a logpoint writes.
     log: Option<String>,
+    /// Who let the call run without a pause, when its breakpoint decided so (a condition or
+    /// hit condition that did not hold, a logpoint).
+    ran_by: Option<Actor>,
 }
 
 impl Decision {
@@ -358,6 +299,15 @@ impl Decision {
             pause: None,
             gate,
             log: None,
+            ran_by: None,
+        }
+    }
+
+    /// Runs without a pause because `by` said so.
+    fn let_run(by: Actor) -> Decision {
+        Decision {
+            ran_by: Some(by),
+            ..Decision::run(Gate::Missed)
         }
     }
 }
@@ -377,7 +327,7 @@ fn decide_gated(
     match &verdict.holds {
         Err(why) if options.log_message.is_some() => Decision {
             log: Some(format!("<condition error: {why}>")),
-            ..Decision::run(Gate::Missed)
+            ..Decision::let_run(Actor::Logpoint)
         },
         Err(why) => Decision {
             pause: Some(PauseCause {
@@ -388,15 +338,15 @@ fn decide_gated(
             }),
             ..Decision::run(Gate::Hit)
         },
-        Ok(false) => Decision::run(Gate::Missed),
+        Ok(false) => Decision::let_run(Actor::Condition),
         Ok(true) => {
             let counted = st.breakpoints.count(name, options);
             if !counted.hit {
-                Decision::run(Gate::Missed)
+                Decision::let_run(Actor::Condition)
             } else if options.log_message.is_some() {
                 Decision {
                     log: verdict.log.clone(),
-                    ..Decision::run(Gate::Missed)
+                    ..Decision::let_run(Actor::Logpoint)
                 }
             } else if stops {
                 Decision {
@@ -602,7 +552,10 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     };
     if let Some(line) = &decision.log {
         write_log(&mut st, &method_name, &call_id, line, now);
-        call.log = Some(Box::new(line.clone()));
+        call.set_log(line.clone());
+    }
+    if let (Some(by), None) = (decision.ran_by, call.resolution()) {
+        call.set_resolution(Resolution::new(Action::Continue, by, now));
     }
     call.status = status_val;
     call.completed_at = completed_at;
@@ -647,21 +600,10 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     let Some(pause) = decision.pause else {
         return Ok(json!({"status": "ok"}));
     };
-    let render = shared.render();
-    let mut pause_data = call.call_data(&render);
-    attach_item_data(shared, &call, &mut pause_data);
-    pause_data.insert("pretty_result".into(), call.pretty_result(&render));
-    let exception = call
-        .exception
-        .as_ref()
-        .map_or(Value::Null, |e| e.shown.to_value());
-    if !exception.is_null() {
-        pause_data.insert("exception".into(), exception);
-    }
-    pause.describe(&mut pause_data);
     let pause_id = ids::uuid4();
     let mut st = shared.lock();
-    st.calls.pause(pause_id.clone(), pause_data, now, None);
+    st.calls
+        .pause(pause_id.clone(), When::After, call, pause.clone(), now);
     st.emit(EventKind::ExecutionPaused {
         pause_id: pause_id.clone(),
         method_name: method_name.clone(),
@@ -674,38 +616,6 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     drop(st);
     // The after-pause answer carries no call_id (protocol doc §2.9).
     Ok(Value::Object(poll_action(shared, &pause_id)))
-}
-
-/// Puts the payloads back into the items of a call's data that carried one when the call
-/// started (a pause shows the items as the client sent them): base64 of a pickle, or the text
-/// of a JSON item, from the content store.
-fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
-    let payload = |item: &Item| -> Option<Value> {
-        let Item::Std {
-            cid,
-            had_data: true,
-            ..
-        } = item
-        else {
-            return None;
-        };
-        let blob = shared.store.get_digest(cid.digest()).ok()??;
-        Some(item_data(&blob.bytes, blob.format))
-    };
-    let put = |slot: Option<&mut Value>, item: &Item| {
-        if let (Some(Value::Object(m)), Some(p)) = (slot, payload(item)) {
-            m.insert("data".into(), p);
-        }
-    };
-    if let Some(t) = &call.target {
-        put(data.get_mut("target"), t);
-    }
-    for (i, a) in call.args.iter().enumerate() {
-        put(data.get_mut("args").and_then(|v| v.get_mut(i)), a);
-    }
-    for (k, v) in call.kwargs.iter() {
-        put(data.get_mut("kwargs").and_then(|m| m.get_mut(&**k)), v);
-    }
 }
 
 /// `POST /api/call/event` (protocol doc §2.4): diagnostics that become call records.
@@ -833,7 +743,7 @@ mod tests {
         assert_eq!(paused[0].id, pause_id);
         assert_eq!(paused[0].call_data["call_id"], json!(call_id));
         assert!(!paused[0].is_after());
-        crate::service::continue_pause(&s, &pause_id, &body(json!({}))).unwrap();
+        crate::service::continue_pause(&s, &pause_id, &body(json!({})), crate::resolution::Actor::Rest).unwrap();
         // Global stop pauses after a successful call too: the answer is a poll without call_id.
         let after =
             crate::service::testing::complete(&s, &complete_body(&call_id, &json!(1))).unwrap();

@@ -6,28 +6,27 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{item_data, quote_list, store_blobs, str_field, Ack, Obj};
-use crate::calls::{Pause, ResumeError, Resumed};
+use std::sync::Arc;
+
+use crate::calls::{Pause, PauseCause, ResumeError, Resumed};
+pub use crate::calls::When;
+use crate::intern::{Interner, Sym};
+use crate::records::{CallRecord, Item};
+use crate::resolution::{Action, Actor, Resolution};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
 use crate::pickle_write;
-use crate::state::{Shared, State};
+use crate::state::Shared;
 use crate::store::{Format, NewBlob};
 
 /// The actions the Python client executes at a before-pause (protocol doc §2.11).
 pub const BEFORE_ACTIONS: [&str; 5] = ["continue", "modify", "skip", "raise", "replace"];
 
-/// Whether a pause is before the call runs or after it returned (or raised).
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum When {
-    Before,
-    After,
-}
-
-/// One paused execution. `call_data` is the client's call data (arbitrary JSON), rendered.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+/// One paused execution: its wire form (`call_data`, rendered at the edge with or without the
+/// items' payloads) and, for the faces that read it, the typed pause behind it.
+#[derive(Serialize, Debug, Clone)]
 pub struct PausedExecution {
     pub id: String,
     /// Before or after the call: an after-pause takes only `continue`.
@@ -35,14 +34,24 @@ pub struct PausedExecution {
     pub call_data: Obj,
     pub paused_at: f64,
     pub repl_sessions: Vec<String>,
+    /// The call as recorded (before it ran, or completed).
+    #[serde(skip)]
+    pub call: Arc<CallRecord>,
+    /// Why it paused.
+    #[serde(skip)]
+    pub cause: PauseCause,
+}
+
+impl PartialEq for PausedExecution {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.id, self.when, &self.call_data, self.paused_at, &self.repl_sessions)
+            == (&other.id, other.when, &other.call_data, other.paused_at, &other.repl_sessions)
+    }
 }
 
 impl PausedExecution {
     pub fn method_name(&self) -> &str {
-        self.call_data
-            .get("method_name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        &self.call.method
     }
 
     /// A pause after the call completed (it shows a result or an exception).
@@ -89,7 +98,7 @@ pub struct ContinuedAll {
 pub fn continue_all(shared: &Shared) -> ContinuedAll {
     let resumed = paused_ids(shared)
         .into_iter()
-        .filter(|id| continue_pause(shared, id, &Obj::new()).is_ok())
+        .filter(|id| continue_pause(shared, id, &Obj::new(), Actor::ContinueAll).is_ok())
         .collect();
     ContinuedAll {
         status: Ack::Ok,
@@ -104,59 +113,94 @@ pub struct OriginalItems {
     pub kwargs: Obj,
 }
 
-/// A copy of `call_data` whose items (target, args, kwargs) keep their CID but not their
-/// base64 `data`: records are kept for the whole session and persisted, while the payload is
-/// already in the content store once (`GET /api/objects/<cid>`).
-pub fn without_item_data(call_data: &Obj) -> Obj {
-    let mut out = call_data.clone();
-    let strip = |v: &mut Value| {
-        if let Value::Object(item) = v {
-            item.remove("data");
+/// The wire call data of a pause (protocol doc §2.5 step 7): the call's data, its items with
+/// their payloads read back from the content store when asked for, for an after-pause its
+/// result or exception, and why it paused.
+fn call_data(shared: &Shared, p: &Pause, payloads: Payloads) -> Obj {
+    let render = shared.render();
+    let call = &p.call;
+    let mut data = call.call_data(&render);
+    if payloads == Payloads::Included {
+        attach_item_data(shared, call, &mut data);
+    }
+    if p.is_after() {
+        data.insert("pretty_result".into(), call.pretty_result(&render));
+        if let Some(e) = call.exception.as_ref().filter(|e| !e.shown.is_null()) {
+            data.insert("exception".into(), e.shown.to_value());
         }
-    };
-    if let Some(t) = out.get_mut("target") {
-        strip(t);
     }
-    if let Some(Value::Array(args)) = out.get_mut("args") {
-        args.iter_mut().for_each(strip);
-    }
-    if let Some(Value::Object(kwargs)) = out.get_mut("kwargs") {
-        kwargs.values_mut().for_each(strip);
-    }
-    out
+    p.cause.describe(&mut data);
+    data
 }
 
-/// The paused executions, oldest first.
+/// The payload of an item that carried one when the call started: base64 of a pickle, or the
+/// text of a JSON item, from the content store.
+fn item_payload(shared: &Shared, item: &Item) -> Option<Value> {
+    if !item.had_data() {
+        return None;
+    }
+    let blob = shared.store.get(&item.cid()?).ok()??;
+    Some(item_data(&blob.bytes, blob.format))
+}
+
+/// Puts the payloads back into the items of a call's data that carried one when the call
+/// started (a pause shows the items as the client sent them).
+fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
+    let put = |slot: Option<&mut Value>, item: &Item| {
+        if let (Some(Value::Object(m)), Some(p)) = (slot, item_payload(shared, item)) {
+            m.insert("data".into(), p);
+        }
+    };
+    if let Some(t) = &call.target {
+        put(data.get_mut("target"), t);
+    }
+    for (i, a) in call.args.iter().enumerate() {
+        put(data.get_mut("args").and_then(|v| v.get_mut(i)), a);
+    }
+    for (k, v) in call.kwargs.iter() {
+        put(data.get_mut("kwargs").and_then(|m| m.get_mut(&**k)), v);
+    }
+}
+
+/// The paused executions, oldest first. The pauses are copied under the lock (their calls
+/// are shared); their values are rendered after it.
 pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
-    let st = shared.lock();
-    let paused = st
-        .calls
-        .paused()
-        .iter()
-        .map(|p| execution(&st, p, payloads))
+    let pauses: Vec<(Pause, Vec<String>)> = {
+        let st = shared.lock();
+        st.calls
+            .paused()
+            .iter()
+            .map(|p| (p.clone(), st.repl.sessions_of(&p.id)))
+            .collect()
+    };
+    let paused = pauses
+        .into_iter()
+        .map(|(p, sessions)| execution(shared, p, sessions, payloads))
         .collect();
     PausedList { paused }
 }
 
-fn execution(st: &State, p: &Pause, payloads: Payloads) -> PausedExecution {
-    let after = p.call_data.contains_key("pretty_result") || p.call_data.contains_key("exception");
+fn execution(shared: &Shared, p: Pause, repl_sessions: Vec<String>, payloads: Payloads) -> PausedExecution {
     PausedExecution {
-        id: p.id.clone(),
-        when: if after { When::After } else { When::Before },
-        call_data: match payloads {
-            Payloads::Included => p.call_data.clone(),
-            Payloads::Omitted => without_item_data(&p.call_data),
-        },
+        call_data: call_data(shared, &p, payloads),
+        id: p.id,
+        when: p.when,
         paused_at: p.paused_at,
-        repl_sessions: st.repl.sessions_of(&p.id),
+        repl_sessions,
+        call: p.call,
+        cause: p.cause,
     }
 }
 
 /// One paused execution.
 pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<PausedExecution> {
-    let st = shared.lock();
-    let p = st.calls.paused_by_id(pause_id)?;
-    Some(execution(&st, p, payloads))
+    let (p, sessions) = {
+        let st = shared.lock();
+        let p = st.calls.paused_by_id(pause_id)?.clone();
+        let sessions = st.repl.sessions_of(pause_id);
+        (p, sessions)
+    };
+    Some(execution(shared, p, sessions, payloads))
 }
 
 /// The ids of the paused executions, oldest first.
@@ -165,42 +209,31 @@ pub fn paused_ids(shared: &Shared) -> Vec<String> {
     st.calls.paused().iter().map(|p| p.id.clone()).collect()
 }
 
-/// The arguments a paused call was made with, each item with its payload (from the content
-/// store when the client sent only its CID), so they can be sent back unchanged.
-pub fn original_items(shared: &Shared, pause_id: &str) -> Option<OriginalItems> {
-    let (args, kwargs) = {
-        let st = shared.lock();
-        let p = st.calls.paused_by_id(pause_id)?;
-        (
-            p.call_data.get("args").cloned(),
-            p.call_data.get("kwargs").cloned(),
-        )
-    };
-    let with_payload = |item: &Value| -> Value {
-        let mut item = item.clone();
-        if item.get("data").is_none() {
-            if let Some(cid) = item.get("cid").and_then(Value::as_str) {
-                if let Ok(Some(blob)) = shared.store.get(cid) {
-                    item["data"] = item_data(&blob.bytes, blob.format);
-                    item["serialization_format"] =
-                        json!(blob.format.unwrap_or(Format::Dill).as_str());
-                }
-            }
+/// An item with its payload (from the content store when the client sent only its CID), so it
+/// can be sent back unchanged.
+fn with_payload(shared: &Shared, item: &Item) -> Value {
+    let mut v = item.to_value();
+    if let (Value::Object(m), Some(cid)) = (&mut v, item.cid()) {
+        if let Ok(Some(blob)) = shared.store.get(&cid) {
+            m.insert("data".into(), item_data(&blob.bytes, blob.format));
+            m.insert(
+                "serialization_format".into(),
+                json!(blob.format.unwrap_or(Format::Dill).as_str()),
+            );
         }
-        item
-    };
+    }
+    v
+}
+
+/// The arguments a paused call was made with, each item with its payload.
+pub fn original_items(shared: &Shared, pause_id: &str) -> Option<OriginalItems> {
+    let call = shared.lock().calls.paused_by_id(pause_id)?.call.clone();
     Some(OriginalItems {
-        args: args
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
+        args: call.args.iter().map(|a| with_payload(shared, a)).collect(),
+        kwargs: call
+            .kwargs
             .iter()
-            .map(with_payload)
-            .collect(),
-        kwargs: kwargs
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default()
-            .iter()
-            .map(|(k, i)| (k.clone(), with_payload(i)))
+            .map(|(k, i)| (k.to_string(), with_payload(shared, i)))
             .collect(),
     })
 }
@@ -212,7 +245,7 @@ const EDITABLE_CHARS: usize = 4096;
 /// as its plain JSON value where JSON holds the stored value exactly (and it is short), else
 /// as its item (`{"cid": ...}`, which the client resolves from its own cache); and the same
 /// shape with every argument as its item, sent for arguments left unchanged.
-pub fn modify_prefill(shared: &Shared, call_data: &Obj) -> (Value, Value) {
+pub fn modify_prefill(shared: &Shared, call: &CallRecord) -> (Value, Value) {
     let editable = |item: &Value| -> Value {
         let plain = item
             .get("cid")
@@ -225,18 +258,17 @@ pub fn modify_prefill(shared: &Shared, call_data: &Obj) -> (Value, Value) {
             .filter(|v| v.to_string().len() <= EDITABLE_CHARS);
         plain.unwrap_or_else(|| item.clone())
     };
-    let args = call_data.get("args").and_then(Value::as_array);
-    let kwargs = call_data.get("kwargs").and_then(Value::as_object);
-    let items = json!({
-        "args": args.cloned().unwrap_or_default(),
-        "kwargs": kwargs.cloned().unwrap_or_default(),
-    });
+    let args: Vec<Value> = call.args.iter().map(Item::to_value).collect();
+    let kwargs: Obj = call
+        .kwargs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_value()))
+        .collect();
     let shown = json!({
-        "args": args.map(|a| a.iter().map(editable).collect::<Vec<_>>()).unwrap_or_default(),
-        "kwargs": kwargs
-            .map(|k| k.iter().map(|(n, i)| (n.clone(), editable(i))).collect::<Obj>())
-            .unwrap_or_default(),
+        "args": args.iter().map(editable).collect::<Vec<_>>(),
+        "kwargs": kwargs.iter().map(|(n, i)| (n.clone(), editable(i))).collect::<Obj>(),
     });
+    let items = json!({"args": args, "kwargs": kwargs});
     (shown, items)
 }
 
@@ -289,7 +321,13 @@ fn encode_arg(value: &Value, preferred_format: &str, blobs: &mut Vec<NewBlob>) -
 }
 
 /// `POST /api/paused/<id>/continue`: resumes a pause with an action the client can execute.
-pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Continued, ApiError> {
+/// `by` is the face it came through; the call's record keeps what was done (`resolution`).
+pub fn continue_pause(
+    shared: &Shared,
+    pause_id: &str,
+    body: &Obj,
+    by: Actor,
+) -> Result<Continued, ApiError> {
     let mut action_name = match body.get("action") {
         None | Some(Value::Null) => "continue".to_owned(),
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -323,11 +361,7 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Con
         match st.calls.paused_by_id(pause_id) {
             Some(p) => (
                 p.is_after(),
-                p.call_data
-                    .get("preferred_format")
-                    .and_then(Value::as_str)
-                    .unwrap_or("dill")
-                    .to_owned(),
+                if p.call.preferred_json { "json" } else { "dill" }.to_owned(),
             ),
             // A pause from before a restart that a client still polls: only `continue` is
             // safe, as we cannot tell a before-pause from an after-pause.
@@ -437,8 +471,9 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Con
     store_blobs(shared, blobs)?;
 
     let now = ids::now();
+    let resolution = resolution_of(&action_name, &action, by, pause_id, now, &mut shared.interner());
     let mut st = shared.lock();
-    match st.calls.resume(pause_id, Value::Object(action)) {
+    match st.calls.resume(pause_id, Value::Object(action), resolution) {
         Ok(Resumed::Pause(p)) => {
             st.repl.close_pause(pause_id, now);
             st.emit(EventKind::ExecutionResumed {
@@ -462,6 +497,78 @@ pub fn continue_pause(shared: &Shared, pause_id: &str, body: &Obj) -> Result<Con
         pause_id: pause_id.to_owned(),
         action: action_name,
     })
+}
+
+/// What a resume action does to the call, as its record keeps it.
+fn resolution_of(
+    action_name: &str,
+    action: &Obj,
+    by: Actor,
+    pause_id: &str,
+    now: f64,
+    interner: &mut Interner,
+) -> Resolution {
+    let mut r = Resolution::new(
+        Action::parse(action_name).unwrap_or(Action::Continue),
+        by,
+        now,
+    );
+    r.pause_id = Some(Sym::new(pause_id));
+    match r.action {
+        Action::Continue => {}
+        Action::Modify => {
+            // The client runs the function with exactly these: an omitted list is none.
+            let args = action.get("modified_args").and_then(Value::as_array);
+            r.args = Some(
+                args.map(|a| a.iter().map(|x| Item::parse(interner, x)).collect())
+                    .unwrap_or_default(),
+            );
+            let kwargs = action.get("modified_kwargs").and_then(Value::as_object);
+            r.kwargs = Some(
+                kwargs
+                    .map(|k| {
+                        k.iter()
+                            .map(|(n, x)| (interner.sym(n), Item::parse(interner, x)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            );
+        }
+        Action::Skip => {
+            r.fake_result = match (action.get("fake_result_cid"), action.get("fake_result_data")) {
+                (Some(Value::String(cid)), _) => Some(Item::parse(
+                    interner,
+                    &json!({"cid": cid, "serialization_format": action.get("fake_result_serialization_format").cloned().unwrap_or(json!("dill"))}),
+                )),
+                (_, Some(Value::String(data))) => cas::decode_base64_lenient(data).map(|bytes| {
+                    Item::parse(
+                        interner,
+                        &json!({"cid": cas::cid_of(&bytes), "serialization_format": "dill"}),
+                    )
+                }),
+                _ => None,
+            };
+        }
+        Action::Raise => {
+            r.exception_type = Some(interner.sym(
+                action
+                    .get("exception_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Exception"),
+            ));
+            r.exception_message = action
+                .get("exception_message")
+                .and_then(Value::as_str)
+                .map(Into::into);
+        }
+        Action::Replace => {
+            r.replacement = action
+                .get("function_name")
+                .and_then(Value::as_str)
+                .map(|f| interner.sym(f));
+        }
+    }
+    r
 }
 
 fn pause_not_found(pause_id: &str) -> ApiError {
@@ -531,8 +638,7 @@ mod tests {
             &pause_id,
             &body(
                 json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": "z"}}),
-            ),
-        )
+            ), crate::resolution::Actor::Rest)
         .unwrap();
         assert_eq!(done.action, "modify");
         assert_eq!(
@@ -562,10 +668,10 @@ mod tests {
     #[test]
     fn resuming_twice_unknown_pauses_and_bad_actions_are_refused() {
         let s = shared();
-        let e = continue_pause(&s, "nope", &body(json!({}))).unwrap_err();
+        let e = continue_pause(&s, "nope", &body(json!({})), crate::resolution::Actor::Rest).unwrap_err();
         assert_eq!((e.status, e.code()), (404, "pause_not_found"));
         let (pause_id, call_id) = paused_call(&s, "f", &[]);
-        let bad = |b: Value| continue_pause(&s, &pause_id, &body(b)).unwrap_err();
+        let bad = |b: Value| continue_pause(&s, &pause_id, &body(b), crate::resolution::Actor::Rest).unwrap_err();
         assert_eq!(bad(json!({"action": "fly"})).code(), "invalid_action");
         assert_eq!(
             bad(json!({"action": "raise", "exception_type": "a.B"})).code(),
@@ -576,9 +682,9 @@ mod tests {
             "invalid_payload"
         );
         let done =
-            continue_pause(&s, &pause_id, &body(json!({"replacement_function": "g"}))).unwrap();
+            continue_pause(&s, &pause_id, &body(json!({"replacement_function": "g"})), crate::resolution::Actor::Rest).unwrap();
         assert_eq!(done.action, "replace");
-        let e = continue_pause(&s, &pause_id, &body(json!({}))).unwrap_err();
+        let e = continue_pause(&s, &pause_id, &body(json!({})), crate::resolution::Actor::Rest).unwrap_err();
         assert_eq!((e.status, e.code()), (409, "pause_already_resumed"));
         // An after-pause can only continue.
         let after =
@@ -592,11 +698,10 @@ mod tests {
         let e = continue_pause(
             &s,
             after_id,
-            &body(json!({"action": "skip", "fake_result": 1})),
-        )
+            &body(json!({"action": "skip", "fake_result": 1})), crate::resolution::Actor::Rest)
         .unwrap_err();
         assert_eq!(e.code(), "invalid_action");
-        continue_pause(&s, after_id, &body(json!({"action": "continue"}))).unwrap();
+        continue_pause(&s, after_id, &body(json!({"action": "continue"})), crate::resolution::Actor::Rest).unwrap();
     }
 
     #[test]

@@ -49,31 +49,28 @@ impl EvalResult {
 
 /// Starts a REPL session on a pause whose call reported its process.
 pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, ApiError> {
-    let mut st = shared.lock();
-    if st.calls.has_action(pause_id) {
-        return Err(ApiError::conflict(
+    let resumed = || {
+        ApiError::conflict(
             "pause_resumed",
             format!("pause {pause_id} was already resumed"),
-        ));
+        )
+    };
+    if shared.lock().calls.has_action(pause_id) {
+        return Err(resumed());
     }
-    let Some(pause) = st.calls.paused_by_id(pause_id).cloned() else {
+    // Rendered before the lock; the pause is checked again under it.
+    let Some(pause) = super::pause(shared, pause_id, super::Payloads::Omitted) else {
         return Err(ApiError::not_found(
             "pause_not_found",
             format!("no paused execution {pause_id}"),
         ));
     };
-    let Some(pid) = pause
-        .call_data
-        .get("process_pid")
-        .filter(|p| !p.is_null())
-        .cloned()
-    else {
-        return Err(ApiError::bad_request(
-            "invalid_pause",
-            "the paused call has no process_pid",
-        ));
-    };
-    let session_id = st.repl.start(&pause, &pid, ids::now());
+    let mut st = shared.lock();
+    if st.calls.paused_by_id(pause_id).is_none() {
+        return Err(resumed());
+    }
+    let pid = json!(pause.call.process.pid);
+    let session_id = st.repl.start(pause_id, &pause.call_data, &pid, ids::now());
     st.emit(EventKind::ReplSession {
         session_id: session_id.clone(),
         pause_id: pause_id.to_owned(),
@@ -180,7 +177,7 @@ pub fn repl_eval_start(
         Some(s) => s.pause_id.clone(),
     };
     match st.calls.paused_by_id(&pause_id) {
-        Some(p) if p.call_data.get("process_pid").is_some_and(|v| !v.is_null()) => {}
+        Some(_) => {}
         _ => {
             return Err(ApiError::bad_request(
                 "invalid_pause",

@@ -129,7 +129,7 @@ fn cards_html(shared: &Shared) -> String {
     let mut out = String::new();
     for p in &paused {
         let prefill =
-            (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call_data));
+            (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call));
         card(&mut out, p, &functions.function_signatures, prefill);
     }
     out
@@ -610,7 +610,7 @@ mod tests {
     fn an_after_pause_offers_continue_only() {
         let s = shared();
         let (pause_id, call_id) = paused_call(&s, "f", &[json!(1)]);
-        crate::service::continue_pause(&s, &pause_id, &serde_json::Map::new()).unwrap();
+        crate::service::continue_pause(&s, &pause_id, &serde_json::Map::new(), crate::resolution::Actor::Rest).unwrap();
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call_id, &json!(HOSTILE)),
