@@ -245,7 +245,14 @@ impl Calls {
 
     /// Creates a paused execution. A before-pause is linked to its open call (by the call's
     /// id), whose record it shows.
-    pub fn pause(&mut self, id: String, when: When, call: Arc<CallRecord>, cause: PauseCause, now: f64) -> Pause {
+    pub fn pause(
+        &mut self,
+        id: String,
+        when: When,
+        call: Arc<CallRecord>,
+        cause: PauseCause,
+        now: f64,
+    ) -> Pause {
         if when == When::Before {
             if let Some(open) = self.open.get_mut(&call.call_id.to_string()) {
                 open.pause_id = Some(id.clone());
@@ -477,7 +484,11 @@ mod tests {
     }
 
     fn by() -> Resolution {
-        Resolution::new(crate::resolution::Action::Continue, crate::resolution::Actor::Rest, 1.0)
+        Resolution::new(
+            crate::resolution::Action::Continue,
+            crate::resolution::Actor::Rest,
+            1.0,
+        )
     }
 
     #[test]
@@ -559,7 +570,8 @@ mod tests {
         assert_eq!(c.poll(&long, 1.0), None);
         assert!(!c.is_orphan(&long));
         assert_eq!(
-            c.resume(&long, json!({"action": "continue"}), by()).unwrap_err(),
+            c.resume(&long, json!({"action": "continue"}), by())
+                .unwrap_err(),
             ResumeError::NotFound
         );
         let uuid = "0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b";

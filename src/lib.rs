@@ -12,8 +12,8 @@ pub mod breakpoints;
 pub mod calls;
 pub mod condition;
 pub mod records;
-pub mod resolution;
 pub mod repl;
+pub mod resolution;
 pub mod search;
 
 pub mod cas;

@@ -135,7 +135,13 @@ impl Repl {
 
     /// Starts a session on a pause. The id is `"<pid>-<started_at %.6f>"`, bumped by 1 ms
     /// until unique, as in the original.
-    pub fn start(&mut self, pause_id: &str, call_data: &Map<String, Value>, pid: &Value, now: f64) -> String {
+    pub fn start(
+        &mut self,
+        pause_id: &str,
+        call_data: &Map<String, Value>,
+        pid: &Value,
+        now: f64,
+    ) -> String {
         let pid_text = match pid {
             Value::String(s) => s.clone(),
             other => other.to_string(),

@@ -298,10 +298,7 @@ mod tests {
         r.kwargs = Some(
             vec![(
                 Sym::new("y"),
-                Item::parse(
-                    &mut i,
-                    &json!({"cid": cid, "serialization_format": "dill"}),
-                ),
+                Item::parse(&mut i, &json!({"cid": cid, "serialization_format": "dill"})),
             )]
             .into(),
         );
@@ -318,7 +315,10 @@ mod tests {
             Resolution::from_json(&mut i, &skip.to_json(None)),
             Some(skip)
         );
-        assert_eq!(Resolution::from_json(&mut i, &json!({"action": "modify"})), None);
+        assert_eq!(
+            Resolution::from_json(&mut i, &json!({"action": "modify"})),
+            None
+        );
         assert_eq!(
             r.summary(),
             "ran with modified arguments through an MCP agent"

@@ -15,10 +15,10 @@ use super::{external, Ctx};
 use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
-use crate::resolution::Actor;
 use crate::jsonrpc::RpcError;
 use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
 use crate::pretty;
+use crate::resolution::Actor;
 use crate::schema;
 use crate::service::{self, Payloads, Signature};
 

@@ -10,12 +10,11 @@ use serde_json::{json, Map, Value};
 
 use super::gate::{self, Ending, Verdict};
 use super::{
-    node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field,
-    timestamp, verify_and_store, Obj, EXCEPTION, RESULT,
+    node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
+    verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::breakpoints::{Gate, Options, Plan};
 use crate::calls::{PauseCause, When};
-use crate::resolution::{Action, Actor, Resolution};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -27,6 +26,7 @@ use crate::records::{
     CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item, Process,
     Record,
 };
+use crate::resolution::{Action, Actor, Resolution};
 use crate::state::{Shared, State};
 use crate::store::RecordKind;
 
@@ -743,7 +743,13 @@ mod tests {
         assert_eq!(paused[0].id, pause_id);
         assert_eq!(paused[0].call_data["call_id"], json!(call_id));
         assert!(!paused[0].is_after());
-        crate::service::continue_pause(&s, &pause_id, &body(json!({})), crate::resolution::Actor::Rest).unwrap();
+        crate::service::continue_pause(
+            &s,
+            &pause_id,
+            &body(json!({})),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap();
         // Global stop pauses after a successful call too: the answer is a poll without call_id.
         let after =
             crate::service::testing::complete(&s, &complete_body(&call_id, &json!(1))).unwrap();

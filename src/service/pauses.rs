@@ -8,16 +8,16 @@ use serde_json::{json, Map, Value};
 use super::{item_data, quote_list, store_blobs, str_field, Ack, Obj};
 use std::sync::Arc;
 
-use crate::calls::{Pause, PauseCause, ResumeError, Resumed};
 pub use crate::calls::When;
-use crate::intern::{Interner, Sym};
-use crate::records::{CallRecord, Item};
-use crate::resolution::{Action, Actor, Resolution};
+use crate::calls::{Pause, PauseCause, ResumeError, Resumed};
 use crate::cas;
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
+use crate::intern::{Interner, Sym};
 use crate::pickle_write;
+use crate::records::{CallRecord, Item};
+use crate::resolution::{Action, Actor, Resolution};
 use crate::state::Shared;
 use crate::store::{Format, NewBlob};
 
@@ -44,8 +44,19 @@ pub struct PausedExecution {
 
 impl PartialEq for PausedExecution {
     fn eq(&self, other: &Self) -> bool {
-        (&self.id, self.when, &self.call_data, self.paused_at, &self.repl_sessions)
-            == (&other.id, other.when, &other.call_data, other.paused_at, &other.repl_sessions)
+        (
+            &self.id,
+            self.when,
+            &self.call_data,
+            self.paused_at,
+            &self.repl_sessions,
+        ) == (
+            &other.id,
+            other.when,
+            &other.call_data,
+            other.paused_at,
+            &other.repl_sessions,
+        )
     }
 }
 
@@ -180,7 +191,12 @@ pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
     PausedList { paused }
 }
 
-fn execution(shared: &Shared, p: Pause, repl_sessions: Vec<String>, payloads: Payloads) -> PausedExecution {
+fn execution(
+    shared: &Shared,
+    p: Pause,
+    repl_sessions: Vec<String>,
+    payloads: Payloads,
+) -> PausedExecution {
     PausedExecution {
         call_data: call_data(shared, &p, payloads),
         id: p.id,
@@ -216,10 +232,14 @@ fn with_payload(shared: &Shared, item: &Item) -> Value {
     if let (Value::Object(m), Some(cid)) = (&mut v, item.cid()) {
         if let Ok(Some(blob)) = shared.store.get(&cid) {
             m.insert("data".into(), item_data(&blob.bytes, blob.format));
-            m.insert(
-                "serialization_format".into(),
-                json!(blob.format.unwrap_or(Format::Dill).as_str()),
-            );
+            // An item sent with its data is given back as sent; one sent by CID alone says
+            // what its data is.
+            if !item.had_data() {
+                m.insert(
+                    "serialization_format".into(),
+                    json!(blob.format.unwrap_or(Format::Dill).as_str()),
+                );
+            }
         }
     }
     v
@@ -361,7 +381,12 @@ pub fn continue_pause(
         match st.calls.paused_by_id(pause_id) {
             Some(p) => (
                 p.is_after(),
-                if p.call.preferred_json { "json" } else { "dill" }.to_owned(),
+                if p.call.preferred_json {
+                    "json"
+                } else {
+                    "dill"
+                }
+                .to_owned(),
             ),
             // A pause from before a restart that a client still polls: only `continue` is
             // safe, as we cannot tell a before-pause from an after-pause.
@@ -471,7 +496,14 @@ pub fn continue_pause(
     store_blobs(shared, blobs)?;
 
     let now = ids::now();
-    let resolution = resolution_of(&action_name, &action, by, pause_id, now, &mut shared.interner());
+    let resolution = resolution_of(
+        &action_name,
+        &action,
+        by,
+        pause_id,
+        now,
+        &mut shared.interner(),
+    );
     let mut st = shared.lock();
     match st.calls.resume(pause_id, Value::Object(action), resolution) {
         Ok(Resumed::Pause(p)) => {
@@ -535,7 +567,10 @@ fn resolution_of(
             );
         }
         Action::Skip => {
-            r.fake_result = match (action.get("fake_result_cid"), action.get("fake_result_data")) {
+            r.fake_result = match (
+                action.get("fake_result_cid"),
+                action.get("fake_result_data"),
+            ) {
                 (Some(Value::String(cid)), _) => Some(Item::parse(
                     interner,
                     &json!({"cid": cid, "serialization_format": action.get("fake_result_serialization_format").cloned().unwrap_or(json!("dill"))}),
@@ -550,12 +585,14 @@ fn resolution_of(
             };
         }
         Action::Raise => {
-            r.exception_type = Some(interner.sym(
-                action
-                    .get("exception_type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Exception"),
-            ));
+            r.exception_type = Some(
+                interner.sym(
+                    action
+                        .get("exception_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Exception"),
+                ),
+            );
             r.exception_message = action
                 .get("exception_message")
                 .and_then(Value::as_str)
@@ -638,7 +675,9 @@ mod tests {
             &pause_id,
             &body(
                 json!({"action": "modify", "modified_args": [10], "modified_kwargs": {"y": "z"}}),
-            ), crate::resolution::Actor::Rest)
+            ),
+            crate::resolution::Actor::Rest,
+        )
         .unwrap();
         assert_eq!(done.action, "modify");
         assert_eq!(
@@ -668,10 +707,13 @@ mod tests {
     #[test]
     fn resuming_twice_unknown_pauses_and_bad_actions_are_refused() {
         let s = shared();
-        let e = continue_pause(&s, "nope", &body(json!({})), crate::resolution::Actor::Rest).unwrap_err();
+        let e = continue_pause(&s, "nope", &body(json!({})), crate::resolution::Actor::Rest)
+            .unwrap_err();
         assert_eq!((e.status, e.code()), (404, "pause_not_found"));
         let (pause_id, call_id) = paused_call(&s, "f", &[]);
-        let bad = |b: Value| continue_pause(&s, &pause_id, &body(b), crate::resolution::Actor::Rest).unwrap_err();
+        let bad = |b: Value| {
+            continue_pause(&s, &pause_id, &body(b), crate::resolution::Actor::Rest).unwrap_err()
+        };
         assert_eq!(bad(json!({"action": "fly"})).code(), "invalid_action");
         assert_eq!(
             bad(json!({"action": "raise", "exception_type": "a.B"})).code(),
@@ -681,10 +723,21 @@ mod tests {
             bad(json!({"modified_args": {"x": 1}})).code(),
             "invalid_payload"
         );
-        let done =
-            continue_pause(&s, &pause_id, &body(json!({"replacement_function": "g"})), crate::resolution::Actor::Rest).unwrap();
+        let done = continue_pause(
+            &s,
+            &pause_id,
+            &body(json!({"replacement_function": "g"})),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap();
         assert_eq!(done.action, "replace");
-        let e = continue_pause(&s, &pause_id, &body(json!({})), crate::resolution::Actor::Rest).unwrap_err();
+        let e = continue_pause(
+            &s,
+            &pause_id,
+            &body(json!({})),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap_err();
         assert_eq!((e.status, e.code()), (409, "pause_already_resumed"));
         // An after-pause can only continue.
         let after =
@@ -698,10 +751,18 @@ mod tests {
         let e = continue_pause(
             &s,
             after_id,
-            &body(json!({"action": "skip", "fake_result": 1})), crate::resolution::Actor::Rest)
+            &body(json!({"action": "skip", "fake_result": 1})),
+            crate::resolution::Actor::Rest,
+        )
         .unwrap_err();
         assert_eq!(e.code(), "invalid_action");
-        continue_pause(&s, after_id, &body(json!({"action": "continue"})), crate::resolution::Actor::Rest).unwrap();
+        continue_pause(
+            &s,
+            after_id,
+            &body(json!({"action": "continue"})),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap();
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub struct RecordRow {
     pub stack: Value,
     /// It has REPL sessions.
     pub repl: bool,
+    /// What the debugger did to it, when it did something other than let it run as called.
+    pub resolution: Option<crate::resolution::Action>,
 }
 
 /// The records of one process.
@@ -169,6 +171,10 @@ fn row(r: &Record, span: &Span) -> Option<RecordRow> {
             raised: c.exception.as_ref().is_some_and(|e| !e.is_null()),
             stack: stack(c.call_site.to_value()),
             repl: !c.repl_sessions.is_empty(),
+            resolution: c
+                .resolution()
+                .map(|r| r.action)
+                .filter(|a| *a != crate::resolution::Action::Continue),
         }),
         Record::Event(e) => Some(RecordRow {
             call_id: text(&e.call_id.to_value()),
@@ -180,6 +186,7 @@ fn row(r: &Record, span: &Span) -> Option<RecordRow> {
             raised: !e.exception.is_null(),
             stack: stack(e.call_site.to_value()),
             repl: false,
+            resolution: None,
         }),
         Record::Other(_) => None,
     }

@@ -59,7 +59,7 @@ pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, Api
         return Err(resumed());
     }
     // Rendered before the lock; the pause is checked again under it.
-    let Some(pause) = super::pause(shared, pause_id, super::Payloads::Omitted) else {
+    let Some(pause) = super::pause(shared, pause_id, super::Payloads::Included) else {
         return Err(ApiError::not_found(
             "pause_not_found",
             format!("no paused execution {pause_id}"),

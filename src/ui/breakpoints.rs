@@ -456,9 +456,13 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
                     esc(&d.get("pretty_result").map(shown).unwrap_or_default())
                 ),
             };
+            let resolution = d
+                .as_object()
+                .map(|m| super::resolution_html(name, m))
+                .unwrap_or_default();
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{outcome}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{outcome}{resolution}</td></tr>",
                 time(at),
                 esc(status),
                 esc(&arguments_text(d)),
@@ -679,7 +683,13 @@ mod tests {
         let s = shared();
         assert!(history(&s, "nope").is_err());
         let (pause, call) = crate::service::testing::paused_call(&s, "f", &[json!(HOSTILE)]);
-        crate::service::continue_pause(&s, &pause, &serde_json::Map::new(), crate::resolution::Actor::Rest).unwrap();
+        crate::service::continue_pause(
+            &s,
+            &pause,
+            &serde_json::Map::new(),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap();
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call, &json!(HOSTILE)),

@@ -292,6 +292,7 @@ fn row(out: &mut String, m: &Map<String, Value>) {
     }
     out.push_str("</td><td>");
     outcome(out, m);
+    out.push_str(&super::resolution_html(function, m));
     if let Some(line) = text("log") {
         let _ = write!(
             out,

@@ -350,6 +350,79 @@ const FOLD_LINES: usize = 8;
 
 /// A program value as text in a `code` block; a long one shows its start and folds the rest
 /// behind "show more" (a `<details>`: no script, no layout shift before it is opened).
+/// What the debugger did to a call (the `resolution` of its record), for people: one marked
+/// line saying what ran, through which face, and with what (the arguments that ran beside
+/// the ones called, the fake result, the raised exception, the replacement). Empty for a
+/// call that ran as called without anything deciding it.
+pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) -> String {
+    use crate::resolution::{Action, Actor};
+    let Some(r) = record.get("resolution").filter(|r| r.is_object()) else {
+        return String::new();
+    };
+    let text = |k: &str| r.get(k).and_then(Value::as_str);
+    let action = text("action").and_then(Action::parse);
+    let by = text("by").and_then(Actor::parse);
+    let (Some(action), Some(by)) = (action, by) else {
+        return String::new();
+    };
+    let verb = match action {
+        Action::Continue => "continued",
+        Action::Modify => "modified",
+        Action::Skip => "skipped",
+        Action::Raise => "raised",
+        Action::Replace => "replaced",
+    };
+    let mut out = format!(
+        "<p class=\"resolution {}\" data-action=\"{}\" data-by=\"{}\"><span class=\"badge {}\">{verb}</span> ",
+        action.as_str(),
+        action.as_str(),
+        by.as_str(),
+        action.as_str(),
+    );
+    let how = match by {
+        Actor::Breakpoint | Actor::Condition | Actor::Logpoint => "by",
+        _ => "through",
+    };
+    let _ = write!(out, "{how} {}", esc(by.describe()));
+    let call = |d: &Value| format!("{}({})", method, breakpoints::arguments_text(d));
+    match action {
+        Action::Continue => {}
+        Action::Modify => {
+            let _ = write!(
+                out,
+                ": ran as <code class=\"value ran\">{}</code>, called as <code class=\"value called\">{}</code>",
+                esc(&call(r)),
+                esc(&call(&Value::Object(record.clone())))
+            );
+        }
+        Action::Skip => {
+            let fake = r.get("pretty_fake_result").map(shown).unwrap_or_default();
+            let _ = write!(
+                out,
+                ": the function did not run; it returned <code class=\"value\">{}</code>",
+                esc(if fake.is_empty() { "None" } else { &fake })
+            );
+        }
+        Action::Raise => {
+            let _ = write!(
+                out,
+                ": the function did not run; it raised <code class=\"value\">{}: {}</code>",
+                esc(text("exception_type").unwrap_or("Exception")),
+                esc(text("exception_message").unwrap_or(""))
+            );
+        }
+        Action::Replace => {
+            let _ = write!(
+                out,
+                ": <code>{}</code> ran instead",
+                esc(text("replacement_function").unwrap_or("?"))
+            );
+        }
+    }
+    out.push_str("</p>");
+    out
+}
+
 pub fn value_html(text: &str) -> String {
     let mut cut = text.len();
     if let Some((i, _)) = text.char_indices().nth(FOLD_CHARS) {

@@ -128,8 +128,7 @@ fn cards_html(shared: &Shared) -> String {
     let functions = service::functions(shared);
     let mut out = String::new();
     for p in &paused {
-        let prefill =
-            (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call));
+        let prefill = (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call));
         card(&mut out, p, &functions.function_signatures, prefill);
     }
     out
@@ -306,6 +305,7 @@ fn card(
         }
     }
     out.push_str("</dl>");
+    out.push_str(&super::resolution_html(method, d));
     if p.when == When::After {
         // The result is a JSON item when the caller prefers JSON (the browser client).
         let json = d.get("preferred_format").and_then(Value::as_str) == Some("json");
@@ -610,7 +610,13 @@ mod tests {
     fn an_after_pause_offers_continue_only() {
         let s = shared();
         let (pause_id, call_id) = paused_call(&s, "f", &[json!(1)]);
-        crate::service::continue_pause(&s, &pause_id, &serde_json::Map::new(), crate::resolution::Actor::Rest).unwrap();
+        crate::service::continue_pause(
+            &s,
+            &pause_id,
+            &serde_json::Map::new(),
+            crate::resolution::Actor::Rest,
+        )
+        .unwrap();
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call_id, &json!(HOSTILE)),

@@ -261,6 +261,13 @@ impl Tree<'_> {
         if r.repl {
             out.push_str(" <span class=\"badge repl\">REPL</span>");
         }
+        if let Some(a) = r.resolution {
+            let _ = write!(
+                out,
+                " <span class=\"badge {0}\" title=\"the debugger changed this call\">{0}</span>",
+                a.as_str()
+            );
+        }
         if !r.event {
             let _ = write!(
                 out,
@@ -596,6 +603,9 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Strin
     }
     arguments(&mut out, sel);
     outcome(&mut out, sel, r);
+    if let Some(m) = sel.as_object() {
+        out.push_str(&super::resolution_html(&r.method, m));
+    }
     if let Some(line) = sel.get("log").and_then(Value::as_str) {
         let _ = write!(
             out,

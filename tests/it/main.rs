@@ -29,6 +29,7 @@ mod persistence;
 mod pickle_python;
 mod readme_snippets;
 mod render_limits;
+mod resolution;
 mod rest_api;
 mod tidy;
 mod trust;
