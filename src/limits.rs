@@ -1,4 +1,4 @@
-//! Every limit the server enforces on what it is sent or keeps, in one place: the README's
+//! Every limit the server enforces on what it is sent or keeps, in one place: docs/limits.md's
 //! limits table lists the same, each with its flag where a user may need to raise it. Limits
 //! with a flag hold the default here; `config` carries the chosen value.
 
@@ -108,7 +108,7 @@ pub const MAX_FUNCTIONS: usize = 100_000;
 pub const MAX_FUNCTION_NAME_BYTES: usize = 4096;
 pub const MAX_FUNCTION_METADATA_BYTES: usize = 64 << 10;
 
-// Rendering of pickled values (`pickle`, `pretty`, `render`; README "Trust model"): every
+// Rendering of pickled values (`pickle`, `pretty`, `render`; docs/trust.md): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,
 // proportional to its payload and capped, because values shared through the pickle memo would
 // otherwise be copied out once per reference (a few hundred bytes can stand for gigabytes).
@@ -145,7 +145,7 @@ pub const RENDER_MEMORY_PER_INPUT_BYTE: usize = 128;
 pub const RENDER_MEMORY_SLACK: usize = 8 << 20;
 
 // ---------------------------------------------------------------------------------------------
-// Defaults of the other flags that set a limit (README "## Flags"). Each flag takes its default
+// Defaults of the other flags that set a limit (docs/flags.md). Each flag takes its default
 // from here; `config` checks and carries the chosen value.
 
 /// Default of `--max-body-mb`: the largest request body, in MiB. A declared body over it is
@@ -309,11 +309,11 @@ pub const LOG_LINE_BYTES: usize = 4096;
 pub const MAX_LOG_LINES: usize = 1_000;
 
 // ---------------------------------------------------------------------------------------------
-// The README's limits table (section "Limits"): generated from `TABLE` by `reference_markdown`
-// and compared with the README by `tests/it/tidy.rs`. Every value is computed from the
-// constants of this file, so the README cannot drift from them; the effects hold no numbers.
+// The limits table of docs/limits.md: generated from `TABLE` by `reference_markdown`
+// and compared with it by `tests/it/tidy.rs`. Every value is computed from the
+// constants of this file, so the document cannot drift from them; the effects hold no numbers.
 
-/// One row of the README's limits table.
+/// One row of the limits table (docs/limits.md).
 pub struct Limit {
     /// What is limited.
     pub what: &'static str,
@@ -325,7 +325,7 @@ pub struct Limit {
     pub reached: &'static str,
 }
 
-/// Every limit a user or a client may reach, in the README's order.
+/// Every limit a user or a client may reach, in the order of docs/limits.md.
 pub const TABLE: &[Limit] = &[
     // HTTP connections.
     Limit {
@@ -822,7 +822,7 @@ pub const TABLE: &[Limit] = &[
     },
 ];
 
-/// The README's limits table, as Markdown.
+/// The limits table of docs/limits.md, as Markdown.
 pub fn reference_markdown() -> String {
     let mut out =
         String::from("| Limit | Value | Flag | When it is reached |\n|---|---|---|---|\n");

@@ -1,5 +1,5 @@
 //! THE route table: every HTTP endpoint as one `Route` (method, path pattern, summary, query
-//! parameters, handler). Routing, the OpenAPI document and the README's REST reference are all
+//! parameters, handler). Routing, the OpenAPI document and the REST reference of docs/rest.md are all
 //! generated from it. Handlers are thin: parse the request, call `service`, serialize its typed
 //! result (the original server's wire shape).
 
@@ -46,7 +46,7 @@ const PAGE: &[(&str, &str)] = &[
     ("offset", "records to skip (default 0)"),
 ];
 
-/// Every endpoint, in the order of the README reference. Literal paths come before patterns
+/// Every endpoint, in the order of the reference in docs/rest.md. Literal paths come before patterns
 /// that would also match them.
 pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/breakpoints", access: Guarded, summary: "List breakpoints with their before/after behaviors, replacements, conditions, hit conditions, log messages, one-shot flags and hit counts.", query: &[], handler: |s, _| wire(service::breakpoints(s)) },
@@ -299,7 +299,7 @@ fn route_to(shared: &Shared, req: &mut Req, access: &mut Access) -> Reply {
     }
 }
 
-/// The README's REST reference, generated from `ROUTES`.
+/// The REST reference of docs/rest.md, generated from `ROUTES`.
 pub fn reference_markdown() -> String {
     let mut out =
         String::from("| Method | Path | Browser origins | What it does |\n|---|---|---|---|\n");

@@ -146,18 +146,18 @@ fn mcp_tools_resources_and_prompts_reach_state_only_through_service() {
 fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     let a = text
         .find(start)
-        .unwrap_or_else(|| panic!("README lacks {start}"))
+        .unwrap_or_else(|| panic!("the document lacks {start}"))
         + start.len();
     let b = text[a..]
         .find(end)
-        .unwrap_or_else(|| panic!("README lacks {end}"))
+        .unwrap_or_else(|| panic!("the document lacks {end}"))
         + a;
     text[a..b].trim()
 }
 
 #[test]
-fn readme_rest_reference_matches_the_route_table() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn docs_rest_reference_matches_the_route_table() {
+    let readme = std::fs::read_to_string(root().join("docs/rest.md")).unwrap();
     let section = between(
         &readme,
         "<!-- rest-reference:start -->",
@@ -167,13 +167,13 @@ fn readme_rest_reference_matches_the_route_table() {
     assert_eq!(
         section,
         expected.trim(),
-        "README.md's REST reference is out of date; replace the block between the markers with:\n{expected}"
+        "docs/rest.md's REST reference is out of date; replace the block between the markers with:\n{expected}"
     );
 }
 
 #[test]
-fn readme_tool_reference_matches_the_tool_table() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn docs_tool_reference_matches_the_tool_table() {
+    let readme = std::fs::read_to_string(root().join("docs/mcp.md")).unwrap();
     let section = between(
         &readme,
         "<!-- mcp-tools:start -->",
@@ -183,20 +183,37 @@ fn readme_tool_reference_matches_the_tool_table() {
     assert_eq!(
         section,
         expected.trim(),
-        "README.md's MCP tool reference is out of date; replace the block between the markers with:\n{expected}"
+        "docs/mcp.md's MCP tool reference is out of date; replace the block between the markers with:\n{expected}"
     );
 }
 
 #[test]
-fn readme_limits_table_matches_the_limits_table() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn docs_limits_table_matches_the_limits_table() {
+    let readme = std::fs::read_to_string(root().join("docs/limits.md")).unwrap();
     let section = between(&readme, "<!-- limits:start -->", "<!-- limits:end -->");
     let expected = cideldill_server::limits::reference_markdown();
     assert_eq!(
         section,
         expected.trim(),
-        "README.md's limits table is out of date; replace the block between the markers with:\n{expected}"
+        "docs/limits.md's limits table is out of date; replace the block between the markers with:\n{expected}"
     );
+}
+
+#[test]
+fn the_readme_stays_short_and_links_every_document() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.len() <= 40 * 1024,
+        "README.md is {} bytes: keep it to what a newcomer needs first, reference goes in docs/",
+        readme.len()
+    );
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            readme.contains(&format!("](docs/{name})")),
+            "README.md does not link docs/{name}"
+        );
+    }
 }
 
 #[test]
@@ -222,8 +239,8 @@ fn every_dependency_is_justified_in_architecture_md() {
 }
 
 #[test]
-fn readme_documents_every_flag() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn docs_document_every_flag() {
+    let readme = std::fs::read_to_string(root().join("docs/flags.md")).unwrap();
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
         .arg("--help")
         .output()
@@ -240,28 +257,25 @@ fn readme_documents_every_flag() {
     for flag in flags {
         assert!(
             readme.contains(&format!("`{flag}")),
-            "README.md does not mention {flag}"
+            "docs/flags.md does not mention {flag}"
         );
     }
 }
 
 #[test]
-fn readme_flags_section_has_the_groups_of_help() {
-    // The README's flags section: one `### <group>` table per group of `--help`, in the same
-    // order, each listing exactly the flags of its group.
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme.find("\n## Flags\n").expect("README has ## Flags");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+fn docs_flags_have_the_groups_of_help() {
+    // docs/flags.md: one `## <group>` table per group of `--help`, in the same order, each
+    // listing exactly the flags of its group.
+    let section = std::fs::read_to_string(root().join("docs/flags.md")).unwrap();
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for line in section.lines() {
-        if let Some(title) = line.strip_prefix("### ") {
+        if let Some(title) = line.strip_prefix("## ") {
             groups.push((title.to_owned(), Vec::new()));
         } else if let Some(row) = line.strip_prefix("| `--") {
             let flag = format!("--{}", row.split(['`', ' ']).next().unwrap());
             groups
                 .last_mut()
-                .unwrap_or_else(|| panic!("{flag} is listed before the first ### group"))
+                .unwrap_or_else(|| panic!("{flag} is listed before the first ## group"))
                 .1
                 .push(flag);
         }
@@ -277,7 +291,7 @@ fn readme_flags_section_has_the_groups_of_help() {
         .collect();
     assert_eq!(
         groups, expected,
-        "README.md's flags section must have the groups of config::FLAG_GROUPS, in order"
+        "docs/flags.md must have the groups of config::FLAG_GROUPS, in order"
     );
 }
 

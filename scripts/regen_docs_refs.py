@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites README.md's generated reference blocks (REST routes, MCP tools, limits) from the
+"""Rewrites the generated reference blocks of docs/ (REST routes, MCP tools, limits) from the
 tables in the code: runs the tidy tests that compare them and takes the expected text from
 their failure messages. A maintainer's convenience; the tests stay the check."""
 import pathlib
@@ -8,9 +8,9 @@ import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCKS = {
-    "readme_rest_reference_matches_the_route_table": "rest-reference",
-    "readme_tool_reference_matches_the_tool_table": "mcp-tools",
-    "readme_limits_table_matches_the_limits_table": "limits",
+    "docs_rest_reference_matches_the_route_table": ("docs/rest.md", "rest-reference"),
+    "docs_tool_reference_matches_the_tool_table": ("docs/mcp.md", "mcp-tools"),
+    "docs_limits_table_matches_the_limits_table": ("docs/limits.md", "limits"),
 }
 
 
@@ -31,15 +31,15 @@ def expected_table(test):
     return "\n".join(lines) + "\n"
 
 
-readme = ROOT / "README.md"
-text = readme.read_text()
-for test, name in BLOCKS.items():
+for test, (path, name) in BLOCKS.items():
     table = expected_table(test)
     if table is None:
-        print(f"{name}: up to date")
+        print(f"{path} {name}: up to date")
         continue
+    doc = ROOT / path
+    text = doc.read_text()
     start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
     text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: start + table + end,
                   text, flags=re.S)
-    print(f"{name}: rewritten")
-readme.write_text(text)
+    doc.write_text(text)
+    print(f"{path} {name}: rewritten")
