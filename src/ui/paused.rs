@@ -280,6 +280,12 @@ fn card(
         .and_then(Value::as_str)
         .map(positional_names)
         .unwrap_or_default();
+    // After a modified call, the arguments it ran with (the resolution line names the ones it
+    // was called with).
+    let ran = d
+        .get("resolution")
+        .filter(|r| p.when == When::After && r.get("action").and_then(Value::as_str) == Some("modify"));
+    let d = ran.and_then(Value::as_object).unwrap_or(d);
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
             let cid = d.get("args").and_then(|x| x.get(i));
@@ -305,6 +311,7 @@ fn card(
         }
     }
     out.push_str("</dl>");
+    let d = &p.call_data;
     out.push_str(&super::resolution_html(method, d));
     if p.when == When::After {
         // The result is a JSON item when the caller prefers JSON (the browser client).
