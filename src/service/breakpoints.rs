@@ -971,13 +971,7 @@ mod tests {
         let s = shared();
         assert!(breakpoint_history(&s, "f", 0, 10).history.is_empty());
         let (pause, call_id) = crate::service::testing::paused_call(&s, "f", &[json!(1)]);
-        crate::service::continue_pause(
-            &s,
-            &pause,
-            &body(json!({})),
-            crate::resolution::Actor::Rest,
-        )
-        .unwrap();
+        crate::service::testing::resume(&s, &pause);
         set_global(&s, Global::Go);
         crate::service::testing::complete(
             &s,

@@ -107,6 +107,17 @@ pub fn paused_call(shared: &Shared, method: &str, args: &[Value]) -> (String, St
     (pause_id, answer["call_id"].as_str().unwrap().to_owned())
 }
 
+/// Resumes a pause with `continue`, as a REST request without a body would.
+pub fn resume(shared: &Shared, pause_id: &str) {
+    super::continue_pause(
+        shared,
+        pause_id,
+        &Obj::new(),
+        crate::resolution::Actor::Rest,
+    )
+    .unwrap();
+}
+
 /// A `/api/call/complete` body of a successful call returning `result`.
 pub fn complete_body(call_id: &str, result: &Value) -> Obj {
     let r = item(result);

@@ -683,13 +683,7 @@ mod tests {
         let s = shared();
         assert!(history(&s, "nope").is_err());
         let (pause, call) = crate::service::testing::paused_call(&s, "f", &[json!(HOSTILE)]);
-        crate::service::continue_pause(
-            &s,
-            &pause,
-            &serde_json::Map::new(),
-            crate::resolution::Actor::Rest,
-        )
-        .unwrap();
+        crate::service::testing::resume(&s, &pause);
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call, &json!(HOSTILE)),

@@ -282,9 +282,9 @@ fn card(
         .unwrap_or_default();
     // After a modified call, the arguments it ran with (the resolution line names the ones it
     // was called with).
-    let ran = d
-        .get("resolution")
-        .filter(|r| p.when == When::After && r.get("action").and_then(Value::as_str) == Some("modify"));
+    let ran = d.get("resolution").filter(|r| {
+        p.when == When::After && r.get("action").and_then(Value::as_str) == Some("modify")
+    });
     let d = ran.and_then(Value::as_object).unwrap_or(d);
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
@@ -617,13 +617,7 @@ mod tests {
     fn an_after_pause_offers_continue_only() {
         let s = shared();
         let (pause_id, call_id) = paused_call(&s, "f", &[json!(1)]);
-        crate::service::continue_pause(
-            &s,
-            &pause_id,
-            &serde_json::Map::new(),
-            crate::resolution::Actor::Rest,
-        )
-        .unwrap();
+        crate::service::testing::resume(&s, &pause_id);
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call_id, &json!(HOSTILE)),

@@ -205,13 +205,7 @@ mod tests {
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
         assert!(html.contains("data-api=\"/api/repl/"), "{html}");
         assert!(sessions(&s, &[]).main.contains(&sid));
-        crate::service::continue_pause(
-            &s,
-            &pause,
-            &serde_json::Map::new(),
-            crate::resolution::Actor::Rest,
-        )
-        .unwrap();
+        crate::service::testing::resume(&s, &pause);
         let html = session(&s, &sid).unwrap().main;
         assert!(!html.contains("<textarea"), "{html}");
         assert!(html.contains("This session closed"));

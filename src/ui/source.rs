@@ -672,13 +672,7 @@ mod tests {
         assert!(page.contains("<span class=\"line hl\" id=\"L2\">"));
         assert!(page.contains("Inner frame"));
         // Resumed: gone.
-        crate::service::continue_pause(
-            &s,
-            &pause,
-            &serde_json::Map::new(),
-            crate::resolution::Actor::Rest,
-        )
-        .unwrap();
+        crate::service::testing::resume(&s, &pause);
         assert!(callstack(&s, &format!("/callstack/{pause}")).is_err());
         assert!(frame(&s, &format!("/frame/{pause}/0")).is_err());
         assert!(callstack(&s, "/callstack/unknown").is_err());
