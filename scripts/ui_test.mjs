@@ -1018,7 +1018,7 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
   const behavior = (await server.api("GET", "/api/behavior")).behavior;
   assert(behavior === "stop", `the server's default behaviour is ${behavior}, this check needs stop`);
   const got = await page.evaluate(async () => {
-    const { withDebug, debugCall } = window.client;
+    const { withDebug, withDebugSync, debugCall } = window.client;
     const obj = {
       base: 40,
       toString() { return "obj"; },
@@ -1034,6 +1034,9 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
     const sum = await debugCall(function add(a, b) { return a + b; }, 1, 2);
     const tookMs = performance.now() - started;
     const plus = p.plus(1, 1);
+    // The blocking variant debugs every method, conversions too, and answers their values.
+    const ps = withDebugSync(["sync", obj]);
+    const sync = { template: `${ps}`, plusOne: ps + 1, plus: ps.plus(1, 1) };
     return {
       toStringType: typeof ts, toString: ts, template: `${p}`, plusOne: p + 1, concat: "x" + p,
       json: JSON.stringify(p), nested: JSON.stringify({ p }), base: p.base,
@@ -1041,7 +1044,7 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
       isNull: withDebug(null) === null, isUndefined: withDebug(undefined) === undefined,
       five: withDebug(5), text: withDebug("text"), on: withDebug("ON"),
       sum, tookMs, plusIsPromise: plus instanceof Promise, plus: await plus,
-      thingBase: window.thing.base, thingString: `${window.thing}`,
+      thingBase: window.thing.base, thingString: `${window.thing}`, sync,
     };
   });
   const want = {
@@ -1049,6 +1052,7 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
     json: '{"as":"json"}', nested: '{"p":{"as":"json"}}', base: 40, number: 7, templatePrim: "seven:string",
     isNull: true, isUndefined: true, five: 5, text: "text", on: { enabled: true, serverUrl: server.url },
     sum: 3, plusIsPromise: true, plus: 42, thingBase: 40, thingString: "obj",
+    sync: { template: "obj", plusOne: 43, plus: 42 },
   };
   for (const [k, v] of Object.entries(want)) {
     assert(JSON.stringify(got[k]) === JSON.stringify(v), `${k}: the page got ${JSON.stringify(got[k])}, expected ${JSON.stringify(v)}`);
@@ -1063,7 +1067,8 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
   for (const name of ["add", "plus"]) assert(functions.includes(name), `${name} is not registered: ${JSON.stringify(functions)}`);
   // The conversions are recorded (named alias.property when wrapped with an alias), and so
   // are the calls.
-  const wanted = ["toString", "valueOf", "toJSON", "prim.Symbol(Symbol.toPrimitive)", "add", "plus", "thing.toString"];
+  const wanted = ["toString", "valueOf", "toJSON", "prim.Symbol(Symbol.toPrimitive)", "add", "plus", "thing.toString",
+    "sync.toString", "sync.valueOf", "sync.plus"];
   const records = await waitFor(async () => {
     const r = await recordsOf(server);
     return wanted.every((n) => r.some((x) => x.method_name === n && x.status === "success")) && r;

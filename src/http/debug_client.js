@@ -192,9 +192,10 @@ function placeholder(value, reason) {
  * first, e.g. a Date as its ISO string) with these replacements: a BigInt as its decimal
  * string, a function as "[Function name]", undefined as null, NaN and the infinities as
  * "NaN", "Infinity", "-Infinity", a RegExp as its source text ("/abc/i"), an Error as
- * {name, message, stack}, a Map as its [key, value] entries, a Set as its values, typed
- * arrays, DataViews and ArrayBuffers as arrays of numbers; an object deeper than MAX_DEPTH
- * as a placeholder; an object met a second time (a cycle, or a shared one) as "[Circular]".
+ * {name, message, stack}, a Map as its [key, value] entries, a Set as its values, a typed
+ * array or ArrayBuffer as an array of numbers (a DataView as []); an object deeper than
+ * MAX_DEPTH as a placeholder; an object met a second time (a cycle, or one shared) as
+ * "[Circular]".
  */
 function jsonText(value) {
   const depthOf = new WeakMap();
@@ -226,8 +227,8 @@ function jsonText(value) {
     }
     return v;
   };
-  // Where the original client would throw into the page's call (a getter that throws, a
-  // lone Symbol), this one sends a placeholder instead.
+  // Where the original client would throw into the page's call (a getter that throws) or
+  // send an item without data (a Symbol), this one sends a placeholder.
   try {
     const text = JSON.stringify(value, replace);
     if (text !== undefined) return text;
