@@ -52,6 +52,12 @@ fn the_script_is_served_to_any_origin_with_the_server_url_baked_in() {
     assert!(js.contains("export const cideldill = { withDebug, withDebugSync, debugCall, debugCallSync, configure, registerReplacement"));
     assert!(js.contains("window.cideldill = cideldill;"));
     assert!(js.contains("export default cideldill;"));
+    // Like the original, the client registers functions but never adds a breakpoint.
+    assert!(js.contains("\"/api/functions\""));
+    assert!(
+        !js.contains("/api/breakpoints"),
+        "the client adds breakpoints"
+    );
     // The URL follows the name the page used.
     let js = get_script(&c, &format!("localhost:{}", s.port)).text();
     assert!(js.contains(&format!("\"http://localhost:{}\"", s.port)));
