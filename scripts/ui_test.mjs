@@ -850,6 +850,13 @@ check("debug client: a page on another origin is paused, modified and continued 
     assert(hashes[i] === want, `sha512Hex(${JSON.stringify(s).slice(0, 20)}) = ${hashes[i]}, expected ${want}`);
   }
 
+  // The client registers the functions it wraps but adds no breakpoint (as the original):
+  // a person sets it. The server's default behaviour (stop) applies only where one is set.
+  await waitFor(async () => (await server.api("GET", "/api/functions")).functions.includes("add"),
+    { what: "the page to register add" });
+  const none = (await server.api("GET", "/api/breakpoints")).breakpoints;
+  assert(none.length === 0, `the page added breakpoints: ${JSON.stringify(none)}`);
+  await server.api("POST", "/api/breakpoints", { function_name: "add", keep_signature: true });
   await page.evaluate(() => window.addLater("add", 1, 2));
   const before = await pauseOf(server, "add", "before");
   const d = before.call_data;
@@ -859,8 +866,6 @@ check("debug client: a page on another origin is paused, modified and continued 
   for (const item of d.args) {
     assert(item.serialization_format === "json" && item.cid === await sha512(item.data), `an argument item: ${JSON.stringify(item)}`);
   }
-  const bps = (await server.api("GET", "/api/breakpoints")).breakpoints;
-  assert(bps.includes("add"), `the page did not add its breakpoint: ${JSON.stringify(bps)}`);
   const card = pauseCard(ui, "add", "before");
   await cardShown(ui, card, "add (before)");
   const text = await card.innerText();
@@ -878,12 +883,13 @@ check("debug client: a page on another origin is paused, modified and continued 
   assert(got.value === 30, `the page got ${JSON.stringify(got)}`);
   const records = (await server.api("GET", "/api/call-records?function=add")).calls;
   assert(records.length === 1 && records[0].status === "success", `call records: ${JSON.stringify(records).slice(0, 300)}`);
-  // A string is shown as JSON text, so "1" and 1 differ; values JSON cannot hold as placeholders.
+  // A string is shown as JSON text, so "1" and 1 differ; a function is sent as the original
+  // sends it, the string "[Function name]".
   await page.evaluate(() => window.start("strings", () => window.add("1", [2, () => 3])));
   const strings = pauseCard(ui, "add", "before");
   await cardShown(ui, strings, "add (before) with a string");
   const args = await strings.locator("dl.args dd code").allInnerTexts();
-  assert(args[0] === '"1"' && args[1] === "[2,<function (anonymous)>]",
+  assert(args[0] === '"1"' && args[1] === '[2,"[Function anonymous]"]',
     `the card shows the arguments as ${JSON.stringify(args)}`);
   await t.shot(ui, "debug-client-strings");
   await resume(server, await pauseOf(server, "add", "before"));
@@ -897,9 +903,13 @@ check("debug client: a page on another origin is paused, modified and continued 
 
 check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking variant", async (t) => {
   const site = await startClientSite(t);
-  const server = await t.server({ args: ["--allow-origin", site.origin] });
+  const server = await t.server();
   site.use(server);
   const page = await clientPage(t, site);
+  // The breakpoints are set here (no Origin, as a script would): the page adds none.
+  for (const name of ["add", "twice", "add_sync"]) {
+    await server.api("POST", "/api/breakpoints", { function_name: name, keep_signature: true });
+  }
   // Skip with a fake result.
   await page.evaluate(() => window.start("skip", () => window.add(5, 6)));
   await resume(server, await pauseOf(server, "add", "before"), { action: "skip", fake_result: { fake: [99] } });
@@ -915,19 +925,20 @@ check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking
   assert(raised.error?.isError && raised.error.name === "ValueError" && raised.error.message === "nope", `raise gave ${JSON.stringify(raised)}`);
   const [record] = (await server.api("GET", "/api/call-records?function=add&status=exception")).calls;
   assert(JSON.stringify(record?.exception).includes("ValueError: nope"), `the record of the raised call: ${JSON.stringify(record).slice(0, 400)}`);
-  // The REPL evaluates in the page, with the call's arguments, then its result.
+  // The REPL evaluates in the page, with the call's parameters by name and $args, before
+  // and after the call (as the original: no other names are bound).
   await page.evaluate(() => window.start("repl", () => window.add(2, 3)));
   const paused = await pauseOf(server, "add", "before");
-  const sum = await replEval(server, paused, "args[0] * 100 + args[1]");
-  assert(sum.output === "203" && !sum.is_error, `args[0] * 100 + args[1] gave ${JSON.stringify(sum)}`);
+  const sum = await replEval(server, paused, "$args[0] * 100 + b");
+  assert(sum.output === "203" && !sum.is_error, `$args[0] * 100 + b gave ${JSON.stringify(sum)}`);
   const href = await replEval(server, paused, "location.href");
   assert(href.output === site.origin + "/", `location.href gave ${JSON.stringify(href)}`);
   const thrown = await replEval(server, paused, "nosuchname");
   assert(thrown.is_error && thrown.output.includes("ReferenceError"), `nosuchname gave ${JSON.stringify(thrown)}`);
   await resume(server, paused);
   const afterRepl = await pauseOf(server, "add", "after");
-  const result = await replEval(server, afterRepl, "result");
-  assert(result.output === "5", `result gave ${JSON.stringify(result)}`);
+  const result = await replEval(server, afterRepl, "[a, b, typeof result, typeof args]");
+  assert(result.output === '[2,3,"undefined","undefined"]', `[a, b, typeof result, typeof args] gave ${JSON.stringify(result)}`);
   await resume(server, afterRepl);
   assert((await outcomeOf(page, "repl")).value === 5, "the REPL'd call did not return 5");
   // Replace: a registered replacement of the same arity runs instead; another one is an error.
@@ -957,7 +968,7 @@ check("debug client: without --allow-origin calls go through; a restart is survi
   const server = await t.server();
   site.use(server);
   const page = await clientPage(t, site);
-  // The server refuses this origin a breakpoint, so the call runs and is recorded.
+  // No breakpoint is set (the page adds none), so the call runs and is recorded.
   await page.evaluate(() => window.start("free", () => window.add(1, 2)));
   assert((await outcomeOf(page, "free")).value === 3, "the call without a breakpoint did not return 3");
   const records = (await server.api("GET", "/api/call-records?function=add")).calls;
@@ -992,6 +1003,198 @@ check("debug client: without --allow-origin calls go through; a restart is survi
   await page.evaluate(() => window.start("goneSync", () => window.addSync(1, 2)));
   const goneSync = await outcomeOf(page, "goneSync");
   assert(goneSync.error?.name === "DebugServerError", `withDebugSync with the server gone gave ${JSON.stringify(goneSync)}`);
+});
+
+/** The page's call records, oldest first: [{method_name, status, pretty_result, ...}]. */
+async function recordsOf(server) {
+  return (await server.api("GET", "/api/call-records?limit=1000")).calls.slice().reverse();
+}
+
+check("debug client: a wrapped object converts as its own; nothing pauses without a breakpoint; [alias, object], null, undefined", async (t) => {
+  const site = await startClientSite(t);
+  const server = await t.server();
+  site.use(server);
+  const page = await clientPage(t, site);
+  const behavior = (await server.api("GET", "/api/behavior")).behavior;
+  assert(behavior === "stop", `the server's default behaviour is ${behavior}, this check needs stop`);
+  const got = await page.evaluate(async () => {
+    const { withDebug, withDebugSync, debugCall } = window.client;
+    const obj = {
+      base: 40,
+      toString() { return "obj"; },
+      valueOf() { return 42; },
+      toJSON() { return { as: "json" }; },
+      plus(a, b) { return this.base + a + b; },
+    };
+    const p = withDebug(obj);
+    const ts = p.toString();
+    const prim = withDebug(["prim", { [Symbol.toPrimitive](hint) { return hint === "number" ? 7 : `seven:${hint}`; } }]);
+    window.thing = withDebug(["thing", obj]);
+    const started = performance.now();
+    const sum = await debugCall(function add(a, b) { return a + b; }, 1, 2);
+    const tookMs = performance.now() - started;
+    const plus = p.plus(1, 1);
+    // The blocking variant debugs every method, conversions too, and answers their values.
+    const ps = withDebugSync(["sync", obj]);
+    const sync = { template: `${ps}`, plusOne: ps + 1, plus: ps.plus(1, 1) };
+    return {
+      toStringType: typeof ts, toString: ts, template: `${p}`, plusOne: p + 1, concat: "x" + p,
+      json: JSON.stringify(p), nested: JSON.stringify({ p }), base: p.base,
+      number: +prim, templatePrim: `${prim}`,
+      isNull: withDebug(null) === null, isUndefined: withDebug(undefined) === undefined,
+      five: withDebug(5), text: withDebug("text"), on: withDebug("ON"),
+      sum, tookMs, plusIsPromise: plus instanceof Promise, plus: await plus,
+      thingBase: window.thing.base, thingString: `${window.thing}`, sync,
+    };
+  });
+  const want = {
+    toStringType: "string", toString: "obj", template: "obj", plusOne: 43, concat: "x42",
+    json: '{"as":"json"}', nested: '{"p":{"as":"json"}}', base: 40, number: 7, templatePrim: "seven:string",
+    isNull: true, isUndefined: true, five: 5, text: "text", on: { enabled: true, serverUrl: server.url },
+    sum: 3, plusIsPromise: true, plus: 42, thingBase: 40, thingString: "obj",
+    sync: { template: "obj", plusOne: 43, plus: 42 },
+  };
+  for (const [k, v] of Object.entries(want)) {
+    assert(JSON.stringify(got[k]) === JSON.stringify(v), `${k}: the page got ${JSON.stringify(got[k])}, expected ${JSON.stringify(v)}`);
+  }
+  // With the default "stop" and no breakpoint the calls ran without a pause; the client
+  // registered the functions and added no breakpoint.
+  assert(got.tookMs < 3000, `debugCall without a breakpoint took ${got.tookMs} ms`);
+  const bps = (await server.api("GET", "/api/breakpoints")).breakpoints;
+  assert(bps.length === 0, `breakpoints after the calls: ${JSON.stringify(bps)}`);
+  assert((await server.api("GET", "/api/paused")).paused.length === 0, "something paused without a breakpoint");
+  const functions = (await server.api("GET", "/api/functions")).functions;
+  for (const name of ["add", "plus"]) assert(functions.includes(name), `${name} is not registered: ${JSON.stringify(functions)}`);
+  // The conversions are recorded (named alias.property when wrapped with an alias), and so
+  // are the calls.
+  const wanted = ["toString", "valueOf", "toJSON", "prim.Symbol(Symbol.toPrimitive)", "add", "plus", "thing.toString",
+    "sync.toString", "sync.valueOf", "sync.plus"];
+  const records = await waitFor(async () => {
+    const r = await recordsOf(server);
+    return wanted.every((n) => r.some((x) => x.method_name === n && x.status === "success")) && r;
+  }, { what: `records of ${wanted.join(", ")}` }).catch(async (e) => {
+    throw new Error(`${e.message}: ${JSON.stringify((await recordsOf(server)).map((x) => [x.method_name, x.status]))}`);
+  });
+  const ts = records.find((x) => x.method_name === "toString");
+  assert(JSON.stringify(ts.pretty_result) === '"obj"', `the toString record's result: ${JSON.stringify(ts.pretty_result)}`);
+  // A method of [alias, object] is named alias.method; its breakpoint pauses it, and the
+  // REPL there has its parameters, $args and $this (the object).
+  await server.api("POST", "/api/breakpoints", { function_name: "thing.plus" });
+  await page.evaluate(() => window.start("thing", () => window.thing.plus(1, 2)));
+  const paused = await pauseOf(server, "thing.plus", "before");
+  const evals = {
+    "a + b": "3", "$args": "[1,2]", "$this.base": "40", "$this.base + a + b": "43",
+    "let x = a * 10; x + b": "12",
+  };
+  for (const [expr, output] of Object.entries(evals)) {
+    const r = await replEval(server, paused, expr);
+    assert(r.output === output && !r.is_error, `${expr} gave ${JSON.stringify(r)}, expected ${output}`);
+  }
+  await resume(server, paused);
+  await resume(server, await pauseOf(server, "thing.plus", "after"));
+  const thing = await outcomeOf(page, "thing");
+  assert(thing.value === 43, `thing.plus(1, 2) gave ${JSON.stringify(thing)}`);
+});
+
+check("debug client: argument values are sent as the original client serializes them", async (t) => {
+  const site = await startClientSite(t);
+  const server = await t.server();
+  site.use(server);
+  const page = await clientPage(t, site);
+  await server.api("POST", "/api/breakpoints", { function_name: "shapes" });
+  await page.evaluate(() => window.start("shapes", () => {
+    const deep = {};
+    let at = deep;
+    for (let i = 0; i < 60; i++) { at.child = {}; at = at.child; }
+    const shared = { x: 1 };
+    const cycle = { name: "cycle" };
+    cycle.self = cycle;
+    const args = [/abc/i, new Map([["a", 1], ["b", { c: 2 }]]), new Set([1, 2]), NaN, Infinity, -Infinity,
+      new Uint8Array([1, 2, 3]), new Error("boom"), deep, () => 1, 10n, new Date(0), undefined,
+      { a: shared, b: shared }, cycle, { n: NaN, f: function named() {} }];
+    return window.client.debugCall("shapes", function shapes(...all) { return new Map([["count", all.length]]); }, ...args);
+  }));
+  const before = await pauseOf(server, "shapes", "before");
+  const items = before.call_data.args;
+  for (const item of items) {
+    assert(typeof item.data === "string" && item.serialization_format === "json" && item.cid === await sha512(item.data),
+      `an argument item: ${JSON.stringify(item).slice(0, 300)}`);
+  }
+  const data = items.map((i) => i.data);
+  const want = [
+    '"/abc/i"', '[["a",1],["b",{"c":2}]]', "[1,2]", '"NaN"', '"Infinity"', '"-Infinity"',
+    "[1,2,3]", null, null, '"[Function anonymous]"', '"10"', '"1970-01-01T00:00:00.000Z"', "null",
+    '{"a":{"x":1},"b":"[Circular]"}', '{"name":"cycle","self":"[Circular]"}', '{"n":"NaN","f":"[Function named]"}',
+  ];
+  assert(data.length === want.length, `${data.length} arguments: ${JSON.stringify(data).slice(0, 500)}`);
+  for (const [i, w] of want.entries()) {
+    if (w !== null) assert(data[i] === w, `argument ${i} was sent as ${data[i]}, expected ${w}`);
+  }
+  // An Error: {name, message, stack}.
+  const error = JSON.parse(data[7]);
+  assert(JSON.stringify(Object.keys(error)) === '["name","message","stack"]' && error.name === "Error"
+    && error.message === "boom" && error.stack.includes("boom"), `the Error was sent as ${data[7].slice(0, 300)}`);
+  // Deeper than 50 levels: a placeholder in place of the 51st object.
+  let node = JSON.parse(data[8]);
+  for (let i = 0; i < 50; i++) {
+    assert(node && typeof node.child === "object" && !node.__cideldill_placeholder__, `level ${i} of the deep object: ${JSON.stringify(node).slice(0, 200)}`);
+    node = node.child;
+  }
+  const placeholder = '{"__cideldill_placeholder__":true,"type_name":"Object","repr_text":"[object Object]","serialization_error":"Max depth 50 exceeded","serialization_format":"json"}';
+  assert(JSON.stringify(node) === placeholder, `the 51st level was sent as ${JSON.stringify(node)}`);
+  // The result (a Map) too, and the call completes.
+  await resume(server, before);
+  const after = await pauseOf(server, "shapes", "after");
+  assert(JSON.stringify(after.call_data.pretty_result) === '[["count",16]]', `the result: ${JSON.stringify(after.call_data.pretty_result)}`);
+  await resume(server, after);
+  const got = await outcomeOf(page, "shapes");
+  assert(JSON.stringify(got) === "{\"value\":{}}", `the page got ${JSON.stringify(got)}`);
+  const [record] = (await server.api("GET", "/api/call-records?function=shapes")).calls;
+  assert(record?.status === "success" && JSON.stringify(record.pretty_args?.[0]) === '"/abc/i"',
+    `the record: ${JSON.stringify(record).slice(0, 400)}`);
+});
+
+check("debug client: every queued REPL evaluation is answered before the next poll", async (t) => {
+  const site = await startClientSite(t);
+  const server = await t.server();
+  site.use(server);
+  const page = await clientPage(t, site);
+  await server.api("POST", "/api/breakpoints", { function_name: "add" });
+  await page.evaluate(() => window.start("add", () => window.client.debugCall(function add(a, b) { return a + b; }, 1, 2)));
+  const paused = await pauseOf(server, "add", "before");
+  // The call's scope: its parameters by name, $args, and $this (null for debugCall).
+  for (const [expr, output] of [["a + b", "3"], ["$args", "[1,2]"], ["$this", "null"]]) {
+    const r = await replEval(server, paused, expr);
+    assert(r.output === output && !r.is_error, `${expr} gave ${JSON.stringify(r)}, expected ${output}`);
+  }
+  // The page's REPL polls are held while three evaluations are queued, then let go.
+  let open = null;
+  const gate = new Promise((resolve) => { open = resolve; });
+  let held = 0;
+  await page.route(/\/api\/poll-repl\//, async (route) => {
+    held += 1;
+    await gate;
+    await route.continue();
+  });
+  await waitFor(() => held > 0, { what: "the page's next REPL poll" });
+  const requests = [];
+  page.on("request", (r) => requests.push(`${r.method()} ${new URL(r.url()).pathname}`));
+  const { session_id: sid } = await server.api("POST", "/api/repl/start", { pause_id: paused.id });
+  const exprs = ["1", "1 + 1", "[1, 2].length + 1"];
+  const evals = exprs.map((expr) => server.api("POST", `/api/repl/${encodeURIComponent(sid)}/eval`, { expr }));
+  await sleep(500);
+  open();
+  const outputs = (await Promise.all(evals)).map((r) => r.output);
+  assert(JSON.stringify(outputs) === '["1","2","3"]', `the evaluations gave ${JSON.stringify(outputs)}`);
+  const results = requests.flatMap((r, i) => (r === "POST /api/call/repl-result" ? [i] : []));
+  assert(results.length === 3, `the page posted ${results.length} REPL results: ${requests.join(", ")}`);
+  const between = requests.slice(results[0], results[2]).filter((r) => r.startsWith("GET /api/poll/"));
+  assert(between.length === 0, `the page polled its pause between the REPL results: ${requests.join(", ")}`);
+  await page.unroute(/\/api\/poll-repl\//);
+  await resume(server, paused);
+  await resume(server, await pauseOf(server, "add", "after"));
+  assert((await outcomeOf(page, "add")).value === 3, "the call did not return 3");
+  return `requests after the gate: ${requests.slice(0, 12).join(", ")}`;
 });
 
 // ---------------------------------------------------------------------------------------

@@ -1,23 +1,28 @@
 // debug-client.js: the browser debug client of cideldill-server, served at
 // GET /api/debug-client.js with the server's URL filled in. A web page is debugged like an
-// instrumented Python program: wrapped calls are reported to the server, pause there, and are
-// continued, modified, skipped, raised or replaced from the web UI, REST or MCP.
+// instrumented Python program: calls made through it are reported to the server, pause there
+// where a breakpoint is set, and are continued, modified, skipped, raised or replaced from
+// the web UI, REST or MCP. It behaves like the original project's browser client
+// (cideldill_server/debug_client_js.py); where it does more, the comment says so.
 //
-//   import { withDebug } from "http://127.0.0.1:5174/api/debug-client.js";
+//   import { withDebug, debugCall } from "http://127.0.0.1:5174/api/debug-client.js";
 //   withDebug("ON");
-//   const add = withDebug((a, b) => a + b);      // an async wrapper: await add(1, 2)
+//   const result = await debugCall(function add(a, b) { return a + b; }, 1, 2);
+//   const store = withDebug(["store", storeObject]);  // its methods answer Promises
 //
-// Exports (also on window.cideldill): withDebug, withDebugSync, debugCall, debugCallSync,
-// configure, registerReplacement, and sha512Hex (the CID hash). The *Sync variants use
-// synchronous XMLHttpRequest and spin between polls: the page (rendering, input, timers) is
-// frozen while one of their calls is paused. No dependencies, no build step.
+// Exports (also on window.cideldill, and the default export `cideldill`): withDebug,
+// withDebugSync, debugCall, debugCallSync, configure, registerReplacement, and sha512Hex
+// (the CID hash). The *Sync variants use synchronous XMLHttpRequest and spin between polls:
+// the page (rendering, input, timers) is frozen while one of their calls is paused.
+// The client adds no breakpoints: a call pauses only where one was set (web UI, REST, MCP).
+// No dependencies, no build step.
 // "§N" cites the wire protocol's description, the appendix of the server's ARCHITECTURE.md.
 
 /** Filled in by the server when it serves this file (from the request's Host). */
-const SERVED_URL = "__CIDELDILL_SERVER_URL__";
+const SERVER_URL = "__CIDELDILL_SERVER_URL__";
 
 const settings = {
-  serverUrl: SERVED_URL.startsWith("http") ? SERVED_URL : new URL(import.meta.url).origin,
+  serverUrl: SERVER_URL.startsWith("http") ? SERVER_URL : new URL(import.meta.url).origin,
   enabled: false,
   /** Each request's deadline (the async variants only: a sync XHR cannot have one). */
   requestTimeoutMs: 30000,
@@ -25,8 +30,8 @@ const settings = {
   replTimeoutMs: 30000,
 };
 
-/** This page load's identity: pid 0 and a start time fixed for the page's life (§1). */
-const START_TIME = (globalThis.performance?.timeOrigin ?? Date.now()) / 1000;
+/** This page's identity: pid 0, the page's URL and its load time (§1), taken at "ON". */
+const page = { url: null, startTime: null };
 const MODULE_URL = import.meta.url;
 /** Caches are capped like the Python client's (§3). */
 const CACHE_MAX = 10000;
@@ -162,67 +167,96 @@ function clientRef(value) {
   return refs.get(value);
 }
 
-/** How a value JSON cannot hold is sent: a placeholder object, shown by its summary (§4.4). */
-function placeholder(value, why) {
-  let type = typeof value, summary = type === "object" ? "" : String(value); // symbol, undefined
-  if (type === "bigint") summary += "n";
-  if (type === "function") summary = `<function ${value.name || "(anonymous)"}>`;
-  if (type === "object") {
-    type = value.constructor?.name || "Object";
-    summary = value instanceof Error ? `${value.name}: ${value.message}`
-      : value instanceof Map || value instanceof Set ? `${type}(${value.size})` : `<${type}${why ? `: ${why}` : ""}>`;
+/** Objects nested deeper than this are sent as a placeholder. */
+const MAX_DEPTH = 50;
+
+/** What is sent in place of a value that cannot be sent as it is (§4.4). */
+function placeholder(value, reason) {
+  let typeName = "Object";
+  try {
+    typeName = value && value.constructor ? value.constructor.name : "Object";
+  } catch (e) {
+    typeName = "Object";
   }
   return {
-    __cideldill_placeholder__: true, summary, type_name: type,
-    object_name: type === "function" ? value.name || undefined : undefined,
-    pickle_error: why || `JSON has no ${type}`,
+    __cideldill_placeholder__: true,
+    type_name: typeName,
+    repr_text: String(value),
+    serialization_error: reason,
+    serialization_format: "json",
   };
 }
 
-/** A copy of `value` that JSON holds exactly: what it cannot hold becomes a placeholder. */
-function jsonSafe(value, ancestors = [], budget = { nodes: 10000 }) {
-  if (value !== null && typeof value === "object" && typeof value.toJSON === "function") {
-    try { value = value.toJSON(); } catch (e) { return placeholder(value, `toJSON failed: ${e}`); }
-  }
-  switch (typeof value) {
-    case "string": case "number": case "boolean": return value;
-    case "object": if (value === null) return null; break;
-    default: return placeholder(value);
-  }
-  if (ancestors.includes(value)) return placeholder(value, "circular reference");
-  if (--budget.nodes < 0 || ancestors.length > 64) return placeholder(value, "too large to show");
-  const special = value instanceof Error || value instanceof Map || value instanceof Set
-    || value === globalThis || (typeof Node === "function" && value instanceof Node);
-  if (special) return placeholder(value);
-  ancestors.push(value);
-  try {
-    if (Array.isArray(value)) return value.map((v) => jsonSafe(v, ancestors, budget));
-    const out = {};
-    for (const key of Object.keys(value)) {
-      try { out[key] = jsonSafe(value[key], ancestors, budget); } catch (e) { out[key] = unreadable(e); }
+/**
+ * The JSON text of a value, as the original client writes it: JSON.stringify (so toJSON
+ * first, e.g. a Date as its ISO string) with these replacements: a BigInt as its decimal
+ * string, a function as "[Function name]", undefined as null, NaN and the infinities as
+ * "NaN", "Infinity", "-Infinity", a RegExp as its source text ("/abc/i"), an Error as
+ * {name, message, stack}, a Map as its [key, value] entries, a Set as its values, a typed
+ * array or ArrayBuffer as an array of numbers (a DataView as []); an object deeper than
+ * MAX_DEPTH as a placeholder; an object met a second time (a cycle, or one shared) as
+ * "[Circular]".
+ */
+function jsonText(value) {
+  const depthOf = new WeakMap();
+  const replace = function (key, v) {
+    switch (typeof v) {
+      case "bigint": return v.toString();
+      case "function": return `[Function ${v.name || "anonymous"}]`;
+      case "undefined": return null;
+      case "number":
+        if (Number.isNaN(v)) return "NaN";
+        if (v === Infinity) return "Infinity";
+        if (v === -Infinity) return "-Infinity";
+        return v;
+      default: break;
     }
-    return out;
-  } finally {
-    ancestors.pop();
+    if (v instanceof Date) return v.toISOString();
+    if (v instanceof RegExp) return v.toString();
+    if (v instanceof Error) return { name: v.name || "Error", message: v.message || String(v), stack: v.stack || null };
+    if (v instanceof Map) return Array.from(v.entries());
+    if (v instanceof Set) return Array.from(v.values());
+    if (ArrayBuffer.isView(v)) return Array.from(v);
+    if (v instanceof ArrayBuffer) return Array.from(new Uint8Array(v));
+    if (v && typeof v === "object") {
+      // `this` is the object holding v: v is one level deeper than it.
+      const depth = (depthOf.get(this) || 0) + 1;
+      if (depth > MAX_DEPTH) return placeholder(v, `Max depth ${MAX_DEPTH} exceeded`);
+      if (depthOf.has(v)) return "[Circular]";
+      depthOf.set(v, depth);
+    }
+    return v;
+  };
+  // Where the original client would throw into the page's call (a getter that throws) or
+  // send an item without data (a Symbol), this one sends a placeholder.
+  try {
+    const text = JSON.stringify(value, replace);
+    if (text !== undefined) return text;
+    return JSON.stringify(placeholder(value, `JSON cannot hold a ${typeof value}`));
+  } catch (e) {
+    try {
+      return JSON.stringify(placeholder(value, String(e)));
+    } catch (e2) {
+      return JSON.stringify({ __cideldill_placeholder__: true, type_name: typeof value, repr_text: "?",
+        serialization_error: String(e), serialization_format: "json" });
+    }
   }
 }
-
-const unreadable = (e) => ({ __cideldill_placeholder__: true, summary: `<unreadable: ${e}>`, pickle_error: String(e) });
 
 /** `{text, cid}` of a value. */
 function encode(value) {
-  let text;
-  try { text = JSON.stringify(jsonSafe(value)); } catch (e) { text = JSON.stringify(unreadable(e)); }
+  const text = jsonText(value);
   return { text, cid: sha512Hex(text) };
 }
 
-/** An item for a value this call sends; `texts` keeps CID -> text for a resend (§2.5). */
-function makeItem(value, texts) {
+/** An item for a value this call sends; `texts` keeps CID -> text for a resend (§2.5). Its
+ * data is left out when this page sent that CID's data before, unless `forceData`. */
+function makeItem(value, texts, forceData = false) {
   const { text, cid } = encode(value);
   texts.set(cid, text);
   sentValues.touch(cid, value);
   const item = { cid, client_ref: clientRef(value), serialization_format: "json" };
-  if (!sentCids.has(cid)) item.data = text;
+  if (forceData || !sentCids.has(cid)) item.data = text;
   sentCids.touch(cid, true);
   return item;
 }
@@ -244,11 +278,22 @@ function decodeItem(item) {
 // timers) or synchronously (XMLHttpRequest, spinning).
 
 const now = () => Date.now() / 1000;
-const identity = () => ({
-  process_pid: 0,
-  process_start_time: START_TIME,
-  page_url: typeof location === "undefined" ? null : String(location.href),
-});
+
+function pageUrl() {
+  const loc = globalThis.window?.location ?? globalThis.location;
+  return loc && loc.href ? String(loc.href) : null;
+}
+
+function timeOrigin() {
+  const origin = globalThis.performance?.timeOrigin;
+  return origin ? origin / 1000 : now();
+}
+
+const identity = () => {
+  if (page.url === null) page.url = pageUrl();
+  if (page.startTime === null) page.startTime = timeOrigin();
+  return { process_pid: 0, process_start_time: page.startTime, page_url: page.url };
+};
 
 /** One request; answers the parsed JSON body. Errors other than `allow` ones throw. */
 function* api(method, path, body, allow = () => false) {
@@ -257,11 +302,11 @@ function* api(method, path, body, allow = () => false) {
   let json;
   try { json = JSON.parse(text); } catch (e) { json = undefined; }
   if (status >= 400 && !allow(status, json)) {
-    const what = json?.message || json?.error || text.slice(0, 200);
+    const what = json?.message || json?.error || String(text).slice(0, 200);
     throw serverError(`${method} ${path} failed with ${status}: ${what}`);
   }
   if (json === null || typeof json !== "object") {
-    throw protocolError(`${method} ${path}: the answer is not a JSON object: ${text.slice(0, 200)}`);
+    throw protocolError(`${method} ${path}: the answer is not a JSON object: ${String(text).slice(0, 200)}`);
   }
   return json;
 }
@@ -275,18 +320,22 @@ function unreachable(request, error) {
 async function performAsync(effect) {
   if (effect.request) {
     const { method, url, body } = effect.request;
+    let response;
     try {
-      const response = await fetch(url, {
+      response = await fetch(url, {
         method,
         headers: body ? { "Content-Type": "application/json" } : {},
         body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout?.(settings.requestTimeoutMs),
+        signal: globalThis.AbortSignal?.timeout?.(settings.requestTimeoutMs),
         cache: "no-store",
       });
-      return { status: response.status, text: await response.text() };
     } catch (e) {
       throw unreachable(effect.request, e);
     }
+    // A stand-in for fetch (tests) may answer only {ok, json()}.
+    const status = typeof response.status === "number" ? response.status : response.ok === false ? 500 : 200;
+    const text = typeof response.text === "function" ? await response.text() : JSON.stringify(await response.json());
+    return { status, text };
   }
   if (effect.sleep !== undefined) return new Promise((resolve) => setTimeout(resolve, effect.sleep));
   // effect.run: a thunk whose value (awaited when it is a promise) or error is the outcome.
@@ -347,15 +396,15 @@ function attempt(thunk) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Registration (§0, §2.2, §2.3)
+// Registration (§0, §2.2, §2.3). Functions are registered, never given a breakpoint: a
+// person sets breakpoints (web UI, REST, MCP), and the server's default behaviour applies
+// only to functions that have one.
 
 /** Functions a `replace` action may name: wrapped functions and registered replacements. */
 const localFunctions = new Map();
 const replacements = new Map();
 /** Names registered with this server (once per name and page load). */
 const registered = new Set();
-/** Whether the server refused this page a breakpoint (its origin is not allowed). */
-let breakpointsRefused = false;
 
 /** The parameter list of a function's source, e.g. "(a, b = 1)", or null. */
 function signatureOf(fn) {
@@ -375,37 +424,106 @@ function signatureOf(fn) {
   return null;
 }
 
-function* register(name, fn, breakpoint = true) {
-  const key = `${breakpoint}:${name}`;
-  if (registered.has(key)) return;
+/** Registers `name` with the server, so that the web UI offers it for a breakpoint. */
+function* register(name, fn) {
+  if (registered.has(name)) return;
   const signature = signatureOf(fn);
   yield* api("POST", "/api/functions", {
     ...identity(), function_name: name, signature, function_client_ref: clientRef(fn),
     function_serialization_format: "json",
     function_metadata: {
-      summary: `<function ${fn.name || name}>`, object_name: name, arity: fn.length, page_url: globalThis.location?.href,
+      summary: `<function ${fn.name || name}>`, object_name: name, arity: fn.length, page_url: page.url,
     },
   });
-  registered.add(key);
-  if (!breakpoint || breakpointsRefused) return;
-  try {
-    // Every wrapped function gets a breakpoint, as with the Python client (§0).
-    yield* api("POST", "/api/breakpoints", { ...identity(), function_name: name, timestamp: now(), signature });
-  } catch (e) {
-    // Breakpoints are not a browser-client endpoint: the server takes them only from its
-    // own origin and --allow-origin ones (its trust model). Calls still go through.
-    breakpointsRefused = true;
-    const origin = globalThis.location?.origin;
-    console.warn(`cideldill: the server did not let this page (${origin}) add a breakpoint for "${name}": `
-      + `its calls are recorded but pause only where a breakpoint exists. Add breakpoints in the web UI `
-      + `(${settings.serverUrl}/breakpoints), or start the server with --allow-origin ${origin}. (${e.message})`);
-  }
+  registered.add(name);
 }
 
 /** Registers in the background (wrapping never blocks); a failure is retried at the call. */
-function registerSoon(name, fn, breakpoint = true) {
-  if (settings.enabled && !registered.has(`${breakpoint}:${name}`)) {
-    run(register(name, fn, breakpoint), false).catch(() => {});
+function registerSoon(name, fn) {
+  if (settings.enabled && !registered.has(name)) run(register(name, fn), false).catch(() => {});
+}
+
+// ---------------------------------------------------------------------------------------
+// The REPL (§2.7, §2.8): expressions are evaluated in the page with the paused call's
+// parameters bound by name, `$args` (its arguments) and `$this` (its object).
+
+/** The top-level pieces of a parameter list, split at commas outside brackets and strings. */
+function splitParams(list) {
+  const parts = [];
+  let depth = 0, quote = null, from = 0;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i];
+    if (quote) {
+      if (c === "\\") i++;
+      else if (c === quote) quote = null;
+    } else if (c === "'" || c === '"' || c === "`") quote = c;
+    else if ("([{".includes(c)) depth++;
+    else if (")]}".includes(c)) depth--;
+    else if (c === "," && depth === 0) {
+      parts.push(list.slice(from, i));
+      from = i + 1;
+    }
+  }
+  parts.push(list.slice(from));
+  return parts;
+}
+
+/** The call's bindings: its parameters' names (from the function's source) and values; a
+ * rest parameter gets the remaining arguments. Destructured parameters are left out. */
+function parameterBindings(fn, args) {
+  const names = [], values = [];
+  const sig = typeof fn === "function" ? signatureOf(fn) : null;
+  if (!sig) return { names, values };
+  const parts = splitParams(sig.slice(1, -1));
+  for (let i = 0; i < parts.length; i++) {
+    let part = parts[i].trim();
+    const rest = part.startsWith("...");
+    if (rest) part = part.slice(3).trim();
+    part = part.split("=")[0].trim();
+    if (/^[A-Za-z_$][\w$]*$/.test(part) && !["$args", "$this", "expr"].includes(part) && !names.includes(part)) {
+      names.push(part);
+      values.push(rest ? args.slice(i) : args[i]);
+    }
+    if (rest) break;
+  }
+  return { names, values };
+}
+
+/** Evaluates `expr` (an expression or statements: eval's completion value) in the scope of
+ * the paused call. A page whose Content-Security-Policy forbids eval gets its EvalError. */
+function evaluate(expr, ctx) {
+  const args = Array.isArray(ctx.args) ? ctx.args : [];
+  const { names, values } = parameterBindings(ctx.paramSource, args);
+  const text = String(expr || "");
+  let fn;
+  try {
+    fn = new Function("$args", "$this", "expr", ...names, "return eval(expr);");
+  } catch (e) {
+    return new Function("$args", "$this", "expr", "return eval(expr);")(args, ctx.self, text);
+  }
+  return fn(args, ctx.self, text, ...values);
+}
+
+/** Answers every REPL evaluation queued for the pause, one after another, then returns. */
+function* drainRepl(pauseId, ctx) {
+  const answered = new Set();
+  for (;;) {
+    const queued = yield* api("GET", `/api/poll-repl/${encodeURIComponent(pauseId)}`, undefined, () => true);
+    if (!queued.eval_id || answered.has(queued.eval_id)) return;
+    answered.add(queued.eval_id);
+    // Our addition: a promise is awaited (up to replTimeoutMs) and its value is the result.
+    const outcome = yield { run: () => evaluate(queued.expr, ctx), timeoutMs: settings.replTimeoutMs };
+    const { eval_id, session_id } = queued;
+    const body = { ...identity(), eval_id, session_id, pause_id: queued.pause_id || pauseId };
+    if ("error" in outcome) {
+      const e = outcome.error;
+      body.error = { name: e?.name || "Error", message: String(e?.message ?? e) };
+    } else {
+      const { text, cid } = encode(outcome.value === undefined ? null : outcome.value);
+      Object.assign(body, { result_cid: cid, result_data: text, result_serialization_format: "json" });
+    }
+    // Not fatal (a session closed meanwhile answers 409).
+    yield* api("POST", "/api/call/repl-result", body, () => true);
   }
 }
 
@@ -425,54 +543,24 @@ function stackOf(error) {
   return frames;
 }
 
-/** Follows poll actions until a final one, answering REPL evaluations meanwhile (§2.6). */
-function* follow(action, scope) {
+/** Follows poll actions until a final one (§2.6). Before each poll every queued REPL
+ * evaluation of the pause is answered. */
+function* follow(action, ctx) {
   while (action && action.action === "poll") {
     const url = String(action.poll_url || "");
     const pauseId = url.includes("/api/poll/") ? url.split("/").pop() : null;
     for (;;) {
+      if (pauseId) yield* drainRepl(pauseId, ctx);
       const polled = yield* api("GET", url);
       if (polled.status === "ready") {
         action = polled.action || {};
         break;
       }
       if (polled.status !== "waiting") throw protocolError(`Malformed poll response ${JSON.stringify(polled)}`);
-      if (pauseId) yield* replStep(pauseId, scope);
       yield { sleep: Number(action.poll_interval_ms) || 100 };
     }
   }
   return action;
-}
-
-/** Evaluates `expr` with the scope's names: as an expression, else as statements (§2.7). */
-function evaluate(expr, scope) {
-  const names = Object.keys(scope);
-  let fn;
-  try {
-    fn = new Function(...names, `return (${expr}\n);`);
-  } catch (e) {
-    if (!(e instanceof SyntaxError)) throw e; // e.g. EvalError: the page's CSP forbids eval
-    fn = new Function(...names, expr);
-  }
-  return fn.apply(scope.self, names.map((n) => scope[n]));
-}
-
-/** One REPL poll of a pause: evaluates what is queued and posts its result (§2.7, §2.8). */
-function* replStep(pauseId, scope) {
-  const queued = yield* api("GET", `/api/poll-repl/${encodeURIComponent(pauseId)}`);
-  if (!queued.eval_id) return;
-  const outcome = yield { run: () => evaluate(String(queued.expr), scope), timeoutMs: settings.replTimeoutMs };
-  const { eval_id, session_id } = queued;
-  const body = { ...identity(), eval_id, session_id, pause_id: queued.pause_id || pauseId };
-  if ("error" in outcome) {
-    const e = outcome.error;
-    body.error = { name: e?.name || "Error", message: String(e?.message ?? e) };
-  } else {
-    const { text, cid } = encode(outcome.value);
-    Object.assign(body, { result_cid: cid, result_data: text, result_serialization_format: "json" });
-  }
-  // Not fatal (a session closed meanwhile answers 409).
-  yield* api("POST", "/api/call/repl-result", body, () => true);
 }
 
 /** The function a `replace` action names, checked for the same arity. */
@@ -504,7 +592,7 @@ function decide(action, call) {
         const format = action.fake_result_serialization_format ?? "json";
         const value = typeof action.fake_result_data === "string" && format === "json"
           ? JSON.parse(action.fake_result_data)
-          : "fake_result" in action ? action.fake_result : sentValues.get(action.fake_result_cid);
+          : "fake_result" in action ? action.fake_result : sentValues.get(action.fake_result_cid) ?? null;
         return { outcome: { value } };
       }
       case "raise": {
@@ -520,19 +608,22 @@ function decide(action, call) {
   }
 }
 
+/** What a call sends as its target: the function's name and arity. */
+const targetOf = (call) => ({ name: call.name, length: call.paramSource.length });
+
 /** The whole call: start, pause, run, complete, after-pause; answers its value or throws. */
 function* callFlow(call) {
-  yield* register(call.name, call.fn);
+  yield* register(call.name, call.paramSource);
   const texts = new Map();
   const start = {
     ...identity(),
     method_name: call.name,
-    target: makeItem(call.target, texts),
+    target: makeItem(targetOf(call), texts, true),
     args: call.args.map((a) => makeItem(a, texts)),
     kwargs: {},
-    call_site: { timestamp: now(), stack_trace: stackOf(call.stack) },
+    call_site: { timestamp: now(), page_url: page.url, stack_trace: stackOf(call.stack) },
     call_type: call.type,
-    signature: signatureOf(call.fn),
+    signature: signatureOf(call.paramSource),
     preferred_format: "json",
   };
   const missing = (status, body) => status === 400 && body?.error === "cid_not_found";
@@ -543,35 +634,33 @@ function* callFlow(call) {
     for (const item of [start.target, ...start.args]) if (cids.has(item.cid)) item.data = texts.get(item.cid);
     answer = yield* api("POST", "/api/call/start", start);
   }
-  if (!answer.action || !answer.call_id) throw protocolError(`Malformed call start answer ${JSON.stringify(answer)}`);
-  const scope = { args: call.args, self: call.self, name: call.name, call_id: answer.call_id };
-  const action = yield* follow(answer, scope);
+  if (!answer.call_id) throw protocolError(`Malformed call start answer ${JSON.stringify(answer)}`);
+  // The REPL's scope: the arguments the call was made with, its object, its parameters.
+  const ctx = { args: call.args, self: call.replThis, paramSource: call.paramSource };
+  const action = yield* follow(answer, ctx);
   const plan = decide(action, call);
-  scope.args = call.args;
   const outcome = plan.outcome || (yield { run: plan.run });
 
   const done = { ...identity(), call_id: answer.call_id, timestamp: now() };
   if ("error" in outcome) {
     const e = outcome.error;
-    const item = makeItem(e, new Map()); // an Error is sent as a placeholder naming it
+    const item = makeItem(e, new Map(), true);
     Object.assign(done, {
       status: "exception", exception_type: e?.name || typeof e, exception_message: String(e?.message ?? e),
       exception_traceback: e?.stack ? String(e.stack) : null, exception_cid: item.cid,
       exception_client_ref: item.client_ref, exception_data: item.data, exception_serialization_format: "json",
     });
-    scope.exception = e;
   } else {
-    const item = makeItem(outcome.value, new Map());
+    const item = makeItem(outcome.value, new Map(), true);
     Object.assign(done, {
       status: "success", result_cid: item.cid, result_client_ref: item.client_ref,
       result_data: item.data, result_serialization_format: "json",
     });
-    scope.result = outcome.value;
   }
   const completed = yield* api("POST", "/api/call/complete", done);
   if (completed.action) {
     // The after-pause: the function has run, so only continue is possible (§2.9).
-    const after = yield* follow(completed, scope);
+    const after = yield* follow(completed, ctx);
     if (after.action && after.action !== "continue") {
       throw protocolError(`Unsupported post-completion action: ${after.action}`);
     }
@@ -580,6 +669,27 @@ function* callFlow(call) {
   }
   if ("error" in outcome) throw outcome.error;
   return outcome.value;
+}
+
+/** A call that is only recorded (a wrapped object's conversions: toString, valueOf, toJSON,
+ * Symbol.toPrimitive, ...): start and complete in the background, the action ignored. */
+function* logFlow(name, fn, args, result) {
+  const texts = new Map();
+  const started = yield* api("POST", "/api/call/start", {
+    ...identity(),
+    method_name: name,
+    target: makeItem({ name, length: fn.length }, texts, true),
+    args: args.map((a) => makeItem(a, texts)),
+    kwargs: {},
+    call_site: { timestamp: now(), page_url: page.url, stack_trace: [] },
+    preferred_format: "json",
+  });
+  if (!started.call_id) return;
+  const item = makeItem(result, texts, true);
+  yield* api("POST", "/api/call/complete", {
+    ...identity(), call_id: started.call_id, timestamp: now(), status: "success",
+    result_cid: item.cid, result_client_ref: item.client_ref, result_data: item.data, result_serialization_format: "json",
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -592,64 +702,115 @@ function invoke(call, sync) {
   return run(callFlow(call), sync);
 }
 
-/** A wrapper of `fn` reported under `name`. */
+/**
+ * A wrapper of `fn` whose calls go through the debugger under `name` (async: it answers a
+ * Promise; sync: it blocks). `self`, when given, is the object the function is a method of.
+ * Our addition: the original client returns a function given to withDebug unchanged.
+ */
 function wrapFunction(fn, name, sync, self) {
   localFunctions.set(name, fn);
   registerSoon(name, fn);
   const wrapper = function (...args) {
-    const [me, target] = self === undefined ? [this, fn] : [self, self];
-    return invoke({ fn, name, args, self: me, target, type: "proxy", stack: new Error() }, sync);
+    const me = self === undefined ? this : self;
+    const call = {
+      fn, name, args, self: me, paramSource: fn, replThis: me === undefined ? null : me,
+      type: "proxy", stack: new Error(),
+    };
+    return invoke(call, sync);
   };
   Object.defineProperty(wrapper, "name", { value: name });
   Object.defineProperty(wrapper, "length", { value: fn.length });
   return wrapper;
 }
 
-/** A proxy of `obj` whose methods are wrapped, each reported under its property name. */
-function wrapObject(obj, sync) {
+/** Properties whose calls convert the object (to a string, a number, JSON, an iterator):
+ * the async proxy runs them as the object's own, synchronously, and only records them. */
+const LOG_ONLY = new Set(["valueOf", "toString", "toJSON", Symbol.toPrimitive, Symbol.iterator,
+  Symbol.asyncIterator, Symbol.hasInstance, Symbol.toStringTag]);
+
+/** A method's sync stand-in that runs it on `obj` and records the call when debugging is on. */
+function logOnly(fn, name, obj) {
+  return function (...args) {
+    const result = fn.apply(obj, args);
+    if (settings.enabled) run(logFlow(name, fn, args, result), false).catch(() => {});
+    return result;
+  };
+}
+
+/** A proxy of `obj` whose methods go through the debugger, named `alias.method` (or
+ * `method` without an alias); its other properties are the object's own. */
+function wrapObject(obj, alias, sync) {
   const wrappers = new Map();
   return new Proxy(obj, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function" || typeof prop !== "string" || prop === "constructor") return value;
+      if (typeof value !== "function") return value;
       let w = wrappers.get(prop);
       if (!w || w.fn !== value) {
-        wrappers.set(prop, (w = { fn: value, wrapper: wrapFunction(value, prop, sync, target) }));
+        const name = alias ? `${alias}.${String(prop)}` : String(prop);
+        const wrapper = !sync && LOG_ONLY.has(prop) ? logOnly(value, name, target) : wrapFunction(value, name, sync, target);
+        wrappers.set(prop, (w = { fn: value, wrapper }));
       }
       return w.wrapper;
     },
   });
 }
 
+/** A function is wrapped, an object proxied; anything else is answered as it is. */
+function wrapTarget(target, alias, sync) {
+  if (typeof target === "function") {
+    return wrapFunction(target, alias ? String(alias) : target.name || "anonymous", sync);
+  }
+  if (target !== null && typeof target === "object") return wrapObject(target, alias, sync);
+  return target;
+}
+
 function debugWith(subject, sync) {
+  // Our addition: "on" and "off" in any case.
   if (typeof subject === "string" && /^(on|off)$/i.test(subject)) {
     settings.enabled = subject.toUpperCase() === "ON";
-    for (const [name, fn] of replacements) registerSoon(name, fn, false);
-    return settings.enabled;
+    if (settings.enabled) {
+      page.url = pageUrl();
+      page.startTime = timeOrigin();
+      for (const [name, fn] of replacements) registerSoon(name, fn);
+    }
+    return { enabled: settings.enabled, serverUrl: settings.serverUrl };
   }
-  if (typeof subject === "function") return wrapFunction(subject, subject.name || "anonymous", sync);
-  const [alias, fn] = Array.isArray(subject) && subject.length === 2 ? subject : [];
-  if (typeof alias === "string" && typeof fn === "function") return wrapFunction(fn, alias, sync);
-  if (subject !== null && typeof subject === "object" && !Array.isArray(subject)) return wrapObject(subject, sync);
-  throw new TypeError('withDebug takes "ON", "OFF", a function, [alias, function] or an object');
+  if (Array.isArray(subject) && subject.length === 2) return wrapTarget(subject[1], subject[0], sync);
+  return wrapTarget(subject, null, sync);
 }
 
 function callOnce(sync, parts) {
-  const [name, fn, ...args] = typeof parts[0] === "string" ? parts : [null, ...parts];
-  if (typeof fn !== "function") throw new TypeError("debugCall takes [name,] function, ...args");
+  const [first, ...rest] = parts;
+  let name = null, fn = first, args = rest;
+  if (typeof first === "string") {
+    if (typeof rest[0] !== "function") throw new TypeError("debugCall with alias requires a function");
+    [name, fn, ...args] = parts;
+  } else if (typeof first !== "function") {
+    throw new TypeError("debugCall expects a function or (alias, function, ...)");
+  }
   const alias = name || fn.name || "anonymous";
   localFunctions.set(alias, fn);
-  return invoke({ fn, name: alias, args, self: undefined, target: fn, type: "inline", stack: new Error() }, sync);
+  const call = { fn, name: alias, args, self: undefined, paramSource: fn, replThis: null, type: "inline", stack: new Error() };
+  return invoke(call, sync);
 }
 
-/** "ON" / "OFF" turn debugging on and off; a function, [alias, function] or object is wrapped
- * (async: every call answers a Promise). */
+/** "ON" / "OFF" turn debugging on and off (answering {enabled, serverUrl}); an object, or
+ * [alias, object], is answered as a proxy whose methods are debugged (async: they answer
+ * Promises); a function, or [alias, function], as a debugged wrapper; anything else (null,
+ * undefined, ...) as it is. */
 export function withDebug(subject) { return debugWith(subject, false); }
 /** Like withDebug, but calls block the page until the server lets them go. */
 export function withDebugSync(subject) { return debugWith(subject, true); }
-/** One call of `fn` through the debugger without a wrapper: debugCall([name,] fn, ...args). */
-export function debugCall(...parts) { return callOnce(false, parts); }
-/** Like debugCall, blocking. */
+/** One call of `fn` through the debugger: debugCall([alias,] fn, ...args), a Promise. */
+export function debugCall(...parts) {
+  try {
+    return callOnce(false, parts);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+/** Like debugCall, blocking; answers the value. */
 export function debugCallSync(...parts) { return callOnce(true, parts); }
 
 /** Settings: serverUrl, requestTimeoutMs, replTimeoutMs. Answers the current settings. */
@@ -665,14 +826,16 @@ export function configure(options = {}) {
   return { ...settings };
 }
 
-/** Makes `fn` available to `replace` actions under `name` (it is registered, without a
- * breakpoint, so the web UI offers it). */
+/** Makes `fn` available to `replace` actions under `name` (our addition: it is also
+ * registered with the server, so that the web UI offers it). */
 export function registerReplacement(name, fn) {
   if (typeof name !== "string" || typeof fn !== "function") {
     throw new TypeError("registerReplacement takes a name and a function");
   }
   replacements.set(name, fn);
-  registerSoon(name, fn, false);
+  registerSoon(name, fn);
 }
 
-globalThis.cideldill = { withDebug, withDebugSync, debugCall, debugCallSync, configure, registerReplacement, sha512Hex };
+export const cideldill = { withDebug, withDebugSync, debugCall, debugCallSync, configure, registerReplacement, sha512Hex };
+if (typeof window !== "undefined") window.cideldill = cideldill;
+export default cideldill;

@@ -3,6 +3,7 @@
 //! request's `Host` (which the front door has already checked against the bind). It is
 //! answered before routing, like the event stream; its row in the route table gives it its
 //! access rule (every origin: a module imported by another site is fetched in CORS mode).
+//! Its type is `application/javascript`, as the original serves it (its endpoint test reads it).
 
 use super::Reply;
 
@@ -27,7 +28,7 @@ pub(super) fn reply(host: Option<&str>) -> Reply {
     };
     Reply {
         status: 200,
-        content_type: "text/javascript; charset=utf-8",
+        content_type: "application/javascript; charset=utf-8",
         body: body.into_bytes(),
         headers: vec![
             ("Access-Control-Allow-Origin".to_owned(), "*".to_owned()),
@@ -59,7 +60,7 @@ mod tests {
     fn the_host_is_baked_in_once() {
         assert_eq!(SOURCE.matches(URL_SLOT).count(), 1);
         let js = text(Some("127.0.0.1:5174"));
-        assert!(js.contains("const SERVED_URL = \"http://127.0.0.1:5174\";"));
+        assert!(js.contains("const SERVER_URL = \"http://127.0.0.1:5174\";"));
         assert!(!js.contains(URL_SLOT));
         let js = text(Some("[::1]:8000"));
         assert!(js.contains("\"http://[::1]:8000\""));
@@ -81,7 +82,7 @@ mod tests {
     #[test]
     fn it_is_a_cross_origin_module() {
         let r = reply(Some("localhost:1"));
-        assert_eq!(r.content_type, "text/javascript; charset=utf-8");
+        assert_eq!(r.content_type, "application/javascript; charset=utf-8");
         let header = |name: &str| {
             r.headers
                 .iter()

@@ -38,7 +38,7 @@ pub(super) fn document(host: Option<&str>, endpoints: &[Endpoint]) -> Value {
         );
         // Every answer is JSON but the browser debug client's script.
         let success = if path.ends_with(".js") {
-            json!({"text/javascript": {"schema": {"type": "string"}}})
+            json!({"application/javascript": {"schema": {"type": "string"}}})
         } else {
             json!({"application/json": {"schema": {"type": "object"}}})
         };

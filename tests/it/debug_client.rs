@@ -28,12 +28,12 @@ fn the_script_is_served_to_any_origin_with_the_server_url_baked_in() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         r.header("Content-Type"),
-        Some("text/javascript; charset=utf-8")
+        Some("application/javascript; charset=utf-8")
     );
     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
     assert_eq!(r.header("Cache-Control"), Some("no-cache"));
     let js = r.text();
-    let baked = format!("const SERVED_URL = \"http://127.0.0.1:{}\";", s.port);
+    let baked = format!("const SERVER_URL = \"http://127.0.0.1:{}\";", s.port);
     assert!(js.contains(&baked), "no {baked} in the script");
     for name in [
         "withDebug",
@@ -48,7 +48,16 @@ fn the_script_is_served_to_any_origin_with_the_server_url_baked_in() {
             "{name} is not exported"
         );
     }
-    assert!(js.contains("globalThis.cideldill = { withDebug, withDebugSync, debugCall, debugCallSync, configure, registerReplacement"));
+    // As the original's endpoint test reads it: the URL constant, window.cideldill, exports.
+    assert!(js.contains("export const cideldill = { withDebug, withDebugSync, debugCall, debugCallSync, configure, registerReplacement"));
+    assert!(js.contains("window.cideldill = cideldill;"));
+    assert!(js.contains("export default cideldill;"));
+    // Like the original, the client registers functions but never adds a breakpoint.
+    assert!(js.contains("\"/api/functions\""));
+    assert!(
+        !js.contains("/api/breakpoints"),
+        "the client adds breakpoints"
+    );
     // The URL follows the name the page used.
     let js = get_script(&c, &format!("localhost:{}", s.port)).text();
     assert!(js.contains(&format!("\"http://localhost:{}\"", s.port)));
@@ -66,7 +75,7 @@ fn the_script_is_served_to_any_origin_with_the_server_url_baked_in() {
     let head = http(c.port, "HEAD", "/api/debug-client.js", &[], None);
     assert_eq!(
         (head.status, head.header("Content-Type")),
-        (200, Some("text/javascript; charset=utf-8"))
+        (200, Some("application/javascript; charset=utf-8"))
     );
     let post = c.post("/api/debug-client.js", &json!({}));
     assert_eq!(post.status, 405);
