@@ -445,7 +445,7 @@ check("paused: Skip with a result returns it instead of running the call", async
 });
 
 check("paused: Modify runs the call with the new arguments", async (t) => {
-  const { page, demo, card } = await demoPausedAtAdd(t);
+  const { server, page, demo, card } = await demoPausedAtAdd(t);
   const details = await openDetails(card, "Modify arguments");
   const field = details.locator('textarea[name="modified"]');
   const start = JSON.parse(await field.inputValue());
@@ -453,8 +453,22 @@ check("paused: Modify runs the call with the new arguments", async (t) => {
     `the Modify field starts with ${JSON.stringify(start)}`);
   await field.fill(JSON.stringify({ args: [10], kwargs: { y: 20 } }));
   await details.locator('button[data-act="modify"]').click();
+  // The after card says what ran, who changed it, and lists the arguments that ran.
+  const after = pauseCard(page, "add", "after");
+  await cardShown(page, after, "add (after)");
+  const said = (await after.locator(".resolution").textContent()).replace(/\s+/g, " ").trim();
+  assert(said === "modified through the web UI: ran as add(10, y=20), called as add(2, y=3)",
+    `the after card's resolution says "${said}"`);
+  const args = await after.locator("dl.args dd").allInnerTexts();
+  assert(/^10\b/.test(args[0]) && /^20\b/.test(args[1]), `the after card lists ${JSON.stringify(args)}`);
+  await t.shot(page, "paused-after-modify");
   await continueAfter(page, demo, "30");
   await demo.waitForLine("add(10, y=20) -> 30   [arguments modified by the server; original call: add(2, y=3)]");
+  // The calls page marks the call the same way.
+  await page.goto(`${server.url}/calls?function=add`);
+  const row = (await page.locator("table.calls .resolution").first().textContent()).replace(/\s+/g, " ").trim();
+  assert(row.startsWith("modified through the web UI: ran as add(10, y=20)"), `the calls page says "${row}"`);
+  await t.shot(page, "calls-modified");
 });
 
 check("paused: Raise makes the call raise the chosen exception", async (t) => {
