@@ -588,16 +588,7 @@ pub fn server_to_join(config: &Config) -> Option<port_file::Running> {
 pub fn join(config: &Config, server: &port_file::Running) -> Result<(), Error> {
     let clients = &config.mcp_clients;
     if clients.mcp_clients || clients.config.is_some() || !clients.inline.is_empty() {
-        return Err(Error::Config(format!(
-            "a server is already running for the port file {} ({}, pid {}), and this --mcp \
-             process joins its session; --mcp-client, --mcp-clients and --mcp-clients-config \
-             would start programs in that server's environment, so they are refused here: give \
-             them to that server (or connect them from its web UI), or add --standalone to start \
-             a separate server",
-            config.port_file.display(),
-            server.url(),
-            server.pid
-        )));
+        return Err(Error::Config(refuse_client_flags(config, server)));
     }
     let mut err = io::stderr().lock();
     let _ = writeln!(
@@ -617,6 +608,91 @@ pub fn join(config: &Config, server: &port_file::Running) -> Result<(), Error> {
         crate::mcp::bridge::End::StdinClosed => Ok(()),
         crate::mcp::bridge::End::Lost(why) => Err(Error::Joined(why)),
     }
+}
+
+/// Why a joining `--mcp` process refuses the client flags, and what to do instead: connect the
+/// servers to the running server at run time (its web UI page, or the `curl` line of each
+/// `--mcp-client`), or start a separate server.
+fn refuse_client_flags(config: &Config, server: &port_file::Running) -> String {
+    let url = server.url();
+    let mut text = format!(
+        "a server is already running for the port file {} ({url}, pid {}), and this --mcp \
+         process joins its session; --mcp-client, --mcp-clients and --mcp-clients-config would \
+         start programs in that server's environment, so they are refused here.\n\
+         To connect external servers to the running server (they run in its environment), use \
+         its web UI page {url}/mcp-servers or POST {url}/api/mcp-clients/connect",
+        config.port_file.display(),
+        server.pid,
+    );
+    let env = |k: &str| std::env::var(k).ok();
+    let lines: Vec<String> = config
+        .mcp_clients
+        .inline
+        .iter()
+        .map(|flag| match upstream::config::parse_inline(flag, &env) {
+            Ok(c) => connect_curl(&url, &c),
+            Err(_) => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if lines.is_empty() {
+        text.push_str(
+            " (a JSON body such as {\"name\": \"files\", \"command\": \"npx\", \"args\": [...]}, \
+             or {\"name\": ..., \"url\": ...}",
+        );
+        let file = match &config.mcp_clients.config {
+            Some(f) if !f.trim_start().starts_with('{') => Some(f.clone()),
+            Some(_) => None,
+            None => Some(config.mcp_clients_file.display().to_string()),
+        };
+        if let Some(file) = file.filter(|_| config.mcp_clients.inline.is_empty()) {
+            text.push_str(&format!(
+                "; each server entry of {file} is such a body, with \"name\" added"
+            ));
+        }
+        text.push(')');
+    } else {
+        text.push_str(", here:");
+        for line in lines {
+            text.push_str("\n  ");
+            text.push_str(&line);
+        }
+    }
+    text.push_str("\n(or add --standalone to start a separate server of its own with these flags)");
+    text
+}
+
+/// The `curl` line that connects `c` to the server at `url` at run time, when its definition
+/// fits on one line without secrets (no environment, no headers).
+fn connect_curl(url: &str, c: &upstream::config::ServerConfig) -> Option<String> {
+    use upstream::config::Transport;
+    let mut body = serde_json::json!({"name": c.name});
+    match &c.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd: None,
+        } if env.is_empty() => {
+            body["command"] = command.as_str().into();
+            body["args"] = args.clone().into();
+        }
+        Transport::Sse { url, headers }
+        | Transport::Http { url, headers }
+        | Transport::Auto { url, headers }
+            if headers.is_empty() =>
+        {
+            body["url"] = url.as_str().into();
+            if !matches!(c.transport, Transport::Auto { .. }) {
+                body["transport"] = c.transport.kind().as_str().into();
+            }
+        }
+        _ => return None,
+    }
+    let body = body.to_string().replace('\'', "'\\''");
+    Some(format!(
+        "curl -X POST {url}/api/mcp-clients/connect -H 'Content-Type: application/json' -d '{body}'"
+    ))
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
