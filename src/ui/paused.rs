@@ -142,8 +142,10 @@ fn empty(port_file: &std::path::Path) -> String {
          wraps appear here as soon as they pause, without a reload.</p><p>Instrument a program with \
          the CID el Dill client:</p><pre><code>from cideldill_client import with_debug\n\
          with_debug(\"ON\")\nadd = with_debug(add)</code></pre><p>It finds this server through \
-         the port file <code>{}</code>, or set <code>CIDELDILL_SERVER_URL</code> to this page's \
-         address. Or try the demo: <code>python3 scripts/demo_app.py</code>.</p></section>",
+         its port file <code>{}</code> (the client reads <code>$CIDELDILL_PORT_FILE</code>, else \
+         <code>$CIDELDILL_HOME/port</code>, else <code>~/.cideldill/port</code>), or set \
+         <code>CIDELDILL_SERVER_URL</code> to this page's address. Or try the demo: \
+         <code>python3 scripts/demo_app.py</code>.</p></section>",
         esc(&port_file.display().to_string())
     )
 }

@@ -164,4 +164,11 @@ fn the_readme_run_command_starts_a_server_that_stops_cleanly() {
     assert!(exit.success(), "`{command}` exited with {exit}:\n{out}");
     assert!(out.contains("Server running on"), "{out}");
     assert!(!port_file.exists(), "the port file was not removed:\n{out}");
+    // The default database went into the data directory, which the server created.
+    let dbs: Vec<_> = std::fs::read_dir(home.path().join("db"))
+        .expect("the default database directory")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cideldill-") && n.ends_with(".db"))
+        .collect();
+    assert_eq!(dbs.len(), 1, "{dbs:?}");
 }
