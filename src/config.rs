@@ -43,9 +43,10 @@ pub struct Args {
     #[argh(switch)]
     pub standalone: bool,
 
-    /// database file (append-only log; created if missing, reopened with its objects, call
-    /// records and history if present). Default: a new file
-    /// $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home default ~/.cideldill)
+    /// database file (append-only log; created if missing, in a directory that must exist;
+    /// reopened with its objects, call records and history if present; :memory: means
+    /// --memory). Default: a new file $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home
+    /// default ~/.cideldill, whose db directory is created)
     #[argh(option, arg_name = "path")]
     pub db: Option<PathBuf>,
 
