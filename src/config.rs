@@ -593,7 +593,8 @@ fn check_origin(origin: &str) -> Result<(), Error> {
         && host
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-._~%".contains(c));
-    let port_ok = port.is_none_or(|p| !p.is_empty() && p.parse::<u16>().is_ok());
+    let port_ok =
+        port.is_none_or(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok());
     if scheme_ok && host_ok && port_ok {
         Ok(())
     } else {
@@ -1022,7 +1023,7 @@ mod tests {
     fn db_memory_is_memory_and_standalone_needs_mcp() {
         let c = Config::from_args(&args(&["--db", ":memory:"]), &env(), 0.0).unwrap();
         assert_eq!(c.database, Database::Memory);
-        // As --memory: it does not stop --mcp from joining either way (--db asks for a server).
+        // Like --memory (and any --db), it asks for a server of its own: --mcp does not join.
         assert!(
             !Config::from_args(&args(&["--mcp", "--db", ":memory:"]), &env(), 0.0)
                 .unwrap()
@@ -1056,6 +1057,7 @@ mod tests {
             "http://host/path",
             "http://host:port",
             "http://host:99999",
+            "http://host:+80",
             "http://user@host",
             "http://[zz]:1",
             "://host",
