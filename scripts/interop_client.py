@@ -6,8 +6,8 @@ What it does
     CIDELDILL_HOME and CIDELDILL_PORT_FILE in a fresh temporary directory, so ~/.cideldill is
     never touched), then drives every MCP feature the server offers: initialize, tools/list
     (the 15 `breakpoint_*` tools and the 5 `external_*` tools), a call of every
-    `breakpoint_*` tool with valid arguments, a call of every `external_*` tool (without
-    external servers each answers `isError` mcp_clients_not_configured), an `isError`
+    `breakpoint_*` tool with valid arguments, a call of every `external_*` tool (with no
+    external server connected: empty listings, `isError` server_not_found), an `isError`
     result, an unknown tool, every resource and template, both prompts, completion,
     resources/subscribe with `notifications/resources/updated`, logging, ping and the custom
     `notifications/breakpoint/execution_paused`. The state the tools need is created through
@@ -758,17 +758,22 @@ class Runner:
             return data["error"]
         await self.step("isError result (breakpoint_add without function_name)", bad_args)
 
-        # --- the external_* tools of a server started without external MCP servers
-        for name, args in (("external_list_servers", {}), ("external_list_tools", {}),
-                           ("external_call_tool", {"tool": "everything/echo", "arguments": {"message": "x"}}),
-                           ("external_list_resources", {}),
+        # --- the external_* tools of a server with no external MCP server connected (its client
+        # manager idles until one is): empty listings, and a named server is not found, with a hint
+        for name, args, check in (
+                ("external_list_servers", {}, lambda d: need(d == {"servers": {}}, short(d))),
+                ("external_list_tools", {}, lambda d: need(d == {"tools": []}, short(d))),
+                ("external_list_resources", {},
+                 lambda d: need(d == {"resources": [], "errors": {}}, short(d)))):
+            await self.tool(name, args, check=check, label=f"{name} without external servers")
+        for name, args in (("external_call_tool", {"tool": "everything/echo", "arguments": {"message": "x"}}),
                            ("external_read_resource", {"server": "everything", "uri": "demo://x"})):
-            async def not_configured(name: str = name, args: dict = args) -> str:
+            async def not_found(name: str = name, args: dict = args) -> str:
                 data = tool_json(conn, await conn.call(name, args), expect_error=True)
-                need(data.get("error") == "mcp_clients_not_configured" and data.get("hint"), short(data))
+                need(data.get("error") == "server_not_found" and data.get("hint"), short(data))
                 self.called.add(name)
                 return data["error"]
-            await self.step(f"tool {name} without external servers (isError)", not_configured)
+            await self.step(f"tool {name} without external servers (isError)", not_found)
 
         async def unknown_tool() -> str:
             try:

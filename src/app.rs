@@ -30,7 +30,6 @@ use crate::records::{HistoryEntry, Record, Records};
 use crate::state::{Shared, State};
 use crate::store::{IndexKey, RecordKind, Store};
 use crate::upstream;
-use crate::upstream::manager::Manager;
 
 /// How long shutdown waits for request threads to finish.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
@@ -258,27 +257,33 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         .map_err(|e| Error::io("cannot read the bound address", e))?
         .port();
     let port_file = config.port_file.clone();
-    let timing = config.upstream_timing.clone();
     let shared = Arc::new(Shared::with_interner(config, store, state, interner));
-    if let Some(servers) = upstream_servers {
-        let (watch_tx, watch_rx) = unbounded();
-        let manager = Manager::start_watched(servers, timing, Some(watch_tx))
-            .map_err(|e| Error::io("cannot start the MCP client manager", e))?;
-        let _ = shared.upstream.set(manager);
-        let events = shared.clone();
-        // External server status changes become events (the web UI and /api/events show them).
+    // The MCP client manager is always there, idle until it is given a server (by the flags
+    // now, or at run time through `POST /api/mcp-clients/connect` and the web UI). Then a
+    // thread starts that turns external server status changes into events (the web UI and
+    // /api/events show them); it ends when the manager shuts down.
+    let events = Arc::downgrade(&shared);
+    shared.upstream.on_first_use(Box::new(move || {
+        let (watch_tx, watch_rx) = unbounded::<(String, upstream::manager::Status)>();
         std::thread::Builder::new()
             .name("upstream-status".into())
             .spawn(move || {
                 for (name, status) in watch_rx {
+                    let Some(events) = events.upgrade() else {
+                        break;
+                    };
                     events.lock().emit(EventKind::ExternalServer {
                         name,
                         status: status.as_str(),
                     });
                 }
-            })
-            .map_err(|e| Error::io("cannot start the upstream-status thread", e))?;
-    }
+            })?;
+        Ok(watch_tx)
+    }));
+    shared
+        .upstream
+        .add_startup(upstream_servers.unwrap_or_default())
+        .map_err(|e| Error::io("cannot start the MCP client manager", e))?;
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
@@ -423,10 +428,24 @@ impl Running {
             self.client_url()
         ));
         if !config.mcp_stdio {
+            // The path of this very executable: after `cargo run` no `cideldill-server` is on
+            // PATH, and an MCP host may not have the shell's PATH anyway.
+            let exe = std::env::current_exe().unwrap_or_else(|_| "cideldill-server".into());
             lines.push(format!(
                 "  AI agent: claude mcp add cideldill -- {}",
-                join_command(&config.port_file)
+                join_command(&exe, &config.port_file)
             ));
+            if !on_path(&exe) {
+                lines.push(
+                    "            (this build's path, gone with `cargo clean`; `cargo install --locked \
+                     --path . --bin cideldill-server`"
+                        .to_owned(),
+                );
+                lines.push(format!(
+                    "            puts cideldill-server on PATH: then register `{}`)",
+                    join_command(Path::new("cideldill-server"), &config.port_file)
+                ));
+            }
         }
         if config.mcp_legacy_sse {
             lines.push(format!(
@@ -436,8 +455,8 @@ impl Running {
         } else if config.mcp_http {
             lines.push(format!("MCP: Streamable HTTP at {}/mcp", self.url()));
         }
-        if let Some(m) = self.shared.upstream.get() {
-            let names = m.names();
+        if config.mcp_clients != upstream::config::ClientFlags::default() {
+            let names = self.shared.upstream.names();
             lines.push(if names.is_empty() {
                 "External MCP servers: none configured".to_owned()
             } else {
@@ -470,9 +489,7 @@ impl Running {
         self.mcp.close_all();
         // External MCP servers next: in-flight external calls fail at once, and every child
         // process (with its process group) is gone before we return.
-        if let Some(manager) = self.shared.upstream.get() {
-            manager.shutdown();
-        }
+        self.shared.upstream.shutdown();
         let busy = self
             .http
             .stop(std::time::Instant::now() + SHUTDOWN_DEADLINE);
@@ -515,30 +532,47 @@ impl Running {
     }
 }
 
-/// The command an MCP host runs to join the server of `port_file`: `cideldill-server --mcp`,
-/// plus `--port-file` when that is not the default one (a host does not pass on the variables of
-/// the shell that started the server).
-fn join_command(port_file: &Path) -> String {
+/// The command an MCP host runs (`exe`, this executable) to join the server of `port_file`:
+/// `<exe> --mcp`, plus `--port-file` when that is not the default one (a host does not pass on
+/// the variables of the shell that started the server).
+fn join_command(exe: &Path, port_file: &Path) -> String {
     let home = crate::config::Env::from_process().home;
     let default = crate::config::Env {
         home,
         ..Default::default()
     }
     .port_file();
+    let exe = shell_word(exe);
     if port_file == default {
-        "cideldill-server --mcp".to_owned()
+        format!("{exe} --mcp")
     } else {
-        let path = port_file.display().to_string();
-        let quoted = if path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-~".contains(&b))
-        {
-            path
-        } else {
-            format!("'{}'", path.replace('\'', "'\\''"))
-        };
-        format!("cideldill-server --mcp --port-file {quoted}")
+        format!("{exe} --mcp --port-file {}", shell_word(port_file))
     }
+}
+
+/// A path as one word of a POSIX shell command (quoted when it needs to be).
+fn shell_word(path: &Path) -> String {
+    let path = path.display().to_string();
+    if !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-~+".contains(&b))
+    {
+        path
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
+}
+
+/// Whether `cideldill-server` on `PATH` is this executable (`cargo install` put it there).
+fn on_path(exe: &Path) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::canonicalize(dir.join("cideldill-server")).is_ok_and(|found| found == exe)
+    })
 }
 
 /// With `--mcp` and nothing that asks for a server of its own: the running server the port
@@ -554,16 +588,7 @@ pub fn server_to_join(config: &Config) -> Option<port_file::Running> {
 pub fn join(config: &Config, server: &port_file::Running) -> Result<(), Error> {
     let clients = &config.mcp_clients;
     if clients.mcp_clients || clients.config.is_some() || !clients.inline.is_empty() {
-        return Err(Error::Config(format!(
-            "a server is already running for the port file {} ({}, pid {}), and this --mcp \
-             process joins its session; --mcp-client, --mcp-clients and --mcp-clients-config \
-             would start programs in that server's environment, so they are refused here: give \
-             them to that server (or connect them from its web UI), or add --standalone to start \
-             a separate server",
-            config.port_file.display(),
-            server.url(),
-            server.pid
-        )));
+        return Err(Error::Config(refuse_client_flags(config, server)));
     }
     let mut err = io::stderr().lock();
     let _ = writeln!(
@@ -583,6 +608,91 @@ pub fn join(config: &Config, server: &port_file::Running) -> Result<(), Error> {
         crate::mcp::bridge::End::StdinClosed => Ok(()),
         crate::mcp::bridge::End::Lost(why) => Err(Error::Joined(why)),
     }
+}
+
+/// Why a joining `--mcp` process refuses the client flags, and what to do instead: connect the
+/// servers to the running server at run time (its web UI page, or the `curl` line of each
+/// `--mcp-client`), or start a separate server.
+fn refuse_client_flags(config: &Config, server: &port_file::Running) -> String {
+    let url = server.url();
+    let mut text = format!(
+        "a server is already running for the port file {} ({url}, pid {}), and this --mcp \
+         process joins its session; --mcp-client, --mcp-clients and --mcp-clients-config would \
+         start programs in that server's environment, so they are refused here.\n\
+         To connect external servers to the running server (they run in its environment), use \
+         its web UI page {url}/mcp-servers or POST {url}/api/mcp-clients/connect",
+        config.port_file.display(),
+        server.pid,
+    );
+    let env = |k: &str| std::env::var(k).ok();
+    let lines: Vec<String> = config
+        .mcp_clients
+        .inline
+        .iter()
+        .map(|flag| match upstream::config::parse_inline(flag, &env) {
+            Ok(c) => connect_curl(&url, &c),
+            Err(_) => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if lines.is_empty() {
+        text.push_str(
+            " (a JSON body such as {\"name\": \"files\", \"command\": \"npx\", \"args\": [...]}, \
+             or {\"name\": ..., \"url\": ...}",
+        );
+        let file = match &config.mcp_clients.config {
+            Some(f) if !f.trim_start().starts_with('{') => Some(f.clone()),
+            Some(_) => None,
+            None => Some(config.mcp_clients_file.display().to_string()),
+        };
+        if let Some(file) = file.filter(|_| config.mcp_clients.inline.is_empty()) {
+            text.push_str(&format!(
+                "; each server entry of {file} is such a body, with \"name\" added"
+            ));
+        }
+        text.push(')');
+    } else {
+        text.push_str(", here:");
+        for line in lines {
+            text.push_str("\n  ");
+            text.push_str(&line);
+        }
+    }
+    text.push_str("\n(or add --standalone to start a separate server of its own with these flags)");
+    text
+}
+
+/// The `curl` line that connects `c` to the server at `url` at run time, when its definition
+/// fits on one line without secrets (no environment, no headers).
+fn connect_curl(url: &str, c: &upstream::config::ServerConfig) -> Option<String> {
+    use upstream::config::Transport;
+    let mut body = serde_json::json!({"name": c.name});
+    match &c.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd: None,
+        } if env.is_empty() => {
+            body["command"] = command.as_str().into();
+            body["args"] = args.clone().into();
+        }
+        Transport::Sse { url, headers }
+        | Transport::Http { url, headers }
+        | Transport::Auto { url, headers }
+            if headers.is_empty() =>
+        {
+            body["url"] = url.as_str().into();
+            if !matches!(c.transport, Transport::Auto { .. }) {
+                body["transport"] = c.transport.kind().as_str().into();
+            }
+        }
+        _ => return None,
+    }
+    let body = body.to_string().replace('\'', "'\\''");
+    Some(format!(
+        "curl -X POST {url}/api/mcp-clients/connect -H 'Content-Type: application/json' -d '{body}'"
+    ))
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.

@@ -43,9 +43,10 @@ pub struct Args {
     #[argh(switch)]
     pub standalone: bool,
 
-    /// database file (append-only log; created if missing, reopened with its objects, call
-    /// records and history if present). Default: a new file
-    /// $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home default ~/.cideldill)
+    /// database file (append-only log; created if missing, in a directory that must exist;
+    /// reopened with its objects, call records and history if present; :memory: means
+    /// --memory). Default: a new file $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home
+    /// default ~/.cideldill, whose db directory is created)
     #[argh(option, arg_name = "path")]
     pub db: Option<PathBuf>,
 
@@ -481,6 +482,10 @@ pub struct Config {
     pub may_join: bool,
     pub allow_origins: Vec<String>,
     pub mcp_max_sessions: usize,
+    /// The default MCP clients config file (`$CIDELDILL_MCP_CLIENTS_CONFIG`, else
+    /// `$CIDELDILL_HOME/mcp_clients.json`, else `~/.cideldill/mcp_clients.json`), which
+    /// `--mcp-clients` reads; the web UI names it.
+    pub mcp_clients_file: PathBuf,
     /// The three flags that ask for external MCP servers (read at start).
     pub mcp_clients: ClientFlags,
     pub upstream_timing: Timing,
@@ -494,6 +499,7 @@ pub struct Env {
     pub home: Option<PathBuf>,
     pub cideldill_home: Option<PathBuf>,
     pub cideldill_port_file: Option<PathBuf>,
+    pub cideldill_mcp_clients_config: Option<PathBuf>,
 }
 
 impl Env {
@@ -508,6 +514,7 @@ impl Env {
             home: var("HOME"),
             cideldill_home: var("CIDELDILL_HOME"),
             cideldill_port_file: var("CIDELDILL_PORT_FILE"),
+            cideldill_mcp_clients_config: var(crate::upstream::config::CONFIG_ENV_VAR),
         }
     }
 
@@ -533,6 +540,65 @@ impl Env {
             Some(p) => self.expand(p),
             None => self.data_home().join("port"),
         }
+    }
+
+    /// The default MCP clients config file, by the one rule of
+    /// `upstream::config::config_path` (which start-up uses to read it).
+    pub fn mcp_clients_file(&self) -> PathBuf {
+        let text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
+        crate::upstream::config::config_path(&|name: &str| match name {
+            "HOME" => text(&self.home),
+            "CIDELDILL_HOME" => text(&self.cideldill_home),
+            crate::upstream::config::CONFIG_ENV_VAR => text(&self.cideldill_mcp_clients_config),
+            _ => None,
+        })
+    }
+}
+
+/// Checks an `--allow-origin` value: `*`, or an origin as a browser sends it,
+/// `scheme://host[:port]` with no path (a trailing `/` is tolerated).
+fn check_origin(origin: &str) -> Result<(), Error> {
+    let bad = || {
+        Error::Config(format!(
+            "--allow-origin {origin:?} is not an origin: give scheme://host[:port] with no path, \
+             as a browser sends it (e.g. http://localhost:3000 or https://tools.example), or \
+             \"*\" for any"
+        ))
+    };
+    if origin == "*" {
+        return Ok(());
+    }
+    let (scheme, rest) = origin.split_once("://").ok_or_else(bad)?;
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (addr, after) = v6.split_once(']').ok_or_else(bad)?;
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(bad());
+        }
+        match after {
+            "" => ("v6", None),
+            _ => ("v6", Some(after.strip_prefix(':').ok_or_else(bad)?)),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._~%".contains(c));
+    let port_ok =
+        port.is_none_or(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok());
+    if scheme_ok && host_ok && port_ok {
+        Ok(())
+    } else {
+        Err(bad())
     }
 }
 
@@ -595,6 +661,16 @@ impl Config {
                 "--exit-on-stdin-close only applies with --mcp".into(),
             ));
         }
+        if args.standalone && !args.mcp {
+            return Err(Error::Config(
+                "--standalone only applies with --mcp (a server started without --mcp is always \
+                 a server of its own)"
+                    .into(),
+            ));
+        }
+        for origin in &args.allow_origin {
+            check_origin(origin)?;
+        }
         if args.poll_interval_ms == 0 {
             return Err(Error::Config(
                 "--poll-interval-ms must be at least 1".into(),
@@ -626,7 +702,9 @@ impl Config {
             args.mcp_backoff_base_s,
             3600.0,
         )?);
-        let database = if args.memory {
+        // `--db :memory:` is `--memory`, as in the original (SQLite's name for a database that
+        // is never written).
+        let database = if args.memory || args.db.as_deref() == Some(Path::new(":memory:")) {
             Database::Memory
         } else if let Some(db) = &args.db {
             Database::File(env.expand(db))
@@ -664,6 +742,7 @@ impl Config {
                 && args.port.is_none(),
             allow_origins: args.allow_origin.clone(),
             mcp_max_sessions: args.mcp_max_sessions,
+            mcp_clients_file: env.mcp_clients_file(),
             mcp_clients: ClientFlags {
                 mcp_clients: args.mcp_clients,
                 config: args.mcp_clients_config.clone(),
@@ -676,6 +755,28 @@ impl Config {
                 365.0 * 86_400.0,
             )?,
         })
+    }
+
+    /// The checks of the file system that flags need before anything starts: a `--db` file's
+    /// directory must exist (the default database directory under the data home is created
+    /// at start; a mistyped `--db` directory is not).
+    pub fn check_paths(&self, args: &Args) -> Result<(), Error> {
+        let (Some(_), Database::File(path)) = (&args.db, &self.database) else {
+            return Ok(());
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "--db {}: the directory {} does not exist (create it first, or give a path in an \
+                 existing directory)",
+                path.display(),
+                dir.display()
+            )));
+        }
+        Ok(())
     }
 
     /// A configuration for tests and embedding: in memory, any free port on 127.0.0.1.
@@ -704,6 +805,7 @@ impl Config {
             may_join: false,
             allow_origins: Vec::new(),
             mcp_max_sessions: crate::limits::DEFAULT_MCP_MAX_SESSIONS,
+            mcp_clients_file: Env::default().mcp_clients_file(),
             mcp_clients: ClientFlags::default(),
             upstream_timing: Timing::default(),
             mcp_session_idle: Duration::from_secs_f64(crate::limits::MCP_SESSION_IDLE_S),
@@ -915,6 +1017,72 @@ mod tests {
         let big = (1u64 << 24).to_string();
         assert!(Config::from_args(&args(&["--max-records-mb", &big]), &env(), 0.0).is_ok());
         assert!(Config::from_args(&args(&["--repl-timeout-s", "-1"]), &env(), 0.0).is_err());
+    }
+
+    #[test]
+    fn db_memory_is_memory_and_standalone_needs_mcp() {
+        let c = Config::from_args(&args(&["--db", ":memory:"]), &env(), 0.0).unwrap();
+        assert_eq!(c.database, Database::Memory);
+        // Like --memory (and any --db), it asks for a server of its own: --mcp does not join.
+        assert!(
+            !Config::from_args(&args(&["--mcp", "--db", ":memory:"]), &env(), 0.0)
+                .unwrap()
+                .may_join
+        );
+        let e = Config::from_args(&args(&["--standalone"]), &env(), 0.0).unwrap_err();
+        assert!(e.to_string().contains("only applies with --mcp"), "{e}");
+        assert!(Config::from_args(&args(&["--mcp", "--standalone"]), &env(), 0.0).is_ok());
+    }
+
+    #[test]
+    fn allow_origin_takes_origins_only() {
+        for ok in [
+            "*",
+            "http://localhost:3000",
+            "https://tools.example",
+            "https://tools.example/",
+            "http://127.0.0.1:8080",
+            "http://[::1]:5173",
+            "chrome-extension://abcdef",
+        ] {
+            assert!(
+                Config::from_args(&args(&["--allow-origin", ok]), &env(), 0.0).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "not a url",
+            "localhost:3000",
+            "http://",
+            "http://host/path",
+            "http://host:port",
+            "http://host:99999",
+            "http://host:+80",
+            "http://user@host",
+            "http://[zz]:1",
+            "://host",
+            "",
+        ] {
+            let e = Config::from_args(&args(&["--allow-origin", bad]), &env(), 0.0).unwrap_err();
+            assert!(e.to_string().contains("scheme://host[:port]"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_mcp_clients_file_follows_the_environment_as_start_up_reads_it() {
+        let mut e = env();
+        assert_eq!(
+            e.mcp_clients_file(),
+            PathBuf::from("/home/u/.cideldill/mcp_clients.json")
+        );
+        e.cideldill_home = Some("~/dd".into());
+        assert_eq!(
+            e.mcp_clients_file(),
+            PathBuf::from("/home/u/dd/mcp_clients.json")
+        );
+        e.cideldill_mcp_clients_config = Some("/etc/m.json".into());
+        let c = Config::from_args(&args(&[]), &e, 0.0).unwrap();
+        assert_eq!(c.mcp_clients_file, PathBuf::from("/etc/m.json"));
     }
 
     #[test]

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     }
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let config = match Config::from_args(&args, &Env::from_process(), cideldill_server::ids::now())
+        .and_then(|c| c.check_paths(&args).map(|()| c))
     {
         Ok(c) => c,
         Err(e) => {

@@ -3,7 +3,7 @@
 //! events recorded under the lock after releasing it.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::breakpoints::{Breakpoints, Functions, Logbook};
 use crate::calls::Calls;
@@ -47,8 +47,9 @@ pub struct Shared {
     pub config: Config,
     pub store: Store,
     pub bus: Bus,
-    /// The MCP client manager, when a flag asked for external MCP servers (set once at start).
-    pub upstream: OnceLock<Arc<Manager>>,
+    /// The MCP client manager: idle (no thread, no child) until a server is connected, by the
+    /// flags at start or at run time (`POST /api/mcp-clients/connect`, the web UI).
+    pub upstream: Arc<Manager>,
     /// Shares the strings, CIDs and JSON trees of records (a leaf lock, taken before `state`
     /// is, never while it is held).
     pub interner: Mutex<Interner>,
@@ -67,10 +68,10 @@ impl Shared {
 
     pub fn with_interner(config: Config, store: Store, state: State, interner: Interner) -> Shared {
         Shared {
+            upstream: Manager::idle(config.upstream_timing.clone()),
             config,
             store,
             bus: Bus::default(),
-            upstream: OnceLock::new(),
             interner: Mutex::new(interner),
             renders: Mutex::new(RenderCache::default()),
             verified: Mutex::new(crate::cas::Verified::default()),

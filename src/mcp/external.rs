@@ -16,11 +16,10 @@ type Args = Map<String, Value>;
 /// What an agent should do next after an external-tool error, by code.
 pub fn hint_for(code: &str) -> Option<&'static str> {
     Some(match code {
-        "mcp_clients_not_configured" => {
-            "The debugger was started without external MCP servers; restart it with --mcp-client NAME:COMMAND \
-             or --mcp-clients-config PATH (a user must do this)."
+        "server_not_found" => {
+            "Call external_list_servers for the connected server names. A user connects more on the debugger's \
+             web UI page /mcp-servers (or with --mcp-client NAME:COMMAND at start)."
         }
-        "server_not_found" => "Call external_list_servers for the configured server names.",
         "server_not_connected" => {
             "The server is not connected (see its status and error in external_list_servers); it reconnects by \
              itself unless its status is failed. Try again shortly."
@@ -47,10 +46,8 @@ fn server_arg(args: &Args) -> Option<&str> {
 
 /// Waits (briefly) for servers still connecting at start-up, so a first listing is complete.
 fn settle(ctx: &Ctx) {
-    if let Some(m) = ctx.shared().upstream.get() {
-        let wait = m.timing().connect_timeout.min(MAX_SETTLE);
-        m.wait_settled(wait);
-    }
+    let m = &ctx.shared().upstream;
+    m.wait_settled(m.timing().connect_timeout.min(MAX_SETTLE));
 }
 
 pub fn list_servers(ctx: &Ctx, _args: &Args) -> Result<Value, ApiError> {

@@ -521,8 +521,8 @@ again to keep waiting. Use it after starting or resuming the program instead of 
         title: "List external MCP servers",
         description: "List the external MCP servers this debugger is connected to (filesystem, git, databases...) with \
 their status (connecting, connected, disconnected, error, failed), transport, tool names and last error. Use it first when \
-you want to use external tools, or when an external_* call says a server is not connected. Fails with \
-mcp_clients_not_configured when the debugger was started without external servers.",
+you want to use external tools, or when an external_* call says a server is not connected. An empty list means \
+no server is connected yet (a user connects them on the debugger's web UI or with its --mcp-client flags).",
         input_schema: no_args,
         output_schema: || json!({"type": "object", "required": ["servers"], "properties": {
             "servers": {"type": "object", "additionalProperties": {"type": "object", "required": ["status", "tools"], "properties": {

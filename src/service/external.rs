@@ -20,25 +20,19 @@ use crate::upstream::manager::{CallFailure, CallOutcome, Manager};
 
 use super::Obj;
 
-/// The manager, or 503 when the server was started without external MCP servers.
-pub fn manager(shared: &Shared) -> Result<&Manager, ApiError> {
-    shared.upstream.get().map(|m| &**m).ok_or_else(|| {
-        ApiError::new(
-            503,
-            "mcp_clients_not_configured",
-            "no MCP client manager: start the server with --mcp-clients, --mcp-clients-config PATH or --mcp-client NAME:VALUE",
-        )
-    })
+/// The manager (always there: idle until a server is connected).
+fn manager(shared: &Shared) -> &Manager {
+    &shared.upstream
 }
 
 /// `GET /api/mcp-clients`.
 pub fn clients(shared: &Shared) -> Result<Value, ApiError> {
-    Ok(json!({"clients": manager(shared)?.servers()}))
+    Ok(json!({"clients": manager(shared).servers()}))
 }
 
 /// `GET /api/mcp-tools`.
 pub fn tools(shared: &Shared, server: Option<&str>) -> Result<Value, ApiError> {
-    Ok(json!({"tools": manager(shared)?.tools(server)?}))
+    Ok(json!({"tools": manager(shared).tools(server)?}))
 }
 
 /// A tool call's answer: the server's result untouched, plus where it was recorded.
@@ -59,7 +53,7 @@ pub fn call(
     cancel: Option<&crossbeam_channel::Receiver<()>>,
     progress: Option<crossbeam_channel::Sender<Value>>,
 ) -> Result<Called, ApiError> {
-    let manager = manager(shared)?;
+    let manager = manager(shared);
     let started_at = ids::now();
     let t0 = Instant::now();
     let outcome = manager.call_tool(tool, arguments.clone(), cancel, progress);
@@ -203,7 +197,6 @@ pub fn call_rest(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         }
     };
     let arguments = arguments_of(body)?;
-    manager(shared)?;
     let called = call(shared, &tool, arguments, None, None)?;
     Ok(json!({
         "result": called.result,
@@ -228,14 +221,14 @@ pub fn arguments_of(body: &Obj) -> Result<Value, ApiError> {
 
 /// `GET /api/mcp-resources`.
 pub fn resources(shared: &Shared, server: Option<&str>) -> Result<Value, ApiError> {
-    manager(shared)?.resources(server)
+    manager(shared).resources(server)
 }
 
 /// `POST /api/mcp-resources/read`: `{server, uri}`.
 pub fn read_resource(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     let server = required_str(body, "server")?;
     let uri = required_str(body, "uri")?;
-    manager(shared)?.read_resource(server, uri)
+    manager(shared).read_resource(server, uri)
 }
 
 fn required_str<'a>(body: &'a Obj, key: &str) -> Result<&'a str, ApiError> {
@@ -254,7 +247,7 @@ fn required_str<'a>(body: &'a Obj, key: &str) -> Result<&'a str, ApiError> {
 
 /// `POST /api/mcp-clients/connect`: a server entry plus `name`; never written to any file.
 pub fn connect(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
-    let manager = manager(shared)?;
+    let manager = manager(shared);
     let env = |k: &str| std::env::var(k).ok();
     let config = parse_runtime(body, &env).map_err(|e| {
         ApiError::bad_request("invalid_config", e.to_string())
@@ -267,12 +260,12 @@ pub fn connect(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
 
 /// `POST /api/mcp-clients/<name>/disconnect`.
 pub fn disconnect(shared: &Shared, name: &str) -> Result<Value, ApiError> {
-    manager(shared)?.disconnect(name)?;
+    manager(shared).disconnect(name)?;
     Ok(json!({"status": "ok", "name": name}))
 }
 
 /// `POST /api/mcp-clients/<name>/reconnect`.
 pub fn reconnect(shared: &Shared, name: &str) -> Result<Value, ApiError> {
-    let tools = manager(shared)?.reconnect(name)?;
+    let tools = manager(shared).reconnect(name)?;
     Ok(json!({"status": "ok", "name": name, "tools": tools}))
 }

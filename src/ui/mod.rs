@@ -271,11 +271,10 @@ fn layout(shared: &Shared, html: &Html) -> String {
 /// The status line: breakpoints, paused calls, recorded calls, external servers, agents.
 fn shared_status(shared: &Shared) -> String {
     let s = crate::service::server_status(shared);
-    let external = shared.upstream.get().map(|m| {
-        let servers = m.servers();
-        let connected = servers.as_object().map_or(0, |o| {
-            o.values().filter(|v| v["status"] == "connected").count()
-        });
+    // External servers once there are any (the manager is idle until one is connected).
+    let servers = shared.upstream.servers();
+    let external = servers.as_object().filter(|o| !o.is_empty()).map(|o| {
+        let connected = o.values().filter(|v| v["status"] == "connected").count();
         format!(" · {connected} external MCP server{}", plural(connected))
     });
     let agents = shared.mcp_sessions.load(Ordering::SeqCst);

@@ -122,7 +122,7 @@ fn pause_cause(out: &mut String, d: &serde_json::Map<String, Value>) {
 fn cards_html(shared: &Shared) -> String {
     let mut paused = service::paused(shared, Payloads::Omitted).paused;
     if paused.is_empty() {
-        return empty();
+        return empty(&shared.config.port_file);
     }
     paused.sort_by(|a, b| b.paused_at.total_cmp(&a.paused_at));
     let functions = service::functions(shared);
@@ -134,14 +134,19 @@ fn cards_html(shared: &Shared) -> String {
     out
 }
 
-fn empty() -> String {
-    "<section class=\"empty\"><h2>Nothing is paused</h2><p>Calls of the functions your program \
-     wraps appear here as soon as they pause, without a reload.</p><p>Instrument a program with \
-     the CID el Dill client:</p><pre><code>from cideldill_client import with_debug\n\
-     with_debug(\"ON\")\nadd = with_debug(add)</code></pre><p>It finds this server through \
-     <code>~/.cideldill/port</code>, or set <code>CIDELDILL_SERVER_URL</code> to this page's \
-     address. Or try the demo: <code>python3 scripts/demo_app.py</code>.</p></section>"
-        .to_owned()
+/// The empty page; `port_file` is the one this server writes.
+fn empty(port_file: &std::path::Path) -> String {
+    format!(
+        "<section class=\"empty\"><h2>Nothing is paused</h2><p>Calls of the functions your program \
+         wraps appear here as soon as they pause, without a reload.</p><p>Instrument a program with \
+         the CID el Dill client:</p><pre><code>from cideldill_client import with_debug\n\
+         with_debug(\"ON\")\nadd = with_debug(add)</code></pre><p>It finds this server through \
+         its port file <code>{}</code> (the client reads <code>$CIDELDILL_PORT_FILE</code>, else \
+         <code>$CIDELDILL_HOME/port</code>, else <code>~/.cideldill/port</code>), or set \
+         <code>CIDELDILL_SERVER_URL</code> to this page's address. Or try the demo: \
+         <code>python3 scripts/demo_app.py</code>.</p></section>",
+        esc(&port_file.display().to_string())
+    )
 }
 
 /// `file:line` of the frame nearest the call (stacks list the innermost caller first), when

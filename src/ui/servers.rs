@@ -13,17 +13,17 @@ use crate::urlenc::encode_segment;
 
 pub fn page(shared: &Shared) -> Html {
     let mut out = String::from("<div class=\"bar\"><h1>External MCP servers</h1></div>");
-    let Ok(clients) = service::external::clients(shared) else {
-        out.push_str(
-            "<section class=\"empty\"><h2>The MCP client is off</h2><p>This server connects to \
-             external MCP servers (filesystem, git, databases, ...) when it is started with one \
-             of <code>--mcp-clients</code> (the servers of <code>~/.cideldill/mcp-clients.json</code>), \
-             <code>--mcp-clients-config PATH</code> or <code>--mcp-client NAME:COMMAND</code>. \
-             Then agents and this page can use their tools during a debugging session.</p></section>",
-        );
-        return Html::new("External MCP servers", "/mcp-servers", out);
-    };
+    let clients =
+        service::external::clients(shared).unwrap_or_else(|_| serde_json::json!({"clients": {}}));
     out.push_str(CONNECT_FORM);
+    let _ = write!(
+        out,
+        "<p class=\"hint\">Servers connected here are not saved. To connect some at every start, \
+         list them in <code>{}</code> and start the server with <code>--mcp-clients</code> \
+         (or name another file with <code>--mcp-clients-config PATH</code>, or one server with \
+         <code>--mcp-client NAME:COMMAND</code>).</p>",
+        esc(&shared.config.mcp_clients_file.display().to_string())
+    );
     let _ = write!(
         out,
         "<div id=\"server-list\" data-live>{}</div>",
@@ -46,8 +46,9 @@ const CONNECT_FORM: &str = "<details class=\"panel\"><summary>Connect a server</
 
 fn servers(shared: &Shared, clients: &Value) -> String {
     let Some(map) = clients.as_object().filter(|m| !m.is_empty()) else {
-        return "<section class=\"empty\"><h2>No external servers</h2><p>Connect one above, or \
-                list them in the configuration file.</p></section>"
+        return "<section class=\"empty\"><h2>No external servers</h2><p>Connect one above \
+                (a filesystem, git or database MCP server, ...): agents and this page can then use \
+                its tools during a debugging session.</p></section>"
             .to_owned();
     };
     let mut out = String::new();
@@ -197,10 +198,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn without_a_client_manager_the_page_says_how_to_start_one() {
+    fn with_no_server_the_page_offers_the_connect_form_and_names_the_config_file() {
         let s = shared();
         let html = page(&s).main;
-        assert!(html.contains("--mcp-clients"), "{html}");
+        assert!(
+            html.contains("data-api=\"/api/mcp-clients/connect\""),
+            "{html}"
+        );
+        assert!(html.contains("No external servers"), "{html}");
+        let file = s.config.mcp_clients_file.display().to_string();
+        assert!(file.ends_with("mcp_clients.json"), "{file}");
+        assert!(
+            html.contains(&format!("<code>{}</code>", esc(&file))),
+            "{html}"
+        );
+        assert!(!html.contains("mcp-clients.json"), "{html}");
     }
 
     #[test]

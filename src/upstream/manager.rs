@@ -163,10 +163,27 @@ struct Inner {
     procs: Mutex<Vec<Arc<Proc>>>,
 }
 
-/// The MCP client manager (see the module documentation).
+/// Makes the first watcher (see [`Manager::watch`]) when the manager is first given a server:
+/// the server's thread that turns status changes into events starts then, not before.
+pub type FirstWatcher = Box<dyn FnOnce() -> std::io::Result<Sender<(String, Status)>> + Send>;
+
+/// The supervisor thread: none until the manager has a server to look after.
+enum Supervisor {
+    /// No server yet: no thread runs and no child exists.
+    Idle {
+        events: Receiver<Event>,
+        first_watcher: Option<FirstWatcher>,
+    },
+    Running(JoinHandle<()>),
+    /// Shut down (or its thread could not start).
+    Stopped,
+}
+
+/// The MCP client manager (see the module documentation). Every server has one, idle until a
+/// server is connected (from the flags at start, or at run time).
 pub struct Manager {
     inner: Arc<Inner>,
-    supervisor: Mutex<Option<JoinHandle<()>>>,
+    supervisor: Mutex<Supervisor>,
 }
 
 /// The outcome of a tool call that reached the server.
@@ -209,23 +226,79 @@ impl Manager {
         timing: Timing,
         watcher: Option<Sender<(String, Status)>>,
     ) -> std::io::Result<Arc<Manager>> {
+        let manager = Manager::idle(timing);
+        if let Some(w) = watcher {
+            manager.on_first_use(Box::new(move || Ok(w)));
+        }
+        manager.add_startup(servers)?;
+        Ok(manager)
+    }
+
+    /// A manager with no server: it holds no thread until one is added.
+    pub fn idle(timing: Timing) -> Arc<Manager> {
         let (tx, rx) = unbounded();
-        let inner = Arc::new(Inner {
-            timing,
-            servers: Mutex::new(BTreeMap::new()),
-            events: tx,
-            watchers: Mutex::new(watcher.into_iter().collect()),
-            shutting_down: AtomicBool::new(false),
-            procs: Mutex::new(Vec::new()),
-        });
-        let sup_inner = inner.clone();
-        let supervisor = thread::Builder::new()
+        Arc::new(Manager {
+            inner: Arc::new(Inner {
+                timing,
+                servers: Mutex::new(BTreeMap::new()),
+                events: tx,
+                watchers: Mutex::new(Vec::new()),
+                shutting_down: AtomicBool::new(false),
+                procs: Mutex::new(Vec::new()),
+            }),
+            supervisor: Mutex::new(Supervisor::Idle {
+                events: rx,
+                first_watcher: None,
+            }),
+        })
+    }
+
+    /// Sets the first watcher, made when the manager wakes (ignored once it has).
+    pub fn on_first_use(&self, make: FirstWatcher) {
+        if let Supervisor::Idle { first_watcher, .. } = &mut *lock(&self.supervisor) {
+            *first_watcher = Some(make);
+        }
+    }
+
+    /// Starts the supervisor (and the first watcher) if they are not running yet.
+    fn wake(&self) -> std::io::Result<()> {
+        let mut sup = lock(&self.supervisor);
+        match *sup {
+            Supervisor::Idle { .. } => {}
+            Supervisor::Running(_) => return Ok(()),
+            Supervisor::Stopped if self.inner.shutting_down.load(Ordering::SeqCst) => return Ok(()),
+            Supervisor::Stopped => {
+                return Err(std::io::Error::other(
+                    "the supervisor thread could not be started",
+                ))
+            }
+        }
+        let Supervisor::Idle {
+            events,
+            first_watcher,
+        } = std::mem::replace(&mut *sup, Supervisor::Stopped)
+        else {
+            return Ok(());
+        };
+        if let Some(make) = first_watcher {
+            let watcher = make()?;
+            lock(&self.inner.watchers).push(watcher);
+        }
+        let sup_inner = self.inner.clone();
+        let handle = thread::Builder::new()
             .name("upstream-supervisor".into())
-            .spawn(move || supervise(&sup_inner, &rx))?;
-        let manager = Arc::new(Manager {
-            inner: inner.clone(),
-            supervisor: Mutex::new(Some(supervisor)),
-        });
+            .spawn(move || supervise(&sup_inner, &events))?;
+        *sup = Supervisor::Running(handle);
+        Ok(())
+    }
+
+    /// Adds the servers of the flags and config file and connects them in the background.
+    pub fn add_startup(&self, servers: Vec<ServerConfig>) -> std::io::Result<()> {
+        if servers.is_empty() {
+            return Ok(());
+        }
+        self.wake()?;
+        let inner = &self.inner;
         for config in servers {
             let name = config.name.clone();
             let gen = {
@@ -245,7 +318,7 @@ impl Manager {
                     }
                 })?;
         }
-        Ok(manager)
+        Ok(())
     }
 
     /// A channel that hears `(server, status)` at every status change, from now on. It is
@@ -302,6 +375,9 @@ impl Manager {
                 "the server is shutting down",
             ));
         }
+        self.wake().map_err(|e| {
+            ApiError::internal(format!("cannot start the MCP client manager's thread: {e}"))
+        })?;
         let gen = {
             let mut servers = lock(&self.inner.servers);
             if let Some(slot) = servers.get(&name) {
@@ -750,7 +826,8 @@ impl Manager {
                 .collect()
         };
         let _ = self.inner.events.send(Event::Stop);
-        if let Some(h) = lock(&self.supervisor).take() {
+        let supervisor = std::mem::replace(&mut *lock(&self.supervisor), Supervisor::Stopped);
+        if let Supervisor::Running(h) = supervisor {
             let _ = h.join();
         }
         for live in &lives {
@@ -1261,36 +1338,72 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
 mod tests {
     use super::*;
 
-    // The supervisor thread runs from the start; a new manager knows no server and no tool;
-    // shutdown joins its thread and can be called twice.
+    fn stdio(name: &str, command: &str) -> ServerConfig {
+        ServerConfig::new(
+            name,
+            Transport::Stdio {
+                command: command.into(),
+                args: vec![],
+                env: vec![],
+                cwd: None,
+            },
+        )
+    }
+
+    // A new manager knows no server and no tool and holds no thread; the first server wakes
+    // it (the supervisor, then the first watcher); shutdown joins its thread and can be
+    // called twice.
     #[test]
-    fn a_new_manager_is_empty_and_shuts_down_twice() {
-        let m = Manager::start(Vec::new(), Timing::default()).unwrap();
-        assert!(lock(&m.supervisor).is_some(), "the supervisor thread runs");
+    fn a_new_manager_is_idle_until_a_server_is_connected() {
+        let m = Manager::idle(Timing::default());
+        let (made_tx, made_rx) = unbounded();
+        m.on_first_use(Box::new(move || {
+            let (tx, rx) = unbounded();
+            let _ = made_tx.send(rx);
+            Ok(tx)
+        }));
+        assert!(
+            matches!(*lock(&m.supervisor), Supervisor::Idle { .. }),
+            "no supervisor thread yet"
+        );
         assert_eq!(m.servers(), json!({}));
         assert_eq!(m.tools(None).unwrap(), Vec::<Value>::new());
         assert_eq!(
             m.resources(None).unwrap(),
             json!({"resources": [], "errors": {}})
         );
+        assert!(made_rx.try_recv().is_err(), "no watcher made yet");
+        // `true` exits at once: the connection fails, but the manager is awake.
+        let err = m.connect(stdio("quick", "true")).unwrap_err();
+        assert_eq!(err.code(), "connect_failed", "{err:?}");
+        assert!(matches!(*lock(&m.supervisor), Supervisor::Running(_)));
+        let watcher = made_rx.try_recv().expect("the first watcher was made");
+        assert_eq!(
+            watcher.try_iter().map(|(n, _)| n).next().as_deref(),
+            Some("quick"),
+            "it hears the status changes"
+        );
         m.shutdown();
         assert!(
-            lock(&m.supervisor).is_none(),
+            matches!(*lock(&m.supervisor), Supervisor::Stopped),
             "shutdown joined the supervisor"
         );
         m.shutdown();
-        let err = m
-            .connect(ServerConfig::new(
-                "late",
-                Transport::Stdio {
-                    command: "true".into(),
-                    args: vec![],
-                    env: vec![],
-                    cwd: None,
-                },
-            ))
-            .unwrap_err();
+        let err = m.connect(stdio("late", "true")).unwrap_err();
         assert_eq!(err.code(), "shutting_down");
+    }
+
+    // Shutting down a manager that never woke is immediate and leaves nothing behind.
+    #[test]
+    fn an_idle_manager_shuts_down() {
+        let m = Manager::start(Vec::new(), Timing::default()).unwrap();
+        assert!(matches!(*lock(&m.supervisor), Supervisor::Idle { .. }));
+        m.shutdown();
+        assert!(matches!(*lock(&m.supervisor), Supervisor::Stopped));
+        assert_eq!(
+            m.connect(stdio("late", "true")).unwrap_err().code(),
+            "shutting_down"
+        );
     }
 
     #[test]

@@ -89,6 +89,18 @@ fn every_usage_error_exits_2_with_a_message_on_stderr() {
         (&["--exit-on-stdin-close"][..], "only applies with --mcp"),
         (&["--max-records", "0"][..], "--max-records"),
         (&["--host", "0.0.0.0"][..], "--allow-remote"),
+        (
+            &["--standalone"][..],
+            "--standalone only applies with --mcp",
+        ),
+        (
+            &["--allow-origin", "not a url"][..],
+            "is not an origin: give scheme://host[:port] with no path",
+        ),
+        (
+            &["--allow-origin", "http://localhost:3000/app"][..],
+            "e.g. http://localhost:3000",
+        ),
     ] {
         let out = run(args);
         assert_eq!(
@@ -104,6 +116,19 @@ fn every_usage_error_exits_2_with_a_message_on_stderr() {
             text(&out.stderr)
         );
     }
+    // A --db in a directory that does not exist is refused, and the directory is not created.
+    let dir = TempDir::new("cli-nodir");
+    let missing = dir.path().join("no").join("such");
+    let db = missing.join("x.db");
+    let out = run(&["--db", db.to_str().unwrap(), "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let expected = format!("the directory {} does not exist", missing.display());
+    assert!(
+        text(&out.stderr).contains(&expected),
+        "{expected}: {}",
+        text(&out.stderr)
+    );
+    assert!(!missing.exists() && !dir.path().join("no").exists());
     // A runtime failure is 1: the database path is a directory.
     let dir = TempDir::new("cli-db");
     let out = run(&["--db", dir.path().to_str().unwrap(), "--port", "0"]);
@@ -115,6 +140,53 @@ fn every_usage_error_exits_2_with_a_message_on_stderr() {
     );
 }
 
+// `--db :memory:` is `--memory` (the original's meaning): no file appears in the working
+// directory, and the banner says the database is in memory.
+#[test]
+fn db_memory_keeps_everything_in_memory() {
+    let home = TempDir::new("cli-memory");
+    let cwd = TempDir::new("cli-memory-cwd");
+    let port_file = home.path().join("port");
+    let stderr_path = home.path().join("stderr.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cideldill-server"))
+        .args(["--db", ":memory:", "--port", "0"])
+        .current_dir(cwd.path())
+        .env("CIDELDILL_HOME", home.path())
+        .env("CIDELDILL_PORT_FILE", &port_file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("start cideldill-server");
+    let port = crate::support::wait_for_port(&mut child, &port_file, &stderr_path);
+    let c = crate::support::Client { port };
+    c.post_ok(
+        "/api/breakpoints",
+        &serde_json::json!({"function_name": "add"}),
+    );
+    crate::support::signal(child.id(), "-TERM");
+    let until = Instant::now() + deadline();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(Instant::now() < until, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("Database: :memory:\n"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "files in the working directory: {left:?}");
+    assert!(
+        !home.path().join("db").exists(),
+        "no database directory either"
+    );
+}
+
 #[test]
 fn the_banner_says_what_to_do_next() {
     // With the default port file ($HOME/.cideldill/port) the agent line is the plain one.
@@ -122,6 +194,7 @@ fn the_banner_says_what_to_do_next() {
     let data = home.path().join(".cideldill");
     std::fs::create_dir_all(&data).unwrap();
     let home_text = home.path().to_str().unwrap().to_owned();
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_cideldill-server")).unwrap();
     let server = Server::start_in_env(&data, &["--memory"], &[("HOME", &home_text)]);
     let url = format!("http://127.0.0.1:{}", server.port);
     let banner = server.stderr();
@@ -131,16 +204,45 @@ fn the_banner_says_what_to_do_next() {
         "  Python:   from cideldill_client import with_debug; with_debug(\"ON\"); f = with_debug(f)"
             .to_owned(),
         format!("CIDELDILL_SERVER_URL={url}"),
-        "  AI agent: claude mcp add cideldill -- cideldill-server --mcp\n".to_owned(),
+        // The registration names this executable by its absolute path (after `cargo run` no
+        // cideldill-server is on PATH), and says how to put one there.
+        format!("  AI agent: claude mcp add cideldill -- {} --mcp\n", exe.display()),
+        "            (this build's path, gone with `cargo clean`; `cargo install --locked \
+         --path . --bin cideldill-server`\n"
+            .to_owned(),
+        "            puts cideldill-server on PATH: then register `cideldill-server --mcp`)\n"
+            .to_owned(),
     ] {
         assert!(banner.contains(&line), "banner lacks {line:?}:\n{banner}");
     }
+    drop(server);
     // Another port file: the agent's registration names it.
     let other = Server::start(&[]);
     let banner = other.stderr();
     let expected = format!(
-        "  AI agent: claude mcp add cideldill -- cideldill-server --mcp --port-file {}\n",
+        "  AI agent: claude mcp add cideldill -- {} --mcp --port-file {}\n",
+        exe.display(),
         other.port_file.display()
     );
     assert!(banner.contains(&expected), "{expected:?}:\n{banner}");
+    let expected = format!(
+        "then register `cideldill-server --mcp --port-file {}`)\n",
+        other.port_file.display()
+    );
+    assert!(banner.contains(&expected), "{expected:?}:\n{banner}");
+    // Run from PATH (as after `cargo install`), the cargo install advice is not given.
+    let dir = exe.parent().unwrap().display().to_string();
+    let path = format!("{dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let on_path = Server::start_in_env(
+        &data,
+        &["--memory"],
+        &[("HOME", &home_text), ("PATH", &path)],
+    );
+    let banner = on_path.stderr();
+    let line = format!(
+        "  AI agent: claude mcp add cideldill -- {} --mcp\n",
+        exe.display()
+    );
+    assert!(banner.contains(&line), "{line:?}:\n{banner}");
+    assert!(!banner.contains("cargo install"), "{banner}");
 }

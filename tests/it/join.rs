@@ -145,6 +145,37 @@ fn a_joining_process_refuses_external_server_flags() {
         err.contains("--standalone") && err.contains("--mcp-client"),
         "{err}"
     );
+    // It says exactly what to do instead: the running server's page, and a curl line per
+    // --mcp-client that connects it there at run time.
+    let url = format!("http://127.0.0.1:{}", server.port);
+    assert!(err.contains(&format!("{url}/mcp-servers")), "{err}");
+    let fixture = format!("fx:{}", crate::support::fixture_server_path().display());
+    let mut agent = McpServer::beside(&server, &["--mcp-client", &fixture]);
+    assert_eq!(agent.wait_exit().code(), Some(2), "{}", agent.stderr());
+    let err = agent.stderr();
+    let prefix = format!(
+        "  curl -X POST {url}/api/mcp-clients/connect -H 'Content-Type: application/json' -d '"
+    );
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in {err}"));
+    let body: Value = serde_json::from_str(
+        &line
+            .strip_suffix('\'')
+            .expect("the body is quoted")
+            .replace("'\\''", "'"),
+    )
+    .unwrap();
+    let c = server.client();
+    let connected = c.post_ok("/api/mcp-clients/connect", &body);
+    assert!(
+        connected["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fx/echo")),
+        "{connected}"
+    );
 }
 
 #[test]

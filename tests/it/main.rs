@@ -27,6 +27,7 @@ mod mcp_tools;
 mod parity;
 mod persistence;
 mod pickle_python;
+mod readme_run;
 mod readme_snippets;
 mod render_limits;
 mod resolution;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::event_stream::Stream;
 use crate::support::{
-    call_start_body, fixture_server_path, item, pause_id, wait_for, Client, Server,
+    call_start_body, fixture_server_path, item, pause_id, wait_for, Client, Server, TempDir,
 };
 
 const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
@@ -192,7 +192,40 @@ fn the_external_servers_page_lists_tools_and_status_changes_are_events() {
         seen.push(e.data["status"].as_str().unwrap().to_owned());
     }
     assert_eq!(seen, ["connecting", "connected"]);
-    // Without a client manager the page says how to start one.
+    // Without a client flag the page offers the connect form.
     let plain = Server::start(&["--memory"]);
-    assert!(ok_page(&plain.client(), "/mcp-servers").contains("--mcp-clients"));
+    let html = ok_page(&plain.client(), "/mcp-servers");
+    assert!(
+        html.contains("data-api=\"/api/mcp-clients/connect\""),
+        "{html}"
+    );
+    assert!(html.contains("No external servers"), "{html}");
+}
+
+// The files the pages name are the ones this server uses, under its CIDELDILL_HOME: the port
+// file (Paused, when nothing is paused) and the MCP clients config file (External MCP servers),
+// which --mcp-clients then reads.
+#[test]
+fn the_pages_name_the_files_of_the_servers_own_home() {
+    let home = TempDir::new("ui-home");
+    let s = Server::start_in(home.path(), &["--memory"]);
+    let c = s.client();
+    let html = ok_page(&c, "/");
+    assert!(html.contains("Nothing is paused"), "{html}");
+    let port_file = format!("its port file <code>{}</code>", s.port_file.display());
+    assert!(html.contains(&port_file), "{port_file} in {html}");
+    let config = home.path().join("mcp_clients.json");
+    let html = ok_page(&c, "/mcp-servers");
+    let named = format!("<code>{}</code>", config.display());
+    assert!(html.contains(&named), "{named} in {html}");
+    assert!(!html.contains("~/.cideldill"), "{html}");
+    drop(s);
+    // That file is the one --mcp-clients reads.
+    let entry = json!({"mcpServers": {"fx": {"command": fixture_server_path()}}});
+    std::fs::write(&config, entry.to_string()).unwrap();
+    let s = Server::start_in(home.path(), &["--memory", "--mcp-clients"]);
+    let c = s.client();
+    wait_for("fx from the config file connected", || {
+        (c.get_ok("/api/mcp-clients")["clients"]["fx"]["status"] == "connected").then_some(())
+    });
 }

@@ -240,36 +240,116 @@ fn failures_carry_the_designs_codes_and_fitting_statuses() {
     assert_error(&e, 404, "tool_not_found");
 }
 
-// Every REST route and the proxy tools answer mcp_clients_not_configured, with a hint.
-#[test]
-fn without_a_client_flag_there_is_no_manager_and_every_surface_says_so() {
-    let s = Server::start(&[]);
-    let c = s.client();
-    for (method, path) in [
-        ("GET", "/api/mcp-clients"),
-        ("GET", "/api/mcp-tools"),
-        ("POST", "/api/mcp-tools/call"),
-        ("GET", "/api/mcp-resources"),
-        ("POST", "/api/mcp-resources/read"),
-        ("POST", "/api/mcp-clients/connect"),
-        ("POST", "/api/mcp-clients/x/disconnect"),
-        ("POST", "/api/mcp-clients/x/reconnect"),
-    ] {
-        let r = if method == "GET" {
-            c.get(path)
-        } else {
-            c.post(
-                path,
-                &json!({"tool": "a/b", "server": "a", "uri": "u", "name": "x", "command": "c"}),
-            )
-        };
-        assert_eq!(r.status, 503, "{method} {path}");
-        assert_eq!(r.json()["error"], "mcp_clients_not_configured");
+/// The names of the threads of `pid` that belong to the MCP client manager.
+fn upstream_threads(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc tasks") {
+        let comm = task.map(|t| t.path().join("comm")).expect("a task");
+        let name = std::fs::read_to_string(comm).unwrap_or_default();
+        if name.starts_with("upstream") {
+            out.push(name.trim().to_owned());
+        }
     }
+    out
+}
+
+// A server started without any client flag has an idle manager (no thread, no child): every
+// surface answers as for a manager with no server, and a server connected at run time, with no
+// flag, is listed and called like one from a flag. Browser pages of other origins cannot.
+#[test]
+fn without_a_client_flag_servers_connect_at_run_time() {
+    let s = Server::start(FAST);
+    let c = s.client();
+    assert_eq!(upstream_threads(s.pid()), Vec::<String>::new());
+    assert_eq!(living_children_of(s.pid()), Vec::<u32>::new());
+    assert_eq!(clients(&c), json!({}));
+    assert_eq!(c.get_ok("/api/mcp-tools")["tools"], json!([]));
+    assert_eq!(
+        c.get_ok("/api/mcp-resources"),
+        json!({"resources": [], "errors": {}})
+    );
+    assert_error(&call(&c, "a/b", json!({})), 404, "server_not_found");
+    for path in [
+        "/api/mcp-clients/x/disconnect",
+        "/api/mcp-clients/x/reconnect",
+    ] {
+        assert_error(&c.post(path, &json!({})), 404, "server_not_found");
+    }
+    assert_error(
+        &c.post(
+            "/api/mcp-resources/read",
+            &json!({"server": "a", "uri": "u"}),
+        ),
+        404,
+        "server_not_found",
+    );
+    // A page of another origin cannot spawn anything.
+    let body = connect_body("fx", &[]).to_string();
+    let r = crate::support::http(
+        s.port,
+        "POST",
+        "/api/mcp-clients/connect",
+        &[
+            ("Origin", "http://evil.example"),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&body),
+    );
+    assert_error(&r, 403, "origin_not_allowed");
+    assert_eq!(clients(&c), json!({}));
+    assert_eq!(living_children_of(s.pid()), Vec::<u32>::new());
+
+    // Connected at run time (as the web UI's form does): listed, its tools in the catalog, called.
+    let r = c.post_ok("/api/mcp-clients/connect", &connect_body("fx", &[]));
+    assert!(
+        r["tools"].as_array().unwrap().contains(&json!("fx/echo")),
+        "{r}"
+    );
+    let fx = wait_status(&c, "fx", "connected");
+    assert_eq!(fx["source"], "runtime");
+    assert_eq!(living_children_of(s.pid()).len(), 1, "the fixture runs");
+    assert!(!upstream_threads(s.pid()).is_empty(), "the manager woke up");
+    let tools = c.get_ok("/api/mcp-tools?server=fx")["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "fx/echo"),
+        "{tools}"
+    );
+    let out = call_ok(&c, "fx/echo", json!({"text": "hi"}));
+    assert_eq!(text(&out["result"]), "hi", "{out}");
+    // An agent sees it too.
+    let m = McpServer::beside(&s, &[]);
+    m.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "host", "version": "1"}}),
+    );
+    m.notify("notifications/initialized", json!({}));
+    let listed = m.call_ok("external_list_tools", json!({}));
+    assert!(
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "fx/echo"),
+        "{listed}"
+    );
+}
+
+// Without external servers the proxy tools answer with a hint saying where a user connects one.
+#[test]
+fn the_proxy_tools_without_servers_say_where_to_connect_one() {
     let m = McpServer::initialized("2025-11-25");
+    assert_eq!(
+        m.call_ok("external_list_servers", json!({}))["servers"],
+        json!({})
+    );
     let e = m.call_err("external_call_tool", json!({"tool": "a/b"}));
-    assert_eq!(e["error"], "mcp_clients_not_configured");
-    assert!(e["hint"].as_str().unwrap().contains("--mcp-client"));
+    assert_eq!(e["error"], "server_not_found");
+    assert!(e["hint"].as_str().unwrap().contains("/mcp-servers"), "{e}");
 }
 
 // A call past timeout_s is cancelled upstream and the connection stays usable.

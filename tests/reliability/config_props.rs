@@ -376,6 +376,7 @@ proptest! {
                 home: Some("/home/tester".into()),
                 cideldill_home: None,
                 cideldill_port_file: None,
+                cideldill_mcp_clients_config: None,
             };
             let resolved = bounded("the command line", len, || {
                 Args::from_args(&["cideldill-server"], &words)

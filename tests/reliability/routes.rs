@@ -4,8 +4,7 @@
 //! token soup or raw bytes.
 //!
 //! The oracle, for every request: a complete HTTP answer within `PER_REQUEST` (never a dropped
-//! connection, never a hang); never 500 nor another 5xx (the one deliberate 5xx, 503
-//! `mcp_clients_not_configured` without an MCP client manager, is allowed); an error (4xx) is a
+//! connection, never a hang); never 500 nor another 5xx; an error (4xx) is a
 //! JSON body with an `error` member (a JSON-RPC error on the MCP endpoints), except the web UI's
 //! HTML "not found" page; the server's peak resident memory stays within `HTTP_FACTOR` times the
 //! largest request sent plus `HTTP_SLACK_KIB` over its level after start-up; and after the run
@@ -429,15 +428,7 @@ fn judge(req: &Hostile, outcome: &Outcome) -> Option<(&'static str, String)> {
     let json: Option<Value> = serde_json::from_slice(&x.body).ok();
     let error_member = json.as_ref().and_then(|v| v.get("error")).is_some();
     if x.status >= 500 {
-        // Without an MCP client manager its endpoints answer 503 (a HEAD sees no body).
-        let allowed = x.status == 503
-            && (req.method == "HEAD"
-                || json
-                    .as_ref()
-                    .is_some_and(|v| v["error"] == "mcp_clients_not_configured"));
-        if !allowed {
-            return Some(("5xx", format!("{} {}", x.status, cut(&text))));
-        }
+        return Some(("5xx", format!("{} {}", x.status, cut(&text))));
     }
     if (400..500).contains(&x.status) && req.method != "HEAD" {
         let html = x
