@@ -1278,8 +1278,162 @@ mod tests {
         assert_eq!(read["ttlMs"], 0);
         let d = outcome(&mcp, &s, 8, "server/discover", Value::Null).unwrap();
         assert_eq!(d["supportedVersions"], json!(version::all_supported()));
-        assert!(d["capabilities"].get("logging").is_none());
+        // Log messages reach listen streams whose request names a level in `_meta`.
+        assert_eq!(d["capabilities"]["logging"], json!({}));
+        assert_eq!(
+            d["capabilities"]["extensions"][NOTIFICATIONS_EXTENSION]["notifications"],
+            json!(CUSTOM_NOTIFICATIONS)
+        );
         assert_eq!(d["resultType"], "complete");
+        // A log level that is not one of the RFC 5424 names is refused.
+        let mut meta = envelope();
+        meta[modern::LOG_LEVEL_KEY] = json!("loud");
+        let bad = mcp
+            .handle_request_now(
+                &s,
+                req(9, "subscriptions/listen", json!({"_meta": meta, "notifications": {}})),
+            )
+            .unwrap();
+        assert_eq!(bad.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn the_custom_capability_is_read_from_extensions_or_experimental() {
+        let yes = [
+            json!({"extensions": {NOTIFICATIONS_EXTENSION: {}}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: {"x": 1}}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: true}}),
+        ];
+        for caps in yes {
+            assert!(wants_custom_notifications(Some(&caps)), "{caps}");
+        }
+        let no = [
+            json!({}),
+            json!({"experimental": {}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: null}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: false}}),
+            json!({"extensions": {"io.github.other/notifications": {}}}),
+            json!({NOTIFICATIONS_EXTENSION: {}}),
+        ];
+        for caps in no {
+            assert!(!wants_custom_notifications(Some(&caps)), "{caps}");
+        }
+        assert!(!wants_custom_notifications(None));
+    }
+
+    #[test]
+    fn legacy_sessions_get_custom_notes_only_when_declared_and_log_lines_at_their_level() {
+        let (mcp, plain, plain_rx) = setup();
+        let (tx, opted_rx) = unbounded();
+        let opted = mcp.open_session(Transport::Stdio, Some(tx));
+        init(&mcp, &plain, "2025-11-25");
+        let r = mcp
+            .handle_request(
+                &opted,
+                req(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": "2025-06-18",
+                           "capabilities": {"experimental": {NOTIFICATIONS_EXTENSION: {}}},
+                           "clientInfo": {"name": "t"}}),
+                ),
+            )
+            .unwrap()
+            .outcome
+            .unwrap();
+        assert_eq!(
+            r["capabilities"]["experimental"][NOTIFICATIONS_EXTENSION]["notifications"],
+            json!(CUSTOM_NOTIFICATIONS)
+        );
+        assert!(r["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("resources/subscribe to breakpoint://paused"));
+        for s in [&plain, &opted] {
+            mcp.handle_notification(
+                s,
+                &Notification {
+                    method: "notifications/initialized".into(),
+                    params: Value::Null,
+                },
+            );
+        }
+        outcome(&mcp, &plain, 1, "logging/setLevel", json!({"level": "debug"})).unwrap();
+        outcome(&mcp, &opted, 1, "logging/setLevel", json!({"level": "info"})).unwrap();
+        let events = [
+            EventKind::ExecutionPaused {
+                pause_id: "p1".into(),
+                method_name: "add".into(),
+                pause_reason: "breakpoint".into(),
+                paused_at: 1.0,
+            },
+            EventKind::ExecutionResumed {
+                pause_id: "p1".into(),
+                method_name: "add".into(),
+                action: "continue".into(),
+            },
+            EventKind::CallCompleted {
+                call_id: "c1".into(),
+                method_name: "add".into(),
+                status: "success".into(),
+            },
+        ];
+        for (seq, kind) in events.into_iter().enumerate() {
+            mcp.broadcast(&Event {
+                seq: seq as u64,
+                kind,
+            });
+        }
+        let drain = |rx: &Receiver<Outgoing>| {
+            let mut got = Vec::new();
+            while let Ok(Outgoing::Message(text)) = rx.try_recv() {
+                got.push(serde_json::from_str::<Value>(&text).unwrap());
+            }
+            got
+        };
+        let method_of = |v: &Value| v["method"].as_str().unwrap().to_owned();
+        let plain_got = drain(&plain_rx);
+        assert!(
+            plain_got
+                .iter()
+                .all(|v| !method_of(v).starts_with("notifications/breakpoint/")),
+            "{plain_got:?}"
+        );
+        let lines = |got: &[Value]| -> Vec<(String, String)> {
+            got.iter()
+                .filter(|v| v["method"] == "notifications/message")
+                .map(|v| {
+                    (
+                        v["params"]["level"].as_str().unwrap().to_owned(),
+                        v["params"]["data"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let plain_lines = lines(&plain_got);
+        assert_eq!(
+            plain_lines.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
+            ["info", "info", "debug"],
+            "{plain_lines:?}"
+        );
+        assert!(plain_lines[0].1.starts_with("add paused (breakpoint), pause p1"));
+        assert!(plain_lines[1].1.contains("add resumed with continue, pause p1"));
+        assert!(plain_lines[2].1.contains("add completed (success), call c1"));
+        let opted_got = drain(&opted_rx);
+        let custom: Vec<String> = opted_got
+            .iter()
+            .map(method_of)
+            .filter(|m| m.starts_with("notifications/breakpoint/"))
+            .collect();
+        assert_eq!(
+            custom,
+            [
+                "notifications/breakpoint/execution_paused",
+                "notifications/breakpoint/execution_resumed",
+                "notifications/breakpoint/call_completed"
+            ]
+        );
+        assert_eq!(lines(&opted_got).len(), 2, "no debug line at info");
     }
 
     #[test]
@@ -1325,16 +1479,24 @@ mod tests {
     #[test]
     fn a_listen_stream_is_acknowledged_gets_its_events_and_ends_when_cancelled() {
         let (mcp, s, rx) = setup();
-        let listen = |id: i64, filter: Value| {
+        // A client that declared our notifications and asked for log messages at info.
+        let listen_with = |id: i64, filter: Value, custom: bool| {
+            let mut meta = envelope();
+            if custom {
+                meta[modern::CLIENT_CAPABILITIES_KEY] =
+                    json!({"extensions": {NOTIFICATIONS_EXTENSION: {}}});
+                meta[modern::LOG_LEVEL_KEY] = json!("info");
+            }
             mcp.handle_request_now(
                 &s,
                 req(
                     id,
                     "subscriptions/listen",
-                    json!({"_meta": envelope(), "notifications": filter}),
+                    json!({"_meta": meta, "notifications": filter}),
                 ),
             )
         };
+        let listen = |id: i64, filter: Value| listen_with(id, filter, true);
         let opened = listen(
             7,
             json!({"resourcesListChanged": true, "toolsListChanged": true,
@@ -1382,14 +1544,33 @@ mod tests {
             [
                 "notifications/breakpoint/execution_paused",
                 "notifications/resources/list_changed",
-                "notifications/resources/updated"
+                "notifications/resources/updated",
+                "notifications/message"
             ]
         );
         assert_eq!(got[0]["params"]["pause_id"], "p1");
         assert_eq!(got[2]["params"]["uri"], "breakpoint://paused");
+        assert_eq!(got[3]["params"]["level"], "info");
+        assert!(got[3]["params"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("add paused (breakpoint), pause p1"));
+        // A completed call is a debug line: below the stream's level.
+        mcp.broadcast(&Event {
+            seq: 2,
+            kind: EventKind::CallCompleted {
+                call_id: "c1".into(),
+                method_name: "add".into(),
+                status: "success".into(),
+            },
+        });
+        let next = next_note(&rx);
+        assert_eq!(next["method"], "notifications/breakpoint/call_completed");
+        assert!(rx.try_recv().is_err(), "no debug line at info");
         // At most MCP_MAX_LISTENS streams; cancelling one ends it (no response, no more events).
+        // Every other one declares our notifications; the rest get none of them.
         for i in 1..limits::MCP_MAX_LISTENS as i64 {
-            assert!(listen(100 + i, json!({})).is_none());
+            assert!(listen_with(100 + i, json!({}), i % 2 == 1).is_none());
         }
         let over = listen(999, json!({})).unwrap();
         assert_eq!(over.outcome.unwrap_err().code, jsonrpc::LIMIT_EXCEEDED);
@@ -1407,14 +1588,23 @@ mod tests {
         while let Ok(Outgoing::Message(text)) = rx.try_recv() {
             after.push(serde_json::from_str::<Value>(&text).unwrap());
         }
+        let declared = (1..limits::MCP_MAX_LISTENS).filter(|i| i % 2 == 1).count();
+        let custom = after
+            .iter()
+            .filter(|v| v["method"] == "notifications/breakpoint/execution_paused")
+            .count();
         assert_eq!(
-            after.len(),
-            limits::MCP_MAX_LISTENS - 1,
-            "one custom note per open stream"
+            custom, declared,
+            "one custom note per open stream that declared them"
         );
+        assert_eq!(after.len(), 2 * declared, "and one log line: {after:?}");
         assert!(after
             .iter()
             .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY] != 7));
+        assert!(after.iter().all(|v| v["params"]["_meta"]
+            [modern::SUBSCRIPTION_ID_KEY]
+            .as_i64()
+            .is_some_and(|id| id % 2 == 1)));
     }
 
     #[test]
