@@ -1291,7 +1291,11 @@ mod tests {
         let bad = mcp
             .handle_request_now(
                 &s,
-                req(9, "subscriptions/listen", json!({"_meta": meta, "notifications": {}})),
+                req(
+                    9,
+                    "subscriptions/listen",
+                    json!({"_meta": meta, "notifications": {}}),
+                ),
             )
             .unwrap();
         assert_eq!(bad.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
@@ -1358,8 +1362,22 @@ mod tests {
                 },
             );
         }
-        outcome(&mcp, &plain, 1, "logging/setLevel", json!({"level": "debug"})).unwrap();
-        outcome(&mcp, &opted, 1, "logging/setLevel", json!({"level": "info"})).unwrap();
+        outcome(
+            &mcp,
+            &plain,
+            1,
+            "logging/setLevel",
+            json!({"level": "debug"}),
+        )
+        .unwrap();
+        outcome(
+            &mcp,
+            &opted,
+            1,
+            "logging/setLevel",
+            json!({"level": "info"}),
+        )
+        .unwrap();
         let events = [
             EventKind::ExecutionPaused {
                 pause_id: "p1".into(),
@@ -1412,13 +1430,22 @@ mod tests {
         };
         let plain_lines = lines(&plain_got);
         assert_eq!(
-            plain_lines.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
+            plain_lines
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>(),
             ["info", "info", "debug"],
             "{plain_lines:?}"
         );
-        assert!(plain_lines[0].1.starts_with("add paused (breakpoint), pause p1"));
-        assert!(plain_lines[1].1.contains("add resumed with continue, pause p1"));
-        assert!(plain_lines[2].1.contains("add completed (success), call c1"));
+        assert!(plain_lines[0]
+            .1
+            .starts_with("add paused (breakpoint), pause p1"));
+        assert!(plain_lines[1]
+            .1
+            .contains("add resumed with continue, pause p1"));
+        assert!(plain_lines[2]
+            .1
+            .contains("add completed (success), call c1"));
         let opted_got = drain(&opted_rx);
         let custom: Vec<String> = opted_got
             .iter()
@@ -1601,10 +1628,11 @@ mod tests {
         assert!(after
             .iter()
             .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY] != 7));
-        assert!(after.iter().all(|v| v["params"]["_meta"]
-            [modern::SUBSCRIPTION_ID_KEY]
-            .as_i64()
-            .is_some_and(|id| id % 2 == 1)));
+        assert!(after
+            .iter()
+            .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY]
+                .as_i64()
+                .is_some_and(|id| id % 2 == 1)));
     }
 
     #[test]

@@ -227,17 +227,12 @@ pub fn requested_filter(params: &Map<String, Value>, max_uris: usize) -> Result<
     let meta = params.get("_meta");
     let log_level = match meta.and_then(|m| m.get(LOG_LEVEL_KEY)) {
         None | Some(Value::Null) => None,
-        Some(level) => Some(
-            level
-                .as_str()
-                .and_then(super::level_rank)
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!(
-                        "{LOG_LEVEL_KEY} must be one of {}",
-                        super::LOG_LEVELS.join(", ")
-                    ))
-                })?,
-        ),
+        Some(level) => Some(level.as_str().and_then(super::level_rank).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "{LOG_LEVEL_KEY} must be one of {}",
+                super::LOG_LEVELS.join(", ")
+            ))
+        })?),
     };
     let mut filter = Filter {
         resources_list_changed: n.get("resourcesListChanged") == Some(&json!(true)),

@@ -181,7 +181,8 @@ fn answered_not_found(tool: &str, code: &str) -> bool {
 /// `structuredContent` in the revisions that have it: the output schemas allow an `error` key.
 fn not_found_result(e: &ApiError, version: &str) -> Value {
     let body = error_body(e);
-    let mut out = json!({"content": [{"type": "text", "text": body.to_string()}], "isError": false});
+    let mut out =
+        json!({"content": [{"type": "text", "text": body.to_string()}], "isError": false});
     if super::version::has_structured_output(version) {
         out["structuredContent"] = body;
     }
