@@ -6,7 +6,11 @@
 //! takes the era of its first request that decides it; HTTP sessions are legacy, and a stateless
 //! request on Streamable HTTP gets a modern session of its own for as long as it runs
 //! (`Transport::Stateless`). Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed
-//! messages and attach an outbox per session; the notifier thread turns state events into notifications for every session.
+//! messages and attach an outbox per session; the notifier thread turns state events into
+//! notifications, to each session only what it asked for: resource updates of its subscriptions,
+//! `notifications/message` at or above its log level (pauses, resumes, logpoint lines at info,
+//! completed calls at debug), and our custom `notifications/breakpoint/*` only when its client
+//! declared [`NOTIFICATIONS_EXTENSION`] (standard SDKs warn about, or drop, methods not in MCP).
 //! The session registry is in `sessions.rs` (HTTP sessions are capped and expire when idle); what
 //! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
 //! Tools, resources and prompts live in their own modules and never see a transport.
