@@ -274,8 +274,18 @@ fn every_tool_result_matches_its_output_schema() {
     );
     let (p, call_id) = start_paused_call(&s, "add");
     let cid = item(&json!(2), 2)["cid"].clone();
+    // A payload that does not decode: its view carries `error`.
+    let corrupt = crate::support::raw_item(b"not a pickle", 7);
+    http.post_ok(
+        "/api/call/start",
+        &call_start_body("other", vec![corrupt.clone()], json!({})),
+    );
     let calls: Vec<(&str, Value)> = vec![
         ("breakpoint_list_breakpoints", json!({})),
+        // The answers the original gives as results: an unknown pause, an unknown CID.
+        ("breakpoint_continue", json!({"pause_id": "nope"})),
+        ("breakpoint_inspect_object", json!({"cid": "0".repeat(128)})),
+        ("breakpoint_inspect_object", json!({"cid": corrupt["cid"]})),
         ("breakpoint_add", json!({"function_name": "g"})),
         (
             "breakpoint_set_behavior",
@@ -367,16 +377,30 @@ fn every_tool_result_matches_its_output_schema() {
 #[test]
 fn bad_arguments_are_tool_errors_naming_the_parameter() {
     let s = McpServer::initialized("2025-11-25");
+    // A missing required parameter, and a bad limit, have the original's codes.
     let e = s.call_err("breakpoint_add", json!({}));
-    assert_eq!(e["error"], "invalid_arguments");
+    assert_eq!(e["error"], "missing_parameter");
+    assert_eq!(e["parameter"], "function_name");
     assert!(
         e["message"].as_str().unwrap().contains("function_name"),
         "{e}"
     );
     let e = s.call_err("breakpoint_get_call_records", json!({"limit": "5"}));
+    assert_eq!(e["error"], "invalid_limit");
     assert!(e["message"].as_str().unwrap().contains("limit"), "{e}");
     let e = s.call_err("breakpoint_get_call_records", json!({"limit": 0}));
+    assert_eq!(e["error"], "invalid_limit");
     assert!(e["message"].as_str().unwrap().contains("limit"), "{e}");
+    // Other arguments that do not fit the schema.
+    let e = s.call_err("breakpoint_add", json!({"function_name": 5}));
+    assert_eq!(e["error"], "invalid_arguments");
+    assert_eq!(e["parameter"], "function_name");
+    let e = s.call_err(
+        "breakpoint_add",
+        json!({"function_name": "f", "one_shot": "yes", "reset_hits": 1}),
+    );
+    assert_eq!(e["error"], "invalid_arguments");
+    assert!(e.get("parameter").is_none(), "two of them: {e}");
     // Extra parameters are ignored.
     s.call_ok(
         "breakpoint_add",

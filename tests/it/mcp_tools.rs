@@ -287,13 +287,10 @@ fn call_records_are_newest_first_with_limits() {
         (e100["call_id"].as_str(), e100["exception"]["type"].as_str()),
         (Some("e100"), Some("ValueError"))
     );
-    // 61: limit 0 is refused by the schema.
-    assert!(
-        s.call_err("breakpoint_get_call_records", json!({"limit": 0}))["message"]
-            .as_str()
-            .unwrap()
-            .contains(">= 1")
-    );
+    // 61: limit 0 is refused by the schema, with the original's code.
+    let e = s.call_err("breakpoint_get_call_records", json!({"limit": 0}));
+    assert!(e["message"].as_str().unwrap().contains(">= 1"), "{e}");
+    assert_eq!(e["error"], "invalid_limit");
 }
 
 // Defect: the tool lacked the process, source and search filters of GET /api/call-records.
