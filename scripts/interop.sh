@@ -16,14 +16,18 @@
 #   2. Builds target/debug/cideldill-server if it is missing (cargo build --quiet).
 #   3. Runs, each under `timeout 120`:
 #        scripts/interop_client.py with mcp 1.30.0 and with mcp 2.3.0 over stdio (every
-#          tool, resource, template, prompt, completion, subscription, notifications), once
+#          tool, resource, template, prompt, completion, subscription, notifications: a pause
+#          heard through resources/updated of breakpoint://paused and notifications/message,
+#          notifications/breakpoint/* only where mcp 2.x declares their capability as a
+#          ClientExtension, and no SDK warning in a session), once
 #          against its own server and once through `--mcp` joining a running server; with
 #          mcp 2.3.0 also in the stateless revision 2026-07-28 (mode="auto", which goes modern
 #          through server/discover, and the revision pinned: the suite with a listen stream),
 #        scripts/interop_http.py with mcp 1.30.0 and with mcp 2.3.0 over HTTP: the SDK's
 #          legacy SSE client against /mcp/sse and its Streamable HTTP client against /mcp,
-#          each with its own `--mcp-sse` server (tools, status resource, progress,
-#          execution_paused / list_changed after a pause made over the REST API, close),
+#          each with its own `--mcp-sse` server (tools, status resource, progress, a pause
+#          made over the REST API heard through resources/updated, notifications/message and
+#          list_changed, execution_paused only where declared, completion, no SDK warning, close),
 #        the Inspector CLI over stdio, legacy SSE and Streamable HTTP (every tool is called once:
 #          over HTTP with scripts/interop_app.py pausing a call and answering a REPL eval;
 #          over stdio: `mcp-inspector --cli --config <file> --server
@@ -363,9 +367,13 @@ EOF
     inspector "tools/call breakpoint_list_breakpoints" 0 \
         "r['result']['structuredContent']['breakpoints'] == [] and r['result']['isError'] is False" \
         -- --method tools/call --tool-name breakpoint_list_breakpoints
-    inspector "tools/call isError (breakpoint_continue unknown pause)" 5 \
-        "r['result']['isError'] is True and {'error', 'message', 'hint'} <= set(json.loads(r['result']['content'][0]['text']))" \
+    # As the original answers it: a result (not isError) naming the error.
+    inspector "tools/call not-found result (breakpoint_continue unknown pause)" 0 \
+        "r['result']['isError'] is False and json.loads(r['result']['content'][0]['text'])['error'] == 'pause_not_found' and r['result']['structuredContent']['pause_id'] == 'no-such-pause'" \
         -- --method tools/call --tool-name breakpoint_continue --tool-arg pause_id=no-such-pause
+    inspector "tools/call isError (breakpoint_set_behavior unknown breakpoint)" 5 \
+        "r['result']['isError'] is True and {'error', 'message', 'hint'} <= set(json.loads(r['result']['content'][0]['text']))" \
+        -- --method tools/call --tool-name breakpoint_set_behavior --tool-arg function_name=nope --tool-arg behavior=stop
     inspector "resources/list" 0 \
         "{x['uri'] for x in r['result']['resources']} >= {'breakpoint://status', 'breakpoint://breakpoints', 'breakpoint://paused', 'breakpoint://call-history', 'breakpoint://functions'}" \
         -- --method resources/list

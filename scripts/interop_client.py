@@ -95,6 +95,10 @@ FIXED_RESOURCES = {
 }
 TEMPLATES = {"breakpoint://paused/{pause_id}", "breakpoint://call/{call_id}", "breakpoint://object/{cid}"}
 PAUSED_NOTIFICATION = "notifications/breakpoint/execution_paused"
+# The capability that opts a client into the custom notifications/breakpoint/*: mcp 2.x declares
+# it as a ClientExtension (capabilities.extensions); mcp 1.x's ClientSession cannot declare one,
+# so it gets none of them (and so logs no "Failed to validate notification").
+CUSTOM_CAPABILITY = "io.github.curtcox.cideldill/notifications"
 MODERN_VERSION = "2026-07-28"  # the stateless revision (mcp 2.x only)
 PID, START_TIME = 16759, 1795311683.7211661
 
@@ -293,17 +297,22 @@ def make_message_handler(seen: Seen):
 
 
 class SdkWarnings(logging.Handler):
-    """Collects SDK log records that mention a notification (e.g. validation drops)."""
+    """Collects what the SDK logged on the root logger: records that mention a notification
+    (validation failures, drops), and every WARNING or worse (`warnings`): a session with a
+    standard SDK must log none."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.records: list[str] = []
+        self.warnings: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             msg = record.getMessage()
         except Exception:  # noqa: BLE001
             return
+        if record.levelno >= logging.WARNING or "failed to validate" in msg.lower():
+            self.warnings.append(f"{record.name} {record.levelname}: {msg.splitlines()[0] if msg else ''}")
         if "notification" in msg.lower() or "dropped" in msg.lower():
             self.records.append(f"{record.levelname}: {msg}")
 
@@ -377,7 +386,9 @@ async def v1_session(read: Any, write: Any, seen: Seen, stack: Any, tg: Any) -> 
 
 def v2_extension(seen: Seen):
     """mcp 2.x: custom server notifications reach code only through a ClientExtension's
-    NotificationBinding (the generic message_handler never sees methods outside the spec)."""
+    NotificationBinding (the generic message_handler never sees methods outside the spec). Its
+    identifier is the capability that opts into them: the client declares it in
+    capabilities.extensions (in initialize, and in every modern request's envelope)."""
     from pydantic import BaseModel, ConfigDict
     from mcp.client.extension import ClientExtension, NotificationBinding
 
@@ -385,11 +396,11 @@ def v2_extension(seen: Seen):
         model_config = ConfigDict(extra="allow")
 
     class BreakpointEvents(ClientExtension):
-        identifier = "io.github.cideldill/breakpoint-events"
+        identifier = CUSTOM_CAPABILITY
 
         def notifications(self):
             out = []
-            for ev in ("execution_paused", "execution_resumed", "call_completed"):
+            for ev in ("execution_paused", "execution_resumed", "call_completed", "log"):
                 method = f"notifications/breakpoint/{ev}"
 
                 def bind(m: str):
@@ -402,11 +413,15 @@ def v2_extension(seen: Seen):
     return BreakpointEvents()
 
 
-async def v2_connect(params: Any, seen: Seen, stack: Any, mode: str = "legacy") -> Conn:
+async def v2_connect(params: Any, seen: Seen, stack: Any, mode: str = "legacy",
+                     custom: bool = True) -> Conn:
     """mcp 2.x: mcp.Client over StdioServerParameters, a URL (Streamable HTTP) or a transport
-    (e.g. sse_client(url)), entered on `stack`."""
+    (e.g. sse_client(url)), entered on `stack`; with the extension that opts into the custom
+    notifications unless `custom` is false. In the stateless revision every request asks for
+    log messages from info up (`log_level`: the listen stream's carry the pause lines)."""
     client = mcp.Client(params, mode=mode, message_handler=make_message_handler(seen),
-                        extensions=[v2_extension(seen)], read_timeout_seconds=90)
+                        extensions=[v2_extension(seen)] if custom else None,
+                        log_level="info", read_timeout_seconds=90)
     # No fail_after around this: the client opens task groups that outlive the scope
     # (read_timeout_seconds bounds the handshake instead).
     await stack.enter_async_context(client)
@@ -528,12 +543,13 @@ class Runner:
 
             async def listen() -> str:
                 sub = await self.stack.enter_async_context(conn.api.listen(
-                    resources_list_changed=True, resource_subscriptions=["breakpoint://status"]))
+                    resources_list_changed=True,
+                    resource_subscriptions=["breakpoint://status", "breakpoint://paused"]))
                 honored = dump(sub.honored)
-                need(honored.get("resourceSubscriptions") == ["breakpoint://status"]
+                need(sorted(honored.get("resourceSubscriptions") or []) == ["breakpoint://paused", "breakpoint://status"]
                      and honored.get("resourcesListChanged") is True, f"honored {honored}")
                 return f"acknowledged, subscription {sub.subscription_id}"
-            await self.step("subscriptions/listen breakpoint://status", listen)
+            await self.step("subscriptions/listen breakpoint://status + breakpoint://paused (logLevel info)", listen)
         else:
             async def ping() -> None:
                 await conn.ping()
@@ -543,10 +559,19 @@ class Runner:
                 await conn.session.set_logging_level("info")
             await self.step("logging/setLevel info", set_level)
 
-            # --- subscribe, then breakpoint_add must update breakpoint://status
+            # --- subscribe, then breakpoint_add must update breakpoint://status; pauses update
+            # breakpoint://paused (what the server's instructions tell an agent to subscribe to)
             async def subscribe() -> None:
                 await conn.session.subscribe_resource("breakpoint://status")
-            await self.step("resources/subscribe breakpoint://status", subscribe)
+                await conn.session.subscribe_resource("breakpoint://paused")
+            await self.step("resources/subscribe breakpoint://status + breakpoint://paused", subscribe)
+
+            async def told() -> str:
+                text = conn.init.get("instructions") or ""
+                need("resources/subscribe to breakpoint://paused" in text and CUSTOM_CAPABILITY in text,
+                     f"instructions {short(text, 200)}")
+                return "resources/subscribe breakpoint://paused, logging/setLevel, the capability"
+            await self.step("instructions say how to hear of pauses", told)
 
         await self.tool("breakpoint_list_breakpoints",
                         check=lambda d: need(d["breakpoints"] == [], f"expected no breakpoints: {d}"),
@@ -627,18 +652,22 @@ class Runner:
         call_id = start["call_id"]
         rep.ok("pause via POST /api/call/start", f"pause {pause_id[:8]}…")
 
-        async def custom() -> str:
-            if HAS_CLIENT:
-                p = await seen.wait(PAUSED_NOTIFICATION, since=t_pause)
-                need(p is not None, "no notifications/breakpoint/execution_paused reached the"
-                     " NotificationBinding within 5 s")
-                need(p.get("pause_id") == pause_id, f"params {p}")
-                return "through a ClientExtension NotificationBinding"
-            p = await seen.wait(PAUSED_NOTIFICATION, since=t_pause, raw=True)
-            need(p is not None, "not on the wire within 5 s")
-            need(p.get("pause_id") == pause_id, f"params {p}")
-            return "seen on the stdio stream (tee); ClientSession drops it, see INFO"
-        await self.step("notifications/breakpoint/execution_paused", custom)
+        async def paused_updated() -> str:
+            p = await seen.wait("notifications/resources/updated",
+                                lambda p: p.get("uri") == "breakpoint://paused", since=t_pause)
+            need(p is not None, "no notifications/resources/updated for breakpoint://paused within 5 s"
+                 f" (seen: {[m for m, _, _ in seen.items]})")
+            return "through message_handler" + (" (listen stream)" if self.modern else "")
+        await self.step("notifications/resources/updated breakpoint://paused after a pause", paused_updated)
+
+        async def log_msg() -> str:
+            p = await seen.wait("notifications/message", lambda p: pause_id in json.dumps(p), since=t_pause)
+            need(p is not None, "no notifications/message for the pause after "
+                 + ("logLevel info in the listen request's _meta" if self.modern else "logging/setLevel info"))
+            need(p.get("level") == "info", f"level {p.get('level')}")
+            return short(p.get("data"), 80)
+        await self.step("notifications/message after a pause"
+                        + (" (listen stream, logLevel info)" if self.modern else ""), log_msg)
 
         async def list_changed() -> str:
             p = await seen.wait("notifications/resources/list_changed", since=t_pause)
@@ -646,12 +675,20 @@ class Runner:
             return ""
         await self.step("notifications/resources/list_changed after a pause", list_changed)
 
-        async def log_msg() -> str:
-            p = await seen.wait("notifications/message", lambda p: pause_id in json.dumps(p), since=t_pause)
-            need(p is not None, "no notifications/message for the pause after logging/setLevel info")
-            return short(p.get("data"), 80)
-        if not self.modern:  # no logging/setLevel in 2026-07-28
-            await self.step("notifications/message after a pause", log_msg)
+        async def custom() -> str:
+            if HAS_CLIENT:
+                p = await seen.wait(PAUSED_NOTIFICATION, since=t_pause)
+                need(p is not None, "no notifications/breakpoint/execution_paused reached the"
+                     " NotificationBinding within 5 s")
+                need(p.get("pause_id") == pause_id, f"params {p}")
+                return f"declared {CUSTOM_CAPABILITY} (ClientExtension); through its NotificationBinding"
+            # mcp 1.x cannot declare the capability: nothing custom may reach it. The server sends
+            # a pause's notifications in one go, custom first: list_changed has come, so it would have.
+            raw = [m for m, _, _ in seen.raw if m.startswith("notifications/breakpoint/")]
+            need(not raw, f"sent to a client that did not declare {CUSTOM_CAPABILITY}: {raw}")
+            return f"none on the wire: ClientSession cannot declare {CUSTOM_CAPABILITY}"
+        await self.step("notifications/breakpoint/execution_paused" if HAS_CLIENT
+                        else "no notifications/breakpoint/* without the capability", custom)
 
         pause = await self.tool("breakpoint_wait_for_pause", {"function_name": "add", "timeout_s": 5},
                                 check=lambda d: need(d.get("paused") is True and d["pause"]["id"] == pause_id, short(d)))
@@ -743,13 +780,22 @@ class Runner:
         await self.step("completion/complete inspect-paused-call pause_id", complete)
 
         # --- errors
-        async def is_error() -> str:
+        async def not_found() -> str:
+            # As the original server answers it: a result (isError false) naming the error, whose
+            # structuredContent the SDK validated against the tool's outputSchema.
             res = await conn.call("breakpoint_continue", {"pause_id": "no-such-pause"})
-            data = tool_json(conn, res, expect_error=True)
-            need({"error", "message", "hint"} <= set(data), f"error keys {sorted(data)}")
+            data = tool_json(conn, res, expect_error=False)
+            need(data.get("error") == "pause_not_found" and data.get("pause_id") == "no-such-pause", short(data))
             need(all(isinstance(data[k], str) and data[k] for k in ("error", "message", "hint")), short(data))
             return data["error"]
-        await self.step("isError result (breakpoint_continue unknown pause)", is_error)
+        await self.step("not-found result (breakpoint_continue unknown pause)", not_found)
+
+        async def cid_not_found() -> str:
+            res = await conn.call("breakpoint_inspect_object", {"cid": "0" * 128})
+            data = tool_json(conn, res, expect_error=False)
+            need(data.get("error") == "cid_not_found" and data.get("cid") == "0" * 128, short(data))
+            return data["error"]
+        await self.step("not-found result (breakpoint_inspect_object unknown CID)", cid_not_found)
 
         async def bad_args() -> str:
             res = await conn.call("breakpoint_add", {})
@@ -898,13 +944,13 @@ async def run_connection(rep: Report, binary: Path, tmp: Path, mode: str | None)
         rep.info(f"SDK close of the stdio server took {time.monotonic() - t_close:.1f} s "
                  "(the server keeps serving HTTP after stdin closes unless --exit-on-stdin-close, so the SDK "
                  "waits for its exit timeout and then terminates it)")
-    if mode is None and not HAS_CLIENT:
-        drops = [r for r in sdk_log.records if "notifications/breakpoint" in r]
-        if drops:
-            rep.info("mcp 1.x ClientSession cannot surface custom notifications: it logged "
-                     + short(drops[0].splitlines()[0], 200) + " (the method is not in its ServerNotification union)")
-        elif seen.matching(PAUSED_NOTIFICATION):
-            rep.info("mcp 1.x ClientSession delivered the custom notification to message_handler")
+    if mode != "auto":
+        # A call paused, resumed and completed in this session: the SDK must have logged no
+        # warning (mcp 1.x logs "Failed to validate notification" for every method outside MCP).
+        rep.check("the SDK logged no warning during the session (pause, resume, completion)",
+                  not sdk_log.warnings, f"{len(sdk_log.warnings)} warning(s): {short('; '.join(sdk_log.warnings[:3]), 500)}",
+                  f"{len(sdk_log.records)} notification-related debug records"
+                  + (f", first: {short(sdk_log.records[0].splitlines()[0], 160)}" if sdk_log.records else ""))
 
 
 async def main_async(binary: Path) -> int:

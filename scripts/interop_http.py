@@ -11,7 +11,8 @@ What it does
         streamable-http  Streamable HTTP at /mcp (mcp 1.x: streamable_http_client, the
                          non-deprecated name of streamablehttp_client; mcp 2.x: mcp.Client(url))
         streamable-http-legacy  (mcp 2.x only) Streamable HTTP at /mcp with mcp.Client(url,
-                         mode="legacy"): initialize and a session, so both eras stay covered
+                         mode="legacy"): initialize and a session, so both eras stay covered;
+                         this client declares no capability (a standard client)
     mcp 1.x drives a ClientSession over the transport's streams; mcp 2.x uses mcp.Client with
     its default mode="auto" (a server/discover probe, then the initialize fallback): over
     Streamable HTTP the server answers the probe, so that connection speaks the stateless
@@ -19,14 +20,19 @@ What it does
     stream carries the notifications instead); over legacy SSE the probe is refused and it
     falls back to initialize.
     Each connection: initialize, tools/list (the 15 `breakpoint_*` and 5 `external_*` tools), ping,
-    resources/subscribe breakpoint://status + breakpoint_add -> notifications/resources/updated,
-    breakpoint_list_breakpoints, breakpoint_wait_for_pause (timeout_s 0.5 -> paused false),
-    resources/read breakpoint://status, progress notifications during a blocking tool call,
-    then a call paused through the server's REST API (POST /api/call/start, as the debugged
-    program does) -> notifications/breakpoint/execution_paused and
-    notifications/resources/list_changed, breakpoint_wait_for_pause (paused true), status
-    again, breakpoint_continue; after the client closes, whether the server ended the session
-    (Streamable HTTP: the SDK's DELETE, then the old Mcp-Session-Id must get 404).
+    logging/setLevel info, resources/subscribe breakpoint://status, breakpoint://paused and
+    breakpoint://call-history (modern: a listen stream with those, logLevel info in its _meta) +
+    breakpoint_add -> notifications/resources/updated, breakpoint_list_breakpoints,
+    breakpoint_wait_for_pause (timeout_s 0.5 -> paused false), resources/read breakpoint://status,
+    progress notifications during a blocking tool call, then a call paused through the server's
+    REST API (POST /api/call/start, as the debugged program does) -> resources/updated
+    breakpoint://paused, notifications/message, notifications/resources/list_changed and
+    notifications/breakpoint/execution_paused only for a client that declared the capability
+    (mcp 2.x's ClientExtension; mcp 1.x and the plain mcp 2.x client get none),
+    breakpoint_wait_for_pause (paused true), status again, breakpoint_continue, the program
+    completes the call; no SDK warning in the whole session; after the client closes, whether
+    the server ended the session (Streamable HTTP: the SDK's DELETE, then the old Mcp-Session-Id
+    must get 404).
 
 What it needs
     Python 3.10+ with the `mcp` package (tested: 1.30.0 and 2.3.0), a built binary, and
@@ -70,6 +76,8 @@ from interop_client import CheckFailed, need, short  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("sse", "streamable-http", "streamable-http-legacy")
+# The resources every connection watches: what a pause, a resume and a completion update.
+WATCHED = ["breakpoint://status", "breakpoint://paused", "breakpoint://call-history"]
 CONNECTION_BUDGET_S = 30  # per connection; a hang is reported, not waited out
 
 
@@ -186,7 +194,8 @@ async def open_conn(kind: str, url: str, seen: ic.Seen, stack: AsyncExitStack, t
             return await ic.v2_connect(sse_client(url), seen, stack, mode="auto"), \
                 "mcp.Client(sse_client(url)), mode=auto"
         if kind == "streamable-http-legacy":
-            return await ic.v2_connect(url, seen, stack, mode="legacy"), "mcp.Client(url), mode=legacy"
+            return await ic.v2_connect(url, seen, stack, mode="legacy", custom=False), \
+                "mcp.Client(url), mode=legacy, no extension"
         return await ic.v2_connect(url, seen, stack, mode="auto"), "mcp.Client(url), mode=auto"
     if kind == "sse":
         from mcp.client.sse import sse_client
@@ -197,6 +206,12 @@ async def open_conn(kind: str, url: str, seen: ic.Seen, stack: AsyncExitStack, t
         read, write, _ = await stack.enter_async_context(streamable_http_client(url))
         how = "streamable_http_client + ClientSession"
     return await ic.v1_session(read, write, seen, stack, tg), how
+
+
+def declares_custom(kind: str) -> bool:
+    """Whether the connection declares the capability of the custom notifications: mcp 2.x's
+    ClientExtension, except on the plain legacy client; mcp 1.x cannot."""
+    return ic.HAS_CLIENT and kind != "streamable-http-legacy"
 
 
 def expected_era(kind: str) -> str:
@@ -247,22 +262,28 @@ async def checks(run: Steps, kind: str, how: str) -> None:
         async def listen() -> str:
             with anyio.fail_after(10):
                 sub = await run.stack.enter_async_context(conn.api.listen(
-                    resources_list_changed=True, resource_subscriptions=["breakpoint://status"]))
+                    resources_list_changed=True, resource_subscriptions=WATCHED))
             honored = ic.dump(sub.honored)
-            need(honored.get("resourceSubscriptions") == ["breakpoint://status"]
+            need(sorted(honored.get("resourceSubscriptions") or []) == sorted(WATCHED)
                  and honored.get("resourcesListChanged") is True, f"honored {honored}")
             return f"a POST whose stream stays open; acknowledged, subscription {sub.subscription_id}"
-        await step("subscriptions/listen breakpoint://status", listen)
+        await step("subscriptions/listen breakpoint://status, paused, call-history (logLevel info)", listen)
     else:
         async def ping() -> None:
             with anyio.fail_after(10):
                 await conn.ping()
         await step("ping", ping)
 
+        async def set_level() -> None:
+            with anyio.fail_after(10):
+                await conn.session.set_logging_level("info")
+        await step("logging/setLevel info", set_level)
+
         async def subscribe() -> None:
             with anyio.fail_after(10):
-                await conn.session.subscribe_resource("breakpoint://status")
-        await step("resources/subscribe breakpoint://status", subscribe)
+                for uri in WATCHED:
+                    await conn.session.subscribe_resource(uri)
+        await step("resources/subscribe breakpoint://status, paused, call-history", subscribe)
 
     t0 = time.monotonic()
     await tool("breakpoint_add", {"function_name": "add", "condition": "args[0] > 1"},
@@ -325,18 +346,20 @@ async def checks(run: Steps, kind: str, how: str) -> None:
     pause_id = start["poll_url"].rsplit("/", 1)[-1]
     rep.ok("pause via POST /api/call/start", f"pause {pause_id[:8]}…")
 
-    async def custom() -> str:
-        if ic.HAS_CLIENT:
-            p = await seen.wait(ic.PAUSED_NOTIFICATION, since=t_pause)
-            need(p is not None, "no notifications/breakpoint/execution_paused reached the"
-                 f" NotificationBinding within 5 s (seen: {[m for m, _, _ in seen.items]})")
-            need(p.get("pause_id") == pause_id, f"params {short(p)}")
-            return "through a ClientExtension NotificationBinding"
-        p = await seen.wait(ic.PAUSED_NOTIFICATION, since=t_pause, raw=True)
-        need(p is not None, f"not on the transport's read stream within 5 s (seen: {[m for m, _, _ in seen.raw]})")
-        need(p.get("pause_id") == pause_id, f"params {short(p)}")
-        return "seen on the transport's read stream (tee); ClientSession drops it"
-    await step("notifications/breakpoint/execution_paused", custom)
+    async def paused_updated() -> str:
+        p = await seen.wait("notifications/resources/updated",
+                            lambda p: p.get("uri") == "breakpoint://paused", since=t_pause)
+        need(p is not None, "no notifications/resources/updated for breakpoint://paused within 5 s"
+             f" (seen: {[m for m, _, _ in seen.items]})")
+        return "through message_handler"
+    await step("notifications/resources/updated breakpoint://paused after a pause", paused_updated)
+
+    async def log_msg() -> str:
+        p = await seen.wait("notifications/message", lambda p: pause_id in json.dumps(p), since=t_pause)
+        need(p is not None and p.get("level") == "info",
+             f"no notifications/message (info) for the pause within 5 s: {p}")
+        return short(p.get("data"), 60)
+    await step("notifications/message after a pause", log_msg)
 
     async def list_changed() -> str:
         p = await seen.wait("notifications/resources/list_changed", since=t_pause)
@@ -344,6 +367,20 @@ async def checks(run: Steps, kind: str, how: str) -> None:
              f" (seen: {[m for m, _, _ in seen.items]})")
         return "through message_handler"
     await step("notifications/resources/list_changed after a pause", list_changed)
+
+    async def custom() -> str:
+        if declares_custom(kind):
+            p = await seen.wait(ic.PAUSED_NOTIFICATION, since=t_pause)
+            need(p is not None, "no notifications/breakpoint/execution_paused reached the"
+                 f" NotificationBinding within 5 s (seen: {[m for m, _, _ in seen.items]})")
+            need(p.get("pause_id") == pause_id, f"params {short(p)}")
+            return f"declared {ic.CUSTOM_CAPABILITY} (ClientExtension); through its NotificationBinding"
+        # A pause's notifications are sent in one go, the custom one first: list_changed came.
+        got = [m for m, _, _ in seen.raw + seen.items if m.startswith("notifications/breakpoint/")]
+        need(not got, f"sent to a client that did not declare {ic.CUSTOM_CAPABILITY}: {got}")
+        return "none: the client did not declare " + ic.CUSTOM_CAPABILITY
+    await step("notifications/breakpoint/execution_paused" if declares_custom(kind)
+               else "no notifications/breakpoint/* without the capability", custom)
 
     await tool("breakpoint_wait_for_pause", {"function_name": "add", "timeout_s": 5},
                check=lambda d: need(d.get("paused") is True and d["pause"]["id"] == pause_id, short(d)),
@@ -361,14 +398,48 @@ async def checks(run: Steps, kind: str, how: str) -> None:
     # reader logs "Error parsing SSE message". An SDK race, not a server fault: wait for the
     # last notification before closing.
     async def resumed() -> str:
-        p = await seen.wait("notifications/breakpoint/execution_resumed", since=t_cont, raw=not ic.HAS_CLIENT)
-        need(p is not None and p.get("pause_id") == pause_id,
-             f"no notifications/breakpoint/execution_resumed for the pause within 5 s: {p}")
+        if declares_custom(kind):
+            p = await seen.wait("notifications/breakpoint/execution_resumed", since=t_cont)
+            need(p is not None and p.get("pause_id") == pause_id,
+                 f"no notifications/breakpoint/execution_resumed for the pause within 5 s: {p}")
+        m = await seen.wait("notifications/message", lambda p: "resumed" in json.dumps(p), since=t_cont)
+        need(m is not None and pause_id in json.dumps(m),
+             f"no notifications/message for the resume within 5 s: {m}")
         u = await seen.wait("notifications/resources/updated",
-                            lambda p: p.get("uri") == "breakpoint://status", since=t_cont)
-        need(u is not None, "no notifications/resources/updated for breakpoint://status within 5 s")
-        return "execution_resumed, resources/updated; awaited before closing"
+                            lambda p: p.get("uri") == "breakpoint://paused", since=t_cont)
+        need(u is not None, "no notifications/resources/updated for breakpoint://paused within 5 s")
+        return ("execution_resumed, " if declares_custom(kind) else "") + "a log line, resources/updated"
     await step("notifications after breakpoint_continue", resumed)
+
+    # The program gets its action and completes the call. Every notification it causes is
+    # awaited before closing: resources/updated of breakpoint://call-history, then of
+    # breakpoint://status (the server sends them in that order, and nothing after them at info).
+    async def completed() -> str:
+        # No second pause once the call returns (the global default would stop there).
+        ic.tool_json(conn, await conn.call("breakpoint_set_after_behavior",
+                                           {"function_name": "add", "behavior": "go"}))
+        t_done = time.monotonic()
+
+        def go() -> Any:
+            poll = http.request("GET", f"/api/poll/{pause_id}")
+            need(poll.get("status") == "ready", short(poll))
+            r = ic.item(5, 9)
+            return http.request("POST", "/api/call/complete", {
+                "call_id": start["call_id"], "timestamp": time.time(), "status": "success",
+                "process_pid": ic.PID, "process_start_time": ic.START_TIME,
+                "result_cid": r["cid"], "result_client_ref": 9, "result_data": r["data"]})
+        done = await anyio.to_thread.run_sync(go)
+        need(done.get("status") == "ok", f"call/complete answered {short(done)}")
+        u = await seen.wait("notifications/resources/updated",
+                            lambda p: p.get("uri") == "breakpoint://call-history", since=t_done)
+        need(u is not None, "no notifications/resources/updated for breakpoint://call-history within 5 s")
+        t_history = next(t for m, p, t in seen.items if m == "notifications/resources/updated"
+                         and p.get("uri") == "breakpoint://call-history" and t >= t_done)
+        u = await seen.wait("notifications/resources/updated",
+                            lambda p: p.get("uri") == "breakpoint://status", since=t_history)
+        need(u is not None, "no notifications/resources/updated for breakpoint://status after the completion")
+        return "call completed; resources/updated call-history and status awaited before closing"
+    await step("program completes the call", completed)
 
 
 async def run_connection(rep: ic.Report, binary: Path, tmp: Path, kind: str) -> None:
@@ -446,13 +517,18 @@ async def run_connection(rep: ic.Report, binary: Path, tmp: Path, kind: str) -> 
             except CheckFailed as e:
                 rep.fail("client close ends the session", str(e))
 
-        drops = [w for w in sdk_log.warnings() if "notification" in w.lower()]
-        if drops and not ic.HAS_CLIENT:
-            rep.info("mcp 1.x ClientSession cannot surface custom notifications: it logged "
-                     + short(drops[0].split(". Message was")[0], 140))
-        other = [w for w in sdk_log.warnings() if "notification" not in w.lower()]
-        if other:
-            rep.info(f"SDK warnings: {short('; '.join(other[:3]), 400)}")
+        # A call paused, resumed and completed: a standard SDK must have logged no warning (mcp
+        # 1.x logs "Failed to validate notification" for every method outside MCP).
+        warned = sdk_log.warnings()
+        rep.check("the SDK logged no warning during the session (pause, resume, completion)",
+                  not warned, f"{len(warned)} warning(s): {short('; '.join(warned[:3]), 500)}")
+        if not declares_custom(kind):
+            # mcp 2.x drops an unknown method with a debug record: there must be none either.
+            sent = re.compile(r"""method=['"]notifications/breakpoint/|['"]method['"]: ?['"]notifications/breakpoint/"""
+                              r"""|dropped ['"]?notifications/breakpoint/|validate notification""")
+            dropped = [m for _, _, m in sdk_log.records if sent.search(m)]
+            rep.check("the SDK saw no notifications/breakpoint/* (not even a dropped one)", not dropped,
+                      f"{len(dropped)} record(s): {short(dropped[0] if dropped else '', 300)}")
     finally:
         root.removeHandler(sdk_log)
         complaint = await anyio.to_thread.run_sync(server.stop)

@@ -6,7 +6,11 @@
 //! takes the era of its first request that decides it; HTTP sessions are legacy, and a stateless
 //! request on Streamable HTTP gets a modern session of its own for as long as it runs
 //! (`Transport::Stateless`). Transports (stdio, legacy HTTP+SSE, Streamable HTTP) feed it parsed
-//! messages and attach an outbox per session; the notifier thread turns state events into notifications for every session.
+//! messages and attach an outbox per session; the notifier thread turns state events into
+//! notifications, to each session only what it asked for: resource updates of its subscriptions,
+//! `notifications/message` at or above its log level (pauses, resumes, logpoint lines at info,
+//! completed calls at debug), and our custom `notifications/breakpoint/*` only when its client
+//! declared [`NOTIFICATIONS_EXTENSION`] (standard SDKs warn about, or drop, methods not in MCP).
 //! The session registry is in `sessions.rs` (HTTP sessions are capped and expire when idle); what
 //! a session keeps from its client, and what a batch answers, is bounded in bytes (`limits`).
 //! Tools, resources and prompts live in their own modules and never see a transport.
@@ -56,6 +60,36 @@ pub enum Outgoing {
     Message(String),
     /// Stop writing: flush and end.
     Close,
+}
+
+/// The capability a client declares to receive our custom `notifications/breakpoint/*`
+/// (`execution_paused`, `execution_resumed`, `call_completed`, `log`): a key of
+/// `capabilities.extensions` or `capabilities.experimental` in `initialize` (legacy era), or of
+/// the client capabilities in the envelope of a `subscriptions/listen` (2026-07-28), whose value
+/// is an object (its settings; none are read). They are not part of MCP: a client that did not
+/// ask for them gets none (the official SDKs log a warning for, or drop, methods they do not
+/// know). The server announces it under the same key with the methods it sends.
+pub const NOTIFICATIONS_EXTENSION: &str = "io.github.curtcox.cideldill/notifications";
+
+/// The custom notifications [`NOTIFICATIONS_EXTENSION`] opts into.
+pub const CUSTOM_NOTIFICATIONS: [&str; 4] = [
+    "notifications/breakpoint/execution_paused",
+    "notifications/breakpoint/execution_resumed",
+    "notifications/breakpoint/call_completed",
+    "notifications/breakpoint/log",
+];
+
+/// Whether client capabilities declare [`NOTIFICATIONS_EXTENSION`] (in `extensions`, where the
+/// SDKs of 2026 put an extension, or in `experimental`).
+pub fn wants_custom_notifications(capabilities: Option<&Value>) -> bool {
+    let Some(caps) = capabilities else {
+        return false;
+    };
+    ["extensions", "experimental"].iter().any(|k| {
+        caps.get(*k)
+            .and_then(|m| m.get(NOTIFICATIONS_EXTENSION))
+            .is_some_and(|v| v.is_object() || v == &Value::Bool(true))
+    })
 }
 
 /// MCP log levels (RFC 5424 names), lowest first.
@@ -595,7 +629,7 @@ impl Mcp {
             json!({
                 "supportedVersions": version::all_supported(),
                 "capabilities": capabilities(version::MODERN[0]),
-                "instructions": INSTRUCTIONS,
+                "instructions": instructions(version::MODERN[0]),
             }),
             "server/discover",
             &server_info(),
@@ -665,7 +699,7 @@ impl Mcp {
                 Ok(json!({}))
             }
             "prompts/list" => self.page("prompts", prompts::list(), &params),
-            "prompts/get" => prompts::get(&self.shared, &params),
+            "prompts/get" => prompts::get(&self.shared, &params, version),
             "completion/complete" => prompts::complete(&self.shared, &params),
             "logging/setLevel" => {
                 let level = params.get("level").and_then(Value::as_str).unwrap_or("");
@@ -699,15 +733,21 @@ impl Mcp {
             }
             st.version = Some(negotiated);
             st.client_info = bounded_client_info(params.get("clientInfo"));
+            st.custom_notes = wants_custom_notifications(params.get("capabilities"));
         }
         log::info!(
-            "mcp: session {} initialized ({negotiated}, client {})",
+            "mcp: session {} initialized ({negotiated}, client {}{})",
             session.id,
             params
                 .get("clientInfo")
                 .and_then(|c| c.get("name"))
                 .and_then(Value::as_str)
-                .unwrap_or("unknown")
+                .unwrap_or("unknown"),
+            if session.state().custom_notes {
+                ", with notifications/breakpoint/*"
+            } else {
+                ""
+            }
         );
         let mut info = server_info();
         if !version::has_structured_output(negotiated) {
@@ -717,7 +757,7 @@ impl Mcp {
             "protocolVersion": negotiated,
             "capabilities": capabilities(negotiated),
             "serverInfo": info,
-            "instructions": INSTRUCTIONS,
+            "instructions": instructions(negotiated),
         }))
     }
 
@@ -814,7 +854,11 @@ impl Mcp {
         Ok((stop_tx, handle))
     }
 
-    /// Sends the notifications an event causes to every initialized session.
+    /// Sends the notifications an event causes to every initialized session: to each only what
+    /// it asked for (legacy: `resources/list_changed`, `resources/updated` of its subscriptions,
+    /// `notifications/message` at or above its `logging/setLevel`, and the custom
+    /// `notifications/breakpoint/*` when it declared `NOTIFICATIONS_EXTENSION`; modern: what
+    /// each listen stream's filter and envelope name).
     fn broadcast(&self, event: &Event) {
         let sessions = self.live_sessions();
         if sessions.is_empty() {
@@ -835,29 +879,16 @@ impl Mcp {
             EventKind::ExecutionPaused { .. } | EventKind::ExecutionResumed { .. }
         );
         let updated = resources::affected(&event.kind);
-        let log_line = match &event.kind {
-            EventKind::ExecutionPaused {
-                pause_id,
-                method_name,
-                pause_reason,
-                ..
-            } => Some(format!(
-                "{method_name} paused ({pause_reason}), pause {pause_id}"
-            )),
-            EventKind::ExecutionResumed {
-                pause_id,
-                method_name,
-                action,
-            } => Some(format!(
-                "{method_name} resumed with {action}, pause {pause_id}"
-            )),
-            _ => None,
-        };
+        let log = log_line(&event.kind).map(|(level, line)| {
+            let params = json!({"level": level, "logger": "cideldill", "data": line});
+            (level_rank(level).unwrap_or(0), params)
+        });
         // Modern connections get them on their listen streams, each stamped with its id.
         let for_listens = ListenNotes {
             custom: custom.as_ref().map(|(m, p)| (m.as_str(), p)),
             list_changed,
             updated: &updated,
+            log: log.as_ref().map(|(rank, p)| (*rank, p)),
         };
         // Serialised once, sent to every session.
         let custom = custom
@@ -875,23 +906,23 @@ impl Mcp {
                 (uri, text)
             })
             .collect();
-        let log_text = log_line.map(|line| {
-            Message::notification(
-                "notifications/message",
-                json!({"level": "info", "logger": "cideldill", "data": line}),
+        let log_text = log.as_ref().map(|(rank, params)| {
+            (
+                *rank,
+                Message::notification("notifications/message", params.clone()).to_text(),
             )
-            .to_text()
         });
-        let info = level_rank("info").unwrap_or(1);
         for s in sessions {
             if s.is_modern() {
                 for_listens.send(&s);
-            } else if let Some(text) = &custom {
-                s.send_text(text.clone());
-            }
-            if s.is_modern() {
-                // Nothing else: the rest is legacy (no listen streams, no log level).
             } else {
+                let (wants_custom, log_level) = {
+                    let st = s.state();
+                    (st.custom_notes, st.log_level)
+                };
+                if let (Some(text), true) = (&custom, wants_custom) {
+                    s.send_text(text.clone());
+                }
                 if let Some(text) = &list_changed {
                     s.send_text(text.clone());
                 }
@@ -900,10 +931,10 @@ impl Mcp {
                         s.send_text(text.clone());
                     }
                 }
-            }
-            if let Some(text) = &log_text {
-                if s.state().log_level.is_some_and(|min| info >= min) {
-                    s.send_text(text.clone());
+                if let (Some((rank, text)), Some(min)) = (&log_text, log_level) {
+                    if *rank >= min {
+                        s.send_text(text.clone());
+                    }
                 }
             }
             if s.is_overflowed() {
@@ -918,14 +949,63 @@ impl Mcp {
     }
 }
 
+/// The `notifications/message` an event writes, with its level: pauses and resumes at info,
+/// logpoint lines at info, completed calls (and client events) at debug.
+fn log_line(kind: &EventKind) -> Option<(&'static str, String)> {
+    match kind {
+        EventKind::ExecutionPaused {
+            pause_id,
+            method_name,
+            pause_reason,
+            ..
+        } => Some((
+            "info",
+            format!(
+                "{method_name} paused ({pause_reason}), pause {pause_id}: inspect it with \
+                 breakpoint_list_paused, resume it with breakpoint_continue"
+            ),
+        )),
+        EventKind::ExecutionResumed {
+            pause_id,
+            method_name,
+            action,
+        } => Some((
+            "info",
+            format!("{method_name} resumed with {action}, pause {pause_id}"),
+        )),
+        EventKind::CallCompleted {
+            call_id,
+            method_name,
+            status,
+        } => Some((
+            "debug",
+            format!("{method_name} completed ({status}), call {call_id}"),
+        )),
+        EventKind::Log {
+            function_name,
+            call_id,
+            message,
+            ..
+        } => Some((
+            "info",
+            format!("logpoint {function_name} (call {call_id}): {message}"),
+        )),
+        _ => None,
+    }
+}
+
 /// What one event sends to the listen streams of a modern connection.
 struct ListenNotes<'a> {
-    /// The `notifications/breakpoint/*` method and params: every stream gets it.
+    /// The `notifications/breakpoint/*` method and params: the streams whose client declared
+    /// `NOTIFICATIONS_EXTENSION` get it.
     custom: Option<(&'a str, &'a Value)>,
     /// Whether `notifications/resources/list_changed` goes to the streams that asked for it.
     list_changed: bool,
     /// The resources the event changed.
     updated: &'a [String],
+    /// The rank of the `notifications/message` level, and its params: the streams whose
+    /// log level is at or below it get it.
+    log: Option<(usize, &'a Value)>,
 }
 
 impl ListenNotes<'_> {
@@ -935,7 +1015,7 @@ impl ListenNotes<'_> {
     fn send(&self, session: &Session) {
         let st = session.state();
         for (id, filter) in &st.listens {
-            if let Some((method, params)) = &self.custom {
+            if let (Some((method, params)), true) = (&self.custom, filter.custom) {
                 session.send(&Message::notification(method, modern::stamped(params, id)));
             }
             if self.list_changed && filter.resources_list_changed {
@@ -952,20 +1032,34 @@ impl ListenNotes<'_> {
                     ));
                 }
             }
+            if let (Some((rank, params)), Some(min)) = (&self.log, filter.log_level) {
+                if *rank >= min {
+                    session.send(&Message::notification(
+                        "notifications/message",
+                        modern::stamped(params, id),
+                    ));
+                }
+            }
         }
     }
 }
 
-/// The server's capabilities under a revision. The modern revision has no `logging/setLevel`
-/// (so no `logging`); its resource subscriptions are made on `subscriptions/listen` streams.
+/// The server's capabilities under a revision. `logging`: `logging/setLevel` in the legacy
+/// revisions, the `io.modelcontextprotocol/logLevel` of a listen request's `_meta` in the modern
+/// one (its resource subscriptions are made on `subscriptions/listen` streams too). Our custom
+/// notifications are announced under `experimental` (and `extensions` in the modern revision,
+/// which has them), with the methods a client that declares the same key receives.
 fn capabilities(version: &str) -> Value {
     let mut capabilities = json!({
         "tools": {"listChanged": false},
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {"listChanged": false},
+        "logging": {},
     });
-    if !version::is_modern(version) {
-        capabilities["logging"] = json!({});
+    let custom = json!({NOTIFICATIONS_EXTENSION: {"notifications": CUSTOM_NOTIFICATIONS}});
+    capabilities["experimental"] = custom.clone();
+    if version::is_modern(version) {
+        capabilities["extensions"] = custom;
     }
     if version::has_annotations(version) {
         capabilities["completions"] = json!({});
@@ -989,6 +1083,44 @@ breakpoint_add (or rely on the breakpoints the program registers) -> breakpoint_
 pause's pretty_args and objects (breakpoint_inspect_object with a CID) -> breakpoint_repl_eval to evaluate \
 Python in the paused call -> breakpoint_continue (continue, modified arguments, a fake result, or an exception). \
 A pause whose call_data has pretty_result is after the call completed: only 'continue' is possible there.";
+
+/// How a client of the legacy revisions hears of pauses (after `INSTRUCTIONS`).
+const HEAR_LEGACY: &str = "To hear of pauses while doing other work: resources/subscribe to breakpoint://paused \
+(notifications/resources/updated each time a call pauses or resumes; then read it or call breakpoint_list_paused), \
+and/or logging/setLevel info (a notifications/message line for each pause and resume; level debug adds completed calls).";
+
+/// How a client of the stateless revision 2026-07-28 hears of pauses.
+const HEAR_MODERN: &str = "To hear of pauses while doing other work: open subscriptions/listen with \
+notifications.resourceSubscriptions [\"breakpoint://paused\"] (notifications/resources/updated each time a call \
+pauses or resumes; then read it or call breakpoint_list_paused), and put io.modelcontextprotocol/logLevel info in \
+that request's _meta for a notifications/message line for each pause and resume (debug adds completed calls).";
+
+/// The guide for a revision: `INSTRUCTIONS`, how to hear of pauses in that era, and how to opt
+/// into the custom notifications.
+fn instructions(version: &str) -> String {
+    format!("{INSTRUCTIONS} {}", hearing_of_pauses(version))
+}
+
+/// How a client of `version` hears of pauses, and how it opts into the custom notifications
+/// (the instructions and the `debug-session-start` prompt say it).
+pub(crate) fn hearing_of_pauses(version: &str) -> String {
+    let (hear, where_) = if version::is_modern(version) {
+        (
+            HEAR_MODERN,
+            "in the client capabilities of the subscriptions/listen request (extensions or experimental)",
+        )
+    } else {
+        (
+            HEAR_LEGACY,
+            "under capabilities.extensions or capabilities.experimental in initialize",
+        )
+    };
+    format!(
+        "{hear} Detailed notifications/breakpoint/* (execution_paused, execution_resumed, \
+         call_completed, log) are not part of MCP and are sent only to a client that declares \
+         \"{NOTIFICATIONS_EXTENSION}\": {{}} {where_}."
+    )
+}
 
 /// Debug builds only: `CIDELDILL_PANIC_ON=<method or tool name>` makes that request panic, so
 /// the tests can check that every transport still answers it.
@@ -1150,8 +1282,189 @@ mod tests {
         assert_eq!(read["ttlMs"], 0);
         let d = outcome(&mcp, &s, 8, "server/discover", Value::Null).unwrap();
         assert_eq!(d["supportedVersions"], json!(version::all_supported()));
-        assert!(d["capabilities"].get("logging").is_none());
+        // Log messages reach listen streams whose request names a level in `_meta`.
+        assert_eq!(d["capabilities"]["logging"], json!({}));
+        assert_eq!(
+            d["capabilities"]["extensions"][NOTIFICATIONS_EXTENSION]["notifications"],
+            json!(CUSTOM_NOTIFICATIONS)
+        );
         assert_eq!(d["resultType"], "complete");
+        // A log level that is not one of the RFC 5424 names is refused.
+        let mut meta = envelope();
+        meta[modern::LOG_LEVEL_KEY] = json!("loud");
+        let bad = mcp
+            .handle_request_now(
+                &s,
+                req(
+                    9,
+                    "subscriptions/listen",
+                    json!({"_meta": meta, "notifications": {}}),
+                ),
+            )
+            .unwrap();
+        assert_eq!(bad.outcome.unwrap_err().code, jsonrpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn the_custom_capability_is_read_from_extensions_or_experimental() {
+        let yes = [
+            json!({"extensions": {NOTIFICATIONS_EXTENSION: {}}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: {"x": 1}}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: true}}),
+        ];
+        for caps in yes {
+            assert!(wants_custom_notifications(Some(&caps)), "{caps}");
+        }
+        let no = [
+            json!({}),
+            json!({"experimental": {}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: null}}),
+            json!({"experimental": {NOTIFICATIONS_EXTENSION: false}}),
+            json!({"extensions": {"io.github.other/notifications": {}}}),
+            json!({NOTIFICATIONS_EXTENSION: {}}),
+        ];
+        for caps in no {
+            assert!(!wants_custom_notifications(Some(&caps)), "{caps}");
+        }
+        assert!(!wants_custom_notifications(None));
+    }
+
+    #[test]
+    fn legacy_sessions_get_custom_notes_only_when_declared_and_log_lines_at_their_level() {
+        let (mcp, plain, plain_rx) = setup();
+        let (tx, opted_rx) = unbounded();
+        let opted = mcp.open_session(Transport::Stdio, Some(tx));
+        init(&mcp, &plain, "2025-11-25");
+        let r = mcp
+            .handle_request(
+                &opted,
+                req(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": "2025-06-18",
+                           "capabilities": {"experimental": {NOTIFICATIONS_EXTENSION: {}}},
+                           "clientInfo": {"name": "t"}}),
+                ),
+            )
+            .unwrap()
+            .outcome
+            .unwrap();
+        assert_eq!(
+            r["capabilities"]["experimental"][NOTIFICATIONS_EXTENSION]["notifications"],
+            json!(CUSTOM_NOTIFICATIONS)
+        );
+        assert!(r["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("resources/subscribe to breakpoint://paused"));
+        for s in [&plain, &opted] {
+            mcp.handle_notification(
+                s,
+                &Notification {
+                    method: "notifications/initialized".into(),
+                    params: Value::Null,
+                },
+            );
+        }
+        outcome(
+            &mcp,
+            &plain,
+            1,
+            "logging/setLevel",
+            json!({"level": "debug"}),
+        )
+        .unwrap();
+        outcome(
+            &mcp,
+            &opted,
+            1,
+            "logging/setLevel",
+            json!({"level": "info"}),
+        )
+        .unwrap();
+        let events = [
+            EventKind::ExecutionPaused {
+                pause_id: "p1".into(),
+                method_name: "add".into(),
+                pause_reason: "breakpoint".into(),
+                paused_at: 1.0,
+            },
+            EventKind::ExecutionResumed {
+                pause_id: "p1".into(),
+                method_name: "add".into(),
+                action: "continue".into(),
+            },
+            EventKind::CallCompleted {
+                call_id: "c1".into(),
+                method_name: "add".into(),
+                status: "success".into(),
+            },
+        ];
+        for (seq, kind) in events.into_iter().enumerate() {
+            mcp.broadcast(&Event {
+                seq: seq as u64,
+                kind,
+            });
+        }
+        let drain = |rx: &Receiver<Outgoing>| {
+            let mut got = Vec::new();
+            while let Ok(Outgoing::Message(text)) = rx.try_recv() {
+                got.push(serde_json::from_str::<Value>(&text).unwrap());
+            }
+            got
+        };
+        let method_of = |v: &Value| v["method"].as_str().unwrap().to_owned();
+        let plain_got = drain(&plain_rx);
+        assert!(
+            plain_got
+                .iter()
+                .all(|v| !method_of(v).starts_with("notifications/breakpoint/")),
+            "{plain_got:?}"
+        );
+        let lines = |got: &[Value]| -> Vec<(String, String)> {
+            got.iter()
+                .filter(|v| v["method"] == "notifications/message")
+                .map(|v| {
+                    (
+                        v["params"]["level"].as_str().unwrap().to_owned(),
+                        v["params"]["data"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let plain_lines = lines(&plain_got);
+        assert_eq!(
+            plain_lines
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>(),
+            ["info", "info", "debug"],
+            "{plain_lines:?}"
+        );
+        assert!(plain_lines[0]
+            .1
+            .starts_with("add paused (breakpoint), pause p1"));
+        assert!(plain_lines[1]
+            .1
+            .contains("add resumed with continue, pause p1"));
+        assert!(plain_lines[2]
+            .1
+            .contains("add completed (success), call c1"));
+        let opted_got = drain(&opted_rx);
+        let custom: Vec<String> = opted_got
+            .iter()
+            .map(method_of)
+            .filter(|m| m.starts_with("notifications/breakpoint/"))
+            .collect();
+        assert_eq!(
+            custom,
+            [
+                "notifications/breakpoint/execution_paused",
+                "notifications/breakpoint/execution_resumed",
+                "notifications/breakpoint/call_completed"
+            ]
+        );
+        assert_eq!(lines(&opted_got).len(), 2, "no debug line at info");
     }
 
     #[test]
@@ -1197,16 +1510,24 @@ mod tests {
     #[test]
     fn a_listen_stream_is_acknowledged_gets_its_events_and_ends_when_cancelled() {
         let (mcp, s, rx) = setup();
-        let listen = |id: i64, filter: Value| {
+        // A client that declared our notifications and asked for log messages at info.
+        let listen_with = |id: i64, filter: Value, custom: bool| {
+            let mut meta = envelope();
+            if custom {
+                meta[modern::CLIENT_CAPABILITIES_KEY] =
+                    json!({"extensions": {NOTIFICATIONS_EXTENSION: {}}});
+                meta[modern::LOG_LEVEL_KEY] = json!("info");
+            }
             mcp.handle_request_now(
                 &s,
                 req(
                     id,
                     "subscriptions/listen",
-                    json!({"_meta": envelope(), "notifications": filter}),
+                    json!({"_meta": meta, "notifications": filter}),
                 ),
             )
         };
+        let listen = |id: i64, filter: Value| listen_with(id, filter, true);
         let opened = listen(
             7,
             json!({"resourcesListChanged": true, "toolsListChanged": true,
@@ -1254,14 +1575,33 @@ mod tests {
             [
                 "notifications/breakpoint/execution_paused",
                 "notifications/resources/list_changed",
-                "notifications/resources/updated"
+                "notifications/resources/updated",
+                "notifications/message"
             ]
         );
         assert_eq!(got[0]["params"]["pause_id"], "p1");
         assert_eq!(got[2]["params"]["uri"], "breakpoint://paused");
+        assert_eq!(got[3]["params"]["level"], "info");
+        assert!(got[3]["params"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("add paused (breakpoint), pause p1"));
+        // A completed call is a debug line: below the stream's level.
+        mcp.broadcast(&Event {
+            seq: 2,
+            kind: EventKind::CallCompleted {
+                call_id: "c1".into(),
+                method_name: "add".into(),
+                status: "success".into(),
+            },
+        });
+        let next = next_note(&rx);
+        assert_eq!(next["method"], "notifications/breakpoint/call_completed");
+        assert!(rx.try_recv().is_err(), "no debug line at info");
         // At most MCP_MAX_LISTENS streams; cancelling one ends it (no response, no more events).
+        // Every other one declares our notifications; the rest get none of them.
         for i in 1..limits::MCP_MAX_LISTENS as i64 {
-            assert!(listen(100 + i, json!({})).is_none());
+            assert!(listen_with(100 + i, json!({}), i % 2 == 1).is_none());
         }
         let over = listen(999, json!({})).unwrap();
         assert_eq!(over.outcome.unwrap_err().code, jsonrpc::LIMIT_EXCEEDED);
@@ -1279,14 +1619,24 @@ mod tests {
         while let Ok(Outgoing::Message(text)) = rx.try_recv() {
             after.push(serde_json::from_str::<Value>(&text).unwrap());
         }
+        let declared = (1..limits::MCP_MAX_LISTENS).filter(|i| i % 2 == 1).count();
+        let custom = after
+            .iter()
+            .filter(|v| v["method"] == "notifications/breakpoint/execution_paused")
+            .count();
         assert_eq!(
-            after.len(),
-            limits::MCP_MAX_LISTENS - 1,
-            "one custom note per open stream"
+            custom, declared,
+            "one custom note per open stream that declared them"
         );
+        assert_eq!(after.len(), 2 * declared, "and one log line: {after:?}");
         assert!(after
             .iter()
             .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY] != 7));
+        assert!(after
+            .iter()
+            .all(|v| v["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY]
+                .as_i64()
+                .is_some_and(|id| id % 2 == 1)));
     }
 
     #[test]

@@ -10,7 +10,11 @@
 //! `…/clientInfo`) in `params._meta`; a missing key is -32602 naming it, a revision the server
 //! does not speak is -32022 with `data.supported`. `ping`, `logging/setLevel`,
 //! `resources/subscribe` and `resources/unsubscribe` are gone (-32601); notifications outside a
-//! request's own progress reach the client only on `subscriptions/listen` streams.
+//! request's own progress reach the client only on `subscriptions/listen` streams, and only those
+//! it opted into: the kinds its filter names, `notifications/message` at or above the
+//! `io.modelcontextprotocol/logLevel` of the listen request's `_meta` (none without it), and our
+//! `notifications/breakpoint/*` when the listen request's client capabilities declare
+//! [`super::NOTIFICATIONS_EXTENSION`] (in `extensions` or `experimental`).
 
 use std::collections::BTreeSet;
 
@@ -26,6 +30,9 @@ pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion"
 pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 /// Request `_meta` key (optional): the client's name and version.
 pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// Request `_meta` key (optional): the lowest level of `notifications/message` the client wants
+/// for this request (a listen stream: for as long as it is open); none without it.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 /// Result `_meta` key: the server's name and version.
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// Notification `_meta` key on a listen stream: the id of the `subscriptions/listen` request.
@@ -177,13 +184,18 @@ pub fn complete(mut result: Value, method: &str, server_info: &Value) -> Value {
     result
 }
 
-/// What one `subscriptions/listen` stream receives besides the `notifications/breakpoint/*`
-/// every stream gets.
+/// What one `subscriptions/listen` stream receives: the kinds its filter asks for, plus what the
+/// listen request's envelope opted into (log messages, our custom notifications).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub resources_list_changed: bool,
     /// Normalised URIs whose `notifications/resources/updated` the stream receives.
     pub resource_uris: BTreeSet<String>,
+    /// The client declared [`super::NOTIFICATIONS_EXTENSION`]: it gets
+    /// `notifications/breakpoint/*`.
+    pub custom: bool,
+    /// Rank of the lowest `notifications/message` level the stream gets (`_meta` logLevel).
+    pub log_level: Option<usize>,
 }
 
 impl Filter {
@@ -203,15 +215,31 @@ impl Filter {
 /// The requested filter of a `subscriptions/listen`: which notification kinds, and which
 /// resource URIs (normalised, at most `max_uris`). `toolsListChanged` and `promptsListChanged`
 /// are accepted but never honoured: our tools and prompts do not change while the server runs
-/// (the capabilities say `listChanged: false`).
+/// (the capabilities say `listChanged: false`). From the envelope in `_meta`: the log level
+/// (`io.modelcontextprotocol/logLevel`, one of the RFC 5424 names) and whether the client
+/// capabilities declare our custom notifications.
 pub fn requested_filter(params: &Map<String, Value>, max_uris: usize) -> Result<Filter, RpcError> {
     let Some(n) = params.get("notifications").and_then(Value::as_object) else {
         return Err(RpcError::invalid_params(
             "notifications (the subscription filter) is required and must be an object",
         ));
     };
+    let meta = params.get("_meta");
+    let log_level = match meta.and_then(|m| m.get(LOG_LEVEL_KEY)) {
+        None | Some(Value::Null) => None,
+        Some(level) => Some(level.as_str().and_then(super::level_rank).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "{LOG_LEVEL_KEY} must be one of {}",
+                super::LOG_LEVELS.join(", ")
+            ))
+        })?),
+    };
     let mut filter = Filter {
         resources_list_changed: n.get("resourcesListChanged") == Some(&json!(true)),
+        custom: super::wants_custom_notifications(
+            meta.and_then(|m| m.get(CLIENT_CAPABILITIES_KEY)),
+        ),
+        log_level,
         ..Filter::default()
     };
     match n.get("resourceSubscriptions") {

@@ -28,8 +28,9 @@ fn message(description: &str, text: String) -> Value {
     json!({"description": description, "messages": [{"role": "user", "content": {"type": "text", "text": text}}]})
 }
 
-/// `prompts/get`.
-pub fn get(shared: &Shared, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// `prompts/get` under `version` (the session's revision: `debug-session-start` says how that
+/// era hears of pauses).
+pub fn get(shared: &Shared, params: &Map<String, Value>, version: &str) -> Result<Value, RpcError> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params
         .get("arguments")
@@ -53,8 +54,10 @@ pub fn get(shared: &Shared, params: &Map<String, Value>) -> Result<Value, RpcErr
                 "You are debugging a running Python program through the CID el Dill breakpoint server. \
 Wrapped functions pause before they run and after they return, depending on breakpoint behaviors. \
 Use breakpoint_wait_for_pause to wait for a pause, breakpoint_inspect_object and breakpoint_repl_eval to look inside it, \
-and breakpoint_continue to resume it (continue, modified arguments, a fake result or an exception).\n\n\
+and breakpoint_continue to resume it (continue, modified arguments, a fake result or an exception). \
+{}\n\n\
 Current state:\n{}",
+                super::hearing_of_pauses(version),
                 serde_json::to_string_pretty(&state).unwrap_or_default()
             );
             Ok(message("The current debugging session", text))

@@ -37,6 +37,9 @@ pub(super) struct SessionState {
     pub(super) initialized: bool,
     /// Minimum level of `notifications/message`; none until the client sets one.
     pub(super) log_level: Option<usize>,
+    /// The client declared `NOTIFICATIONS_EXTENSION` in `initialize`: it gets the custom
+    /// `notifications/breakpoint/*` (a client that did not would log or drop them).
+    pub(super) custom_notes: bool,
     pub(super) subscriptions: HashSet<String>,
     pub(super) in_flight: HashMap<RequestId, Sender<()>>,
     /// Set by `cancel_all`: a request that starts afterwards is cancelled at once.

@@ -147,11 +147,13 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
             .join("; ");
         let hint =
             format!("Fix the arguments and call {name} again; its input schema is in tools/list.");
-        return Ok(error_result(&tool_error(
-            "invalid_arguments",
-            message,
-            hint,
-        )));
+        let mut e = tool_error(argument_error_code(&errors), message, hint);
+        if let [only] = errors.as_slice() {
+            if !only.path.is_empty() && !only.path.contains(['.', '[']) {
+                e = e.with("parameter", json!(only.path));
+            }
+        }
+        return Ok(error_result(&e));
     }
     let version = ctx.version();
     match (tool.handler)(ctx, &args) {
@@ -163,12 +165,56 @@ pub fn call(ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
             }
             Ok(out)
         }
+        Err(e) if answered_not_found(tool.name, e.code()) => Ok(not_found_result(&e, version)),
         Err(e) => Ok(error_result(&e)),
     }
 }
 
+/// The code of arguments that do not fit the input schema: the original's codes where its
+/// tests pin one (a missing required parameter is `missing_parameter`, a bad `limit`
+/// `invalid_limit`, as REST says too), else `invalid_arguments`.
+fn argument_error_code(errors: &[schema::SchemaError]) -> &'static str {
+    if errors.iter().all(|e| e.path == "limit") {
+        "invalid_limit"
+    } else if errors.iter().all(|e| {
+        !e.path.contains(['.', '[']) && e.message.starts_with("required parameter is missing")
+    }) {
+        "missing_parameter"
+    } else {
+        "invalid_arguments"
+    }
+}
+
+/// Lookups by id that the original server answers as a plain result (`isError: false`) whose
+/// JSON names the error: `breakpoint_continue` of an unknown pause, `breakpoint_inspect_object`
+/// of an unknown CID. Every other failure is an `isError` result.
+fn answered_not_found(tool: &str, code: &str) -> bool {
+    matches!(
+        (tool, code),
+        ("breakpoint_continue", "pause_not_found") | ("breakpoint_inspect_object", "cid_not_found")
+    )
+}
+
+/// The error JSON of [`error_result`] as a normal result (`isError: false`), with
+/// `structuredContent` in the revisions that have it: the output schemas allow an `error` key.
+fn not_found_result(e: &ApiError, version: &str) -> Value {
+    let body = error_body(e);
+    let mut out =
+        json!({"content": [{"type": "text", "text": body.to_string()}], "isError": false});
+    if super::version::has_structured_output(version) {
+        out["structuredContent"] = body;
+    }
+    out
+}
+
 /// An `isError` result whose text is `{"error", "message", "hint", ...the error's other fields}`.
 fn error_result(e: &ApiError) -> Value {
+    let text = error_body(e).to_string();
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// `{"error", "message", "hint", ...the error's other fields}`.
+fn error_body(e: &ApiError) -> Value {
     let mut m = Map::new();
     m.insert("error".into(), json!(e.code()));
     m.insert("message".into(), json!(e.message()));
@@ -179,8 +225,7 @@ fn error_result(e: &ApiError) -> Value {
             m.insert(k.clone(), v.clone());
         }
     }
-    let text = Value::Object(m).to_string();
-    json!({"content": [{"type": "text", "text": text}], "isError": true})
+    Value::Object(m)
 }
 
 fn str_arg<'a>(args: &'a Args, key: &str) -> Option<&'a str> {
@@ -403,7 +448,8 @@ breakpoint_continue and breakpoint_repl_eval.",
 with these plain JSON values instead; the list you omit keeps the original arguments); fake_result (skip the call and \
 return this value); exception_type + exception_message (raise a builtin exception such as ValueError); \
 replacement_function (run another wrapped function). At a pause after the call completed (call_data has pretty_result) \
-only 'continue' is possible.",
+only 'continue' is possible. An unknown pause_id is answered (not as an error result) with {\"error\": \"pause_not_found\", \
+\"pause_id\", \"message\", \"hint\"}, as the original server does.",
         input_schema: || json!({"type": "object", "required": ["pause_id"], "properties": {
             "pause_id": {"type": "string", "description": "Id from breakpoint_list_paused or breakpoint_wait_for_pause."},
             "action": {"type": "string", "description": "continue (default), modify, skip, raise or replace; inferred from the other arguments when omitted.", "examples": ["continue"]},
@@ -413,8 +459,12 @@ only 'continue' is possible.",
             "exception_type": {"type": "string", "description": "Builtin exception to raise (action raise).", "examples": ["ValueError"]},
             "exception_message": {"type": "string", "examples": ["injected by the debugger"]},
             "replacement_function": {"type": "string", "description": "Wrapped function to run instead (action replace)."}}}),
-        output_schema: || json!({"type": "object", "required": ["status", "pause_id", "action"], "properties": {
-            "status": {"const": "ok"}, "pause_id": {"type": "string"}, "action": {"type": "string"}}}),
+        // Resumed, or the original's answer for an unknown pause (`not_found_result`).
+        output_schema: || json!({"type": "object",
+            "anyOf": [{"required": ["status", "pause_id", "action"]}, {"required": ["error", "pause_id", "message"]}],
+            "properties": {
+            "status": {"const": "ok"}, "pause_id": {"type": "string"}, "action": {"type": "string"},
+            "error": {"const": "pause_not_found"}, "message": {"type": "string"}, "hint": {"type": "string"}}}),
         read_only: false,
         idempotent: false,
         max_block_s: 0.0,
@@ -490,11 +540,20 @@ program answers or timeout_s (default 30, at most 55).",
         name: "breakpoint_inspect_object",
         title: "Inspect a stored object",
         description: "Show a stored argument, result or exception by its CID (from the items of breakpoint_list_paused \
-or breakpoint_get_call_records): its type, repr and attributes (depth 3, at most 100). Never executes anything.",
+or breakpoint_get_call_records): its type, repr and attributes (depth 3, at most 100). Never executes anything. \
+A payload that does not decode is shown as far as possible with \"error\": \"deserialization_failed\"; an unknown CID \
+is answered (not as an error result) with {\"error\": \"cid_not_found\", \"cid\", \"message\", \"hint\"}, as the \
+original server does.",
         input_schema: || json!({"type": "object", "required": ["cid"], "properties": {
             "cid": {"type": "string", "description": "128 hex characters."}}}),
-        output_schema: || json!({"type": "object", "required": ["cid", "type", "repr", "attributes"], "properties": {
-            "cid": {"type": "string"}, "type": {"type": "string"}, "repr": {"type": "string"}, "attributes": {"type": "object"}}}),
+        // The object (with `error` when its payload does not decode), or the original's answer
+        // for an unknown CID (`not_found_result`).
+        output_schema: || json!({"type": "object",
+            "anyOf": [{"required": ["cid", "type", "repr", "attributes"]}, {"required": ["error", "cid", "message"]}],
+            "properties": {
+            "cid": {"type": "string"}, "type": {"type": "string"}, "repr": {"type": "string"}, "attributes": {"type": "object"},
+            "error": {"enum": ["deserialization_failed", "cid_not_found"]}, "message": {"type": "string"},
+            "hint": {"type": "string"}}}),
         read_only: true,
         idempotent: true,
         max_block_s: 0.0,
@@ -842,7 +901,14 @@ fn view_with_cid(view: pretty::View, cid: &str) -> Value {
 
 fn breakpoint_inspect_object(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let cid = required(args, "cid")?;
-    Ok(view_with_cid(service::object_view(ctx.shared(), cid)?, cid))
+    let view = service::object_view(ctx.shared(), cid)?;
+    // A payload that does not decode renders as `<unavailable>`: the original names that.
+    let undecoded = view.type_name == "<unavailable>";
+    let mut out = view_with_cid(view, cid);
+    if undecoded {
+        out["error"] = json!("deserialization_failed");
+    }
+    Ok(out)
 }
 
 fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {

@@ -179,7 +179,8 @@ fn an_agent_finds_the_one_call_that_matters_without_pausing_the_others() {
 
 #[test]
 fn a_logpoint_logs_a_line_per_call_and_the_program_never_waits() {
-    let s = McpServer::initialized("2025-11-25");
+    // A client that declared the custom notifications, notifications/breakpoint/log among them.
+    let s = McpServer::initialized_custom("2025-11-25");
     let set = s.call_ok(
         "breakpoint_add",
         json!({"function_name": "resize", "log_message": "scale={kwargs['scale']} -> {result}"}),
@@ -538,11 +539,8 @@ fn bad_options_are_refused_with_their_position_and_change_nothing() {
 #[test]
 fn a_modern_listen_stream_gets_the_log_lines() {
     let s = McpServer::start(&[]);
-    let envelope = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
-    });
+    // A client that declares the custom notifications and wants log lines from info up.
+    let envelope = crate::mcp_support::modern_envelope_custom(Some("info"));
     let listen = s.start_request(
         "subscriptions/listen",
         json!({"notifications": {}, "_meta": envelope}),
@@ -568,6 +566,20 @@ fn a_modern_listen_stream_gets_the_log_lines() {
     assert_eq!(note["params"]["message"], "f(4) = 16");
     assert_eq!(
         note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen
+    );
+    // The same line as a standard log message, for clients that know no custom notification.
+    let line = s.notification("notifications/message");
+    assert_eq!(line["params"]["level"], "info");
+    assert!(
+        line["params"]["data"]
+            .as_str()
+            .unwrap()
+            .ends_with(": f(4) = 16"),
+        "{line}"
+    );
+    assert_eq!(
+        line["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         listen
     );
 }

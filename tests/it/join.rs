@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::mcp_support::{tool_json, McpServer};
+use crate::mcp_support::{custom_capabilities, tool_json, McpServer, CUSTOM_NOTIFICATIONS};
 use crate::support::{call_start_body, complete_body, deadline, item, pause_id, Server, TempDir};
 
+/// The handshake of a host that declares the custom notifications (the bridge relays it as it
+/// came, so the server sees the capability).
 fn initialize(agent: &McpServer) -> Value {
     let r = agent.request(
         "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        json!({"protocolVersion": "2025-06-18", "capabilities": custom_capabilities(),
                "clientInfo": {"name": "host", "version": "1"}}),
     );
     agent.notify("notifications/initialized", json!({}));
@@ -254,7 +256,8 @@ fn a_modern_client_joins_through_the_bridge() {
     let server = Server::start_in(home.path(), &["--memory"]);
     let agent = McpServer::beside(&server, &[]);
     let env = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                     "io.modelcontextprotocol/clientCapabilities": {}});
+                     "io.modelcontextprotocol/clientCapabilities":
+                         {"extensions": {CUSTOM_NOTIFICATIONS: {}}}});
     let with_env = |mut params: Value| {
         params["_meta"] = env.clone();
         params

@@ -13,7 +13,8 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use serde_json::{json, Value};
 
 use crate::mcp_support::{
-    initialize, initialized_note, mcp_post, rpc, streamable_session, tool_json, McpServer,
+    initialize, initialize_custom, initialized_note, mcp_post, modern_envelope_custom, rpc,
+    streamable_session, streamable_session_custom, tool_json, McpServer,
 };
 use crate::support::{
     call_start_body, deadline, http, open_response, pause_id, proc_status_kib, raw_request,
@@ -315,10 +316,14 @@ impl Legacy {
         })
     }
 
-    /// The handshake. The notification is handled after its 202; the ping round trip that
-    /// follows makes it all but certain the session counts as initialized for broadcasts.
+    /// The handshake, declaring the custom notifications (these tests watch pauses through
+    /// them). The notification is handled after its 202; the ping round trip that follows makes
+    /// it all but certain the session counts as initialized for broadcasts.
     fn init(&mut self) -> &mut Legacy {
-        let r = self.request("initialize", initialize("2024-11-05")["params"].clone());
+        let r = self.request(
+            "initialize",
+            initialize_custom("2024-11-05")["params"].clone(),
+        );
         assert_eq!(r["result"]["protocolVersion"], "2024-11-05", "{r}");
         assert_eq!(self.post(&initialized_note()).status, 202);
         assert_eq!(self.request("ping", json!({}))["result"], json!({}));
@@ -508,7 +513,7 @@ fn a_pause_reaches_two_legacy_sessions_and_a_streamable_get_stream() {
     a.init();
     let mut b = Legacy::connect(s.port);
     b.init();
-    let sid = streamable_session(s.port, "2025-11-25");
+    let sid = streamable_session_custom(s.port, "2025-11-25");
     let mut g = get_stream(s.port, &sid);
 
     let app = s.client();
@@ -649,7 +654,10 @@ fn stdio_and_sse_clients_share_state_and_both_receive_pauses() {
     // Breakpoints added over stdio, legacy SSE and Streamable HTTP are one list, and a pause is
     // notified on stdio and on the SSE stream alike.
     let s = McpServer::start(&["--mcp-sse"]);
-    let r = s.request("initialize", initialize("2025-11-25")["params"].clone());
+    let r = s.request(
+        "initialize",
+        initialize_custom("2025-11-25")["params"].clone(),
+    );
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     s.notify("notifications/initialized", json!({}));
     let mut l = Legacy::connect(s.port);
@@ -1426,10 +1434,12 @@ fn a_blocking_stateless_request_keeps_its_stream_alive_and_closing_it_cancels_it
 fn a_stateless_listen_stream_carries_pauses_made_over_rest() {
     let s = Server::start(&[]);
     let port = s.port;
-    let body = modern_rpc(
+    // A client that declares the custom notifications in the listen request's envelope.
+    let body = rpc(
         42,
         "subscriptions/listen",
-        json!({"notifications": {"resourceSubscriptions": ["breakpoint://paused"]}}),
+        json!({"notifications": {"resourceSubscriptions": ["breakpoint://paused"]},
+               "_meta": modern_envelope_custom(None)}),
     )
     .to_string();
     let mut listen = Sse::open(
@@ -1467,7 +1477,7 @@ fn a_stateless_listen_stream_carries_pauses_made_over_rest() {
     });
     assert_eq!(resumed["params"]["pause_id"], pause.as_str());
     // A legacy session beside it gets its own notifications, unstamped.
-    let sid = streamable_session(port, "2025-11-25");
+    let sid = streamable_session_custom(port, "2025-11-25");
     let mut g = get_stream(port, &sid);
     let (second, _) = hit(&app, "add");
     let legacy = g.message(deadline(), is_paused(&second));

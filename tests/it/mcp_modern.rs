@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::mcp_stdio::start_paused_call;
-use crate::mcp_support::{tool_json, McpServer};
+use crate::mcp_support::{modern_envelope_custom, tool_json, McpServer, CUSTOM_NOTIFICATIONS};
 use cideldill_server::mcp::tools::TOOLS;
 
 const VERSION: &str = "2026-07-28";
@@ -78,14 +78,29 @@ fn discover_announces_both_eras_and_fixes_the_connection_modern() {
     assert!(d["capabilities"]["tools"].is_object());
     assert_eq!(d["capabilities"]["resources"]["subscribe"], true);
     assert!(d["capabilities"]["prompts"].is_object());
+    // No logging/setLevel here: a listen request names its level in _meta.
+    assert_eq!(d["capabilities"]["logging"], json!({}));
     assert!(
-        d["capabilities"].get("logging").is_none(),
-        "no setLevel here"
+        d["capabilities"]["extensions"][CUSTOM_NOTIFICATIONS]["notifications"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("notifications/breakpoint/execution_paused"))
     );
-    assert!(d["instructions"]
-        .as_str()
-        .unwrap()
-        .contains("breakpoint_wait_for_pause"));
+    let instructions = d["instructions"].as_str().unwrap();
+    assert!(instructions.contains("breakpoint_wait_for_pause"));
+    // How to hear of pauses in this era, and how to opt into the custom notifications.
+    for said in [
+        "subscriptions/listen",
+        "breakpoint://paused",
+        "io.modelcontextprotocol/logLevel",
+        CUSTOM_NOTIFICATIONS,
+    ] {
+        assert!(instructions.contains(said), "{said}: {instructions}");
+    }
+    assert!(
+        !instructions.contains("resources/subscribe"),
+        "{instructions}"
+    );
     assert!(d["ttlMs"].as_u64().unwrap() > 0);
     assert_eq!(d["cacheScope"], "private");
     // The connection is modern now: a handshake is refused, naming what we speak.
@@ -156,10 +171,18 @@ fn a_tool_call_gives_the_legacy_content() {
     let e = modern(
         &s,
         "tools/call",
-        json!({"name": "breakpoint_continue", "arguments": {"pause_id": "nope"}}),
+        json!({"name": "breakpoint_set_behavior", "arguments": {"function_name": "nope", "behavior": "stop"}}),
     );
     assert_eq!(e["result"]["isError"], true);
     assert_complete(&e["result"]);
+    // An unknown pause is answered as the original does, in both eras alike.
+    let args = json!({"pause_id": "nope"});
+    let new = modern_call(&s, "breakpoint_continue", args.clone());
+    let old = legacy.call("breakpoint_continue", args);
+    assert_eq!(new["isError"], false, "{new}");
+    assert_eq!(new["structuredContent"], old["structuredContent"]);
+    assert_eq!(new["structuredContent"]["error"], "pause_not_found");
+    assert_complete(&new);
 }
 
 #[test]
@@ -255,12 +278,13 @@ fn progress_and_cancellation_work_in_the_modern_era() {
 #[test]
 fn a_listen_stream_carries_pauses_until_it_is_cancelled() {
     let s = McpServer::start(&[]);
+    // A client that declares the custom notifications and wants log lines from info up.
     let listen = s.start_request(
         "subscriptions/listen",
-        with_envelope(json!({"notifications": {
+        json!({"notifications": {
             "resourcesListChanged": true,
             "resourceSubscriptions": ["breakpoint://paused"],
-        }})),
+        }, "_meta": modern_envelope_custom(Some("info"))}),
     );
     let ack = s.notification("notifications/subscriptions/acknowledged");
     assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_KEY], listen);
@@ -287,6 +311,13 @@ fn a_listen_stream_carries_pauses_until_it_is_cancelled() {
     assert_eq!(updated["params"]["_meta"][SUBSCRIPTION_KEY], listen);
     let changed = s.notification("notifications/resources/list_changed");
     assert_eq!(changed["params"]["_meta"][SUBSCRIPTION_KEY], listen);
+    let line = s.notification("notifications/message");
+    assert_eq!(line["params"]["_meta"][SUBSCRIPTION_KEY], listen);
+    assert_eq!(line["params"]["level"], "info");
+    assert!(line["params"]["data"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("add paused (breakpoint), pause {pause}")));
     let woke = s.response(&json!(waiting), crate::support::deadline());
     assert_eq!(tool_json(&woke["result"])["paused"], true, "{woke}");
     // Cancelled: no response, and no more notifications on it.
@@ -299,6 +330,51 @@ fn a_listen_stream_carries_pauses_until_it_is_cancelled() {
         })
         .is_none(),
         "the cancelled stream ended"
+    );
+    assert!(s.junk.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_listen_stream_of_a_client_that_did_not_declare_them_gets_no_custom_notifications() {
+    let s = McpServer::start(&[]);
+    // The plain envelope: no capability, no log level.
+    let listen = s.start_request(
+        "subscriptions/listen",
+        with_envelope(json!({"notifications": {
+            "resourceSubscriptions": ["breakpoint://paused", "breakpoint://call-history"]}})),
+    );
+    let ack = s.notification("notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_KEY], listen);
+    modern_call(&s, "breakpoint_add", json!({"function_name": "add"}));
+    let (pause, call_id) = start_paused_call(&s, "add");
+    // Told of the pause through the standard notification it asked for.
+    let updated = s
+        .take(crate::support::deadline(), |m| {
+            m["method"] == "notifications/resources/updated"
+                && m["params"]["uri"] == "breakpoint://paused"
+        })
+        .expect("resources/updated for breakpoint://paused");
+    assert_eq!(updated["params"]["_meta"][SUBSCRIPTION_KEY], listen);
+    modern_call(&s, "breakpoint_continue", json!({"pause_id": pause}));
+    let c = s.http();
+    assert_eq!(c.get_ok(&format!("/api/poll/{pause}"))["status"], "ready");
+    c.post_ok(
+        "/api/call/complete",
+        &crate::support::complete_body(&call_id, &json!(3)),
+    );
+    // The completed call is told too; every message the events caused is in by then.
+    s.take(crate::support::deadline(), |m| {
+        m["method"] == "notifications/resources/updated"
+            && m["params"]["uri"] == "breakpoint://call-history"
+    })
+    .expect("resources/updated for breakpoint://call-history");
+    let unasked = |m: &Value| {
+        let method = m["method"].as_str().unwrap_or("");
+        method.starts_with("notifications/breakpoint/") || method == "notifications/message"
+    };
+    assert!(
+        s.take(Duration::from_millis(500), unasked).is_none(),
+        "no custom notification and no log line without asking"
     );
     assert!(s.junk.lock().unwrap().is_empty());
 }

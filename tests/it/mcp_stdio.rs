@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::mcp_support::{tool_json, McpServer};
+use crate::mcp_support::{tool_json, McpServer, CUSTOM_NOTIFICATIONS};
 use crate::support::{call_start_body, complete_body, deadline, item, pause_id, wait_for};
 use cideldill_server::mcp::tools::TOOLS;
 use cideldill_server::schema;
@@ -49,10 +49,21 @@ fn handshake_negotiates_versions_and_announces_the_server() {
         assert_eq!(res["capabilities"]["resources"]["subscribe"], true);
         assert!(res["capabilities"]["prompts"].is_object());
         assert!(res["capabilities"]["logging"].is_object());
-        assert!(res["instructions"]
-            .as_str()
-            .unwrap()
-            .contains("breakpoint_wait_for_pause"));
+        assert_eq!(
+            res["capabilities"]["experimental"][CUSTOM_NOTIFICATIONS]["notifications"][0],
+            "notifications/breakpoint/execution_paused"
+        );
+        let instructions = res["instructions"].as_str().unwrap();
+        assert!(instructions.contains("breakpoint_wait_for_pause"));
+        // How to hear of pauses in this era, and how to opt into the custom notifications.
+        for said in [
+            "resources/subscribe to breakpoint://paused",
+            "logging/setLevel info",
+            CUSTOM_NOTIFICATIONS,
+            "capabilities.experimental",
+        ] {
+            assert!(instructions.contains(said), "{said}: {instructions}");
+        }
         assert_eq!(s.request("ping", json!({}))["result"], json!({}));
         assert!(
             s.junk.lock().unwrap().is_empty(),
@@ -145,7 +156,8 @@ fn list_methods_paginate_with_cursors() {
 
 #[test]
 fn a_breakpoint_pauses_and_an_agent_inspects_evaluates_and_modifies_it() {
-    let s = McpServer::initialized("2025-11-25");
+    // A client that declared the custom notifications (it watches them below).
+    let s = McpServer::initialized_custom("2025-11-25");
     let http = s.http();
     // State is shared with the REST API both ways.
     s.call_ok(
@@ -262,8 +274,18 @@ fn every_tool_result_matches_its_output_schema() {
     );
     let (p, call_id) = start_paused_call(&s, "add");
     let cid = item(&json!(2), 2)["cid"].clone();
+    // A payload that does not decode: its view carries `error`.
+    let corrupt = crate::support::raw_item(b"not a pickle", 7);
+    http.post_ok(
+        "/api/call/start",
+        &call_start_body("other", vec![corrupt.clone()], json!({})),
+    );
     let calls: Vec<(&str, Value)> = vec![
         ("breakpoint_list_breakpoints", json!({})),
+        // The answers the original gives as results: an unknown pause, an unknown CID.
+        ("breakpoint_continue", json!({"pause_id": "nope"})),
+        ("breakpoint_inspect_object", json!({"cid": "0".repeat(128)})),
+        ("breakpoint_inspect_object", json!({"cid": corrupt["cid"]})),
         ("breakpoint_add", json!({"function_name": "g"})),
         (
             "breakpoint_set_behavior",
@@ -355,16 +377,30 @@ fn every_tool_result_matches_its_output_schema() {
 #[test]
 fn bad_arguments_are_tool_errors_naming_the_parameter() {
     let s = McpServer::initialized("2025-11-25");
+    // A missing required parameter, and a bad limit, have the original's codes.
     let e = s.call_err("breakpoint_add", json!({}));
-    assert_eq!(e["error"], "invalid_arguments");
+    assert_eq!(e["error"], "missing_parameter");
+    assert_eq!(e["parameter"], "function_name");
     assert!(
         e["message"].as_str().unwrap().contains("function_name"),
         "{e}"
     );
     let e = s.call_err("breakpoint_get_call_records", json!({"limit": "5"}));
+    assert_eq!(e["error"], "invalid_limit");
     assert!(e["message"].as_str().unwrap().contains("limit"), "{e}");
     let e = s.call_err("breakpoint_get_call_records", json!({"limit": 0}));
+    assert_eq!(e["error"], "invalid_limit");
     assert!(e["message"].as_str().unwrap().contains("limit"), "{e}");
+    // Other arguments that do not fit the schema.
+    let e = s.call_err("breakpoint_add", json!({"function_name": 5}));
+    assert_eq!(e["error"], "invalid_arguments");
+    assert_eq!(e["parameter"], "function_name");
+    let e = s.call_err(
+        "breakpoint_add",
+        json!({"function_name": "f", "one_shot": "yes", "reset_hits": 1}),
+    );
+    assert_eq!(e["error"], "invalid_arguments");
+    assert!(e.get("parameter").is_none(), "two of them: {e}");
     // Extra parameters are ignored.
     s.call_ok(
         "breakpoint_add",
@@ -391,11 +427,6 @@ fn application_errors_carry_codes_and_hints() {
     let s = McpServer::initialized("2025-06-18");
     let cases = [
         (
-            "breakpoint_continue",
-            json!({"pause_id": "nope"}),
-            "pause_not_found",
-        ),
-        (
             "breakpoint_set_behavior",
             json!({"function_name": "nope", "behavior": "stop"}),
             "breakpoint_not_found",
@@ -421,11 +452,6 @@ fn application_errors_carry_codes_and_hints() {
             "invalid_behavior",
         ),
         (
-            "breakpoint_inspect_object",
-            json!({"cid": "0".repeat(128)}),
-            "cid_not_found",
-        ),
-        (
             "breakpoint_repl_eval",
             json!({"pause_id": "nope", "expression": "1"}),
             "pause_not_found",
@@ -444,6 +470,28 @@ fn application_errors_carry_codes_and_hints() {
     for (tool, args, code) in cases {
         let e = s.call_err(tool, args.clone());
         assert_eq!(e["error"], code, "{tool} {args}: {e}");
+        assert!(!e["message"].as_str().unwrap().is_empty());
+        assert!(!e["hint"].as_str().unwrap().is_empty(), "{tool}: a hint");
+    }
+    // Lookups of unknown ids are answered as the original answers them: a result (isError
+    // false) whose JSON names the error, with the id, a message and a hint.
+    for (tool, args, code, key) in [
+        (
+            "breakpoint_continue",
+            json!({"pause_id": "nope"}),
+            "pause_not_found",
+            "pause_id",
+        ),
+        (
+            "breakpoint_inspect_object",
+            json!({"cid": "0".repeat(128)}),
+            "cid_not_found",
+            "cid",
+        ),
+    ] {
+        let e = s.call_not_found(tool, args.clone());
+        assert_eq!(e["error"], code, "{tool} {args}: {e}");
+        assert_eq!(e[key], args[key], "{tool}: {e}");
         assert!(!e["message"].as_str().unwrap().is_empty());
         assert!(!e["hint"].as_str().unwrap().is_empty(), "{tool}: a hint");
     }
@@ -554,6 +602,25 @@ fn prompts_render_live_state_and_complete_pause_ids() {
     let start = s.request("prompts/get", json!({"name": "debug-session-start"}))["result"].clone();
     let text = start["messages"][0]["content"]["text"].as_str().unwrap();
     assert!(text.contains(&p) && text.contains("\"add\""), "{text}");
+    // It tells the agent how to hear of pauses, in its era, and of the custom notifications.
+    for said in [
+        "resources/subscribe to breakpoint://paused",
+        "logging/setLevel info",
+        CUSTOM_NOTIFICATIONS,
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    let modern = s.request(
+        "prompts/get",
+        json!({"name": "debug-session-start", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}),
+    );
+    // This connection is legacy: the envelope is ignored, the legacy text stays.
+    let again = modern["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(again.contains("resources/subscribe"), "{again}");
     let one = s.request(
         "prompts/get",
         json!({"name": "inspect-paused-call", "arguments": {"pause_id": p}}),
@@ -735,4 +802,121 @@ fn blocking_requests_run_side_by_side_and_stdin_eof_waits_for_them() {
     s.close_stdin();
     let status = s.wait_exit();
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn a_standard_client_hears_of_pauses_through_standard_notifications_only() {
+    // Declares nothing: it subscribes to breakpoint://paused and sets a log level, as the
+    // instructions say.
+    let s = McpServer::initialized("2025-11-25");
+    assert_eq!(
+        s.request("resources/subscribe", json!({"uri": "breakpoint://paused"}))["result"],
+        json!({})
+    );
+    assert_eq!(
+        s.request(
+            "resources/subscribe",
+            json!({"uri": "breakpoint://call-history"})
+        )["result"],
+        json!({})
+    );
+    s.request("logging/setLevel", json!({"level": "debug"}));
+    s.call_ok("breakpoint_add", json!({"function_name": "add"}));
+    // No second pause after the call returns.
+    s.call_ok(
+        "breakpoint_set_after_behavior",
+        json!({"function_name": "add", "behavior": "go"}),
+    );
+    let (p, call_id) = start_paused_call(&s, "add");
+    let updated = s.notification("notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], "breakpoint://paused");
+    let line = s.notification("notifications/message");
+    assert_eq!(line["params"]["level"], "info");
+    assert_eq!(line["params"]["logger"], "cideldill");
+    let text = line["params"]["data"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("add paused (breakpoint), pause {p}")),
+        "{text}"
+    );
+    s.call_ok("breakpoint_continue", json!({"pause_id": p}));
+    let updated = s.notification("notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], "breakpoint://paused");
+    let line = s.notification("notifications/message");
+    assert_eq!(line["params"]["level"], "info");
+    assert!(line["params"]["data"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("add resumed with continue, pause {p}")));
+    let http = s.http();
+    assert_eq!(http.get_ok(&format!("/api/poll/{p}"))["status"], "ready");
+    http.post_ok("/api/call/complete", &complete_body(&call_id, &json!(5)));
+    let line = s.notification("notifications/message");
+    assert_eq!(
+        line["params"]["level"], "debug",
+        "the completion line: {line}"
+    );
+    assert!(line["params"]["data"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("add completed (success), call {call_id}")));
+    // Every message the completion caused is in once its resource update is.
+    s.take(deadline(), |m| {
+        m["method"] == "notifications/resources/updated"
+            && m["params"]["uri"] == "breakpoint://call-history"
+    })
+    .expect("resources/updated for breakpoint://call-history");
+    assert!(
+        s.take(Duration::from_millis(500), |m| m["method"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("notifications/breakpoint/")))
+            .is_none(),
+        "no custom notification for a client that did not declare them"
+    );
+    // At info, the completion line is not sent.
+    let s = McpServer::initialized("2025-06-18");
+    s.request("logging/setLevel", json!({"level": "info"}));
+    s.request(
+        "resources/subscribe",
+        json!({"uri": "breakpoint://call-history"}),
+    );
+    s.call_ok("breakpoint_add", json!({"function_name": "add"}));
+    s.call_ok(
+        "breakpoint_set_after_behavior",
+        json!({"function_name": "add", "behavior": "go"}),
+    );
+    let (p, call_id) = start_paused_call(&s, "add");
+    s.call_ok("breakpoint_continue", json!({"pause_id": p}));
+    let http = s.http();
+    assert_eq!(http.get_ok(&format!("/api/poll/{p}"))["status"], "ready");
+    http.post_ok("/api/call/complete", &complete_body(&call_id, &json!(5)));
+    s.take(deadline(), |m| {
+        m["method"] == "notifications/resources/updated"
+            && m["params"]["uri"] == "breakpoint://call-history"
+    })
+    .expect("resources/updated for breakpoint://call-history");
+    let levels: Vec<Value> = std::iter::from_fn(|| {
+        s.take(Duration::from_millis(300), |m| {
+            m["method"] == "notifications/message"
+        })
+    })
+    .map(|m| m["params"]["level"].clone())
+    .collect();
+    assert_eq!(
+        levels,
+        [json!("info"), json!("info")],
+        "pause and resume only"
+    );
+}
+
+#[test]
+fn a_client_declaring_the_capability_as_an_extension_gets_the_custom_notifications() {
+    // As the 2026 SDKs declare an extension, in a legacy handshake.
+    let s = McpServer::initialized_with(
+        "2025-11-25",
+        json!({"extensions": {CUSTOM_NOTIFICATIONS: {}}}),
+    );
+    s.call_ok("breakpoint_add", json!({"function_name": "add"}));
+    let (p, _) = start_paused_call(&s, "add");
+    let note = s.notification("notifications/breakpoint/execution_paused");
+    assert_eq!(note["params"]["pause_id"], p.as_str());
 }

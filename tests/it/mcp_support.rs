@@ -13,6 +13,30 @@ use serde_json::{json, Value};
 
 use crate::support::{deadline, http, wait_for_port, Client, Resp, TempDir};
 
+/// The capability a client declares to receive the custom `notifications/breakpoint/*`.
+pub const CUSTOM_NOTIFICATIONS: &str = "io.github.curtcox.cideldill/notifications";
+
+/// Client capabilities declaring the custom notifications (as `experimental`, where a client of
+/// the legacy revisions puts what is not in MCP).
+pub fn custom_capabilities() -> Value {
+    json!({"experimental": {CUSTOM_NOTIFICATIONS: {}}})
+}
+
+/// The envelope of a 2026-07-28 request whose client declares the custom notifications (as
+/// `extensions`, where the SDKs of that revision put an extension) and wants log lines from
+/// `log_level` up, when given.
+pub fn modern_envelope_custom(log_level: Option<&str>) -> Value {
+    let mut env = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {CUSTOM_NOTIFICATIONS: {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
+    });
+    if let Some(level) = log_level {
+        env["io.modelcontextprotocol/logLevel"] = json!(level);
+    }
+    env
+}
+
 /// A server started with `--mcp`, and a client on its stdin/stdout.
 pub struct McpServer {
     child: Option<Child>,
@@ -137,10 +161,22 @@ impl McpServer {
         }
     }
 
-    /// Starts and completes the handshake with `version`.
+    /// Starts and completes the handshake with `version`, as a client declaring no capability
+    /// (it gets no custom notification).
     pub fn initialized(version: &str) -> McpServer {
+        McpServer::initialized_with(version, json!({}))
+    }
+
+    /// Starts and completes the handshake with `version`, as a client declaring the custom
+    /// `notifications/breakpoint/*`.
+    pub fn initialized_custom(version: &str) -> McpServer {
+        McpServer::initialized_with(version, custom_capabilities())
+    }
+
+    /// Starts and completes the handshake with `version` and these client capabilities.
+    pub fn initialized_with(version: &str, capabilities: Value) -> McpServer {
         let s = McpServer::start(&[]);
-        let r = s.request("initialize", json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}));
+        let r = s.request("initialize", json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "it", "version": "1"}}));
         assert_eq!(r["result"]["protocolVersion"], version, "{r}");
         s.notify("notifications/initialized", json!({}));
         s
@@ -236,6 +272,16 @@ impl McpServer {
         tool_json(&r)
     }
 
+    /// Calls a tool whose answer is an error named in a normal result (`isError: false`), as
+    /// the original server answers lookups of unknown ids; returns the JSON.
+    pub fn call_not_found(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone());
+        assert_eq!(r["isError"], false, "{tool} {args}: {r}");
+        let data = tool_json(&r);
+        assert!(data["error"].is_string(), "{tool} {args}: {r}");
+        data
+    }
+
     /// Calls a tool that must fail; returns the error JSON.
     pub fn call_err(&self, tool: &str, args: Value) -> Value {
         let r = self.call(tool, args.clone());
@@ -300,12 +346,22 @@ pub fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-/// An `initialize` request asking for `version`.
+/// An `initialize` request asking for `version`, declaring no capability.
 pub fn initialize(version: &str) -> Value {
+    initialize_with(version, json!({}))
+}
+
+/// An `initialize` request asking for `version`, declaring the custom notifications.
+pub fn initialize_custom(version: &str) -> Value {
+    initialize_with(version, custom_capabilities())
+}
+
+/// An `initialize` request asking for `version` with these client capabilities.
+pub fn initialize_with(version: &str, capabilities: Value) -> Value {
     rpc(
         0,
         "initialize",
-        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it-http", "version": "1"}}),
+        json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "it-http", "version": "1"}}),
     )
 }
 
@@ -331,7 +387,17 @@ pub fn mcp_post(port: u16, session: Option<&str>, body: impl std::fmt::Display) 
 /// ASCII characters) and `notifications/initialized` (202); the session id, or the refusal of
 /// the `initialize`.
 pub fn try_session(port: u16, version: &str) -> Result<String, Resp> {
-    let r = mcp_post(port, None, initialize(version));
+    try_session_with(port, initialize(version))
+}
+
+/// [`try_session`] with this `initialize` request.
+pub fn try_session_with(port: u16, init: Value) -> Result<String, Resp> {
+    let version = init["params"]["protocolVersion"]
+        .as_str()
+        .expect("initialize names a version")
+        .to_owned();
+    let version = version.as_str();
+    let r = mcp_post(port, None, init);
     if r.status != 200 {
         return Err(r);
     }
@@ -356,4 +422,10 @@ pub fn try_session(port: u16, version: &str) -> Result<String, Resp> {
 /// Initializes a Streamable HTTP session (as [`try_session`]) and returns its id.
 pub fn streamable_session(port: u16, version: &str) -> String {
     try_session(port, version).unwrap_or_else(|r| panic!("initialize: {} {}", r.status, r.text()))
+}
+
+/// Initializes a Streamable HTTP session declaring the custom notifications; returns its id.
+pub fn streamable_session_custom(port: u16, version: &str) -> String {
+    try_session_with(port, initialize_custom(version))
+        .unwrap_or_else(|r| panic!("initialize: {} {}", r.status, r.text()))
 }

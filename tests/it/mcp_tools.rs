@@ -287,13 +287,10 @@ fn call_records_are_newest_first_with_limits() {
         (e100["call_id"].as_str(), e100["exception"]["type"].as_str()),
         (Some("e100"), Some("ValueError"))
     );
-    // 61: limit 0 is refused by the schema.
-    assert!(
-        s.call_err("breakpoint_get_call_records", json!({"limit": 0}))["message"]
-            .as_str()
-            .unwrap()
-            .contains(">= 1")
-    );
+    // 61: limit 0 is refused by the schema, with the original's code.
+    let e = s.call_err("breakpoint_get_call_records", json!({"limit": 0}));
+    assert!(e["message"].as_str().unwrap().contains(">= 1"), "{e}");
+    assert_eq!(e["error"], "invalid_limit");
 }
 
 // Defect: the tool lacked the process, source and search filters of GET /api/call-records.
@@ -468,11 +465,18 @@ fn inspect_shows_placeholders_and_survives_corrupt_payloads() {
     let ph = raw_item(&corpus_pickle("placeholder_nested_socket"), 2);
     let corrupt = raw_item(&[0x80, 0x04, 0x95, 0xff, 0xff, b'}'], 3);
     let dataclass = raw_item(&corpus_pickle("exc_zero_division"), 4);
+    // The original's own corrupt payload.
+    let not_a_pickle = raw_item(b"not a pickle", 5);
     s.http().post_ok(
         "/api/call/start",
         &call_start_body(
             "f",
-            vec![ph.clone(), corrupt.clone(), dataclass.clone()],
+            vec![
+                ph.clone(),
+                corrupt.clone(),
+                dataclass.clone(),
+                not_a_pickle.clone(),
+            ],
             json!({}),
         ),
     );
@@ -482,12 +486,28 @@ fn inspect_shows_placeholders_and_survives_corrupt_payloads() {
         "{v}"
     );
     assert!(v["attributes"].is_object());
-    // 74: corrupt bytes give a clear failure, not an error of the server.
-    let v = s.call_ok("breakpoint_inspect_object", json!({"cid": corrupt["cid"]}));
-    assert!(
-        v["repr"].as_str().unwrap().contains("unavailable") || v.get("error").is_some(),
-        "{v}"
-    );
+    assert!(v.get("error").is_none(), "a placeholder decodes: {v}");
+    // 74: corrupt bytes give a clear failure, not an error of the server: the view says why
+    // and, as in the original, `error` is deserialization_failed (a result, not isError).
+    for bad in [&corrupt, &not_a_pickle] {
+        let r = s.call("breakpoint_inspect_object", json!({"cid": bad["cid"]}));
+        assert_eq!(r["isError"], false, "{r}");
+        let v = crate::mcp_support::tool_json(&r);
+        assert_eq!(r["structuredContent"], v, "{r}");
+        assert_eq!(v["error"], "deserialization_failed", "{v}");
+        assert_eq!(v["cid"], bad["cid"]);
+        assert!(v["repr"].as_str().unwrap().contains("unavailable"), "{v}");
+        assert!(v["type"].is_string() && v["attributes"].is_object(), "{v}");
+    }
+    // An unknown CID: the original's answer, a result naming the error (not isError).
+    let unknown = "0".repeat(128);
+    let r = s.call("breakpoint_inspect_object", json!({"cid": unknown}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v = crate::mcp_support::tool_json(&r);
+    assert_eq!(r["structuredContent"], v, "{r}");
+    assert_eq!(v["error"], "cid_not_found", "{v}");
+    assert_eq!(v["cid"], unknown.as_str());
+    assert!(v["message"].is_string() && v["hint"].is_string(), "{v}");
     // 71: type, repr and attributes.
     let v = s.call_ok(
         "breakpoint_inspect_object",
@@ -495,6 +515,7 @@ fn inspect_shows_placeholders_and_survives_corrupt_payloads() {
     );
     assert_eq!(v["repr"], "ZeroDivisionError('division by zero')");
     assert_eq!(v["type"], "ZeroDivisionError");
+    assert!(v.get("error").is_none(), "{v}");
 }
 
 #[test]
