@@ -70,6 +70,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
         return Ok((Store::memory(), state));
     };
     let (mut n_records, mut n_history) = (0, 0);
+    let mut settings = None;
     // Records stream through the bounded window (the file keeps them all; listings read
     // the older ones back from it through the index).
     let (store, recovered) = Store::open_with(path, &mut |kind, value| match kind {
@@ -93,6 +94,10 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
                 None => IndexKey::default(),
             }
         }
+        RecordKind::Settings => {
+            settings = Some(value);
+            IndexKey::default()
+        }
     })
     .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
     // Records and the store's index then share one copy of each digest.
@@ -113,6 +118,9 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
             recovered.dropped_records,
             recovered.truncated_bytes
         );
+    }
+    if let Some(newest) = settings {
+        crate::service::restore_settings(&mut state.breakpoints, &newest, path);
     }
     Ok((store, state))
 }

@@ -58,6 +58,9 @@ pub struct Shared {
     /// MCP sessions open (agents connected), kept by the MCP server for the status line.
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
+    /// Held by a change of the breakpoint settings until its snapshot is written (taken before
+    /// `state`), so snapshots reach the database in the order of the changes.
+    settings_writer: Mutex<()>,
 }
 
 impl Shared {
@@ -76,6 +79,7 @@ impl Shared {
             verified: Mutex::new(crate::cas::Verified::default()),
             mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
             state: Mutex::new(state),
+            settings_writer: Mutex::new(()),
         }
     }
 
@@ -96,6 +100,14 @@ impl Shared {
             store: &self.store,
             cache: &self.renders,
         }
+    }
+
+    /// The turn to change the breakpoint settings (see `service::settings`; poisoning
+    /// recovered: it guards no data).
+    pub fn settings_writer(&self) -> MutexGuard<'_, ()> {
+        self.settings_writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Locks the state.

@@ -848,14 +848,17 @@ mod tests {
     #[test]
     fn a_replacement_is_announced_when_the_call_does_not_pause() {
         let s = shared();
-        set_global(&s, Global::Go);
-        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None);
+        set_global(&s, Global::Go).unwrap();
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None)
+            .unwrap();
         crate::service::function_register(
             &s,
             &body(json!({"function_name": "g", "signature": "(x)"})),
         )
         .unwrap();
-        crate::service::set_replacement(&s, "f", "g").unwrap();
+        crate::service::set_replacement(&s, "f", "g")
+            .unwrap()
+            .unwrap();
         let answer = start(&s, &start_body("f", &[])).unwrap();
         assert_eq!(answer["action"], "replace");
         assert_eq!(answer["function_name"], "g");
@@ -892,7 +895,7 @@ mod tests {
         use crate::service::testing::complete;
         let s = shared();
         crate::service::breakpoint_add(&s, &body(json!({"function_name": "f"}))).unwrap();
-        set_global(&s, Global::Exception);
+        set_global(&s, Global::Exception).unwrap();
         let finish = |status: Value, extra: Value| {
             let call_id = start(&s, &start_body("f", &[])).unwrap()["call_id"]
                 .as_str()

@@ -756,7 +756,7 @@ mod tests {
     fn status_counts_and_com_errors() {
         let s = shared();
         record_call(&s, "f", &json!(1));
-        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Keep, None);
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Keep, None).unwrap();
         let st = server_status(&s);
         assert_eq!(
             (
