@@ -200,7 +200,7 @@ pub(super) fn persisted<T>(
     let _writer = shared.settings_writer();
     let mut st = shared.lock();
     let before = st.breakpoints.settings();
-    let out = change(&mut *st);
+    let out = change(&mut st);
     if !shared.store.is_durable() {
         return Ok(out);
     }
