@@ -5,7 +5,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::breakpoints::{Breakpoints, Functions, Logbook};
+use crate::breakpoints::{Breakpoints, Functions, Logbook, Settings};
 use crate::calls::Calls;
 use crate::config::Config;
 use crate::events::{Bus, Event, EventKind};
@@ -58,9 +58,10 @@ pub struct Shared {
     /// MCP sessions open (agents connected), kept by the MCP server for the status line.
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
-    /// Held by a change of the breakpoint settings until its snapshot is written (taken before
+    /// The breakpoint settings the database holds (`None` after a failed write: unknown).
+    /// Held by a change of the settings until its snapshot is written (taken before
     /// `state`), so snapshots reach the database in the order of the changes.
-    settings_writer: Mutex<()>,
+    settings_writer: Mutex<Option<Settings>>,
 }
 
 impl Shared {
@@ -69,6 +70,9 @@ impl Shared {
     }
 
     pub fn with_interner(config: Config, store: Store, state: State, interner: Interner) -> Shared {
+        // What the database holds: the settings restored from it (or none, which reads as
+        // these defaults).
+        let written = state.breakpoints.settings();
         Shared {
             config,
             store,
@@ -79,7 +83,7 @@ impl Shared {
             verified: Mutex::new(crate::cas::Verified::default()),
             mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
             state: Mutex::new(state),
-            settings_writer: Mutex::new(()),
+            settings_writer: Mutex::new(Some(written)),
         }
     }
 
@@ -102,9 +106,9 @@ impl Shared {
         }
     }
 
-    /// The turn to change the breakpoint settings (see `service::settings`; poisoning
-    /// recovered: it guards no data).
-    pub fn settings_writer(&self) -> MutexGuard<'_, ()> {
+    /// The turn to change the breakpoint settings, with the settings last written (see
+    /// `service::settings`; poisoning recovered: a lost value only means one more write).
+    pub fn settings_writer(&self) -> MutexGuard<'_, Option<Settings>> {
         self.settings_writer
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -292,6 +292,8 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         });
         if st.breakpoints.disarm_if_one_shot(&method_name) {
             st.emit(EventKind::BreakpointsChanged);
+            drop(st);
+            super::settings::write_current(shared);
         }
         let mut out = poll_action(shared, &pause_id);
         out.insert("call_id".into(), json!(call_id));
@@ -668,10 +670,14 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         pause_reason: pause.reason.into(),
         paused_at: now,
     });
-    if st.breakpoints.disarm_if_one_shot(&method_name) {
+    let disarmed = st.breakpoints.disarm_if_one_shot(&method_name);
+    if disarmed {
         st.emit(EventKind::BreakpointsChanged);
     }
     drop(st);
+    if disarmed {
+        super::settings::write_current(shared);
+    }
     // The after-pause answer carries no call_id (protocol doc §2.9).
     Ok(Value::Object(poll_action(shared, &pause_id)))
 }

@@ -6,9 +6,13 @@
 //!
 //! Snapshots are written in the order of the changes: one writer at a time
 //! (`Shared::settings_writer`) takes the state lock, changes, takes the snapshot, releases the
-//! state lock, then writes (the fsync happens without the state lock). A change that leaves
-//! the settings as they were writes nothing. If the write fails, the settings go back to the
-//! snapshot before the change and the change is answered with `storage_error`.
+//! state lock, then writes (the fsync happens without the state lock). Settings equal to the
+//! ones the database holds are not written again. If the write fails, the settings go back to
+//! the snapshot before the change and the change is answered with `storage_error`.
+//!
+//! The calls change one setting themselves: a one-shot breakpoint switches to `go` after its
+//! first pause; `write_current` writes that after the pause (a failure there is logged and
+//! the next change writes it).
 //!
 //! The body of a snapshot (version 1):
 //!
@@ -197,25 +201,19 @@ pub(super) fn persisted<T>(
     shared: &Shared,
     change: impl FnOnce(&mut State) -> T,
 ) -> Result<T, ApiError> {
-    let _writer = shared.settings_writer();
+    let mut written = shared.settings_writer();
     let mut st = shared.lock();
+    if !shared.store.is_durable() {
+        return Ok(change(&mut st));
+    }
     let before = st.breakpoints.settings();
     let out = change(&mut st);
-    if !shared.store.is_durable() {
-        return Ok(out);
-    }
     let after = st.breakpoints.settings();
     drop(st);
-    if after == before {
-        return Ok(out);
-    }
-    let record = to_disk(&after);
-    match shared
-        .store
-        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
-    {
+    match write(shared, &mut written, after) {
         Ok(()) => Ok(out),
         Err(err) => {
+            *written = None;
             log::error!("settings write failed: {err}; the change is undone");
             let mut st = shared.lock();
             st.breakpoints.restore(&before);
@@ -223,6 +221,38 @@ pub(super) fn persisted<T>(
             Err(ApiError::storage(&err))
         }
     }
+}
+
+/// Writes the settings as they are now, unless they were written so: for changes the calls
+/// make themselves (a one-shot breakpoint switching to `go` after its pause). A failure is
+/// logged; the next change writes them.
+pub fn write_current(shared: &Shared) {
+    if !shared.store.is_durable() {
+        return;
+    }
+    let mut written = shared.settings_writer();
+    let now = shared.lock().breakpoints.settings();
+    if let Err(err) = write(shared, &mut written, now) {
+        *written = None;
+        log::error!("settings write failed: {err}; the next change of the settings writes them");
+    }
+}
+
+/// Appends `settings` unless they are the ones last written.
+fn write(
+    shared: &Shared,
+    written: &mut Option<Settings>,
+    settings: Settings,
+) -> std::io::Result<()> {
+    if written.as_ref() == Some(&settings) {
+        return Ok(());
+    }
+    let record = to_disk(&settings);
+    shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])?;
+    *written = Some(settings);
+    Ok(())
 }
 
 #[cfg(test)]

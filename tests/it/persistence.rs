@@ -694,3 +694,35 @@ fn a_database_without_settings_opens_with_none() {
     );
     assert!(!server.stderr().contains("restored"), "{}", server.stderr());
 }
+
+#[test]
+fn a_one_shot_breakpoint_stays_disarmed_after_a_restart() {
+    let home = TempDir::new("one-shot");
+    let db = home.path().join("o.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "once", "one_shot": true, "behavior": "stop"}),
+    );
+    pause_id(&start_with(&c, "once", 1));
+    let listing = c.get_ok("/api/breakpoints");
+    assert_eq!(listing["breakpoint_behaviors"]["once"], "go", "{listing}");
+    // The pause was answered after the switch to go was written.
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    let restored = c.get_ok("/api/breakpoints");
+    assert_eq!(
+        restored["breakpoint_behaviors"], listing["breakpoint_behaviors"],
+        "{restored}"
+    );
+    assert_eq!(
+        restored["breakpoint_after_behaviors"],
+        listing["breakpoint_after_behaviors"]
+    );
+    assert_eq!(restored["breakpoint_one_shot"], json!(["once"]));
+    assert_eq!(start_with(&c, "once", 2)["action"], "continue");
+}
