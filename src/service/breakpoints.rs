@@ -623,23 +623,56 @@ pub fn breakpoint_history(
     offset: usize,
     limit: usize,
 ) -> BreakpointHistory {
-    let page = if shared.store.is_durable() {
-        let key = records::key_hash(name);
-        let mut scratch = Interner::default();
-        read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit)
-            .0
-            .into_iter()
-            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
-            .filter(|h| &*h.call.method == name)
-            .collect()
-    } else {
-        shared.lock().records.history(name, offset, limit)
-    };
+    let (page, _) = history_entries(shared, name, offset, limit);
     let store_render = shared.render();
     let render = store_render.limited();
     BreakpointHistory {
         function_name: name.to_owned(),
         history: page.iter().map(|h| h.to_json(&render)).collect(),
+    }
+}
+
+/// One history entry of a function by its id, in its wire shape (the entries are searched
+/// newest first; the function need not have a breakpoint now).
+pub fn breakpoint_history_entry(shared: &Shared, name: &str, id: &str) -> Option<Value> {
+    const STEP: usize = 500;
+    let mut offset = 0;
+    loop {
+        let (page, read) = history_entries(shared, name, offset, STEP);
+        if let Some(h) = page.iter().find(|h| &*h.id == id) {
+            let store_render = shared.render();
+            return Some(h.to_json(&store_render.limited()));
+        }
+        if read < STEP {
+            return None;
+        }
+        offset += STEP;
+    }
+}
+
+/// A page of a function's history entries, newest first, and how many entries were read for
+/// it (more than the page holds when other functions share the name's index key).
+fn history_entries(
+    shared: &Shared,
+    name: &str,
+    offset: usize,
+    limit: usize,
+) -> (Vec<HistoryEntry>, usize) {
+    if shared.store.is_durable() {
+        let key = records::key_hash(name);
+        let mut scratch = Interner::default();
+        let (stored, _) = read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit);
+        let read = stored.len();
+        let page = stored
+            .into_iter()
+            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
+            .filter(|h| &*h.call.method == name)
+            .collect();
+        (page, read)
+    } else {
+        let page = shared.lock().records.history(name, offset, limit);
+        let read = page.len();
+        (page, read)
     }
 }
 

@@ -726,3 +726,35 @@ fn a_one_shot_breakpoint_stays_disarmed_after_a_restart() {
     assert_eq!(restored["breakpoint_one_shot"], json!(["once"]));
     assert_eq!(start_with(&c, "once", 2)["action"], "continue");
 }
+
+#[test]
+fn the_history_of_a_removed_breakpoint_is_still_shown_after_a_restart() {
+    let home = TempDir::new("removed-history");
+    let db = home.path().join("h.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let call_id = one_call(&server, "f", &json!(1), &json!(2));
+    assert_eq!(server.client().delete("/api/breakpoints/f").status, 200);
+    server.signal_and_wait("-TERM");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/breakpoints")["breakpoints"], json!([]));
+    let history = c.get_ok("/api/breakpoints/f/history")["history"].clone();
+    assert_eq!(
+        history[0]["call_data"]["call_id"],
+        call_id.as_str(),
+        "{history}"
+    );
+    let page = c.get("/breakpoint/f/history");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text().contains("has no breakpoint now"),
+        "{}",
+        page.text()
+    );
+    let id = history[0]["id"].as_str().unwrap();
+    let entry = c.get(&format!("/breakpoint/f/history/{id}"));
+    assert_eq!(entry.status, 200);
+    assert!(entry.text().contains(&call_id), "{}", entry.text());
+}
