@@ -70,7 +70,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
         return Ok((Store::memory(), state));
     };
     let (mut n_records, mut n_history) = (0, 0);
-    let mut settings = None;
+    let mut settings = crate::service::SettingsLoader::default();
     // Records stream through the bounded window (the file keeps them all; listings read
     // the older ones back from it through the index).
     let (store, recovered) = Store::open_with(path, &mut |kind, value| match kind {
@@ -95,7 +95,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
             }
         }
         RecordKind::Settings => {
-            settings = Some(value);
+            settings.add(&value);
             IndexKey::default()
         }
     })
@@ -119,9 +119,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
             recovered.truncated_bytes
         );
     }
-    if let Some(newest) = settings {
-        crate::service::restore_settings(&mut state.breakpoints, &newest, path);
-    }
+    settings.restore(&mut state.breakpoints, path);
     Ok((store, state))
 }
 

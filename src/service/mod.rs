@@ -27,7 +27,7 @@ pub use pauses::*;
 pub use processes::*;
 pub use records::*;
 pub use repl::*;
-pub use settings::restore_settings;
+pub use settings::SettingsLoader;
 
 use std::borrow::Cow;
 
