@@ -449,6 +449,42 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_changes_reach_the_database_in_their_order() {
+        use crate::service::testing::{body, Durable};
+        let d = Durable::new(10);
+        let s = &d.shared;
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                scope.spawn(move || {
+                    for i in 0..25 {
+                        let name = format!("f{}", i % 5);
+                        let cond = format!("args[0] == {t}{i}");
+                        crate::service::breakpoint_add(
+                            s,
+                            &body(json!({"function_name": name, "condition": cond})),
+                        )
+                        .unwrap();
+                        if i % 3 == t % 3 {
+                            crate::service::breakpoint_remove(s, &name).unwrap();
+                        }
+                        let g = [Global::Go, Global::Stop, Global::Exception][(i + t) % 3];
+                        crate::service::set_global(s, g).unwrap();
+                    }
+                });
+            }
+        });
+        let (at, _) = s
+            .store
+            .index_page(RecordKind::Settings, &|_| true, 0, 10_000)
+            .unwrap();
+        let mut loader = SettingsLoader::default();
+        for &o in at.iter().rev() {
+            loader.add(&s.store.read_record(o).unwrap().1);
+        }
+        assert_eq!(loader.settings(), Some(s.lock().breakpoints.settings()));
+    }
+
+    #[test]
     fn restoring_keeps_the_counts_of_unchanged_breakpoints() {
         let mut bp = Breakpoints::default();
         bp.add("f");

@@ -232,7 +232,8 @@ pub fn docs() -> Html {
     let mut out = String::from(
         "<div class=\"bar\"><h1>REST API</h1><a href=\"/openapi.json\">OpenAPI document</a></div>\
          <p class=\"meta\">Every endpoint of this server, as <a href=\"/openapi.json\">/openapi.json</a> \
-         describes it (also at <code>/api/openapi.json</code>). Bodies and answers are JSON.</p>\
+         describes it (also at <code>/api/openapi.json</code>). Bodies and answers are JSON, but for \
+         the browser debug client's script.</p>\
          <div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Method</th>\
          <th scope=\"col\">Path</th><th scope=\"col\">What it does</th></tr></thead><tbody>",
     );
