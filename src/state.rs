@@ -59,8 +59,8 @@ pub struct Shared {
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
     /// The breakpoint settings the database holds (`None` after a failed write: unknown).
-    /// Held by a change of the settings until its snapshot is written (taken before
-    /// `state`), so snapshots reach the database in the order of the changes.
+    /// Held by a change of the settings until its record is written (taken before `state`),
+    /// so records reach the database in the order of the changes.
     settings_writer: Mutex<Option<Settings>>,
 }
 
@@ -106,12 +106,16 @@ impl Shared {
         }
     }
 
-    /// The turn to change the breakpoint settings, with the settings last written (see
-    /// `service::settings`; poisoning recovered: a lost value only means one more write).
+    /// The turn to change the breakpoint settings, with the settings the database holds (see
+    /// `service::settings`). Poisoning is recovered as "unknown": the next write holds every
+    /// setting.
     pub fn settings_writer(&self) -> MutexGuard<'_, Option<Settings>> {
-        self.settings_writer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.settings_writer.lock().unwrap_or_else(|e| {
+            let mut written = e.into_inner();
+            *written = None;
+            self.settings_writer.clear_poison();
+            written
+        })
     }
 
     /// Locks the state.
