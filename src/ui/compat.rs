@@ -5,7 +5,6 @@
 //! `/frame/call/<call_id>/<i>`) and `/breakpoint/<name>/history/<record_id>` (one history
 //! entry). Every value is escaped; no page has inline code.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -42,29 +41,16 @@ fn ref_text(v: &Value) -> String {
 /// snapshot, and the stored objects by CID, newest first (`?offset=N` pages them).
 pub fn objects(shared: &Shared, query: &[(String, String)]) -> Html {
     let mut out = String::from("<div class=\"bar\"><h1>Objects</h1></div>");
-    // Newest snapshot of each (process, client ref).
-    let snapshots = service::snapshots(shared, None, None);
-    let list = snapshots["snapshots"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    let mut newest: BTreeMap<(String, String), &Value> = BTreeMap::new();
-    for s in list {
-        let key = (
-            s["process_key"].as_str().unwrap_or("").to_owned(),
-            ref_text(&s["client_ref"]),
-        );
-        newest.insert(key, s);
-    }
-    let mut rows: Vec<(&(String, String), &&Value)> = newest.iter().collect();
-    rows.sort_by(|a, b| {
-        let at = |v: &Value| v["at"].as_f64().unwrap_or(0.0);
-        at(b.1).total_cmp(&at(a.1))
-    });
+    let (rows, total) = service::client_objects(shared, CLIENT_OBJECTS);
     let _ = write!(
         out,
         "<h2>Client objects</h2><p class=\"meta\">Values the program sent with a client ref \
-         (the same object in later calls), {} in all; each with what it was last seen as.</p>",
-        rows.len()
+         (the same object in later calls), {total} in all{}; each with what it was last seen as.</p>",
+        if total > rows.len() {
+            format!(", the newest {} shown", rows.len())
+        } else {
+            String::new()
+        }
     );
     if rows.is_empty() {
         out.push_str("<p class=\"empty\">No client object was seen yet.</p>");
@@ -74,13 +60,15 @@ pub fn objects(shared: &Shared, query: &[(String, String)]) -> Html {
              <th scope=\"col\">Process</th><th scope=\"col\">Last seen</th><th scope=\"col\">As</th>\
              <th scope=\"col\">In</th><th scope=\"col\">Value</th></tr></thead><tbody>",
         );
-        for ((process, client_ref), s) in rows.iter().take(CLIENT_OBJECTS) {
+        for s in &rows {
+            let process = s["process_key"].as_str().unwrap_or("");
+            let client_ref = ref_text(&s["client_ref"]);
             let _ = write!(
                 out,
                 "<tr><td><a href=\"{}\"><code>ref:{}</code></a></td><td><code>{}</code></td>\
                  <td>{}</td><td>{}</td><td><code>{}</code></td><td><code class=\"value\">{}</code></td></tr>",
-                esc(&ref_href(process, client_ref)),
-                esc(client_ref),
+                esc(&ref_href(process, &client_ref)),
+                esc(&client_ref),
                 esc(process),
                 time(s["at"].as_f64().unwrap_or(0.0)),
                 esc(s["role"].as_str().unwrap_or("")),
