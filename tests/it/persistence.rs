@@ -758,3 +758,52 @@ fn the_history_of_a_removed_breakpoint_is_still_shown_after_a_restart() {
     assert_eq!(entry.status, 200);
     assert!(entry.text().contains(&call_id), "{}", entry.text());
 }
+
+#[test]
+fn settings_changed_through_mcp_tools_survive_a_restart() {
+    use crate::mcp_support::{mcp_post, rpc, streamable_session};
+    let home = TempDir::new("settings-mcp");
+    let db = home.path().join("m.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let sid = streamable_session(server.port, "2025-11-25");
+    let call = |id: i64, tool: &str, arguments: Value| {
+        let r = mcp_post(
+            server.port,
+            Some(&sid),
+            rpc(
+                id,
+                "tools/call",
+                json!({"name": tool, "arguments": arguments}),
+            ),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["result"]["isError"], false, "{tool}: {}", r.text());
+    };
+    call(
+        1,
+        "breakpoint_add",
+        json!({"function_name": "f", "condition": "args[0] == 2", "one_shot": true}),
+    );
+    call(2, "breakpoint_add", json!({"function_name": "g"}));
+    call(
+        3,
+        "breakpoint_set_after_behavior",
+        json!({"function_name": "f", "behavior": "exception"}),
+    );
+    call(4, "breakpoint_remove", json!({"function_name": "g"}));
+    call(
+        5,
+        "breakpoint_set_default_behavior",
+        json!({"behavior": "go"}),
+    );
+    let listing = server.client().get_ok("/api/breakpoints");
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/breakpoints"), listing);
+    assert_eq!(listing["breakpoints"], json!(["f"]));
+    assert_eq!(listing["breakpoint_after_behaviors"]["f"], "exception");
+    assert_eq!(c.get_ok("/api/behavior"), json!({"behavior": "go"}));
+}
