@@ -48,12 +48,15 @@
 //!   For a JSON record the body is compact JSON text.
 //! ```
 //!
-//! Settings snapshots (the breakpoints and behaviours, [`RecordKind::Settings`]) share kind 3
-//! with history entries: a reader that knows no settings (and drops a record of an unknown
-//! kind, or cuts it off as a torn tail) reads them as history entries it cannot parse and skips
-//! them, so an older server opens a newer file without losing anything. They are told apart
-//! by their body: a JSON object with a `"settings"` key and no `"id"` (every history entry has
-//! an `"id"`). In the `.idx` file (derived, rebuilt at every open) they have kind 4.
+//! Settings records (changes of the breakpoints and behaviours, [`RecordKind::Settings`]) share
+//! kind 3 with history entries. A new kind byte would not verify in a server of the previous
+//! version (no settings records): it would drop such a record, or cut it off as a torn tail
+//! when it is the last one. With kind 3 that server reads them as history entries it cannot
+//! parse and skips them, so it opens a newer file without a warning and without losing
+//! anything. They are told apart by their body: a JSON object with a `"settings"` key and no
+//! `"id"` (every history entry has an `"id"`). In the `.idx` file (derived, rebuilt at every
+//! open) they have kind 4. The file version stays 2: a version bump would make the previous
+//! server refuse the file.
 //!
 //! On open the file is scanned from the start and every record is verified
 //! (record magic, header check, known kind/format, zero reserved bytes, body
@@ -122,15 +125,16 @@ impl Format {
 pub enum RecordKind {
     CallRecord,
     History,
-    /// A snapshot of the breakpoint settings: a JSON object with a [`SETTINGS_KEY`] key and no
-    /// `"id"` (stored with the history entries' kind byte; see the module doc).
+    /// A change of the breakpoint settings (`service::settings`): a JSON object with a
+    /// [`SETTINGS_KEY`] key and no `"id"` (stored with the history entries' kind byte; see the
+    /// module doc).
     Settings,
 }
 
 /// The key that marks a settings record's body.
 pub const SETTINGS_KEY: &str = "settings";
 
-/// Whether a JSON body of kind 3 is a settings snapshot rather than a history entry.
+/// Whether a JSON body of kind 3 is a settings record rather than a history entry.
 fn is_settings(v: &serde_json::Value) -> bool {
     v.as_object()
         .is_some_and(|m| m.contains_key(SETTINGS_KEY) && !m.contains_key("id"))
