@@ -1,7 +1,9 @@
 //! Breakpoints with their before/after behaviors and replacements, the global default
 //! behavior, and the function registry. Each change is one critical section that emits one
 //! `BreakpointsChanged` (or `FunctionsChanged`) event. The typed operations (`add_breakpoint`,
-//! `set_before`, ...) serve every face; the `breakpoint_*` functions parse REST bodies.
+//! `set_before`, ...) serve every face; the `breakpoint_*` functions parse REST bodies. With a
+//! database, every change of the breakpoint settings is written before it returns
+//! (`settings::persisted`; the function registry and hit counts are not kept).
 
 use std::collections::BTreeMap;
 
