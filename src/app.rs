@@ -69,6 +69,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
         return Ok((Store::memory(), state));
     };
     let (mut n_records, mut n_history) = (0, 0);
+    let mut settings = crate::service::SettingsLoader::default();
     // Records stream through the bounded window (the file keeps them all; listings read
     // the older ones back from it through the index).
     let (store, recovered) = Store::open_with(path, &mut |kind, value| match kind {
@@ -92,6 +93,10 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
                 None => IndexKey::default(),
             }
         }
+        RecordKind::Settings => {
+            settings.add(&value);
+            IndexKey::default()
+        }
     })
     .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
     // Records and the store's index then share one copy of each digest.
@@ -113,6 +118,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
             recovered.truncated_bytes
         );
     }
+    settings.restore(&mut state.breakpoints, path);
     Ok((store, state))
 }
 

@@ -379,6 +379,77 @@ impl Breakpoints {
     }
 }
 
+/// What a database keeps of the breakpoints (`Breakpoints::settings`): every setting, not the
+/// hit counts. Breakpoints sorted by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub global: Global,
+    pub breakpoints: Vec<BreakpointSettings>,
+}
+
+/// The settings of one breakpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakpointSettings {
+    pub name: String,
+    pub before: Before,
+    pub after: After,
+    pub replacement: Option<String>,
+    pub options: Arc<Options>,
+}
+
+impl Breakpoints {
+    /// A snapshot of every setting (not the hit counts).
+    pub fn settings(&self) -> Settings {
+        Settings {
+            global: self.global,
+            breakpoints: self
+                .names
+                .iter()
+                .map(|n| BreakpointSettings {
+                    name: n.clone(),
+                    before: self.before(n),
+                    after: self.after(n),
+                    replacement: self.replacements.get(n).cloned(),
+                    options: self.options(n),
+                })
+                .collect(),
+        }
+    }
+
+    /// Replaces every setting with `settings`. The hit count of a breakpoint that stays, with
+    /// the same condition and hit condition, is kept; the others start again from 0.
+    pub fn restore(&mut self, settings: &Settings) {
+        let old_hits = std::mem::take(&mut self.hits);
+        let old_options = std::mem::take(&mut self.options);
+        self.names.clear();
+        self.before.clear();
+        self.after.clear();
+        self.replacements.clear();
+        self.global = settings.global;
+        for b in &settings.breakpoints {
+            self.names.insert(b.name.clone());
+            self.set_before(&b.name, b.before);
+            self.set_after(&b.name, b.after);
+            if let Some(r) = b
+                .replacement
+                .as_ref()
+                .filter(|r| **r != b.name && !r.is_empty())
+            {
+                self.replacements.insert(b.name.clone(), r.clone());
+            }
+            if !b.options.is_empty() {
+                self.options.insert(b.name.clone(), Arc::clone(&b.options));
+            }
+            let old = old_options.get(&b.name).cloned().unwrap_or_default();
+            let same_count = old.condition == b.options.condition
+                && old.hit_condition == b.options.hit_condition;
+            if let Some(&n) = old_hits.get(&b.name).filter(|_| same_count) {
+                self.hits.insert(b.name.clone(), n);
+            }
+        }
+    }
+}
+
 /// How a call is decided when it starts.
 #[derive(Debug, Clone)]
 pub enum Plan {

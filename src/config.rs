@@ -44,7 +44,7 @@ pub struct Args {
     pub standalone: bool,
 
     /// database file (append-only log; created if missing, in a directory that must exist;
-    /// reopened with its objects, call records and history if present; :memory: means
+    /// reopened with its objects, records, history and breakpoints if present; :memory: means
     /// --memory). Default: a new file $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home
     /// default ~/.cideldill, whose db directory is created)
     #[argh(option, arg_name = "path")]

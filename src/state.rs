@@ -5,7 +5,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::breakpoints::{Breakpoints, Functions, Logbook};
+use crate::breakpoints::{Breakpoints, Functions, Logbook, Settings};
 use crate::calls::Calls;
 use crate::config::Config;
 use crate::events::{Bus, Event, EventKind};
@@ -59,6 +59,10 @@ pub struct Shared {
     /// MCP sessions open (agents connected), kept by the MCP server for the status line.
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
+    /// The breakpoint settings the database holds (`None` after a failed write: unknown).
+    /// Held by a change of the settings until its record is written (taken before `state`),
+    /// so records reach the database in the order of the changes.
+    settings_writer: Mutex<Option<Settings>>,
 }
 
 impl Shared {
@@ -67,6 +71,9 @@ impl Shared {
     }
 
     pub fn with_interner(config: Config, store: Store, state: State, interner: Interner) -> Shared {
+        // What the database holds: the settings restored from it (or none, which reads as
+        // these defaults).
+        let written = state.breakpoints.settings();
         Shared {
             upstream: Manager::idle(config.upstream_timing.clone()),
             config,
@@ -77,6 +84,7 @@ impl Shared {
             verified: Mutex::new(crate::cas::Verified::default()),
             mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
             state: Mutex::new(state),
+            settings_writer: Mutex::new(Some(written)),
         }
     }
 
@@ -97,6 +105,18 @@ impl Shared {
             store: &self.store,
             cache: &self.renders,
         }
+    }
+
+    /// The turn to change the breakpoint settings, with the settings the database holds (see
+    /// `service::settings`). Poisoning is recovered as "unknown": the next write holds every
+    /// setting.
+    pub fn settings_writer(&self) -> MutexGuard<'_, Option<Settings>> {
+        self.settings_writer.lock().unwrap_or_else(|e| {
+            let mut written = e.into_inner();
+            *written = None;
+            self.settings_writer.clear_poison();
+            written
+        })
     }
 
     /// Locks the state.

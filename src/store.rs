@@ -37,7 +37,7 @@
 //! record    = header(32) digest(64) body(body_len)
 //! header (32 bytes):
 //!   0..4    record magic  CD 5E C0 7D
-//!   4       kind     1 = blob, 2 = call record, 3 = history entry
+//!   4       kind     1 = blob, 2 = call record, 3 = history entry or settings
 //!   5       format   0 = unknown, 1 = dill, 2 = json  (0 for JSON records)
 //!   6..8    reserved 0
 //!   8..16   stored_at  f64 (seconds since the Unix epoch)
@@ -47,6 +47,16 @@
 //!   so the digest *is* the CID and the record verifies itself by its CID.
 //!   For a JSON record the body is compact JSON text.
 //! ```
+//!
+//! Settings records (changes of the breakpoints and behaviours, [`RecordKind::Settings`]) share
+//! kind 3 with history entries. A new kind byte would not verify in a server of the previous
+//! version (no settings records): it would drop such a record, or cut it off as a torn tail
+//! when it is the last one. With kind 3 that server reads them as history entries it cannot
+//! parse and skips them, so it opens a newer file without a warning and without losing
+//! anything. They are told apart by their body: a JSON object with a `"settings"` key and no
+//! `"id"` (every history entry has an `"id"`). In the `.idx` file (derived, rebuilt at every
+//! open) they have kind 4. The file version stays 2: a version bump would make the previous
+//! server refuse the file.
 //!
 //! On open the file is scanned from the start and every record is verified
 //! (record magic, header check, known kind/format, zero reserved bytes, body
@@ -115,6 +125,19 @@ impl Format {
 pub enum RecordKind {
     CallRecord,
     History,
+    /// A change of the breakpoint settings (`service::settings`): a JSON object with a
+    /// [`SETTINGS_KEY`] key and no `"id"` (stored with the history entries' kind byte; see the
+    /// module doc).
+    Settings,
+}
+
+/// The key that marks a settings record's body.
+pub const SETTINGS_KEY: &str = "settings";
+
+/// Whether a JSON body of kind 3 is a settings record rather than a history entry.
+fn is_settings(v: &serde_json::Value) -> bool {
+    v.as_object()
+        .is_some_and(|m| m.contains_key(SETTINGS_KEY) && !m.contains_key("id"))
 }
 
 /// A blob to store; its `cid` has already been verified by the caller.
@@ -201,6 +224,8 @@ const RECORD_PREFIX_LEN: u64 = (RECORD_HEADER_LEN + DIGEST_LEN) as u64;
 const KIND_BLOB: u8 = 1;
 const KIND_CALL_RECORD: u8 = 2;
 const KIND_HISTORY: u8 = 3;
+/// Settings records in the `.idx` file only (on disk they have `KIND_HISTORY`).
+const INDEX_KIND_SETTINGS: u8 = 4;
 
 const FORMAT_NONE: u8 = 0;
 const FORMAT_DILL: u8 = 1;
@@ -233,10 +258,19 @@ fn format_from_byte(b: u8) -> Option<Option<Format>> {
     }
 }
 
+/// The kind byte of a record in the log.
 fn kind_to_byte(k: RecordKind) -> u8 {
     match k {
         RecordKind::CallRecord => KIND_CALL_RECORD,
-        RecordKind::History => KIND_HISTORY,
+        RecordKind::History | RecordKind::Settings => KIND_HISTORY,
+    }
+}
+
+/// The kind byte of a record's entry in the `.idx` file.
+fn index_kind(k: RecordKind) -> u8 {
+    match k {
+        RecordKind::Settings => INDEX_KIND_SETTINGS,
+        other => kind_to_byte(other),
     }
 }
 
@@ -724,6 +758,14 @@ impl Store {
         let mut buf = Vec::new();
         let mut starts = Vec::with_capacity(records.len());
         for (kind, record, _) in records {
+            if (*kind == RecordKind::Settings)
+                != (kind_to_byte(*kind) == KIND_HISTORY && is_settings(record))
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("store: a {kind:?} record must be told apart by its body"),
+                ));
+            }
             starts.push(buf.len() as u64);
             let body = serde_json::to_vec(record)?;
             let digest: [u8; DIGEST_LEN] = Sha512::digest(&body).into();
@@ -791,7 +833,7 @@ impl Store {
                 None => return Ok((Vec::new(), 0)),
             }
         };
-        let want = kind_to_byte(kind);
+        let want = index_kind(kind);
         let mut total = 0;
         let mut page = Vec::new();
         let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
@@ -834,7 +876,7 @@ impl Store {
         };
         let newest = len / INDEX_ENTRY_LEN as u64;
         let mut next = before.map_or(newest, |b| b.min(newest));
-        let want = kind_to_byte(kind);
+        let want = index_kind(kind);
         let mut page = Vec::new();
         let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
         while next > 0 && page.len() < take {
@@ -898,7 +940,7 @@ fn index_path(path: &Path) -> PathBuf {
 fn index_entry(offset: u64, kind: RecordKind, key: IndexKey) -> [u8; INDEX_ENTRY_LEN] {
     let mut e = [0u8; INDEX_ENTRY_LEN];
     e[0..6].copy_from_slice(&offset.to_le_bytes()[0..6]);
-    e[6] = kind_to_byte(kind);
+    e[6] = index_kind(kind);
     e[7] = key.tag;
     e[8..12].copy_from_slice(&key.a.to_le_bytes());
     e[12..16].copy_from_slice(&key.b.to_le_bytes());
@@ -1196,7 +1238,14 @@ fn verify_at(file: &File, pos: u64, len: u64) -> io::Result<Option<(Parsed, u64)
                 return Ok(None);
             }
             match serde_json::from_slice(&body) {
-                Ok(value) => Ok(Some((Parsed::Json(kind, value), end))),
+                Ok(value) => {
+                    let kind = if kind == RecordKind::History && is_settings(&value) {
+                        RecordKind::Settings
+                    } else {
+                        kind
+                    };
+                    Ok(Some((Parsed::Json(kind, value), end)))
+                }
                 Err(_) => Ok(None),
             }
         }
@@ -1665,6 +1714,60 @@ mod tests {
         let (_, rec) = Store::open(&path).expect("reopen");
         assert_eq!(rec.version, FILE_VERSION, "the header was upgraded");
         assert_eq!(rec.records.len(), 1);
+    }
+
+    #[test]
+    fn settings_records_have_the_history_kind_on_disk_and_their_own_in_the_index() {
+        let dir = TempDir::new("settings");
+        let path = dir.file("s.log");
+        let (store, _) = Store::open(&path).expect("open");
+        let settings = json!({"settings": 1, "breakpoints": []});
+        let history = json!({"id": "h1", "call": {}});
+        store
+            .append_records(&[
+                (RecordKind::History, &history, IndexKey::default()),
+                (RecordKind::Settings, &settings, IndexKey::default()),
+            ])
+            .expect("append");
+        // A body that does not say what it is is refused either way round.
+        for (kind, body) in [
+            (RecordKind::Settings, &history),
+            (RecordKind::History, &settings),
+        ] {
+            let err = store
+                .append_records(&[(kind, body, IndexKey::default())])
+                .expect_err("refused");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        }
+        let (h, total) = store
+            .index_page(RecordKind::History, &|_| true, 0, 10)
+            .expect("index");
+        assert_eq!(total, 1);
+        assert_eq!(
+            store.read_record(h[0]).expect("read").0,
+            RecordKind::History
+        );
+        let (s, total) = store
+            .index_page(RecordKind::Settings, &|_| true, 0, 10)
+            .expect("index");
+        assert_eq!(total, 1);
+        assert_eq!(
+            store.read_record(s[0]).expect("read"),
+            (RecordKind::Settings, settings.clone())
+        );
+        // On disk both have kind 3, the kind a reader without settings knows.
+        let bytes = std::fs::read(&path).expect("read");
+        let kind_at = |offset: u64| bytes[offset as usize + 4];
+        assert_eq!((kind_at(h[0]), kind_at(s[0])), (KIND_HISTORY, KIND_HISTORY));
+        drop(store);
+        let (_, rec) = Store::open(&path).expect("reopen");
+        assert_eq!(
+            rec.records,
+            vec![
+                (RecordKind::History, history),
+                (RecordKind::Settings, settings)
+            ]
+        );
     }
 
     #[test]

@@ -740,27 +740,27 @@ fn breakpoint_remove(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     out(service::breakpoint_remove(
         ctx.shared(),
         required(args, "function_name")?,
-    ))
+    )?)
 }
 
 fn breakpoint_set_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let b = Before::parse(raw).ok_or_else(|| invalid_behavior(raw, &Before::NAMES))?;
-    out(service::set_before(ctx.shared(), name, b).map_err(|_| breakpoint_not_found(name))?)
+    out(service::set_before(ctx.shared(), name, b)?.map_err(|_| breakpoint_not_found(name))?)
 }
 
 fn breakpoint_set_after_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let raw = required(args, "behavior")?;
     let a = After::parse(raw).ok_or_else(|| invalid_behavior(raw, &After::NAMES))?;
-    out(service::set_after(ctx.shared(), name, a).map_err(|_| breakpoint_not_found(name))?)
+    out(service::set_after(ctx.shared(), name, a)?.map_err(|_| breakpoint_not_found(name))?)
 }
 
 fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let replacement = str_arg(args, "replacement_function").unwrap_or("");
-    match service::set_replacement(ctx.shared(), name, replacement) {
+    match service::set_replacement(ctx.shared(), name, replacement)? {
         Ok(set) => out(set),
         // MCP names the missing breakpoint first (the REST route names the signature first).
         Err(refused) if refused.breakpoint_missing => Err(breakpoint_not_found(name)),
@@ -779,7 +779,7 @@ fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ApiErro
 fn breakpoint_set_default_behavior(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let raw = required(args, "behavior")?;
     let g = Global::parse(raw).ok_or_else(|| invalid_behavior(raw, &Global::NAMES))?;
-    out(service::set_global(ctx.shared(), g))
+    out(service::set_global(ctx.shared(), g)?)
 }
 
 fn breakpoint_list_paused(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {

@@ -1,13 +1,16 @@
 //! Breakpoints with their before/after behaviors and replacements, the global default
 //! behavior, and the function registry. Each change is one critical section that emits one
 //! `BreakpointsChanged` (or `FunctionsChanged`) event. The typed operations (`add_breakpoint`,
-//! `set_before`, ...) serve every face; the `breakpoint_*` functions parse REST bodies.
+//! `set_before`, ...) serve every face; the `breakpoint_*` functions parse REST bodies. With a
+//! database, every change of the breakpoint settings is written before it returns
+//! (`settings::persisted`; the function registry and hit counts are not kept).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::settings::persisted;
 use super::{quote_list, read_stored, store_blobs, str_field, Ack, Obj};
 use crate::breakpoints::{
     After, Before, Breakpoints, Condition, Global, HitCondition, LogLine, LogMessage, Options,
@@ -194,7 +197,8 @@ fn breakpoint_set(bp: &Breakpoints, name: &str) -> BreakpointSet {
 }
 
 /// Adds a breakpoint (idempotent) with options, in one critical section: a change that does
-/// not make sense adds nothing.
+/// not make sense adds nothing. Every change of the settings (this and the functions below)
+/// is written to the database before it returns (`settings::persisted`).
 pub fn add_with_options(
     shared: &Shared,
     name: &str,
@@ -202,21 +206,22 @@ pub fn add_with_options(
     behavior: Option<Before>,
     change: &OptionsChange,
 ) -> Result<BreakpointSet, ApiError> {
-    let mut st = shared.lock();
-    let existed = st.breakpoints.contains(name);
-    st.breakpoints.add(name);
-    if let Err(e) = change_options(&mut st.breakpoints, name, change) {
-        if !existed {
-            st.breakpoints.remove(name);
+    persisted(shared, |st| {
+        let existed = st.breakpoints.contains(name);
+        st.breakpoints.add(name);
+        if let Err(e) = change_options(&mut st.breakpoints, name, change) {
+            if !existed {
+                st.breakpoints.remove(name);
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
-    if let Some(b) = behavior {
-        st.breakpoints.set_before(name, b);
-    }
-    register(&mut st.functions, name, signature);
-    st.emit(EventKind::BreakpointsChanged);
-    Ok(breakpoint_set(&st.breakpoints, name))
+        if let Some(b) = behavior {
+            st.breakpoints.set_before(name, b);
+        }
+        register(&mut st.functions, name, signature);
+        st.emit(EventKind::BreakpointsChanged);
+        Ok(breakpoint_set(&st.breakpoints, name))
+    })?
 }
 
 /// Changes the options of an existing breakpoint.
@@ -225,13 +230,14 @@ pub fn change_breakpoint(
     name: &str,
     change: &OptionsChange,
 ) -> Result<BreakpointSet, ApiError> {
-    let mut st = shared.lock();
-    if !st.breakpoints.contains(name) {
-        return Err(BreakpointNotFound.into());
-    }
-    change_options(&mut st.breakpoints, name, change)?;
-    st.emit(EventKind::BreakpointsChanged);
-    Ok(breakpoint_set(&st.breakpoints, name))
+    persisted(shared, |st| {
+        if !st.breakpoints.contains(name) {
+            return Err(BreakpointNotFound.into());
+        }
+        change_options(&mut st.breakpoints, name, change)?;
+        st.emit(EventKind::BreakpointsChanged);
+        Ok(breakpoint_set(&st.breakpoints, name))
+    })?
 }
 
 /// `POST /api/breakpoints/<name>/<field>`: changes one option (`{<field>: value}`), or with
@@ -367,18 +373,19 @@ pub fn add_breakpoint(
     name: &str,
     signature: Signature,
     behavior: Option<Before>,
-) -> NameAck {
-    let mut st = shared.lock();
-    st.breakpoints.add(name);
-    if let Some(b) = behavior {
-        st.breakpoints.set_before(name, b);
-    }
-    register(&mut st.functions, name, signature);
-    st.emit(EventKind::BreakpointsChanged);
-    NameAck {
+) -> Result<NameAck, ApiError> {
+    persisted(shared, |st| {
+        st.breakpoints.add(name);
+        if let Some(b) = behavior {
+            st.breakpoints.set_before(name, b);
+        }
+        register(&mut st.functions, name, signature);
+        st.emit(EventKind::BreakpointsChanged);
+    })?;
+    Ok(NameAck {
         status: Ack::Ok,
         function_name: name.to_owned(),
-    }
+    })
 }
 
 fn register(functions: &mut crate::breakpoints::Functions, name: &str, signature: Signature) {
@@ -436,24 +443,30 @@ pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<Added, ApiError> {
     })
 }
 
-/// `DELETE /api/breakpoints/<name>`: always ok.
-pub fn breakpoint_remove(shared: &Shared, name: &str) -> NameAck {
-    let mut st = shared.lock();
-    if st.breakpoints.remove(name) {
-        st.emit(EventKind::BreakpointsChanged);
-    }
-    NameAck {
+/// `DELETE /api/breakpoints/<name>`: ok for unknown names too (`Err` only when the database
+/// cannot be written).
+pub fn breakpoint_remove(shared: &Shared, name: &str) -> Result<NameAck, ApiError> {
+    persisted(shared, |st| {
+        if st.breakpoints.remove(name) {
+            st.emit(EventKind::BreakpointsChanged);
+        }
+    })?;
+    Ok(NameAck {
         status: Ack::Ok,
         function_name: name.to_owned(),
-    }
+    })
 }
+
+/// The answer of a behavior change: `Err` when the database cannot be written, else the
+/// change's own answer.
+pub type Persisted<T, E> = Result<Result<T, E>, ApiError>;
 
 /// Sets the before-behavior of an existing breakpoint.
 pub fn set_before(
     shared: &Shared,
     name: &str,
     behavior: Before,
-) -> Result<BehaviorSet<Before>, BreakpointNotFound> {
+) -> Persisted<BehaviorSet<Before>, BreakpointNotFound> {
     set_behavior(shared, name, behavior, |b, n, v| b.set_before(n, v))
 }
 
@@ -462,7 +475,7 @@ pub fn set_after(
     shared: &Shared,
     name: &str,
     behavior: After,
-) -> Result<BehaviorSet<After>, BreakpointNotFound> {
+) -> Persisted<BehaviorSet<After>, BreakpointNotFound> {
     set_behavior(shared, name, behavior, |b, n, v| b.set_after(n, v))
 }
 
@@ -472,16 +485,17 @@ fn set_behavior<B: Copy>(
     name: &str,
     behavior: B,
     set: impl FnOnce(&mut Breakpoints, &str, B) -> bool,
-) -> Result<BehaviorSet<B>, BreakpointNotFound> {
-    let mut st = shared.lock();
-    if !set(&mut st.breakpoints, name, behavior) {
-        return Err(BreakpointNotFound);
-    }
-    st.emit(EventKind::BreakpointsChanged);
-    Ok(BehaviorSet {
-        status: Ack::Ok,
-        function_name: name.to_owned(),
-        behavior,
+) -> Persisted<BehaviorSet<B>, BreakpointNotFound> {
+    persisted(shared, |st| {
+        if !set(&mut st.breakpoints, name, behavior) {
+            return Err(BreakpointNotFound);
+        }
+        st.emit(EventKind::BreakpointsChanged);
+        Ok(BehaviorSet {
+            status: Ack::Ok,
+            function_name: name.to_owned(),
+            behavior,
+        })
     })
 }
 
@@ -497,7 +511,7 @@ pub fn breakpoint_set_behavior(
             "behavior must be 'stop', 'go', or 'yield'",
         ));
     };
-    Ok(set_before(shared, name, b)?)
+    Ok(set_before(shared, name, b)??)
 }
 
 /// `POST /api/breakpoints/<name>/after_behavior`.
@@ -512,7 +526,7 @@ pub fn breakpoint_set_after_behavior(
             format!("behavior must be one of {}", quote_list(&After::NAMES)),
         ));
     };
-    Ok(set_after(shared, name, a)?)
+    Ok(set_after(shared, name, a)??)
 }
 
 /// Sets (or clears, with `""` or the function's own name) the replacement of a breakpoint;
@@ -521,31 +535,31 @@ pub fn set_replacement(
     shared: &Shared,
     name: &str,
     replacement: &str,
-) -> Result<ReplacementSet, ReplacementRefused> {
-    let mut st = shared.lock();
-    let st = &mut *st;
-    let breakpoint_missing = !st.breakpoints.contains(name);
-    match st
-        .breakpoints
-        .set_replacement(name, replacement, &st.functions)
-    {
-        Ok(()) => {
-            st.emit(EventKind::BreakpointsChanged);
-            Ok(ReplacementSet {
-                status: Ack::Ok,
-                function_name: name.to_owned(),
-                replacement_function: replacement.to_owned(),
-            })
+) -> Persisted<ReplacementSet, ReplacementRefused> {
+    persisted(shared, |st| {
+        let breakpoint_missing = !st.breakpoints.contains(name);
+        match st
+            .breakpoints
+            .set_replacement(name, replacement, &st.functions)
+        {
+            Ok(()) => {
+                st.emit(EventKind::BreakpointsChanged);
+                Ok(ReplacementSet {
+                    status: Ack::Ok,
+                    function_name: name.to_owned(),
+                    replacement_function: replacement.to_owned(),
+                })
+            }
+            Err(ReplacementError::SignatureMismatch) => Err(ReplacementRefused {
+                breakpoint_missing,
+                signature_mismatch: true,
+            }),
+            Err(ReplacementError::BreakpointNotFound) => Err(ReplacementRefused {
+                breakpoint_missing: true,
+                signature_mismatch: false,
+            }),
         }
-        Err(ReplacementError::SignatureMismatch) => Err(ReplacementRefused {
-            breakpoint_missing,
-            signature_mismatch: true,
-        }),
-        Err(ReplacementError::BreakpointNotFound) => Err(ReplacementRefused {
-            breakpoint_missing: true,
-            signature_mismatch: false,
-        }),
-    }
+    })
 }
 
 /// `POST /api/breakpoints/<name>/replacement`.
@@ -564,7 +578,7 @@ pub fn breakpoint_set_replacement(
             ))
         }
     };
-    set_replacement(shared, name, replacement).map_err(|refused| {
+    set_replacement(shared, name, replacement)?.map_err(|refused| {
         if refused.signature_mismatch {
             ApiError::bare(400, "signature_mismatch")
         } else {
@@ -611,23 +625,56 @@ pub fn breakpoint_history(
     offset: usize,
     limit: usize,
 ) -> BreakpointHistory {
-    let page = if shared.store.is_durable() {
-        let key = records::key_hash(name);
-        let mut scratch = Interner::default();
-        read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit)
-            .0
-            .into_iter()
-            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
-            .filter(|h| &*h.call.method == name)
-            .collect()
-    } else {
-        shared.lock().records.history(name, offset, limit)
-    };
+    let (page, _) = history_entries(shared, name, offset, limit);
     let store_render = shared.render();
     let render = store_render.limited();
     BreakpointHistory {
         function_name: name.to_owned(),
         history: page.iter().map(|h| h.to_json(&render)).collect(),
+    }
+}
+
+/// One history entry of a function by its id, in its wire shape (the entries are searched
+/// newest first; the function need not have a breakpoint now).
+pub fn breakpoint_history_entry(shared: &Shared, name: &str, id: &str) -> Option<Value> {
+    const STEP: usize = 500;
+    let mut offset = 0;
+    loop {
+        let (page, read) = history_entries(shared, name, offset, STEP);
+        if let Some(h) = page.iter().find(|h| &*h.id == id) {
+            let store_render = shared.render();
+            return Some(h.to_json(&store_render.limited()));
+        }
+        if read < STEP {
+            return None;
+        }
+        offset += STEP;
+    }
+}
+
+/// A page of a function's history entries, newest first, and how many entries were read for
+/// it (more than the page holds when other functions share the name's index key).
+fn history_entries(
+    shared: &Shared,
+    name: &str,
+    offset: usize,
+    limit: usize,
+) -> (Vec<HistoryEntry>, usize) {
+    if shared.store.is_durable() {
+        let key = records::key_hash(name);
+        let mut scratch = Interner::default();
+        let (stored, _) = read_stored(shared, RecordKind::History, &|k| k.a == key, offset, limit);
+        let read = stored.len();
+        let page = stored
+            .into_iter()
+            .filter_map(|v| HistoryEntry::from_disk(&mut scratch, &v, None))
+            .filter(|h| &*h.call.method == name)
+            .collect();
+        (page, read)
+    } else {
+        let page = shared.lock().records.history(name, offset, limit);
+        let read = page.len();
+        (page, read)
     }
 }
 
@@ -639,14 +686,15 @@ pub fn default_behavior(shared: &Shared) -> DefaultBehavior {
 }
 
 /// Sets the global default behavior.
-pub fn set_global(shared: &Shared, behavior: Global) -> DefaultBehaviorSet {
-    let mut st = shared.lock();
-    st.breakpoints.set_global(behavior);
-    st.emit(EventKind::BreakpointsChanged);
-    DefaultBehaviorSet {
+pub fn set_global(shared: &Shared, behavior: Global) -> Result<DefaultBehaviorSet, ApiError> {
+    persisted(shared, |st| {
+        st.breakpoints.set_global(behavior);
+        st.emit(EventKind::BreakpointsChanged);
+    })?;
+    Ok(DefaultBehaviorSet {
         status: Ack::Ok,
         behavior,
-    }
+    })
 }
 
 /// `POST /api/behavior`.
@@ -657,7 +705,7 @@ pub fn set_default_behavior(shared: &Shared, body: &Obj) -> Result<DefaultBehavi
             format!("behavior must be one of {}", quote_list(&Global::NAMES)),
         ));
     };
-    Ok(set_global(shared, g))
+    set_global(shared, g)
 }
 
 /// `POST /api/functions`: registers a function with its signature and metadata.
@@ -787,7 +835,7 @@ mod tests {
         let s = shared();
         function_register(&s, &body(json!({"function_name": "f", "signature": "(x)"}))).unwrap();
         let rx = s.bus.subscribe();
-        let added = add_breakpoint(&s, "f", Signature::Keep, Some(Before::Go));
+        let added = add_breakpoint(&s, "f", Signature::Keep, Some(Before::Go)).unwrap();
         assert_eq!(
             serde_json::to_value(&added).unwrap(),
             json!({"status": "ok", "function_name": "f"})
@@ -828,15 +876,18 @@ mod tests {
     #[test]
     fn behaviors_need_an_existing_breakpoint() {
         let s = shared();
-        assert_eq!(set_before(&s, "f", Before::Stop), Err(BreakpointNotFound));
+        assert_eq!(
+            set_before(&s, "f", Before::Stop),
+            Ok(Err(BreakpointNotFound))
+        );
         assert_eq!(
             set_after(&s, "f", After::Global(Global::Exception)),
-            Err(BreakpointNotFound)
+            Ok(Err(BreakpointNotFound))
         );
         let e = breakpoint_set_behavior(&s, "f", &body(json!({"behavior": "stop"}))).unwrap_err();
         assert_eq!(e.status, 404);
         assert_eq!(e.to_json(), json!({"error": "breakpoint_not_found"}));
-        add_breakpoint(&s, "f", Signature::Keep, None);
+        add_breakpoint(&s, "f", Signature::Keep, None).unwrap();
         let set =
             breakpoint_set_after_behavior(&s, "f", &body(json!({"behavior": "both"}))).unwrap();
         assert_eq!(
@@ -857,18 +908,18 @@ mod tests {
         function_register(&s, &body(json!({"function_name": "g", "signature": "(y)"}))).unwrap();
         assert_eq!(
             set_replacement(&s, "f", "g"),
-            Err(ReplacementRefused {
+            Ok(Err(ReplacementRefused {
                 breakpoint_missing: true,
                 signature_mismatch: true
-            })
+            }))
         );
         let e = breakpoint_set_replacement(&s, "f", &body(json!({"replacement_function": "g"})))
             .unwrap_err();
         assert_eq!((e.status, e.code()), (400, "signature_mismatch"));
-        add_breakpoint(&s, "f", Signature::Keep, None);
+        add_breakpoint(&s, "f", Signature::Keep, None).unwrap();
         function_register(&s, &body(json!({"function_name": "g", "signature": "(x)"}))).unwrap();
         let rx = s.bus.subscribe();
-        let set = set_replacement(&s, "f", "g").unwrap();
+        let set = set_replacement(&s, "f", "g").unwrap().unwrap();
         assert_eq!(set.replacement_function, "g");
         assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
         assert_eq!(breakpoints(&s).breakpoint_replacements["f"], "g");
@@ -878,18 +929,18 @@ mod tests {
         assert_eq!(e.code(), "missing_replacement_function");
         assert_eq!(
             set_replacement(&s, "nope", ""),
-            Err(ReplacementRefused {
+            Ok(Err(ReplacementRefused {
                 breakpoint_missing: true,
                 signature_mismatch: false
-            })
+            }))
         );
     }
 
     #[test]
     fn listings_serialize_in_the_rest_wire_shape() {
         let s = shared();
-        add_breakpoint(&s, "b", Signature::Set(Some("(x)")), Some(Before::Stop));
-        add_breakpoint(&s, "a", Signature::Keep, None);
+        add_breakpoint(&s, "b", Signature::Set(Some("(x)")), Some(Before::Stop)).unwrap();
+        add_breakpoint(&s, "a", Signature::Keep, None).unwrap();
         assert_eq!(
             serde_json::to_string(&breakpoints(&s)).unwrap(),
             r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{},"breakpoint_conditions":{},"breakpoint_hit_conditions":{},"breakpoint_log_messages":{},"breakpoint_one_shot":[],"breakpoint_hit_counts":{"a":0,"b":0}}"#
@@ -898,11 +949,11 @@ mod tests {
             serde_json::to_string(&functions(&s)).unwrap(),
             r#"{"functions":["a","b"],"function_signatures":{"b":"(x)"},"function_metadata":{}}"#
         );
-        let r = breakpoint_remove(&s, "b");
+        let r = breakpoint_remove(&s, "b").unwrap();
         assert_eq!(r.function_name, "b");
         assert_eq!(breakpoints(&s).breakpoints, ["a"]);
         assert_eq!(
-            breakpoint_remove(&s, "b").status,
+            breakpoint_remove(&s, "b").unwrap().status,
             Ack::Ok,
             "removing again is ok"
         );
@@ -923,7 +974,7 @@ mod tests {
         );
         let e = set_default_behavior(&s, &body(json!({"behavior": "yield"}))).unwrap_err();
         assert_eq!((e.status, e.code()), (400, "invalid_behavior"));
-        assert_eq!(set_global(&s, Global::Go).behavior, Global::Go);
+        assert_eq!(set_global(&s, Global::Go).unwrap().behavior, Global::Go);
     }
 
     #[test]
@@ -972,7 +1023,7 @@ mod tests {
         assert!(breakpoint_history(&s, "f", 0, 10).history.is_empty());
         let (pause, call_id) = crate::service::testing::paused_call(&s, "f", &[json!(1)]);
         crate::service::testing::resume(&s, &pause);
-        set_global(&s, Global::Go);
+        set_global(&s, Global::Go).unwrap();
         crate::service::testing::complete(
             &s,
             &crate::service::testing::complete_body(&call_id, &json!(2)),

@@ -257,6 +257,8 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         });
         if st.breakpoints.disarm_if_one_shot(&method_name) {
             st.emit(EventKind::BreakpointsChanged);
+            drop(st);
+            super::settings::write_current(shared);
         }
         let mut out = poll_action(shared, &pause_id);
         out.insert("call_id".into(), json!(call_id));
@@ -610,10 +612,14 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
         pause_reason: pause.reason.into(),
         paused_at: now,
     });
-    if st.breakpoints.disarm_if_one_shot(&method_name) {
+    let disarmed = st.breakpoints.disarm_if_one_shot(&method_name);
+    if disarmed {
         st.emit(EventKind::BreakpointsChanged);
     }
     drop(st);
+    if disarmed {
+        super::settings::write_current(shared);
+    }
     // The after-pause answer carries no call_id (protocol doc §2.9).
     Ok(Value::Object(poll_action(shared, &pause_id)))
 }
@@ -758,14 +764,17 @@ mod tests {
     #[test]
     fn a_replacement_is_announced_when_the_call_does_not_pause() {
         let s = shared();
-        set_global(&s, Global::Go);
-        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None);
+        set_global(&s, Global::Go).unwrap();
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None)
+            .unwrap();
         crate::service::function_register(
             &s,
             &body(json!({"function_name": "g", "signature": "(x)"})),
         )
         .unwrap();
-        crate::service::set_replacement(&s, "f", "g").unwrap();
+        crate::service::set_replacement(&s, "f", "g")
+            .unwrap()
+            .unwrap();
         let answer = start(&s, &start_body("f", &[])).unwrap();
         assert_eq!(answer["action"], "replace");
         assert_eq!(answer["function_name"], "g");
@@ -802,7 +811,7 @@ mod tests {
         use crate::service::testing::complete;
         let s = shared();
         crate::service::breakpoint_add(&s, &body(json!({"function_name": "f"}))).unwrap();
-        set_global(&s, Global::Exception);
+        set_global(&s, Global::Exception).unwrap();
         let finish = |status: Value, extra: Value| {
             let call_id = start(&s, &start_body("f", &[])).unwrap()["call_id"]
                 .as_str()

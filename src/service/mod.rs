@@ -16,6 +16,7 @@ mod pauses;
 mod processes;
 mod records;
 mod repl;
+mod settings;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -26,6 +27,7 @@ pub use pauses::*;
 pub use processes::*;
 pub use records::*;
 pub use repl::*;
+pub use settings::SettingsLoader;
 
 use std::borrow::Cow;
 

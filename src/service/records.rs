@@ -509,6 +509,39 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
     json!({"snapshots": list})
 }
 
+/// The client objects (items sent with a `client_ref`) of the open calls and the call records
+/// in memory, each once with its newest snapshot, newest first: at most `limit`, and how many
+/// there are. Only those listed are rendered.
+pub fn client_objects(shared: &Shared, limit: usize) -> (Vec<Value>, usize) {
+    let calls: Vec<(Arc<CallRecord>, bool)> = {
+        let st = shared.lock();
+        let open = st.calls.open_calls().map(|c| (Arc::new(c.clone()), false));
+        st.records
+            .calls()
+            .map(|c| (c.clone(), true))
+            .chain(open)
+            .collect()
+    };
+    let mut newest: std::collections::HashMap<(String, String), Snapshot> =
+        std::collections::HashMap::new();
+    for s in calls
+        .iter()
+        .flat_map(|(c, completed)| records::snapshots_of(c, *completed))
+    {
+        let key = (s.call.process.key(), s.client_ref.to_string());
+        if newest.get(&key).is_none_or(|old| old.at <= s.at) {
+            newest.insert(key, s);
+        }
+    }
+    let total = newest.len();
+    let mut rows: Vec<Snapshot> = newest.into_values().collect();
+    rows.sort_by(|a, b| b.at.total_cmp(&a.at));
+    rows.truncate(limit);
+    let store_render = shared.render();
+    let render = store_render.limited();
+    (rows.iter().map(|s| s.to_json(&render)).collect(), total)
+}
+
 /// `POST /api/report-com-error`.
 pub fn report_com_error(shared: &Shared, body: Obj) -> Done {
     let now = crate::ids::now();
@@ -756,7 +789,7 @@ mod tests {
     fn status_counts_and_com_errors() {
         let s = shared();
         record_call(&s, "f", &json!(1));
-        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Keep, None);
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Keep, None).unwrap();
         let st = server_status(&s);
         assert_eq!(
             (

@@ -430,16 +430,24 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
         .breakpoints
         .iter()
         .any(|n| n == name);
-    if h.history.is_empty() && !exists {
-        return Err(format!("/breakpoint/{name}/history"));
-    }
     let mut out = format!(
         "<div class=\"bar\"><h1>History of <code>{}</code></h1><a href=\"/breakpoints\">All breakpoints</a></div>",
         esc(name)
     );
+    if !exists {
+        // What was recorded while it had one stays (the original shows it too).
+        out.push_str(
+            "<p class=\"meta\">This function has no breakpoint now; its calls are recorded in \
+             this history only while it has one.</p>",
+        );
+    }
     out.push_str("<div id=\"history\" data-live>");
     if h.history.is_empty() {
-        out.push_str("<p class=\"empty\">No call of this function has completed yet.</p>");
+        out.push_str(if exists {
+            "<p class=\"empty\">No call of this function has completed yet.</p>"
+        } else {
+            "<p class=\"empty\">No call of this function was recorded.</p>"
+        });
     } else {
         out.push_str(
             "<table class=\"grid\"><thead><tr><th scope=\"col\">Completed</th><th scope=\"col\">Status</th>\
@@ -448,6 +456,14 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
         for e in &h.history {
             let d = &e["call_data"];
             let at = e["completed_at"].as_f64().unwrap_or(0.0);
+            let when = match e["id"].as_str() {
+                Some(id) => format!(
+                    "<a href=\"{}\">{}</a>",
+                    esc(&entry_href(name, id)),
+                    time(at)
+                ),
+                None => time(at),
+            };
             let status = d["status"].as_str().unwrap_or("");
             let outcome = match d.get("exception").filter(|x| !x.is_null()) {
                 Some(x) => format!("<code class=\"value raised\">{}</code>", esc(&shown(x))),
@@ -462,8 +478,7 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
                 .unwrap_or_default();
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{outcome}{resolution}</td></tr>",
-                time(at),
+                "<tr><td>{when}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{outcome}{resolution}</td></tr>",
                 esc(status),
                 esc(&arguments_text(d)),
             );
@@ -472,6 +487,15 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
     }
     out.push_str("</div>");
     Ok(Html::new(format!("History of {name}"), "/breakpoints", out))
+}
+
+/// The page of one history entry.
+pub fn entry_href(name: &str, id: &str) -> String {
+    format!(
+        "/breakpoint/{}/history/{}",
+        encode_segment(name),
+        encode_segment(id)
+    )
 }
 
 /// `a, b, k=v` from a call's rendered arguments.
@@ -679,9 +703,14 @@ mod tests {
     }
 
     #[test]
-    fn history_of_an_unknown_breakpoint_is_not_found_and_a_known_one_lists_calls() {
+    fn history_of_an_unknown_breakpoint_is_empty_and_a_known_one_lists_calls() {
         let s = shared();
-        assert!(history(&s, "nope").is_err());
+        let html = history(&s, "nope").unwrap().main;
+        assert!(
+            html.contains("No call of this function was recorded"),
+            "{html}"
+        );
+        assert!(html.contains("has no breakpoint now"), "{html}");
         let (pause, call) = crate::service::testing::paused_call(&s, "f", &[json!(HOSTILE)]);
         crate::service::testing::resume(&s, &pause);
         crate::service::testing::complete(
@@ -693,5 +722,18 @@ mod tests {
         assert!(html.contains("data-time="), "{html}");
         assert!(!html.contains("<img"));
         assert!(html.contains("&lt;img"));
+        assert!(!html.contains("has no breakpoint now"));
+        // Each entry links to its page; a removed breakpoint keeps what was recorded.
+        let id = crate::service::breakpoint_history(&s, "f", 0, 1).history[0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            html.contains(&format!("href=\"/breakpoint/f/history/{id}\"")),
+            "{html}"
+        );
+        crate::service::breakpoint_remove(&s, "f").unwrap();
+        let html = history(&s, "f").unwrap().main;
+        assert!(html.contains("&lt;img") && html.contains("has no breakpoint now"));
     }
 }

@@ -9,6 +9,7 @@
 
 mod breakpoints;
 mod calls;
+mod compat;
 mod lists;
 mod object;
 mod paused;
@@ -124,6 +125,10 @@ const PAGE_PREFIXES: &[&str] = &[
     "/call-tree/",
     "/callstack/",
     "/frame/",
+    // The original server's addresses (see `compat`).
+    "/objects",
+    "/repl-help",
+    "/docs",
 ];
 
 /// Whether `path` names a UI page or file (served for `GET` and `HEAD` whatever `Accept`
@@ -155,7 +160,10 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/call-tree" => Ok(tree::processes(shared, query)),
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
         p if p.starts_with("/callstack/") => source::callstack(shared, p),
-        p if p.starts_with("/frame/") => source::frame(shared, p),
+        p if p.starts_with("/frame/") => match compat::frame_of_process(shared, p) {
+            Some(answer) => answer,
+            None => source::frame(shared, p),
+        },
         "/calls" | "/calls/" => Ok(calls::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/breakpoints/check" => Ok(breakpoints::check(query)),
@@ -166,8 +174,21 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         p if p.starts_with("/repl/") => {
             repl::session(shared, &percent_decode(&p["/repl/".len()..]))
         }
+        p if p.starts_with("/object/ref") => {
+            compat::object_ref(shared, &percent_decode(&p["/object/".len()..]))
+        }
         p if p.starts_with("/object/") => {
             object::page(shared, &percent_decode(&p["/object/".len()..]))
+        }
+        "/objects" | "/objects/" => Ok(compat::objects(shared, query)),
+        "/repl-help" | "/repl-help/" => Ok(compat::repl_help()),
+        "/docs" | "/docs/" => Ok(compat::docs()),
+        p if p.starts_with("/breakpoint/")
+            && p.split('/').count() == 5
+            && p.split('/').nth(3) == Some("history") =>
+        {
+            let parts: Vec<&str> = p.split('/').collect();
+            compat::history_entry(shared, &percent_decode(parts[2]), &percent_decode(parts[4]))
         }
         p if p.len() > "/breakpoint//history".len() - 1
             && p.starts_with("/breakpoint/")

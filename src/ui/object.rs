@@ -19,7 +19,7 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
         return Err(format!("/object/{cid}"));
     };
     let mut out = format!(
-        "<div class=\"bar\"><h1>Object <code class=\"cid\">{}…</code></h1></div>\
+        "<div class=\"bar\"><h1>Object <code class=\"cid\">{}…</code></h1><a href=\"/objects\">All objects</a></div>\
          <dl class=\"facts\"><dt>Type</dt><dd><code>{}</code></dd><dt>Format</dt><dd>{}</dd>\
          <dt>Size</dt><dd>{} byte{}</dd><dt>Stored</dt><dd>{}</dd><dt>CID</dt><dd><code class=\"cid\">{}</code></dd></dl>",
         esc(&cid[..cid.len().min(16)]),

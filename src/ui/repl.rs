@@ -120,7 +120,7 @@ pub fn sessions(shared: &Shared, query: &[(String, String)]) -> Html {
     let list = service::repl_sessions(shared, &filter);
     let rows = list["sessions"].as_array().map_or(&[][..], Vec::as_slice);
     let mut out = format!(
-        "<div class=\"bar\"><h1>REPL sessions</h1></div>\
+        "<div class=\"bar\"><h1>REPL sessions</h1><a href=\"/repl-help\">REPL help</a></div>\
          <form class=\"inline\" method=\"get\" action=\"/repls\"><label>Search <input name=\"search\" \
          value=\"{}\" placeholder=\"function, session, pause, process\"></label><label>Status \
          <select name=\"status\">{}</select></label><button type=\"submit\">Filter</button></form>",

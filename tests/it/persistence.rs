@@ -1,5 +1,6 @@
 //! Persistence and process life: the append-only database across `kill -9`, torn and garbled
-//! tails, pauses from before a restart, port files, the default database location.
+//! tails, breakpoint settings across restarts, pauses from before a restart, port files, the
+//! default database location.
 
 use std::path::{Path, PathBuf};
 
@@ -71,10 +72,9 @@ fn the_database_survives_kill_9() {
         "/api/call/start",
         &call_start_body("add", vec![item_ref(&json!([1, 2, 3]), 2)], json!({})),
     );
-    assert_eq!(
-        start["action"], "continue",
-        "no breakpoints survive a restart; the object did"
-    );
+    // The breakpoint survived (it pauses before, as the default says) and so did the object
+    // (a CID alone is accepted).
+    pause_id(&start);
 }
 
 fn database_with_two_calls(tag: &str) -> (TempDir, PathBuf) {
@@ -489,4 +489,321 @@ fn a_format_1_database_reopens_with_the_same_records() {
     let server = Server::start_in(home.path(), &args);
     let page = server.client().get_ok("/api/call-records?limit=1");
     assert_eq!(call_ids(&page), [id]);
+}
+
+/// Sets breakpoints with every option, behaviors, a replacement and the default `go`; removes
+/// one. Returns what `GET /api/breakpoints` and `GET /api/behavior` then answer.
+fn set_every_setting(c: &crate::support::Client) -> (Value, Value) {
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "gated", "signature": "(x)", "behavior": "stop",
+                "condition": "args[0] > 100", "hit_condition": ">=2"}),
+    );
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "logged", "log_message": "x={args[0]}"}),
+    );
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "once", "one_shot": true}),
+    );
+    c.post_ok(
+        "/api/breakpoints/once/after_behavior",
+        &json!({"behavior": "stop_exception"}),
+    );
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "swap", "signature": "(x)"}),
+    );
+    c.post_ok(
+        "/api/functions",
+        &json!({"function_name": "other", "signature": "(x)"}),
+    );
+    c.post_ok(
+        "/api/breakpoints/swap/replacement",
+        &json!({"replacement_function": "other"}),
+    );
+    c.post_ok("/api/breakpoints/swap/behavior", &json!({"behavior": "go"}));
+    c.post_ok(
+        "/api/breakpoints/logged/after_behavior",
+        &json!({"behavior": "exception"}),
+    );
+    c.post_ok("/api/breakpoints", &json!({"function_name": "gone"}));
+    c.post_ok(
+        "/api/breakpoints/gone/behavior",
+        &json!({"behavior": "stop"}),
+    );
+    assert_eq!(c.delete("/api/breakpoints/gone").status, 200);
+    c.post_ok("/api/behavior", &json!({"behavior": "go"}));
+    (c.get_ok("/api/breakpoints"), c.get_ok("/api/behavior"))
+}
+
+/// Starts a call of `method` with one int argument.
+fn start_with(c: &crate::support::Client, method: &str, n: i64) -> Value {
+    c.post_ok(
+        "/api/call/start",
+        &call_start_body(method, vec![item(&json!(n), 2)], json!({})),
+    )
+}
+
+#[test]
+fn breakpoint_settings_survive_a_restart_and_still_decide_calls() {
+    let home = TempDir::new("settings");
+    let db = home.path().join("s.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let (listing, behavior) = set_every_setting(&server.client());
+    assert_eq!(
+        listing["breakpoints"],
+        json!(["gated", "logged", "once", "swap"])
+    );
+    assert_eq!(listing["breakpoint_conditions"]["gated"], "args[0] > 100");
+    assert_eq!(behavior, json!({"behavior": "go"}));
+    assert!(
+        !server.stderr().contains("restored"),
+        "a new database restores nothing: {}",
+        server.stderr()
+    );
+    assert!(server.signal_and_wait("-TERM").success());
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(
+        c.get_ok("/api/breakpoints"),
+        listing,
+        "read back identically"
+    );
+    assert_eq!(c.get_ok("/api/behavior"), behavior);
+    assert!(
+        server.stderr().contains(&format!(
+            "restored 4 breakpoints, default behavior go from {}",
+            db.display()
+        )),
+        "{}",
+        server.stderr()
+    );
+    // The condition still gates and the hit condition still counts (from 0 again: hit
+    // counts are not kept).
+    assert_eq!(start_with(&c, "gated", 5)["action"], "continue");
+    assert_eq!(
+        start_with(&c, "gated", 500)["action"],
+        "continue",
+        "1st hit"
+    );
+    pause_id(&start_with(&c, "gated", 501));
+    // The replacement and the default behavior still apply.
+    let swap = start_with(&c, "swap", 1);
+    assert_eq!(
+        (&swap["action"], &swap["function_name"]),
+        (&json!("replace"), &json!("other")),
+        "{swap}"
+    );
+    assert_eq!(
+        start_with(&c, "gone", 1)["action"],
+        "continue",
+        "removed stays removed"
+    );
+    // The logpoint logs instead of pausing.
+    assert_eq!(start_with(&c, "logged", 7)["action"], "continue");
+    let lines = c.get_ok("/api/logpoints");
+    assert_eq!(lines["lines"][0]["message"], "x=7", "{lines}");
+}
+
+#[test]
+fn an_acknowledged_settings_change_survives_kill_9() {
+    let home = TempDir::new("settings-kill9");
+    let db = home.path().join("k.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    c.post_ok("/api/breakpoints", &json!({"function_name": "g"}));
+    c.post_ok(
+        "/api/breakpoints/f/condition",
+        &json!({"condition": "args[0] == 3"}),
+    );
+    assert_eq!(c.delete("/api/breakpoints/g").status, 200);
+    server.signal_and_wait("-KILL");
+
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    let listing = c.get_ok("/api/breakpoints");
+    assert_eq!(listing["breakpoints"], json!(["f"]), "{listing}");
+    assert_eq!(
+        listing["breakpoint_conditions"],
+        json!({"f": "args[0] == 3"})
+    );
+    assert_eq!(start_with(&c, "f", 2)["action"], "continue");
+    pause_id(&start_with(&c, "f", 3));
+    // Clearing an option and the last breakpoint survive too.
+    c.post_ok("/api/breakpoints/f/condition", &json!({"condition": ""}));
+    c.post_ok("/api/behavior", &json!({"behavior": "exception"}));
+    server.signal_and_wait("-KILL");
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(
+        c.get_ok("/api/breakpoints")["breakpoint_conditions"],
+        json!({})
+    );
+    assert_eq!(c.get_ok("/api/behavior"), json!({"behavior": "exception"}));
+    assert_eq!(c.delete("/api/breakpoints/f").status, 200);
+    server.signal_and_wait("-KILL");
+    let server = Server::start_in(home.path(), &args);
+    assert_eq!(
+        server.client().get_ok("/api/breakpoints")["breakpoints"],
+        json!([])
+    );
+    assert!(
+        server
+            .stderr()
+            .contains("restored 0 breakpoints, default behavior exception"),
+        "{}",
+        server.stderr()
+    );
+}
+
+#[test]
+fn a_database_without_settings_opens_with_none() {
+    // As the previous version wrote it: a call record and a history entry, no settings.
+    let home = TempDir::new("no-settings");
+    let db = home.path().join("old.db");
+    {
+        use cideldill_server::store::{IndexKey, RecordKind, Store};
+        let (store, _) = Store::open(&db).unwrap();
+        let call = json!({"call_id": "1.000000-001", "method_name": "old", "status": "success",
+                          "process_pid": 1, "process_start_time": 1.0, "completed_at": 2.0});
+        let entry = json!({"id": "h-1", "call": call});
+        store
+            .append_records(&[
+                (RecordKind::CallRecord, &call, IndexKey::default()),
+                (RecordKind::History, &entry, IndexKey::default()),
+            ])
+            .unwrap();
+    }
+    let server = Server::start_in(home.path(), &["--db", &db_arg(&db)]);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/breakpoints")["breakpoints"], json!([]));
+    assert_eq!(c.get_ok("/api/behavior"), json!({"behavior": "stop"}));
+    assert_eq!(c.get_ok("/api/call-records")["total_count"], 1);
+    assert_eq!(
+        c.get_ok("/api/breakpoints/old/history")["history"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(!server.stderr().contains("restored"), "{}", server.stderr());
+}
+
+#[test]
+fn a_one_shot_breakpoint_stays_disarmed_after_a_restart() {
+    let home = TempDir::new("one-shot");
+    let db = home.path().join("o.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "once", "one_shot": true, "behavior": "stop"}),
+    );
+    pause_id(&start_with(&c, "once", 1));
+    let listing = c.get_ok("/api/breakpoints");
+    assert_eq!(listing["breakpoint_behaviors"]["once"], "go", "{listing}");
+    // The pause was answered after the switch to go was written.
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    let restored = c.get_ok("/api/breakpoints");
+    assert_eq!(
+        restored["breakpoint_behaviors"], listing["breakpoint_behaviors"],
+        "{restored}"
+    );
+    assert_eq!(
+        restored["breakpoint_after_behaviors"],
+        listing["breakpoint_after_behaviors"]
+    );
+    assert_eq!(restored["breakpoint_one_shot"], json!(["once"]));
+    assert_eq!(start_with(&c, "once", 2)["action"], "continue");
+}
+
+#[test]
+fn the_history_of_a_removed_breakpoint_is_still_shown_after_a_restart() {
+    let home = TempDir::new("removed-history");
+    let db = home.path().join("h.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let call_id = one_call(&server, "f", &json!(1), &json!(2));
+    assert_eq!(server.client().delete("/api/breakpoints/f").status, 200);
+    server.signal_and_wait("-TERM");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/breakpoints")["breakpoints"], json!([]));
+    let history = c.get_ok("/api/breakpoints/f/history")["history"].clone();
+    assert_eq!(
+        history[0]["call_data"]["call_id"],
+        call_id.as_str(),
+        "{history}"
+    );
+    let page = c.get("/breakpoint/f/history");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text().contains("has no breakpoint now"),
+        "{}",
+        page.text()
+    );
+    let id = history[0]["id"].as_str().unwrap();
+    let entry = c.get(&format!("/breakpoint/f/history/{id}"));
+    assert_eq!(entry.status, 200);
+    assert!(entry.text().contains(&call_id), "{}", entry.text());
+}
+
+#[test]
+fn settings_changed_through_mcp_tools_survive_a_restart() {
+    use crate::mcp_support::{mcp_post, rpc, streamable_session};
+    let home = TempDir::new("settings-mcp");
+    let db = home.path().join("m.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let sid = streamable_session(server.port, "2025-11-25");
+    let call = |id: i64, tool: &str, arguments: Value| {
+        let r = mcp_post(
+            server.port,
+            Some(&sid),
+            rpc(
+                id,
+                "tools/call",
+                json!({"name": tool, "arguments": arguments}),
+            ),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["result"]["isError"], false, "{tool}: {}", r.text());
+    };
+    call(
+        1,
+        "breakpoint_add",
+        json!({"function_name": "f", "condition": "args[0] == 2", "one_shot": true}),
+    );
+    call(2, "breakpoint_add", json!({"function_name": "g"}));
+    call(
+        3,
+        "breakpoint_set_after_behavior",
+        json!({"function_name": "f", "behavior": "exception"}),
+    );
+    call(4, "breakpoint_remove", json!({"function_name": "g"}));
+    call(
+        5,
+        "breakpoint_set_default_behavior",
+        json!({"behavior": "go"}),
+    );
+    let listing = server.client().get_ok("/api/breakpoints");
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    assert_eq!(c.get_ok("/api/breakpoints"), listing);
+    assert_eq!(listing["breakpoints"], json!(["f"]));
+    assert_eq!(listing["breakpoint_after_behaviors"]["f"], "exception");
+    assert_eq!(c.get_ok("/api/behavior"), json!({"behavior": "go"}));
 }

@@ -2,13 +2,16 @@
 //! Communication errors, Object, REPL session and list, External MCP servers; each is HTML
 //! with the strict policy, shows program data escaped, and answers unknown ids with a 404 page.
 //! Also the events the pages live on that are new with them: `repl_session`, `repl_output`
-//! and `external_server`.
+//! and `external_server`; and the original server's UI addresses (`/objects`,
+//! `/object/ref:...`, `/repl-help`, `/docs`, `/frame/call/<process>/<call>/<i>`,
+//! `/breakpoint/<name>/history/<id>`).
 
 use serde_json::{json, Value};
 
 use crate::event_stream::Stream;
 use crate::support::{
-    call_start_body, fixture_server_path, item, pause_id, wait_for, Client, Server, TempDir,
+    call_start_body, complete_body, fixture_server_path, item, pause_id, wait_for, Client, Server,
+    TempDir,
 };
 
 const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
@@ -82,9 +85,12 @@ fn breakpoints_functions_and_errors_pages_show_escaped_data_and_link_history() {
     assert!(html.contains("href=\"/breakpoint/twin/history\""));
     assert!(html.contains("aria-current=\"page\""));
     assert!(ok_page(&c, "/breakpoint/twin/history").contains("No call of this function"));
-    let (status, html) = page(&c, "/breakpoint/nothing-here/history");
-    assert_eq!(status, 404);
-    assert!(html.contains("Not found"));
+    // As the original: any name has a history page (empty when nothing was recorded).
+    let html = ok_page(&c, "/breakpoint/nothing-here/history");
+    assert!(
+        html.contains("No call of this function was recorded"),
+        "{html}"
+    );
 
     let functions = ok_page(&c, "/functions");
     assert!(functions.contains("<code>twin</code>"), "{functions}");
@@ -228,4 +234,97 @@ fn the_pages_name_the_files_of_the_servers_own_home() {
     wait_for("fx from the config file connected", || {
         (c.get_ok("/api/mcp-clients")["clients"]["fx"]["status"] == "connected").then_some(())
     });
+}
+
+/// The first `href="<prefix>..."` in a page.
+fn href_starting(html: &str, prefix: &str) -> String {
+    let at = html
+        .find(&format!("href=\"{prefix}"))
+        .unwrap_or_else(|| panic!("no link to {prefix} in {html}"));
+    let rest = &html[at + "href=\"".len()..];
+    rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+}
+
+#[test]
+fn the_original_servers_ui_addresses_are_served() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let dir = TempDir::new("compat-src");
+    let source = dir.path().join("app.py");
+    std::fs::write(&source, "def f(x):\n    return x\n\nf(1)\n").unwrap();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    c.post_ok(
+        "/api/breakpoints/f/after_behavior",
+        &json!({"behavior": "go"}),
+    );
+    let mut start = call_start_body("f", vec![item(&json!(HOSTILE), 5)], json!({}));
+    start["call_site"]["stack_trace"][0]["filename"] = json!(source.to_str().unwrap());
+    start["call_site"]["stack_trace"][0]["lineno"] = json!(4);
+    let started = c.post_ok("/api/call/start", &start);
+    let p = pause_id(&started);
+    c.post_ok(
+        &format!("/api/paused/{p}/continue"),
+        &json!({"action": "continue"}),
+    );
+    let call_id = started["call_id"].as_str().unwrap().to_owned();
+    c.post_ok(
+        "/api/call/complete",
+        &complete_body(&call_id, &json!(HOSTILE)),
+    );
+    let record = &c.get_ok("/api/call-records")["calls"][0];
+    let process = record["process_key"].as_str().unwrap().to_owned();
+    let process_seg = process.replace('+', "%2B");
+
+    // /objects: client objects (with their ref page) and stored objects.
+    let objects = ok_page(&c, "/objects");
+    assert!(objects.contains("Client objects") && objects.contains("Stored objects"));
+    assert!(objects.contains("&lt;/script&gt;"), "{objects}");
+    let ref_page = href_starting(&objects, "/object/ref");
+    let cid_page = href_starting(&objects, "/object/");
+    assert_eq!(page(&c, &cid_page).0, 200, "{cid_page}");
+    // /object/ref:<process_key>:<client_ref>, as the original links it.
+    let html = ok_page(&c, &ref_page);
+    assert!(
+        html.contains("Client object") && html.contains("&lt;img"),
+        "{html}"
+    );
+    let html = ok_page(&c, &format!("/object/ref:{process_seg}:5"));
+    assert!(html.contains("arg:0") && html.contains("&lt;img"), "{html}");
+    assert_eq!(page(&c, &format!("/object/ref:{process_seg}:99")).0, 404);
+
+    assert!(ok_page(&c, "/repl-help").contains("Shift"));
+
+    // /docs: every operation of the OpenAPI document, no external assets.
+    let docs = ok_page(&c, "/docs");
+    let spec = c.get_ok("/openapi.json");
+    for (path, ops) in spec["paths"].as_object().unwrap() {
+        assert!(docs.contains(&format!("<code>{path}</code>")), "{path}");
+        assert!(!ops.as_object().unwrap().is_empty());
+    }
+    assert!(docs.contains("href=\"/openapi.json\""));
+    assert!(!docs.contains("https://"), "no external assets");
+
+    // /frame/call/<process_key>/<call_id>/<i>: our /frame/call/<call_id>/<i>.
+    let ours = ok_page(&c, &format!("/frame/call/{call_id}/0"));
+    let theirs = ok_page(&c, &format!("/frame/call/{process_seg}/{call_id}/0"));
+    assert_eq!(theirs, ours);
+    assert!(theirs.contains("return x"), "{theirs}");
+    assert_eq!(page(&c, &format!("/frame/call/1.0%2B1/{call_id}/0")).0, 404);
+    assert_eq!(
+        page(&c, &format!("/frame/call/{process_seg}/{call_id}/9")).0,
+        404
+    );
+
+    // /breakpoint/<name>/history/<record_id>, also once the breakpoint is gone.
+    let history = ok_page(&c, "/breakpoint/f/history");
+    let entry = href_starting(&history, "/breakpoint/f/history/");
+    assert_eq!(c.delete("/api/breakpoints/f").status, 200);
+    let html = ok_page(&c, &entry);
+    assert!(
+        html.contains(&call_id) && html.contains("&lt;img"),
+        "{html}"
+    );
+    let history = ok_page(&c, "/breakpoint/f/history");
+    assert!(history.contains("has no breakpoint now") && history.contains(&entry));
+    assert_eq!(page(&c, "/breakpoint/f/history/no-such-record").0, 404);
 }

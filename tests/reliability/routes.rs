@@ -65,6 +65,12 @@ pub const PAGES: &[&str] = &[
     "/callstack/call/{call_id}",
     "/frame/{pause_id}/{index}",
     "/frame/call/{call_id}/{index}",
+    // The original server's addresses.
+    "/objects",
+    "/repl-help",
+    "/docs",
+    "/frame/call/{process_key}/{call_id}/{index}",
+    "/breakpoint/{name}/history/{record_id}",
     "/ui/app.css",
     "/ui/app.js",
     "/ui/events-worker.js",

@@ -1,0 +1,546 @@
+//! The breakpoint settings in the database: every change of a breakpoint, its behaviours,
+//! options or replacement, or of the default behaviour, is written (a `RecordKind::Settings`
+//! record) before it is acknowledged; at start the records are read in order and what they
+//! leave is restored (`SettingsLoader`). Hit counts are not kept: they start from 0 after a
+//! restart.
+//!
+//! A record holds what changed since the settings the database holds (`Shared::settings_writer`
+//! keeps them): the breakpoints added or changed (each whole, with all its settings), the names
+//! removed, and the default behaviour; so the file grows with the changes, not with the number
+//! of breakpoints times the changes. A record with `"full": true` holds every breakpoint and
+//! replaces what the records before it left (written when what the database holds is unknown,
+//! after a failed write).
+//!
+//! Records are written in the order of the changes: one writer at a time
+//! (`Shared::settings_writer`) takes the state lock, changes, takes a snapshot, releases the
+//! state lock, then writes (the fsync happens without the state lock). A change that leaves
+//! the settings as the database holds them writes nothing. Subscribers hear of a change when
+//! the state lock is released, before it is written; if the write fails, the settings go back
+//! to the snapshot before the change (another `BreakpointsChanged`) and the change is answered
+//! with `storage_error`.
+//!
+//! The calls change one setting themselves: a one-shot breakpoint switches to `go` after its
+//! first pause; `write_current` writes that after the pause (a failure there is logged and
+//! the next change writes it).
+//!
+//! The body of a record (version 1):
+//!
+//! ```json
+//! {"settings": 1, "default_behavior": "go",
+//!  "breakpoints": [{"function_name": "f", "behavior": "stop", "after_behavior": "yield",
+//!                   "replacement_function": "g", "condition": "args[0] > 1",
+//!                   "hit_condition": ">=2", "log_message": "x={args[0]}", "one_shot": false}],
+//!  "removed": ["h"]}
+//! ```
+//!
+//! `replacement_function`, `condition`, `hit_condition` and `log_message` are left out when
+//! unset, `removed` when empty, `full` when false. Reading is lenient: an unknown value or an
+//! option that no longer parses is left out of the restored breakpoint (with a warning), and a
+//! record of another version is skipped with a warning; never a reason to refuse the file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::Obj;
+use crate::breakpoints::{
+    After, Before, BreakpointSettings, Breakpoints, Condition, Global, HitCondition, LogMessage,
+    Options, Settings,
+};
+use crate::error::ApiError;
+use crate::events::EventKind;
+use crate::state::{Shared, State};
+use crate::store::{IndexKey, RecordKind, SETTINGS_KEY};
+
+/// The version of the record body this server writes.
+const VERSION: u64 = 1;
+
+/// One breakpoint as a record holds it.
+fn breakpoint_to_disk(b: &BreakpointSettings) -> Value {
+    let mut m = Obj::new();
+    m.insert("function_name".into(), json!(b.name));
+    m.insert("behavior".into(), json!(b.before.as_str()));
+    m.insert("after_behavior".into(), json!(b.after.as_str()));
+    if let Some(r) = &b.replacement {
+        m.insert("replacement_function".into(), json!(r));
+    }
+    let o = &b.options;
+    if let Some(c) = &o.condition {
+        m.insert("condition".into(), json!(c.text));
+    }
+    if let Some(h) = o.hit_condition {
+        m.insert("hit_condition".into(), json!(h.to_string()));
+    }
+    if let Some(l) = &o.log_message {
+        m.insert("log_message".into(), json!(l.text));
+    }
+    m.insert("one_shot".into(), json!(o.one_shot));
+    Value::Object(m)
+}
+
+/// The body of the record that takes the settings the database holds (`None`: unknown, so the
+/// record holds them all) to `to`.
+pub fn to_disk(from: Option<&Settings>, to: &Settings) -> Value {
+    let mut m = Map::new();
+    m.insert(SETTINGS_KEY.into(), json!(VERSION));
+    m.insert("default_behavior".into(), json!(to.global.as_str()));
+    let Some(from) = from else {
+        m.insert("full".into(), json!(true));
+        let all: Vec<Value> = to.breakpoints.iter().map(breakpoint_to_disk).collect();
+        m.insert("breakpoints".into(), Value::Array(all));
+        return Value::Object(m);
+    };
+    let old: BTreeMap<&str, &BreakpointSettings> = from
+        .breakpoints
+        .iter()
+        .map(|b| (b.name.as_str(), b))
+        .collect();
+    let changed: Vec<Value> = to
+        .breakpoints
+        .iter()
+        .filter(|b| old.get(b.name.as_str()) != Some(b))
+        .map(breakpoint_to_disk)
+        .collect();
+    let now: BTreeMap<&str, ()> = to
+        .breakpoints
+        .iter()
+        .map(|b| (b.name.as_str(), ()))
+        .collect();
+    let removed: Vec<&str> = old
+        .keys()
+        .filter(|n| !now.contains_key(*n))
+        .copied()
+        .collect();
+    m.insert("breakpoints".into(), Value::Array(changed));
+    if !removed.is_empty() {
+        m.insert("removed".into(), json!(removed));
+    }
+    Value::Object(m)
+}
+
+/// Reads one breakpoint of a record; `Err` with a warning when it has no name. What cannot be
+/// read of it is left out and described in `warnings`.
+fn breakpoint_from_disk(
+    b: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<BreakpointSettings, String> {
+    let Some(name) = b.get("function_name").and_then(Value::as_str) else {
+        return Err("a breakpoint without a function_name".to_owned());
+    };
+    let text = |key: &str| b.get(key).and_then(Value::as_str).filter(|t| !t.is_empty());
+    let mut warn = |what: &str, why: String| {
+        warnings.push(format!("breakpoint {name}: {what} left out: {why}"));
+    };
+    let before = match text("behavior") {
+        None => Before::Yield,
+        Some(t) => Before::parse(t).unwrap_or_else(|| {
+            warn("behavior", format!("unknown value {t:?}"));
+            Before::Yield
+        }),
+    };
+    let after = match text("after_behavior") {
+        None => After::Yield,
+        Some(t) => After::parse(t).unwrap_or_else(|| {
+            warn("after_behavior", format!("unknown value {t:?}"));
+            After::Yield
+        }),
+    };
+    let mut options = Options {
+        one_shot: b.get("one_shot").and_then(Value::as_bool).unwrap_or(false),
+        ..Options::default()
+    };
+    if let Some(t) = text("condition") {
+        match Condition::parse(t) {
+            Ok(c) => options.condition = Some(c),
+            Err(e) => warn("condition", e.to_string()),
+        }
+    }
+    if let Some(t) = text("hit_condition") {
+        match HitCondition::parse(t) {
+            Ok(h) => options.hit_condition = Some(h),
+            Err(e) => warn("hit_condition", e),
+        }
+    }
+    if let Some(t) = text("log_message") {
+        match LogMessage::parse(t) {
+            Ok(l) => options.log_message = Some(l),
+            Err(e) => warn("log_message", e.to_string()),
+        }
+    }
+    if let Err(e) = options.check() {
+        warn("one_shot", e);
+        options.one_shot = false;
+    }
+    Ok(BreakpointSettings {
+        name: name.to_owned(),
+        before,
+        after,
+        replacement: text("replacement_function").map(str::to_owned),
+        options: Arc::new(options),
+    })
+}
+
+/// Reads the settings records of a database in order (`add`) and restores what they leave
+/// (`restore`), at start, before any request.
+#[derive(Debug, Default)]
+pub struct SettingsLoader {
+    breakpoints: BTreeMap<String, BreakpointSettings>,
+    global: Option<Global>,
+    records: usize,
+    warnings: Vec<String>,
+}
+
+impl SettingsLoader {
+    /// Applies the next settings record.
+    pub fn add(&mut self, v: &Value) {
+        let Some(m) = v.as_object() else {
+            self.warnings
+                .push("a settings record that is not an object".to_owned());
+            return;
+        };
+        match m.get(SETTINGS_KEY).and_then(Value::as_u64) {
+            Some(VERSION) => {}
+            other => {
+                self.warnings.push(format!(
+                    "a settings record of unknown version {other:?} skipped"
+                ));
+                return;
+            }
+        }
+        self.records += 1;
+        if m.get("full").and_then(Value::as_bool) == Some(true) {
+            self.breakpoints.clear();
+        }
+        if let Some(g) = m.get("default_behavior").and_then(Value::as_str) {
+            match Global::parse(g) {
+                Some(g) => self.global = Some(g),
+                None => self
+                    .warnings
+                    .push(format!("unknown default behavior {g:?} left out")),
+            }
+        }
+        for b in m
+            .get("breakpoints")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            match breakpoint_from_disk(b, &mut self.warnings) {
+                Ok(b) => {
+                    self.breakpoints.insert(b.name.clone(), b);
+                }
+                Err(w) => self.warnings.push(w),
+            }
+        }
+        for name in m
+            .get("removed")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if let Some(name) = name.as_str() {
+                self.breakpoints.remove(name);
+            }
+        }
+    }
+
+    /// The settings the records leave (`None` without any record).
+    pub fn settings(&self) -> Option<Settings> {
+        (self.records > 0).then(|| Settings {
+            global: self.global.unwrap_or(Global::Stop),
+            breakpoints: self.breakpoints.values().cloned().collect(),
+        })
+    }
+
+    /// Restores the settings the records leave into `breakpoints`, logging what was restored
+    /// from the database `path`: "restored 3 breakpoints, default behavior go from FILE".
+    pub fn restore(self, breakpoints: &mut Breakpoints, path: &Path) {
+        for w in &self.warnings {
+            log::warn!("database {}: settings: {w}", path.display());
+        }
+        let Some(settings) = self.settings() else {
+            return;
+        };
+        breakpoints.restore(&settings);
+        let n = settings.breakpoints.len();
+        log::info!(
+            "restored {n} breakpoint{}, default behavior {} from {}",
+            if n == 1 { "" } else { "s" },
+            settings.global.as_str(),
+            path.display()
+        );
+    }
+}
+
+/// Runs a change of the settings and writes what it changed before returning (see the
+/// module doc). `change` runs under the state lock.
+pub(super) fn persisted<T>(
+    shared: &Shared,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, ApiError> {
+    let mut written = shared.settings_writer();
+    let mut st = shared.lock();
+    if !shared.store.is_durable() {
+        return Ok(change(&mut st));
+    }
+    let before = st.breakpoints.settings();
+    let out = change(&mut st);
+    let after = st.breakpoints.settings();
+    drop(st);
+    match write(shared, &mut written, after) {
+        Ok(()) => Ok(out),
+        Err(err) => {
+            *written = None;
+            log::error!("settings write failed: {err}; the change is undone");
+            let mut st = shared.lock();
+            st.breakpoints.restore(&before);
+            st.emit(EventKind::BreakpointsChanged);
+            Err(ApiError::storage(&err))
+        }
+    }
+}
+
+/// Writes the settings as they are now, unless the database holds them so: for changes the
+/// calls make themselves (a one-shot breakpoint switching to `go` after its pause). A failure
+/// is logged; the next change writes them.
+pub fn write_current(shared: &Shared) {
+    if !shared.store.is_durable() {
+        return;
+    }
+    let mut written = shared.settings_writer();
+    let now = shared.lock().breakpoints.settings();
+    if let Err(err) = write(shared, &mut written, now) {
+        *written = None;
+        log::error!("settings write failed: {err}; the next change of the settings writes them");
+    }
+}
+
+/// Appends the record that takes `written` (what the database holds) to `settings`, unless
+/// they are the same.
+fn write(
+    shared: &Shared,
+    written: &mut Option<Settings>,
+    settings: Settings,
+) -> std::io::Result<()> {
+    if written.as_ref() == Some(&settings) {
+        return Ok(());
+    }
+    let record = to_disk(written.as_ref(), &settings);
+    shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])?;
+    *written = Some(settings);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_breakpoints() -> Breakpoints {
+        let mut bp = Breakpoints::default();
+        bp.add("f");
+        bp.add("g");
+        bp.set_before("f", Before::Stop);
+        bp.set_after("g", After::Global(Global::Exception));
+        bp.set_options(
+            "f",
+            Options {
+                condition: Some(Condition::parse("args[0] > 1").unwrap()),
+                hit_condition: Some(HitCondition::parse(">= 2").unwrap()),
+                log_message: None,
+                one_shot: true,
+            },
+        );
+        bp.set_options(
+            "g",
+            Options {
+                log_message: Some(LogMessage::parse("x={args[0]}").unwrap()),
+                ..Options::default()
+            },
+        );
+        bp.set_global(Global::Go);
+        bp
+    }
+
+    fn load(records: &[Value]) -> SettingsLoader {
+        let mut loader = SettingsLoader::default();
+        for r in records {
+            loader.add(r);
+        }
+        loader
+    }
+
+    #[test]
+    fn records_read_back_as_written_and_hold_only_what_changed() {
+        let mut bp = two_breakpoints();
+        let first = bp.settings();
+        let full = to_disk(None, &first);
+        assert_eq!(
+            (&full["settings"], &full["full"]),
+            (&json!(1), &json!(true))
+        );
+        assert_eq!(full["breakpoints"][0]["hit_condition"], ">=2");
+        let from_empty = to_disk(Some(&Breakpoints::default().settings()), &first);
+        assert_eq!(from_empty["breakpoints"], full["breakpoints"]);
+        let loader = load(std::slice::from_ref(&from_empty));
+        assert!(loader.warnings.is_empty(), "{:?}", loader.warnings);
+        assert_eq!(loader.settings(), Some(first.clone()));
+
+        bp.set_before("g", Before::Go);
+        bp.remove("f");
+        bp.add("h");
+        let second = bp.settings();
+        let delta = to_disk(Some(&first), &second);
+        let names: Vec<&str> = delta["breakpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["function_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["g", "h"], "only what changed: {delta}");
+        assert_eq!(delta["removed"], json!(["f"]));
+        assert!(delta.get("full").is_none());
+        assert_eq!(
+            load(&[from_empty.clone(), delta.clone()]).settings(),
+            Some(second.clone())
+        );
+        // A full record replaces what came before it.
+        let mut only_h = Breakpoints::default();
+        only_h.add("h");
+        let reset = to_disk(None, &only_h.settings());
+        assert_eq!(
+            load(&[from_empty, delta, reset]).settings(),
+            Some(only_h.settings())
+        );
+        let mut fresh = Breakpoints::default();
+        fresh.restore(&second);
+        assert_eq!(fresh.settings(), second);
+        assert_eq!(load(&[]).settings(), None);
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_left_out_with_a_warning() {
+        let v = json!({"settings": 1, "default_behavior": "sometimes", "breakpoints": [
+            {"function_name": "f", "behavior": "later", "condition": "args[", "one_shot": true,
+             "log_message": "hi"},
+            {"no_name": true},
+        ]});
+        let loader = load(&[v, json!({"settings": 2, "full": true}), json!([])]);
+        let s = loader.settings().unwrap();
+        assert_eq!(s.global, Global::Stop);
+        assert_eq!(
+            s.breakpoints.len(),
+            1,
+            "the record of another version is skipped"
+        );
+        let f = &s.breakpoints[0];
+        assert_eq!(
+            (f.before, f.options.condition.is_none()),
+            (Before::Yield, true)
+        );
+        assert!(
+            !f.options.one_shot,
+            "one_shot and a log message do not go together"
+        );
+        assert_eq!(loader.warnings.len(), 7, "{:?}", loader.warnings);
+    }
+
+    #[test]
+    fn concurrent_changes_reach_the_database_in_their_order() {
+        use crate::service::testing::{body, Durable};
+        let d = Durable::new(10);
+        let s = &d.shared;
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                scope.spawn(move || {
+                    for i in 0..25 {
+                        let name = format!("f{}", i % 5);
+                        let cond = format!("args[0] == {t}{i}");
+                        crate::service::breakpoint_add(
+                            s,
+                            &body(json!({"function_name": name, "condition": cond})),
+                        )
+                        .unwrap();
+                        if i % 3 == t % 3 {
+                            crate::service::breakpoint_remove(s, &name).unwrap();
+                        }
+                        let g = [Global::Go, Global::Stop, Global::Exception][(i + t) % 3];
+                        crate::service::set_global(s, g).unwrap();
+                    }
+                });
+            }
+        });
+        let (at, _) = s
+            .store
+            .index_page(RecordKind::Settings, &|_| true, 0, 10_000)
+            .unwrap();
+        let mut loader = SettingsLoader::default();
+        for &o in at.iter().rev() {
+            loader.add(&s.store.read_record(o).unwrap().1);
+        }
+        assert_eq!(loader.settings(), Some(s.lock().breakpoints.settings()));
+    }
+
+    #[test]
+    fn restoring_keeps_the_counts_of_unchanged_breakpoints() {
+        let mut bp = Breakpoints::default();
+        bp.add("f");
+        bp.add("g");
+        let o = Options::default();
+        bp.count("f", &o);
+        bp.count("g", &o);
+        let mut s = bp.settings();
+        s.breakpoints[1].options = Arc::new(Options {
+            hit_condition: Some(HitCondition::Every(2)),
+            ..Options::default()
+        });
+        bp.restore(&s);
+        assert_eq!((bp.hits("f"), bp.hits("g")), (1, 0));
+    }
+
+    #[test]
+    fn each_change_writes_one_record_and_a_change_of_nothing_none() {
+        use crate::service::testing::{body, Durable};
+        let d = Durable::new(10);
+        let s = &d.shared;
+        let records = || {
+            let (at, total) = s
+                .store
+                .index_page(RecordKind::Settings, &|_| true, 0, 100)
+                .unwrap();
+            let mut all: Vec<Value> = at
+                .iter()
+                .map(|&o| s.store.read_record(o).unwrap().1)
+                .collect();
+            all.reverse();
+            (all, total)
+        };
+        let loaded = || load(&records().0).settings().unwrap();
+        crate::service::breakpoint_add(s, &body(json!({"function_name": "f"}))).unwrap();
+        crate::service::breakpoint_add(s, &body(json!({"function_name": "f"}))).unwrap();
+        assert_eq!(records().1, 1, "adding again changes nothing");
+        crate::service::breakpoint_add(
+            s,
+            &body(json!({"function_name": "f", "condition": "args[0] > 1"})),
+        )
+        .unwrap();
+        crate::service::set_global(s, Global::Go).unwrap();
+        crate::service::set_global(s, Global::Go).unwrap();
+        assert_eq!(records().1, 3);
+        assert_eq!(loaded(), s.lock().breakpoints.settings());
+        // The default behavior alone: no breakpoint in the record.
+        assert_eq!(records().0[2]["breakpoints"], json!([]));
+        // A refused change writes nothing.
+        assert!(crate::service::set_before(s, "nope", Before::Stop)
+            .unwrap()
+            .is_err());
+        crate::service::breakpoint_remove(s, "f").unwrap();
+        crate::service::breakpoint_remove(s, "f").unwrap();
+        assert_eq!(records().1, 4);
+        assert_eq!(records().0[3]["removed"], json!(["f"]));
+        assert!(loaded().breakpoints.is_empty());
+    }
+}

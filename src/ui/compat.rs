@@ -1,0 +1,384 @@
+//! Pages at the original server's UI addresses that our other pages do not have: `/objects`
+//! (client objects and stored objects), `/object/ref:<process_key>:<client_ref>` (one client
+//! object's snapshots), `/repl-help`, `/docs` (the REST API from the route table),
+//! `/frame/call/<process_key>/<call_id>/<i>` (the original's form of our
+//! `/frame/call/<call_id>/<i>`) and `/breakpoint/<name>/history/<record_id>` (one history
+//! entry). Every value is escaped; no page has inline code.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::breakpoints::arguments_text;
+use super::tree::call_tree_href;
+use super::{esc, param, plural, shown, time, Answer, Html};
+use crate::service;
+use crate::state::Shared;
+use crate::urlenc::{encode_segment, percent_decode};
+
+/// Stored objects listed on a page of `/objects`.
+const OBJECTS_PAGE: usize = 100;
+/// Client objects listed on `/objects` (the newest).
+const CLIENT_OBJECTS: usize = 500;
+
+/// The page of a client object: `/object/ref:<process_key>:<client_ref>`.
+pub fn ref_href(process_key: &str, client_ref: &str) -> String {
+    format!(
+        "/object/{}",
+        encode_segment(&format!("ref:{process_key}:{client_ref}"))
+    )
+}
+
+/// A client ref as text (`7`, or a string as it is).
+fn ref_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `/objects`: the client objects (items sent with a `client_ref`), each with its newest
+/// snapshot, and the stored objects by CID, newest first (`?offset=N` pages them).
+pub fn objects(shared: &Shared, query: &[(String, String)]) -> Html {
+    let mut out = String::from("<div class=\"bar\"><h1>Objects</h1></div>");
+    let (rows, total) = service::client_objects(shared, CLIENT_OBJECTS);
+    let _ = write!(
+        out,
+        "<h2>Client objects</h2><p class=\"meta\">Values the program sent with a client ref \
+         (the same object in later calls), {total} in all{}; each with what it was last seen as.</p>",
+        if total > rows.len() {
+            format!(", the newest {} shown", rows.len())
+        } else {
+            String::new()
+        }
+    );
+    if rows.is_empty() {
+        out.push_str("<p class=\"empty\">No client object was seen yet.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Ref</th>\
+             <th scope=\"col\">Process</th><th scope=\"col\">Last seen</th><th scope=\"col\">As</th>\
+             <th scope=\"col\">In</th><th scope=\"col\">Value</th></tr></thead><tbody>",
+        );
+        for s in &rows {
+            let process = s["process_key"].as_str().unwrap_or("");
+            let client_ref = ref_text(&s["client_ref"]);
+            let _ = write!(
+                out,
+                "<tr><td><a href=\"{}\"><code>ref:{}</code></a></td><td><code>{}</code></td>\
+                 <td>{}</td><td>{}</td><td><code>{}</code></td><td><code class=\"value\">{}</code></td></tr>",
+                esc(&ref_href(process, &client_ref)),
+                esc(&client_ref),
+                esc(process),
+                time(s["at"].as_f64().unwrap_or(0.0)),
+                esc(s["role"].as_str().unwrap_or("")),
+                esc(s["method_name"].as_str().unwrap_or("")),
+                esc(&shown(&s["pretty"])),
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    let offset = param(query, "offset")
+        .and_then(|o| o.parse().ok())
+        .unwrap_or(0);
+    let page = service::objects(shared, offset, OBJECTS_PAGE);
+    let _ = write!(
+        out,
+        "<h2>Stored objects</h2><p class=\"meta\">{} object{} stored by CID, newest first.</p>",
+        page.total_count,
+        plural(page.total_count)
+    );
+    if page.objects.is_empty() {
+        out.push_str("<p class=\"empty\">No object on this page.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">CID</th>\
+             <th scope=\"col\">Format</th><th scope=\"col\">Size</th><th scope=\"col\">Stored</th>\
+             </tr></thead><tbody>",
+        );
+        for o in &page.objects {
+            let cid = o.cid.hex();
+            let _ = write!(
+                out,
+                "<tr><td><a href=\"/object/{}\"><code class=\"cid\">{}…</code></a></td><td>{}</td>\
+                 <td>{} byte{}</td><td>{}</td></tr>",
+                esc(&cid),
+                esc(&cid[..cid.len().min(16)]),
+                esc(o.format.unwrap_or("unknown")),
+                o.size,
+                plural(o.size as usize),
+                time(o.stored_at),
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    let mut pager = Vec::new();
+    if offset > 0 {
+        pager.push(format!(
+            "<a href=\"/objects?offset={}\" rel=\"prev\">Newer</a>",
+            offset.saturating_sub(OBJECTS_PAGE)
+        ));
+    }
+    if offset + page.objects.len() < page.total_count {
+        pager.push(format!(
+            "<a href=\"/objects?offset={}\" rel=\"next\">Older</a>",
+            offset + OBJECTS_PAGE
+        ));
+    }
+    if !pager.is_empty() {
+        let _ = write!(out, "<p class=\"meta\">{}</p>", pager.join(" · "));
+    }
+    Html::new("Objects", "", out)
+}
+
+/// `/object/ref:<process_key>:<client_ref>` (or `ref:<client_ref>`: every process): every
+/// snapshot of one client object, newest first, each linking to its stored value.
+pub fn object_ref(shared: &Shared, reference: &str) -> Answer {
+    let not_found = || format!("/object/{reference}");
+    let rest = reference.strip_prefix("ref:").ok_or_else(not_found)?;
+    let (process, client_ref) = match rest.split_once(':') {
+        Some((p, r)) => (Some(p), r),
+        None => (None, rest),
+    };
+    if client_ref.is_empty() {
+        return Err(not_found());
+    }
+    let found = service::snapshots(shared, process, Some(client_ref));
+    let list = found["snapshots"].as_array().map_or(&[][..], Vec::as_slice);
+    if list.is_empty() {
+        return Err(not_found());
+    }
+    let mut out = format!(
+        "<div class=\"bar\"><h1>Client object <code>ref:{}</code></h1><a href=\"/objects\">All objects</a></div>\
+         <p class=\"meta\">{} · {} snapshot{}: what the object was each time the program sent it.</p>",
+        esc(client_ref),
+        match process {
+            Some(p) => format!("Process <code>{}</code>", esc(p)),
+            None => "Every process".to_owned(),
+        },
+        list.len(),
+        plural(list.len()),
+    );
+    out.push_str(
+        "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Seen</th>\
+         <th scope=\"col\">As</th><th scope=\"col\">In</th><th scope=\"col\">Value</th>\
+         <th scope=\"col\">Stored object</th></tr></thead><tbody>",
+    );
+    for s in list.iter().rev() {
+        let process_key = s["process_key"].as_str().unwrap_or("");
+        let call_id = s["call_id"].as_str().unwrap_or("");
+        let stored = match s["cid"].as_str() {
+            Some(cid) => format!(
+                "<a href=\"/object/{}\"><code class=\"cid\">{}…</code></a>",
+                esc(cid),
+                esc(&cid[..cid.len().min(16)])
+            ),
+            None => String::new(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td><a href=\"{}\"><code>{}</code></a></td>\
+             <td><code class=\"value\">{}</code></td><td>{stored}</td></tr>",
+            time(s["at"].as_f64().unwrap_or(0.0)),
+            esc(s["role"].as_str().unwrap_or("")),
+            esc(&call_tree_href(process_key, Some(call_id))),
+            esc(s["method_name"].as_str().unwrap_or("")),
+            esc(&shown(&s["pretty"])),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    Ok(Html::new(
+        format!("Client object ref:{client_ref}"),
+        "",
+        out,
+    ))
+}
+
+/// `/repl-help`: how the REPL of a paused call is used.
+pub fn repl_help() -> Html {
+    let main = "<div class=\"bar\"><h1>REPL help</h1><a href=\"/repls\">All sessions</a></div>\
+        <p>A REPL session evaluates Python in the paused program: open one with <b>REPL</b> on a \
+        paused call (on the <a href=\"/\">Paused</a> page). The debug client runs each input in \
+        the frame of the paused call, so its arguments and locals are names you can use; the \
+        answer shows the value's repr and anything printed.</p>\
+        <h2>Examples</h2>\
+        <pre class=\"value\">x + 1\nprint(x)\nmy_list.append(42)\nimport math\nmath.sqrt(9)\n\n\
+        def foo(a):\n    return a * 2\n\nfoo(3)</pre>\
+        <h2>Keys</h2><ul><li><kbd>Enter</kbd> runs the input.</li>\
+        <li><kbd>Shift</kbd>+<kbd>Enter</kbd> adds a line (for a multi-line input such as a \
+        <code>def</code>).</li><li><kbd>Up</kbd> and <kbd>Down</kbd> recall earlier inputs.</li></ul>\
+        <p>The session stays open while the call is paused; once the call is continued its \
+        transcript is kept and the input goes away. Agents evaluate through the MCP tools and \
+        programs through <code>POST /api/repl/&lt;session_id&gt;/eval</code> (see the \
+        <a href=\"/docs\">API</a>).</p>";
+    Html::new("REPL help", "/repls", main.to_owned())
+}
+
+/// `/docs`: every REST endpoint from the route table (the one the OpenAPI document is built
+/// from), with its parameters.
+pub fn docs() -> Html {
+    let mut out = String::from(
+        "<div class=\"bar\"><h1>REST API</h1><a href=\"/openapi.json\">OpenAPI document</a></div>\
+         <p class=\"meta\">Every endpoint of this server, as <a href=\"/openapi.json\">/openapi.json</a> \
+         describes it (also at <code>/api/openapi.json</code>). Bodies and answers are JSON, but for \
+         the browser debug client's script.</p>\
+         <div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Method</th>\
+         <th scope=\"col\">Path</th><th scope=\"col\">What it does</th></tr></thead><tbody>",
+    );
+    for r in crate::http::ROUTES {
+        let mut about = esc(r.summary);
+        if !r.query.is_empty() {
+            about.push_str("<ul>");
+            for (name, description) in r.query {
+                let _ = write!(
+                    about,
+                    "<li><code>?{}</code>: {}</li>",
+                    esc(name),
+                    esc(description)
+                );
+            }
+            about.push_str("</ul>");
+        }
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{about}</td></tr>",
+            esc(r.method),
+            esc(r.path),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    Html::new("API", "", out)
+}
+
+/// `/frame/call/<process_key>/<call_id>/<i>`: the page of `/frame/call/<call_id>/<i>` (call ids
+/// are unique on this server) when the call is of that process. `None` for other paths.
+pub fn frame_of_process(shared: &Shared, path: &str) -> Option<Answer> {
+    let rest = path.strip_prefix("/frame/call/")?;
+    let [process, call_id, index] = rest.split('/').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let record = service::find_record(shared, &percent_decode(call_id));
+    let same_process = record
+        .as_ref()
+        .and_then(|r| r["process_key"].as_str())
+        .is_some_and(|k| k == percent_decode(process));
+    if !same_process {
+        return Some(Err(percent_decode(path)));
+    }
+    Some(super::source::frame(
+        shared,
+        &format!("/frame/call/{call_id}/{index}"),
+    ))
+}
+
+/// `/breakpoint/<name>/history/<record_id>`: one completed call of the history.
+pub fn history_entry(shared: &Shared, name: &str, id: &str) -> Answer {
+    let not_found = || format!("/breakpoint/{name}/history/{id}");
+    let entry = service::breakpoint_history_entry(shared, name, id).ok_or_else(not_found)?;
+    let d = &entry["call_data"];
+    let text = |k: &str| d.get(k).filter(|v| !v.is_null()).map(shown);
+    let call_id = text("call_id").unwrap_or_default();
+    let process_key = text("process_key").unwrap_or_default();
+    let mut out = format!(
+        "<div class=\"bar\"><h1><code>{}({})</code></h1><a href=\"{}\">History of <code>{}</code></a></div>\
+         <dl class=\"facts\"><dt>Status</dt><dd>{}</dd><dt>Completed</dt><dd>{}</dd>\
+         <dt>Call</dt><dd><code>{}</code></dd><dt>Process</dt><dd><code>{}</code></dd>",
+        esc(name),
+        esc(&arguments_text(d)),
+        esc(&format!("/breakpoint/{}/history", encode_segment(name))),
+        esc(name),
+        esc(&text("status").unwrap_or_default()),
+        time(entry["completed_at"].as_f64().unwrap_or(0.0)),
+        esc(&call_id),
+        esc(&process_key),
+    );
+    if let Some(sig) = text("signature") {
+        let _ = write!(out, "<dt>Signature</dt><dd><code>{}</code></dd>", esc(&sig));
+    }
+    out.push_str("</dl>");
+    match d.get("exception").filter(|x| !x.is_null()) {
+        Some(x) => {
+            let _ = write!(
+                out,
+                "<h2>Exception</h2><pre class=\"value raised\">{}</pre>",
+                esc(&shown(x))
+            );
+        }
+        None => {
+            let _ = write!(
+                out,
+                "<h2>Result</h2><pre class=\"value\">{}</pre>",
+                esc(&d.get("pretty_result").map(shown).unwrap_or_default())
+            );
+        }
+    }
+    if !call_id.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"meta\"><a href=\"/callstack/call/{}\">Call stack</a> · \
+             <a href=\"{}\">In the call tree</a></p>",
+            esc(&encode_segment(&call_id)),
+            esc(&call_tree_href(&process_key, Some(&call_id))),
+        );
+    }
+    Ok(Html::new(format!("{name} call"), "/breakpoints", out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{complete, complete_body, item, paused_call, shared};
+    use serde_json::json;
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    #[test]
+    fn a_history_entry_shows_its_call_also_after_the_breakpoint_is_gone() {
+        let s = shared();
+        let (pause, call_id) = paused_call(&s, "f", &[json!(HOSTILE)]);
+        crate::service::testing::resume(&s, &pause);
+        complete(&s, &complete_body(&call_id, &json!(42))).unwrap();
+        service::breakpoint_remove(&s, "f").unwrap();
+        let entries = service::breakpoint_history(&s, "f", 0, 10).history;
+        let id = entries[0]["id"].as_str().unwrap().to_owned();
+        let html = history_entry(&s, "f", &id).unwrap().main;
+        assert!(html.contains("&lt;img") && !html.contains("<img"), "{html}");
+        assert!(html.contains(&call_id), "{html}");
+        assert!(history_entry(&s, "f", "nope").is_err());
+        assert!(history_entry(&s, "g", &id).is_err());
+    }
+
+    #[test]
+    fn client_objects_list_and_show_their_snapshots() {
+        let s = shared();
+        let mut arg = item(&json!(HOSTILE));
+        arg["client_ref"] = json!(7);
+        let mut start = crate::service::testing::start_body("f", &[]);
+        start.insert("args".into(), json!([arg]));
+        crate::service::set_global(&s, crate::breakpoints::Global::Go).unwrap();
+        crate::service::testing::start(&s, &start).unwrap();
+        let list = objects(&s, &[]).main;
+        let key = service::snapshots(&s, None, None)["snapshots"][0]["process_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let href = ref_href(&key, "7");
+        assert!(list.contains(&esc(&href)), "{list}");
+        assert!(list.contains("1 object stored"), "{list}");
+        assert!(!list.contains("<img"));
+        let page = object_ref(&s, &format!("ref:{key}:7")).unwrap().main;
+        assert!(page.contains("arg:0") && page.contains("&lt;img"), "{page}");
+        assert!(object_ref(&s, "ref:7").is_ok(), "every process");
+        assert!(object_ref(&s, &format!("ref:{key}:8")).is_err());
+        assert!(object_ref(&s, "nothing").is_err());
+    }
+
+    #[test]
+    fn the_docs_list_every_route() {
+        let html = docs().main;
+        for r in crate::http::ROUTES {
+            assert!(html.contains(&esc(r.path)), "{}", r.path);
+        }
+        assert!(!html.contains("<script"));
+    }
+}
