@@ -692,7 +692,21 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
         && (crate::ui::is_page_path(path)
             || (path == "/" && crate::ui::wants_html(head.accept.as_deref())));
     if page_path {
-        if let Some(page) = crate::ui::serve(shared, path, &head.query) {
+        let page = if matches!(path, "/docs" | "/docs/") {
+            let rows: Vec<crate::ui::ApiRow> = routes::ROUTES
+                .iter()
+                .map(|r| crate::ui::ApiRow {
+                    method: r.method,
+                    path: r.path,
+                    summary: r.summary,
+                    query: r.query,
+                })
+                .collect();
+            Some(crate::ui::api_docs(shared, &rows, &head.query))
+        } else {
+            crate::ui::serve(shared, path, &head.query)
+        };
+        if let Some(page) = page {
             return Decision::Answer(Reply {
                 status: page.status,
                 content_type: page.content_type,

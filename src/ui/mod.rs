@@ -10,6 +10,7 @@
 mod breakpoints;
 mod calls;
 mod compat;
+pub use compat::ApiRow;
 mod lists;
 mod object;
 mod paused;
@@ -182,7 +183,6 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         }
         "/objects" | "/objects/" => Ok(compat::objects(shared, query)),
         "/repl-help" | "/repl-help/" => Ok(compat::repl_help()),
-        "/docs" | "/docs/" => Ok(compat::docs()),
         p if p.starts_with("/breakpoint/")
             && p.split('/').count() == 5
             && p.split('/').nth(3) == Some("history") =>
@@ -200,6 +200,17 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         p if is_page_path(p) => Err(percent_decode(p)),
         _ => return None,
     };
+    Some(render(shared, answer, fragment))
+}
+
+/// `/docs`: the REST endpoints the HTTP face lists from its route table, as a page.
+pub fn api_docs(shared: &Shared, rows: &[ApiRow], query: &[(String, String)]) -> Page {
+    let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
+    render(shared, Ok(compat::docs(rows)), fragment)
+}
+
+/// A page's answer in the layout (or as the fragment the live pages fetch).
+fn render(shared: &Shared, answer: Answer, fragment: bool) -> Page {
     let (status, html) = match answer {
         Ok(html) => (200, html),
         Err(what) => (404, not_found(&what)),
@@ -213,11 +224,11 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
     } else {
         layout(shared, &html)
     };
-    Some(Page {
+    Page {
         status,
         content_type: "text/html; charset=utf-8",
         body,
-    })
+    }
 }
 
 /// Looks up a query parameter.

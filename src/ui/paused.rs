@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{esc, item_shown, json_shown, shown, time, value_html, Html};
+use crate::calls::PauseCause;
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -85,15 +86,14 @@ fn log_html(shared: &Shared) -> String {
 
 /// Why a conditional breakpoint paused the call: its condition and hit count, or, when the
 /// condition could not be decided, that (prominently: the call did not pass its condition).
-fn pause_cause(out: &mut String, d: &serde_json::Map<String, Value>) {
-    let text = |k: &str| d.get(k).and_then(Value::as_str);
-    let condition = text("condition");
-    if text("pause_reason") == Some("condition_error") || d.contains_key("condition_error") {
+fn pause_cause(out: &mut String, cause: &PauseCause) {
+    let condition = cause.condition.as_deref();
+    if cause.reason == "condition_error" || cause.error.is_some() {
         let _ = write!(
             out,
             "<div class=\"cond-error\" role=\"alert\"><strong>Paused because the condition could \
              not be decided:</strong> <code>{}</code>",
-            esc(text("condition_error").unwrap_or("no reason given"))
+            esc(cause.error.as_deref().unwrap_or("no reason given"))
         );
         if let Some(c) = condition {
             let _ = write!(out, "<br>Condition: <code>{}</code>", esc(c));
@@ -101,7 +101,7 @@ fn pause_cause(out: &mut String, d: &serde_json::Map<String, Value>) {
         out.push_str("</div>");
         return;
     }
-    let hits = d.get("hit_count").and_then(Value::as_u64);
+    let hits = cause.hit_count;
     if condition.is_none() && hits.is_none() {
         return;
     }
@@ -151,8 +151,8 @@ fn empty(port_file: &std::path::Path) -> String {
 
 /// `file:line` of the frame nearest the call (stacks list the innermost caller first), when
 /// the client sent a stack.
-fn call_site(data: &serde_json::Map<String, Value>) -> Option<String> {
-    let frames = data.get("call_site")?.get("stack_trace")?.as_array()?;
+fn call_site(call_site: &Value) -> Option<String> {
+    let frames = call_site.get("stack_trace")?.as_array()?;
     let f = frames.first()?;
     let file = f.get("filename")?.as_str()?;
     let line = f.get("lineno").map(|l| l.to_string()).unwrap_or_default();
@@ -226,7 +226,8 @@ fn card(
         When::After => ("after", "after the call"),
     };
     let id = esc(&p.id);
-    let undecided = d.get("pause_reason").and_then(Value::as_str) == Some("condition_error");
+    let call = &p.call;
+    let undecided = p.cause.reason == "condition_error";
     let _ = write!(
         out,
         "<article class=\"card {when}\" tabindex=\"0\" data-key=\"{id}\" data-pause-id=\"{id}\" data-when=\"{when}\">\
@@ -241,11 +242,7 @@ fn card(
         p.paused_at
     );
     // A web page (the browser debug client, whose pid is 0) by its address; a program by pid.
-    match d
-        .get("page_url")
-        .and_then(Value::as_str)
-        .filter(|u| !u.is_empty())
-    {
+    match call.page_url.as_str().filter(|u| !u.is_empty()) {
         Some(url) => {
             let short: String = url.chars().take(PAGE_URL_CHARS).collect();
             let more = if short.len() < url.len() { "…" } else { "" };
@@ -257,12 +254,10 @@ fn card(
             );
         }
         None => {
-            if let Some(pid) = d.get("process_pid") {
-                let _ = write!(out, " · process {}", esc(&pid.to_string()));
-            }
+            let _ = write!(out, " · process {}", call.process.pid);
         }
     }
-    if let Some(site) = call_site(d) {
+    if let Some(site) = call_site(&call.call_site.to_value()) {
         let _ = write!(
             out,
             " · <a class=\"site\" href=\"/callstack/{id}\">{}</a>",
@@ -270,8 +265,9 @@ fn card(
         );
     }
     out.push_str("</p>");
-    pause_cause(out, d);
-    if let Some(sig) = d.get("signature").and_then(Value::as_str) {
+    pause_cause(out, &p.cause);
+    let signature = call.signature.as_str();
+    if let Some(sig) = signature {
         let _ = write!(
             out,
             "<p class=\"sig\"><code>{}{}</code></p>",
@@ -280,11 +276,7 @@ fn card(
         );
     }
     out.push_str("<dl class=\"args\">");
-    let names = d
-        .get("signature")
-        .and_then(Value::as_str)
-        .map(positional_names)
-        .unwrap_or_default();
+    let names = signature.map(positional_names).unwrap_or_default();
     // After a modified call, the arguments it ran with (the resolution line names the ones it
     // was called with).
     let ran = d.get("resolution").filter(|r| {
@@ -320,7 +312,7 @@ fn card(
     out.push_str(&super::resolution_html(method, d));
     if p.when == When::After {
         // The result is a JSON item when the caller prefers JSON (the browser client).
-        let json = d.get("preferred_format").and_then(Value::as_str) == Some("json");
+        let json = call.preferred_json;
         let text = |v| if json { json_shown(v) } else { shown(v) };
         match d.get("exception").filter(|e| !e.is_null()) {
             Some(e) => {
@@ -355,9 +347,9 @@ fn card(
     out.push_str("<div class=\"actions\">");
     out.push_str("<button type=\"button\" data-act=\"continue\">Continue</button>");
     if let Some(prefill) = prefill {
-        actions_before(out, d, method, signatures, &prefill);
+        actions_before(out, signature, method, signatures, &prefill);
     }
-    if d.get("process_pid").is_some_and(|v| !v.is_null()) {
+    {
         let _ = write!(
             out,
             "<form class=\"inline\" data-api=\"/api/repl/start\" data-then=\"go:/repl/{{session_id}}\">\
@@ -371,7 +363,7 @@ fn card(
 /// The actions the client accepts before a call: skip, raise, modify, replace.
 fn actions_before(
     out: &mut String,
-    d: &serde_json::Map<String, Value>,
+    sig: Option<&str>,
     method: &str,
     signatures: &std::collections::BTreeMap<String, String>,
     (shown, items): &(Value, Value),
@@ -401,7 +393,6 @@ fn actions_before(
         esc(&items.to_string()),
         esc(&modify)
     );
-    let sig = d.get("signature").and_then(Value::as_str);
     let same: Vec<&String> = signatures
         .iter()
         .filter(|(name, s)| name.as_str() != method && Some(s.as_str()) == sig)

@@ -29,6 +29,7 @@ mod persistence;
 mod pickle_python;
 mod readme_run;
 mod readme_snippets;
+mod readme_walkthrough;
 mod render_limits;
 mod resolution;
 mod rest_api;

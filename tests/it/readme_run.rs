@@ -29,12 +29,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The lines of the first ```sh block under the `## Run it` heading (before the next `## `).
-fn run_it_block(readme: &str) -> Vec<String> {
-    let mut lines = readme.lines().skip_while(|l| l.trim_end() != "## Run it");
+/// The lines of the first ```sh block under the README heading `heading` (before the next
+/// `## `).
+pub(crate) fn sh_block(readme: &str, heading: &str) -> Vec<String> {
+    let mut lines = readme.lines().skip_while(|l| l.trim_end() != heading);
     assert!(
         lines.next().is_some(),
-        "README.md has no `## Run it` heading"
+        "README.md has no `{heading}` heading"
     );
     let mut block = None;
     for line in lines.by_ref() {
@@ -46,20 +47,21 @@ fn run_it_block(readme: &str) -> Vec<String> {
             break;
         }
     }
-    let mut block = block.expect("no ```sh block under `## Run it` in README.md");
+    let mut block =
+        block.unwrap_or_else(|| panic!("no ```sh block under `{heading}` in README.md"));
     for line in lines {
         if line.trim_end() == "```" {
             return block;
         }
         block.push(line.to_owned());
     }
-    panic!("the ```sh block under `## Run it` in README.md is not closed");
+    panic!("the ```sh block under `{heading}` in README.md is not closed");
 }
 
 /// The one command of that block (comments and blank lines aside).
 fn run_it_command() -> String {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let block = run_it_block(&readme);
+    let block = sh_block(&readme, "## Run it");
     let commands: Vec<&String> = block
         .iter()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
