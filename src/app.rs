@@ -122,6 +122,33 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
     Ok((store, state))
 }
 
+/// The directories of the server's data are its user's alone (see `files`): its own default
+/// ones (`~/.cideldill` without `CIDELDILL_HOME`, and `db` and `run` under the data home) are
+/// narrowed to 0700; one the user chose (`CIDELDILL_HOME`, the directory of `--db`) that others
+/// may enter gets a warning.
+fn check_data_dirs(config: &Config) {
+    let env = crate::config::Env::from_process();
+    let home = &config.home;
+    if env.cideldill_home.is_none() {
+        crate::files::narrow_own_dir(home);
+    } else {
+        crate::files::warn_if_open(home, "the data directory (CIDELDILL_HOME)");
+    }
+    let own = [home.join("db"), home.join("run")];
+    for dir in &own {
+        crate::files::narrow_own_dir(dir);
+    }
+    if let Database::File(path) = &config.database {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if &dir != home && !own.contains(&dir) {
+            crate::files::warn_if_open(&dir, "the database's directory");
+        }
+    }
+}
+
 /// Binds `host:port`; a port in use falls back to a free one (returned as the second value).
 fn bind(host: &str, port: u16) -> Result<(TcpListener, Option<u16>), Error> {
     let addrs: Vec<_> = (host, port)
@@ -185,7 +212,7 @@ impl PrivateDir {
         let run = home.join("run");
         // Room for "/http.sock" within a socket address's 108 bytes.
         let in_home =
-            run.join(&name).as_os_str().len() <= 96 && std::fs::create_dir_all(&run).is_ok();
+            run.join(&name).as_os_str().len() <= 96 && crate::files::create_dirs(&run).is_ok();
         let base = if in_home { run } else { std::env::temp_dir() };
         remove_stale(&base);
         let dir = base.join(if in_home {
@@ -255,6 +282,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     )
     .map_err(|e| Error::Config(e.to_string()))?;
     let max_connections = connection_cap(config.max_connections);
+    check_data_dirs(&config);
     let mut interner = Interner::default();
     let (store, state) = open_database(&config, &mut interner)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
@@ -263,7 +291,10 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         .map_err(|e| Error::io("cannot read the bound address", e))?
         .port();
     let port_file = config.port_file.clone();
+    let secret = port_file::Secret::new(port)
+        .map_err(|e| Error::io("cannot make the port file's secret", e))?;
     let shared = Arc::new(Shared::with_interner(config, store, state, interner));
+    let _ = shared.join_secret.set(secret.clone());
     // The MCP client manager is always there, idle until it is given a server (by the flags
     // now, or at run time through `POST /api/mcp-clients/connect` and the web UI). Then a
     // thread starts that turns external server status changes into events (the web UI and
@@ -324,7 +355,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         owns_port_file: false,
     };
     announce(&running.banner());
-    match port_file::claim(&port_file, port) {
+    match port_file::claim(&port_file, &secret) {
         Ok(port_file::Claim::Owned) => running.owns_port_file = true,
         Ok(port_file::Claim::Other(other)) => log::warn!(
             "the port file {} names another running server ({}, pid {}); it is left to that \

@@ -130,6 +130,12 @@ pub struct Args {
     #[argh(option, arg_name = "origin")]
     pub allow_origin: Vec<String>,
 
+    /// a directory whose source files the web UI's call stack and frame pages may show
+    /// (repeatable; when given, only files under these; default: source files anywhere but
+    /// /proc, /sys, /dev and /etc)
+    #[argh(option, arg_name = "dir")]
+    pub source_root: Vec<PathBuf>,
+
     /// most concurrent MCP HTTP sessions (default 64; more get 503)
     #[argh(
         option,
@@ -211,7 +217,10 @@ pub const FLAG_GROUPS: &[(&str, &[&str])] = &[
         "Server and storage",
         &["--host", "--port", "--db", "--memory", "--port-file"],
     ),
-    ("Web UI and trust", &["--allow-remote", "--allow-origin"]),
+    (
+        "Web UI and trust",
+        &["--allow-remote", "--allow-origin", "--source-root"],
+    ),
     (
         "Debug clients (the instrumented Python programs)",
         &[
@@ -481,6 +490,9 @@ pub struct Config {
     /// `--standalone`): it joins the server the port file names, if one runs.
     pub may_join: bool,
     pub allow_origins: Vec<String>,
+    /// `--source-root`: the directories whose source files the web UI may show (empty: any
+    /// source file outside the system's own directories; see `ui::source`).
+    pub source_roots: Vec<PathBuf>,
     pub mcp_max_sessions: usize,
     /// The default MCP clients config file (`$CIDELDILL_MCP_CLIENTS_CONFIG`, else
     /// `$CIDELDILL_HOME/mcp_clients.json`, else `~/.cideldill/mcp_clients.json`), which
@@ -741,6 +753,7 @@ impl Config {
                 && args.db.is_none()
                 && args.port.is_none(),
             allow_origins: args.allow_origin.clone(),
+            source_roots: args.source_root.iter().map(|p| env.expand(p)).collect(),
             mcp_max_sessions: args.mcp_max_sessions,
             mcp_clients_file: env.mcp_clients_file(),
             mcp_clients: ClientFlags {
@@ -761,6 +774,14 @@ impl Config {
     /// directory must exist (the default database directory under the data home is created
     /// at start; a mistyped `--db` directory is not).
     pub fn check_paths(&self, args: &Args) -> Result<(), Error> {
+        for root in &self.source_roots {
+            if !root.is_dir() {
+                return Err(Error::Config(format!(
+                    "--source-root {}: not a directory",
+                    root.display()
+                )));
+            }
+        }
         let (Some(_), Database::File(path)) = (&args.db, &self.database) else {
             return Ok(());
         };
@@ -804,6 +825,7 @@ impl Config {
             mcp_legacy_sse: false,
             may_join: false,
             allow_origins: Vec::new(),
+            source_roots: Vec::new(),
             mcp_max_sessions: crate::limits::DEFAULT_MCP_MAX_SESSIONS,
             mcp_clients_file: Env::default().mcp_clients_file(),
             mcp_clients: ClientFlags::default(),

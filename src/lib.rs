@@ -30,6 +30,7 @@ pub mod sys;
 pub mod urlenc;
 
 pub mod events;
+pub mod files;
 pub mod jsonrpc;
 pub mod state;
 

@@ -58,6 +58,9 @@ pub struct Shared {
     verified: Mutex<crate::cas::Verified>,
     /// MCP sessions open (agents connected), kept by the MCP server for the status line.
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
+    /// The secret this server proves itself with to whoever its port file sends (`port_file`);
+    /// set once the port is bound.
+    pub join_secret: std::sync::OnceLock<crate::port_file::Secret>,
     state: Mutex<State>,
     /// The breakpoint settings the database holds (`None` after a failed write: unknown).
     /// Held by a change of the settings until its record is written (taken before `state`),
@@ -83,6 +86,7 @@ impl Shared {
             renders: Mutex::new(RenderCache::default()),
             verified: Mutex::new(crate::cas::Verified::default()),
             mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
+            join_secret: std::sync::OnceLock::new(),
             state: Mutex::new(state),
             settings_writer: Mutex::new(Some(written)),
         }

@@ -91,9 +91,11 @@
 //! is created (or found empty), the header is written and synced and the
 //! parent directory is fsynced so the new directory entry survives a crash.
 //! Truncating a torn tail on open is also synced. Only one process may have a
-//! log file open at a time; this module does not lock the file.
+//! log file open at a time: [`Store::open_with`] takes an exclusive `flock` on it before reading
+//! anything, held as long as the store lives, and refuses (naming the pid that holds it, when
+//! `/proc/locks` tells) when another store holds it. The file and its `.idx` are created 0600.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -463,14 +465,22 @@ impl Store {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&parent).map_err(|e| with_path(&parent, e))?;
-        let file = OpenOptions::new()
+        crate::files::create_dirs(&parent).map_err(|e| with_path(&parent, e))?;
+        let existed = path.exists();
+        let file = crate::files::private_options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(path)
             .map_err(|e| with_path(path, e))?;
+        // Before anything is read or the index is rebuilt: one process per file.
+        lock(&file, path)?;
+        if existed {
+            crate::files::warn_if_file_open(path, "the database");
+        } else {
+            crate::files::restrict(&file).map_err(|e| with_path(path, e))?;
+        }
         let len = file.metadata().map_err(|e| with_path(path, e))?.len();
 
         let mut recovered = Recovered::default();
@@ -920,15 +930,55 @@ impl Store {
     }
 }
 
-/// Creates (or empties) an index file, readable and writable.
+/// Creates (or empties) an index file, readable and writable, 0600 (it is derived data: an
+/// index left by an older server with a wider mode is narrowed too).
 fn create_index(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
+    let file = crate::files::private_options()
         .read(true)
         .write(true)
         .create(true)
         .truncate(true)
         .open(path)
-        .map_err(|e| with_path(path, e))
+        .map_err(|e| with_path(path, e))?;
+    crate::files::restrict(&file).map_err(|e| with_path(path, e))?;
+    Ok(file)
+}
+
+/// Takes the store's exclusive lock on its open log file, or says who holds it.
+fn lock(file: &File, path: &Path) -> io::Result<()> {
+    if crate::sys::try_lock_exclusive(file).map_err(|e| with_path(path, e))? {
+        return Ok(());
+    }
+    let holder = match lock_holder(file) {
+        Some(pid) => format!(" (pid {pid})"),
+        None => String::new(),
+    };
+    Err(io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!(
+            "{} is in use by another cideldill-server{holder}: two servers appending to one              database lose each other's records; stop that server, or give this one another --db              (or --memory)",
+            path.display()
+        ),
+    ))
+}
+
+/// The pid holding a `flock` on `file`, from `/proc/locks` (Linux; `None` elsewhere or when
+/// it cannot be told).
+fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = file.metadata().ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" ("->" marks a waiter).
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) != Some(&"FLOCK") || fields.contains(&"->") {
+            return None;
+        }
+        let ino: u64 = fields.get(5)?.rsplit(':').next()?.parse().ok()?;
+        (ino == inode)
+            .then(|| fields.get(4)?.parse().ok())
+            .flatten()
+    })
 }
 
 fn index_path(path: &Path) -> PathBuf {
@@ -1260,6 +1310,7 @@ fn verify_at(file: &File, pos: u64, len: u64) -> io::Result<Option<(Parsed, u64)
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::fs::OpenOptions;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A unique directory under the system temp dir, removed on drop.

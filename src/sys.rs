@@ -22,9 +22,43 @@
 //! its limit refuses work while it lives on. Most systems start processes with a soft limit of
 //! 1,024 under a much higher hard limit that an unprivileged process may raise its soft limit
 //! to. `getrlimit(2)` and `setrlimit(2)` read and write one `rlimit` struct that we own.
+//!
+//! Why the file lock: two servers appending to one database file overwrite each other's
+//! records (each keeps its own idea of where the file ends), so a server takes an exclusive
+//! `flock(2)` on its database at open and a second one refuses to start. `flock` takes a file
+//! descriptor that we own (borrowed from a `File` that outlives the call) and an integer, and
+//! touches no memory of ours; the lock lives as long as the open file description, so it is
+//! released when the store's file is closed (or the process dies). `geteuid(2)` takes nothing
+//! and cannot fail.
 #![allow(unsafe_code)]
 
 use std::io;
+use std::os::fd::AsRawFd;
+
+/// Takes an exclusive lock on `file` without waiting: `Ok(false)` when another open file
+/// description holds a lock on it (another process, or another open of the same file).
+pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
+    loop {
+        // SAFETY: the descriptor belongs to `file`, which is borrowed for the whole call;
+        // flock reads two integers and touches no memory of ours.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
+        }
+    }
+}
+
+/// This process's effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid takes no argument, touches no memory and always succeeds.
+    unsafe { libc::geteuid() }
+}
 
 /// Limits glibc's malloc to two arenas (see the module documentation). Does nothing on other
 /// C libraries.

@@ -740,6 +740,7 @@ fn write_reply(
     if !own_type {
         let _ = write!(text, "Content-Type: {}\r\n", reply.content_type);
     }
+    let _ = write!(text, "{}: {}\r\n", super::NOSNIFF.0, super::NOSNIFF.1);
     let headers = reply
         .headers
         .iter()
@@ -747,6 +748,7 @@ fn write_reply(
         .chain(extra.iter().map(|(k, v)| (*k, v.as_str())));
     for (k, v) in headers {
         let framing = [
+            "x-content-type-options",
             "content-length",
             "connection",
             "transfer-encoding",
@@ -1130,6 +1132,7 @@ fn reply(tcp: &TcpStream, status: u16, reason: &str, code: &str, message: &str) 
     };
     let text = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         X-Content-Type-Options: nosniff\r\n\
          {retry}Connection: close\r\n\r\n{body}",
         body.len()
     );

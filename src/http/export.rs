@@ -38,6 +38,7 @@ pub fn serve(shared: &Shared, rq: tiny_http::Request, req: &Req, extra: &[(&str,
             "attachment; filename=\"call-records.jsonl\"",
         ),
         ("Cache-Control", "no-store"),
+        super::NOSNIFF,
     ]
     .iter()
     .copied()

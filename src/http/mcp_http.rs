@@ -51,6 +51,28 @@ fn header<'a>(rq: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
         .map(|h| h.value.as_str())
 }
 
+/// The headers of an MCP request that must appear at most once.
+const SINGLE_HEADERS: &[&str] = &[
+    SESSION_HEADER,
+    "MCP-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+    "Origin",
+    "Content-Type",
+    "Last-Event-ID",
+];
+
+/// The first of [`SINGLE_HEADERS`] that the request repeats.
+fn repeated_header(rq: &tiny_http::Request) -> Option<&'static str> {
+    SINGLE_HEADERS.iter().copied().find(|name| {
+        rq.headers()
+            .iter()
+            .filter(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+            .count()
+            > 1
+    })
+}
+
 fn respond(
     rq: tiny_http::Request,
     status: u16,
@@ -59,7 +81,10 @@ fn respond(
     extra: &[(&str, &str)],
 ) {
     let mut resp = tiny_http::Response::from_data(body).with_status_code(status);
-    for (k, v) in [("Content-Type", content_type)].iter().chain(extra.iter()) {
+    for (k, v) in [("Content-Type", content_type), super::NOSNIFF]
+        .iter()
+        .chain(extra.iter())
+    {
         if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
             resp.add_header(h);
         }
@@ -115,6 +140,16 @@ pub fn handle(
     query: &[(String, String)],
 ) {
     let config = &mcp.shared.config;
+    // A header that must be single, sent twice: which one counts would depend on who reads it
+    // (this server reads the first, a proxy may read the last), so neither does.
+    if let Some(name) = repeated_header(&rq) {
+        return rpc_error(
+            rq,
+            400,
+            jsonrpc::INVALID_REQUEST,
+            &format!("Bad Request: the {name} header is given more than once"),
+        );
+    }
     // `Host` was checked before (421 on every endpoint of a loopback server).
     if !policy.origin_allowed(header(&rq, "Origin")) {
         // MCP 2025-11-25, Streamable HTTP: an invalid Origin gets 403.

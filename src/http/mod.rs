@@ -174,6 +174,9 @@ pub fn parse_json_tolerant(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     }
 }
 
+/// Sent with every answer: a browser never reads a JSON or export answer as a page or script.
+pub(crate) const NOSNIFF: (&str, &str) = ("X-Content-Type-Options", "nosniff");
+
 /// What a handler answers.
 #[derive(Debug)]
 pub struct Reply {
@@ -767,13 +770,36 @@ pub(crate) fn route(
                 host: head.host,
                 origin: head.origin.clone(),
             };
-            guarded(&head.method, &head.url, || routes::route(shared, &mut req))
+            let (mut reply, access) =
+                guarded(&head.method, &head.url, || routes::route(shared, &mut req));
+            join_proof(shared, &req, &mut reply);
+            (reply, access)
         }
     };
     (
         reply,
         cors(checked.unwrap_or(routed), head.origin.as_deref()),
     )
+}
+
+/// A `GET /api/status?join_nonce=…` is answered with the proof that this server holds the
+/// secret beside its port file (see `port_file`).
+fn join_proof(shared: &Shared, req: &Req, reply: &mut Reply) {
+    if req.method != "GET" || req.path.trim_end_matches('/') != "/api/status" || reply.status != 200
+    {
+        return;
+    }
+    let nonce = req
+        .query
+        .iter()
+        .find(|(k, _)| k == crate::port_file::NONCE_PARAM);
+    if let (Some((_, nonce)), Some(secret)) = (nonce, shared.join_secret.get()) {
+        if let Some(proof) = secret.prove(nonce) {
+            reply
+                .headers
+                .push((crate::port_file::PROOF_HEADER.to_owned(), proof));
+        }
+    }
 }
 
 /// Answers a request that came through tiny_http (the front door forwards those whose
@@ -854,8 +880,11 @@ fn send(rq: tiny_http::Request, reply: Reply, extra: &[(&str, String)]) {
         }
     };
     add("Content-Type", reply.content_type);
+    add(NOSNIFF.0, NOSNIFF.1);
     for (k, v) in &reply.headers {
-        add(k, v);
+        if !k.eq_ignore_ascii_case(NOSNIFF.0) {
+            add(k, v);
+        }
     }
     for (k, v) in extra {
         add(k, v);

@@ -22,7 +22,7 @@ impl EventStream {
         let chunked = *rq.http_version() >= tiny_http::HTTPVersion(1, 1);
         let mut head = format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-             X-Accel-Buffering: no\r\nConnection: close\r\n",
+             X-Accel-Buffering: no\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n",
             if status == 200 { "OK" } else { "Status" }
         );
         if chunked {

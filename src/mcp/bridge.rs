@@ -12,7 +12,14 @@
 //! `notifications/initialized`, `bridge-events` first opens the server's own event stream (list
 //! changes, resource updates, `notifications/breakpoint/*`; the server drops what it has no
 //! stream for), and the notification is posted once the stream is open. The `Mcp-Session-Id` and the
-//! protocol version of the `initialize` exchange are sent back on every later message.
+//! protocol version of the `initialize` exchange are sent back on every later message. A host
+//! need not wait for the answer to `initialize` before it sends more: while an `initialize`
+//! exchange is in flight, notifications and responses wait on `bridge-in` (so they keep their
+//! order) and requests on their own thread, until its answer has been relayed.
+//!
+//! Which server is joined is decided before (`app::server_to_join`): only one that proves it
+//! holds the secret beside its port file (`port_file`), so a process of another user's that
+//! answers on the port never sees the agent's traffic.
 //!
 //! A request of the stateless revision 2026-07-28 (its `params._meta` names the revision, or it
 //! is `server/discover`) is posted the stateless way instead: no session id; the headers
@@ -33,7 +40,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -86,6 +93,8 @@ where
         version: Mutex::new(None),
         out: Mutex::new(io::BufWriter::new(Box::new(output))),
         events_opened: AtomicBool::new(false),
+        initializing: Mutex::new(0),
+        initialized: Condvar::new(),
         stops: Mutex::new(HashMap::new()),
         done: done_tx,
     });
@@ -109,6 +118,11 @@ struct Bridge {
     version: Mutex<Option<String>>,
     out: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
     events_opened: AtomicBool,
+    /// `initialize` exchanges in flight: what the host sends meanwhile waits for the answer
+    /// (it needs the session id), in the order it came.
+    initializing: Mutex<usize>,
+    /// Signalled when an `initialize` exchange ends.
+    initialized: Condvar,
     /// The stop flags of the stateless requests in flight, by request id (as JSON text).
     stops: Mutex<HashMap<String, Arc<AtomicBool>>>,
     done: Sender<End>,
@@ -245,15 +259,33 @@ impl Bridge {
                     }
                     Kind::Request { ids, initialize } => {
                         let me = self.clone();
-                        let spawned = thread::Builder::new()
-                            .name("bridge-post".into())
-                            .spawn(move || me.exchange(line.into_bytes(), &ids, initialize));
+                        if initialize {
+                            *self.lock_initializing() += 1;
+                        }
+                        let spawned =
+                            thread::Builder::new()
+                                .name("bridge-post".into())
+                                .spawn(move || {
+                                    if !initialize {
+                                        me.await_initialize();
+                                    }
+                                    me.exchange(line.into_bytes(), &ids, initialize);
+                                    if initialize {
+                                        me.initialize_ended();
+                                    }
+                                });
                         if let Err(e) = spawned {
                             log::error!("mcp bridge: cannot start a thread: {e}");
+                            if initialize {
+                                self.initialize_ended();
+                            }
                         }
                     }
                     Kind::Other { .. } if self.abandon(&msg) => {}
                     Kind::Other { initialized } => {
+                        // Sent before the answer to `initialize` arrived (a host need not
+                        // wait for it): queued here, in order, until the session id is known.
+                        self.await_initialize();
                         // The server's stream is open before anything can happen that it
                         // would announce (it drops what it cannot deliver).
                         if initialized {
@@ -267,6 +299,34 @@ impl Bridge {
             }
         }
         let _ = self.done.send(End::StdinClosed);
+    }
+
+    fn lock_initializing(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.initializing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn initialize_ended(&self) {
+        let mut n = self.lock_initializing();
+        *n = n.saturating_sub(1);
+        self.initialized.notify_all();
+    }
+
+    /// Waits (at most `POST_LIMIT`) until no `initialize` exchange is in flight.
+    fn await_initialize(&self) {
+        let until = std::time::Instant::now() + POST_LIMIT;
+        let mut n = self.lock_initializing();
+        while *n > 0 {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                log::warn!("mcp bridge: no answer to initialize after {POST_LIMIT:?}; going on");
+                return;
+            }
+            n = self
+                .initialized
+                .wait_timeout(n, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
     /// Writes one message as one line.
@@ -667,5 +727,154 @@ mod tests {
                             "params": {"requestId": "a"}});
         assert_eq!(cancelled_id(&cancel).as_deref(), Some("\"a\""));
         assert_eq!(json!("a").to_string(), "\"a\"", "the key stateless() uses");
+    }
+
+    /// Input that hands over what the test sends, then end of file once the test lets go.
+    struct Feed(crossbeam_channel::Receiver<Vec<u8>>, Vec<u8>);
+
+    impl Read for Feed {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.1.is_empty() {
+                match self.0.recv() {
+                    Ok(chunk) => self.1 = chunk,
+                    Err(_) => return Ok(0),
+                }
+            }
+            let n = buf.len().min(self.1.len());
+            buf[..n].copy_from_slice(&self.1[..n]);
+            self.1.drain(..n);
+            Ok(n)
+        }
+    }
+
+    /// An event stream body that stays open until the test ends.
+    struct Open(crossbeam_channel::Receiver<()>);
+
+    impl Read for Open {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A host may send `notifications/initialized` before the answer to `initialize` arrived.
+    /// The server here holds that answer until something else arrives (what the bridge did
+    /// before: it opened the event stream and posted the notification without a session, so
+    /// the server refused both and the bridge exited), or until 3 s passed without anything
+    /// (what a bridge that queues the notification does). Either way is deterministic.
+    #[test]
+    fn a_notification_sent_before_the_initialize_answer_waits_for_the_session() {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let (seen_tx, seen_rx) = unbounded::<(String, Option<String>, String)>();
+        let (open_tx, open_rx) = crossbeam_channel::unbounded::<()>();
+        thread::spawn(move || {
+            let init_answer = |rq: tiny_http::Request| {
+                let body = json!({"jsonrpc": "2.0", "id": 1, "result": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "serverInfo": {"name": "fake", "version": "0"}}});
+                let resp = tiny_http::Response::from_string(body.to_string())
+                    .with_header(
+                        tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap(),
+                    )
+                    .with_header(tiny_http::Header::from_bytes("Mcp-Session-Id", "s1").unwrap());
+                let _ = rq.respond(resp);
+            };
+            let mut held: Option<tiny_http::Request> = None;
+            loop {
+                let next = if held.is_some() {
+                    server.recv_timeout(Duration::from_secs(3))
+                } else {
+                    server.recv().map(Some)
+                };
+                let Ok(next) = next else { return };
+                if let Some(rq) = held.take() {
+                    init_answer(rq);
+                }
+                let Some(mut rq) = next else { continue };
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                let session = rq
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Mcp-Session-Id"))
+                    .map(|h| h.value.as_str().to_owned());
+                let method = rq.method().as_str().to_owned();
+                let _ = seen_tx.send((method.clone(), session, body.clone()));
+                if body.contains("\"initialize\"") {
+                    held = Some(rq);
+                } else if method == "GET" {
+                    let resp = tiny_http::Response::new(
+                        200.into(),
+                        vec![
+                            tiny_http::Header::from_bytes("Content-Type", "text/event-stream")
+                                .unwrap(),
+                        ],
+                        Open(open_rx.clone()),
+                        None,
+                        None,
+                    );
+                    thread::spawn(move || drop(rq.respond(resp)));
+                } else {
+                    let _ = rq.respond(tiny_http::Response::empty(202));
+                }
+            }
+        });
+        let (feed_tx, feed_rx) = crossbeam_channel::unbounded();
+        let out = Sink::default();
+        let (end_tx, end_rx) = crossbeam_channel::bounded(1);
+        let sink = out.clone();
+        thread::spawn(move || {
+            let _ = end_tx.send(run(port, Feed(feed_rx, Vec::new()), sink));
+        });
+        let lines = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n"
+        );
+        feed_tx.send(lines.as_bytes().to_vec()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        while !seen
+            .iter()
+            .any(|(_, _, b): &(String, Option<String>, String)| {
+                b.contains("notifications/initialized")
+            })
+        {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match seen_rx.recv_timeout(left) {
+                Ok(r) => seen.push(r),
+                Err(_) => panic!("the notification never arrived; seen: {seen:?}"),
+            }
+        }
+        assert!(seen[0].2.contains("\"initialize\""), "{seen:?}");
+        for (method, session, body) in &seen[1..] {
+            assert_eq!(
+                session.as_deref(),
+                Some("s1"),
+                "{method} {body} was sent without the session: {seen:?}"
+            );
+        }
+        assert!(end_rx.try_recv().is_err(), "the bridge ended early");
+        drop(feed_tx);
+        let end = end_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(end, End::StdinClosed);
+        drop(open_tx);
+        let written = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(written.contains("\"serverInfo\""), "{written}");
     }
 }

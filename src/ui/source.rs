@@ -10,6 +10,13 @@
 //! notice instead). The bytes are decoded as UTF-8, invalid sequences replaced, and every line
 //! is escaped. The original server also served any path through `/frame/source?file=`; that
 //! form does not exist here.
+//!
+//! The stack trace is written by whoever calls the server, not by the server, so it may name
+//! any file: only source files are shown. After resolving links, the file must have the
+//! extension of a source file ([`SOURCE_EXTENSIONS`]) and hold text (no NUL byte), and it
+//! must lie outside `/proc`, `/sys`, `/dev` and `/etc`; with `--source-root` (repeatable) it
+//! must lie under one of those directories instead (which may widen the default, as a root
+//! under `/etc` does, or narrow it).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -27,6 +34,7 @@ use crate::limits::MAX_SOURCE_BYTES;
 use crate::service::{self, Payloads, When};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
+use std::path::PathBuf;
 
 /// Lines shown before and after a frame's line on the call-stack page.
 const CONTEXT: usize = 5;
@@ -99,6 +107,47 @@ pub enum Unavailable {
     NotRegular,
     /// Larger than `MAX_SOURCE_BYTES`: its size.
     TooLarge(u64),
+    /// Not a source file the server shows (its extension, its content or its place).
+    NotSource(&'static str),
+}
+
+/// The extensions of the files shown (Python and JavaScript/TypeScript sources, for the Python
+/// client and the browser debug client).
+pub const SOURCE_EXTENSIONS: &[&str] = &[
+    "py", "pyw", "pyi", "pyx", "pxd", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx",
+];
+
+/// The system's own directories, never shown without a `--source-root` under them.
+const SYSTEM_DIRS: &[&str] = &["/proc", "/sys", "/dev", "/etc"];
+
+/// Whether the real path `real` may be shown, by its extension and place.
+fn allowed(real: &Path, roots: &[PathBuf]) -> Result<(), Unavailable> {
+    let ext = real
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.as_str())) {
+        return Err(Unavailable::NotSource(
+            "not a source file (by its extension)",
+        ));
+    }
+    if roots.is_empty() {
+        if SYSTEM_DIRS.iter().any(|d| real.starts_with(d)) {
+            return Err(Unavailable::NotSource("in a system directory"));
+        }
+        return Ok(());
+    }
+    let under = roots
+        .iter()
+        .filter_map(|r| fs::canonicalize(r).ok())
+        .any(|r| real.starts_with(r));
+    if under {
+        Ok(())
+    } else {
+        Err(Unavailable::NotSource(
+            "outside the --source-root directories",
+        ))
+    }
 }
 
 impl Unavailable {
@@ -112,12 +161,13 @@ impl Unavailable {
                 n,
                 MAX_SOURCE_BYTES / (1024 * 1024)
             ),
+            Unavailable::NotSource(why) => (*why).to_owned(),
         }
     }
 }
 
 /// Reads a source file named by a stack frame, under the rules of the module documentation.
-pub fn read_source(name: &str) -> Result<String, Unavailable> {
+pub fn read_source(name: &str, roots: &[PathBuf]) -> Result<String, Unavailable> {
     let path = Path::new(name);
     if name.is_empty() || !path.is_absolute() {
         return Err(Unavailable::NotAPath);
@@ -128,6 +178,7 @@ pub fn read_source(name: &str) -> Result<String, Unavailable> {
     if !meta.is_file() {
         return Err(Unavailable::NotRegular);
     }
+    allowed(&real, roots)?;
     if meta.len() > MAX_SOURCE_BYTES {
         return Err(Unavailable::TooLarge(meta.len()));
     }
@@ -148,6 +199,9 @@ pub fn read_source(name: &str) -> Result<String, Unavailable> {
         .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
         return Err(Unavailable::TooLarge(bytes.len() as u64));
+    }
+    if bytes.contains(&0) {
+        return Err(Unavailable::NotSource("not text (it holds NUL bytes)"));
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -341,7 +395,7 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
         );
         let source: &Result<String, Unavailable> = files
             .entry(f.filename.as_str())
-            .or_insert_with(|| read_source(&f.filename));
+            .or_insert_with(|| read_source(&f.filename, &shared.config.source_roots));
         match (source, f.lineno) {
             (Ok(text), Some(line)) => {
                 lines_html(
@@ -392,7 +446,7 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
     let i: usize = index.parse().map_err(|_| path.to_owned())?;
     let stack = load(shared, &owner).ok_or_else(|| path.to_owned())?;
     let f = stack.frames.get(i).ok_or_else(|| path.to_owned())?;
-    let source = match read_source(&f.filename) {
+    let source = match read_source(&f.filename, &shared.config.source_roots) {
         Ok(text) => Ok(text),
         Err(Unavailable::TooLarge(n)) => Err(Unavailable::TooLarge(n)),
         Err(why) => {
@@ -466,6 +520,55 @@ mod tests {
 
     use crate::service::testing::HOSTILE;
 
+    /// With the default roots.
+    fn read_source_(name: &str) -> Result<String, Unavailable> {
+        read_source(name, &[])
+    }
+
+    #[test]
+    fn only_source_files_outside_the_system_directories_or_under_the_roots_are_read() {
+        let d = Dir::new();
+        let py = d.file("m.py", "x = 1\n");
+        // Not a source file by its extension, even through a link named like one.
+        let secret = d.file("token", "hunter2\n");
+        assert!(matches!(
+            read_source_(&secret),
+            Err(Unavailable::NotSource(_))
+        ));
+        let link = d.0.join("token.py");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert!(matches!(
+            read_source_(&link.to_string_lossy()),
+            Err(Unavailable::NotSource(_))
+        ));
+        // Binary content.
+        let bin = d.0.join("bin.py");
+        fs::write(&bin, b"x\0y").unwrap();
+        assert!(matches!(
+            read_source_(&bin.to_string_lossy()),
+            Err(Unavailable::NotSource(_))
+        ));
+        // System directories, also through a link.
+        for p in ["/etc/passwd", "/proc/self/environ", "/etc/shadow"] {
+            assert!(read_source_(p).is_err(), "{p}");
+        }
+        let etc = d.0.join("etc.py");
+        std::os::unix::fs::symlink("/etc/hostname", &etc).unwrap();
+        assert!(read_source_(&etc.to_string_lossy()).is_err());
+        // Roots: only under them.
+        let other = Dir::new();
+        let elsewhere = other.file("n.py", "y = 2\n");
+        let roots = vec![d.0.clone()];
+        assert_eq!(read_source(&py, &roots).unwrap(), "x = 1\n");
+        assert_eq!(
+            read_source(&elsewhere, &roots),
+            Err(Unavailable::NotSource(
+                "outside the --source-root directories"
+            ))
+        );
+        assert_eq!(read_source_(&elsewhere).unwrap(), "y = 2\n");
+    }
+
     struct Dir(std::path::PathBuf);
 
     impl Dir {
@@ -514,34 +617,34 @@ mod tests {
     fn only_regular_files_named_by_absolute_paths_are_read() {
         let d = Dir::new();
         let ok = d.file("a.py", "one\ntwo\n");
-        assert_eq!(read_source(&ok).unwrap(), "one\ntwo\n");
-        assert_eq!(read_source("a.py"), Err(Unavailable::NotAPath));
-        assert_eq!(read_source("<stdin>"), Err(Unavailable::NotAPath));
-        assert_eq!(read_source(""), Err(Unavailable::NotAPath));
+        assert_eq!(read_source_(&ok).unwrap(), "one\ntwo\n");
+        assert_eq!(read_source_("a.py"), Err(Unavailable::NotAPath));
+        assert_eq!(read_source_("<stdin>"), Err(Unavailable::NotAPath));
+        assert_eq!(read_source_(""), Err(Unavailable::NotAPath));
         assert_eq!(
-            read_source(&d.0.to_string_lossy()),
+            read_source_(&d.0.to_string_lossy()),
             Err(Unavailable::NotRegular)
         );
-        assert_eq!(read_source("/dev/zero"), Err(Unavailable::NotRegular));
+        assert_eq!(read_source_("/dev/zero"), Err(Unavailable::NotRegular));
         assert!(matches!(
-            read_source(&format!("{}/missing.py", d.0.display())),
+            read_source_(&format!("{}/missing.py", d.0.display())),
             Err(Unavailable::Unreadable(_))
         ));
         let big = d.0.join("big.py");
         let f = fs::File::create(&big).unwrap();
         f.set_len(MAX_SOURCE_BYTES + 1).unwrap();
         assert_eq!(
-            read_source(&big.to_string_lossy()),
+            read_source_(&big.to_string_lossy()),
             Err(Unavailable::TooLarge(MAX_SOURCE_BYTES + 1))
         );
         // A link to a regular file is read as that file; a link to a device is not.
         let link = d.0.join("link.py");
         std::os::unix::fs::symlink(&ok, &link).unwrap();
-        assert_eq!(read_source(&link.to_string_lossy()).unwrap(), "one\ntwo\n");
+        assert_eq!(read_source_(&link.to_string_lossy()).unwrap(), "one\ntwo\n");
         let dev = d.0.join("dev.py");
         std::os::unix::fs::symlink("/dev/zero", &dev).unwrap();
         assert_eq!(
-            read_source(&dev.to_string_lossy()),
+            read_source_(&dev.to_string_lossy()),
             Err(Unavailable::NotRegular)
         );
         // A FIFO is refused without blocking on its open.
@@ -552,14 +655,14 @@ mod tests {
             .unwrap();
         assert!(made.success());
         assert_eq!(
-            read_source(&fifo.to_string_lossy()),
+            read_source_(&fifo.to_string_lossy()),
             Err(Unavailable::NotRegular)
         );
         // Invalid UTF-8 is replaced, not refused.
         let latin = d.0.join("latin.py");
         fs::write(&latin, b"caf\xe9\n").unwrap();
         assert_eq!(
-            read_source(&latin.to_string_lossy()).unwrap(),
+            read_source_(&latin.to_string_lossy()).unwrap(),
             "caf\u{fffd}\n"
         );
     }
