@@ -27,5 +27,6 @@ mod config_props;
 mod faults;
 mod framing;
 mod load;
+mod local_users;
 mod routes;
 mod traversal;
