@@ -271,9 +271,22 @@ fn hmac(key: &[u8; 32], port: u16, nonce: &str) -> String {
     outer.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// How a fake answers a request for a proof.
+#[derive(Clone, Copy)]
+enum Proof {
+    /// With the proof of a key it chose.
+    Key([u8; 32]),
+    /// With what a real server on this port answers to the same request (an oracle).
+    Relay(u16),
+}
+
 impl Fake {
     fn start(port_file: &Path, key: Option<[u8; 32]>) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Fake::start_on(0, port_file, key.map(Proof::Key))
+    }
+
+    fn start_on(port: u16, port_file: &Path, proof: Option<Proof>) -> Fake {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let mcp_requests = Arc::new(AtomicUsize::new(0));
         let count = mcp_requests.clone();
@@ -301,8 +314,18 @@ impl Fake {
                 let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
                 let mut extra = String::new();
                 let answer = if target.starts_with("/api/status") {
-                    if let (Some(key), Some(nonce)) = (key, target.split("join_nonce=").nth(1)) {
-                        extra = format!("X-Cideldill-Join-Proof: {}\r\n", hmac(&key, port, nonce));
+                    match (proof, target.split("join_nonce=").nth(1)) {
+                        (Some(Proof::Key(key)), Some(nonce)) => {
+                            let proof = hmac(&key, port, nonce);
+                            extra = format!("X-Cideldill-Join-Proof: {proof}\r\n");
+                        }
+                        (Some(Proof::Relay(real)), Some(_)) => {
+                            let r = http(real, "GET", &target, &[], None);
+                            if let Some(proof) = r.header("X-Cideldill-Join-Proof") {
+                                extra = format!("X-Cideldill-Join-Proof: {proof}\r\n");
+                            }
+                        }
+                        _ => {}
                     }
                     json!({"server": "cideldill-server", "version": "0.1.0", "port_file": port_file,
                            "pid": 1})
@@ -353,9 +376,14 @@ fn mcp_does_not_join(home: &Path, port_file: &Path, fake: &Fake) {
         let _ = tx.send(line);
     });
     let answer = rx.recv_timeout(deadline()).unwrap_or_default();
+    // Stdin closed: the server it started stops and removes its port file.
+    drop(stdin);
+    let stopped = crate::support::poll_until(deadline(), || child.try_wait().ok().flatten());
+    if stopped.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let err = std::fs::read_to_string(&stderr).unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
     let answer: serde_json::Value = serde_json::from_str(&answer)
         .unwrap_or_else(|e| panic!("no answer to initialize ({e}): {answer}\n{err}"));
     assert_eq!(
@@ -676,4 +704,49 @@ fn repeated_mcp_headers_are_refused() {
     ]);
     let r = http(s.port, "POST", "/mcp", &headers, Some(&discover));
     assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// A server killed with SIGKILL leaves its port file and its secret behind; a process of
+/// another user's then binds that port and asks a live server of ours (another port file) for
+/// the proof of every nonce it is sent. The proof is bound to that server's own port and
+/// secret, so it proves nothing for the dead one's port file.
+#[test]
+fn a_fake_on_a_dead_servers_port_cannot_borrow_a_live_servers_proof() {
+    let live = Server::start(&[]);
+    let home = TempDir::new("oracle");
+    let port_file = home.path().join("port");
+    let mut dead = Proc::spawn(home.path(), &port_file, &["--memory"], None);
+    let port: u16 = wait_for("the port file", || {
+        std::fs::read_to_string(&port_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    assert!(home.path().join(format!("port.{port}.secret")).exists());
+    crate::support::signal(dead.child.id(), "-KILL");
+    let _ = dead.child.wait();
+    let fake = Fake::start_on(port, &port_file, Some(Proof::Relay(live.port)));
+    assert_eq!(
+        std::fs::read_to_string(&port_file).unwrap(),
+        port.to_string()
+    );
+    mcp_does_not_join(home.path(), &port_file, &fake);
+    // Variant: the fake proves a key of its own choosing (it cannot read the secret file).
+    let home = TempDir::new("oracle-key");
+    let port_file = home.path().join("port");
+    let mut dead = Proc::spawn(home.path(), &port_file, &["--memory"], None);
+    let port: u16 = wait_for("the port file", || {
+        std::fs::read_to_string(&port_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    crate::support::signal(dead.child.id(), "-KILL");
+    let _ = dead.child.wait();
+    let fake = Fake::start_on(port, &port_file, Some(Proof::Key([9u8; 32])));
+    mcp_does_not_join(home.path(), &port_file, &fake);
+    std::fs::write(&port_file, fake.port.to_string()).unwrap();
+    real_server_replaces(home.path(), &port_file, &fake);
 }
