@@ -629,7 +629,8 @@ fn every_kind_of_answer_says_nosniff() {
     .to_string();
     let json_type = ("Content-Type", "application/json");
     let accept = ("Accept", "application/json, text/event-stream");
-    let cases: Vec<(&str, &str, Vec<(&str, &str)>, Option<&str>)> = vec![
+    type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Option<&'a str>);
+    let cases: Vec<Case> = vec![
         ("GET", "/api/status", vec![], None),
         ("GET", "/api/no-such-thing", vec![], None),
         ("GET", "/api/call-records?format=jsonl", vec![], None),
