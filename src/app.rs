@@ -129,7 +129,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
 fn check_data_dirs(config: &Config) {
     let env = crate::config::Env::from_process();
     let home = &config.home;
-    if env.cideldill_home.is_none() {
+    if env.cideldill_home.is_none() && home.file_name() == Some(".cideldill".as_ref()) {
         crate::files::narrow_own_dir(home);
     } else {
         crate::files::warn_if_open(home, "the data directory (CIDELDILL_HOME)");

@@ -20,7 +20,8 @@
 //! regular file owned by its own user and not readable by others, sends a random nonce as
 //! `GET /api/status?join_nonce=<hex>`, and accepts the server only if its answer carries
 //! `X-Cideldill-Join-Proof: HMAC-SHA256(secret, "cideldill-join-proof" port nonce)` and
-//! names the same port file. Another local user can neither read the secret nor compute the
+//! names the same port file; where `/proc/net/tcp` tells who listens on the port, that must be
+//! the same user too. Another local user can neither read the secret nor compute the
 //! proof; a process answering on a port named by a stale port file cannot either, and asking a
 //! real server for a proof gets one bound to that server's own port and secret.
 //! The secret file is removed with the port file.
@@ -225,6 +226,14 @@ fn read_secret(path: &Path, port: u16) -> Option<[u8; 32]> {
 pub fn running_server(path: &Path) -> Option<Running> {
     let port = read(path)?;
     let key = read_secret(path, port)?;
+    if let Some(uid) = listener_uid(port).filter(|&uid| uid != crate::sys::euid()) {
+        log::warn!(
+            "port {port}, named by the port file {}, is held by another user (uid {uid}); it \
+             is not joined",
+            path.display()
+        );
+        return None;
+    }
     let nonce = crate::ids::random_hex(16);
     let (status, answer) = probe(port, &nonce)?;
     let expected = proof(&key, port, &nonce);
@@ -251,6 +260,25 @@ pub fn running_server(path: &Path) -> Option<Running> {
             .unwrap_or("")
             .to_owned(),
     })
+}
+
+/// The user owning the socket that listens on `port`, as `/proc/net/tcp` and `tcp6` tell
+/// (Linux; `None` when they do not).
+fn listener_uid(port: u16) -> Option<u32> {
+    const LISTEN: &str = "0A";
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .find_map(|text| {
+            text.lines().skip(1).find_map(|line| {
+                // sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let local_port = f.get(1)?.rsplit_once(':')?.1;
+                let listens = f.get(3) == Some(&LISTEN)
+                    && u16::from_str_radix(local_port, 16).ok() == Some(port);
+                listens.then(|| f.get(7)?.parse().ok()).flatten()
+            })
+        })
 }
 
 /// Compares without stopping at the first difference.
@@ -532,6 +560,17 @@ mod tests {
         assert_eq!(s2.prove("zz"), None);
         assert_eq!(s2.prove(&"a".repeat(129)), None);
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_owner_of_a_listening_port_is_read_from_proc() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if Path::new("/proc/net/tcp").exists() {
+            assert_eq!(listener_uid(port), Some(crate::sys::euid()));
+        }
+        drop(l);
+        assert_eq!(listener_uid(port), None);
     }
 
     #[test]
