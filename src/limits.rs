@@ -104,9 +104,30 @@ pub const MAX_OPEN_CALLS_BYTES: usize = 256 << 20;
 /// call): at most this many names (a new one past it gets 400 `too_many_functions`), each name at
 /// most `MAX_FUNCTION_NAME_BYTES` (else 400), and a signature or `function_metadata` longer than
 /// `MAX_FUNCTION_METADATA_BYTES` as JSON text is not kept (the metadata says so in `shrunk`).
+/// Real signatures are far shorter: the longest of Python's standard library
+/// (`subprocess.Popen`) is 386 bytes, `pandas.read_csv`'s about 2.5 KiB.
 pub const MAX_FUNCTIONS: usize = 100_000;
 pub const MAX_FUNCTION_NAME_BYTES: usize = 4096;
-pub const MAX_FUNCTION_METADATA_BYTES: usize = 64 << 10;
+pub const MAX_FUNCTION_METADATA_BYTES: usize = 16 << 10;
+/// What the registered functions may keep in all (names, signatures and metadata as JSON
+/// text); a registration that would pass it gets 400 `too_many_functions`. It also bounds
+/// `GET /api/functions` without `limit`.
+pub const MAX_FUNCTIONS_BYTES: usize = 32 << 20;
+/// What a debug client sends besides payloads (`service/fields.rs`): names and ids
+/// (`method_name`, `function_name`, `call_id`, `status`, `event_type`, `exception_type`,
+/// `pause_id`, ..., and the names of keyword arguments) at most `MAX_FUNCTION_NAME_BYTES`; any
+/// other field of a browser-client or Python-client body (a signature, a call site, a page
+/// URL, an exception message, a REPL answer, an item's fields but its `data`) at most this
+/// many bytes as JSON text. A longer one is refused whole with 400 `field_too_long` naming the
+/// field. Payloads (`data`, `*_data`) are bounded by the request body alone: they go to the
+/// content store.
+pub const MAX_CLIENT_FIELD_BYTES: usize = 1 << 20;
+/// Bytes of strings and trees the interner holds before it drops those nobody else holds
+/// (besides its count of entries); then again each time they double.
+pub const INTERNER_SWEEP_BYTES: usize = 16 << 20;
+/// What the pauses listed by one `GET /api/paused` with payloads may carry as `data` in all;
+/// past it, items are listed without `data` (their CIDs stay, readable by `GET /api/cid/...`).
+pub const MAX_PAUSED_DATA_BYTES: usize = 32 << 20;
 
 // Rendering of pickled values (`pickle`, `pretty`, `render`; docs/trust.md): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,
@@ -469,6 +490,35 @@ pub const TABLE: &[Limit] = &[
         reached: "A new name past the count, or a longer name, gets 400 (`too_many_functions`, \
                   `invalid_function_name`); a longer signature or metadata is not kept (the \
                   metadata says so in `shrunk`).",
+    },
+    Limit {
+        what: "Registered functions in all (names, signatures, metadata)",
+        value: || bytes(MAX_FUNCTIONS_BYTES as u64),
+        flag: None,
+        reached: "A registration that would pass it gets 400 `too_many_functions`.",
+    },
+    Limit {
+        what: "A field a debug client sends that is not a payload (`/api/call/start`, \
+               `/api/call/complete`, `/api/call/event`, `/api/functions`, \
+               `/api/call/repl-result`)",
+        value: || {
+            format!(
+                "{} for names and ids (`method_name`, `function_name`, `call_id`, `status`, \
+                 `event_type`, keyword names, ...); {} as JSON text for any other field \
+                 (signature, call site, page URL, messages, an item without its `data`)",
+                bytes(MAX_FUNCTION_NAME_BYTES as u64),
+                bytes(MAX_CLIENT_FIELD_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "400 `field_too_long`, naming the field and its limit; nothing of the request \
+                  is kept.",
+    },
+    Limit {
+        what: "Payloads of one `GET /api/paused` listing (`data` of the pauses' items)",
+        value: || bytes(MAX_PAUSED_DATA_BYTES as u64),
+        flag: None,
+        reached: "Further items are listed without `data`, by CID only.",
     },
     Limit {
         what: "Closed REPL sessions kept with their transcripts",

@@ -186,6 +186,18 @@ impl Session {
     /// Queues already-serialised JSON (a batch answer).
     pub fn send_text(&self, text: String) -> bool {
         let len = text.len();
+        if self.max_queued > 0 && len > self.max_queued {
+            // One message larger than a whole queue is not a sign of a client that stopped
+            // reading: only it is not sent (the client's next read of the state has it).
+            log::warn!(
+                "mcp: a message of {len} bytes for session {} ({}) is larger than a stream's \
+                 queue ({} bytes); not sent",
+                self.id,
+                self.transport,
+                self.max_queued
+            );
+            return false;
+        }
         if self.max_queued > 0 && self.queued.load(Ordering::Relaxed) + len > self.max_queued {
             self.overflowed.store(true, Ordering::Relaxed);
             return false;

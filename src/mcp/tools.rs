@@ -943,7 +943,7 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
             "waiting for a call to pause",
         ) {
             Some(Ok(e)) => {
-                if let EventKind::ExecutionPaused { pause_id, .. } = &e.kind {
+                if let EventKind::ExecutionPaused { pause_id, .. } = &*e.kind {
                     if let Some(p) = find(Some(pause_id)) {
                         return Ok(found(p));
                     }

@@ -725,6 +725,7 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
             ),
         ));
     }
+    super::fields::check_obj(body)?;
     {
         let st = shared.lock();
         if !st.functions.contains(name) && st.functions.len() >= limits::MAX_FUNCTIONS {
@@ -798,6 +799,26 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
             .or_insert_with(|| json!(ids::now()));
     }
     let mut st = shared.lock();
+    // The registry is bounded in bytes too: what this registration would keep, beyond what the
+    // name keeps already, must fit.
+    let adds = name.len() * 3
+        + 3 * 64
+        + signature.map_or(0, str::len)
+        + metadata
+            .as_ref()
+            .map_or(0, |m| serde_json::to_vec(m).map_or(0, |t| t.len()));
+    let kept = st.functions.entry_bytes(name);
+    if st.functions.bytes().saturating_sub(kept) + adds > limits::MAX_FUNCTIONS_BYTES {
+        return Err(ApiError::bad_request(
+            "too_many_functions",
+            format!(
+                "the registered functions keep {} bytes; this one would pass the {} bytes this \
+                 server keeps",
+                st.functions.bytes(),
+                limits::MAX_FUNCTIONS_BYTES
+            ),
+        ));
+    }
     st.functions.register(name, signature);
     if let Some(m) = metadata {
         st.functions.set_metadata(name, m);
@@ -827,7 +848,7 @@ mod tests {
     use crate::service::testing::{body, shared};
 
     fn events(rx: &crossbeam_channel::Receiver<Event>) -> Vec<EventKind> {
-        rx.try_iter().map(|e| e.kind).collect()
+        rx.try_iter().map(|e| (*e.kind).clone()).collect()
     }
 
     #[test]

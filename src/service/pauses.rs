@@ -686,7 +686,7 @@ mod tests {
             "the action is not part of the REST answer"
         );
         assert!(matches!(
-            rx.try_recv().unwrap().kind,
+            *rx.try_recv().unwrap().kind,
             EventKind::ExecutionResumed { .. }
         ));
         let ready = poll(&s, &pause_id);
