@@ -206,6 +206,7 @@ pub fn add_with_options(
     behavior: Option<Before>,
     change: &OptionsChange,
 ) -> Result<BreakpointSet, ApiError> {
+    super::fields::check_function_name("function_name", name)?;
     persisted(shared, |st| {
         let existed = st.breakpoints.contains(name);
         st.breakpoints.add(name);
@@ -324,6 +325,43 @@ pub struct FunctionListing {
     pub function_metadata: BTreeMap<String, Map<String, Value>>,
 }
 
+/// `GET /api/functions?limit=&offset=`: a page of the registered functions, by name, with the
+/// signatures and metadata of those on it (the listing without `limit` has the original's
+/// shape: the whole registry, bounded by `limits::MAX_FUNCTIONS_BYTES`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FunctionPage {
+    pub functions: Vec<String>,
+    pub function_signatures: BTreeMap<String, String>,
+    pub function_metadata: BTreeMap<String, Map<String, Value>>,
+    /// Registered functions in all.
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// A page of the registered functions, by name: `limit` names from `offset`.
+pub fn functions_page(shared: &Shared, offset: usize, limit: usize) -> FunctionPage {
+    let st = shared.lock();
+    let f = &st.functions;
+    let functions: Vec<String> = f.names().skip(offset).take(limit).cloned().collect();
+    let function_signatures = functions
+        .iter()
+        .filter_map(|n| Some((n.clone(), f.signature(n)?.to_owned())))
+        .collect();
+    let function_metadata = functions
+        .iter()
+        .filter_map(|n| Some((n.clone(), f.metadata(n)?.clone())))
+        .collect();
+    FunctionPage {
+        functions,
+        function_signatures,
+        function_metadata,
+        total: f.len(),
+        offset,
+        limit,
+    }
+}
+
 /// `POST /api/functions`.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct FunctionRegistered {
@@ -374,6 +412,7 @@ pub fn add_breakpoint(
     signature: Signature,
     behavior: Option<Before>,
 ) -> Result<NameAck, ApiError> {
+    super::fields::check_function_name("function_name", name)?;
     persisted(shared, |st| {
         st.breakpoints.add(name);
         if let Some(b) = behavior {

@@ -58,6 +58,29 @@ fn too_long(field: &str, len: usize, max: usize) -> ApiError {
     .with("max_bytes", Value::from(max))
 }
 
+/// Names that become function names (of records, breakpoints, registered functions).
+const FUNCTION_NAME_KEYS: &[&str] = &["method_name", "function_name", "event_type"];
+
+/// Refuses a function name that is a dot segment (`.` or `..`): the web UI puts function names
+/// in URL paths (`/api/breakpoints/<name>/behavior`), and a browser resolves such a segment
+/// (percent-encoded or not: `%2E%2E` is a dot segment to it too), so the form of a function
+/// named `..` would change `POST /api/behavior`, the global default. No language names a
+/// function so; such names are refused wherever a name enters (registration, breakpoints, call
+/// reports), with 400 `invalid_function_name`.
+pub fn check_function_name(field: &str, name: &str) -> Result<(), ApiError> {
+    if name == "." || name == ".." {
+        return Err(ApiError::bad_request(
+            "invalid_function_name",
+            format!(
+                "{field} '{name}' is a dot segment, which a URL path cannot carry; no function \
+                 is named so"
+            ),
+        )
+        .with("field", Value::String(field.to_owned())));
+    }
+    Ok(())
+}
+
 fn is_payload_key(key: &str) -> bool {
     key == "data" || key.ends_with("_data")
 }
@@ -88,6 +111,9 @@ pub fn check_node(body: &Node<'_>) -> Result<(), ApiError> {
         let len = node_len(value, max + 1);
         if len > max {
             return Err(too_long(key, len, max));
+        }
+        if let (true, Node::Str(name)) = (FUNCTION_NAME_KEYS.contains(&key), value) {
+            check_function_name(key, name)?;
         }
     }
     Ok(())
@@ -158,6 +184,9 @@ pub fn check_obj(body: &Obj) -> Result<(), ApiError> {
         let len = value_len(value, max + 1);
         if len > max {
             return Err(too_long(key, len, max));
+        }
+        if let (true, Value::String(name)) = (FUNCTION_NAME_KEYS.contains(&key.as_str()), value) {
+            check_function_name(key, name)?;
         }
     }
     Ok(())
@@ -278,6 +307,19 @@ mod tests {
         assert!(e.contains("args[0].client_ref"), "{e}");
         let kw = json!({"kwargs": {"k".repeat(MAX_FUNCTION_NAME_BYTES + 1): {"cid": "c"}}});
         assert!(check_node(&node(kw)).is_err());
+    }
+
+    #[test]
+    fn dot_segments_are_no_function_names() {
+        for name in [".", ".."] {
+            let e = check_node(&node(json!({"method_name": name}))).unwrap_err();
+            assert!(format!("{e:?}").contains("invalid_function_name"));
+            let body = json!({"function_name": name});
+            assert!(check_obj(body.as_object().unwrap()).is_err());
+        }
+        for name in ["...", "a.b", ".x", "%2E%2E"] {
+            assert!(check_function_name("function_name", name).is_ok(), "{name}");
+        }
     }
 
     #[test]
