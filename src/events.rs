@@ -254,6 +254,11 @@ impl Bus {
                     if let Some(lagged) = &s.lagged {
                         lagged.store(true, Ordering::SeqCst);
                     }
+                    log::warn!(
+                        "events: a subscriber stopped reading ({} events waiting); dropped (an \
+                         event stream ends with resync)",
+                        s.tx.len()
+                    );
                     false
                 }
             })

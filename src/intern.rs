@@ -982,6 +982,22 @@ mod tests {
     }
 
     #[test]
+    fn the_interner_is_swept_by_bytes_too() {
+        let mut i = Interner::default();
+        let big = 1 << 20;
+        // Twenty large strings nobody holds: far fewer entries than the count that sweeps.
+        for n in 0..20 {
+            i.sym(&format!("{n}{}", "x".repeat(big)));
+        }
+        assert!(
+            i.bytes() <= crate::limits::INTERNER_SWEEP_BYTES + big + 64,
+            "{} bytes kept",
+            i.bytes()
+        );
+        assert!(i.len() < 20);
+    }
+
+    #[test]
     fn sweeping_drops_what_nobody_holds() {
         let mut i = Interner::default();
         let kept = i.sym("kept");

@@ -1737,6 +1737,31 @@ mod tests {
     }
 
     #[test]
+    fn a_call_counts_its_name_and_the_window_counts_shared_parts_once() {
+        let mut i = Interner::default();
+        let mut call = sample(&mut i, 0);
+        let small = call.weight();
+        call.method = i.sym(&"m".repeat(4000));
+        assert!(call.weight() >= small + 3990, "the interned name counts");
+        let mut rs = Records::new(100, usize::MAX);
+        rs.push(Record::Call(Arc::new(call.clone())));
+        let one = rs.bytes();
+        assert!(one >= 4000, "{one}");
+        // A second record sharing the name adds only what it has of its own.
+        call.call_id = CallId::Ours { at: 1.0, n: 1 };
+        rs.push(Record::Call(Arc::new(call)));
+        assert!(rs.bytes() - one < 1000, "{} then {one}", rs.bytes());
+        // Once the records holding it are gone, the name is no longer counted.
+        let mut rs2 = Records::new(1, usize::MAX);
+        let mut big = sample(&mut i, 2);
+        big.method = i.sym(&"n".repeat(100_000));
+        rs2.push(Record::Call(Arc::new(big)));
+        assert!(rs2.bytes() > 100_000);
+        rs2.push(Record::Call(Arc::new(sample(&mut i, 3))));
+        assert!(rs2.bytes() < 10_000, "{}", rs2.bytes());
+    }
+
+    #[test]
     fn the_window_is_bounded_and_counts_what_it_drops() {
         let mut i = Interner::default();
         let mut rs = Records::new(3, usize::MAX);

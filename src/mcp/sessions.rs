@@ -578,6 +578,25 @@ mod tests {
     }
 
     #[test]
+    fn a_message_larger_than_the_queue_is_skipped_and_the_session_stays() {
+        let mcp = capped(3, Duration::from_secs(3600));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let s = mcp.open_capped(Transport::Http, Some(tx)).unwrap();
+        assert!(!s.send_text("x".repeat(MAX_QUEUED_BYTES + 1)));
+        assert!(
+            !s.is_overflowed(),
+            "one large message says nothing of the client"
+        );
+        assert!(s.send_text("small".into()));
+        assert!(matches!(rx.try_recv(), Ok(Outgoing::Message(m)) if m == "small"));
+        // A client that stops reading still overflows its queue.
+        for _ in 0..=(MAX_QUEUED_BYTES / (1 << 20)) {
+            s.send_text("y".repeat(1 << 20));
+        }
+        assert!(s.is_overflowed());
+    }
+
+    #[test]
     fn at_the_cap_the_longest_idle_unused_http_session_makes_room() {
         let mcp = capped(3, Duration::from_secs(3600));
         let a = mcp.open_capped(Transport::Http, None).unwrap();

@@ -778,7 +778,7 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
         }
     }
     let signature =
-        str_field(body, "signature").filter(|s| s.len() <= limits::MAX_FUNCTION_METADATA_BYTES);
+        str_field(body, "signature").filter(|s| s.len() <= limits::MAX_FUNCTION_SIGNATURE_BYTES);
     let blob = cas::verify_payload(
         body.get("function_cid"),
         body.get("function_data"),
@@ -1068,6 +1068,9 @@ mod tests {
         let meta = &functions(&s).function_metadata["f"];
         assert_eq!(meta.len(), 1, "{meta:?}");
         assert!(meta["shrunk"].as_str().unwrap().contains("not kept"));
+        let sig = format!("({})", "a".repeat(limits::MAX_FUNCTION_SIGNATURE_BYTES));
+        let r = function_register(&s, &body(json!({"function_name": "f", "signature": sig})));
+        assert_eq!(r.unwrap().signature, None, "a longer signature is not kept");
         for n in 1..limits::MAX_FUNCTIONS {
             s.lock().functions.register(&format!("g{n}"), None);
         }

@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn empty_lists_say_what_would_be_there() {
         let s = shared();
-        assert!(functions(&s).main.contains("No function registered"));
+        assert!(functions(&s, &[]).main.contains("No function registered"));
         assert!(com_errors(&s).main.contains("No communication errors"));
     }
 
@@ -202,7 +202,7 @@ mod tests {
                          "process_pid": 7, "traceback": HOSTILE, "status_code": 500}),
             ),
         );
-        for html in [functions(&s).main, com_errors(&s).main] {
+        for html in [functions(&s, &[]).main, com_errors(&s).main] {
             assert!(!html.contains("<img"), "{html}");
             assert!(
                 html.contains("&lt;img src=x onerror=alert(1)&gt;"),
@@ -210,6 +210,32 @@ mod tests {
             );
         }
         assert!(com_errors(&s).main.contains("HTTP 500"));
-        assert!(functions(&s).main.contains("data-api=\"/api/breakpoints\""));
+        assert!(functions(&s, &[])
+            .main
+            .contains("data-api=\"/api/breakpoints\""));
+    }
+
+    #[test]
+    fn the_functions_page_shows_a_page_at_a_time() {
+        let s = shared();
+        for n in 0..30 {
+            s.lock()
+                .functions
+                .register(&format!("f{n:02}"), Some("(x)"));
+        }
+        let q = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let html = functions(&s, &q(&[("limit", "10"), ("offset", "10")])).main;
+        assert!(html.contains("<code>f10</code>") && html.contains("<code>f19</code>"));
+        assert!(!html.contains("<code>f09</code>") && !html.contains("<code>f20</code>"));
+        assert!(html.contains("Functions 11 to 20 of 30."), "{html}");
+        assert!(html.contains("href=\"/functions?offset=0&amp;limit=10\" rel=\"prev\""));
+        assert!(html.contains("href=\"/functions?offset=20&amp;limit=10\" rel=\"next\""));
+        let all = functions(&s, &[]).main;
+        assert!(all.contains("<code>f29</code>") && !all.contains("rel=\"next\""));
     }
 }
