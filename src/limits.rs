@@ -127,8 +127,11 @@ pub const MAX_FUNCTIONS_BYTES: usize = 32 << 20;
 /// other field of a browser-client or Python-client body (a signature, a call site, a page
 /// URL, an exception message, a REPL answer, an item's fields but its `data`) at most this
 /// many bytes as JSON text. A longer one is refused whole with 400 `field_too_long` naming the
-/// field. Payloads (`data`, `*_data`) are bounded by the request body alone: they go to the
-/// content store.
+/// field, but for texts a program may legitimately send long (the Python client exits on any
+/// 400): `exception_message` and `exception_traceback` are cut to it (ending with
+/// `...<cut: N bytes>`), a call site keeps the innermost frames of its `stack_trace` that fit,
+/// and so are a REPL answer's `result`, `stdout` and `error`. Payloads (`data`, `*_data`) are
+/// bounded by the request body alone: they go to the content store.
 pub const MAX_CLIENT_FIELD_BYTES: usize = 1 << 20;
 /// Bytes of strings and trees the interner holds before it drops those nobody else holds
 /// (besides its count of entries); then again each time they double.
@@ -521,7 +524,10 @@ pub const TABLE: &[Limit] = &[
         },
         flag: None,
         reached: "400 `field_too_long`, naming the field and its limit; nothing of the request \
-                  is kept.",
+                  is kept. Texts a program may send long are cut instead, ending with \
+                  `...<cut: N bytes>`: `exception_message`, `exception_traceback`, a REPL \
+                  answer's `result`, `stdout` and `error`; a call site keeps the innermost \
+                  frames of its `stack_trace` that fit.",
     },
     Limit {
         what: "Payloads of one `GET /api/paused` listing (`data` of the pauses' items)",

@@ -105,7 +105,8 @@ fn has_data(item: &Node<'_>) -> bool {
 /// hottest request: its items and call site are read without copying the body into a
 /// `Value` first).
 pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
-    super::fields::check_node(body)?;
+    let fitted = super::fields::fit_node(body)?;
+    let body = fitted.as_ref().unwrap_or(body);
     let scalar = |key: &str| body.get(key).map(Node::to_value);
     let who = identity_of(
         scalar("process_pid").as_ref(),
@@ -427,7 +428,8 @@ fn shown_exception(shared: &Shared, body: &Obj) -> Value {
 
 /// `POST /api/call/complete` (protocol doc §2.9).
 pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
-    super::fields::check_node(body)?;
+    let fitted = super::fields::fit_node(body)?;
+    let body = fitted.as_ref().unwrap_or(body);
     let call_id = match body.get("call_id") {
         Some(Node::Str(c)) if !c.is_empty() => c.to_string(),
         Some(Node::Num(n)) => n.to_string(),

@@ -9,6 +9,8 @@
 //! (they go to the content store); every other field gets `limits::MAX_CLIENT_FIELD_BYTES` as
 //! JSON text, whatever its key (so a field a later version starts to keep is bounded too).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -90,6 +92,103 @@ fn limit_of(key: &str) -> usize {
         MAX_FUNCTION_NAME_BYTES
     } else {
         MAX_CLIENT_FIELD_BYTES
+    }
+}
+
+/// Texts a program may legitimately send long (`str(exc)` of any size, a stack as deep as the
+/// recursion limit allows): cut to fit instead of refused, since the Python client exits on
+/// any 400. A string is cut to `MAX_CLIENT_FIELD_BYTES` and ends with `...<cut: N bytes>`; a
+/// call site keeps the innermost frames of its `stack_trace` that fit.
+const CUT_KEYS: &[&str] = &["exception_message", "exception_traceback", "call_site"];
+/// The same for a REPL answer (`/api/call/repl-result`): its texts.
+const CUT_REPL_KEYS: &[&str] = &["result", "stdout", "error"];
+
+/// `check_node`, after cutting the long texts of `CUT_KEYS` (see there): `Some` body when
+/// something was cut, to be used instead of `body`.
+pub fn fit_node<'a>(body: &Node<'a>) -> Result<Option<Node<'a>>, ApiError> {
+    let over = |k: &str, v: &Node<'_>| {
+        CUT_KEYS.contains(&k) && node_len(v, MAX_CLIENT_FIELD_BYTES + 1) > MAX_CLIENT_FIELD_BYTES
+    };
+    let Node::Obj(entries) = body else {
+        return Ok(None);
+    };
+    if !entries.iter().any(|(k, v)| over(k, v)) {
+        check_node(body)?;
+        return Ok(None);
+    }
+    let mut entries = entries.clone();
+    for (k, v) in entries.iter_mut() {
+        if over(k, v) {
+            *v = cut_node(k, v);
+        }
+    }
+    let fitted = Node::Obj(entries);
+    check_node(&fitted)?;
+    Ok(Some(fitted))
+}
+
+/// `check_obj`, after cutting the long texts of a REPL answer (`CUT_REPL_KEYS`).
+pub fn fit_repl(body: &Obj) -> Result<Option<Obj>, ApiError> {
+    let over = |k: &str, v: &Value| {
+        CUT_REPL_KEYS.contains(&k)
+            && matches!(v, Value::String(s) if s.len() > MAX_CLIENT_FIELD_BYTES)
+    };
+    if !body.iter().any(|(k, v)| over(k, v)) {
+        check_obj(body)?;
+        return Ok(None);
+    }
+    let mut fitted = body.clone();
+    for (k, v) in fitted.iter_mut() {
+        if over(k, v) {
+            if let Value::String(s) = v {
+                *v = Value::String(cut_text(s));
+            }
+        }
+    }
+    check_obj(&fitted)?;
+    Ok(Some(fitted))
+}
+
+/// A text cut to `MAX_CLIENT_FIELD_BYTES`, ending with `...<cut: N bytes>`.
+fn cut_text(s: &str) -> String {
+    let mut keep = MAX_CLIENT_FIELD_BYTES - 64;
+    while !s.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}...<cut: {} bytes>", &s[..keep], s.len() - keep)
+}
+
+fn cut_node<'a>(key: &str, v: &Node<'a>) -> Node<'a> {
+    match v {
+        Node::Str(s) => Node::Str(Cow::Owned(cut_text(s))),
+        Node::Obj(site) if key == "call_site" => {
+            let others: usize = site
+                .iter()
+                .filter(|(k, _)| k != "stack_trace")
+                .map(|(k, x)| k.len() + 4 + node_len(x, MAX_CLIENT_FIELD_BYTES + 1))
+                .sum();
+            let mut budget = MAX_CLIENT_FIELD_BYTES.saturating_sub(others + 64);
+            let site = site
+                .iter()
+                .map(|(k, x)| match x {
+                    Node::Arr(frames) if k == "stack_trace" => {
+                        let mut kept = Vec::new();
+                        for f in frames {
+                            let len = node_len(f, budget + 1) + 1;
+                            if len > budget {
+                                break;
+                            }
+                            budget -= len;
+                            kept.push(f.clone());
+                        }
+                        (k.clone(), Node::Arr(kept))
+                    }
+                    _ => (k.clone(), x.clone()),
+                })
+                .collect();
+            Node::Obj(site)
+        }
+        other => other.clone(),
     }
 }
 
@@ -307,6 +406,44 @@ mod tests {
         assert!(e.contains("args[0].client_ref"), "{e}");
         let kw = json!({"kwargs": {"k".repeat(MAX_FUNCTION_NAME_BYTES + 1): {"cid": "c"}}});
         assert!(check_node(&node(kw)).is_err());
+    }
+
+    #[test]
+    fn long_exception_texts_and_deep_stacks_are_cut_to_fit() {
+        let big = "é".repeat(MAX_CLIENT_FIELD_BYTES);
+        let frames: Vec<Value> = (0..40_000)
+            .map(|n| json!({"filename": "/a.py", "lineno": n, "function": "f"}))
+            .collect();
+        let body = node(json!({
+            "exception_message": big, "exception_traceback": "t",
+            "call_site": {"timestamp": 1.0, "stack_trace": frames},
+        }));
+        let fitted = fit_node(&body).unwrap().expect("cut");
+        let msg = fitted
+            .get("exception_message")
+            .and_then(Node::as_str)
+            .unwrap();
+        assert!(msg.len() <= MAX_CLIENT_FIELD_BYTES && msg.ends_with(" bytes>"));
+        let site = fitted.get("call_site").unwrap();
+        let Some(Node::Arr(kept)) = site.get("stack_trace") else {
+            panic!("a stack")
+        };
+        assert!(kept.len() > 1000 && kept.len() < 40_000, "{}", kept.len());
+        assert_eq!(
+            kept[0].get("lineno").map(Node::to_value),
+            Some(json!(0)),
+            "innermost"
+        );
+        assert!(fit_node(&node(json!({"exception_message": "short"})))
+            .unwrap()
+            .is_none());
+        // Names are still refused.
+        let name =
+            json!({"method_name": "m".repeat(5000), "exception_message": "x".repeat(2 << 20)});
+        assert!(fit_node(&node(name)).is_err());
+        let repl = json!({"stdout": "s".repeat(2 << 20), "eval_id": "e"});
+        let fitted = fit_repl(repl.as_object().unwrap()).unwrap().expect("cut");
+        assert!(fitted["stdout"].as_str().unwrap().len() <= MAX_CLIENT_FIELD_BYTES);
     }
 
     #[test]

@@ -174,7 +174,6 @@ fn client_bytes_every_client_field_is_bounded() {
     let done = complete_body("1.0-001", &json!(1));
     for (key, value) in [
         ("status", json!("s".repeat(5000))),
-        ("exception_message", json!(big)),
         ("call_id", json!("c".repeat(5000))),
     ] {
         assert_refused(
@@ -211,15 +210,62 @@ fn client_bytes_every_client_field_is_bounded() {
 
     let repl = json!({"eval_id": "e", "session_id": "s", "pause_id": "p"});
     for (key, value) in [
-        ("stdout", json!(big)),
-        ("result", json!(big)),
-        ("error", json!(big)),
+        ("eval_id", json!("e".repeat(5000))),
+        ("pause_id", json!("p".repeat(5000))),
     ] {
         assert_refused(
             &page_post(&c, "/api/call/repl-result", &with(repl.clone(), key, value)),
             key,
         );
     }
+    // What a program may legitimately send long is cut to the limit instead (the Python
+    // client exits on any 400): an exception's message, a deep stack, a REPL answer.
+    for (key, value) in [
+        ("stdout", json!(big)),
+        ("result", json!(big)),
+        ("error", json!(big)),
+    ] {
+        let r = page_post(&c, "/api/call/repl-result", &with(repl.clone(), key, value));
+        assert_eq!(
+            r.json()["error"],
+            "session_not_found",
+            "{key} is cut, then the eval is looked up"
+        );
+    }
+    let frames: Vec<Value> = (0..20_000)
+        .map(|n| json!({"filename": "/home/me/app.py", "lineno": n, "function": "f", "code_context": "f(n - 1)"}))
+        .collect();
+    let deep = with(
+        start.clone(),
+        "call_site",
+        json!({"timestamp": 1.0, "stack_trace": frames}),
+    );
+    let r = page_post(&c, "/api/call/start", &deep);
+    assert_eq!(r.status, 200, "{}", &r.text()[..r.text().len().min(300)]);
+    let id = r.json()["call_id"].as_str().unwrap().to_owned();
+    let mut failed = complete_body(&id, &json!(1));
+    failed["status"] = json!("exception");
+    failed["exception_type"] = json!("ValueError");
+    failed["exception_message"] = json!(big);
+    let r = page_post(&c, "/api/call/complete", &failed);
+    assert_eq!(r.status, 200, "{}", &r.text()[..r.text().len().min(300)]);
+    let records = c.get_ok("/api/call-records?function=f&limit=1");
+    let record = &records["calls"][0];
+    let kept = record["call_site"]["stack_trace"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert!(
+        kept > 1000 && kept < 20_000,
+        "the innermost frames that fit: {kept}"
+    );
+    assert!(
+        record.to_string().contains("...<cut: "),
+        "the message is cut, and says so"
+    );
+    // The cut message shows a few times (the exception's summary, its message), the cut
+    // stack once: bounded by the field limit, not by what was sent.
+    let len = record.to_string().len();
+    assert!(len < 6 << 20, "{len} bytes");
     // Payload texts are bounded by the body alone: a 2 MiB result payload is fine.
     let r = page_post(
         &c,
@@ -367,7 +413,10 @@ fn client_bytes_the_function_registry_is_bounded_in_bytes() {
         rss / 1024,
         base / 1024
     );
-    assert!(kept_rss < base + 64 * 1024, "RSS {kept_rss} KiB from {base} KiB");
+    assert!(
+        kept_rss < base + 64 * 1024,
+        "RSS {kept_rss} KiB from {base} KiB"
+    );
     assert!(refused > 0, "the registry is bounded in bytes");
     assert!(
         listing.body.len() < 40 << 20,
