@@ -1334,6 +1334,28 @@ check("breakpoints: a breakpoint added through the form is hit", async (t) => {
   await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
 });
 
+check("breakpoints: a name made of dots or escaped dots changes only its own row, never the global default", async (t) => {
+  const server = await t.server();
+  // `.` and `..` are refused (a browser resolves them in a URL path, even as %2E%2E); names
+  // that only look like them stay names, encoded so the browser does not resolve them.
+  for (const name of [".", ".."]) {
+    const r = await fetch(`${server.url}/api/breakpoints`, { method: "POST",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ function_name: name }) });
+    assert(r.status === 400, `a breakpoint named ${name}: ${r.status}`);
+  }
+  await server.api("POST", "/api/breakpoints", { function_name: "%2E%2E" });
+  await server.api("POST", "/api/breakpoints", { function_name: "..." });
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  for (const name of ["%2E%2E", "..."]) {
+    await page.locator(`tr[data-breakpoint="${name}"] select[name="behavior"]`).first().selectOption("go");
+    await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_behaviors[name] === "go",
+      { what: `${name}'s before-behavior to be go` });
+  }
+  const global = (await server.api("GET", "/api/behavior")).behavior;
+  assert(global === "stop", `the global default is unchanged: ${global}`);
+});
+
 /** The breakpoint's part of the Breakpoints table: its row and its options row. */
 function breakpointGroup(page, name) {
   return page.locator("tbody.bp", { has: page.locator(`tr[data-breakpoint="${name}"]`) });

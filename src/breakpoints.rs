@@ -691,17 +691,57 @@ impl Logbook {
     }
 }
 
-/// Registered functions: names, signatures and metadata (protocol doc §2.3).
+/// Registered functions: names, signatures and metadata (protocol doc §2.3), and the bytes they
+/// keep (`Functions::bytes`, bounded by `limits::MAX_FUNCTIONS_BYTES` at the browser-client
+/// endpoint).
 #[derive(Debug, Default)]
 pub struct Functions {
     names: BTreeSet<String>,
     signatures: BTreeMap<String, String>,
     metadata: BTreeMap<String, Map<String, Value>>,
+    bytes: usize,
 }
 
+/// What one entry of a map costs beyond its texts (tree node, allocations).
+const ENTRY_OVERHEAD: usize = 64;
+
 impl Functions {
+    /// About the bytes the entries of `name` keep: its name once per map that holds it, its
+    /// signature, and its metadata as JSON text.
+    pub fn entry_bytes(&self, name: &str) -> usize {
+        let each = name.len() + ENTRY_OVERHEAD;
+        let mut total = 0;
+        if self.names.contains(name) {
+            total += each;
+        }
+        if let Some(sig) = self.signatures.get(name) {
+            total += each + sig.len();
+        }
+        if let Some(m) = self.metadata.get(name) {
+            total += each + serde_json::to_vec(m).map_or(0, |t| t.len());
+        }
+        total
+    }
+
+    /// The bytes all entries keep (see [`Functions::entry_bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Runs `change` on the entries of `name`, keeping `bytes` up to date.
+    fn changing(&mut self, name: &str, change: impl FnOnce(&mut Self)) {
+        let before = self.entry_bytes(name);
+        change(self);
+        let after = self.entry_bytes(name);
+        self.bytes = (self.bytes + after).saturating_sub(before);
+    }
+
     /// Registers a name; an empty or missing signature deletes the stored one (the original's rule).
     pub fn register(&mut self, name: &str, signature: Option<&str>) {
+        self.changing(name, |f| f.register_unweighed(name, signature));
+    }
+
+    fn register_unweighed(&mut self, name: &str, signature: Option<&str>) {
         self.names.insert(name.to_owned());
         match signature {
             Some(sig) if !sig.is_empty() => {
@@ -723,15 +763,19 @@ impl Functions {
 
     /// Replaces the metadata of `name`.
     pub fn set_metadata(&mut self, name: &str, metadata: Map<String, Value>) {
-        self.metadata.insert(name.to_owned(), metadata);
+        self.changing(name, |f| {
+            f.metadata.insert(name.to_owned(), metadata);
+        });
     }
 
     /// Sets one metadata key, creating the metadata if needed.
     pub fn set_metadata_key(&mut self, name: &str, key: &str, value: Value) {
-        self.metadata
-            .entry(name.to_owned())
-            .or_default()
-            .insert(key.to_owned(), value);
+        self.changing(name, |f| {
+            f.metadata
+                .entry(name.to_owned())
+                .or_default()
+                .insert(key.to_owned(), value);
+        });
     }
 
     pub fn contains(&self, name: &str) -> bool {

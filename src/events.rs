@@ -63,17 +63,21 @@ pub enum EventKind {
     },
 }
 
-/// One event with its sequence number.
+/// One event with its sequence number. Its kind is shared: an event is copied to every
+/// subscriber's queue and into the replay buffer, and every copy shares one allocation of what
+/// it says (the texts a client chose are bounded: names and ids by
+/// `limits::MAX_FUNCTION_NAME_BYTES`, a logpoint's line by `limits::LOG_LINE_BYTES`), so each
+/// queue, bounded by count, is bounded by bytes too.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     pub seq: u64,
-    pub kind: EventKind,
+    pub kind: Arc<EventKind>,
 }
 
 impl Event {
     /// The event's name, as MCP notifications will carry it (`notifications/breakpoint/<name>`).
     pub fn name(&self) -> &'static str {
-        match self.kind {
+        match *self.kind {
             EventKind::ExecutionPaused { .. } => "execution_paused",
             EventKind::ExecutionResumed { .. } => "execution_resumed",
             EventKind::CallCompleted { .. } => "call_completed",
@@ -88,7 +92,7 @@ impl Event {
 
     /// The event's payload (protocol doc §7.5 for the first three).
     pub fn params(&self) -> Value {
-        match &self.kind {
+        match &*self.kind {
             EventKind::ExecutionPaused {
                 pause_id,
                 method_name,
@@ -250,6 +254,11 @@ impl Bus {
                     if let Some(lagged) = &s.lagged {
                         lagged.store(true, Ordering::SeqCst);
                     }
+                    log::warn!(
+                        "events: a subscriber stopped reading ({} events waiting); dropped (an \
+                         event stream ends with resync)",
+                        s.tx.len()
+                    );
                     false
                 }
             })
@@ -280,7 +289,7 @@ mod tests {
         drop(b);
         bus.publish(vec![Event {
             seq: 1,
-            kind: EventKind::BreakpointsChanged,
+            kind: EventKind::BreakpointsChanged.into(),
         }]);
         assert_eq!(a.try_recv().unwrap().seq, 1);
         assert_eq!(bus.n_subscribers(), 1);
@@ -289,7 +298,7 @@ mod tests {
     fn ev(seq: u64) -> Event {
         Event {
             seq,
-            kind: EventKind::BreakpointsChanged,
+            kind: EventKind::BreakpointsChanged.into(),
         }
     }
 
@@ -332,7 +341,7 @@ mod tests {
         let rx = bus.subscribe_gated(Arc::clone(&gate));
         let ev = |seq| Event {
             seq,
-            kind: EventKind::BreakpointsChanged,
+            kind: EventKind::BreakpointsChanged.into(),
         };
         bus.publish(vec![ev(1)]);
         gate.store(true, Ordering::SeqCst);
@@ -357,7 +366,8 @@ mod tests {
                 method_name: "add".into(),
                 pause_reason: "breakpoint".into(),
                 paused_at: 1.5,
-            },
+            }
+            .into(),
         };
         assert_eq!(e.name(), "execution_paused");
         assert_eq!(

@@ -33,6 +33,29 @@ impl Sym {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// About the heap bytes of the string (its text and two allocations), counted in full by
+    /// every holder (see `Val::weight`).
+    pub fn weight(&self) -> usize {
+        self.0.len() + 32
+    }
+
+    /// Its allocation's address (the same for every holder) and its weight (see `Val::part`).
+    pub fn part(&self) -> (usize, usize) {
+        (Arc::as_ptr(&self.0) as usize, self.weight())
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Sym {
+        Sym::new(s)
+    }
+}
+
+impl From<String> for Sym {
+    fn from(s: String) -> Sym {
+        Sym::from_string(s)
+    }
 }
 
 impl Deref for Sym {
@@ -296,17 +319,23 @@ impl Val {
         }
     }
 
-    /// About how many bytes this value keeps on the heap that nothing else shares: a string or
-    /// tree held by one record (and the interner) counts, one shared with another record does
-    /// not (that record counts it). For the byte bound of the records window: an estimate,
-    /// never a walk of more than `MAX_TREE_NODES` nodes (larger trees are packed).
+    /// About how many bytes this value keeps on the heap. A string or tree shared with other
+    /// holders counts in full in each record that holds it: counting only unshared ones let a
+    /// record keep a value its first holder counted, forever uncounted once that holder was
+    /// dropped. So the byte bounds of the records window and the open calls hold whatever is
+    /// shared; records sharing a large value are counted more than they use. An estimate, never
+    /// a walk of more than `MAX_TREE_NODES` nodes (larger trees are packed).
     pub fn weight(&self) -> usize {
-        const HEAP: usize = 16;
+        self.part().map_or(0, |(_, w)| w)
+    }
+
+    /// The shared allocation this value holds, if any: its address (the same for every holder)
+    /// and its weight. For the records window, which counts each shared part once.
+    pub fn part(&self) -> Option<(usize, usize)> {
         match self {
-            Val::Str(s) if Arc::strong_count(&s.0) <= 2 => s.len() + 2 * HEAP,
-            Val::Packed(s) if Arc::strong_count(&s.0) <= 2 => s.len() + 2 * HEAP,
-            Val::Tree(t) if Arc::strong_count(t) <= 2 => value_weight(t),
-            _ => 0,
+            Val::Str(s) | Val::Packed(s) => Some(s.part()),
+            Val::Tree(t) => Some((Arc::as_ptr(t) as usize, value_weight(t))),
+            _ => None,
         }
     }
 
@@ -444,6 +473,11 @@ pub struct Interner {
     trees: HashMap<u64, Vec<Arc<Value>>, DigestBuild>,
     n_trees: usize,
     next_sweep: usize,
+    /// Bytes of the strings and trees in the tables (`Sym::weight`, `value_weight`), and the
+    /// bytes at which the next sweep runs: entries few but large (a client's long names) are
+    /// swept by bytes as others are by count.
+    bytes: usize,
+    next_sweep_bytes: usize,
 }
 
 /// Trees larger than this (in nodes) are kept unshared: hashing them costs more than it saves.
@@ -457,6 +491,7 @@ impl Interner {
             return found.clone();
         }
         let sym = Sym::new(s);
+        self.bytes += sym.weight();
         self.strings.insert(sym.clone());
         self.maybe_sweep();
         sym
@@ -610,6 +645,7 @@ impl Interner {
     }
 
     fn add_tree(&mut self, key: u64, tree: Arc<Value>) -> Arc<Value> {
+        self.bytes += value_weight(&tree);
         self.trees.entry(key).or_default().push(tree.clone());
         self.n_trees += 1;
         self.maybe_sweep();
@@ -626,23 +662,43 @@ impl Interner {
     }
 
     fn maybe_sweep(&mut self) {
-        if self.len() >= self.next_sweep.max(FIRST_SWEEP) {
+        if self.len() >= self.next_sweep.max(FIRST_SWEEP)
+            || self.bytes
+                >= self
+                    .next_sweep_bytes
+                    .max(crate::limits::INTERNER_SWEEP_BYTES)
+        {
             self.sweep();
             self.next_sweep = 2 * self.len();
+            self.next_sweep_bytes = 2 * self.bytes;
         }
+    }
+
+    /// Bytes of the strings and trees in the tables.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Drops the entries only the interner still holds.
     pub fn sweep(&mut self) {
-        self.strings.retain(|s| Arc::strong_count(&s.0) > 1);
+        let mut bytes = 0;
+        self.strings.retain(|s| {
+            let keep = Arc::strong_count(&s.0) > 1;
+            if keep {
+                bytes += s.weight();
+            }
+            keep
+        });
         self.cids.retain(|c, ()| Arc::strong_count(&c.0) > 1);
         let mut n = 0;
         self.trees.retain(|_, bucket| {
             bucket.retain(|t| Arc::strong_count(t) > 1);
             n += bucket.len();
+            bytes += bucket.iter().map(|t| value_weight(t)).sum::<usize>();
             !bucket.is_empty()
         });
         self.n_trees = n;
+        self.bytes = bytes;
     }
 }
 
@@ -923,6 +979,22 @@ mod tests {
         let other = json!({"timestamp": 1.5, "stack_trace": [{"lineno": 4}], "target_cid": null});
         let Value::Object(m3) = &other else { panic!() };
         assert!(!Arc::ptr_eq(&a, &shared(i.object_without(m3, "timestamp"))));
+    }
+
+    #[test]
+    fn the_interner_is_swept_by_bytes_too() {
+        let mut i = Interner::default();
+        let big = 1 << 20;
+        // Twenty large strings nobody holds: far fewer entries than the count that sweeps.
+        for n in 0..20 {
+            i.sym(&format!("{n}{}", "x".repeat(big)));
+        }
+        assert!(
+            i.bytes() <= crate::limits::INTERNER_SWEEP_BYTES + big + 64,
+            "{} bytes kept",
+            i.bytes()
+        );
+        assert!(i.len() < 20);
     }
 
     #[test]

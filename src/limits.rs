@@ -58,7 +58,9 @@ pub const MAX_BATCH_ANSWER_BYTES: usize = 4 << 20;
 /// is answered with one parse error (-32700).
 pub const MAX_STDIO_LINE_BYTES: u64 = 64 << 20;
 /// Messages, and bytes, an MCP HTTP session may have queued for a stream its client does not
-/// read; past either the session is dropped.
+/// read; past either the session is dropped. A single message larger than `MCP_OUTBOX_BYTES`
+/// is not sent at all (a warning in the log), and the session stays: it says nothing of the
+/// client.
 pub const MCP_OUTBOX_MESSAGES: usize = 1024;
 pub const MCP_OUTBOX_BYTES: usize = 8 << 20;
 /// Resource subscriptions per MCP session (those of resources that no longer exist are pruned
@@ -88,7 +90,8 @@ pub const MAX_COM_ERRORS_BYTES: usize = 8 << 20;
 pub const MAX_COM_ERROR_REPORT_BYTES: usize = 64 << 10;
 /// Default of `--max-records-mb`: what the in-memory window of call records (and, separately,
 /// of breakpoint history) may keep, besides its count (`--max-records`). Records are counted
-/// by what they keep that no other record shares (their shared call sites and names count once);
+/// by what they keep, every shared string or tree (names, call sites, signatures) counted once
+/// while any record in the window holds it (`Records::parts`);
 /// a typical call keeps a few hundred bytes, so only records carrying large values reach it.
 /// The oldest fall out first, as by count (with a database file they stay in the file).
 pub const DEFAULT_MAX_RECORDS_MB: usize = 256;
@@ -97,16 +100,45 @@ pub const DEFAULT_MAX_RECORDS_BYTES: usize = DEFAULT_MAX_RECORDS_MB << 20;
 /// completion never comes (its process died, or a web page only starts calls through the
 /// browser-client endpoint) would otherwise be kept forever. Past either, the oldest that is
 /// not paused is dropped and counted (`open_calls_dropped` in `/api/status`); its completion,
-/// if it comes, is recorded like one of a call the server never saw start.
+/// if it comes, is recorded like one of a call the server never saw start. An open call counts
+/// every field it holds in full (`CallRecord::weight`), its interned name and the strings and
+/// trees it shares with other calls included.
 pub const MAX_OPEN_CALLS: usize = 100_000;
 pub const MAX_OPEN_CALLS_BYTES: usize = 256 << 20;
 /// Registered functions (`POST /api/functions`, a browser-client endpoint any web page may
 /// call): at most this many names (a new one past it gets 400 `too_many_functions`), each name at
 /// most `MAX_FUNCTION_NAME_BYTES` (else 400), and a signature or `function_metadata` longer than
-/// `MAX_FUNCTION_METADATA_BYTES` as JSON text is not kept (the metadata says so in `shrunk`).
+/// `MAX_FUNCTION_METADATA_BYTES` as JSON text is not kept (the metadata says so in `shrunk`),
+/// nor a signature longer than `MAX_FUNCTION_SIGNATURE_BYTES`. Real signatures are far
+/// shorter: the longest of Python's standard library (`subprocess.Popen`) is 386 bytes,
+/// `pandas.read_csv`'s about 2.5 KiB. Metadata holds the rendered placeholder of a function
+/// that could not be pickled, up to its render budget (`RENDER_SLACK` and more).
 pub const MAX_FUNCTIONS: usize = 100_000;
 pub const MAX_FUNCTION_NAME_BYTES: usize = 4096;
+pub const MAX_FUNCTION_SIGNATURE_BYTES: usize = 16 << 10;
 pub const MAX_FUNCTION_METADATA_BYTES: usize = 64 << 10;
+/// What the registered functions may keep in all (names, signatures and metadata as JSON
+/// text); a registration that would pass it gets 400 `too_many_functions`. It also bounds
+/// `GET /api/functions` without `limit`.
+pub const MAX_FUNCTIONS_BYTES: usize = 32 << 20;
+/// What a debug client sends besides payloads (`service/fields.rs`): names and ids
+/// (`method_name`, `function_name`, `call_id`, `status`, `event_type`, `exception_type`,
+/// `pause_id`, ..., and the names of keyword arguments) at most `MAX_FUNCTION_NAME_BYTES`; any
+/// other field of a browser-client or Python-client body (a signature, a call site, a page
+/// URL, an exception message, a REPL answer, an item's fields but its `data`) at most this
+/// many bytes as JSON text. A longer one is refused whole with 400 `field_too_long` naming the
+/// field, but for texts a program may legitimately send long (the Python client exits on any
+/// 400): `exception_message` and `exception_traceback` are cut to it (ending with
+/// `...<cut: N bytes>`), a call site keeps the innermost frames of its `stack_trace` that fit,
+/// and so are a REPL answer's `result`, `stdout` and `error`. Payloads (`data`, `*_data`) are
+/// bounded by the request body alone: they go to the content store.
+pub const MAX_CLIENT_FIELD_BYTES: usize = 1 << 20;
+/// Bytes of strings and trees the interner holds before it drops those nobody else holds
+/// (besides its count of entries); then again each time they double.
+pub const INTERNER_SWEEP_BYTES: usize = 16 << 20;
+/// What the pauses listed by one `GET /api/paused` with payloads may carry as `data` in all;
+/// past it, items are listed without `data` (their CIDs stay, readable by `GET /api/cid/...`).
+pub const MAX_PAUSED_DATA_BYTES: usize = 32 << 20;
 
 // Rendering of pickled values (`pickle`, `pretty`, `render`; docs/trust.md): every
 // rendered value (one repr text, one JSON display value, one structured view) gets one budget,
@@ -459,9 +491,10 @@ pub const TABLE: &[Limit] = &[
         what: "Registered functions (`POST /api/functions`)",
         value: || {
             format!(
-                "{} names of at most {}; signature and metadata {} each",
+                "{} names of at most {}; signature {}, metadata {}",
                 count(MAX_FUNCTIONS as u64),
                 bytes(MAX_FUNCTION_NAME_BYTES as u64),
+                bytes(MAX_FUNCTION_SIGNATURE_BYTES as u64),
                 bytes(MAX_FUNCTION_METADATA_BYTES as u64)
             )
         },
@@ -469,6 +502,38 @@ pub const TABLE: &[Limit] = &[
         reached: "A new name past the count, or a longer name, gets 400 (`too_many_functions`, \
                   `invalid_function_name`); a longer signature or metadata is not kept (the \
                   metadata says so in `shrunk`).",
+    },
+    Limit {
+        what: "Registered functions in all (names, signatures, metadata)",
+        value: || bytes(MAX_FUNCTIONS_BYTES as u64),
+        flag: None,
+        reached: "A registration that would pass it gets 400 `too_many_functions`.",
+    },
+    Limit {
+        what: "A field a debug client sends that is not a payload (`/api/call/start`, \
+               `/api/call/complete`, `/api/call/event`, `/api/functions`, \
+               `/api/call/repl-result`)",
+        value: || {
+            format!(
+                "{} for names and ids (`method_name`, `function_name`, `call_id`, `status`, \
+                 `event_type`, keyword names, ...); {} as JSON text for any other field \
+                 (signature, call site, page URL, messages, an item without its `data`)",
+                bytes(MAX_FUNCTION_NAME_BYTES as u64),
+                bytes(MAX_CLIENT_FIELD_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "400 `field_too_long`, naming the field and its limit; nothing of the request \
+                  is kept. Texts a program may send long are cut instead, ending with \
+                  `...<cut: N bytes>`: `exception_message`, `exception_traceback`, a REPL \
+                  answer's `result`, `stdout` and `error`; a call site keeps the innermost \
+                  frames of its `stack_trace` that fit.",
+    },
+    Limit {
+        what: "Payloads of one `GET /api/paused` listing (`data` of the pauses' items)",
+        value: || bytes(MAX_PAUSED_DATA_BYTES as u64),
+        flag: None,
+        reached: "Further items are listed without `data`, by CID only.",
     },
     Limit {
         what: "Closed REPL sessions kept with their transcripts",
@@ -708,7 +773,8 @@ pub const TABLE: &[Limit] = &[
             )
         },
         flag: None,
-        reached: "The session is dropped, with a warning in the log.",
+        reached: "The session is dropped, with a warning in the log. A single message larger \
+                  than the queue is not sent (and logged); the session stays.",
     },
     Limit {
         what: "Resource subscriptions of one MCP session",

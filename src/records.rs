@@ -159,6 +159,14 @@ impl Item {
             }
     }
 
+    /// Its shared value, if any (see `Val::part`).
+    fn val(&self) -> &Val {
+        match self {
+            Item::Std { client_ref, .. } => client_ref,
+            Item::Other { value, .. } => value,
+        }
+    }
+
     pub fn parse(interner: &mut Interner, v: &Value) -> Item {
         let had_data = v.get("data").is_some();
         if let Value::Object(m) = v {
@@ -432,7 +440,50 @@ impl Notes {
 }
 
 impl CallRecord {
-    /// About how many bytes this call keeps that no other record shares (see `Val::weight`).
+    /// Calls `part` with each shared string or tree this call holds (address and weight, see
+    /// `Val::part`); the rest of `weight` is its own.
+    pub fn parts(&self, part: &mut dyn FnMut((usize, usize))) {
+        part(self.method.part());
+        for (k, _) in self.kwargs.iter() {
+            part(k.part());
+        }
+        let items = self
+            .target
+            .iter()
+            .chain(self.args.iter())
+            .chain(self.kwargs.iter().map(|(_, v)| v));
+        let vals = [
+            &self.signature,
+            &self.call_site.timestamp,
+            &self.call_site.rest,
+            &self.page_url,
+            &self.status,
+            &self.result_cid,
+            &self.result_client_ref,
+        ];
+        for v in items.map(Item::val).chain(vals) {
+            if let Some(p) = v.part() {
+                part(p);
+            }
+        }
+        if let Some(e) = &self.exception {
+            for v in [
+                &e.shown,
+                &e.cid,
+                &e.client_ref,
+                &e.exception_type,
+                &e.message,
+                &e.traceback,
+            ] {
+                if let Some(p) = v.part() {
+                    part(p);
+                }
+            }
+        }
+    }
+
+    /// About how many bytes this call keeps, every string and tree it shares with others
+    /// counted in full (see `Val::weight`; the records window counts those once, `parts`).
     pub fn weight(&self) -> usize {
         let vals = [
             &self.signature,
@@ -444,12 +495,13 @@ impl CallRecord {
             &self.result_client_ref,
         ];
         std::mem::size_of::<CallRecord>()
+            + self.method.weight()
             + self.target.as_ref().map_or(0, Item::weight)
             + self.args.iter().map(Item::weight).sum::<usize>()
             + self
                 .kwargs
                 .iter()
-                .map(|(k, v)| k.len() + v.weight())
+                .map(|(k, v)| k.weight() + v.weight())
                 .sum::<usize>()
             + vals.iter().map(|v| v.weight()).sum::<usize>()
             + self.exception.as_ref().map_or(0, |e| {
@@ -784,7 +836,33 @@ pub struct EventRecord {
 }
 
 impl EventRecord {
-    /// About how many bytes this event keeps that no other record shares (see `Val::weight`).
+    /// Calls `part` with each shared string or tree this event holds (see `CallRecord::parts`).
+    pub fn parts(&self, part: &mut dyn FnMut((usize, usize))) {
+        part(self.method.part());
+        part(self.status.part());
+        let vals = [
+            &self.call_id,
+            &self.pretty_args,
+            &self.pretty_kwargs,
+            &self.signature,
+            &self.call_site.timestamp,
+            &self.call_site.rest,
+            &self.page_url,
+            &self.event_type,
+            &self.result_cid,
+            &self.exception_cid,
+            &self.pretty_result,
+            &self.exception,
+        ];
+        for v in vals {
+            if let Some(p) = v.part() {
+                part(p);
+            }
+        }
+    }
+
+    /// About how many bytes this event keeps, shared parts counted in full (see
+    /// `CallRecord::weight`).
     pub fn weight(&self) -> usize {
         let vals = [
             &self.call_id,
@@ -800,7 +878,10 @@ impl EventRecord {
             &self.pretty_result,
             &self.exception,
         ];
-        std::mem::size_of::<EventRecord>() + vals.iter().map(|v| v.weight()).sum::<usize>()
+        std::mem::size_of::<EventRecord>()
+            + self.method.weight()
+            + self.status.weight()
+            + vals.iter().map(|v| v.weight()).sum::<usize>()
     }
 
     pub fn to_json(&self) -> Obj {
@@ -862,8 +943,30 @@ pub enum Record {
 }
 
 impl Record {
-    /// About how many bytes this record keeps that no other record shares, for the byte bound
-    /// of the window (see `Val::weight`; at most `u32::MAX`).
+    /// Calls `part` with each shared string or tree this record holds (see `CallRecord::parts`).
+    pub fn parts(&self, part: &mut dyn FnMut((usize, usize))) {
+        match self {
+            Record::Call(c) => c.parts(part),
+            Record::Event(e) => e.parts(part),
+            Record::Other(_) => {}
+        }
+    }
+
+    /// What this record keeps besides its shared parts (`parts`), for the byte bound of the
+    /// window, which counts each shared part once however many records hold it.
+    pub fn own_weight(&self) -> u32 {
+        let mut shared = 0usize;
+        self.parts(&mut |(_, w)| shared += w);
+        let all = match self {
+            Record::Call(c) => c.weight(),
+            Record::Event(e) => e.weight(),
+            Record::Other(v) => std::mem::size_of::<Value>() + crate::intern::value_weight(v),
+        };
+        u32::try_from(all.saturating_sub(shared)).unwrap_or(u32::MAX)
+    }
+
+    /// About how many bytes this record keeps, shared parts counted in full (at most
+    /// `u32::MAX`).
     pub fn weight(&self) -> u32 {
         let w = match self {
             Record::Call(c) => c.weight(),
@@ -1107,8 +1210,14 @@ impl RecordFilter<'_> {
 #[derive(Debug)]
 pub struct Records {
     records: VecDeque<Record>,
-    /// What each record keeps (`Record::weight`), in the order of `records`.
+    /// What each record keeps besides its shared parts (`Record::own_weight`), in the order
+    /// of `records`.
     weights: VecDeque<u32>,
+    /// The shared parts the records hold (`Record::parts`): by address, how many records hold
+    /// it and its weight, counted in `bytes` once while any record holds it. Exact, however
+    /// records share values: counting only values a record held alone let a value outlive the
+    /// record that counted it.
+    parts: std::collections::HashMap<usize, (u32, usize)>,
     history: VecDeque<HistoryEntry>,
     history_weights: VecDeque<u32>,
     max: usize,
@@ -1135,6 +1244,7 @@ impl Records {
         Records {
             records: VecDeque::new(),
             weights: VecDeque::new(),
+            parts: std::collections::HashMap::new(),
             history: VecDeque::new(),
             history_weights: VecDeque::new(),
             max: max.max(1),
@@ -1150,14 +1260,33 @@ impl Records {
     /// returns the record's sequence number (see `next_seq`).
     pub fn push(&mut self, record: Record) -> u64 {
         let seq = self.next_seq();
-        let weight = record.weight();
+        let weight = record.own_weight();
+        let (parts, bytes) = (&mut self.parts, &mut self.bytes);
+        record.parts(&mut |(at, w)| {
+            let e = parts.entry(at).or_insert((0, w));
+            if e.0 == 0 {
+                *bytes += w;
+            }
+            e.0 += 1;
+        });
         self.records.push_back(record);
         self.weights.push_back(weight);
         self.bytes += weight as usize;
         while self.records.len() > self.max
             || (self.bytes > self.max_bytes && self.records.len() > 1)
         {
-            self.records.pop_front();
+            if let Some(old) = self.records.pop_front() {
+                let (parts, bytes) = (&mut self.parts, &mut self.bytes);
+                old.parts(&mut |(at, _)| {
+                    if let Some(e) = parts.get_mut(&at) {
+                        e.0 -= 1;
+                        if e.0 == 0 {
+                            *bytes -= e.1;
+                            parts.remove(&at);
+                        }
+                    }
+                });
+            }
             self.bytes -= self.weights.pop_front().unwrap_or(0) as usize;
             self.dropped_records += 1;
         }
@@ -1605,6 +1734,31 @@ mod tests {
         }
         let with_format = json!({"cid": cid(1), "serialization_format": "json"});
         assert_eq!(Item::parse(&mut i, &with_format).to_value(), with_format);
+    }
+
+    #[test]
+    fn a_call_counts_its_name_and_the_window_counts_shared_parts_once() {
+        let mut i = Interner::default();
+        let mut call = sample(&mut i, 0);
+        let small = call.weight();
+        call.method = i.sym(&"m".repeat(4000));
+        assert!(call.weight() >= small + 3990, "the interned name counts");
+        let mut rs = Records::new(100, usize::MAX);
+        rs.push(Record::Call(Arc::new(call.clone())));
+        let one = rs.bytes();
+        assert!(one >= 4000, "{one}");
+        // A second record sharing the name adds only what it has of its own.
+        call.call_id = CallId::Ours { at: 1.0, n: 1 };
+        rs.push(Record::Call(Arc::new(call)));
+        assert!(rs.bytes() - one < 1000, "{} then {one}", rs.bytes());
+        // Once the records holding it are gone, the name is no longer counted.
+        let mut rs2 = Records::new(1, usize::MAX);
+        let mut big = sample(&mut i, 2);
+        big.method = i.sym(&"n".repeat(100_000));
+        rs2.push(Record::Call(Arc::new(big)));
+        assert!(rs2.bytes() > 100_000);
+        rs2.push(Record::Call(Arc::new(sample(&mut i, 3))));
+        assert!(rs2.bytes() < 10_000, "{}", rs2.bytes());
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl State {
         self.next_seq += 1;
         self.pending_events.push(Event {
             seq: self.next_seq,
-            kind,
+            kind: Arc::new(kind),
         });
     }
 }
@@ -206,6 +206,6 @@ mod tests {
         let a = rx.try_recv().unwrap();
         let b = rx.try_recv().unwrap();
         assert_eq!((a.seq, b.seq), (1, 2));
-        assert_eq!(a.kind, EventKind::BreakpointsChanged);
+        assert_eq!(*a.kind, EventKind::BreakpointsChanged);
     }
 }

@@ -64,7 +64,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/logpoints", access: Guarded, summary: "The newest lines logpoints wrote, oldest first: {lines: [{seq, logged_at, function_name, call_id, message}], last_seq}.", query: &[("after", "only lines with a greater seq (default 0)"), ("limit", "the newest lines to return (default 100, at most 1000)")], handler: |s, r| wire(service::logpoint_lines(s, number(r, "after", 0, usize::MAX)? as u64, limit(r, 100)?)) },
     Route { method: "GET", path: "/api/behavior", access: Guarded, summary: "The global default behavior.", query: &[], handler: |s, _| wire(service::default_behavior(s)) },
     Route { method: "POST", path: "/api/behavior", access: Guarded, summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| wire(service::set_default_behavior(s, &r.json()?)?) },
-    Route { method: "GET", path: "/api/functions", access: Guarded, summary: "Registered functions with signatures and metadata.", query: &[], handler: |s, _| wire(service::functions(s)) },
+    Route { method: "GET", path: "/api/functions", access: Guarded, summary: "Registered functions with signatures and metadata, by name; with limit, a page of them (then total, offset and limit say where it is). Without limit, every registered function (the registry is bounded in bytes).", query: &[("limit", "page size (at most 1000); without it, every function"), ("offset", "functions to skip, by name (default 0)")], handler: functions_listing },
     Route { method: "POST", path: "/api/functions", access: Anyone, summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
     Route { method: "POST", path: "/api/call/start", access: Anyone, summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
     Route { method: "POST", path: "/api/call/complete", access: Anyone, summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.node()?) },
@@ -143,6 +143,14 @@ pub(super) fn wants_jsonl(r: &Req) -> Result<bool, ApiError> {
             "invalid_format",
             format!("format must be 'json' or 'jsonl', got '{other}'"),
         )),
+    }
+}
+
+fn functions_listing(s: &Shared, r: &Req) -> Result<Value, ApiError> {
+    if r.query("limit").is_some() {
+        wire(service::functions_page(s, offset(r)?, limit(r, 100)?))
+    } else {
+        wire(service::functions(s))
     }
 }
 

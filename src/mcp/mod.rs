@@ -864,7 +864,7 @@ impl Mcp {
         if sessions.is_empty() {
             return;
         }
-        let custom = match &event.kind {
+        let custom = match &*event.kind {
             EventKind::ExecutionPaused { .. }
             | EventKind::ExecutionResumed { .. }
             | EventKind::CallCompleted { .. }
@@ -875,7 +875,7 @@ impl Mcp {
             _ => None,
         };
         let list_changed = matches!(
-            event.kind,
+            *event.kind,
             EventKind::ExecutionPaused { .. } | EventKind::ExecutionResumed { .. }
         );
         let updated = resources::affected(&event.kind);
@@ -1403,7 +1403,7 @@ mod tests {
         for (seq, kind) in events.into_iter().enumerate() {
             mcp.broadcast(&Event {
                 seq: seq as u64,
-                kind,
+                kind: kind.into(),
             });
         }
         let drain = |rx: &Receiver<Outgoing>| {
@@ -1560,7 +1560,8 @@ mod tests {
                 method_name: "add".into(),
                 pause_reason: "breakpoint".into(),
                 paused_at: 1.0,
-            },
+            }
+            .into(),
         };
         mcp.broadcast(&paused);
         let mut got = Vec::new();
@@ -1593,7 +1594,8 @@ mod tests {
                 call_id: "c1".into(),
                 method_name: "add".into(),
                 status: "success".into(),
-            },
+            }
+            .into(),
         });
         let next = next_note(&rx);
         assert_eq!(next["method"], "notifications/breakpoint/call_completed");

@@ -186,6 +186,18 @@ impl Session {
     /// Queues already-serialised JSON (a batch answer).
     pub fn send_text(&self, text: String) -> bool {
         let len = text.len();
+        if self.max_queued > 0 && len > self.max_queued {
+            // One message larger than a whole queue is not a sign of a client that stopped
+            // reading: only it is not sent (the client's next read of the state has it).
+            log::warn!(
+                "mcp: a message of {len} bytes for session {} ({}) is larger than a stream's \
+                 queue ({} bytes); not sent",
+                self.id,
+                self.transport,
+                self.max_queued
+            );
+            return false;
+        }
         if self.max_queued > 0 && self.queued.load(Ordering::Relaxed) + len > self.max_queued {
             self.overflowed.store(true, Ordering::Relaxed);
             return false;
@@ -563,6 +575,25 @@ mod tests {
             Arc::new(Shared::new(config, Store::memory(), State::default())),
             2,
         )
+    }
+
+    #[test]
+    fn a_message_larger_than_the_queue_is_skipped_and_the_session_stays() {
+        let mcp = capped(3, Duration::from_secs(3600));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let s = mcp.open_capped(Transport::Http, Some(tx)).unwrap();
+        assert!(!s.send_text("x".repeat(MAX_QUEUED_BYTES + 1)));
+        assert!(
+            !s.is_overflowed(),
+            "one large message says nothing of the client"
+        );
+        assert!(s.send_text("small".into()));
+        assert!(matches!(rx.try_recv(), Ok(Outgoing::Message(m)) if m == "small"));
+        // A client that stops reading still overflows its queue.
+        for _ in 0..=(MAX_QUEUED_BYTES / (1 << 20)) {
+            s.send_text("y".repeat(1 << 20));
+        }
+        assert!(s.is_overflowed());
     }
 
     #[test]

@@ -486,11 +486,14 @@ return its result). Returns the pause ids resumed.",
     Tool {
         name: "breakpoint_list_functions",
         title: "List registered functions",
-        description: "Functions the program has wrapped, with signatures and metadata. Use it to pick replacement \
-functions (same signature) and breakpoint names.",
-        input_schema: no_args,
-        output_schema: || json!({"type": "object", "required": ["functions", "signatures", "metadata"], "properties": {
-            "functions": {"type": "array", "items": {"type": "string"}}, "signatures": {"type": "object"}, "metadata": {"type": "object"}}}),
+        description: "Functions the program has wrapped, with signatures and metadata, by name, a page at a time \
+(total says how many there are). Use it to pick replacement functions (same signature) and breakpoint names.",
+        input_schema: || json!({"type": "object", "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many functions."},
+            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Functions to skip, by name."}}}),
+        output_schema: || json!({"type": "object", "required": ["functions", "signatures", "metadata", "total"], "properties": {
+            "functions": {"type": "array", "items": {"type": "string"}}, "signatures": {"type": "object"}, "metadata": {"type": "object"},
+            "total": {"type": "integer"}}}),
         read_only: true,
         idempotent: true,
         max_block_s: 0.0,
@@ -820,12 +823,16 @@ fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     Ok(json!({"status": done.status, "pause_id": done.pause_id, "action": action}))
 }
 
-fn breakpoint_list_functions(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
-    let l = service::functions(ctx.shared());
+fn breakpoint_list_functions(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let number = |k: &str, default: u64| args.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let limit = number("limit", 100) as usize;
+    let offset = usize::try_from(number("offset", 0)).unwrap_or(usize::MAX);
+    let l = service::functions_page(ctx.shared(), offset, limit);
     Ok(json!({
         "functions": l.functions,
         "signatures": l.function_signatures,
         "metadata": l.function_metadata,
+        "total": l.total,
     }))
 }
 
@@ -943,7 +950,7 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
             "waiting for a call to pause",
         ) {
             Some(Ok(e)) => {
-                if let EventKind::ExecutionPaused { pause_id, .. } = &e.kind {
+                if let EventKind::ExecutionPaused { pause_id, .. } = &*e.kind {
                     if let Some(p) = find(Some(pause_id)) {
                         return Ok(found(p));
                     }

@@ -206,6 +206,7 @@ pub fn add_with_options(
     behavior: Option<Before>,
     change: &OptionsChange,
 ) -> Result<BreakpointSet, ApiError> {
+    super::fields::check_function_name("function_name", name)?;
     persisted(shared, |st| {
         let existed = st.breakpoints.contains(name);
         st.breakpoints.add(name);
@@ -324,6 +325,43 @@ pub struct FunctionListing {
     pub function_metadata: BTreeMap<String, Map<String, Value>>,
 }
 
+/// `GET /api/functions?limit=&offset=`: a page of the registered functions, by name, with the
+/// signatures and metadata of those on it (the listing without `limit` has the original's
+/// shape: the whole registry, bounded by `limits::MAX_FUNCTIONS_BYTES`).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FunctionPage {
+    pub functions: Vec<String>,
+    pub function_signatures: BTreeMap<String, String>,
+    pub function_metadata: BTreeMap<String, Map<String, Value>>,
+    /// Registered functions in all.
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// A page of the registered functions, by name: `limit` names from `offset`.
+pub fn functions_page(shared: &Shared, offset: usize, limit: usize) -> FunctionPage {
+    let st = shared.lock();
+    let f = &st.functions;
+    let functions: Vec<String> = f.names().skip(offset).take(limit).cloned().collect();
+    let function_signatures = functions
+        .iter()
+        .filter_map(|n| Some((n.clone(), f.signature(n)?.to_owned())))
+        .collect();
+    let function_metadata = functions
+        .iter()
+        .filter_map(|n| Some((n.clone(), f.metadata(n)?.clone())))
+        .collect();
+    FunctionPage {
+        functions,
+        function_signatures,
+        function_metadata,
+        total: f.len(),
+        offset,
+        limit,
+    }
+}
+
 /// `POST /api/functions`.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct FunctionRegistered {
@@ -374,6 +412,7 @@ pub fn add_breakpoint(
     signature: Signature,
     behavior: Option<Before>,
 ) -> Result<NameAck, ApiError> {
+    super::fields::check_function_name("function_name", name)?;
     persisted(shared, |st| {
         st.breakpoints.add(name);
         if let Some(b) = behavior {
@@ -725,6 +764,7 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
             ),
         ));
     }
+    super::fields::check_obj(body)?;
     {
         let st = shared.lock();
         if !st.functions.contains(name) && st.functions.len() >= limits::MAX_FUNCTIONS {
@@ -738,7 +778,7 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
         }
     }
     let signature =
-        str_field(body, "signature").filter(|s| s.len() <= limits::MAX_FUNCTION_METADATA_BYTES);
+        str_field(body, "signature").filter(|s| s.len() <= limits::MAX_FUNCTION_SIGNATURE_BYTES);
     let blob = cas::verify_payload(
         body.get("function_cid"),
         body.get("function_data"),
@@ -798,6 +838,26 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
             .or_insert_with(|| json!(ids::now()));
     }
     let mut st = shared.lock();
+    // The registry is bounded in bytes too: what this registration would keep, beyond what the
+    // name keeps already, must fit.
+    let adds = name.len() * 3
+        + 3 * 64
+        + signature.map_or(0, str::len)
+        + metadata
+            .as_ref()
+            .map_or(0, |m| serde_json::to_vec(m).map_or(0, |t| t.len()));
+    let kept = st.functions.entry_bytes(name);
+    if st.functions.bytes().saturating_sub(kept) + adds > limits::MAX_FUNCTIONS_BYTES {
+        return Err(ApiError::bad_request(
+            "too_many_functions",
+            format!(
+                "the registered functions keep {} bytes; this one would pass the {} bytes this \
+                 server keeps",
+                st.functions.bytes(),
+                limits::MAX_FUNCTIONS_BYTES
+            ),
+        ));
+    }
     st.functions.register(name, signature);
     if let Some(m) = metadata {
         st.functions.set_metadata(name, m);
@@ -827,7 +887,7 @@ mod tests {
     use crate::service::testing::{body, shared};
 
     fn events(rx: &crossbeam_channel::Receiver<Event>) -> Vec<EventKind> {
-        rx.try_iter().map(|e| e.kind).collect()
+        rx.try_iter().map(|e| (*e.kind).clone()).collect()
     }
 
     #[test]
@@ -1008,6 +1068,9 @@ mod tests {
         let meta = &functions(&s).function_metadata["f"];
         assert_eq!(meta.len(), 1, "{meta:?}");
         assert!(meta["shrunk"].as_str().unwrap().contains("not kept"));
+        let sig = format!("({})", "a".repeat(limits::MAX_FUNCTION_SIGNATURE_BYTES));
+        let r = function_register(&s, &body(json!({"function_name": "f", "signature": sig})));
+        assert_eq!(r.unwrap().signature, None, "a longer signature is not kept");
         for n in 1..limits::MAX_FUNCTIONS {
             s.lock().functions.register(&format!("g{n}"), None);
         }

@@ -105,6 +105,8 @@ fn has_data(item: &Node<'_>) -> bool {
 /// hottest request: its items and call site are read without copying the body into a
 /// `Value` first).
 pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+    let fitted = super::fields::fit_node(body)?;
+    let body = fitted.as_ref().unwrap_or(body);
     let scalar = |key: &str| body.get(key).map(Node::to_value);
     let who = identity_of(
         scalar("process_pid").as_ref(),
@@ -426,6 +428,8 @@ fn shown_exception(shared: &Shared, body: &Obj) -> Value {
 
 /// `POST /api/call/complete` (protocol doc §2.9).
 pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+    let fitted = super::fields::fit_node(body)?;
+    let body = fitted.as_ref().unwrap_or(body);
     let call_id = match body.get("call_id") {
         Some(Node::Str(c)) if !c.is_empty() => c.to_string(),
         Some(Node::Num(n)) => n.to_string(),
@@ -626,6 +630,7 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
 
 /// `POST /api/call/event` (protocol doc §2.4): diagnostics that become call records.
 pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
+    super::fields::check_obj(body)?;
     let who = identity(body)?;
     verify_and_store(shared, &[pair(body, "result"), pair(body, "exception")])?;
     let now = ids::now();
@@ -685,6 +690,9 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             .get("pretty_result")
             .and_then(|r| r.get("function_name"))
             .and_then(Value::as_str)
+            // Only for a registered function: an event must not grow the registry past its
+            // bounds (`limits::MAX_FUNCTIONS_BYTES`).
+            .filter(|f| st.functions.contains(f))
         {
             st.functions
                 .set_metadata_key(f, "last_process_key", json!(who.key()));

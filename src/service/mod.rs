@@ -11,6 +11,7 @@
 mod breakpoints;
 mod calls;
 pub mod external;
+mod fields;
 mod gate;
 mod pauses;
 mod processes;

@@ -127,12 +127,12 @@ pub struct OriginalItems {
 /// The wire call data of a pause (protocol doc §2.5 step 7): the call's data, its items with
 /// their payloads read back from the content store when asked for, for an after-pause its
 /// result or exception, and why it paused.
-fn call_data(shared: &Shared, p: &Pause, payloads: Payloads) -> Obj {
+fn call_data(shared: &Shared, p: &Pause, payloads: Payloads, budget: &mut usize) -> Obj {
     let render = shared.render();
     let call = &p.call;
     let mut data = call.call_data(&render);
     if payloads == Payloads::Included {
-        attach_item_data(shared, call, &mut data);
+        attach_item_data(shared, call, &mut data, budget);
     }
     if p.is_after() {
         data.insert("pretty_result".into(), call.pretty_result(&render));
@@ -155,10 +155,21 @@ fn item_payload(shared: &Shared, item: &Item) -> Option<Value> {
 }
 
 /// Puts the payloads back into the items of a call's data that carried one when the call
-/// started (a pause shows the items as the client sent them).
-fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj) {
-    let put = |slot: Option<&mut Value>, item: &Item| {
+/// started (a pause shows the items as the client sent them), while they fit in `budget`
+/// (`limits::MAX_PAUSED_DATA_BYTES` for one listing): past it, items keep their CID only (no
+/// client needs them: the Python client reads a listing's ids, times and method names).
+fn attach_item_data(shared: &Shared, call: &CallRecord, data: &mut Obj, budget: &mut usize) {
+    let mut put = |slot: Option<&mut Value>, item: &Item| {
+        if *budget == 0 {
+            return;
+        }
         if let (Some(Value::Object(m)), Some(p)) = (slot, item_payload(shared, item)) {
+            let len = p.as_str().map_or(0, str::len);
+            if len > *budget {
+                *budget = 0;
+                return;
+            }
+            *budget -= len;
             m.insert("data".into(), p);
         }
     };
@@ -184,9 +195,10 @@ pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
             .map(|p| (p.clone(), st.repl.sessions_of(&p.id)))
             .collect()
     };
+    let mut budget = crate::limits::MAX_PAUSED_DATA_BYTES;
     let paused = pauses
         .into_iter()
-        .map(|(p, sessions)| execution(shared, p, sessions, payloads))
+        .map(|(p, sessions)| execution(shared, p, sessions, payloads, &mut budget))
         .collect();
     PausedList { paused }
 }
@@ -196,9 +208,10 @@ fn execution(
     p: Pause,
     repl_sessions: Vec<String>,
     payloads: Payloads,
+    budget: &mut usize,
 ) -> PausedExecution {
     PausedExecution {
-        call_data: call_data(shared, &p, payloads),
+        call_data: call_data(shared, &p, payloads, budget),
         id: p.id,
         when: p.when,
         paused_at: p.paused_at,
@@ -216,7 +229,8 @@ pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<Paus
         let sessions = st.repl.sessions_of(pause_id);
         (p, sessions)
     };
-    Some(execution(shared, p, sessions, payloads))
+    let mut budget = crate::limits::MAX_PAUSED_DATA_BYTES;
+    Some(execution(shared, p, sessions, payloads, &mut budget))
 }
 
 /// The ids of the paused executions, oldest first.
@@ -686,7 +700,7 @@ mod tests {
             "the action is not part of the REST answer"
         );
         assert!(matches!(
-            rx.try_recv().unwrap().kind,
+            *rx.try_recv().unwrap().kind,
             EventKind::ExecutionResumed { .. }
         ));
         let ready = poll(&s, &pause_id);

@@ -280,6 +280,8 @@ pub fn poll_repl(shared: &Shared, pause_id: &str) -> Value {
 
 /// `POST /api/call/repl-result` (protocol doc §2.8).
 pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
+    let fitted = super::fields::fit_repl(body)?;
+    let body = fitted.as_ref().unwrap_or(body);
     let field = |k: &str| match body.get(k) {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         _ => None,

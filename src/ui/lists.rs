@@ -6,19 +6,57 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{esc, shown, time, Html};
+use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
 
-/// `/functions`: every registered function with its signature, whether it has a breakpoint
+/// `/functions`: the registered functions, a page at a time (`limit`, at most
+/// `UI_MAX_PAGE_LIMIT`, and `offset`), each with its signature, whether it has a breakpoint
 /// (and a button to add one), and what the client told about it.
-pub fn functions(shared: &Shared) -> Html {
-    let listing = service::functions(shared);
+pub fn functions(shared: &Shared, query: &[(String, String)]) -> Html {
+    let number = |key: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    let limit = number("limit")
+        .unwrap_or(UI_MAX_PAGE_LIMIT)
+        .clamp(1, UI_MAX_PAGE_LIMIT);
+    let offset = number("offset").unwrap_or(0);
+    let listing = service::functions_page(shared, offset, limit);
     let breakpoints = service::breakpoints(shared).breakpoints;
-    let mut out = String::from(
-        "<div class=\"bar\"><h1>Functions</h1></div><div id=\"function-list\" data-live>",
-    );
-    if listing.functions.is_empty() {
+    let live = if offset == 0 { " data-live" } else { "" };
+    let mut out =
+        format!("<div class=\"bar\"><h1>Functions</h1></div><div id=\"function-list\"{live}>");
+    if listing.total > listing.functions.len() {
+        let first = (offset + 1).min(listing.total);
+        let last = offset + listing.functions.len();
+        let _ = write!(
+            out,
+            "<p class=\"count\">Functions {first} to {last} of {}.</p><nav class=\"pager\" \
+             aria-label=\"Pages\">",
+            listing.total
+        );
+        let to = |o: usize| format!("/functions?offset={o}&amp;limit={limit}");
+        if offset > 0 {
+            let _ = write!(
+                out,
+                "<a href=\"{}\" rel=\"prev\">← Previous</a>",
+                to(offset.saturating_sub(limit))
+            );
+        }
+        if last < listing.total {
+            let _ = write!(
+                out,
+                "<a href=\"{}\" rel=\"next\">Next →</a>",
+                to(offset + limit)
+            );
+        }
+        out.push_str("</nav>");
+    }
+    if listing.functions.is_empty() && listing.total == 0 {
         out.push_str(
             "<section class=\"empty\"><h2>No function registered</h2><p>A program registers \
              each function it wraps with <code>with_debug</code> when it starts.</p></section>",
@@ -145,7 +183,7 @@ mod tests {
     #[test]
     fn empty_lists_say_what_would_be_there() {
         let s = shared();
-        assert!(functions(&s).main.contains("No function registered"));
+        assert!(functions(&s, &[]).main.contains("No function registered"));
         assert!(com_errors(&s).main.contains("No communication errors"));
     }
 
@@ -164,7 +202,7 @@ mod tests {
                          "process_pid": 7, "traceback": HOSTILE, "status_code": 500}),
             ),
         );
-        for html in [functions(&s).main, com_errors(&s).main] {
+        for html in [functions(&s, &[]).main, com_errors(&s).main] {
             assert!(!html.contains("<img"), "{html}");
             assert!(
                 html.contains("&lt;img src=x onerror=alert(1)&gt;"),
@@ -172,6 +210,32 @@ mod tests {
             );
         }
         assert!(com_errors(&s).main.contains("HTTP 500"));
-        assert!(functions(&s).main.contains("data-api=\"/api/breakpoints\""));
+        assert!(functions(&s, &[])
+            .main
+            .contains("data-api=\"/api/breakpoints\""));
+    }
+
+    #[test]
+    fn the_functions_page_shows_a_page_at_a_time() {
+        let s = shared();
+        for n in 0..30 {
+            s.lock()
+                .functions
+                .register(&format!("f{n:02}"), Some("(x)"));
+        }
+        let q = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let html = functions(&s, &q(&[("limit", "10"), ("offset", "10")])).main;
+        assert!(html.contains("<code>f10</code>") && html.contains("<code>f19</code>"));
+        assert!(!html.contains("<code>f09</code>") && !html.contains("<code>f20</code>"));
+        assert!(html.contains("Functions 11 to 20 of 30."), "{html}");
+        assert!(html.contains("href=\"/functions?offset=0&amp;limit=10\" rel=\"prev\""));
+        assert!(html.contains("href=\"/functions?offset=20&amp;limit=10\" rel=\"next\""));
+        let all = functions(&s, &[]).main;
+        assert!(all.contains("<code>f29</code>") && !all.contains("rel=\"next\""));
     }
 }

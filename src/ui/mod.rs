@@ -168,7 +168,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/calls" | "/calls/" => Ok(calls::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/breakpoints/check" => Ok(breakpoints::check(query)),
-        "/functions" | "/functions/" => Ok(lists::functions(shared)),
+        "/functions" | "/functions/" => Ok(lists::functions(shared, query)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
         "/mcp-servers" | "/mcp-servers/" => Ok(servers::page(shared)),
         "/repls" | "/repls/" => Ok(repl::sessions(shared, query)),

@@ -24,14 +24,14 @@ fn every_transition_is_published_in_order() {
     };
 
     c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
-    assert_eq!(next(&rx).kind, EventKind::BreakpointsChanged);
+    assert_eq!(*next(&rx).kind, EventKind::BreakpointsChanged);
     let start = c.post_ok(
         "/api/call/start",
         &call_start_body("add", vec![], json!({})),
     );
     let before = pause_id(&start);
     let paused = next(&rx);
-    match &paused.kind {
+    match &*paused.kind {
         EventKind::ExecutionPaused {
             pause_id,
             method_name,
@@ -59,7 +59,7 @@ fn every_transition_is_published_in_order() {
     );
     let resumed = next(&rx);
     assert_eq!(
-        resumed.kind,
+        *resumed.kind,
         EventKind::ExecutionResumed {
             pause_id: before.clone(),
             method_name: "add".into(),
@@ -73,7 +73,7 @@ fn every_transition_is_published_in_order() {
     );
     let completed = next(&rx);
     assert_eq!(
-        completed.kind,
+        *completed.kind,
         EventKind::CallCompleted {
             call_id: start["call_id"].as_str().unwrap().into(),
             method_name: "add".into(),
@@ -83,7 +83,7 @@ fn every_transition_is_published_in_order() {
     let after_id = pause_id(&done);
     let after = next(&rx);
     assert!(
-        matches!(&after.kind, EventKind::ExecutionPaused { pause_id, .. } if *pause_id == after_id)
+        matches!(&*after.kind, EventKind::ExecutionPaused { pause_id, .. } if *pause_id == after_id)
     );
     let seqs = [paused.seq, resumed.seq, completed.seq, after.seq];
     assert!(

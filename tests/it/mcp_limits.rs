@@ -261,9 +261,10 @@ fn the_answers_of_a_batch_stop_at_their_byte_limit_with_a_clear_error() {
     let s = Server::start(&["--mcp-sse"]);
     let app = s.client();
     app.post_ok("/api/breakpoints", &json!({"function_name": "big"}));
-    // A paused call whose resource is about 1 MB: 100 reads of it would answer 100 MB.
+    // A paused call whose resource is about 1 MB: 100 reads of it would answer 100 MB. (The
+    // signature just within the limit of a client's field, `MAX_CLIENT_FIELD_BYTES`.)
     let mut body = call_start_body("big", vec![], json!({}));
-    body["signature"] = json!(format!("({})", "a".repeat(1 << 20)));
+    body["signature"] = json!(format!("({})", "a".repeat((1 << 20) - 16)));
     let pause = pause_id(&app.post_ok("/api/call/start", &body));
     let sid = streamable_session(s.port, "2025-03-26");
     let read = |i: i64| {

@@ -35,7 +35,7 @@ fn breakpoints_add_remove_and_behaviors() {
     );
     assert_eq!(
         s.call_ok("breakpoint_list_functions", json!({})),
-        json!({"functions": [], "signatures": {}, "metadata": {}})
+        json!({"functions": [], "signatures": {}, "metadata": {}, "total": 0})
     );
     let empty = s.call_ok("breakpoint_get_call_records", json!({}));
     assert_eq!(

@@ -23,6 +23,7 @@ mod alloc;
 mod harness;
 mod props;
 
+mod client_bytes;
 mod config_props;
 mod faults;
 mod framing;
