@@ -73,8 +73,17 @@ pub const SOURCES: [&str; 2] = ["program", "mcp_client"];
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallId {
     Ours { at: f64, n: u64 },
-    Keyed { at: f64, n: u64, key: u128 },
+    /// Boxed: a call record's size is memory per recorded call.
+    Keyed(Box<KeyedId>),
     Text(Sym),
+}
+
+/// A call id with its random part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyedId {
+    pub at: f64,
+    pub n: u64,
+    pub key: u128,
 }
 
 impl CallId {
@@ -85,7 +94,7 @@ impl CallId {
                 if let (Ok(key), CallId::Ours { at, n }) =
                     (u128::from_str_radix(key, 16), CallId::parse(rest))
                 {
-                    let id = CallId::Keyed { at, n, key };
+                    let id = CallId::Keyed(Box::new(KeyedId { at, n, key }));
                     if id.to_string() == text {
                         return id;
                     }
@@ -115,7 +124,7 @@ impl fmt::Display for CallId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallId::Ours { at, n } => write!(f, "{at:.6}-{n:03}"),
-            CallId::Keyed { at, n, key } => write!(f, "{at:.6}-{n:03}-{key:032x}"),
+            CallId::Keyed(k) => write!(f, "{:.6}-{:03}-{:032x}", k.at, k.n, k.key),
             CallId::Text(s) => f.write_str(s),
         }
     }

@@ -72,6 +72,8 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/call/repl-result", access: Anyone, summary: "The debugged program answers a REPL eval (only from the browser origin of the pause, else 403 not_owner).", query: &[], handler: |s, r| wire(service::repl_result_from(s, &r.json()?, r.origin.as_deref())?) },
     Route { method: "GET", path: "/api/poll/{pause_id}", access: Anyone, summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait; a pause of another browser origin is 403 not_owner.", query: &[], handler: |s, r| service::poll_from(s, r.param(0), r.origin.as_deref()) },
     Route { method: "GET", path: "/api/poll-repl/{pause_id}", access: Anyone, summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| service::poll_repl_from(s, r.param(0), r.origin.as_deref()) },
+    Route { method: "GET", path: "/api/origins", access: Guarded, summary: "Browser origins: granted (in the web UI, kept with --db), allow_origin (--allow-origin), pending (pages refused on the browser-client endpoints, waiting for an answer: origin, first_at, last_at, requests, path; the newest 16) and denied.", query: &[], handler: |s, _| wire(service::origins(s)) },
+    Route { method: "POST", path: "/api/origins", access: Guarded, summary: "Allow or deny a browser origin: {origin, decision: allow|deny}. Allow lets its pages use the browser-client endpoints (report calls, poll their pauses, answer their REPL) for the session, kept with --db (at most 64, else 409 too_many_origins); deny revokes it and keeps refusing it without asking again.", query: &[], handler: |s, r| wire(service::decide_origin(s, &r.json()?)?) },
     Route { method: "GET", path: "/api/debug-client.js", access: Anyone, summary: "The browser debug client: an ES module (application/javascript) with this server's URL baked in, which a web page imports to debug its own functions (withDebug, debugCall, ...).", query: &[], handler: |_, _| Err(ApiError::new(405, "method_not_allowed", "the debug client answers GET only (it is served before routing)")) },
     Route { method: "GET", path: "/api/paused", access: Guarded, summary: "Paused executions: id, when (before or after the call; an after-pause takes only continue), call data and REPL sessions.", query: &[], handler: |s, _| wire(service::paused(s, Payloads::Included)) },
     Route { method: "POST", path: "/api/paused/continue-all", access: Guarded, summary: "Resume every current pause with continue: {status, resumed: [pause_id]}.", query: &[], handler: |s, _| wire(service::continue_all(s)) },
@@ -310,7 +312,8 @@ pub fn reference_markdown() -> String {
             what.push_str(&format!(" Query: {}.", q.join(", ")));
         }
         let origins = match r.access {
-            Anyone => "any (CORS `*`)",
+            Anyone if r.path == "/api/debug-client.js" => "any (CORS `*`)",
+            Anyone => "own, --allow-origin and granted ones (CORS `*`)",
             Guarded => "own only",
         };
         out.push_str(&format!(
@@ -364,6 +367,10 @@ mod tests {
         assert!(summary("/api/call-records", "GET").contains(&scan));
         let kept = format!("the last {MAX_COM_ERRORS} are kept");
         assert!(summary("/api/report-com-error", "POST").contains(&kept));
+        let pending = format!("the newest {})", crate::limits::MAX_PENDING_ORIGINS);
+        assert!(summary("/api/origins", "GET").contains(&pending));
+        let granted = format!("at most {}, else 409", crate::limits::MAX_GRANTED_ORIGINS);
+        assert!(summary("/api/origins", "POST").contains(&granted));
         let eval = format!("default {DEFAULT_REPL_TIMEOUT_S} s");
         assert!(summary("/api/repl/{session_id}/eval", "POST").contains(&eval));
     }
