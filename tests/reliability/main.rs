@@ -27,5 +27,7 @@ mod config_props;
 mod faults;
 mod framing;
 mod load;
+mod origins;
+mod ownership;
 mod routes;
 mod traversal;
