@@ -572,7 +572,10 @@ impl CallRecord {
         m.insert("signature".into(), self.signature.to_value());
         m.insert("call_site".into(), self.call_site.to_value());
         m.insert("page_url".into(), self.page_url.to_value());
-        m.insert("origin".into(), json!(self.origin()));
+        if let Some(origin) = self.origin() {
+            // Only a web page's calls have one (the original's call data had no such field).
+            m.insert("origin".into(), json!(origin));
+        }
         m.insert(
             "preferred_format".into(),
             json!(if self.preferred_json { "json" } else { "dill" }),
