@@ -10,12 +10,12 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::breakpoints::Gate;
+use crate::intern::Sym;
 use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
     MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
 };
-use crate::intern::Sym;
 use crate::records::{CallId, CallRecord, Process};
 use crate::resolution::Resolution;
 
@@ -590,18 +590,35 @@ mod tests {
         c.pause("p1".into(), When::Before, Arc::new(page), cause(), 1.0);
         let other = Some("http://evil.example");
         assert!(c.poll("p1", other, 1.0).is_err());
-        assert!(c.poll("p1", None, 1.0).is_err(), "a program cannot poll a page's pause");
+        assert!(
+            c.poll("p1", None, 1.0).is_err(),
+            "a program cannot poll a page's pause"
+        );
         assert_eq!(c.poll("p1", Some("http://localhost:3000/"), 1.0), Ok(None));
         assert!(c.check_pause_owner("p1", other).is_err());
-        assert!(c.check_pause_owner("p1", Some("http://localhost:3000")).is_ok());
+        assert!(c
+            .check_pause_owner("p1", Some("http://localhost:3000"))
+            .is_ok());
         c.resume("p1", json!({"action": "continue"}), by()).unwrap();
         assert!(c.poll("p1", other, 2.0).is_err(), "nor read its action");
-        let me = Process { pid: 1, start_time: 1.0 };
-        let them = Process { pid: 1, start_time: 2.0 };
+        let me = Process {
+            pid: 1,
+            start_time: 1.0,
+        };
+        let them = Process {
+            pid: 1,
+            start_time: 2.0,
+        };
         assert!(c.check_call_owner("c1", other, Some(&me)).is_err());
-        assert!(c.check_call_owner("c1", Some("http://localhost:3000"), Some(&them)).is_err());
-        assert!(c.check_call_owner("c1", Some("http://localhost:3000"), None).is_err());
-        assert!(c.check_call_owner("c1", Some("http://localhost:3000"), Some(&me)).is_ok());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), Some(&them))
+            .is_err());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), None)
+            .is_err());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), Some(&me))
+            .is_ok());
         assert!(c.check_call_owner("unknown", other, None).is_ok());
         // An orphan belongs to the origin that polled it first.
         assert_eq!(c.poll("zz", None, 3.0), Ok(None));
@@ -617,8 +634,14 @@ mod tests {
         assert!(!c.is_orphan("p1"));
         c.resume("p1", json!({"action": "continue"}), by()).unwrap();
         assert!(c.paused().is_empty());
-        assert_eq!(c.poll("p1", None, 2.0), Ok(Some(json!({"action": "continue"}))));
-        assert_eq!(c.poll("p1", None, 2.0), Ok(Some(json!({"action": "continue"}))));
+        assert_eq!(
+            c.poll("p1", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
+        assert_eq!(
+            c.poll("p1", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
         assert_eq!(
             c.resume("p1", json!({}), by()).unwrap_err(),
             ResumeError::AlreadyResumed
@@ -627,7 +650,11 @@ mod tests {
         assert_eq!(&*done.call.method, "f");
         assert_eq!(done.pause_id.as_deref(), Some("p1"));
         assert!(done.leftover.is_none());
-        assert_eq!(c.poll("p1", None, 3.0), Ok(None), "action deleted at completion");
+        assert_eq!(
+            c.poll("p1", None, 3.0),
+            Ok(None),
+            "action deleted at completion"
+        );
         assert!(c.complete("c1").is_none());
     }
 
@@ -654,7 +681,10 @@ mod tests {
             c.resume("zz", json!({"action": "continue"}), by()),
             Ok(Resumed::Orphan)
         ));
-        assert_eq!(c.poll("zz", None, 2.0), Ok(Some(json!({"action": "continue"}))));
+        assert_eq!(
+            c.poll("zz", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
     }
 
     #[test]

@@ -184,13 +184,19 @@ mod tests {
         assert!(!o.refused("http://localhost:3000/", "/api/poll/x", 2.0));
         let p: Vec<_> = o.pending().collect();
         assert_eq!((p.len(), p[0].requests, p[0].last_at), (1, 2, 2.0));
-        assert_eq!(o.allow("http://localhost:3000").unwrap(), "http://localhost:3000");
+        assert_eq!(
+            o.allow("http://localhost:3000").unwrap(),
+            "http://localhost:3000"
+        );
         assert!(o.is_granted("http://LOCALHOST:3000"));
         assert_eq!(o.pending().count(), 0);
         assert!(!o.refused("http://localhost:3000", "/", 3.0), "granted");
         o.deny("http://localhost:3000").unwrap();
         assert!(!o.is_granted("http://localhost:3000"), "a denial revokes");
-        assert!(!o.refused("http://localhost:3000", "/", 4.0), "denied: not asked again");
+        assert!(
+            !o.refused("http://localhost:3000", "/", 4.0),
+            "denied: not asked again"
+        );
         assert_eq!(o.pending().count(), 0);
         for i in 0..MAX_PENDING_ORIGINS + 5 {
             assert!(o.refused(&format!("http://site{i}.example"), "/", i as f64));

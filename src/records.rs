@@ -72,7 +72,10 @@ pub const SOURCES: [&str; 2] = ["program", "mcp_client"];
 /// records stored before had no random part (`"%.6f-%03d"`, still read back as `Ours`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallId {
-    Ours { at: f64, n: u64 },
+    Ours {
+        at: f64,
+        n: u64,
+    },
     /// Boxed: a call record's size is memory per recorded call.
     Keyed(Box<KeyedId>),
     Text(Sym),
@@ -498,6 +501,10 @@ impl CallRecord {
             })
             + self.repl_sessions.len() * std::mem::size_of::<Sym>()
             + self.notes.as_ref().map_or(0, |n| n.weight())
+            + match self.call_id {
+                CallId::Keyed(_) => std::mem::size_of::<KeyedId>(),
+                _ => 0,
+            }
     }
 
     /// The line a logpoint wrote for this call.

@@ -780,7 +780,10 @@ fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Repl
     } else {
         log::debug!("http: refused {method} {} from origin {origin:?}", head.url);
     }
-    let shown: String = origin.chars().take(crate::limits::MAX_ORIGIN_BYTES).collect();
+    let shown: String = origin
+        .chars()
+        .take(crate::limits::MAX_ORIGIN_BYTES)
+        .collect();
     let refused = ApiError::new(
         403,
         "origin_not_allowed",
@@ -804,7 +807,9 @@ fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Repl
 /// event stream, the export and MCP included. A person following a link to a page of the web
 /// UI (a top-level navigation) is not refused.
 fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
-    if head.origin.is_some() || !matches!(head.fetch_site.as_deref(), Some("cross-site" | "same-site")) {
+    if head.origin.is_some()
+        || !matches!(head.fetch_site.as_deref(), Some("cross-site" | "same-site"))
+    {
         return None;
     }
     let (method, path) = (head.method.as_str(), head.path.as_str());
@@ -831,7 +836,11 @@ fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
                           "error": {"code": crate::jsonrpc::INVALID_REQUEST, "message": message}});
         return Some(Reply::json(403, &body));
     }
-    Some(Reply::error(&ApiError::new(403, "cross_site_request", message)))
+    Some(Reply::error(&ApiError::new(
+        403,
+        "cross_site_request",
+        message,
+    )))
 }
 
 /// CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only the

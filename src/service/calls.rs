@@ -937,12 +937,21 @@ mod tests {
         assert_eq!(e.code(), "not_owner");
         let mut other_pid = good.clone();
         other_pid.insert("process_pid".into(), json!(4243));
-        assert_eq!(try_complete(&other_pid, page).unwrap_err().code(), "not_owner");
+        assert_eq!(
+            try_complete(&other_pid, page).unwrap_err().code(),
+            "not_owner"
+        );
         let mut no_identity = good.clone();
         no_identity.remove("process_start_time");
-        assert_eq!(try_complete(&no_identity, page).unwrap_err().code(), "not_owner");
+        assert_eq!(
+            try_complete(&no_identity, page).unwrap_err().code(),
+            "not_owner"
+        );
         assert_eq!(s.lock().calls.n_open(), 1, "refusals change nothing");
-        assert_eq!(call_records(&s, &RecordFilter::default(), 0, 10).total_count, 0);
+        assert_eq!(
+            call_records(&s, &RecordFilter::default(), 0, 10).total_count,
+            0
+        );
         assert_eq!(try_complete(&good, page).unwrap(), json!({"status": "ok"}));
         let page_rec = call_records(&s, &RecordFilter::default(), 0, 10);
         assert_eq!(page_rec.calls[0]["origin"], "http://localhost:3000");

@@ -24,9 +24,9 @@ pub(crate) mod testing;
 
 pub use breakpoints::*;
 pub use calls::*;
+pub use origins::*;
 pub use pauses::*;
 pub use processes::*;
-pub use origins::*;
 pub use records::*;
 pub use repl::*;
 pub use settings::SettingsLoader;

@@ -214,7 +214,12 @@ impl SettingsLoader {
         if let Some(list) = m.get(ORIGINS_KEY) {
             let origins = list
                 .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default();
             self.granted_origins = Some(origins);
             if !m.contains_key("default_behavior") {

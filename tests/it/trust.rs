@@ -109,7 +109,10 @@ fn every_route_row_applies_its_origin_rule() {
                     assert_eq!(r.status, 403, "{row} from {origin}");
                     assert_eq!(r.json()["error"], "origin_not_allowed", "{row}");
                     assert!(
-                        r.json()["message"].as_str().unwrap().contains("--allow-origin"),
+                        r.json()["message"]
+                            .as_str()
+                            .unwrap()
+                            .contains("--allow-origin"),
                         "{row}"
                     );
                     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"), "{row}");
@@ -142,7 +145,11 @@ fn every_route_row_applies_its_origin_rule() {
         for site in ["cross-site", "same-site"] {
             let status = status_of(&c, route.method, &path, &[("Sec-Fetch-Site", site)]);
             let want_refused = route.access == Access::Guarded;
-            assert_eq!(status == 403, want_refused, "{row} with Sec-Fetch-Site {site}");
+            assert_eq!(
+                status == 403,
+                want_refused,
+                "{row} with Sec-Fetch-Site {site}"
+            );
         }
         if route.path == "/api/events" {
             for site in ["same-origin", "none"] {
@@ -252,15 +259,25 @@ fn a_foreign_page_cannot_steer_the_debugger_but_the_program_keeps_talking() {
         grant.len()
     );
     assert_eq!(c.raw(req.as_bytes()).status, 403);
-    c.post_ok("/api/origins", &json!({"origin": "http://evil.example", "decision": "allow"}));
+    c.post_ok(
+        "/api/origins",
+        &json!({"origin": "http://evil.example", "decision": "allow"}),
+    );
     let r = register();
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
     // Granted for the browser-client endpoints only.
     assert_eq!(send(&c, "GET", "/api/paused", &evil).status, 403);
-    c.post_ok("/api/origins", &json!({"origin": "http://evil.example", "decision": "deny"}));
+    c.post_ok(
+        "/api/origins",
+        &json!({"origin": "http://evil.example", "decision": "deny"}),
+    );
     assert_eq!(register().status, 403);
-    assert_eq!(c.get_ok("/api/origins")["pending"], json!([]), "denied: not asked again");
+    assert_eq!(
+        c.get_ok("/api/origins")["pending"],
+        json!([]),
+        "denied: not asked again"
+    );
     // An origin given with --allow-origin is granted, by name.
     let s = Server::start(&["--memory", "--allow-origin", "https://tools.example"]);
     let c = s.client();

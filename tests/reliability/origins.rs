@@ -44,7 +44,11 @@ fn page_call(origin: &str) -> Value {
 /// Every browser-client request of a page, with what it needs.
 fn page_requests() -> Vec<(&'static str, &'static str, Option<Value>)> {
     vec![
-        ("POST", "/api/functions", Some(json!({"function_name": "page_fn"}))),
+        (
+            "POST",
+            "/api/functions",
+            Some(json!({"function_name": "page_fn"})),
+        ),
         ("POST", "/api/call/start", Some(page_call(EVIL))),
         ("POST", "/api/call/complete", Some(json!({"call_id": "x"}))),
         (
@@ -52,8 +56,16 @@ fn page_requests() -> Vec<(&'static str, &'static str, Option<Value>)> {
             "/api/call/repl-result",
             Some(json!({"eval_id": "e", "session_id": "s", "pause_id": "p"})),
         ),
-        ("GET", "/api/poll/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b", None),
-        ("GET", "/api/poll-repl/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b", None),
+        (
+            "GET",
+            "/api/poll/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b",
+            None,
+        ),
+        (
+            "GET",
+            "/api/poll-repl/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b",
+            None,
+        ),
     ]
 }
 
@@ -68,7 +80,10 @@ fn a_page_nobody_granted_cannot_report_calls_or_poll() {
         let e = r.json();
         assert_eq!(e["error"], "origin_not_allowed", "{method} {path}");
         let msg = e["message"].as_str().unwrap();
-        assert!(msg.contains("web UI") && msg.contains("--allow-origin"), "{msg}");
+        assert!(
+            msg.contains("web UI") && msg.contains("--allow-origin"),
+            "{msg}"
+        );
         // Readable by the page's script, so the debug client can say why.
         assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"), "{path}");
     }
@@ -100,18 +115,33 @@ fn pending_requests_are_bounded_and_deny_keeps_refusing() {
     let o = c.get_ok("/api/origins");
     let pending = o["pending"].as_array().unwrap();
     assert_eq!(pending.len(), n, "bounded");
-    assert_eq!(pending[n - 1]["origin"], format!("http://site{}.example", n + 19));
+    assert_eq!(
+        pending[n - 1]["origin"],
+        format!("http://site{}.example", n + 19)
+    );
     c.post_ok("/api/origins", &json!({"origin": DEV, "decision": "deny"}));
     for _ in 0..3 {
         assert_eq!(from(&c, DEV, "GET", "/api/poll/x", None).status, 403);
     }
     let o = c.get_ok("/api/origins");
-    assert!(o["pending"].as_array().unwrap().iter().all(|p| p["origin"] != DEV));
+    assert!(o["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["origin"] != DEV));
     assert_eq!(o["denied"], json!([DEV]));
     // Bad answers change nothing.
-    let e = c.post_err("/api/origins", &json!({"origin": "null", "decision": "allow"}), 400);
+    let e = c.post_err(
+        "/api/origins",
+        &json!({"origin": "null", "decision": "allow"}),
+        400,
+    );
     assert_eq!(e["error"], "invalid_origin");
-    let e = c.post_err("/api/origins", &json!({"origin": DEV, "decision": "maybe"}), 400);
+    let e = c.post_err(
+        "/api/origins",
+        &json!({"origin": DEV, "decision": "maybe"}),
+        400,
+    );
     assert_eq!(e["error"], "invalid_decision");
 }
 
@@ -122,13 +152,19 @@ fn a_grant_lets_a_pages_calls_through_and_is_kept_with_the_database() {
     let db = db.to_str().unwrap().to_owned();
     let mut s = Server::start_in(home.path(), &["--db", &db]);
     let c = s.client();
-    assert_eq!(from(&c, DEV, "POST", "/api/call/start", Some(&page_call(DEV))).status, 403);
+    assert_eq!(
+        from(&c, DEV, "POST", "/api/call/start", Some(&page_call(DEV))).status,
+        403
+    );
     c.post_ok("/api/origins", &json!({"origin": DEV, "decision": "allow"}));
     let r = from(&c, DEV, "POST", "/api/call/start", Some(&page_call(DEV)));
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(c.get_ok("/api/origins")["pending"], json!([]));
     // Another origin is still refused.
-    assert_eq!(from(&c, EVIL, "POST", "/api/call/start", Some(&page_call(EVIL))).status, 403);
+    assert_eq!(
+        from(&c, EVIL, "POST", "/api/call/start", Some(&page_call(EVIL))).status,
+        403
+    );
     s.signal_and_wait("-TERM");
     let s = Server::start_in(home.path(), &["--db", &db]);
     let c = s.client();
@@ -137,7 +173,10 @@ fn a_grant_lets_a_pages_calls_through_and_is_kept_with_the_database() {
     assert_eq!(r.status, 200, "the grant survives a restart: {}", r.text());
     // Denying revokes it, also after the next restart.
     c.post_ok("/api/origins", &json!({"origin": DEV, "decision": "deny"}));
-    assert_eq!(from(&c, DEV, "POST", "/api/call/start", Some(&page_call(DEV))).status, 403);
+    assert_eq!(
+        from(&c, DEV, "POST", "/api/call/start", Some(&page_call(DEV))).status,
+        403
+    );
 }
 
 #[test]
@@ -181,17 +220,32 @@ fn images_of_another_site_cannot_hold_the_event_streams() {
     let statuses = cross_site(&c, "/api/events", "text/event-stream", 40);
     assert!(statuses.iter().all(|&st| st == 403), "{statuses:?}");
     // A same-site page (another port on localhost) without Origin is refused too.
-    let req = raw_request(c.port, "GET", "/api/events", &[("Sec-Fetch-Site", "same-site")], None);
-    assert_eq!(open_response(c.port, &req, Duration::from_secs(10)).status, 403);
+    let req = raw_request(
+        c.port,
+        "GET",
+        "/api/events",
+        &[("Sec-Fetch-Site", "same-site")],
+        None,
+    );
+    assert_eq!(
+        open_response(c.port, &req, Duration::from_secs(10)).status,
+        403
+    );
     // The web UI's own stream still opens.
     let req = raw_request(
         c.port,
         "GET",
         "/api/events",
-        &[("Sec-Fetch-Site", "same-origin"), ("Accept", "text/event-stream")],
+        &[
+            ("Sec-Fetch-Site", "same-origin"),
+            ("Accept", "text/event-stream"),
+        ],
         None,
     );
-    assert_eq!(open_response(c.port, &req, Duration::from_secs(10)).status, 200);
+    assert_eq!(
+        open_response(c.port, &req, Duration::from_secs(10)).status,
+        200
+    );
 }
 
 #[test]

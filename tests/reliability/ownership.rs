@@ -57,19 +57,21 @@ fn records(c: &Client) -> Vec<Value> {
 fn victim_intact(c: &Client, call_id: &str, pause: &str) {
     let paused = c.get_ok("/api/paused")["paused"].clone();
     assert!(
-        paused
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["id"] == pause),
+        paused.as_array().unwrap().iter().any(|p| p["id"] == pause),
         "the victim's before-pause vanished: {paused}"
     );
     assert_eq!(records(c), Vec::<Value>::new(), "a forged record appeared");
-    c.post_ok(&format!("/api/paused/{pause}/continue"), &json!({"action": "continue"}));
+    c.post_ok(
+        &format!("/api/paused/{pause}/continue"),
+        &json!({"action": "continue"}),
+    );
     let poll = c.get_ok(&format!("/api/poll/{pause}"));
     assert_eq!(poll["status"], "ready", "{poll}");
     let done = c.post_ok("/api/call/complete", &complete_body(call_id, &json!(2)));
-    assert_eq!(done["action"], "poll", "the victim's own after-pause: {done}");
+    assert_eq!(
+        done["action"], "poll",
+        "the victim's own after-pause: {done}"
+    );
     let r = records(c);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0]["process_pid"], 16759);
@@ -97,7 +99,11 @@ fn guessing_call_ids_from_the_time_and_counter_completes_nothing() {
         let mut parts = id.splitn(3, '-');
         let at: f64 = parts.next().unwrap().parse().unwrap();
         let n: u64 = parts.next().unwrap().parse().unwrap();
-        ((at * 1e6).round() as u64, n, parts.next().unwrap_or("").to_owned())
+        (
+            (at * 1e6).round() as u64,
+            n,
+            parts.next().unwrap_or("").to_owned(),
+        )
     };
     let (t0, n0, key0) = parse(&before);
     let (t1, _, _) = parse(&after);
@@ -135,13 +141,20 @@ fn a_known_call_id_completes_only_from_its_process_and_origin() {
     no_identity.as_object_mut().unwrap().remove("process_pid");
     variants.push(("no process identity", no_identity, None));
     // A page (granted, so only the owner check stands) with the program's exact identity.
-    variants.push(("a page with the program's identity", good.clone(), Some(PAGE)));
+    variants.push((
+        "a page with the program's identity",
+        good.clone(),
+        Some(PAGE),
+    ));
     for (what, body, origin) in variants {
         let r = send(&c, "POST", "/api/call/complete", origin, Some(&body));
         assert_eq!(r.status, 403, "{what}: {}", r.text());
         let e = r.json();
         assert_eq!(e["error"], "not_owner", "{what}: {e}");
-        assert!(e["message"].as_str().unwrap().contains("program"), "{what}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("program"),
+            "{what}: {e}"
+        );
     }
     victim_intact(&c, &call_id, &pause);
 }
@@ -166,7 +179,13 @@ fn a_page_cannot_poll_a_programs_pause_nor_take_or_answer_its_repl() {
     assert_eq!(page_poll.json()["error"], "not_owner");
     let queued = poll_until(Duration::from_secs(10), || {
         // Only the owner's poll takes it, once it is queued; the page's polls never do.
-        let r = send(&c, "GET", &format!("/api/poll-repl/{pause}"), Some(PAGE), None);
+        let r = send(
+            &c,
+            "GET",
+            &format!("/api/poll-repl/{pause}"),
+            Some(PAGE),
+            None,
+        );
         assert_eq!(r.status, 403, "the page took a REPL request: {}", r.text());
         let mine = c.get_ok(&format!("/api/poll-repl/{pause}"));
         (!mine["eval_id"].is_null()).then_some(mine)
@@ -176,7 +195,13 @@ fn a_page_cannot_poll_a_programs_pause_nor_take_or_answer_its_repl() {
     // The page answers it with a forged result: refused, the eval still waits.
     let forged = json!({"eval_id": eval_id, "session_id": session, "pause_id": pause,
                         "result": "'forged'", "stdout": "", "error": null});
-    let r = send(&c, "POST", "/api/call/repl-result", Some(PAGE), Some(&forged));
+    let r = send(
+        &c,
+        "POST",
+        "/api/call/repl-result",
+        Some(PAGE),
+        Some(&forged),
+    );
     assert_eq!(r.status, 403, "{}", r.text());
     assert_eq!(r.json()["error"], "not_owner");
     let real = json!({"eval_id": eval_id, "session_id": session, "pause_id": pause,
@@ -211,9 +236,15 @@ fn a_pages_lookalike_pause_shows_its_origin_on_every_face() {
     assert_eq!(origin_of(&page_pause), json!(PAGE));
     // The web UI's card says so.
     let page = http(c.port, "GET", "/", &[("Accept", "text/html")], None).text();
-    assert!(page.contains(&format!("page origin {PAGE}")), "no origin on the card");
+    assert!(
+        page.contains(&format!("page origin {PAGE}")),
+        "no origin on the card"
+    );
     // The record, once the page completes its call, carries it too (REST and the Calls page).
-    c.post_ok(&format!("/api/paused/{page_pause}/continue"), &json!({"action": "continue"}));
+    c.post_ok(
+        &format!("/api/paused/{page_pause}/continue"),
+        &json!({"action": "continue"}),
+    );
     let done = send(
         &c,
         "POST",
