@@ -258,3 +258,47 @@ fn a_pages_lookalike_pause_shows_its_origin_on_every_face() {
     let calls = http(c.port, "GET", "/calls", &[("Accept", "text/html")], None).text();
     assert!(calls.contains(&format!("page origin {PAGE}")));
 }
+
+#[test]
+fn one_page_cannot_take_over_another_pages_call() {
+    // Two pages, both granted: only the owner checks stand between them.
+    const OTHER: &str = "http://localhost:4000";
+    let s = Server::start(&["--memory", "--allow-origin", PAGE, "--allow-origin", OTHER]);
+    let c = s.client();
+    c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
+    let mut body = call_start_body("add", vec![item(&json!(1), 2)], json!({}));
+    body["process_pid"] = json!(0);
+    let r = send(&c, "POST", "/api/call/start", Some(PAGE), Some(&body));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (call_id, pause) = (
+        r.json()["call_id"].as_str().unwrap().to_owned(),
+        pause_id(&r.json()),
+    );
+    // The other page, with the same identity (pid 0 and the same start time), and a program.
+    let mut done = complete_body(&call_id, &json!("forged"));
+    done["process_pid"] = json!(0);
+    for origin in [Some(OTHER), None] {
+        let r = send(&c, "POST", "/api/call/complete", origin, Some(&done));
+        assert_eq!(r.status, 403, "complete from {origin:?}: {}", r.text());
+        assert!(r.json()["message"].as_str().unwrap().contains(PAGE));
+        let r = send(&c, "GET", &format!("/api/poll/{pause}"), origin, None);
+        assert_eq!(r.status, 403, "poll from {origin:?}: {}", r.text());
+        let r = send(&c, "GET", &format!("/api/poll-repl/{pause}"), origin, None);
+        assert_eq!(r.status, 403, "poll-repl from {origin:?}: {}", r.text());
+    }
+    assert_eq!(
+        c.get_ok("/api/paused")["paused"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(records(&c), Vec::<Value>::new());
+    // The owner goes on as if nothing happened.
+    c.post_ok(
+        &format!("/api/paused/{pause}/continue"),
+        &json!({"action": "continue"}),
+    );
+    let r = send(&c, "GET", &format!("/api/poll/{pause}"), Some(PAGE), None);
+    assert_eq!(r.json()["status"], "ready");
+    let r = send(&c, "POST", "/api/call/complete", Some(PAGE), Some(&done));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(records(&c)[0]["origin"], json!(PAGE));
+}
