@@ -1297,6 +1297,15 @@ check("debug client: a page of an origin nobody granted waits in the web UI; All
   // The first page's calls still go through.
   await page.evaluate(() => window.start("still", () => window.add(2, 2)));
   assert((await outcomeOf(page, "still")).value === 4, "the granted page's call stopped working");
+  // The allowed origin is listed, and Revoke refuses its calls again.
+  const allowed = ui.locator(`.granted-origin[data-origin="${site.origin}"]`);
+  await allowed.waitFor({ timeout: DEADLINE_MS });
+  await t.shot(ui, "origin-granted");
+  await allowed.locator('button[data-origin-decision="revoke"]').click();
+  await allowed.waitFor({ state: "detached", timeout: DEADLINE_MS });
+  await page.evaluate(() => window.start("revoked", () => window.add(2, 2)));
+  const revoked = await outcomeOf(page, "revoked");
+  assert(revoked.error?.name === "DebugServerError" && revoked.error.message.includes("403"), `after Revoke the call gave ${JSON.stringify(revoked)}`);
 });
 
 check("live: 8 tabs stay live on one shared event stream", async (t) => {

@@ -81,6 +81,25 @@ fn origin_requests_html(shared: &Shared) -> String {
             form("deny", "Deny", "")
         );
     }
+    if !view.granted.is_empty() {
+        out.push_str(
+            "<div class=\"granted-origins\"><span class=\"hint\">Web pages allowed to report calls:</span>",
+        );
+        for origin in &view.granted {
+            let _ = write!(
+                out,
+                " <span class=\"granted-origin\" data-origin=\"{o}\"><code>{o}</code>\
+                 <form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision=deny\" data-then=\"refresh\">\
+                 <input type=\"hidden\" name=\"origin\" value=\"{o}\">\
+                 <input type=\"hidden\" name=\"decision\" value=\"deny\">\
+                 <button type=\"submit\" class=\"small\" data-origin-decision=\"revoke\" \
+                 title=\"Deny: its calls are refused again\">Revoke</button></form></span>",
+                esc(&encode_segment(origin)),
+                o = esc(origin)
+            );
+        }
+        out.push_str("<p class=\"error\" role=\"alert\"></p></div>");
+    }
     out
 }
 
