@@ -20,8 +20,10 @@ type Handler = fn(&Shared, &Req) -> Result<Value, ApiError>;
 /// Who may call an endpoint from a browser (see `guard`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    /// A browser-client endpoint (what the original's browser JS client calls): every origin,
-    /// CORS `*` with preflight, as the original server.
+    /// A browser-client endpoint (what the original's browser JS client calls): CORS `*` with
+    /// preflight, as the original server; a page may use it only from the server's own origins,
+    /// an `--allow-origin` one or an origin granted in the web UI (`http::decide`; else 403 and a
+    /// pending request), except the debug client script, open to every origin.
     Anyone,
     /// Everything else: a browser request must come from the server's own origin or an
     /// `--allow-origin` one (403 otherwise); requests without `Origin` pass.
