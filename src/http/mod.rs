@@ -804,8 +804,10 @@ fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Repl
 /// cross-site` or `same-site`) without an `Origin` header (an `<img>`, `<script>` or
 /// `<link>` of another page; no script can read the answer, but it holds connections, event
 /// streams and MCP sessions, and starts searches) is refused on every guarded endpoint, the
-/// event stream, the export and MCP included. A person following a link to a page of the web
-/// UI (a top-level navigation) is not refused.
+/// event stream, the export and MCP included; and on the browser-client endpoints too, where
+/// it would pass for a program (no `Origin`): the debug client always sends its `Origin`, and
+/// programs send no fetch metadata. The debug client script is served to every request, and a
+/// person following a link to a page of the web UI (a top-level navigation) is not refused.
 fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
     if head.origin.is_some()
         || !matches!(head.fetch_site.as_deref(), Some("cross-site" | "same-site"))
@@ -814,7 +816,7 @@ fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
     }
     let (method, path) = (head.method.as_str(), head.path.as_str());
     let is_mcp = mcp_http::is_mcp_path(path);
-    if !is_mcp && routes::access(method, path) == Access::Anyone {
+    if path == debug_client::PATH {
         return None;
     }
     let navigation = matches!(method, "GET" | "HEAD")

@@ -282,6 +282,14 @@ fn images_of_another_site_cannot_hold_the_mcp_listens_or_start_searches() {
         let statuses = cross_site(&c, path, "*/*", 1);
         assert_eq!(statuses, [403], "{path}");
     }
+    // An <img> of another site cannot pass for a program on the browser-client endpoints.
+    for path in [
+        "/api/poll/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b",
+        "/api/poll-repl/0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b",
+    ] {
+        assert_eq!(cross_site(&c, path, "*/*", 1), [403], "{path}");
+    }
+    assert_eq!(cross_site(&c, "/api/debug-client.js", "*/*", 1), [200]);
     // ...but a person following a link to the web UI from another site gets the page.
     let r = http(
         c.port,
