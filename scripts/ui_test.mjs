@@ -917,7 +917,7 @@ check("debug client: a page on another origin is paused, modified and continued 
 
 check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking variant", async (t) => {
   const site = await startClientSite(t);
-  const server = await t.server();
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
   site.use(server);
   const page = await clientPage(t, site);
   // The breakpoints are set here (no Origin, as a script would): the page adds none.
@@ -977,10 +977,12 @@ check("debug client: skip, raise, replace, debugCall, the REPL, and the blocking
   assert(sync.value === 7, `withDebugSync gave ${JSON.stringify(sync)}`);
 });
 
-check("debug client: without --allow-origin calls go through; a restart is survived; eval forbidden or server gone are errors", async (t) => {
+check("debug client: an origin granted through the REST API goes through; a restart is survived; eval forbidden or server gone are errors", async (t) => {
   const site = await startClientSite(t, { csp: "default-src 'self'; script-src 'self' http://127.0.0.1:*; connect-src http://127.0.0.1:*" });
   const server = await t.server();
   site.use(server);
+  // Granted as the web UI's Allow button does (POST /api/origins), not with --allow-origin.
+  await server.api("POST", "/api/origins", { origin: site.origin, decision: "allow" });
   const page = await clientPage(t, site);
   // No breakpoint is set (the page adds none), so the call runs and is recorded.
   await page.evaluate(() => window.start("free", () => window.add(1, 2)));
@@ -1000,6 +1002,8 @@ check("debug client: without --allow-origin calls go through; a restart is survi
   // resends them when the server asks (cid_not_found).
   await server.stop("SIGTERM");
   const again = await t.server({ port: server.port, dir: server.dir });
+  // A --memory server keeps no grants: the origin is granted again.
+  await again.api("POST", "/api/origins", { origin: site.origin, decision: "allow" });
   const starts = [];
   page.on("response", (r) => { if (r.url().endsWith("/api/call/start")) starts.push(r.status()); });
   await page.evaluate(() => window.start("resent", () => window.add(1, 2)));
@@ -1026,7 +1030,7 @@ async function recordsOf(server) {
 
 check("debug client: a wrapped object converts as its own; nothing pauses without a breakpoint; [alias, object], null, undefined", async (t) => {
   const site = await startClientSite(t);
-  const server = await t.server();
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
   site.use(server);
   const page = await clientPage(t, site);
   const behavior = (await server.api("GET", "/api/behavior")).behavior;
@@ -1112,7 +1116,7 @@ check("debug client: a wrapped object converts as its own; nothing pauses withou
 
 check("debug client: argument values are sent as the original client serializes them", async (t) => {
   const site = await startClientSite(t);
-  const server = await t.server();
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
   site.use(server);
   const page = await clientPage(t, site);
   await server.api("POST", "/api/breakpoints", { function_name: "shapes" });
@@ -1170,7 +1174,7 @@ check("debug client: argument values are sent as the original client serializes 
 
 check("debug client: every queued REPL evaluation is answered before the next poll", async (t) => {
   const site = await startClientSite(t);
-  const server = await t.server();
+  const server = await t.server({ args: ["--allow-origin", site.origin] });
   site.use(server);
   const page = await clientPage(t, site);
   await server.api("POST", "/api/breakpoints", { function_name: "add" });
@@ -1245,6 +1249,64 @@ async function browserStreams(server) {
   }
   return max - opened;
 }
+
+check("debug client: a page of an origin nobody granted waits in the web UI; Allow lets its calls through, Deny keeps refusing", async (t) => {
+  const site = await startClientSite(t);
+  const other = await startClientSite(t);
+  const server = await t.server();
+  site.use(server);
+  other.use(server);
+  const ui = await t.page(server);
+  await pageLive(ui);
+  const page = await clientPage(t, site);
+  // Refused, with an error the page can read and act on.
+  await page.evaluate(() => window.start("refused", () => window.add(1, 2)));
+  const refused = await outcomeOf(page, "refused");
+  assert(refused.error?.name === "DebugServerError" && refused.error.message.includes("403")
+    && refused.error.message.includes("--allow-origin") && refused.error.message.includes("web UI"),
+    `the call of a page nobody granted gave ${JSON.stringify(refused)}`);
+  // The request waits on the Paused page, live.
+  const request = ui.locator(`.origin-request[data-origin="${site.origin}"]`);
+  await request.waitFor({ timeout: DEADLINE_MS });
+  const text = await request.innerText();
+  assert(text.includes(`${site.origin} wants to report calls to this debugger`), `the request reads ${JSON.stringify(text)}`);
+  assert((await ui.locator("#status").innerText()).includes("asking to report calls"), "the status line does not tell of the request");
+  await t.shot(ui, "origin-request");
+  await request.locator('button[data-origin-decision="allow"]').click();
+  await request.waitFor({ state: "detached", timeout: DEADLINE_MS });
+  const granted = (await server.api("GET", "/api/origins")).granted;
+  assert(granted.includes(site.origin), `granted: ${JSON.stringify(granted)}`);
+  await page.evaluate(() => window.start("allowed", () => window.add(1, 2)));
+  assert((await outcomeOf(page, "allowed")).value === 3, "the call after Allow did not return 3");
+  const [record] = (await server.api("GET", "/api/call-records?function=add")).calls;
+  assert(record?.origin === site.origin, `the record's origin: ${JSON.stringify(record?.origin)}`);
+  // Another origin, denied: refused, then and later, and not asked again.
+  const otherPage = await clientPage(t, other);
+  await otherPage.evaluate(() => window.start("first", () => window.add(1, 2)));
+  assert((await outcomeOf(otherPage, "first")).error?.name === "DebugServerError", "the other origin was not refused");
+  const otherRequest = ui.locator(`.origin-request[data-origin="${other.origin}"]`);
+  await otherRequest.waitFor({ timeout: DEADLINE_MS });
+  await otherRequest.locator('button[data-origin-decision="deny"]').click();
+  await otherRequest.waitFor({ state: "detached", timeout: DEADLINE_MS });
+  await otherPage.evaluate(() => window.start("again", () => window.add(1, 2)));
+  const again = await outcomeOf(otherPage, "again");
+  assert(again.error?.name === "DebugServerError" && again.error.message.includes("403"), `after Deny the call gave ${JSON.stringify(again)}`);
+  const origins = await server.api("GET", "/api/origins");
+  assert(origins.pending.length === 0 && origins.denied.includes(other.origin), `origins after Deny: ${JSON.stringify(origins)}`);
+  assert(await ui.locator(".origin-request").count() === 0, "a denied origin is asked again");
+  // The first page's calls still go through.
+  await page.evaluate(() => window.start("still", () => window.add(2, 2)));
+  assert((await outcomeOf(page, "still")).value === 4, "the granted page's call stopped working");
+  // The allowed origin is listed, and Revoke refuses its calls again.
+  const allowed = ui.locator(`.granted-origin[data-origin="${site.origin}"]`);
+  await allowed.waitFor({ timeout: DEADLINE_MS });
+  await t.shot(ui, "origin-granted");
+  await allowed.locator('button[data-origin-decision="revoke"]').click();
+  await allowed.waitFor({ state: "detached", timeout: DEADLINE_MS });
+  await page.evaluate(() => window.start("revoked", () => window.add(2, 2)));
+  const revoked = await outcomeOf(page, "revoked");
+  assert(revoked.error?.name === "DebugServerError" && revoked.error.message.includes("403"), `after Revoke the call gave ${JSON.stringify(revoked)}`);
+});
 
 check("live: 8 tabs stay live on one shared event stream", async (t) => {
   const server = await t.server();

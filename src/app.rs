@@ -118,6 +118,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
             recovered.truncated_bytes
         );
     }
+    state.origins.restore(settings.granted_origins());
     settings.restore(&mut state.breakpoints, path);
     Ok((store, state))
 }

@@ -10,12 +10,13 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::breakpoints::Gate;
+use crate::intern::Sym;
 use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
     MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
 };
-use crate::records::{CallId, CallRecord};
+use crate::records::{CallId, CallRecord, Process};
 use crate::resolution::Resolution;
 
 /// Whether a pause is before the call runs or after it returned (or raised).
@@ -107,6 +108,27 @@ pub struct Completed {
     pub gate: Gate,
 }
 
+/// A request about a call or pause that did not come from its owner: another browser origin
+/// (or a page's request about a program's call, or the reverse), or for a completion another
+/// process (`process_pid` and `process_start_time`). Refused; nothing changes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NotYours {
+    /// The origin that owns it (`None`: a program, no browser origin).
+    pub owner_origin: Option<String>,
+}
+
+/// Whether a request from `origin` may act for something owned by `owner`.
+fn same_origin(owner: Option<&str>, origin: Option<&str>) -> Result<(), NotYours> {
+    let norm = |o: Option<&str>| o.map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase());
+    if norm(owner) == norm(origin) {
+        Ok(())
+    } else {
+        Err(NotYours {
+            owner_origin: owner.map(str::to_owned),
+        })
+    }
+}
+
 /// Why a resume was refused.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ResumeError {
@@ -134,9 +156,11 @@ pub struct Calls {
     /// Open calls dropped to keep within `MAX_OPEN_CALLS` and `MAX_OPEN_CALLS_BYTES`.
     open_dropped: u64,
     paused: Vec<Pause>,
-    actions: HashMap<String, Value>,
+    /// Resume actions by pause id, with the origin that owns the pause.
+    actions: HashMap<String, (Value, Option<Sym>)>,
     after_actions: VecDeque<String>,
-    orphans: HashMap<String, f64>,
+    /// Unknown pause ids some client polls: when it last polled, and its origin.
+    orphans: HashMap<String, (f64, Option<Sym>)>,
     /// Com-error reports with their size as JSON text, and the sum of those sizes.
     /// Reports as compact JSON text: a tree of `Value`s would cost many times the bytes counted.
     com_errors: VecDeque<Box<str>>,
@@ -144,13 +168,15 @@ pub struct Calls {
 }
 
 impl Calls {
-    /// A new call id: server wall time and a server-wide counter, `"%.6f-%03d"`.
+    /// A new call id: server wall time, a server-wide counter and 128 random bits,
+    /// `"%.6f-%03d-<32 hex>"` (the random part makes it unguessable).
     pub fn next_call_id(&mut self, now: f64) -> CallId {
         self.counter += 1;
-        CallId::Ours {
+        CallId::Keyed(Box::new(crate::records::KeyedId {
             at: now,
             n: self.counter,
-        }
+            key: crate::ids::random_u128(),
+        }))
     }
 
     /// Registers a started call until its completion. Calls that never complete (a client that
@@ -282,27 +308,73 @@ impl Calls {
         self.actions.contains_key(pause_id)
     }
 
-    /// The stored action of a pause, peeked (polling is idempotent). An id that is neither
-    /// paused nor resumed is remembered as an orphan: some client waits on it. An id longer than
-    /// any we make is not remembered (it still polls as waiting, so the client keeps polling).
-    pub fn poll(&mut self, pause_id: &str, now: f64) -> Option<Value> {
-        if let Some(action) = self.actions.get(pause_id) {
-            return Some(action.clone());
+    /// The stored action of a pause, peeked (polling is idempotent), for a request from
+    /// `origin`: a pause owned by another origin is refused. An id that is neither paused nor
+    /// resumed is remembered as an orphan: some client waits on it. An id longer than any we
+    /// make is not remembered (it still polls as waiting, so the client keeps polling).
+    pub fn poll(
+        &mut self,
+        pause_id: &str,
+        origin: Option<&str>,
+        now: f64,
+    ) -> Result<Option<Value>, NotYours> {
+        if let Some((action, owner)) = self.actions.get(pause_id) {
+            same_origin(owner.as_deref(), origin)?;
+            return Ok(Some(action.clone()));
         }
-        if pause_id.len() <= MAX_ORPHAN_ID_BYTES && self.paused_by_id(pause_id).is_none() {
+        if let Some(p) = self.paused_by_id(pause_id) {
+            same_origin(p.call.origin(), origin)?;
+            return Ok(None);
+        }
+        if let Some((_, owner)) = self.orphans.get(pause_id) {
+            same_origin(owner.as_deref(), origin)?;
+        }
+        if pause_id.len() <= MAX_ORPHAN_ID_BYTES {
             if self.orphans.len() >= MAX_ORPHANS && !self.orphans.contains_key(pause_id) {
                 if let Some(oldest) = self
                     .orphans
                     .iter()
-                    .min_by(|a, b| a.1.total_cmp(b.1))
+                    .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
                     .map(|(k, _)| k.clone())
                 {
                     self.orphans.remove(&oldest);
                 }
             }
-            self.orphans.insert(pause_id.to_owned(), now);
+            self.orphans
+                .insert(pause_id.to_owned(), (now, origin.map(Sym::new)));
         }
-        None
+        Ok(None)
+    }
+
+    /// Whether a request from `origin` may act for the pause `pause_id` (REPL polls and
+    /// results): a current pause must be owned by that origin; unknown ids pass (they hold
+    /// nothing).
+    pub fn check_pause_owner(&self, pause_id: &str, origin: Option<&str>) -> Result<(), NotYours> {
+        match self.paused_by_id(pause_id) {
+            Some(p) => same_origin(p.call.origin(), origin),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a completion from `origin` and `process` may complete the open call `call_id`:
+    /// it must come from the origin and the process that started it. Unknown ids pass (their
+    /// completion records nothing).
+    pub fn check_call_owner(
+        &self,
+        call_id: &str,
+        origin: Option<&str>,
+        process: Option<&Process>,
+    ) -> Result<(), NotYours> {
+        let Some(open) = self.open.get(call_id) else {
+            return Ok(());
+        };
+        same_origin(open.call.origin(), origin)?;
+        if process != Some(&open.call.process) {
+            return Err(NotYours {
+                owner_origin: open.call.origin().map(str::to_owned),
+            });
+        }
+        Ok(())
     }
 
     pub fn is_orphan(&self, pause_id: &str) -> bool {
@@ -311,7 +383,11 @@ impl Calls {
 
     /// Unknown pause ids that clients have polled, with the time of the last poll.
     pub fn orphans(&self) -> Vec<(String, f64)> {
-        let mut v: Vec<_> = self.orphans.iter().map(|(k, t)| (k.clone(), *t)).collect();
+        let mut v: Vec<_> = self
+            .orphans
+            .iter()
+            .map(|(k, (t, _))| (k.clone(), *t))
+            .collect();
         v.sort_by(|a, b| a.1.total_cmp(&b.1));
         v
     }
@@ -328,27 +404,28 @@ impl Calls {
             return Err(ResumeError::AlreadyResumed);
         }
         let Some(pos) = self.paused.iter().position(|p| p.id == pause_id) else {
-            if self.orphans.remove(pause_id).is_some() {
-                self.remember_after_action(pause_id, action);
+            if let Some((_, origin)) = self.orphans.remove(pause_id) {
+                self.remember_after_action(pause_id, action, origin);
                 return Ok(Resumed::Orphan);
             }
             return Err(ResumeError::NotFound);
         };
         let pause = self.paused.remove(pos);
+        let origin = pause.call.origin().map(Sym::new);
         if pause.when == When::Before {
             // A before-pause action lives until its call completes.
-            self.actions.insert(pause_id.to_owned(), action);
+            self.actions.insert(pause_id.to_owned(), (action, origin));
             if let Some(open) = self.open.get_mut(&pause.call.call_id.to_string()) {
                 open.call.set_resolution(resolution);
             }
         } else {
-            self.remember_after_action(pause_id, action);
+            self.remember_after_action(pause_id, action, origin);
         }
         Ok(Resumed::Pause(pause))
     }
 
-    fn remember_after_action(&mut self, pause_id: &str, action: Value) {
-        self.actions.insert(pause_id.to_owned(), action);
+    fn remember_after_action(&mut self, pause_id: &str, action: Value, origin: Option<Sym>) {
+        self.actions.insert(pause_id.to_owned(), (action, origin));
         self.after_actions.push_back(pause_id.to_owned());
         while self.after_actions.len() > MAX_AFTER_ACTIONS {
             if let Some(old) = self.after_actions.pop_front() {
@@ -492,13 +569,60 @@ mod tests {
     }
 
     #[test]
-    fn call_ids_have_the_original_format() {
+    fn call_ids_start_with_the_original_format_and_end_with_128_random_bits() {
         let mut c = Calls::default();
-        assert_eq!(
-            c.next_call_id(1795311683.784533).to_string(),
-            "1795311683.784533-001"
+        let a = c.next_call_id(1795311683.784533).to_string();
+        assert!(a.starts_with("1795311683.784533-001-"), "{a}");
+        assert_eq!(a.len(), "1795311683.784533-001-".len() + 32);
+        let b = c.next_call_id(1.0).to_string();
+        assert!(b.starts_with("1.000000-002-"), "{b}");
+        assert_ne!(a[22..], b[13..], "the random parts differ");
+        assert_eq!(CallId::parse(&a).to_string(), a);
+        assert!(matches!(CallId::parse(&a), CallId::Keyed(_)));
+    }
+
+    #[test]
+    fn only_the_owner_polls_completes_or_answers_for_a_call() {
+        let mut c = Calls::default();
+        let mut page = CallRecord::for_tests("f", "c1");
+        page.set_origin(Some("http://localhost:3000"));
+        c.open_call(page.clone());
+        c.pause("p1".into(), When::Before, Arc::new(page), cause(), 1.0);
+        let other = Some("http://evil.example");
+        assert!(c.poll("p1", other, 1.0).is_err());
+        assert!(
+            c.poll("p1", None, 1.0).is_err(),
+            "a program cannot poll a page's pause"
         );
-        assert_eq!(c.next_call_id(1.0).to_string(), "1.000000-002");
+        assert_eq!(c.poll("p1", Some("http://localhost:3000/"), 1.0), Ok(None));
+        assert!(c.check_pause_owner("p1", other).is_err());
+        assert!(c
+            .check_pause_owner("p1", Some("http://localhost:3000"))
+            .is_ok());
+        c.resume("p1", json!({"action": "continue"}), by()).unwrap();
+        assert!(c.poll("p1", other, 2.0).is_err(), "nor read its action");
+        let me = Process {
+            pid: 1,
+            start_time: 1.0,
+        };
+        let them = Process {
+            pid: 1,
+            start_time: 2.0,
+        };
+        assert!(c.check_call_owner("c1", other, Some(&me)).is_err());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), Some(&them))
+            .is_err());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), None)
+            .is_err());
+        assert!(c
+            .check_call_owner("c1", Some("http://localhost:3000"), Some(&me))
+            .is_ok());
+        assert!(c.check_call_owner("unknown", other, None).is_ok());
+        // An orphan belongs to the origin that polled it first.
+        assert_eq!(c.poll("zz", None, 3.0), Ok(None));
+        assert!(c.poll("zz", other, 3.0).is_err());
     }
 
     #[test]
@@ -506,12 +630,18 @@ mod tests {
         let mut c = Calls::default();
         c.open_call(CallRecord::for_tests("f", "c1"));
         c.pause("p1".into(), When::Before, call("f", "c1"), cause(), 1.0);
-        assert_eq!(c.poll("p1", 1.0), None);
+        assert_eq!(c.poll("p1", None, 1.0), Ok(None));
         assert!(!c.is_orphan("p1"));
         c.resume("p1", json!({"action": "continue"}), by()).unwrap();
         assert!(c.paused().is_empty());
-        assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
-        assert_eq!(c.poll("p1", 2.0), Some(json!({"action": "continue"})));
+        assert_eq!(
+            c.poll("p1", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
+        assert_eq!(
+            c.poll("p1", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
         assert_eq!(
             c.resume("p1", json!({}), by()).unwrap_err(),
             ResumeError::AlreadyResumed
@@ -520,7 +650,11 @@ mod tests {
         assert_eq!(&*done.call.method, "f");
         assert_eq!(done.pause_id.as_deref(), Some("p1"));
         assert!(done.leftover.is_none());
-        assert_eq!(c.poll("p1", 3.0), None, "action deleted at completion");
+        assert_eq!(
+            c.poll("p1", None, 3.0),
+            Ok(None),
+            "action deleted at completion"
+        );
         assert!(c.complete("c1").is_none());
     }
 
@@ -541,13 +675,16 @@ mod tests {
             c.resume("zz", json!({}), by()).unwrap_err(),
             ResumeError::NotFound
         );
-        assert_eq!(c.poll("zz", 1.0), None);
+        assert_eq!(c.poll("zz", None, 1.0), Ok(None));
         assert!(c.is_orphan("zz"));
         assert!(matches!(
             c.resume("zz", json!({"action": "continue"}), by()),
             Ok(Resumed::Orphan)
         ));
-        assert_eq!(c.poll("zz", 2.0), Some(json!({"action": "continue"})));
+        assert_eq!(
+            c.poll("zz", None, 2.0),
+            Ok(Some(json!({"action": "continue"})))
+        );
     }
 
     #[test]
@@ -567,7 +704,7 @@ mod tests {
     fn absurdly_long_unknown_ids_poll_as_waiting_but_are_not_remembered() {
         let mut c = Calls::default();
         let long = "x".repeat(MAX_ORPHAN_ID_BYTES + 1);
-        assert_eq!(c.poll(&long, 1.0), None);
+        assert_eq!(c.poll(&long, None, 1.0), Ok(None));
         assert!(!c.is_orphan(&long));
         assert_eq!(
             c.resume(&long, json!({"action": "continue"}), by())
@@ -575,10 +712,10 @@ mod tests {
             ResumeError::NotFound
         );
         let uuid = "0b6f4a7e-3c1d-4e8a-9f2b-5d6c7e8f9a0b";
-        assert_eq!(c.poll(uuid, 1.0), None);
+        assert_eq!(c.poll(uuid, None, 1.0), Ok(None));
         assert!(c.is_orphan(uuid));
         for i in 0..MAX_ORPHANS + 10 {
-            c.poll(&format!("{i:0>200}"), 2.0 + i as f64);
+            c.poll(&format!("{i:0>200}"), None, 2.0 + i as f64).unwrap();
         }
         assert_eq!(c.orphans.len(), MAX_ORPHANS);
         assert!(!c.is_orphan(uuid), "the oldest went first");

@@ -53,6 +53,9 @@ pub enum EventKind {
     /// An external MCP server's status changed (connecting, connected, disconnected, error,
     /// failed).
     ExternalServer { name: String, status: &'static str },
+    /// A browser origin asked to report calls, or was allowed or denied (the web UI's pending
+    /// requests).
+    OriginsChanged,
     /// A logpoint wrote a line (`notifications/breakpoint/log` for agents).
     Log {
         seq: u64,
@@ -87,6 +90,7 @@ impl Event {
             EventKind::ReplOutput { .. } => "repl_output",
             EventKind::ExternalServer { .. } => "external_server",
             EventKind::Log { .. } => "log",
+            EventKind::OriginsChanged => "origins_changed",
         }
     }
 
@@ -116,7 +120,9 @@ impl Event {
             } => {
                 json!({"call_id": call_id, "method_name": method_name, "status": status})
             }
-            EventKind::BreakpointsChanged | EventKind::FunctionsChanged => json!({}),
+            EventKind::BreakpointsChanged
+            | EventKind::FunctionsChanged
+            | EventKind::OriginsChanged => json!({}),
             EventKind::ReplSession {
                 session_id,
                 pause_id,

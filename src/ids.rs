@@ -11,19 +11,21 @@ pub fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `N` bytes of the OS random source (getrandom: `getrandom(2)` on Linux). Pause ids, call ids
+/// and eval ids are capabilities (whoever knows one can resume or complete what it names), so
+/// there is no fallback: if the OS cannot give random bytes, making an id fails (a panic,
+/// answered 500) rather than making a guessable one.
 fn random_bytes<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    // The OS random source failing is not recoverable in any meaningful way; fall back to a
-    // time-and-counter mix so ids stay unique within this process even then.
-    if getrandom::fill(&mut buf).is_err() {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let mix = now().to_bits() ^ COUNTER.fetch_add(1, Ordering::Relaxed).rotate_left(32);
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (mix >> ((i % 8) * 8)) as u8 ^ (i as u8).wrapping_mul(151);
-        }
+    if let Err(err) = getrandom::fill(&mut buf) {
+        panic!("the OS random source failed ({err}): refusing to make a guessable id");
     }
     buf
+}
+
+/// 128 random bits (the secret part of a call id).
+pub fn random_u128() -> u128 {
+    u128::from_le_bytes(random_bytes::<16>())
 }
 
 /// A random version-4 UUID in its canonical lowercase hyphenated form.

@@ -18,6 +18,7 @@ pub mod search;
 
 pub mod cas;
 pub mod node;
+pub mod origins;
 pub mod pickle;
 pub mod pickle_write;
 pub mod pool;

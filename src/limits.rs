@@ -81,6 +81,13 @@ pub const MCP_MAX_PROGRESS_TOKEN_BYTES: usize = 1024;
 /// can release them; ids longer than `MAX_ORPHAN_ID_BYTES` still poll `waiting` but are not
 /// remembered (ours are 36-character UUIDs).
 pub const MAX_ORPHANS: usize = 1_000;
+/// Browser origins waiting for the user's answer in the web UI ("wants to report calls to this
+/// debugger: Allow / Deny"), and the denied ones remembered (each list this long); an origin
+/// longer than `MAX_ORIGIN_BYTES` is refused without being listed.
+pub const MAX_PENDING_ORIGINS: usize = 16;
+/// Browser origins granted in the web UI (kept with `--db`).
+pub const MAX_GRANTED_ORIGINS: usize = 64;
+pub const MAX_ORIGIN_BYTES: usize = 256;
 pub const MAX_ORPHAN_ID_BYTES: usize = 256;
 /// Com-error reports kept (the original kept the last 500), and the bytes they may take in all;
 /// a report over `MAX_COM_ERROR_REPORT_BYTES` has its long strings cut, then its `payload`
@@ -437,6 +444,27 @@ pub const TABLE: &[Limit] = &[
         value: || secs_f64(DEFAULT_REPL_TIMEOUT_S),
         flag: Some("--repl-timeout-s"),
         reached: "`POST /api/repl/<id>/eval` answers 504.",
+    },
+    Limit {
+        what: "Browser origins asking to report calls (pending in the web UI), and denied ones \
+               remembered",
+        value: || {
+            format!(
+                "{} of each, origins of at most {}",
+                count(MAX_PENDING_ORIGINS as u64),
+                bytes(MAX_ORIGIN_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest request (or denial) is forgotten; a longer origin is refused \
+                  without being listed.",
+    },
+    Limit {
+        what: "Browser origins granted in the web UI",
+        value: || count(MAX_GRANTED_ORIGINS as u64),
+        flag: None,
+        reached: "Allowing one more answers 409 `too_many_origins`: deny (revoke) one first, or \
+                  use `--allow-origin`.",
     },
     Limit {
         what: "Unknown pause ids remembered (clients polling pauses from before a restart)",

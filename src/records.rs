@@ -66,16 +66,44 @@ const TAG_EXTERNAL: u8 = 1;
 /// the server's own calls to external MCP servers (`"source": "mcp_client"` in the record).
 pub const SOURCES: [&str; 2] = ["program", "mcp_client"];
 
-/// A call id: ours are server time and a counter (`"%.6f-%03d"`), kept as numbers.
+/// A call id: ours are server time, a counter and 128 random bits
+/// (`"%.6f-%03d-<32 hex digits>"`), kept as numbers: the random part makes a call id
+/// unguessable, so that only the client the server told it to can complete the call. Ids of
+/// records stored before had no random part (`"%.6f-%03d"`, still read back as `Ours`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallId {
-    Ours { at: f64, n: u64 },
+    Ours {
+        at: f64,
+        n: u64,
+    },
+    /// Boxed: a call record's size is memory per recorded call.
+    Keyed(Box<KeyedId>),
     Text(Sym),
+}
+
+/// A call id with its random part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyedId {
+    pub at: f64,
+    pub n: u64,
+    pub key: u128,
 }
 
 impl CallId {
     /// Reads a call id back, as numbers when it prints back exactly.
     pub fn parse(text: &str) -> CallId {
+        if let Some((rest, key)) = text.rsplit_once('-') {
+            if key.len() == 32 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                if let (Ok(key), CallId::Ours { at, n }) =
+                    (u128::from_str_radix(key, 16), CallId::parse(rest))
+                {
+                    let id = CallId::Keyed(Box::new(KeyedId { at, n, key }));
+                    if id.to_string() == text {
+                        return id;
+                    }
+                }
+            }
+        }
         if let Some((at, n)) = text.rsplit_once('-') {
             if let (Ok(at), Ok(n)) = (at.parse::<f64>(), n.parse::<u64>()) {
                 let id = CallId::Ours { at, n };
@@ -99,6 +127,7 @@ impl fmt::Display for CallId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallId::Ours { at, n } => write!(f, "{at:.6}-{n:03}"),
+            CallId::Keyed(k) => write!(f, "{:.6}-{:03}-{:032x}", k.at, k.n, k.key),
             CallId::Text(s) => f.write_str(s),
         }
     }
@@ -429,6 +458,9 @@ pub struct Notes {
     /// What the debugger did to it (resumed with an action, replaced by its breakpoint, let
     /// run by a condition or a logpoint).
     pub resolution: Option<Resolution>,
+    /// The browser origin (the `Origin` header) of the page that reported the call; none for
+    /// programs (the Python client sends no `Origin`).
+    pub origin: Option<Sym>,
 }
 
 impl Notes {
@@ -436,6 +468,7 @@ impl Notes {
         std::mem::size_of::<Notes>()
             + self.log.as_ref().map_or(0, String::len)
             + self.resolution.as_ref().map_or(0, Resolution::weight)
+            + self.origin.as_ref().map_or(0, |o| o.len())
     }
 }
 
@@ -520,6 +553,10 @@ impl CallRecord {
             })
             + self.repl_sessions.len() * std::mem::size_of::<Sym>()
             + self.notes.as_ref().map_or(0, |n| n.weight())
+            + match self.call_id {
+                CallId::Keyed(_) => std::mem::size_of::<KeyedId>(),
+                _ => 0,
+            }
     }
 
     /// The line a logpoint wrote for this call.
@@ -538,6 +575,17 @@ impl CallRecord {
 
     pub fn set_resolution(&mut self, r: Resolution) {
         self.notes.get_or_insert_with(Box::default).resolution = Some(r);
+    }
+
+    /// The browser origin of the page that reported this call (none for programs).
+    pub fn origin(&self) -> Option<&str> {
+        self.notes.as_ref()?.origin.as_deref()
+    }
+
+    pub fn set_origin(&mut self, origin: Option<&str>) {
+        if let Some(o) = origin {
+            self.notes.get_or_insert_with(Box::default).origin = Some(Sym::new(o));
+        }
     }
 
     /// The call data (protocol doc §2.5 step 7) without item payloads.
@@ -583,6 +631,10 @@ impl CallRecord {
         m.insert("signature".into(), self.signature.to_value());
         m.insert("call_site".into(), self.call_site.to_value());
         m.insert("page_url".into(), self.page_url.to_value());
+        if let Some(origin) = self.origin() {
+            // Only a web page's calls have one (the original's call data had no such field).
+            m.insert("origin".into(), json!(origin));
+        }
         m.insert(
             "preferred_format".into(),
             json!(if self.preferred_json { "json" } else { "dill" }),
@@ -744,6 +796,7 @@ impl CallRecord {
             resolution: m
                 .get("resolution")
                 .and_then(|r| Resolution::from_json(interner, r)),
+            origin: m.get("origin").and_then(Value::as_str).map(Sym::new),
         };
         let notes = (notes != Notes::default()).then(|| Box::new(notes));
         Some(CallRecord {

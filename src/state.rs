@@ -26,6 +26,8 @@ pub struct State {
     pub repl: Repl,
     /// The newest lines logpoints wrote.
     pub logbook: Logbook,
+    /// Browser origins granted, pending and denied (the browser-client endpoints).
+    pub origins: crate::origins::Origins,
     pub shutting_down: bool,
     next_seq: u64,
     pending_events: Vec<Event>,

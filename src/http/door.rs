@@ -447,16 +447,19 @@ struct Head {
     keep_alive: bool,
     expect_continue: bool,
     /// The values of `FACE_HEADERS`, in their order.
-    seen: [Option<String>; 5],
+    seen: [Option<String>; 8],
 }
 
 /// The headers the HTTP face reads (`http::Head`).
-const FACE_HEADERS: [&str; 5] = [
+const FACE_HEADERS: [&str; 8] = [
     "Host",
     "Origin",
     "Accept",
     "Access-Control-Request-Method",
     "Last-Event-ID",
+    "Sec-Fetch-Site",
+    "Sec-Fetch-Mode",
+    "Sec-Fetch-Dest",
 ];
 
 impl Head {
@@ -504,7 +507,7 @@ fn parse_head(raw: &[u8], max_body: u64, out: &mut Vec<u8>) -> Result<Head, &'st
     if method.is_empty() || url.is_empty() {
         return Err("malformed request line");
     }
-    let mut seen: [Option<String>; 5] = Default::default();
+    let mut seen: [Option<String>; 8] = Default::default();
     let (mut length, mut chunked, mut close, mut expect_continue) = (None, false, false, false);
     for line in lines {
         let bare = line.strip_suffix(b"\r").ok_or(BARE_LF)?;

@@ -6,7 +6,9 @@
 //! origin (`http://localhost:<port>`, `http://127.0.0.1:<port>`, `http://[::1]:<port>` for the
 //! bound port, and the bound address itself when it is a specific one) or an `--allow-origin`
 //! value; other loopback ports and `null` are foreign too. The browser-client endpoints of the
-//! route table answer every origin (CORS `*`), as the original server does.
+//! route table answer these origins and the ones the user granted in the web UI
+//! (`crate::origins`, checked by `http::decide`); with CORS `*` (on their refusals too, so that a
+//! page's script can read why), as the original server did for every origin.
 
 use crate::config::is_loopback_host;
 

@@ -339,6 +339,13 @@ pub fn spawn_http(
     mcp: Option<Arc<Mcp>>,
 ) -> std::io::Result<Workers> {
     let policy = Policy::new(&shared.config.host, port, &shared.config.allow_origins);
+    if shared.config.allow_origins.iter().any(|o| o.trim() == "*") {
+        log::warn!(
+            "--allow-origin '*': every web page you visit may report calls, poll pauses, resume \
+             them, evaluate code in the debugged program and read every record, as with the \
+             original server"
+        );
+    }
     let server = tiny_http::Server::from_listener(backend.try_clone()?, None)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let gen = Arc::new(Gen {
@@ -588,6 +595,10 @@ pub(crate) struct Head {
     pub asked: Option<String>,
     pub accept: Option<String>,
     pub last_event_id: Option<String>,
+    /// `Sec-Fetch-Site`, `Sec-Fetch-Mode`, `Sec-Fetch-Dest` (fetch metadata), lowercase.
+    pub fetch_site: Option<String>,
+    pub fetch_mode: Option<String>,
+    pub fetch_dest: Option<String>,
 }
 
 impl Head {
@@ -614,6 +625,9 @@ impl Head {
             origin: header("Origin"),
             accept: header("Accept"),
             last_event_id: header("Last-Event-ID"),
+            fetch_site: header("Sec-Fetch-Site").map(|v| v.trim().to_ascii_lowercase()),
+            fetch_mode: header("Sec-Fetch-Mode").map(|v| v.trim().to_ascii_lowercase()),
+            fetch_dest: header("Sec-Fetch-Dest").map(|v| v.trim().to_ascii_lowercase()),
         }
     }
 
@@ -670,6 +684,9 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
             "this server only answers to localhost names (DNS-rebinding protection)",
         )));
     }
+    if let Some(refused) = cross_site_without_origin(mcp, head) {
+        return Decision::Answer(refused);
+    }
     if mcp && mcp_http::is_mcp_path(path) {
         return Decision::Mcp;
     }
@@ -690,6 +707,12 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
             "this endpoint answers only the server's own pages and --allow-origin origins",
         );
         return Decision::Answer(Reply::error(&refused));
+    }
+    if let (Some(origin), Some(Access::Anyone)) = (head.origin.as_deref(), checked) {
+        let open = method == "OPTIONS" || path == debug_client::PATH;
+        if !open && !page_granted(shared, policy, origin) {
+            return Decision::Answer(refuse_page(shared, origin, method, head));
+        }
     }
     let page_path = matches!(method, "GET" | "HEAD")
         && (crate::ui::is_page_path(path)
@@ -731,6 +754,98 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
         return Decision::Export(cors(Access::Guarded, head.origin.as_deref()));
     }
     Decision::Route { checked }
+}
+
+/// Whether a page of `origin` may use the browser-client endpoints: the server's own origins,
+/// `--allow-origin` ones (`*`: every origin), and the origins the user granted in the web UI.
+fn page_granted(shared: &Shared, policy: &Policy, origin: &str) -> bool {
+    policy.origin_allowed(Some(origin)) || shared.lock().origins.is_granted(origin)
+}
+
+/// The 403 of a browser-client request from an origin nobody granted: the origin becomes a
+/// pending request in the web UI (unless it was denied), and the answer carries the CORS
+/// headers, so that the page's script (the debug client) can read why.
+fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Reply {
+    let asked = {
+        let mut st = shared.lock();
+        let new = st.origins.refused(origin, &head.path, crate::ids::now());
+        if new {
+            st.emit(crate::events::EventKind::OriginsChanged);
+        }
+        new
+    };
+    if asked {
+        log::warn!(
+            "http: refused {method} {} from origin {origin:?}: not granted; allow it in the web \
+             UI (Paused page) or with --allow-origin",
+            head.url
+        );
+    } else {
+        log::debug!("http: refused {method} {} from origin {origin:?}", head.url);
+    }
+    let shown: String = origin
+        .chars()
+        .take(crate::limits::MAX_ORIGIN_BYTES)
+        .collect();
+    let refused = ApiError::new(
+        403,
+        "origin_not_allowed",
+        format!(
+            "the origin {shown} may not report calls to this debugger: allow it in the \
+             debugger's web UI (its request is waiting there) or start the server with \
+             --allow-origin {shown}"
+        ),
+    );
+    let mut reply = Reply::error(&refused);
+    for (k, v) in cors(Access::Anyone, Some(origin)) {
+        reply.headers.push((k.to_owned(), v));
+    }
+    reply
+}
+
+/// Fetch metadata: a request that a browser sent for another site (`Sec-Fetch-Site:
+/// cross-site` or `same-site`) without an `Origin` header (an `<img>`, `<script>` or
+/// `<link>` of another page; no script can read the answer, but it holds connections, event
+/// streams and MCP sessions, and starts searches) is refused on every guarded endpoint, the
+/// event stream, the export and MCP included; and on the browser-client endpoints too, where
+/// it would pass for a program (no `Origin`): the debug client always sends its `Origin`, and
+/// programs send no fetch metadata. The debug client script is served to every request, and a
+/// person following a link to a page of the web UI (a top-level navigation) is not refused.
+fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
+    if head.origin.is_some()
+        || !matches!(head.fetch_site.as_deref(), Some("cross-site" | "same-site"))
+    {
+        return None;
+    }
+    let (method, path) = (head.method.as_str(), head.path.as_str());
+    let is_mcp = mcp_http::is_mcp_path(path);
+    if path == debug_client::PATH {
+        return None;
+    }
+    let navigation = matches!(method, "GET" | "HEAD")
+        && head.fetch_mode.as_deref() == Some("navigate")
+        && head.fetch_dest.as_deref() == Some("document")
+        && (crate::ui::is_page_path(path) || path == "/");
+    if navigation && !is_mcp {
+        return None;
+    }
+    log::warn!(
+        "http: refused {method} {} sent for another site without an Origin (Sec-Fetch-Site: {})",
+        head.url,
+        head.fetch_site.as_deref().unwrap_or("")
+    );
+    let message = "this endpoint refuses requests a browser sent for another site \
+                   (Sec-Fetch-Site cross-site or same-site) without an Origin header";
+    if is_mcp && mcp {
+        let body = json!({"jsonrpc": "2.0", "id": null,
+                          "error": {"code": crate::jsonrpc::INVALID_REQUEST, "message": message}});
+        return Some(Reply::json(403, &body));
+    }
+    Some(Reply::error(&ApiError::new(
+        403,
+        "cross_site_request",
+        message,
+    )))
 }
 
 /// CORS: the browser-client endpoints grant every origin; a guarded endpoint grants only the

@@ -20,8 +20,10 @@ type Handler = fn(&Shared, &Req) -> Result<Value, ApiError>;
 /// Who may call an endpoint from a browser (see `guard`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
-    /// A browser-client endpoint (what the original's browser JS client calls): every origin,
-    /// CORS `*` with preflight, as the original server.
+    /// A browser-client endpoint (what the original's browser JS client calls): CORS `*` with
+    /// preflight, as the original server; a page may use it only from the server's own origins,
+    /// an `--allow-origin` one or an origin granted in the web UI (`http::decide`; else 403 and a
+    /// pending request), except the debug client script, open to every origin.
     Anyone,
     /// Everything else: a browser request must come from the server's own origin or an
     /// `--allow-origin` one (403 otherwise); requests without `Origin` pass.
@@ -66,12 +68,14 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/behavior", access: Guarded, summary: "Set the global default behavior: {behavior: stop|go|exception|stop_exception}.", query: &[], handler: |s, r| wire(service::set_default_behavior(s, &r.json()?)?) },
     Route { method: "GET", path: "/api/functions", access: Guarded, summary: "Registered functions with signatures and metadata, by name; with limit, a page of them (then total, offset and limit say where it is). Without limit, every registered function (the registry is bounded in bytes).", query: &[("limit", "page size (at most 1000); without it, every function"), ("offset", "functions to skip, by name (default 0)")], handler: functions_listing },
     Route { method: "POST", path: "/api/functions", access: Anyone, summary: "Register a function: {function_name, signature?, function_client_ref?, function_cid?, function_data?}.", query: &[], handler: |s, r| wire(service::function_register(s, &r.json()?)?) },
-    Route { method: "POST", path: "/api/call/start", access: Anyone, summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start(s, &r.node()?) },
-    Route { method: "POST", path: "/api/call/complete", access: Anyone, summary: "A call completed: records it; answers ok or poll (after-pause).", query: &[], handler: |s, r| service::call_complete(s, &r.node()?) },
+    Route { method: "POST", path: "/api/call/start", access: Anyone, summary: "A wrapped call starts: answers continue, replace, or poll (paused); 400 cid_not_found asks for a resend.", query: &[], handler: |s, r| service::call_start_from(s, &r.node()?, r.origin.as_deref()) },
+    Route { method: "POST", path: "/api/call/complete", access: Anyone, summary: "A call completed: records it; answers ok or poll (after-pause). Only the process (process_pid, process_start_time) and browser origin that started the call may complete it (else 403 not_owner).", query: &[], handler: |s, r| service::call_complete_from(s, &r.node()?, r.origin.as_deref()) },
     Route { method: "POST", path: "/api/call/event", access: Guarded, summary: "A client event (registration, attribute error, pickle error): recorded as a call record.", query: &[], handler: |s, r| service::call_event(s, &r.json()?) },
-    Route { method: "POST", path: "/api/call/repl-result", access: Anyone, summary: "The debugged program answers a REPL eval.", query: &[], handler: |s, r| wire(service::repl_result(s, &r.json()?)?) },
-    Route { method: "GET", path: "/api/poll/{pause_id}", access: Anyone, summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait.", query: &[], handler: |s, r| Ok(service::poll(s, r.param(0))) },
-    Route { method: "GET", path: "/api/poll-repl/{pause_id}", access: Anyone, summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| Ok(service::poll_repl(s, r.param(0))) },
+    Route { method: "POST", path: "/api/call/repl-result", access: Anyone, summary: "The debugged program answers a REPL eval (only from the browser origin of the pause, else 403 not_owner).", query: &[], handler: |s, r| wire(service::repl_result_from(s, &r.json()?, r.origin.as_deref())?) },
+    Route { method: "GET", path: "/api/poll/{pause_id}", access: Anyone, summary: "Poll a pause: {status: waiting} or {status: ready, action}; unknown ids wait; a pause of another browser origin is 403 not_owner.", query: &[], handler: |s, r| service::poll_from(s, r.param(0), r.origin.as_deref()) },
+    Route { method: "GET", path: "/api/poll-repl/{pause_id}", access: Anyone, summary: "The next REPL eval queued for a pause, or {eval_id: null}.", query: &[], handler: |s, r| service::poll_repl_from(s, r.param(0), r.origin.as_deref()) },
+    Route { method: "GET", path: "/api/origins", access: Guarded, summary: "Browser origins: granted (in the web UI, kept with --db), allow_origin (--allow-origin), pending (pages refused on the browser-client endpoints, waiting for an answer: origin, first_at, last_at, requests, path; the newest 16) and denied.", query: &[], handler: |s, _| wire(service::origins(s)) },
+    Route { method: "POST", path: "/api/origins", access: Guarded, summary: "Allow or deny a browser origin: {origin, decision: allow|deny}. Allow lets its pages use the browser-client endpoints (report calls, poll their pauses, answer their REPL) for the session, kept with --db (at most 64, else 409 too_many_origins); deny revokes it and keeps refusing it without asking again.", query: &[], handler: |s, r| wire(service::decide_origin(s, &r.json()?)?) },
     Route { method: "GET", path: "/api/debug-client.js", access: Anyone, summary: "The browser debug client: an ES module (application/javascript) with this server's URL baked in, which a web page imports to debug its own functions (withDebug, debugCall, ...).", query: &[], handler: |_, _| Err(ApiError::new(405, "method_not_allowed", "the debug client answers GET only (it is served before routing)")) },
     Route { method: "GET", path: "/api/paused", access: Guarded, summary: "Paused executions: id, when (before or after the call; an after-pause takes only continue), call data and REPL sessions.", query: &[], handler: |s, _| wire(service::paused(s, Payloads::Included)) },
     Route { method: "POST", path: "/api/paused/continue-all", access: Guarded, summary: "Resume every current pause with continue: {status, resumed: [pause_id]}.", query: &[], handler: |s, _| wire(service::continue_all(s)) },
@@ -96,7 +100,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/mcp-resources", access: Guarded, summary: "Resources of the connected external MCP servers, each with its server.", query: &[("server", "only this server's resources")], handler: |s, r| service::external::resources(s, r.query("server").filter(|v| !v.is_empty())) },
     Route { method: "POST", path: "/api/mcp-resources/read", access: Guarded, summary: "Read an external resource: {server, uri} -> {content, mime_type, contents}.", query: &[], handler: |s, r| service::external::read_resource(s, &r.json()?) },
     Route { method: "GET", path: "/api/events", access: Guarded, summary: "Server-sent events: execution_paused, execution_resumed, call_completed, breakpoints_changed, functions_changed, repl_session, repl_output, external_server, log, each with id = seq and data {seq, type, ...}; Last-Event-ID (or ?last_event_id) replays what was missed, or sends resync.", query: &[("last_event_id", "resume after this event id (like the Last-Event-ID header)")], handler: |_, _| Err(ApiError::new(405, "method_not_allowed", "the event stream answers GET only (it is served before routing)")) },
-    Route { method: "GET", path: "/api/status", access: Guarded, summary: "Server summary: version, database, counts.", query: &[], handler: |s, _| wire(service::server_status(s)) },
+    Route { method: "GET", path: "/api/status", access: Guarded, summary: "Server summary: version, database, counts.", query: &[("join_nonce", "hex nonce; the answer carries X-Cideldill-Join-Proof, the HMAC of the server's join secret (see docs/trust.md)")], handler: |s, _| wire(service::server_status(s)) },
     Route { method: "GET", path: "/api/openapi.json", access: Guarded, summary: "This API as an OpenAPI 3.1 document.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
     Route { method: "GET", path: "/openapi.json", access: Guarded, summary: "Same as /api/openapi.json.", query: &[], handler: |_, r| Ok(openapi_document(r)) },
     Route { method: "GET", path: "/", access: Guarded, summary: "Server summary and a pointer to the API description.", query: &[], handler: |s, _| Ok(index(s)) },
@@ -318,7 +322,8 @@ pub fn reference_markdown() -> String {
             what.push_str(&format!(" Query: {}.", q.join(", ")));
         }
         let origins = match r.access {
-            Anyone => "any (CORS `*`)",
+            Anyone if r.path == "/api/debug-client.js" => "any (CORS `*`)",
+            Anyone => "own, --allow-origin and granted ones (CORS `*`)",
             Guarded => "own only",
         };
         out.push_str(&format!(
@@ -372,6 +377,10 @@ mod tests {
         assert!(summary("/api/call-records", "GET").contains(&scan));
         let kept = format!("the last {MAX_COM_ERRORS} are kept");
         assert!(summary("/api/report-com-error", "POST").contains(&kept));
+        let pending = format!("the newest {})", crate::limits::MAX_PENDING_ORIGINS);
+        assert!(summary("/api/origins", "GET").contains(&pending));
+        let granted = format!("at most {}, else 409", crate::limits::MAX_GRANTED_ORIGINS);
+        assert!(summary("/api/origins", "POST").contains(&granted));
         let eval = format!("default {DEFAULT_REPL_TIMEOUT_S} s");
         assert!(summary("/api/repl/{session_id}/eval", "POST").contains(&eval));
     }

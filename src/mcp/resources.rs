@@ -161,7 +161,8 @@ pub fn affected(kind: &EventKind) -> Vec<String> {
         EventKind::ReplSession { .. }
         | EventKind::ReplOutput { .. }
         | EventKind::ExternalServer { .. }
-        | EventKind::Log { .. } => Vec::new(),
+        | EventKind::Log { .. }
+        | EventKind::OriginsChanged => Vec::new(),
     }
 }
 

@@ -14,7 +14,7 @@ use super::{
     verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::breakpoints::{Gate, Options, Plan};
-use crate::calls::{PauseCause, When};
+use crate::calls::{NotYours, PauseCause, When};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -101,10 +101,36 @@ fn has_data(item: &Node<'_>) -> bool {
     item.get("data").is_some_and(|d| !d.is_null())
 }
 
+/// The refusal of a request about a call or pause that another process or origin owns.
+pub(crate) fn not_yours(what: &str, e: &NotYours) -> ApiError {
+    let owner = match &e.owner_origin {
+        Some(o) => format!("the page at {o}"),
+        None => "a program (no browser origin)".to_owned(),
+    };
+    ApiError::new(
+        403,
+        "not_owner",
+        format!(
+            "this {what} belongs to {owner}: only the process and origin that started it may \
+             complete it, poll it or answer its REPL"
+        ),
+    )
+}
+
+/// `POST /api/call/start` (protocol doc §2.5), for a request without a browser origin.
+pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+    call_start_from(shared, body, None)
+}
+
 /// `POST /api/call/start` (protocol doc §2.5), on the body as parsed by `Node::parse` (the
 /// hottest request: its items and call site are read without copying the body into a
-/// `Value` first).
-pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+/// `Value` first). `origin`: the page's `Origin`, which the call and its pauses carry (only
+/// requests from that origin may complete or poll them).
+pub fn call_start_from(
+    shared: &Shared,
+    body: &Node<'_>,
+    origin: Option<&str>,
+) -> Result<Value, ApiError> {
     let fitted = super::fields::fit_node(body)?;
     let body = fitted.as_ref().unwrap_or(body);
     let scalar = |key: &str| body.get(key).map(Node::to_value);
@@ -233,6 +259,7 @@ pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
         _ => None,
     };
 
+    call.set_origin(origin);
     let mut st = shared.lock();
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
@@ -426,8 +453,19 @@ fn shown_exception(shared: &Shared, body: &Obj) -> Value {
     }
 }
 
-/// `POST /api/call/complete` (protocol doc §2.9).
+/// `POST /api/call/complete` (protocol doc §2.9), for a request without a browser origin.
 pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+    call_complete_from(shared, body, None)
+}
+
+/// `POST /api/call/complete` (protocol doc §2.9) from `origin`: an open call is completed only
+/// by the origin and the process (`process_pid`, `process_start_time`) that started it;
+/// anyone else gets 403 `not_owner` and nothing changes.
+pub fn call_complete_from(
+    shared: &Shared,
+    body: &Node<'_>,
+    origin: Option<&str>,
+) -> Result<Value, ApiError> {
     let fitted = super::fields::fit_node(body)?;
     let body = fitted.as_ref().unwrap_or(body);
     let call_id = match body.get("call_id") {
@@ -440,6 +478,20 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
             ))
         }
     };
+    let scalar = |key: &str| body.get(key).map(Node::to_value);
+    let who = identity_of(
+        scalar("process_pid").as_ref(),
+        scalar("process_start_time").as_ref(),
+    )
+    .ok()
+    .map(|w| w.process());
+    let owned = |st: &State| {
+        st.calls
+            .check_call_owner(&call_id, origin, who.as_ref())
+            .map_err(|e| not_yours("call", &e))
+    };
+    // Checked before anything is stored, and again when the call is taken.
+    owned(&shared.lock())?;
     verify_and_store(
         shared,
         &[node_pair(body, RESULT), node_pair(body, EXCEPTION)],
@@ -516,6 +568,7 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
     };
 
     let mut st = shared.lock();
+    owned(&st)?;
     let Some(done) = st.calls.complete(&call_id) else {
         // Compat: an unknown call id is fine and records nothing.
         return Ok(json!({"status": "ok"}));
@@ -825,7 +878,8 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .to_owned();
-            let mut b = body(json!({"call_id": call_id, "status": status}));
+            let mut b = body(json!({"call_id": call_id, "status": status,
+                "process_pid": 4242, "process_start_time": 1795311683.5}));
             if let Value::Object(m) = extra {
                 b.extend(m);
             }
@@ -870,6 +924,45 @@ mod tests {
         as_json["args"][0]["serialization_format"] = json!("json");
         assert_eq!(start(&s, &as_json).unwrap_err().code(), "invalid_json");
         assert_eq!(s.store.len(), 1);
+    }
+
+    #[test]
+    fn only_the_starting_process_and_origin_complete_a_call() {
+        let s = shared();
+        let page = Some("http://localhost:3000");
+        let text = serde_json::to_string(&start_body("f", &[json!(1)])).unwrap();
+        let answer = call_start_from(&s, &Node::parse(text.as_bytes()).unwrap(), page).unwrap();
+        let call_id = answer["call_id"].as_str().unwrap().to_owned();
+        let try_complete = |b: &Obj, origin: Option<&str>| {
+            let text = serde_json::to_string(b).unwrap();
+            call_complete_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin)
+        };
+        let good = complete_body(&call_id, &json!(2));
+        let e = try_complete(&good, None).unwrap_err();
+        assert_eq!((e.status, e.code()), (403, "not_owner"));
+        assert!(e.to_string().contains("http://localhost:3000"), "{e}");
+        let e = try_complete(&good, Some("http://evil.example")).unwrap_err();
+        assert_eq!(e.code(), "not_owner");
+        let mut other_pid = good.clone();
+        other_pid.insert("process_pid".into(), json!(4243));
+        assert_eq!(
+            try_complete(&other_pid, page).unwrap_err().code(),
+            "not_owner"
+        );
+        let mut no_identity = good.clone();
+        no_identity.remove("process_start_time");
+        assert_eq!(
+            try_complete(&no_identity, page).unwrap_err().code(),
+            "not_owner"
+        );
+        assert_eq!(s.lock().calls.n_open(), 1, "refusals change nothing");
+        assert_eq!(
+            call_records(&s, &RecordFilter::default(), 0, 10).total_count,
+            0
+        );
+        assert_eq!(try_complete(&good, page).unwrap(), json!({"status": "ok"}));
+        let page_rec = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(page_rec.calls[0]["origin"], "http://localhost:3000");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod calls;
 pub mod external;
 mod fields;
 mod gate;
+mod origins;
 mod pauses;
 mod processes;
 mod records;
@@ -24,6 +25,7 @@ pub(crate) mod testing;
 
 pub use breakpoints::*;
 pub use calls::*;
+pub use origins::*;
 pub use pauses::*;
 pub use processes::*;
 pub use records::*;

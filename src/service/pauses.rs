@@ -308,9 +308,16 @@ pub fn modify_prefill(shared: &Shared, call: &CallRecord) -> (Value, Value) {
 
 /// `GET /api/poll/<id>`: ready with the stored action, or waiting (also for unknown ids).
 pub fn poll(shared: &Shared, pause_id: &str) -> Value {
-    match shared.lock().calls.poll(pause_id, ids::now()) {
-        Some(action) => json!({"status": "ready", "action": action}),
-        None => json!({"status": "waiting"}),
+    poll_from(shared, pause_id, None).unwrap_or_else(|e| e.to_json())
+}
+
+/// `GET /api/poll/<pause_id>` from `origin`: a pause of another origin (or a program's pause
+/// polled by a page, or the reverse) is 403 `not_owner`.
+pub fn poll_from(shared: &Shared, pause_id: &str, origin: Option<&str>) -> Result<Value, ApiError> {
+    match shared.lock().calls.poll(pause_id, origin, ids::now()) {
+        Ok(Some(action)) => Ok(json!({"status": "ready", "action": action})),
+        Ok(None) => Ok(json!({"status": "waiting"})),
+        Err(e) => Err(super::calls::not_yours("pause", &e)),
     }
 }
 

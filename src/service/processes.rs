@@ -29,6 +29,8 @@ pub struct ProcessSummary {
     pub start_time: f64,
     /// The page of a browser (JS) client, when it sent one.
     pub page_url: Option<String>,
+    /// The browser origin (`Origin` header) of its calls, when a web page reported them.
+    pub origin: Option<String>,
     /// When its first record started and its last one ended (the client's clock).
     pub first_at: f64,
     pub last_at: f64,
@@ -137,6 +139,7 @@ struct Span {
     started: f64,
     completed: f64,
     page_url: Option<String>,
+    origin: Option<String>,
 }
 
 fn span(r: &Record) -> Option<Span> {
@@ -147,12 +150,14 @@ fn span(r: &Record) -> Option<Span> {
                 started,
                 completed: c.completed_at.max(started),
                 page_url: c.page_url.as_str().map(str::to_owned),
+                origin: c.origin().map(str::to_owned),
             })
         }
         Record::Event(e) => Some(Span {
             started: e.at,
             completed: e.at,
             page_url: e.page_url.as_str().map(str::to_owned),
+            origin: None,
         }),
         Record::Other(_) => None,
     }
@@ -199,6 +204,7 @@ fn count(by_key: &mut Option<ProcessSummary>, p: Process, span: Span) {
         pid: p.pid,
         start_time: p.start_time,
         page_url: None,
+        origin: None,
         first_at: span.started,
         last_at: span.completed,
         records: 0,
@@ -208,6 +214,9 @@ fn count(by_key: &mut Option<ProcessSummary>, p: Process, span: Span) {
     s.last_at = s.last_at.max(span.completed);
     if s.page_url.is_none() {
         s.page_url = span.page_url;
+    }
+    if s.origin.is_none() {
+        s.origin = span.origin;
     }
 }
 

@@ -272,14 +272,38 @@ pub fn repl_close(shared: &Shared, session_id: &str) -> Result<Done, ApiError> {
 
 /// `GET /api/poll-repl/<pause_id>`: the next queued eval, or `{"eval_id": null}` (always 200).
 pub fn poll_repl(shared: &Shared, pause_id: &str) -> Value {
-    match shared.lock().repl.next_request(pause_id) {
-        Some(req) => req.to_json(),
-        None => json!({"eval_id": null}),
-    }
+    poll_repl_from(shared, pause_id, None).unwrap_or_else(|e| e.to_json())
 }
 
-/// `POST /api/call/repl-result` (protocol doc §2.8).
+/// `GET /api/poll-repl/<pause_id>` from `origin`: the REPL requests of a pause go only to the
+/// origin that owns it (403 `not_owner` otherwise, and the queue is left as it is).
+pub fn poll_repl_from(
+    shared: &Shared,
+    pause_id: &str,
+    origin: Option<&str>,
+) -> Result<Value, ApiError> {
+    let mut st = shared.lock();
+    st.calls
+        .check_pause_owner(pause_id, origin)
+        .map_err(|e| super::calls::not_yours("pause", &e))?;
+    Ok(match st.repl.next_request(pause_id) {
+        Some(req) => req.to_json(),
+        None => json!({"eval_id": null}),
+    })
+}
+
+/// `POST /api/call/repl-result` (protocol doc §2.8), for a request without a browser origin.
 pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
+    repl_result_from(shared, body, None)
+}
+
+/// `POST /api/call/repl-result` (protocol doc §2.8) from `origin`: only the origin that owns
+/// the session's pause may answer its evals (403 `not_owner`, nothing changes).
+pub fn repl_result_from(
+    shared: &Shared,
+    body: &Obj,
+    origin: Option<&str>,
+) -> Result<Done, ApiError> {
     let fitted = super::fields::fit_repl(body)?;
     let body = fitted.as_ref().unwrap_or(body);
     let field = |k: &str| match body.get(k) {
@@ -295,7 +319,12 @@ pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
         ));
     };
     let check = |st: &crate::state::State| match st.repl.check_delivery(&session_id, &eval_id) {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            let pause = st.repl.session(&session_id).map(|s| s.pause_id.as_str());
+            st.calls
+                .check_pause_owner(pause.unwrap_or(""), origin)
+                .map_err(|e| super::calls::not_yours("pause", &e))
+        }
         Err(ReplError::SessionNotFound) => Err(session_not_found(&session_id)),
         Err(ReplError::SessionClosed) => Err(session_closed(&session_id)),
         Err(ReplError::EvalNotFound) => Err(ApiError::not_found(

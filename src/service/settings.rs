@@ -186,6 +186,8 @@ fn breakpoint_from_disk(
 /// (`restore`), at start, before any request.
 #[derive(Debug, Default)]
 pub struct SettingsLoader {
+    /// The browser origins granted in the web UI, from the last record that lists them.
+    granted_origins: Option<Vec<String>>,
     breakpoints: BTreeMap<String, BreakpointSettings>,
     global: Option<Global>,
     records: usize,
@@ -206,6 +208,22 @@ impl SettingsLoader {
                 self.warnings.push(format!(
                     "a settings record of unknown version {other:?} skipped"
                 ));
+                return;
+            }
+        }
+        if let Some(list) = m.get(ORIGINS_KEY) {
+            let origins = list
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.granted_origins = Some(origins);
+            if !m.contains_key("default_behavior") {
+                // A record of the grants only.
                 return;
             }
         }
@@ -256,6 +274,11 @@ impl SettingsLoader {
 
     /// Restores the settings the records leave into `breakpoints`, logging what was restored
     /// from the database `path`: "restored 3 breakpoints, default behavior go from FILE".
+    /// The browser origins granted in the web UI (none in a file written before grants).
+    pub fn granted_origins(&self) -> &[String] {
+        self.granted_origins.as_deref().unwrap_or_default()
+    }
+
     pub fn restore(self, breakpoints: &mut Breakpoints, path: &Path) {
         for w in &self.warnings {
             log::warn!("database {}: settings: {w}", path.display());
@@ -276,6 +299,47 @@ impl SettingsLoader {
 
 /// Runs a change of the settings and writes what it changed before returning (see the
 /// module doc). `change` runs under the state lock.
+/// The key of a settings record that lists the granted browser origins (the whole list, so
+/// the last such record holds them all): `{"settings": 1, "granted_origins": [...]}`. Files
+/// written before grants have no such record; a server of that time skips it harmlessly (a
+/// version-1 record that changes no breakpoint).
+const ORIGINS_KEY: &str = "granted_origins";
+
+/// Changes the browser-origin grants and writes them (when they changed, with a database file)
+/// before the change is acknowledged; a failed write undoes the change (`storage_error`).
+pub(crate) fn persisted_origins<T>(
+    shared: &Shared,
+    change: impl FnOnce(&mut State) -> T,
+) -> Result<T, ApiError> {
+    let _order = shared.settings_writer();
+    let mut st = shared.lock();
+    let before = st.origins.granted().to_vec();
+    let out = change(&mut st);
+    st.emit(EventKind::OriginsChanged);
+    let after = st.origins.granted().to_vec();
+    drop(st);
+    if !shared.store.is_durable() || before == after {
+        return Ok(out);
+    }
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(ORIGINS_KEY.into(), json!(after));
+    let record = Value::Object(record);
+    match shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
+    {
+        Ok(()) => Ok(out),
+        Err(err) => {
+            log::error!("writing the granted origins failed: {err}; the change is undone");
+            let mut st = shared.lock();
+            st.origins.restore(&before);
+            st.emit(EventKind::OriginsChanged);
+            Err(ApiError::storage(&err))
+        }
+    }
+}
+
 pub(super) fn persisted<T>(
     shared: &Shared,
     change: impl FnOnce(&mut State) -> T,

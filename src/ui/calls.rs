@@ -265,6 +265,14 @@ fn row(out: &mut String, m: &Map<String, Value>) {
             esc(key),
             esc(&pid.to_string())
         );
+        if let Some(origin) = text("origin") {
+            let _ = write!(
+                out,
+                "<span class=\"meta origin\" title=\"Reported by a web page of this origin \
+                 (the browser's Origin header)\">page origin {}</span>",
+                esc(origin)
+            );
+        }
     } else if let Some(server) = text("server") {
         let _ = write!(
             out,

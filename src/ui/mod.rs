@@ -310,8 +310,17 @@ fn shared_status(shared: &Shared) -> String {
         format!(" · {connected} external MCP server{}", plural(connected))
     });
     let agents = shared.mcp_sessions.load(Ordering::SeqCst);
+    let asking = shared.lock().origins.pending().count();
+    let asking = if asking > 0 {
+        format!(
+            " · {asking} web page origin{} asking to report calls (see Paused)",
+            plural(asking)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} breakpoint{} · {} paused · {} record{} (calls and client events){} · {} agent{} connected",
+        "{} breakpoint{} · {} paused · {} record{} (calls and client events){}{asking} · {} agent{} connected",
         s.breakpoints,
         plural(s.breakpoints),
         s.paused,

@@ -40,12 +40,67 @@ pub fn page(shared: &Shared) -> Html {
         format!(
             "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
+             <section id=\"origin-requests\" data-live aria-label=\"Pages asking to report calls\">{}</section>\
              <div id=\"cards\" data-live data-keyed>{}</div>\
              <section class=\"log\" id=\"log\" data-live aria-label=\"Log\">{}</section>",
+            origin_requests_html(shared),
             cards_html(shared),
             log_html(shared)
         ),
     )
+}
+
+/// The web pages refused on the browser-client endpoints, waiting for the person's answer:
+/// "<origin> wants to report calls to this debugger: Allow / Deny" (`POST /api/origins`).
+/// Nothing at all when none waits.
+fn origin_requests_html(shared: &Shared) -> String {
+    let view = service::origins(shared);
+    let mut out = String::new();
+    for p in &view.pending {
+        let origin = esc(&p.origin);
+        let form = |decision: &str, label: &str, class: &str| {
+            format!(
+                "<form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision={decision}\" data-then=\"refresh\">\
+                 <input type=\"hidden\" name=\"origin\" value=\"{origin}\">\
+                 <input type=\"hidden\" name=\"decision\" value=\"{decision}\">\
+                 <button type=\"submit\" class=\"{class}\" data-origin-decision=\"{decision}\">{label}</button></form>",
+                esc(&encode_segment(&p.origin))
+            )
+        };
+        let _ = write!(
+            out,
+            "<div class=\"origin-request\" data-origin=\"{origin}\"><p><strong>{origin}</strong> \
+             wants to report calls to this debugger <span class=\"hint\">({} refused request{}, \
+             the first to <code>{}</code>). Allowed, its pages can report their calls, wait on \
+             their pauses and answer their REPL; nothing else.</span></p>{}{}\
+             <p class=\"error\" role=\"alert\"></p></div>",
+            p.requests,
+            super::plural(p.requests as usize),
+            esc(&p.path),
+            form("allow", "Allow", "primary"),
+            form("deny", "Deny", "")
+        );
+    }
+    if !view.granted.is_empty() {
+        out.push_str(
+            "<div class=\"granted-origins\"><span class=\"hint\">Web pages allowed to report calls:</span>",
+        );
+        for origin in &view.granted {
+            let _ = write!(
+                out,
+                " <span class=\"granted-origin\" data-origin=\"{o}\"><code>{o}</code>\
+                 <form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision=deny\" data-then=\"refresh\">\
+                 <input type=\"hidden\" name=\"origin\" value=\"{o}\">\
+                 <input type=\"hidden\" name=\"decision\" value=\"deny\">\
+                 <button type=\"submit\" class=\"small\" data-origin-decision=\"revoke\" \
+                 title=\"Deny: its calls are refused again\">Revoke</button></form></span>",
+                esc(&encode_segment(origin)),
+                o = esc(origin)
+            );
+        }
+        out.push_str("<p class=\"error\" role=\"alert\"></p></div>");
+    }
+    out
 }
 
 /// The newest lines logpoints wrote, oldest first (the list keeps to its bottom as lines come);
@@ -241,6 +296,16 @@ fn card(
         },
         p.paused_at
     );
+    // A web page's call shows the page's origin, as its browser said it (the `Origin` header):
+    // a page cannot pass for a program, or for a page of another origin.
+    if let Some(origin) = call.origin() {
+        let _ = write!(
+            out,
+            " · <span class=\"badge origin\" title=\"Reported by a web page of this origin (the \
+             browser's Origin header)\">page origin {}</span>",
+            esc(origin)
+        );
+    }
     // A web page (the browser debug client, whose pid is 0) by its address; a program by pid.
     match call.page_url.as_str().filter(|u| !u.is_empty()) {
         Some(url) => {

@@ -93,9 +93,13 @@ fn process_table(shared: &Shared, filter: &str) -> String {
          <tbody id=\"process-rows\">",
     );
     for p in &listing.processes {
-        let who = match &p.page_url {
-            Some(url) => format!("JS {url}"),
-            None => p.pid.to_string(),
+        let who = match (&p.page_url, &p.origin) {
+            (_, Some(origin)) => format!(
+                "JS {} (page origin {origin})",
+                p.page_url.as_deref().unwrap_or("")
+            ),
+            (Some(url), None) => format!("JS {url}"),
+            (None, None) => p.pid.to_string(),
         };
         let text = format!(
             "{} {} {}",
@@ -363,9 +367,14 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
         selected: selected_row,
     };
 
-    let who = match &p.page_url {
-        Some(url) => format!("JS page {}", esc(url)),
-        None => format!("PID {}", p.pid),
+    let who = match (&p.page_url, &p.origin) {
+        (url, Some(origin)) => format!(
+            "JS page {} <span class=\"badge origin\">page origin {}</span>",
+            esc(url.as_deref().unwrap_or("")),
+            esc(origin)
+        ),
+        (Some(url), None) => format!("JS page {}", esc(url)),
+        (None, None) => format!("PID {}", p.pid),
     };
     let mut main = format!(
         "<div class=\"bar\"><h1>Call tree <code class=\"key\">{}</code></h1>\

@@ -335,7 +335,7 @@ fn json_items_from_the_browser_client_are_verified_and_rendered() {
 }
 
 #[test]
-fn call_ids_carry_server_time_and_a_counter() {
+fn call_ids_carry_server_time_a_counter_and_128_random_bits() {
     let server = Server::start(&[]);
     let c = server.client();
     let ids: Vec<String> = (0..3)
@@ -346,12 +346,18 @@ fn call_ids_carry_server_time_and_a_counter() {
                 .to_owned()
         })
         .collect();
+    let mut keys = std::collections::HashSet::new();
     for (i, id) in ids.iter().enumerate() {
-        let (time, counter) = id.split_once('-').unwrap();
+        let (time, rest) = id.split_once('-').unwrap();
+        let (counter, key) = rest.split_once('-').unwrap();
         let (secs, frac) = time.split_once('.').unwrap();
         assert!(secs.parse::<u64>().unwrap() > 1_700_000_000, "{id}");
         assert_eq!(frac.len(), 6, "{id}");
         assert_eq!(counter, format!("{:03}", i + 1), "{id}");
+        // The random part: what makes a call id unguessable (only its caller completes it).
+        assert_eq!(key.len(), 32, "{id}");
+        assert!(key.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        assert!(keys.insert(key.to_owned()), "{id}");
     }
 }
 
@@ -650,7 +656,8 @@ fn completion_records_results_and_exceptions() {
     let start = c.post_ok("/api/call/start", &call_start_body("g", vec![], json!({})));
     let cid = cid_of(b"lost");
     let body = json!({"call_id": start["call_id"], "timestamp": 6.0, "status": "success",
-                      "process_pid": 1, "process_start_time": 2.0, "result_cid": cid, "result_client_ref": 3});
+                      "process_pid": 16759, "process_start_time": 1795311683.7211661,
+                      "result_cid": cid, "result_client_ref": 3});
     c.post_ok("/api/call/complete", &body);
     let rec = c.get_ok("/api/call-records?function=g")["calls"][0].clone();
     assert_eq!(rec["pretty_result"], format!("<cid:{cid} missing>"));
@@ -716,8 +723,8 @@ fn after_pauses_follow_the_after_behavior_and_accept_only_continue() {
     // Global stop does not pause after an exception; after-behavior exception does.
     let start = c.post_ok("/api/call/start", &call_start_body("f", vec![], json!({})));
     let exc_body = |call_id: &Value| {
-        json!({"call_id": call_id, "timestamp": 5.0, "status": "exception", "process_pid": 1,
-               "process_start_time": 2.0, "exception_type": "mod.Boom", "exception_message": "",
+        json!({"call_id": call_id, "timestamp": 5.0, "status": "exception", "process_pid": 16759,
+               "process_start_time": 1795311683.7211661, "exception_type": "mod.Boom", "exception_message": "",
                "exception_traceback": "tb"})
     };
     assert_eq!(

@@ -22,7 +22,7 @@ fn get_script(c: &Client, host: &str) -> Resp {
 
 #[test]
 fn the_script_is_served_to_any_origin_with_the_server_url_baked_in() {
-    let s = Server::start(&[]);
+    let s = Server::start(&["--allow-origin", PAGE]);
     let c = s.client();
     let r = get_script(&c, &format!("127.0.0.1:{}", s.port));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -166,7 +166,7 @@ fn complete(c: &Client, call_id: &str, result: &Value) -> Value {
 
 #[test]
 fn a_page_gets_json_actions_it_can_decode() {
-    let s = Server::start(&[]);
+    let s = Server::start(&["--allow-origin", PAGE]);
     let c = s.client();
     c.post_ok(
         "/api/breakpoints",

@@ -29,5 +29,7 @@ mod faults;
 mod framing;
 mod load;
 mod local_users;
+mod origins;
+mod ownership;
 mod routes;
 mod traversal;

@@ -224,7 +224,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "log", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
