@@ -279,6 +279,18 @@ pub const UPSTREAM_SSE_MAX_LINE: usize = 256 << 20;
 /// Most pages a paginated list (`tools/list`, `resources/list`) may take before we stop (a
 /// server looping on its cursor).
 pub const UPSTREAM_MAX_PAGES: usize = 1000;
+/// Longest tool name of an external server, in characters (the MCP specification's advice);
+/// a longer one is skipped.
+pub const UPSTREAM_TOOL_NAME_CHARS: usize = 128;
+/// Most tools kept of one external server; the rest are skipped (and no further page is asked
+/// for).
+pub const UPSTREAM_MAX_TOOLS: usize = 1000;
+/// Most bytes of one external server's tool list kept (each tool's JSON: name, description,
+/// schemas); the tools past it are skipped. Bounds what the catalog holds in memory.
+pub const UPSTREAM_MAX_CATALOG_BYTES: usize = 4 << 20;
+/// Messages waiting for an external stdio server to read its stdin; when it does not, and one
+/// more would wait, that write fails and the connection is dropped as broken.
+pub const UPSTREAM_STDIO_WRITE_QUEUE: usize = 256;
 
 // ---- REPL sessions (`repl.rs`) ----
 
@@ -819,6 +831,35 @@ pub const TABLE: &[Limit] = &[
         value: || count(UPSTREAM_MAX_PAGES as u64),
         flag: None,
         reached: "The list stops there, with a warning in the log.",
+    },
+    Limit {
+        what: "Tools of one external server",
+        value: || {
+            format!(
+                "{} tools, {} of their JSON",
+                count(UPSTREAM_MAX_TOOLS as u64),
+                bytes(UPSTREAM_MAX_CATALOG_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The tools past it are skipped (no further page is asked for), with a warning \
+                  in the log and their count in the server's `skipped_tools` \
+                  (`GET /api/mcp-clients`).",
+    },
+    Limit {
+        what: "Tool name of an external server",
+        value: || format!("{UPSTREAM_TOOL_NAME_CHARS} characters"),
+        flag: None,
+        reached: "The tool is skipped, as is one whose name is empty or holds whitespace, a \
+                  control or an invisible formatting character, and a second tool of the same \
+                  name; each is logged and counted in `skipped_tools`.",
+    },
+    Limit {
+        what: "Messages waiting for an external stdio server to read its stdin",
+        value: || count(UPSTREAM_STDIO_WRITE_QUEUE as u64),
+        flag: None,
+        reached: "The write fails: the call fails with `call_failed` saying the server does \
+                  not read its input, and the connection is dropped (then reconnected).",
     },
 ];
 

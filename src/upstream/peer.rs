@@ -648,30 +648,52 @@ impl Peer {
         timeout: Duration,
     ) -> Result<Vec<Value>, Failure> {
         let mut items = Vec::new();
+        self.list_each(method, key, timeout, |item| {
+            items.push(item);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// A paginated list, item by item: `keep` is given each of every page's `key` items; once
+    /// it returns false (a budget is spent) it still sees the rest of that page, but no further
+    /// page is asked for.
+    pub fn list_each(
+        self: &Arc<Self>,
+        method: &str,
+        key: &str,
+        timeout: Duration,
+        mut keep: impl FnMut(Value) -> bool,
+    ) -> Result<(), Failure> {
         let mut cursor: Option<String> = None;
         for _ in 0..UPSTREAM_MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page = self.request(method, params, timeout)?;
-            match page.get(key) {
-                Some(Value::Array(list)) => items.extend(list.iter().cloned()),
+            let mut page = self.request(method, params, timeout)?;
+            let mut more = true;
+            match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(list)) => {
+                    for item in list {
+                        more &= keep(item);
+                    }
+                }
                 None | Some(Value::Null) => {}
                 Some(_) => return Err(Failure::Invalid(format!("{method}: {key} is not a list"))),
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => {
+                Some(c) if more && !c.is_empty() && cursor.as_deref() != Some(c) => {
                     cursor = Some(c.to_owned())
                 }
-                _ => return Ok(items),
+                _ => return Ok(()),
             }
         }
         log::warn!(
             "upstream {}: {method} still paginating after {UPSTREAM_MAX_PAGES} pages; stopped",
             self.name
         );
-        Ok(items)
+        Ok(())
     }
 
     /// Follows a modern server's list changes: opens one `subscriptions/listen` request (on a
