@@ -22,9 +22,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use super::config::{ServerConfig, Timing, Transport, TransportKind};
-use super::names::{
-    catalog_name, check_tool_name, validate_server_name, Catalog, ResolveError,
-};
+use super::names::{catalog_name, check_tool_name, validate_server_name, Catalog, ResolveError};
 use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::error::ApiError;

@@ -343,7 +343,13 @@ impl Catalog {
 mod tests {
     #[test]
     fn tool_names_refuse_what_hides_or_disguises_them() {
-        for ok in ["echo", "größe_✓", "a/b", "x.y-z_1", &"n".repeat(UPSTREAM_TOOL_NAME_CHARS)] {
+        for ok in [
+            "echo",
+            "größe_✓",
+            "a/b",
+            "x.y-z_1",
+            &"n".repeat(UPSTREAM_TOOL_NAME_CHARS),
+        ] {
             assert_eq!(check_tool_name(ok), Ok(()), "{ok:?}");
         }
         assert_eq!(check_tool_name(""), Err(ToolNameError::Empty));
@@ -361,7 +367,11 @@ mod tests {
             ("tag\u{E0041}", '\u{E0041}'),
             ("nul\0", '\0'),
         ] {
-            assert_eq!(check_tool_name(bad), Err(ToolNameError::BadChar(c)), "{bad:?}");
+            assert_eq!(
+                check_tool_name(bad),
+                Err(ToolNameError::BadChar(c)),
+                "{bad:?}"
+            );
         }
     }
 

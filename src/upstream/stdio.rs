@@ -20,8 +20,8 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::harness::{home, Proc, LIVENESS};
 use crate::loadgen::http_within;
-use crate::support::{fixture_server_path, poll_until, process_gone, proc_status_kib, Client};
+use crate::support::{fixture_server_path, poll_until, proc_status_kib, process_gone, Client};
 
 /// The server's thread count now.
 fn threads(pid: u32) -> u64 {
@@ -59,10 +59,11 @@ fn tool_names(c: &Client) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // A flood of list_changed notifications.
 
-/// Connects a fixture flooding `list_changed` with `flags`; while the flood lasts, samples the
+/// Connects a fixture flooding `list_changed` with `flags` (with `on_call`, the flood comes
+/// when `fx/notify_change` is called once connected); while the flood lasts, samples the
 /// server's thread count until the catalog has `late` (the change made just before the last
 /// notice). Returns (threads before, most threads seen, RSS KiB before, RSS KiB after).
-fn flood(tag: &str, flags: &[&str]) -> (u64, u64, u64, u64) {
+fn flood(tag: &str, flags: &[&str], on_call: bool) -> (u64, u64, u64, u64) {
     let (_dir, server) = start(tag);
     let c = server.client();
     let pid = server.pid();
@@ -74,16 +75,26 @@ fn flood(tag: &str, flags: &[&str]) -> (u64, u64, u64, u64) {
         let port = c.port;
         thread::spawn(move || {
             let flags: Vec<&str> = args.iter().map(String::as_str).collect();
-            connect(&Client { port }, &flags, 30.0)
+            let c = Client { port };
+            let connected = connect(&c, &flags, 30.0);
+            if on_call {
+                let (status, body) = http_within(
+                    port,
+                    "POST",
+                    "/api/mcp-tools/call",
+                    br#"{"tool": "fx/notify_change", "arguments": {}}"#,
+                    LIVENESS,
+                )
+                .expect("an answer to notify_change");
+                assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+            }
+            connected
         })
     };
     let mut most = before;
     let current = poll_until(Duration::from_secs(120), || {
         most = most.max(threads(pid));
-        tool_names(&c)
-            .iter()
-            .any(|t| t == "fx/late")
-            .then_some(())
+        tool_names(&c).iter().any(|t| t == "fx/late").then_some(())
     });
     let connected = watcher.join().expect("connect thread");
     assert!(connected["tools"].is_array(), "{connected}");
@@ -99,7 +110,10 @@ fn flood(tag: &str, flags: &[&str]) -> (u64, u64, u64, u64) {
             .contains("list_changed notifications")
             .then_some(())
     });
-    assert!(settled.is_some(), "{tag}: the fixture never finished its flood");
+    assert!(
+        settled.is_some(),
+        "{tag}: the fixture never finished its flood"
+    );
     let echo = c.post_ok(
         "/api/mcp-tools/call",
         &json!({"tool": "fx/late", "arguments": {}}),
@@ -123,20 +137,22 @@ const THREAD_SLACK: u64 = 24;
 
 #[test]
 fn a_flood_of_tools_list_changed_costs_no_thread_per_notice() {
-    let (before, most, _, _) = flood("flood", &["--flood-list-changed", "20000"]);
+    let (before, most, _, _) = flood("flood", &["--flood-list-changed", "20000"], false);
     assert!(
         most <= before + THREAD_SLACK,
         "{most} threads during the flood ({before} before)"
     );
 }
 
-// Every tools/list takes 100 ms, so every notice comes while a relist is in flight: they
-// coalesce into one more relist, which sees the last change.
+// Once connected, a tool call floods 3,000 notices and every tools/list takes 100 ms, so the
+// notices come while a relist is in flight: they coalesce into one more relist, which sees the
+// last change.
 #[test]
 fn a_flood_of_list_changed_during_slow_relists_coalesces() {
     let (before, most, _, _) = flood(
         "flood-slow",
-        &["--flood-list-changed", "3000", "--slow-list", "100"],
+        &["--notify-change-count", "3000", "--slow-list", "100"],
+        true,
     );
     assert!(
         most <= before + THREAD_SLACK,
@@ -150,6 +166,7 @@ fn a_flood_of_mixed_list_changed_kinds_stays_bounded() {
     let (before, most, rss_before, rss_after) = flood(
         "flood-mixed",
         &["--flood-list-changed", "20000", "--flood-resources"],
+        false,
     );
     assert!(
         most <= before + THREAD_SLACK,
@@ -175,7 +192,12 @@ fn timed_call(port: u16, tool: &str, arguments: Value) -> (u16, Value, Duration)
         body.as_bytes(),
         LIVENESS,
     )
-    .unwrap_or_else(|e| panic!("the call of {tool} got no answer after {:?}: {e}", t0.elapsed()));
+    .unwrap_or_else(|e| {
+        panic!(
+            "the call of {tool} got no answer after {:?}: {e}",
+            t0.elapsed()
+        )
+    });
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     (status, v, t0.elapsed())
 }
@@ -228,7 +250,10 @@ fn deaf(tag: &str, flags: &[&str], arguments: Value, sigterm: bool) {
         t0.elapsed(),
         String::from_utf8_lossy(&answer)
     );
-    assert!(matches!(status, 200 | 502), "{tag}: connect answered {status}");
+    assert!(
+        matches!(status, 200 | 502),
+        "{tag}: connect answered {status}"
+    );
     let fx: u32 = std::fs::read_to_string(&pid_file)
         .expect("the fixture's pid file")
         .trim()
