@@ -282,6 +282,11 @@ pub const UPSTREAM_MAX_PAGES: usize = 1000;
 /// Longest tool name of an external server, in characters (the MCP specification's advice);
 /// a longer one is skipped.
 pub const UPSTREAM_TOOL_NAME_CHARS: usize = 128;
+/// Longest resource URI of an external server, in characters; a longer one is skipped.
+pub const UPSTREAM_RESOURCE_URI_CHARS: usize = 2048;
+/// Most resources of one external server listed at once (`resources/list`); the rest are
+/// skipped (and no further page is asked for).
+pub const UPSTREAM_MAX_RESOURCES: usize = 1000;
 /// Most tools kept of one external server; the rest are skipped (and no further page is asked
 /// for).
 pub const UPSTREAM_MAX_TOOLS: usize = 1000;
@@ -845,6 +850,28 @@ pub const TABLE: &[Limit] = &[
         reached: "The tools past it are skipped (no further page is asked for), with a warning \
                   in the log and their count in the server's `skipped_tools` \
                   (`GET /api/mcp-clients`).",
+    },
+    Limit {
+        what: "Resources of one external server in a listing",
+        value: || {
+            format!(
+                "{} resources, {} of their JSON",
+                count(UPSTREAM_MAX_RESOURCES as u64),
+                bytes(UPSTREAM_MAX_CATALOG_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The resources past it are skipped (no further page is asked for), with a \
+                  warning in the log and their count in the listing's `skipped`.",
+    },
+    Limit {
+        what: "Resource URI of an external server",
+        value: || format!("{} characters", count(UPSTREAM_RESOURCE_URI_CHARS as u64)),
+        flag: None,
+        reached: "The resource is skipped, as is one whose URI is empty or holds whitespace, a \
+                  control or an invisible formatting character, whose name holds a control or \
+                  invisible formatting character, and a second resource of the same URI; each \
+                  is logged and counted in the listing's `skipped`.",
     },
     Limit {
         what: "Tool name of an external server",

@@ -22,12 +22,15 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use super::config::{ServerConfig, Timing, Transport, TransportKind};
-use super::names::{catalog_name, check_tool_name, validate_server_name, Catalog, ResolveError};
+use super::names::{
+    catalog_name, check_display_name, check_resource_uri, check_tool_name, validate_server_name,
+    Catalog, ExternalNameError, ResolveError,
+};
 use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::error::ApiError;
 use crate::ids;
-use crate::limits::{UPSTREAM_MAX_CATALOG_BYTES, UPSTREAM_MAX_TOOLS};
+use crate::limits::{UPSTREAM_MAX_CATALOG_BYTES, UPSTREAM_MAX_RESOURCES, UPSTREAM_MAX_TOOLS};
 
 /// The grace periods of a child at shutdown (stdin closed, then SIGTERM, then SIGKILL): short,
 /// because hosts give an MCP server about 2 s after closing its stdin before SIGTERM and 2 s
@@ -115,20 +118,80 @@ impl Skipped {
     }
 }
 
-/// A server's tool list as kept.
+/// A server's tool (or resource) list as kept.
 struct Listed {
+    /// The tools (or resources).
     tools: Vec<Value>,
     skipped: Skipped,
 }
 
-/// Individual log lines about skipped tools per listing; the rest are only counted.
+/// Individual log lines about skipped items per listing; the rest are only counted.
 const SKIP_LOG_LINES: usize = 5;
 
-/// Lists `peer`'s tools within the limits: tools with an invalid name, duplicates and those past
-/// the count or byte budget are skipped (counted, and the first few logged); no page is asked
-/// for once the budget is spent.
-fn list_tools(name: &str, peer: &Arc<Peer>, timeout: Duration) -> Result<Listed, Failure> {
-    let mut tools = Vec::new();
+/// A check of an external name ([`check_tool_name`], [`check_resource_uri`]).
+type NameCheck = fn(&str) -> Result<(), ExternalNameError>;
+
+/// What a bounded listing lists.
+#[derive(Clone, Copy)]
+enum Kind {
+    Tools,
+    Resources,
+}
+
+impl Kind {
+    fn method(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools/list",
+            Kind::Resources => "resources/list",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Resources => "resources",
+        }
+    }
+
+    fn max(self) -> usize {
+        match self {
+            Kind::Tools => UPSTREAM_MAX_TOOLS,
+            Kind::Resources => UPSTREAM_MAX_RESOURCES,
+        }
+    }
+
+    /// The item's identity (a tool's name, a resource's URI), or why it is invalid.
+    fn identity(self, item: &Value) -> Result<&str, String> {
+        let (field, check): (&str, NameCheck) = match self {
+            Kind::Tools => ("name", check_tool_name),
+            Kind::Resources => ("uri", check_resource_uri),
+        };
+        let Some(id) = item.get(field).and_then(Value::as_str) else {
+            return Err(format!("its {field} is missing or not a string"));
+        };
+        let shown = |s: &str| s.chars().take(64).collect::<String>();
+        check(id).map_err(|e| format!("its {field} {:?} is {e}", shown(id)))?;
+        if let Kind::Resources = self {
+            if let Some(n) = item.get("name").and_then(Value::as_str) {
+                check_display_name(n).map_err(|e| format!("its name {:?} {e}", shown(n)))?;
+            }
+        }
+        Ok(id)
+    }
+}
+
+/// Lists `peer`'s tools or resources within the limits: items with an invalid identity (see
+/// [`Kind::identity`]), duplicates (the first is kept) and those past the count or byte budget
+/// are skipped (counted, and the first few logged); no page is asked for once the budget is
+/// spent.
+fn list_bounded(
+    name: &str,
+    peer: &Arc<Peer>,
+    kind: Kind,
+    timeout: Duration,
+) -> Result<Listed, Failure> {
+    let what = kind.key();
+    let mut items = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut bytes = 0usize;
     let mut skipped = Skipped::default();
@@ -137,58 +200,58 @@ fn list_tools(name: &str, peer: &Arc<Peer>, timeout: Duration) -> Result<Listed,
     let mut note = |why: String| {
         logged += 1;
         if logged <= SKIP_LOG_LINES {
-            log::warn!("upstream {name}: skipped a tool: {why}");
+            log::warn!("upstream {name}: skipped one of its {what}: {why}");
         }
     };
-    peer.list_each("tools/list", "tools", timeout, |tool| {
+    peer.list_each(kind.method(), what, timeout, |item| {
         if full {
             skipped.over_limit += 1;
             return false;
         }
-        let tname = match tool.get("name").and_then(Value::as_str) {
-            Some(t) => t,
-            None => {
+        let id = match kind.identity(&item) {
+            Ok(id) => id,
+            Err(why) => {
                 skipped.invalid_name += 1;
-                note("it has no name string".to_owned());
+                note(why);
                 return true;
             }
         };
-        if let Err(e) = check_tool_name(tname) {
-            skipped.invalid_name += 1;
-            let shown: String = tname.chars().take(64).collect();
-            note(format!("{e}: {shown:?}"));
-            return true;
-        }
-        if seen.contains(tname) {
+        if seen.contains(id) {
             skipped.duplicate += 1;
-            note(format!("a second tool named {tname:?} (the first is kept)"));
+            note(format!("a second one of {id:?} (the first is kept)"));
             return true;
         }
-        let size = serde_json::to_vec(&tool).map_or(usize::MAX, |v| v.len());
-        if tools.len() >= UPSTREAM_MAX_TOOLS
-            || bytes.saturating_add(size) > UPSTREAM_MAX_CATALOG_BYTES
-        {
+        let size = serde_json::to_vec(&item).map_or(usize::MAX, |v| v.len());
+        if items.len() >= kind.max() || bytes.saturating_add(size) > UPSTREAM_MAX_CATALOG_BYTES {
             full = true;
             skipped.over_limit += 1;
             return false;
         }
-        seen.insert(tname.to_owned());
+        seen.insert(id.to_owned());
         bytes += size;
-        tools.push(tool);
+        items.push(item);
         true
     })?;
     if skipped.total() > 0 {
         log::warn!(
-            "upstream {name}: kept {} tools ({bytes} bytes); skipped {} with an invalid name, {} \
-             duplicates and {} past the limits ({UPSTREAM_MAX_TOOLS} tools, \
-             {UPSTREAM_MAX_CATALOG_BYTES} bytes)",
-            tools.len(),
+            "upstream {name}: kept {} {what} ({bytes} bytes); skipped {} invalid, {} duplicates \
+             and {} past the limits ({} {what}, {UPSTREAM_MAX_CATALOG_BYTES} bytes)",
+            items.len(),
             skipped.invalid_name,
             skipped.duplicate,
-            skipped.over_limit
+            skipped.over_limit,
+            kind.max()
         );
     }
-    Ok(Listed { tools, skipped })
+    Ok(Listed {
+        tools: items,
+        skipped,
+    })
+}
+
+/// [`list_bounded`] for tools.
+fn list_tools(name: &str, peer: &Arc<Peer>, timeout: Duration) -> Result<Listed, Failure> {
+    list_bounded(name, peer, Kind::Tools, timeout)
 }
 
 /// Where a server's definition came from.
@@ -853,6 +916,7 @@ impl Manager {
         };
         let mut resources = Vec::new();
         let mut errors = Map::new();
+        let mut skipped = Map::new();
         for name in targets {
             let Ok((live, timeout)) = self.live_of(&name) else {
                 continue;
@@ -860,8 +924,18 @@ impl Manager {
             if !live.init.capabilities.contains_key("resources") {
                 continue;
             }
-            match live.peer.list_all("resources/list", "resources", timeout) {
-                Ok(list) => {
+            match list_bounded(&name, &live.peer, Kind::Resources, timeout) {
+                Ok(Listed {
+                    tools: list,
+                    skipped: s,
+                }) => {
+                    if s.total() > 0 {
+                        skipped.insert(
+                            name.clone(),
+                            json!({"invalid": s.invalid_name, "duplicate": s.duplicate,
+                                "over_limit": s.over_limit}),
+                        );
+                    }
                     for r in list {
                         let mut entry = json!({
                             "uri": r.get("uri").cloned().unwrap_or(Value::Null),
@@ -887,7 +961,12 @@ impl Manager {
                 }
             }
         }
-        Ok(json!({"resources": resources, "errors": errors}))
+        let mut out = json!({"resources": resources, "errors": errors});
+        if !skipped.is_empty() {
+            // Only when something was skipped: by server, by reason.
+            out["skipped"] = Value::Object(skipped);
+        }
+        Ok(out)
     }
 
     /// Reads a resource: `{content, mime_type, contents}` where `content` is the first text

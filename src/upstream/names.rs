@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::limits::UPSTREAM_TOOL_NAME_CHARS;
+use crate::limits::{UPSTREAM_RESOURCE_URI_CHARS, UPSTREAM_TOOL_NAME_CHARS};
 
 /// Why a server name is invalid.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,9 +68,9 @@ pub fn validate_server_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// Why an external server's tool name is refused (see the module rules).
+/// Why an external server's tool name or resource URI is refused (see the module rules).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ToolNameError {
+pub enum ExternalNameError {
     /// Not a string, or the empty string.
     Empty,
     /// More than [`UPSTREAM_TOOL_NAME_CHARS`] characters (the count).
@@ -80,18 +80,15 @@ pub enum ToolNameError {
     BadChar(char),
 }
 
-impl fmt::Display for ToolNameError {
+impl fmt::Display for ExternalNameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ToolNameError::Empty => f.write_str("the tool name is empty or not a string"),
-            ToolNameError::TooLong(n) => write!(
+            ExternalNameError::Empty => f.write_str("empty or not a string"),
+            ExternalNameError::TooLong(n) => write!(f, "{n} characters long (too long)"),
+            ExternalNameError::BadChar(c) => write!(
                 f,
-                "the tool name has {n} characters (at most {UPSTREAM_TOOL_NAME_CHARS})"
-            ),
-            ToolNameError::BadChar(c) => write!(
-                f,
-                "the tool name contains U+{:04X} (whitespace, control and invisible formatting \
-                 characters are refused)",
+                "contains U+{:04X} (whitespace, control and invisible formatting characters are \
+                 refused)",
                 *c as u32
             ),
         }
@@ -111,19 +108,41 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// Checks an external server's tool name (see the module rules).
-pub fn check_tool_name(name: &str) -> Result<(), ToolNameError> {
+pub fn check_tool_name(name: &str) -> Result<(), ExternalNameError> {
+    check_identifier(name, UPSTREAM_TOOL_NAME_CHARS)
+}
+
+/// Checks an external server's resource URI: the rules of tool names, up to
+/// [`UPSTREAM_RESOURCE_URI_CHARS`] characters.
+pub fn check_resource_uri(uri: &str) -> Result<(), ExternalNameError> {
+    check_identifier(uri, UPSTREAM_RESOURCE_URI_CHARS)
+}
+
+/// Checks an external server's resource name (shown beside its URI): spaces are fine, control
+/// and invisible formatting characters are not.
+pub fn check_display_name(name: &str) -> Result<(), ExternalNameError> {
+    match name
+        .chars()
+        .find(|&c| (c.is_whitespace() && c != ' ') || c.is_control() || is_invisible(c))
+    {
+        Some(c) => Err(ExternalNameError::BadChar(c)),
+        None => Ok(()),
+    }
+}
+
+fn check_identifier(name: &str, max: usize) -> Result<(), ExternalNameError> {
     if name.is_empty() {
-        return Err(ToolNameError::Empty);
+        return Err(ExternalNameError::Empty);
     }
     if let Some(c) = name
         .chars()
         .find(|&c| c.is_whitespace() || c.is_control() || is_invisible(c))
     {
-        return Err(ToolNameError::BadChar(c));
+        return Err(ExternalNameError::BadChar(c));
     }
     let n = name.chars().count();
-    if n > UPSTREAM_TOOL_NAME_CHARS {
-        return Err(ToolNameError::TooLong(n));
+    if n > max {
+        return Err(ExternalNameError::TooLong(n));
     }
     Ok(())
 }
@@ -352,11 +371,11 @@ mod tests {
         ] {
             assert_eq!(check_tool_name(ok), Ok(()), "{ok:?}");
         }
-        assert_eq!(check_tool_name(""), Err(ToolNameError::Empty));
+        assert_eq!(check_tool_name(""), Err(ExternalNameError::Empty));
         let long = "n".repeat(UPSTREAM_TOOL_NAME_CHARS + 1);
         assert_eq!(
             check_tool_name(&long),
-            Err(ToolNameError::TooLong(UPSTREAM_TOOL_NAME_CHARS + 1))
+            Err(ExternalNameError::TooLong(UPSTREAM_TOOL_NAME_CHARS + 1))
         );
         for (bad, c) in [
             ("a\nb", '\n'),
@@ -369,10 +388,25 @@ mod tests {
         ] {
             assert_eq!(
                 check_tool_name(bad),
-                Err(ToolNameError::BadChar(c)),
+                Err(ExternalNameError::BadChar(c)),
+                "{bad:?}"
+            );
+            assert_eq!(
+                check_resource_uri(bad),
+                Err(ExternalNameError::BadChar(c)),
                 "{bad:?}"
             );
         }
+        assert_eq!(check_resource_uri("file:///tmp/a%20b.txt"), Ok(()));
+        assert_eq!(check_display_name("A readme file"), Ok(()));
+        assert_eq!(
+            check_display_name("evil\u{202E}name"),
+            Err(ExternalNameError::BadChar('\u{202E}'))
+        );
+        assert_eq!(
+            check_display_name("two\nlines"),
+            Err(ExternalNameError::BadChar('\n'))
+        );
     }
 
     use super::*;

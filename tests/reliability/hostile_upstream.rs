@@ -399,7 +399,7 @@ fn hostile_tool_names_are_skipped_and_counted() {
     );
     assert_eq!(echoed["result"]["content"][0]["text"], "still", "{echoed}");
     let log = server.stderr();
-    assert!(log.contains("skipped a tool"), "no log line");
+    assert!(log.contains("skipped one of its tools"), "no log line");
 }
 
 /// Connects a fixture listing `n` extra tools of `bytes` description each; (kept tools, status,
@@ -452,4 +452,41 @@ fn a_server_with_huge_tool_descriptions_is_cut_to_the_byte_budget() {
         "{status}"
     );
     assert!(rss < 512 * 1024, "RSS {rss} KiB");
+}
+
+// Resources with hostile URIs or names, a duplicate, and 5,000 more than the limit allows: the
+// listing keeps the valid ones within the limit, the first of a URI, and counts the rest.
+#[test]
+fn hostile_and_surplus_resources_are_skipped_and_counted() {
+    let (_dir, server) = start("resources");
+    let c = server.client();
+    connect(
+        &c,
+        &["--hostile-resources", "--many-resources", "5000"],
+        30.0,
+    );
+    let listing = c.get_ok("/api/mcp-resources?server=fx");
+    let resources = listing["resources"].as_array().expect("resources");
+    assert_eq!(resources.len(), 1000, "{}", listing["skipped"]);
+    assert_eq!(resources[0]["uri"], "fixture://hello");
+    assert_eq!(resources[0]["name"], "hello", "the first of a URI is kept");
+    for r in resources {
+        let uri = r["uri"].as_str().expect("a URI");
+        assert!(
+            !uri.is_empty() && !uri.chars().any(|c| c.is_control() || c == '\u{202E}'),
+            "{uri:?} listed"
+        );
+        assert_ne!(r["uri"], "fixture://named");
+    }
+    assert_eq!(
+        listing["skipped"]["fx"],
+        json!({"invalid": 6, "duplicate": 1, "over_limit": 5000 + 2 - 1000}),
+        "{}",
+        listing["skipped"]
+    );
+    let read = c.post_ok(
+        "/api/mcp-resources/read",
+        &json!({"server": "fx", "uri": "fixture://hello"}),
+    );
+    assert_eq!(read["content"], "hello world", "{read}");
 }
