@@ -490,3 +490,182 @@ fn hostile_and_surplus_resources_are_skipped_and_counted() {
     );
     assert_eq!(read["content"], "hello world", "{read}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The same flood over Streamable HTTP: a minimal MCP server whose event stream (the GET) carries
+// 20,000 `notifications/tools/list_changed`, `late` added just before the last.
+
+/// The event stream of [`HttpFlooder`]: `n` list_changed events, generated as they are read;
+/// `late` is set just before the last one is handed out.
+struct FloodStream {
+    left: usize,
+    late: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pending: Vec<u8>,
+}
+
+impl std::io::Read for FloodStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pending.is_empty() {
+            if self.left == 0 {
+                return Ok(0);
+            }
+            self.left -= 1;
+            if self.left == 0 {
+                self.late.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            self.pending = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n".to_vec();
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        Ok(n)
+    }
+}
+
+/// A Streamable HTTP MCP server on port 0 that floods its event stream; serves until dropped.
+struct HttpFlooder {
+    port: u16,
+    server: std::sync::Arc<tiny_http::Server>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl HttpFlooder {
+    fn start(n: usize) -> HttpFlooder {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+        let port = server.server_addr().to_ip().expect("an IP address").port();
+        let late = Arc::new(AtomicBool::new(false));
+        let s = server.clone();
+        let thread = thread::spawn(move || {
+            for mut rq in s.incoming_requests() {
+                let late = late.clone();
+                thread::spawn(move || {
+                    let header = |name: &str, value: &str| {
+                        tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+                            .expect("a header")
+                    };
+                    if *rq.method() == tiny_http::Method::Get {
+                        let body = FloodStream {
+                            left: n,
+                            late,
+                            pending: Vec::new(),
+                        };
+                        let resp = tiny_http::Response::new(
+                            200.into(),
+                            vec![header("Content-Type", "text/event-stream")],
+                            body,
+                            None,
+                            None,
+                        );
+                        let _ = rq.respond(resp);
+                        return;
+                    }
+                    if *rq.method() == tiny_http::Method::Delete {
+                        let _ = rq.respond(tiny_http::Response::empty(200));
+                        return;
+                    }
+                    let mut body = String::new();
+                    let _ = std::io::Read::read_to_string(rq.as_reader(), &mut body);
+                    let msg: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    let id = msg.get("id").cloned();
+                    let method = msg["method"].as_str().unwrap_or_default().to_owned();
+                    let Some(id) = id.filter(|_| !method.is_empty()) else {
+                        // A notification or a response of the client.
+                        let _ = rq.respond(tiny_http::Response::empty(202));
+                        return;
+                    };
+                    let reply = match method.as_str() {
+                        "initialize" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {"tools": {"listChanged": true}},
+                            "serverInfo": {"name": "flooder", "version": "1"}}}),
+                        "tools/list" => {
+                            let mut tools =
+                                vec![json!({"name": "echo", "inputSchema": {"type": "object"}})];
+                            if late.load(Ordering::SeqCst) {
+                                tools.push(
+                                    json!({"name": "late", "inputSchema": {"type": "object"}}),
+                                );
+                            }
+                            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}})
+                        }
+                        "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                        other => json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32601, "message": format!("Method not found: {other}")}}),
+                    };
+                    let resp = tiny_http::Response::from_string(reply.to_string())
+                        .with_header(header("Content-Type", "application/json"))
+                        .with_header(header("Mcp-Session-Id", "flood-session"));
+                    let _ = rq.respond(resp);
+                });
+            }
+        });
+        HttpFlooder {
+            port,
+            server,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for HttpFlooder {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_flood_of_list_changed_over_streamable_http_costs_no_thread_per_notice() {
+    let flooder = HttpFlooder::start(20_000);
+    let (_dir, server) = start("flood-http");
+    let c = server.client();
+    let pid = server.pid();
+    let before = threads(pid);
+    let (rss_before, _) = server.rss_kib();
+    let url = format!("http://127.0.0.1:{}/mcp", flooder.port);
+    let port = c.port;
+    let connecting = thread::spawn(move || {
+        let body = json!({"name": "fx", "url": url, "transport": "http", "auto_reconnect": false});
+        http_within(
+            port,
+            "POST",
+            "/api/mcp-clients/connect",
+            body.to_string().as_bytes(),
+            LIVENESS,
+        )
+    });
+    let mut most = before;
+    let current = poll_until(Duration::from_secs(120), || {
+        most = most.max(threads(pid));
+        tool_names(&c).iter().any(|t| t == "fx/late").then_some(())
+    });
+    let (status, body) = connecting
+        .join()
+        .expect("connect thread")
+        .expect("an answer to connect");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert!(
+        current.is_some(),
+        "the catalog never showed fx/late; {most} threads at most"
+    );
+    // A little longer: the relists after the last notice.
+    for _ in 0..50 {
+        most = most.max(threads(pid));
+        thread::sleep(Duration::from_millis(10));
+    }
+    let (rss_after, _) = server.rss_kib();
+    eprintln!(
+        "flood-http: threads {before} before, {most} at most; RSS {rss_before} KiB -> {rss_after} KiB"
+    );
+    assert!(
+        most <= before + THREAD_SLACK,
+        "{most} threads during the flood ({before} before)"
+    );
+    assert_eq!(client_status(&c, "fx")["status"], "connected");
+    let log = server.stderr();
+    assert!(!log.contains("panicked"), "the server panicked:\n{log}");
+}
