@@ -368,6 +368,12 @@ impl Peer {
         }
     }
 
+    /// Puts one message on the wire as is (the transports' tests).
+    #[cfg(test)]
+    pub(crate) fn send_for_test(self: &Arc<Self>, msg: &Value) -> Result<(), String> {
+        self.send(msg)
+    }
+
     /// Sends a request and waits up to `timeout` for its answer. On timeout the server is sent
     /// `notifications/cancelled` for the request.
     pub fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Reply {

@@ -499,6 +499,44 @@ mod tests {
         assert!(peer.is_closed());
     }
 
+    // A child that never reads its stdin: sends never block (the pipe, then the queue fill),
+    // the first refused one drops the connection, and stopping does not wait for the writer
+    // stuck on the full pipe.
+    #[test]
+    fn a_child_that_never_reads_fails_sends_at_once_and_still_stops() {
+        let peer = Peer::new("t", |_| {});
+        let args = vec!["-c".to_owned(), "exec sleep 60".to_owned()];
+        let spec = Spawn {
+            command: "sh",
+            args: &args,
+            env: &[],
+            cwd: None,
+        };
+        let proc = spawn(&peer, &spec, Duration::from_millis(200)).unwrap();
+        let big =
+            serde_json::json!({"jsonrpc": "2.0", "method": "x", "params": "y".repeat(64 * 1024)});
+        let t0 = Instant::now();
+        let mut refused = None;
+        for i in 0..UPSTREAM_STDIO_WRITE_QUEUE + 8 {
+            if let Err(e) = peer.send_for_test(&big) {
+                refused = Some((i, e));
+                break;
+            }
+        }
+        let (i, why) = refused.expect("a send was refused");
+        assert!(
+            i >= UPSTREAM_STDIO_WRITE_QUEUE,
+            "refused after {i} sends: {why}"
+        );
+        assert!(why.contains("does not read its input"), "{why}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(peer.is_closed(), "the connection is dropped as broken");
+        let t0 = Instant::now();
+        proc.stop();
+        assert!(proc.is_done());
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
     #[test]
     fn a_missing_command_is_a_clear_error() {
         let peer = Peer::new("t", |_| {});
