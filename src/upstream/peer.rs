@@ -19,7 +19,7 @@
 //! "input_required"`) fails the request with [`Failure::InputRequired`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::Duration;
@@ -310,7 +310,12 @@ pub struct Peer {
     progress: Mutex<HashMap<String, Sender<Value>>>,
     /// The open `subscriptions/listen` request's id, and where its acknowledgement goes.
     listen: Mutex<Option<(i64, Sender<()>)>>,
+    /// Requests of the server refused so far (see [`REFUSALS_LOGGED`]).
+    refused: AtomicU64,
 }
+
+/// Refusals of the server's requests logged at info per connection; the rest at debug.
+const REFUSALS_LOGGED: u64 = 10;
 
 impl Peer {
     /// A peer reporting to `notices` (called from transport threads; it must not block).
@@ -327,6 +332,7 @@ impl Peer {
             notices: Box::new(notices),
             progress: Mutex::new(HashMap::new()),
             listen: Mutex::new(None),
+            refused: AtomicU64::new(0),
         })
     }
 
@@ -881,6 +887,10 @@ impl Peer {
     }
 
     fn answer_request(self: &Arc<Self>, method: &str, id: Value) {
+        if self.is_closed() {
+            // Nobody to answer any more (a server flooding requests after we dropped it).
+            return;
+        }
         let reply = if method == "ping" {
             json!({"jsonrpc": "2.0", "id": id, "result": {}})
         } else {
@@ -890,7 +900,15 @@ impl Peer {
                 "roots/list" => "roots",
                 _ => "this method",
             };
-            log::info!(
+            // Logged at info the first few times; a server flooding us with requests does not
+            // flood the log.
+            let level = if self.refused.fetch_add(1, Ordering::Relaxed) < REFUSALS_LOGGED {
+                log::Level::Info
+            } else {
+                log::Level::Debug
+            };
+            log::log!(
+                level,
                 "upstream {}: refused the server's {method} request ({what} is not supported)",
                 self.name
             );
@@ -900,10 +918,12 @@ impl Peer {
             }})
         };
         if let Err(e) = self.send(&reply) {
-            log::warn!(
-                "upstream {}: could not answer the server's {method}: {e}",
-                self.name
-            );
+            if !self.is_closed() {
+                log::warn!(
+                    "upstream {}: could not answer the server's {method}: {e}",
+                    self.name
+                );
+            }
         }
     }
 

@@ -144,10 +144,18 @@ impl Proc {
 /// The [`Link`] writing to the child's stdin.
 struct StdioLink {
     proc: Arc<Proc>,
+    /// Set by the first `close`: one stopper thread per child, however many senders find the
+    /// queue full at once.
+    closing: AtomicBool,
 }
 
 impl Link for StdioLink {
     fn send(&self, peer: &Arc<Peer>, msg: &Value) -> Result<(), String> {
+        if peer.is_closed() || self.closing.load(Ordering::SeqCst) {
+            // Dropped already (a server flooding us with requests must not make each answer
+            // try again).
+            return Err("the connection is closed".to_owned());
+        }
         let mut line = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let queued = match lock(&self.proc.writer).as_ref() {
@@ -170,6 +178,9 @@ impl Link for StdioLink {
     }
 
     fn close(&self) {
+        if self.closing.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let proc = self.proc.clone();
         // Stopping waits for the child; do it off the caller's thread. Whoever must know the
         // child is gone (shutdown) waits on `Proc::stop` itself.
@@ -281,7 +292,10 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
             })
             .map_err(|e| format!("cannot start the stderr thread: {e}"))?;
     }
-    peer.set_link(Box::new(StdioLink { proc: proc.clone() }));
+    peer.set_link(Box::new(StdioLink {
+        proc: proc.clone(),
+        closing: AtomicBool::new(false),
+    }));
     Ok(proc)
 }
 

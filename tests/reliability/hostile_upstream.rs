@@ -225,11 +225,15 @@ fn assert_fails_in_time(what: &str, (status, body, took): &(u16, Value, Duration
 /// Connects a fixture that goes deaf with `flags`; checks a call fails in time; then disconnects
 /// it (or, with `sigterm`, signals the server) and checks the child is gone within seconds.
 /// A fixture flooding requests right after its tool list may be found broken before the
-/// connection is installed: then connecting fails (in time) and so do the calls.
+/// connection is installed: then connecting fails (in time) and so do the calls. Meanwhile the
+/// server's threads stay few, and its log does not repeat a line per request of the flood.
 fn deaf(tag: &str, flags: &[&str], arguments: Value, sigterm: bool) {
     let (dir, mut server) = start(tag);
     let c = server.client();
     let port = server.port;
+    let pid = server.pid();
+    let before = threads(pid);
+    let mut most = before;
     let pid_file = dir.path().join("fx.pid");
     let mut args = flags.to_vec();
     let pid_arg = pid_file.display().to_string();
@@ -259,10 +263,20 @@ fn deaf(tag: &str, flags: &[&str], arguments: Value, sigterm: bool) {
         .trim()
         .parse()
         .expect("a pid");
+    most = most.max(threads(pid));
     let first = timed_call(port, "fx/echo", arguments.clone());
     assert_fails_in_time(&format!("{tag}: first call"), &first);
+    most = most.max(threads(pid));
     let second = timed_call(port, "fx/echo", arguments);
     assert_fails_in_time(&format!("{tag}: second call"), &second);
+    most = most.max(threads(pid));
+    let log = server.stderr();
+    let refusals = log.matches("refused the server's").count();
+    let unanswered = log.matches("could not answer").count();
+    assert!(
+        refusals <= 10 && unanswered <= 10,
+        "{tag}: {refusals} refusals and {unanswered} failed answers logged"
+    );
     if sigterm {
         let t0 = Instant::now();
         server.signal("-TERM");
@@ -289,13 +303,23 @@ fn deaf(tag: &str, flags: &[&str], arguments: Value, sigterm: bool) {
     .unwrap_or_else(|e| panic!("{tag}: disconnect got no answer: {e}"));
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     // Stopping closes stdin, waits the kill grace (2 s), then SIGTERM.
-    let gone = poll_until(Duration::from_secs(10), || process_gone(fx).then_some(()));
+    let gone = poll_until(Duration::from_secs(10), || {
+        most = most.max(threads(pid));
+        process_gone(fx).then_some(())
+    });
     assert!(
         gone.is_some(),
         "{tag}: the child {fx} still runs {:?} after disconnect",
         t0.elapsed()
     );
-    eprintln!("{tag}: child gone {:?} after disconnect", t0.elapsed());
+    eprintln!(
+        "{tag}: child gone {:?} after disconnect; threads {before} before, {most} at most",
+        t0.elapsed()
+    );
+    assert!(
+        most <= before + THREAD_SLACK,
+        "{tag}: {most} threads ({before} before)"
+    );
     // The server is fine and says so.
     let status = client_status(&c, "fx");
     assert_eq!(status["status"], "disconnected", "{status}");
