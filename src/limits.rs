@@ -293,9 +293,10 @@ pub const UPSTREAM_MAX_TOOLS: usize = 1000;
 /// Most bytes of one external server's tool list kept (each tool's JSON: name, description,
 /// schemas); the tools past it are skipped. Bounds what the catalog holds in memory.
 pub const UPSTREAM_MAX_CATALOG_BYTES: usize = 4 << 20;
-/// Messages waiting for an external stdio server to read its stdin; when it does not, and one
-/// more would wait, that write fails and the connection is dropped as broken.
-pub const UPSTREAM_STDIO_WRITE_QUEUE: usize = 256;
+/// Messages waiting to be written to an external server (a stdio server's stdin, a legacy SSE
+/// server's POSTs); when it does not take them, and one more would wait, that write fails and
+/// the connection is dropped as broken.
+pub const UPSTREAM_WRITE_QUEUE: usize = 256;
 
 // ---- REPL sessions (`repl.rs`) ----
 
@@ -882,11 +883,12 @@ pub const TABLE: &[Limit] = &[
                   name; each is logged and counted in `skipped_tools`.",
     },
     Limit {
-        what: "Messages waiting for an external stdio server to read its stdin",
-        value: || count(UPSTREAM_STDIO_WRITE_QUEUE as u64),
+        what: "Messages waiting to be written to an external server (a stdio server's stdin, a \
+               legacy SSE server's POSTs)",
+        value: || count(UPSTREAM_WRITE_QUEUE as u64),
         flag: None,
         reached: "The write fails: the call fails with `call_failed` saying the server does \
-                  not read its input, and the connection is dropped (then reconnected).",
+                  not read (or take) its input, and the connection is dropped (then reconnected).",
     },
 ];
 

@@ -11,7 +11,7 @@
 //!
 //! Nothing but the writer ever blocks on the child's stdin. A child that stops reading it
 //! (hostile, or wedged) fills the pipe, then the writer's queue of
-//! [`UPSTREAM_STDIO_WRITE_QUEUE`] messages; the next send fails at once and drops the
+//! [`UPSTREAM_WRITE_QUEUE`] messages; the next send fails at once and drops the
 //! connection as broken. So a caller's timeout always fires, the reader thread (which answers
 //! the server's own requests) never stalls, and stopping never waits for the writer: it drops
 //! the queue's sender (the writer then closes stdin if it is idle) and signals the child, whose
@@ -30,7 +30,7 @@ use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::Value;
 
 use super::peer::{preview, Link, Peer};
-use crate::limits::{UPSTREAM_MAX_LOG_LINE, UPSTREAM_STDIO_MAX_LINE, UPSTREAM_STDIO_WRITE_QUEUE};
+use crate::limits::{UPSTREAM_MAX_LOG_LINE, UPSTREAM_STDIO_MAX_LINE, UPSTREAM_WRITE_QUEUE};
 use crate::sys::{signal_group, Signal};
 
 /// What to run.
@@ -167,7 +167,7 @@ impl Link for StdioLink {
             Err(TrySendError::Disconnected(_)) => Err("the server's stdin is closed".to_owned()),
             Err(TrySendError::Full(_)) => {
                 let why = format!(
-                    "the server does not read its input ({UPSTREAM_STDIO_WRITE_QUEUE} messages \
+                    "the server does not read its input ({UPSTREAM_WRITE_QUEUE} messages \
                      wait to be written to its stdin); the connection is dropped as broken"
                 );
                 log::warn!("upstream {}: {why}", self.proc.name);
@@ -214,7 +214,7 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (exit_tx, exit_rx) = bounded(1);
     let (done_tx, done_rx) = bounded::<()>(0);
-    let (write_tx, write_rx) = bounded::<Vec<u8>>(UPSTREAM_STDIO_WRITE_QUEUE);
+    let (write_tx, write_rx) = bounded::<Vec<u8>>(UPSTREAM_WRITE_QUEUE);
     let proc = Arc::new(Proc {
         name: name.clone(),
         pid,
@@ -531,17 +531,14 @@ mod tests {
             serde_json::json!({"jsonrpc": "2.0", "method": "x", "params": "y".repeat(64 * 1024)});
         let t0 = Instant::now();
         let mut refused = None;
-        for i in 0..UPSTREAM_STDIO_WRITE_QUEUE + 8 {
+        for i in 0..UPSTREAM_WRITE_QUEUE + 8 {
             if let Err(e) = peer.send_for_test(&big) {
                 refused = Some((i, e));
                 break;
             }
         }
         let (i, why) = refused.expect("a send was refused");
-        assert!(
-            i >= UPSTREAM_STDIO_WRITE_QUEUE,
-            "refused after {i} sends: {why}"
-        );
+        assert!(i >= UPSTREAM_WRITE_QUEUE, "refused after {i} sends: {why}");
         assert!(why.contains("does not read its input"), "{why}");
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
         assert!(peer.is_closed(), "the connection is dropped as broken");
