@@ -318,6 +318,24 @@ pub const UPSTREAM_SSE_MAX_LINE: usize = 256 << 20;
 /// Most pages a paginated list (`tools/list`, `resources/list`) may take before we stop (a
 /// server looping on its cursor).
 pub const UPSTREAM_MAX_PAGES: usize = 1000;
+/// Longest tool name of an external server, in characters (the MCP specification's advice);
+/// a longer one is skipped.
+pub const UPSTREAM_TOOL_NAME_CHARS: usize = 128;
+/// Longest resource URI of an external server, in characters; a longer one is skipped.
+pub const UPSTREAM_RESOURCE_URI_CHARS: usize = 2048;
+/// Most resources of one external server listed at once (`resources/list`); the rest are
+/// skipped (and no further page is asked for).
+pub const UPSTREAM_MAX_RESOURCES: usize = 1000;
+/// Most tools kept of one external server; the rest are skipped (and no further page is asked
+/// for).
+pub const UPSTREAM_MAX_TOOLS: usize = 1000;
+/// Most bytes of one external server's tool list kept (each tool's JSON: name, description,
+/// schemas); the tools past it are skipped. Bounds what the catalog holds in memory.
+pub const UPSTREAM_MAX_CATALOG_BYTES: usize = 4 << 20;
+/// Messages waiting to be written to an external server (a stdio server's stdin, a legacy SSE
+/// server's POSTs); when it does not take them, and one more would wait, that write fails and
+/// the connection is dropped as broken.
+pub const UPSTREAM_WRITE_QUEUE: usize = 256;
 
 // ---- REPL sessions (`repl.rs`) ----
 
@@ -913,6 +931,58 @@ pub const TABLE: &[Limit] = &[
         value: || count(UPSTREAM_MAX_PAGES as u64),
         flag: None,
         reached: "The list stops there, with a warning in the log.",
+    },
+    Limit {
+        what: "Tools of one external server",
+        value: || {
+            format!(
+                "{} tools, {} of their JSON",
+                count(UPSTREAM_MAX_TOOLS as u64),
+                bytes(UPSTREAM_MAX_CATALOG_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The tools past it are skipped (no further page is asked for), with a warning \
+                  in the log and their count in the server's `skipped_tools` \
+                  (`GET /api/mcp-clients`).",
+    },
+    Limit {
+        what: "Resources of one external server in a listing",
+        value: || {
+            format!(
+                "{} resources, {} of their JSON",
+                count(UPSTREAM_MAX_RESOURCES as u64),
+                bytes(UPSTREAM_MAX_CATALOG_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The resources past it are skipped (no further page is asked for), with a \
+                  warning in the log and their count in the listing's `skipped`.",
+    },
+    Limit {
+        what: "Resource URI of an external server",
+        value: || format!("{} characters", count(UPSTREAM_RESOURCE_URI_CHARS as u64)),
+        flag: None,
+        reached: "The resource is skipped, as is one whose URI is empty or holds whitespace, a \
+                  control or an invisible formatting character, whose name holds a control or \
+                  invisible formatting character, and a second resource of the same URI; each \
+                  is logged and counted in the listing's `skipped`.",
+    },
+    Limit {
+        what: "Tool name of an external server",
+        value: || format!("{UPSTREAM_TOOL_NAME_CHARS} characters"),
+        flag: None,
+        reached: "The tool is skipped, as is one whose name is empty or holds whitespace, a \
+                  control or an invisible formatting character, and a second tool of the same \
+                  name; each is logged and counted in `skipped_tools`.",
+    },
+    Limit {
+        what: "Messages waiting to be written to an external server (a stdio server's stdin, a \
+               legacy SSE server's POSTs)",
+        value: || count(UPSTREAM_WRITE_QUEUE as u64),
+        flag: None,
+        reached: "The write fails: the call fails with `call_failed` saying the server does \
+                  not read (or take) its input, and the connection is dropped (then reconnected).",
     },
 ];
 

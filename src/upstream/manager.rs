@@ -12,7 +12,7 @@
 //! dropped; anything that finishes for an older generation (a slow connect, a late notice) is
 //! discarded instead of overwriting newer state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -22,11 +22,15 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use super::config::{ServerConfig, Timing, Transport, TransportKind};
-use super::names::{catalog_name, validate_server_name, Catalog, ResolveError};
+use super::names::{
+    catalog_name, check_display_name, check_resource_uri, check_tool_name, validate_server_name,
+    Catalog, ExternalNameError, ResolveError,
+};
 use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::error::ApiError;
 use crate::ids;
+use crate::limits::{UPSTREAM_MAX_CATALOG_BYTES, UPSTREAM_MAX_RESOURCES, UPSTREAM_MAX_TOOLS};
 
 /// The grace periods of a child at shutdown (stdin closed, then SIGTERM, then SIGKILL): short,
 /// because hosts give an MCP server about 2 s after closing its stdin before SIGTERM and 2 s
@@ -84,6 +88,170 @@ struct Live {
     /// The transport actually used (`Auto` resolves to `Http` or `Sse`).
     transport: TransportKind,
     init: Initialized,
+    /// The re-listing of its tools after `notifications/tools/list_changed`: at most one runs.
+    relist: Mutex<Relist>,
+}
+
+/// Whether a re-listing runs, and whether the list changed again since it started (then it
+/// runs once more when it ends): a flood of change notices costs one thread and two flags.
+#[derive(Default)]
+struct Relist {
+    running: bool,
+    again: bool,
+}
+
+/// What was skipped of a server's tool list, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Skipped {
+    /// Empty, too long, or holding whitespace, control or invisible formatting characters
+    /// (see [`check_tool_name`]); also a tool that is no object or has no string name.
+    invalid_name: usize,
+    /// A second tool of a name already listed (the first is kept).
+    duplicate: usize,
+    /// Past [`UPSTREAM_MAX_TOOLS`] or [`UPSTREAM_MAX_CATALOG_BYTES`].
+    over_limit: usize,
+}
+
+impl Skipped {
+    fn total(&self) -> usize {
+        self.invalid_name + self.duplicate + self.over_limit
+    }
+}
+
+/// A server's tool (or resource) list as kept.
+struct Listed {
+    /// The tools (or resources).
+    tools: Vec<Value>,
+    skipped: Skipped,
+}
+
+/// Individual log lines about skipped items per listing; the rest are only counted.
+const SKIP_LOG_LINES: usize = 5;
+
+/// A check of an external name ([`check_tool_name`], [`check_resource_uri`]).
+type NameCheck = fn(&str) -> Result<(), ExternalNameError>;
+
+/// What a bounded listing lists.
+#[derive(Clone, Copy)]
+enum Kind {
+    Tools,
+    Resources,
+}
+
+impl Kind {
+    fn method(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools/list",
+            Kind::Resources => "resources/list",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Resources => "resources",
+        }
+    }
+
+    fn max(self) -> usize {
+        match self {
+            Kind::Tools => UPSTREAM_MAX_TOOLS,
+            Kind::Resources => UPSTREAM_MAX_RESOURCES,
+        }
+    }
+
+    /// The item's identity (a tool's name, a resource's URI), or why it is invalid.
+    fn identity(self, item: &Value) -> Result<&str, String> {
+        let (field, check): (&str, NameCheck) = match self {
+            Kind::Tools => ("name", check_tool_name),
+            Kind::Resources => ("uri", check_resource_uri),
+        };
+        let Some(id) = item.get(field).and_then(Value::as_str) else {
+            return Err(format!("its {field} is missing or not a string"));
+        };
+        let shown = |s: &str| s.chars().take(64).collect::<String>();
+        check(id).map_err(|e| format!("its {field} {:?} is {e}", shown(id)))?;
+        if let Kind::Resources = self {
+            if let Some(n) = item.get("name").and_then(Value::as_str) {
+                check_display_name(n).map_err(|e| format!("its name {:?} {e}", shown(n)))?;
+            }
+        }
+        Ok(id)
+    }
+}
+
+/// Lists `peer`'s tools or resources within the limits: items with an invalid identity (see
+/// [`Kind::identity`]), duplicates (the first is kept) and those past the count or byte budget
+/// are skipped (counted, and the first few logged); no page is asked for once the budget is
+/// spent.
+fn list_bounded(
+    name: &str,
+    peer: &Arc<Peer>,
+    kind: Kind,
+    timeout: Duration,
+) -> Result<Listed, Failure> {
+    let what = kind.key();
+    let mut items = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut bytes = 0usize;
+    let mut skipped = Skipped::default();
+    let mut full = false;
+    let mut logged = 0usize;
+    let mut note = |why: String| {
+        logged += 1;
+        if logged <= SKIP_LOG_LINES {
+            log::warn!("upstream {name}: skipped one of its {what}: {why}");
+        }
+    };
+    peer.list_each(kind.method(), what, timeout, |item| {
+        if full {
+            skipped.over_limit += 1;
+            return false;
+        }
+        let id = match kind.identity(&item) {
+            Ok(id) => id,
+            Err(why) => {
+                skipped.invalid_name += 1;
+                note(why);
+                return true;
+            }
+        };
+        if seen.contains(id) {
+            skipped.duplicate += 1;
+            note(format!("a second one of {id:?} (the first is kept)"));
+            return true;
+        }
+        let size = serde_json::to_vec(&item).map_or(usize::MAX, |v| v.len());
+        if items.len() >= kind.max() || bytes.saturating_add(size) > UPSTREAM_MAX_CATALOG_BYTES {
+            full = true;
+            skipped.over_limit += 1;
+            return false;
+        }
+        seen.insert(id.to_owned());
+        bytes += size;
+        items.push(item);
+        true
+    })?;
+    if skipped.total() > 0 {
+        log::warn!(
+            "upstream {name}: kept {} {what} ({bytes} bytes); skipped {} invalid, {} duplicates \
+             and {} past the limits ({} {what}, {UPSTREAM_MAX_CATALOG_BYTES} bytes)",
+            items.len(),
+            skipped.invalid_name,
+            skipped.duplicate,
+            skipped.over_limit,
+            kind.max()
+        );
+    }
+    Ok(Listed {
+        tools: items,
+        skipped,
+    })
+}
+
+/// [`list_bounded`] for tools.
+fn list_tools(name: &str, peer: &Arc<Peer>, timeout: Duration) -> Result<Listed, Failure> {
+    list_bounded(name, peer, Kind::Tools, timeout)
 }
 
 /// Where a server's definition came from.
@@ -102,8 +270,14 @@ struct Slot {
     error: Option<String>,
     gen: u64,
     live: Option<Arc<Live>>,
-    /// The server's tools as it listed them (unfiltered).
+    /// The server's tools as it listed them (unfiltered), those with valid names within the
+    /// limits (see [`list_tools`]).
     tools: Vec<Value>,
+    /// What [`list_tools`] skipped of its last list.
+    skipped: Skipped,
+    /// The tool list changed while this generation was still connecting (after the server
+    /// listed it, perhaps): it is listed again once connected.
+    changed_while_connecting: bool,
     connected_at: Option<f64>,
     /// Automatic reconnection attempts made since the connection was lost.
     attempts: u32,
@@ -121,6 +295,8 @@ impl Slot {
             gen: 0,
             live: None,
             tools: Vec::new(),
+            skipped: Skipped::default(),
+            changed_while_connecting: false,
             connected_at: None,
             attempts: 0,
             retry_at: None,
@@ -142,6 +318,9 @@ enum Event {
         name: String,
         gen: u64,
         notice: Notice,
+        /// For a list change: set while this notice waits in the channel, so a flood of them
+        /// queues one (cleared when the supervisor takes it).
+        queued: Option<Arc<AtomicBool>>,
     },
     Stop,
 }
@@ -417,6 +596,7 @@ impl Manager {
             }
             slot.error = None;
             slot.tools.clear();
+            slot.skipped = Skipped::default();
             slot.retry_at = None;
             slot.next_ping = None;
             slot.connected_at = None;
@@ -452,6 +632,7 @@ impl Manager {
             slot.retry_at = None;
             slot.next_ping = None;
             slot.tools.clear();
+            slot.skipped = Skipped::default();
             slot.connected_at = None;
             (slot.gen, slot.live.take())
         };
@@ -482,6 +663,12 @@ impl Manager {
                 "auto_reconnect": slot.config.auto_reconnect,
                 "timeout_s": slot.config.timeout.as_secs_f64(),
                 "reconnect_attempts": slot.attempts,
+                "skipped_tools": slot.skipped.total(),
+                "skipped_tools_by_reason": {
+                    "invalid_name": slot.skipped.invalid_name,
+                    "duplicate": slot.skipped.duplicate,
+                    "over_limit": slot.skipped.over_limit,
+                },
             });
             match &slot.config.transport {
                 Transport::Stdio { command, args, .. } => {
@@ -729,6 +916,7 @@ impl Manager {
         };
         let mut resources = Vec::new();
         let mut errors = Map::new();
+        let mut skipped = Map::new();
         for name in targets {
             let Ok((live, timeout)) = self.live_of(&name) else {
                 continue;
@@ -736,8 +924,18 @@ impl Manager {
             if !live.init.capabilities.contains_key("resources") {
                 continue;
             }
-            match live.peer.list_all("resources/list", "resources", timeout) {
-                Ok(list) => {
+            match list_bounded(&name, &live.peer, Kind::Resources, timeout) {
+                Ok(Listed {
+                    tools: list,
+                    skipped: s,
+                }) => {
+                    if s.total() > 0 {
+                        skipped.insert(
+                            name.clone(),
+                            json!({"invalid": s.invalid_name, "duplicate": s.duplicate,
+                                "over_limit": s.over_limit}),
+                        );
+                    }
                     for r in list {
                         let mut entry = json!({
                             "uri": r.get("uri").cloned().unwrap_or(Value::Null),
@@ -763,7 +961,12 @@ impl Manager {
                 }
             }
         }
-        Ok(json!({"resources": resources, "errors": errors}))
+        let mut out = json!({"resources": resources, "errors": errors});
+        if !skipped.is_empty() {
+            // Only when something was skipped: by server, by reason.
+            out["skipped"] = Value::Object(skipped);
+        }
+        Ok(out)
     }
 
     /// Reads a resource: `{content, mime_type, contents}` where `content` is the first text
@@ -935,18 +1138,30 @@ fn establish(
     inner: &Arc<Inner>,
     config: &ServerConfig,
     gen: u64,
-) -> Result<(Arc<Live>, Vec<Value>), String> {
+) -> Result<(Arc<Live>, Listed), String> {
     let deadline = Instant::now() + inner.timing.connect_timeout;
     let remaining = || deadline.saturating_duration_since(Instant::now());
     let name = config.name.clone();
     let new_peer = || {
         let events = inner.events.clone();
         let name = name.clone();
+        let tools_queued = Arc::new(AtomicBool::new(false));
+        let resources_queued = Arc::new(AtomicBool::new(false));
         Peer::new(&config.name, move |notice| {
+            let queued = match notice {
+                Notice::ToolsChanged => Some(&tools_queued),
+                Notice::ResourcesChanged => Some(&resources_queued),
+                Notice::Closed(_) => None,
+            };
+            if queued.is_some_and(|q| q.swap(true, Ordering::SeqCst)) {
+                // The same notice already waits for the supervisor.
+                return;
+            }
             let _ = events.send(Event::Notice {
                 name: name.clone(),
                 gen,
                 notice,
+                queued: queued.cloned(),
             });
         })
     };
@@ -1039,8 +1254,8 @@ fn establish(
             }
         }
     };
-    let tools = if initialized.capabilities.contains_key("tools") {
-        match peer.list_all("tools/list", "tools", remaining()) {
+    let listed = if initialized.capabilities.contains_key("tools") {
+        match list_tools(&name, &peer, remaining()) {
             Ok(t) => t,
             Err(Failure::Timeout(_)) => {
                 peer.shutdown("tools/list timed out");
@@ -1052,7 +1267,10 @@ fn establish(
             }
         }
     } else {
-        Vec::new()
+        Listed {
+            tools: Vec::new(),
+            skipped: Skipped::default(),
+        }
     };
     // A modern server's list changes come on a `subscriptions/listen` request of ours.
     peer.listen(&initialized.capabilities);
@@ -1060,7 +1278,7 @@ fn establish(
         "upstream {name}: connected over {transport} (protocol {}, {} era, {} tools)",
         initialized.protocol_version,
         initialized.era.as_str(),
-        tools.len()
+        listed.tools.len()
     );
     Ok((
         Arc::new(Live {
@@ -1068,8 +1286,9 @@ fn establish(
             proc,
             transport,
             init: initialized,
+            relist: Mutex::new(Relist::default()),
         }),
-        tools,
+        listed,
     ))
 }
 
@@ -1087,6 +1306,7 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
         if std::mem::replace(&mut slot.status, Status::Connecting) != Status::Connecting {
             inner.status_changed(name, Status::Connecting);
         }
+        slot.changed_while_connecting = false;
         slot.config.clone()
     };
     let established = establish(inner, &config, gen);
@@ -1095,7 +1315,7 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
         .get_mut(name)
         .filter(|s| s.gen == gen && !inner.shutting_down.load(Ordering::SeqCst));
     match (established, current) {
-        (Ok((live, tools)), Some(slot)) => {
+        (Ok((live, listed)), Some(slot)) => {
             if live.peer.is_closed() {
                 // Lost between the handshake and now: the Closed notice was for this
                 // generation and found no connected slot, so report it here.
@@ -1111,7 +1331,16 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
             }
             slot.error = None;
             slot.live = Some(live);
-            slot.tools = tools;
+            slot.tools = listed.tools;
+            slot.skipped = listed.skipped;
+            if std::mem::take(&mut slot.changed_while_connecting) {
+                let _ = inner.events.send(Event::Notice {
+                    name: name.to_owned(),
+                    gen,
+                    notice: Notice::ToolsChanged,
+                    queued: None,
+                });
+            }
             slot.connected_at = Some(ids::now());
             slot.attempts = 0;
             slot.retry_at = None;
@@ -1161,7 +1390,17 @@ fn supervise(inner: &Arc<Inner>, rx: &Receiver<Event>) {
     loop {
         match rx.recv_timeout(tick) {
             Ok(Event::Stop) => return,
-            Ok(Event::Notice { name, gen, notice }) => on_notice(inner, &name, gen, notice),
+            Ok(Event::Notice {
+                name,
+                gen,
+                notice,
+                queued,
+            }) => {
+                if let Some(q) = queued {
+                    q.store(false, Ordering::SeqCst);
+                }
+                on_notice(inner, &name, gen, notice)
+            }
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
         }
@@ -1279,6 +1518,7 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
             slot.error = Some(reason.clone());
             slot.live = None;
             slot.tools.clear();
+            slot.skipped = Skipped::default();
             slot.connected_at = None;
             slot.next_ping = None;
             if slot.config.auto_reconnect
@@ -1297,40 +1537,73 @@ fn on_notice(inner: &Arc<Inner>, name: &str, gen: u64, notice: Notice) {
         }
         Notice::ToolsChanged => {
             let live = {
-                let servers = lock(&inner.servers);
-                servers
-                    .get(name)
-                    .filter(|s| s.gen == gen && s.status == Status::Connected)
-                    .and_then(|s| s.live.clone().map(|l| (l, s.config.timeout)))
+                let mut servers = lock(&inner.servers);
+                let slot = servers.get_mut(name).filter(|s| s.gen == gen);
+                match slot {
+                    Some(s) if s.status == Status::Connecting => {
+                        s.changed_while_connecting = true;
+                        None
+                    }
+                    Some(s) if s.status == Status::Connected => {
+                        s.live.clone().map(|l| (l, s.config.timeout))
+                    }
+                    _ => None,
+                }
             };
             let Some((live, timeout)) = live else {
                 return;
             };
+            {
+                let mut relist = lock(&live.relist);
+                if relist.running {
+                    relist.again = true;
+                    return;
+                }
+                relist.running = true;
+            }
             let inner = inner.clone();
-            let name = name.to_owned();
-            let _ = thread::Builder::new()
+            let (thread_name, relister) = (name.to_owned(), live.clone());
+            let spawned = thread::Builder::new()
                 .name(format!("upstream-{name}-relist"))
-                .spawn(
-                    move || match live.peer.list_all("tools/list", "tools", timeout) {
-                        Ok(tools) => {
-                            let mut servers = lock(&inner.servers);
-                            if let Some(slot) = servers
-                                .get_mut(&name)
-                                .filter(|s| s.gen == gen && s.status == Status::Connected)
-                            {
-                                log::info!(
-                                    "upstream {name}: tool list changed ({} -> {} tools)",
-                                    slot.tools.len(),
-                                    tools.len()
-                                );
-                                slot.tools = tools;
-                            }
-                        }
-                        Err(f) => log::warn!("upstream {name}: re-listing tools failed: {f}"),
-                    },
-                );
+                .spawn(move || relist(&inner, &thread_name, gen, &relister, timeout));
+            if let Err(e) = spawned {
+                log::warn!("upstream {name}: cannot start a thread to re-list its tools: {e}");
+                *lock(&live.relist) = Relist::default();
+            }
         }
         Notice::ResourcesChanged => log::debug!("upstream {name}: resource list changed"),
+    }
+}
+
+/// Re-lists a connection's tools until no change came in meanwhile (the one relist thread of
+/// a connection; see [`Relist`]).
+fn relist(inner: &Arc<Inner>, name: &str, gen: u64, live: &Live, timeout: Duration) {
+    loop {
+        match list_tools(name, &live.peer, timeout) {
+            Ok(listed) => {
+                let mut servers = lock(&inner.servers);
+                if let Some(slot) = servers
+                    .get_mut(name)
+                    .filter(|s| s.gen == gen && s.status == Status::Connected)
+                {
+                    log::info!(
+                        "upstream {name}: tool list changed ({} -> {} tools)",
+                        slot.tools.len(),
+                        listed.tools.len()
+                    );
+                    slot.tools = listed.tools;
+                    slot.skipped = listed.skipped;
+                }
+            }
+            Err(f) => log::warn!("upstream {name}: re-listing tools failed: {f}"),
+        }
+        let mut relist = lock(&live.relist);
+        if relist.again && !live.peer.is_closed() {
+            relist.again = false;
+            continue;
+        }
+        *relist = Relist::default();
+        return;
     }
 }
 

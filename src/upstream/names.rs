@@ -11,9 +11,17 @@
 //!   the candidates. Resolution goes through lookup tables, never by trusting a split alone, so
 //!   an upstream tool whose own name contains `/` is still found.
 //! - Deny wins over allow; an empty allow list allows everything.
+//! - An external server's tool name is 1 to [`UPSTREAM_TOOL_NAME_CHARS`] characters with no
+//!   whitespace, control, or invisible/bidirectional formatting character
+//!   ([`check_tool_name`]); other tools are skipped when the list is read. This is looser than
+//!   the MCP specification's advice (`A-Z a-z 0-9 _ - .`), which servers only SHOULD follow:
+//!   names in other scripts (`größe_✓`) and with `/` are real and stay callable, while what
+//!   could hide or disguise a name in a log, a listing or an agent's prompt is refused.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use crate::limits::{UPSTREAM_RESOURCE_URI_CHARS, UPSTREAM_TOOL_NAME_CHARS};
 
 /// Why a server name is invalid.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +64,85 @@ pub fn validate_server_name(name: &str) -> Result<(), NameError> {
     }
     if name.contains("__") {
         return Err(NameError::DoubleUnderscore);
+    }
+    Ok(())
+}
+
+/// Why an external server's tool name or resource URI is refused (see the module rules).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExternalNameError {
+    /// Not a string, or the empty string.
+    Empty,
+    /// More than [`UPSTREAM_TOOL_NAME_CHARS`] characters (the count).
+    TooLong(usize),
+    /// A whitespace, control or invisible formatting character (bidirectional overrides,
+    /// zero-width characters).
+    BadChar(char),
+}
+
+impl fmt::Display for ExternalNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExternalNameError::Empty => f.write_str("empty or not a string"),
+            ExternalNameError::TooLong(n) => write!(f, "{n} characters long (too long)"),
+            ExternalNameError::BadChar(c) => write!(
+                f,
+                "contains U+{:04X} (whitespace, control and invisible formatting characters are \
+                 refused)",
+                *c as u32
+            ),
+        }
+    }
+}
+
+/// Whether `c` is invisible or reorders text: the Unicode format characters (category Cf) an
+/// attacker uses to disguise a name (bidirectional embeddings, overrides and isolates,
+/// zero-width characters, the soft hyphen, the byte-order mark, Mongolian vowel separator,
+/// tag characters, interlinear annotations).
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// Checks an external server's tool name (see the module rules).
+pub fn check_tool_name(name: &str) -> Result<(), ExternalNameError> {
+    check_identifier(name, UPSTREAM_TOOL_NAME_CHARS)
+}
+
+/// Checks an external server's resource URI: the rules of tool names, up to
+/// [`UPSTREAM_RESOURCE_URI_CHARS`] characters.
+pub fn check_resource_uri(uri: &str) -> Result<(), ExternalNameError> {
+    check_identifier(uri, UPSTREAM_RESOURCE_URI_CHARS)
+}
+
+/// Checks an external server's resource name (shown beside its URI): spaces are fine, control
+/// and invisible formatting characters are not.
+pub fn check_display_name(name: &str) -> Result<(), ExternalNameError> {
+    match name
+        .chars()
+        .find(|&c| (c.is_whitespace() && c != ' ') || c.is_control() || is_invisible(c))
+    {
+        Some(c) => Err(ExternalNameError::BadChar(c)),
+        None => Ok(()),
+    }
+}
+
+fn check_identifier(name: &str, max: usize) -> Result<(), ExternalNameError> {
+    if name.is_empty() {
+        return Err(ExternalNameError::Empty);
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|&c| c.is_whitespace() || c.is_control() || is_invisible(c))
+    {
+        return Err(ExternalNameError::BadChar(c));
+    }
+    let n = name.chars().count();
+    if n > max {
+        return Err(ExternalNameError::TooLong(n));
     }
     Ok(())
 }
@@ -273,6 +360,55 @@ impl Catalog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tool_names_refuse_what_hides_or_disguises_them() {
+        for ok in [
+            "echo",
+            "größe_✓",
+            "a/b",
+            "x.y-z_1",
+            &"n".repeat(UPSTREAM_TOOL_NAME_CHARS),
+        ] {
+            assert_eq!(check_tool_name(ok), Ok(()), "{ok:?}");
+        }
+        assert_eq!(check_tool_name(""), Err(ExternalNameError::Empty));
+        let long = "n".repeat(UPSTREAM_TOOL_NAME_CHARS + 1);
+        assert_eq!(
+            check_tool_name(&long),
+            Err(ExternalNameError::TooLong(UPSTREAM_TOOL_NAME_CHARS + 1))
+        );
+        for (bad, c) in [
+            ("a\nb", '\n'),
+            ("a b", ' '),
+            ("evil\u{202E}txt.exe", '\u{202E}'),
+            ("zero\u{200B}width", '\u{200B}'),
+            ("\u{FEFF}bom", '\u{FEFF}'),
+            ("tag\u{E0041}", '\u{E0041}'),
+            ("nul\0", '\0'),
+        ] {
+            assert_eq!(
+                check_tool_name(bad),
+                Err(ExternalNameError::BadChar(c)),
+                "{bad:?}"
+            );
+            assert_eq!(
+                check_resource_uri(bad),
+                Err(ExternalNameError::BadChar(c)),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(check_resource_uri("file:///tmp/a%20b.txt"), Ok(()));
+        assert_eq!(check_display_name("A readme file"), Ok(()));
+        assert_eq!(
+            check_display_name("evil\u{202E}name"),
+            Err(ExternalNameError::BadChar('\u{202E}'))
+        );
+        assert_eq!(
+            check_display_name("two\nlines"),
+            Err(ExternalNameError::BadChar('\n'))
+        );
+    }
+
     use super::*;
 
     // Letters, digits, `_` and `-` make a valid server name, "breakpoint" included.

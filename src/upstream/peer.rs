@@ -19,7 +19,7 @@
 //! "input_required"`) fails the request with [`Failure::InputRequired`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::Duration;
@@ -310,7 +310,12 @@ pub struct Peer {
     progress: Mutex<HashMap<String, Sender<Value>>>,
     /// The open `subscriptions/listen` request's id, and where its acknowledgement goes.
     listen: Mutex<Option<(i64, Sender<()>)>>,
+    /// Requests of the server refused so far (see [`REFUSALS_LOGGED`]).
+    refused: AtomicU64,
 }
+
+/// Refusals of the server's requests logged at info per connection; the rest at debug.
+const REFUSALS_LOGGED: u64 = 10;
 
 impl Peer {
     /// A peer reporting to `notices` (called from transport threads; it must not block).
@@ -327,6 +332,7 @@ impl Peer {
             notices: Box::new(notices),
             progress: Mutex::new(HashMap::new()),
             listen: Mutex::new(None),
+            refused: AtomicU64::new(0),
         })
     }
 
@@ -366,6 +372,12 @@ impl Peer {
             Some(link) => link.send(self, msg),
             None => Err("no transport attached".to_owned()),
         }
+    }
+
+    /// Puts one message on the wire as is (the transports' tests).
+    #[cfg(test)]
+    pub(crate) fn send_for_test(self: &Arc<Self>, msg: &Value) -> Result<(), String> {
+        self.send(msg)
     }
 
     /// Sends a request and waits up to `timeout` for its answer. On timeout the server is sent
@@ -648,30 +660,52 @@ impl Peer {
         timeout: Duration,
     ) -> Result<Vec<Value>, Failure> {
         let mut items = Vec::new();
+        self.list_each(method, key, timeout, |item| {
+            items.push(item);
+            true
+        })?;
+        Ok(items)
+    }
+
+    /// A paginated list, item by item: `keep` is given each of every page's `key` items; once
+    /// it returns false (a budget is spent) it still sees the rest of that page, but no further
+    /// page is asked for.
+    pub fn list_each(
+        self: &Arc<Self>,
+        method: &str,
+        key: &str,
+        timeout: Duration,
+        mut keep: impl FnMut(Value) -> bool,
+    ) -> Result<(), Failure> {
         let mut cursor: Option<String> = None;
         for _ in 0..UPSTREAM_MAX_PAGES {
             let params = match &cursor {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page = self.request(method, params, timeout)?;
-            match page.get(key) {
-                Some(Value::Array(list)) => items.extend(list.iter().cloned()),
+            let mut page = self.request(method, params, timeout)?;
+            let mut more = true;
+            match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(list)) => {
+                    for item in list {
+                        more &= keep(item);
+                    }
+                }
                 None | Some(Value::Null) => {}
                 Some(_) => return Err(Failure::Invalid(format!("{method}: {key} is not a list"))),
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => {
+                Some(c) if more && !c.is_empty() && cursor.as_deref() != Some(c) => {
                     cursor = Some(c.to_owned())
                 }
-                _ => return Ok(items),
+                _ => return Ok(()),
             }
         }
         log::warn!(
             "upstream {}: {method} still paginating after {UPSTREAM_MAX_PAGES} pages; stopped",
             self.name
         );
-        Ok(items)
+        Ok(())
     }
 
     /// Follows a modern server's list changes: opens one `subscriptions/listen` request (on a
@@ -853,6 +887,10 @@ impl Peer {
     }
 
     fn answer_request(self: &Arc<Self>, method: &str, id: Value) {
+        if self.is_closed() {
+            // Nobody to answer any more (a server flooding requests after we dropped it).
+            return;
+        }
         let reply = if method == "ping" {
             json!({"jsonrpc": "2.0", "id": id, "result": {}})
         } else {
@@ -862,7 +900,15 @@ impl Peer {
                 "roots/list" => "roots",
                 _ => "this method",
             };
-            log::info!(
+            // Logged at info the first few times; a server flooding us with requests does not
+            // flood the log.
+            let level = if self.refused.fetch_add(1, Ordering::Relaxed) < REFUSALS_LOGGED {
+                log::Level::Info
+            } else {
+                log::Level::Debug
+            };
+            log::log!(
+                level,
                 "upstream {}: refused the server's {method} request ({what} is not supported)",
                 self.name
             );
@@ -872,10 +918,12 @@ impl Peer {
             }})
         };
         if let Err(e) = self.send(&reply) {
-            log::warn!(
-                "upstream {}: could not answer the server's {method}: {e}",
-                self.name
-            );
+            if !self.is_closed() {
+                log::warn!(
+                    "upstream {}: could not answer the server's {method}: {e}",
+                    self.name
+                );
+            }
         }
     }
 

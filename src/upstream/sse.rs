@@ -6,21 +6,28 @@
 //! the end of the stream with [`Peer::closed`]: the session lives exactly as long as the stream.
 //! The HTTP plumbing, including the stop flag that interrupts the blocked reader on close, is
 //! shared with [`super::http`].
+//!
+//! Messages are posted by one *poster* thread, in order, from a queue of
+//! [`UPSTREAM_WRITE_QUEUE`] messages: sending never blocks on a server that is slow to take its
+//! POSTs (so a call's timeout always fires, and the reader answering the server's own requests
+//! never stalls). A full queue fails the send and drops the connection as broken; a request
+//! whose POST fails is failed with [`Peer::fail`].
 
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::Value;
 
 use super::http::{
     check_url, content_type, describe_status, drain, event_message, with_headers, Client,
     POST_LIMIT,
 };
-use super::peer::{show_duration, Link, Peer};
+use super::peer::{show_duration, Failure, Link, Peer};
 use super::sse_parse::EventReader;
+use crate::limits::UPSTREAM_WRITE_QUEUE;
 
 /// Opens the event stream at `url`, waits up to `connect_timeout` for its `endpoint` event, and
 /// attaches the transport to `peer`. The caller then runs [`Peer::initialize`].
@@ -77,25 +84,90 @@ pub fn connect(
         }
     };
     log::debug!("upstream {}: SSE stream open", peer.name);
-    peer.set_link(Box::new(SseLink {
+    let poster = Arc::new(Poster {
         client,
         endpoint,
         headers: headers.to_vec(),
+    });
+    let (queue_tx, queue_rx) = bounded(UPSTREAM_WRITE_QUEUE);
+    let (p, weak) = (poster.clone(), Arc::downgrade(peer));
+    let spawned = thread::Builder::new()
+        .name(format!("upstream-{}-post", peer.name))
+        .spawn(move || post_messages(&p, &weak, &queue_rx));
+    if let Err(e) = spawned {
+        poster.client.stop();
+        return Err(format!("cannot start a thread: {e}"));
+    }
+    peer.set_link(Box::new(SseLink {
+        poster,
+        queue: Mutex::new(Some(queue_tx)),
     }));
     Ok(())
 }
 
 struct SseLink {
+    poster: Arc<Poster>,
+    /// The poster thread's queue: dropped at close, which ends the thread.
+    queue: Mutex<Option<Sender<Value>>>,
+}
+
+/// What the poster thread needs to post.
+struct Poster {
     client: Client,
     endpoint: String,
     headers: Vec<(String, String)>,
 }
 
+/// The poster thread: posts each queued message in order until the queue's sender is dropped
+/// (the link closed or gone); a request whose POST fails is failed at once.
+fn post_messages(poster: &Poster, peer: &Weak<Peer>, queue: &Receiver<Value>) {
+    for msg in queue {
+        let Some(peer) = peer.upgrade() else { return };
+        if poster.client.stopped() {
+            return;
+        }
+        if let Err(e) = poster.post(&peer, &msg) {
+            match (msg.get("method"), msg.get("id").filter(|v| !v.is_null())) {
+                (Some(_), Some(id)) => peer.fail(id, Failure::Disconnected(e)),
+                _ => log::debug!("upstream {}: a message was not delivered: {e}", peer.name),
+            }
+        }
+    }
+}
+
 impl Link for SseLink {
     fn send(&self, peer: &Arc<Peer>, msg: &Value) -> Result<(), String> {
-        if self.client.stopped() {
+        if self.poster.client.stopped() || peer.is_closed() {
             return Err("connection closed".to_owned());
         }
+        let queued = match lock(&self.queue).as_ref() {
+            Some(tx) => tx.try_send(msg.clone()),
+            None => return Err("connection closed".to_owned()),
+        };
+        match queued {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Disconnected(_)) => Err("connection closed".to_owned()),
+            Err(TrySendError::Full(_)) => {
+                let why = format!(
+                    "the server does not take its input ({UPSTREAM_WRITE_QUEUE} messages wait \
+                     to be posted); the connection is dropped as broken"
+                );
+                log::warn!("upstream {}: {why}", peer.name);
+                peer.shutdown(&why);
+                Err(why)
+            }
+        }
+    }
+
+    fn close(&self) {
+        drop(lock(&self.queue).take());
+        // The reader stops within a poll interval and drops the stream, which ends the session.
+        self.poster.client.stop();
+    }
+}
+
+impl Poster {
+    fn post(&self, peer: &Peer, msg: &Value) -> Result<(), String> {
         let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         let rq = self
             .client
@@ -120,11 +192,10 @@ impl Link for SseLink {
         }
         Err(format!("HTTP {message}"))
     }
+}
 
-    fn close(&self) {
-        // The reader stops within a poll interval and drops the stream, which ends the session.
-        self.client.stop();
-    }
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The reader thread: hands the first `endpoint` event to `connect`, then feeds messages to the
@@ -322,6 +393,52 @@ mod tests {
             Ok(Notice::Closed(ended.clone()))
         );
         assert_eq!(pending.join().unwrap(), Err(Failure::Disconnected(ended)));
+    }
+
+    // A server that holds a POST without answering: the request still times out on time (the
+    // POST is the poster thread's, not the caller's), later messages wait behind it, and once
+    // the server lets go they flow again.
+    #[test]
+    fn a_server_holding_a_post_does_not_hold_up_the_caller() {
+        let (out_tx, out) = unbounded::<Value>();
+        let (release_tx, release) = unbounded::<()>();
+        let server = Server::start(move |mut rq| {
+            if *rq.method() == tiny_http::Method::Get {
+                let mut s = Stream::open(rq, &[]);
+                s.event(Some("endpoint"), "/messages");
+                while let Ok(msg) = out.recv_timeout(WAIT) {
+                    s.event(Some("message"), &msg.to_string());
+                }
+                return s.finish();
+            }
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            if msg["method"] == "hang" {
+                let _ = release.recv_timeout(WAIT * 3);
+            }
+            reply(rq, 202, "Accepted", &[]);
+            let id = &msg["id"];
+            match msg["method"].as_str() {
+                Some("initialize") => drop(out_tx.send(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"protocolVersion": "2024-11-05", "capabilities": {}}}))),
+                Some("echo") => drop(out_tx.send(json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"echo": true}}))),
+                _ => {}
+            }
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/sse", server.base), &[], WAIT).unwrap();
+        p.initialize(WAIT).unwrap();
+        let t0 = Instant::now();
+        let err = p
+            .request("hang", json!({}), Duration::from_millis(500))
+            .unwrap_err();
+        assert_eq!(err, Failure::Timeout(Duration::from_millis(500)));
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        let q = p.clone();
+        let later = thread::spawn(move || q.request("echo", json!({}), WAIT));
+        release_tx.send(()).unwrap();
+        assert_eq!(later.join().unwrap(), Ok(json!({"echo": true})));
+        p.shutdown("done");
     }
 
     #[test]

@@ -1,26 +1,36 @@
 //! The stdio transport: an upstream MCP server as a child process speaking newline-delimited
 //! JSON-RPC on its stdin and stdout.
 //!
-//! Three threads per child: the *reader* feeds each stdout line to the [`Peer`] (lines that are
-//! not JSON are logged and skipped: servers print banners), the *stderr* thread copies each
-//! stderr line into our log under the server's name, and the *waiter* owns the `Child`, reaps
-//! it the moment it exits (so an exit is noticed at once and never leaves a zombie), then
-//! clears out whatever is left in its process group. Stopping a child closes its stdin, waits,
-//! sends SIGTERM to its process group, waits, then SIGKILL.
+//! Four threads per child: the *reader* feeds each stdout line to the [`Peer`] (lines that are
+//! not JSON are logged and skipped: servers print banners), the *writer* owns the child's stdin
+//! and writes what [`Link::send`] queued, the *stderr* thread copies each stderr line into our
+//! log under the server's name, and the *waiter* owns the `Child`, reaps it the moment it exits
+//! (so an exit is noticed at once and never leaves a zombie), then clears out whatever is left
+//! in its process group. Stopping a child closes its stdin, waits, sends SIGTERM to its process
+//! group, waits, then SIGKILL.
+//!
+//! Nothing but the writer ever blocks on the child's stdin. A child that stops reading it
+//! (hostile, or wedged) fills the pipe, then the writer's queue of
+//! [`UPSTREAM_WRITE_QUEUE`] messages; the next send fails at once and drops the
+//! connection as broken. So a caller's timeout always fires, the reader thread (which answers
+//! the server's own requests) never stalls, and stopping never waits for the writer: it drops
+//! the queue's sender (the writer then closes stdin if it is idle) and signals the child, whose
+//! death ends a write blocked on the pipe with `EPIPE`.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver};
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::Value;
 
 use super::peer::{preview, Link, Peer};
-use crate::limits::{UPSTREAM_MAX_LOG_LINE, UPSTREAM_STDIO_MAX_LINE};
+use crate::limits::{UPSTREAM_MAX_LOG_LINE, UPSTREAM_STDIO_MAX_LINE, UPSTREAM_WRITE_QUEUE};
 use crate::sys::{signal_group, Signal};
 
 /// What to run.
@@ -36,7 +46,8 @@ pub struct Spawn<'a> {
 pub struct Proc {
     name: String,
     pid: u32,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The writer thread's queue (its stdin): dropped to close the child's stdin.
+    writer: Mutex<Option<Sender<Vec<u8>>>>,
     /// Receives the exit status once the waiter reaped the child (then disconnects).
     exited: Receiver<ExitStatus>,
     status: Mutex<Option<ExitStatus>>,
@@ -80,7 +91,9 @@ impl Proc {
     /// it only a few seconds before SIGKILL, which would orphan the children).
     pub fn stop_within(&self, grace: Duration) {
         self.stopping.store(true, Ordering::SeqCst);
-        drop(lock(&self.stdin).take());
+        // Never waits for the writer: an idle one closes stdin now, a blocked one dies with
+        // the child.
+        drop(lock(&self.writer).take());
         if self.wait_exit(grace).is_none() {
             log::info!(
                 "upstream {}: no exit {} after closing stdin; sending SIGTERM to its process group",
@@ -131,22 +144,43 @@ impl Proc {
 /// The [`Link`] writing to the child's stdin.
 struct StdioLink {
     proc: Arc<Proc>,
+    /// Set by the first `close`: one stopper thread per child, however many senders find the
+    /// queue full at once.
+    closing: AtomicBool,
 }
 
 impl Link for StdioLink {
-    fn send(&self, _peer: &Arc<Peer>, msg: &Value) -> Result<(), String> {
+    fn send(&self, peer: &Arc<Peer>, msg: &Value) -> Result<(), String> {
+        if peer.is_closed() || self.closing.load(Ordering::SeqCst) {
+            // Dropped already (a server flooding us with requests must not make each answer
+            // try again).
+            return Err("the connection is closed".to_owned());
+        }
         let mut line = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        let mut stdin = lock(&self.proc.stdin);
-        let Some(pipe) = stdin.as_mut() else {
-            return Err("the server's stdin is closed".to_owned());
+        let queued = match lock(&self.proc.writer).as_ref() {
+            Some(tx) => tx.try_send(line),
+            None => return Err("the server's stdin is closed".to_owned()),
         };
-        pipe.write_all(&line)
-            .and_then(|()| pipe.flush())
-            .map_err(|e| format!("cannot write to the server's stdin: {e}"))
+        match queued {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Disconnected(_)) => Err("the server's stdin is closed".to_owned()),
+            Err(TrySendError::Full(_)) => {
+                let why = format!(
+                    "the server does not read its input ({UPSTREAM_WRITE_QUEUE} messages \
+                     wait to be written to its stdin); the connection is dropped as broken"
+                );
+                log::warn!("upstream {}: {why}", self.proc.name);
+                peer.shutdown(&why);
+                Err(why)
+            }
+        }
     }
 
     fn close(&self) {
+        if self.closing.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let proc = self.proc.clone();
         // Stopping waits for the child; do it off the caller's thread. Whoever must know the
         // child is gone (shutdown) waits on `Proc::stop` itself.
@@ -180,10 +214,11 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (exit_tx, exit_rx) = bounded(1);
     let (done_tx, done_rx) = bounded::<()>(0);
+    let (write_tx, write_rx) = bounded::<Vec<u8>>(UPSTREAM_WRITE_QUEUE);
     let proc = Arc::new(Proc {
         name: name.clone(),
         pid,
-        stdin: Mutex::new(stdin),
+        writer: Mutex::new(Some(write_tx)),
         exited: exit_rx,
         status: Mutex::new(None),
         done: done_rx,
@@ -213,11 +248,22 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
             } else {
                 log::warn!("upstream {}: {reason}", wproc.name);
             }
+            // The writer ends once its queue is empty (or its write fails: nobody reads).
+            drop(lock(&wproc.writer).take());
             wpeer.closed(&reason);
             clear_group(&wproc.name, pid, grace);
         });
     if let Err(e) = waiter {
         return Err(format!("cannot start the waiter thread: {e}"));
+    }
+
+    if let Some(pipe) = stdin {
+        let wpeer = Arc::downgrade(peer);
+        let wname = name.clone();
+        thread::Builder::new()
+            .name(format!("upstream-{name}-write"))
+            .spawn(move || write_messages(&wname, &wpeer, pipe, &write_rx))
+            .map_err(|e| format!("cannot start the writer thread: {e}"))?;
     }
 
     if let Some(out) = stdout {
@@ -246,8 +292,29 @@ pub fn spawn(peer: &Arc<Peer>, spec: &Spawn, grace: Duration) -> Result<Arc<Proc
             })
             .map_err(|e| format!("cannot start the stderr thread: {e}"))?;
     }
-    peer.set_link(Box::new(StdioLink { proc: proc.clone() }));
+    peer.set_link(Box::new(StdioLink {
+        proc: proc.clone(),
+        closing: AtomicBool::new(false),
+    }));
     Ok(proc)
+}
+
+/// The writer thread: writes each queued line to the child's stdin until the queue's sender is
+/// dropped (then closing stdin) or a write fails (then the connection is broken: it is shut).
+/// Holds the peer weakly, so an idle writer keeps nothing alive.
+fn write_messages(name: &str, peer: &Weak<Peer>, mut pipe: ChildStdin, queue: &Receiver<Vec<u8>>) {
+    for line in queue {
+        if let Err(e) = pipe.write_all(&line).and_then(|()| pipe.flush()) {
+            drop(pipe);
+            if let Some(peer) = peer.upgrade() {
+                if !peer.is_closed() {
+                    log::warn!("upstream {name}: cannot write to the server's stdin: {e}");
+                    peer.shutdown(&format!("cannot write to the server's stdin: {e}"));
+                }
+            }
+            return;
+        }
+    }
 }
 
 /// After the leader exited: SIGTERM whatever is left in its group, then SIGKILL after `grace`.
@@ -444,6 +511,41 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(group_gone(pid, Duration::from_secs(5)), "group left behind");
         assert!(peer.is_closed());
+    }
+
+    // A child that never reads its stdin: sends never block (the pipe, then the queue fill),
+    // the first refused one drops the connection, and stopping does not wait for the writer
+    // stuck on the full pipe.
+    #[test]
+    fn a_child_that_never_reads_fails_sends_at_once_and_still_stops() {
+        let peer = Peer::new("t", |_| {});
+        let args = vec!["-c".to_owned(), "exec sleep 60".to_owned()];
+        let spec = Spawn {
+            command: "sh",
+            args: &args,
+            env: &[],
+            cwd: None,
+        };
+        let proc = spawn(&peer, &spec, Duration::from_millis(200)).unwrap();
+        let big =
+            serde_json::json!({"jsonrpc": "2.0", "method": "x", "params": "y".repeat(64 * 1024)});
+        let t0 = Instant::now();
+        let mut refused = None;
+        for i in 0..UPSTREAM_WRITE_QUEUE + 8 {
+            if let Err(e) = peer.send_for_test(&big) {
+                refused = Some((i, e));
+                break;
+            }
+        }
+        let (i, why) = refused.expect("a send was refused");
+        assert!(i >= UPSTREAM_WRITE_QUEUE, "refused after {i} sends: {why}");
+        assert!(why.contains("does not read its input"), "{why}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(peer.is_closed(), "the connection is dropped as broken");
+        let t0 = Instant::now();
+        proc.stop();
+        assert!(proc.is_done());
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     #[test]

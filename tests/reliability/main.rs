@@ -1,5 +1,6 @@
 //! The reliability suite: the server under a mixed 30 s load on every face, under faults (kill
 //! -9 during heavy writes, SIGTERM with calls in flight, an external MCP server killed mid-call),
+//! under a hostile external MCP server (floods, a child that stops reading, hostile tool lists),
 //! and under hostile input (the JSON-RPC framing and the configuration parsers in process, the
 //! HTTP routes and the MCP stdio transport against the real binary, path traversal on every
 //! path parameter). Liveness, not speed: every wait has a deadline of seconds to tens of
@@ -27,6 +28,7 @@ mod client_bytes;
 mod config_props;
 mod faults;
 mod framing;
+mod hostile_upstream;
 mod load;
 mod local_users;
 mod origins;
