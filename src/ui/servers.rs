@@ -100,6 +100,29 @@ fn servers(shared: &Shared, clients: &Value) -> String {
         if let Some(secs) = s.get("next_retry_in_s").and_then(Value::as_f64) {
             let _ = write!(out, "<p class=\"hint\">Retrying in {secs:.0} s.</p>");
         }
+        // Tools the server listed that were left out (hostile or surplus names).
+        if let Some(n) = s
+            .get("skipped_tools")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+        {
+            let why: Vec<String> = s
+                .get("skipped_tools_by_reason")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| v.as_u64() != Some(0))
+                        .map(|(k, v)| format!("{} {}", shown(v), k.replace('_', " ")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<p class=\"hint skipped\">{n} tool{} this server listed left out ({}).</p>",
+                super::plural(n as usize),
+                esc(&why.join(", "))
+            );
+        }
         let _ = write!(
             out,
             "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{seg}/reconnect\">\

@@ -1,5 +1,6 @@
-//! What a web page can make the server keep through the browser-client endpoints (any page may
-//! call them): every byte counted, every field bounded. Each test is an attack an outside probe
+//! What a web page can make the server keep through the browser-client endpoints (a page whose
+//! origin the user allowed, as in the web UI, may call them): every byte counted, every field
+//! bounded. Each test is an attack an outside probe
 //! found (a page sending huge method names, stalled event readers, a flood of registrations, a
 //! huge name reaching MCP sessions), run against the real binary, with variants; each failed
 //! before the fix (memory in gigabytes, a dropped MCP session, an unbounded registry).
@@ -21,6 +22,13 @@ fn start(tag: &str, args: &[&str]) -> (crate::support::TempDir, Proc) {
     let mut all = vec!["--memory"];
     all.extend_from_slice(args);
     let server = Proc::start(home.path(), &all, "warn");
+    // The page's origin is allowed as a person would allow it on the Paused page: it may use
+    // the browser-client endpoints, and nothing else.
+    let allowed = server.client().post_ok(
+        "/api/origins",
+        &json!({"origin": "http://evil.example", "decision": "allow"}),
+    );
+    assert_eq!(allowed["status"], "ok", "{allowed}");
     (home, server)
 }
 

@@ -416,6 +416,11 @@ fn hostile_tool_names_are_skipped_and_counted() {
         json!({"invalid_name": 6, "duplicate": 1, "over_limit": 0}),
         "{status}"
     );
+    let page = c.get("/mcp-servers").text();
+    assert!(
+        page.contains("7 tools this server listed left out (6 invalid name, 1 duplicate)"),
+        "{page}"
+    );
     assert_eq!(connected["tools"].as_array().unwrap().len(), names.len());
     let echoed = c.post_ok(
         "/api/mcp-tools/call",
