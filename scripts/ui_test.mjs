@@ -748,12 +748,25 @@ check("security: a page on another origin cannot resume, start a REPL or add a b
     const refusals = log.split("\n").filter((l) => l.includes("refused") && l.includes(p) && l.includes(other)).length;
     assert(refusals >= 4, `the server logged ${refusals} origin refusals for ${name} (${p}), expected at least 4 (text/plain, no-cors, beacon, form):\n${tail(log)}`);
   }
-  // The browser-client endpoints answer any origin, readably.
-  const client = await page.evaluate(([base, id]) => window.clientCalls(base, id), [server.url, pauseId]);
-  assert(client.poll.status === 200 && client.poll.body.status === "waiting", `GET /api/poll from another origin: ${JSON.stringify(client.poll)}`);
-  assert(client.functions.status === 200, `POST /api/functions from another origin: ${JSON.stringify(client.functions)}`);
-  const functions = (await server.api("GET", "/api/functions")).functions;
-  assert(JSON.stringify(functions).includes("registered_by_another_origin"), `the function registered from another origin is missing: ${JSON.stringify(functions).slice(0, 300)}`);
+  // The browser-client endpoints answer a page nobody allowed readably, with a refusal, and its
+  // request waits in the web UI.
+  const refused = await page.evaluate(([base, id]) => window.clientCalls(base, id), [server.url, pauseId]);
+  assert(refused.poll.status === 403 && refused.poll.body.error === "origin_not_allowed",
+    `GET /api/poll from an origin nobody allowed: ${JSON.stringify(refused.poll)}`);
+  assert(refused.functions.status === 403, `POST /api/functions from an origin nobody allowed: ${JSON.stringify(refused.functions)}`);
+  let functions = (await server.api("GET", "/api/functions")).functions;
+  assert(!JSON.stringify(functions).includes("registered_by_another_origin"), `an origin nobody allowed registered a function`);
+  const pending = (await server.api("GET", "/api/origins")).pending.map((p) => p.origin);
+  assert(pending.includes(other), `the refused origin is not pending: ${JSON.stringify(pending)}`);
+  // Allowed, the page reports its own calls, but still cannot poll the program's pause.
+  await server.api("POST", "/api/origins", { origin: other, decision: "allow" });
+  const allowed = await page.evaluate(([base, id]) => window.clientCalls(base, id), [server.url, pauseId]);
+  assert(allowed.functions.status === 200, `POST /api/functions from an allowed origin: ${JSON.stringify(allowed.functions)}`);
+  assert(allowed.poll.status === 403 && allowed.poll.body.error === "not_owner",
+    `GET /api/poll of the program's pause from an allowed page: ${JSON.stringify(allowed.poll)}`);
+  functions = (await server.api("GET", "/api/functions")).functions;
+  assert(JSON.stringify(functions).includes("registered_by_another_origin"), `the function registered from the allowed origin is missing: ${JSON.stringify(functions).slice(0, 300)}`);
+  assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
 });
 
 // ---------------------------------------------------------------------------------------
