@@ -944,10 +944,20 @@ fn create_index(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Takes the store's exclusive lock on its open log file, or says who holds it.
+/// Takes the store's exclusive lock on its open log file, or says who holds it. A lock taken
+/// by this process can be held for an instant by a child being spawned (the duplicate of the
+/// descriptor lives between `fork` and `exec`), so a refusal is retried for up to a second
+/// before it is taken for another server's.
 fn lock(file: &File, path: &Path) -> io::Result<()> {
-    if crate::sys::try_lock_exclusive(file).map_err(|e| with_path(path, e))? {
-        return Ok(());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        if crate::sys::try_lock_exclusive(file).map_err(|e| with_path(path, e))? {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= until {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let holder = match lock_holder(file) {
         Some(pid) => format!(" (pid {pid})"),
@@ -956,7 +966,9 @@ fn lock(file: &File, path: &Path) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::WouldBlock,
         format!(
-            "{} is in use by another cideldill-server{holder}: two servers appending to one              database lose each other's records; stop that server, or give this one another --db              (or --memory)",
+            "{} is in use by another cideldill-server{holder}: two servers appending to one \
+             database lose each other's records; stop that server, or give this one another \
+             --db (or --memory)",
             path.display()
         ),
     ))
