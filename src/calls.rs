@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::breakpoints::Gate;
 use crate::intern::Sym;
-use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
+use crate::limits::{MAX_AFTER_ACTIONS, MAX_PAUSES_PER_ORIGIN, REPORT_TEXT_CHARS};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
     MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
@@ -117,9 +117,14 @@ pub struct NotYours {
     pub owner_origin: Option<String>,
 }
 
+/// An origin as compared: trimmed, without a trailing slash, lowercase.
+fn norm_origin(o: &str) -> String {
+    o.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
 /// Whether a request from `origin` may act for something owned by `owner`.
 fn same_origin(owner: Option<&str>, origin: Option<&str>) -> Result<(), NotYours> {
-    let norm = |o: Option<&str>| o.map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase());
+    let norm = |o: Option<&str>| o.map(norm_origin);
     if norm(owner) == norm(origin) {
         Ok(())
     } else {
@@ -165,6 +170,15 @@ pub struct Calls {
     /// Reports as compact JSON text: a tree of `Value`s would cost many times the bytes counted.
     com_errors: VecDeque<Box<str>>,
     com_error_bytes: usize,
+    /// Pauses admitted (`admit_pause`) and not yet made, by normalized origin: an after-pause
+    /// is admitted before its record is written, and made once it is.
+    pause_reserved: HashMap<String, usize>,
+    /// Origins at their pause limit, with the calls that ran without pausing since they
+    /// reached it (a burst: it ends when the origin may pause again). Only origins holding
+    /// `MAX_PAUSES_PER_ORIGIN` pauses are here, so it is bounded by the paused list.
+    pause_bursts: HashMap<String, u64>,
+    /// Calls let run without pausing because of `MAX_PAUSES_PER_ORIGIN`, since start.
+    pauses_limited: u64,
 }
 
 impl Calls {
@@ -269,8 +283,76 @@ impl Calls {
         self.open.len()
     }
 
+    /// Paused calls of `origin`, and the pauses admitted for it not made yet.
+    fn pauses_of(&self, origin: &str) -> usize {
+        let norm = norm_origin(origin);
+        let paused = self
+            .paused
+            .iter()
+            .filter(|p| p.call.origin().is_some_and(|o| norm_origin(o) == norm))
+            .count();
+        paused + self.pause_reserved.get(&norm).copied().unwrap_or(0)
+    }
+
+    /// Whether a call reported by `origin` (a page; `None`: a program) may pause now: a page
+    /// holds at most `MAX_PAUSES_PER_ORIGIN` pauses, programs are not limited. An admitted
+    /// pause is reserved until [`Calls::pause`] makes it (or [`Calls::cancel_pause`] gives it
+    /// up), so pauses admitted one lock apart from their making cannot pass the bound. A
+    /// refusal is counted, and the first of a burst logged (not each call of a flood).
+    pub fn admit_pause(&mut self, origin: Option<&str>, method: &str) -> bool {
+        let Some(origin) = origin else {
+            return true;
+        };
+        let held = self.pauses_of(origin);
+        let norm = norm_origin(origin);
+        if held < MAX_PAUSES_PER_ORIGIN {
+            *self.pause_reserved.entry(norm.clone()).or_default() += 1;
+            if let Some(ran) = self.pause_bursts.remove(&norm) {
+                log::info!(
+                    "the page at {origin} may pause calls again: {ran} of its calls ran \
+                     without pausing while it held {MAX_PAUSES_PER_ORIGIN} paused calls"
+                );
+            }
+            return true;
+        }
+        self.pauses_limited += 1;
+        let burst = self.pause_bursts.entry(norm).or_default();
+        *burst += 1;
+        if *burst == 1 {
+            log::warn!(
+                "the page at {origin} holds {held} paused calls, the most one browser origin \
+                 may hold: its calls run without pausing (answered `continue`, their records \
+                 say `pause_limit`) until some of its pauses are resumed; first: {:?}",
+                crate::pretty::cut(method)
+            );
+        }
+        false
+    }
+
+    /// Gives up a pause admitted by [`Calls::admit_pause`] and not made.
+    pub fn cancel_pause(&mut self, origin: Option<&str>) {
+        if let Some(o) = origin {
+            self.unreserve(&norm_origin(o));
+        }
+    }
+
+    fn unreserve(&mut self, norm: &str) {
+        if let Some(n) = self.pause_reserved.get_mut(norm) {
+            *n -= 1;
+            if *n == 0 {
+                self.pause_reserved.remove(norm);
+            }
+        }
+    }
+
+    /// Calls that ran without pausing because their page held `MAX_PAUSES_PER_ORIGIN`.
+    pub fn pauses_limited(&self) -> u64 {
+        self.pauses_limited
+    }
+
     /// Creates a paused execution. A before-pause is linked to its open call (by the call's
-    /// id), whose record it shows.
+    /// id), whose record it shows. A pause of a call with an origin takes up the reservation
+    /// `admit_pause` made for it.
     pub fn pause(
         &mut self,
         id: String,
@@ -279,6 +361,10 @@ impl Calls {
         cause: PauseCause,
         now: f64,
     ) -> Pause {
+        if let Some(o) = call.origin() {
+            let norm = norm_origin(o);
+            self.unreserve(&norm);
+        }
         if when == When::Before {
             if let Some(open) = self.open.get_mut(&call.call_id.to_string()) {
                 open.pause_id = Some(id.clone());
@@ -788,6 +874,74 @@ mod tests {
             c.complete(&i);
         }
         assert!(c.open_order.len() <= 2 * c.n_open() + 65);
+    }
+
+    #[test]
+    fn a_page_holds_at_most_its_pause_limit_and_programs_are_not_limited() {
+        let mut c = Calls::default();
+        let page = |origin: &str, id: &str| {
+            let mut r = CallRecord::for_tests("f", id);
+            r.set_origin(Some(origin));
+            r
+        };
+        let pause = |c: &mut Calls, origin: Option<&str>, n: usize| -> bool {
+            let id = format!("{}-{n}", origin.unwrap_or("program"));
+            if !c.admit_pause(origin, "f") {
+                return false;
+            }
+            let call = match origin {
+                Some(o) => page(o, &id),
+                None => CallRecord::for_tests("f", &id),
+            };
+            c.open_call(call.clone());
+            c.pause(format!("p{id}"), When::Before, Arc::new(call), cause(), 1.0);
+            true
+        };
+        let evil = Some("http://evil.example");
+        for n in 0..MAX_PAUSES_PER_ORIGIN {
+            assert!(pause(&mut c, evil, n), "pause {n} is admitted");
+        }
+        assert!(!pause(&mut c, evil, 1000), "one more is not");
+        // The same origin spelled otherwise is the same origin.
+        assert!(!c.admit_pause(Some("HTTP://EVIL.EXAMPLE/"), "f"));
+        assert_eq!(c.pauses_limited(), 2);
+        assert_eq!(c.pause_bursts.len(), 1, "one burst, logged once");
+        // Another origin and programs still pause.
+        assert!(pause(&mut c, Some("http://localhost:3000"), 0));
+        for n in 0..MAX_PAUSES_PER_ORIGIN + 10 {
+            assert!(pause(&mut c, None, n), "programs are not limited");
+        }
+        assert_eq!(c.paused().len(), 2 * MAX_PAUSES_PER_ORIGIN + 11);
+        // A person resumes one of the page's pauses: one more may pause, then none again.
+        c.resume(
+            "phttp://evil.example-3",
+            json!({"action": "continue"}),
+            by(),
+        )
+        .unwrap();
+        assert!(pause(&mut c, evil, 2000));
+        assert!(c.pause_bursts.is_empty(), "the burst ended");
+        assert!(!pause(&mut c, evil, 2001));
+        // Its completion ends its pause too; an admitted pause counts until it is made or
+        // given up (an after-pause is admitted before its record is written).
+        c.complete("http://evil.example-4").unwrap();
+        assert!(c.admit_pause(evil, "f"));
+        assert!(!c.admit_pause(evil, "f"), "the admitted one holds the room");
+        c.cancel_pause(evil);
+        assert!(c.admit_pause(evil, "f"));
+        let done = Arc::new(page("http://evil.example", "done"));
+        c.pause("after".into(), When::After, done, cause(), 2.0);
+        assert!(
+            c.pause_reserved.is_empty(),
+            "the pause took its reservation"
+        );
+        assert!(!c.admit_pause(evil, "f"));
+        let held = c
+            .paused()
+            .iter()
+            .filter(|p| p.call.origin() == Some("http://evil.example"))
+            .count();
+        assert_eq!(held, MAX_PAUSES_PER_ORIGIN);
     }
 
     #[test]

@@ -33,5 +33,6 @@ mod load;
 mod local_users;
 mod origins;
 mod ownership;
+mod page_pauses;
 mod routes;
 mod traversal;
