@@ -264,7 +264,7 @@ pub fn call_start_from(
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
     let mut decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
-    limit_pause(&mut st, &mut decision, origin, &method_name);
+    limit_pause(&mut st, &mut decision, &call);
     if let Some(line) = decision.log {
         write_log(&mut st, &method_name, &call_id, &line, now);
         call.set_log(line);
@@ -401,11 +401,12 @@ fn decide_gated(
 }
 
 /// A page's call runs instead of pausing when its origin holds `limits::MAX_PAUSES_PER_ORIGIN`
-/// pauses (a paused call waits for a person; a page may start calls without end): its record
+/// pauses or `MAX_PAUSED_BYTES_PER_ORIGIN` (a paused call waits for a person; a page may start
+/// calls without end): its record
 /// says so (`resolution` by `pause_limit`, unless a person already decided about the call).
 /// An admitted pause is reserved for the call (see `Calls::admit_pause`).
-fn limit_pause(st: &mut State, decision: &mut Decision, origin: Option<&str>, method: &str) {
-    if decision.pause.is_some() && !st.calls.admit_pause(origin, method) {
+fn limit_pause(st: &mut State, decision: &mut Decision, call: &CallRecord) {
+    if decision.pause.is_some() && !st.calls.admit_pause(call) {
         decision.pause = None;
         decision.ran_by.get_or_insert(Actor::PauseLimit);
     }
@@ -624,7 +625,6 @@ pub fn call_complete_from(
         // Missed, or its breakpoint lost its options since the call started.
         (Gate::Missed | Gate::Deferred, _) => Decision::run(Gate::Missed),
     };
-    limit_pause(&mut st, &mut decision, call.origin(), &method_name);
     if let Some(line) = &decision.log {
         write_log(&mut st, &method_name, &call_id, line, now);
         call.set_log(line.clone());
@@ -643,6 +643,11 @@ pub fn call_complete_from(
         .as_deref()
         .map(|p| st.repl.sessions_of(p).iter().map(|s| Sym::new(s)).collect())
         .unwrap_or_default();
+    // Admitted on the call as it will be kept (its after-pause shows this record).
+    limit_pause(&mut st, &mut decision, &call);
+    if decision.ran_by == Some(Actor::PauseLimit) && call.resolution().is_none() {
+        call.set_resolution(Resolution::new(Action::Continue, Actor::PauseLimit, now));
+    }
     let call = Arc::new(call);
     let seq = st.records.push(Record::Call(call.clone()));
     st.emit(EventKind::CallCompleted {
@@ -672,7 +677,7 @@ pub fn call_complete_from(
         if let Err(e) = persist(shared, &records) {
             if decision.pause.is_some() {
                 // The after-pause admitted for this call will not be made.
-                shared.lock().calls.cancel_pause(call.origin());
+                shared.lock().calls.cancel_pause(&call_id);
             }
             return Err(e);
         }

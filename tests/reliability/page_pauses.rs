@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use cideldill_server::limits::MAX_PAUSES_PER_ORIGIN;
+use cideldill_server::limits::{MAX_PAUSED_BYTES_PER_ORIGIN, MAX_PAUSES_PER_ORIGIN};
 
 use crate::harness::{home, Proc};
 use crate::support::{call_start_body, complete_body, http, item, pause_id, Client, Resp};
@@ -199,4 +199,46 @@ fn page_pauses_are_bounded_per_origin_and_a_person_makes_room() {
     assert_eq!((evil, other, programs), (MAX_PAUSES_PER_ORIGIN, 1, 1));
     assert_eq!(bursts_logged(&server), 2, "a new burst is logged once");
     assert_eq!(c.get("/api/status").status, 200, "the server still answers");
+}
+
+#[test]
+fn page_pauses_are_bounded_in_bytes_too() {
+    // Variant: calls that keep about 2 MB each (a signature and a page URL near the field
+    // limit): the page holds what fits in the bytes, fewer than the count.
+    let home = home("page-pause-bytes");
+    let server = Proc::start(home.path(), &["--memory"], "warn");
+    let c = server.client();
+    c.post_ok(
+        "/api/origins",
+        &json!({"origin": EVIL, "decision": "allow"}),
+    );
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    let (base, _) = server.rss_kib();
+    let mut polled = 0;
+    for n in 0..60 {
+        let mut body = call_start_body("f", vec![], json!({}));
+        body["signature"] = json!(format!("({n}{})", "a".repeat(1_000_000)));
+        body["page_url"] = json!(format!("http://evil.example/{n}{}", "u".repeat(1_000_000)));
+        let r = page_post(&c, EVIL, "/api/call/start", &body);
+        assert_eq!(r.status, 200, "{}", &r.text()[..r.text().len().min(300)]);
+        if r.json()["action"] == "poll" {
+            polled += 1;
+        }
+    }
+    let (evil, ..) = paused_by_origin(&c);
+    let (rss, _) = server.rss_kib();
+    eprintln!(
+        "page pause bytes: {polled} of 60 calls paused, RSS {} MiB from {} MiB",
+        rss / 1024,
+        base / 1024
+    );
+    assert_eq!(evil, polled);
+    // Each call keeps a little more than its two 1,000,000-byte fields.
+    let most = MAX_PAUSED_BYTES_PER_ORIGIN / 2_000_000;
+    assert!(
+        polled > 10 && polled <= most,
+        "{polled} pauses of 2 MB calls (at most {most})"
+    );
+    let status = c.get_ok("/api/status");
+    assert_eq!(status["pauses_limited"].as_u64(), Some(60 - polled as u64));
 }
