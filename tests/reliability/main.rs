@@ -34,5 +34,6 @@ mod local_users;
 mod origins;
 mod ownership;
 mod page_pauses;
+mod page_soak;
 mod routes;
 mod traversal;
