@@ -393,7 +393,8 @@ fn page_soak_a_granted_page_at_the_limits_keeps_rss_under_the_stated_bound() {
     eprintln!(
         "page soak: {} s, {calls} calls, {sent} requests ({:.0}/s), {answered}/{EVALS} REPL \
          answers ({evals:?}); RSS from {} MiB: peak {} MiB, sampled max {} MiB, now {} MiB; \
-         bound {} MiB (largest body {} KiB); status {status}; answers {:?}",
+         bound {} MiB (largest body {} KiB); every 10 s (MiB): {:?}; status {status}; \
+         answers {:?}",
         elapsed.as_secs(),
         sent as f64 / elapsed.as_secs_f64(),
         base / 1024,
@@ -402,6 +403,11 @@ fn page_soak_a_granted_page_at_the_limits_keeps_rss_under_the_stated_bound() {
         rss / 1024,
         bound_kib / 1024,
         largest_body >> 10,
+        samples
+            .iter()
+            .step_by(10)
+            .map(|k| k / 1024)
+            .collect::<Vec<_>>(),
         tally.answers,
     );
     assert!(tally.unexpected.is_empty(), "{:#?}", tally.unexpected);
