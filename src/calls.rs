@@ -11,7 +11,9 @@ use serde_json::{json, Map, Value};
 
 use crate::breakpoints::Gate;
 use crate::intern::Sym;
-use crate::limits::{MAX_AFTER_ACTIONS, REPORT_TEXT_CHARS};
+use crate::limits::{
+    MAX_AFTER_ACTIONS, MAX_PAUSED_BYTES_PER_ORIGIN, MAX_PAUSES_PER_ORIGIN, REPORT_TEXT_CHARS,
+};
 use crate::limits::{
     MAX_COM_ERRORS, MAX_COM_ERRORS_BYTES, MAX_COM_ERROR_REPORT_BYTES, MAX_OPEN_CALLS,
     MAX_OPEN_CALLS_BYTES, MAX_ORPHANS, MAX_ORPHAN_ID_BYTES,
@@ -74,6 +76,8 @@ pub struct Pause {
     pub call: Arc<CallRecord>,
     pub cause: PauseCause,
     pub paused_at: f64,
+    /// What its call keeps (`CallRecord::weight`), for the bound of a page's pauses.
+    pub weight: usize,
 }
 
 impl Pause {
@@ -117,9 +121,14 @@ pub struct NotYours {
     pub owner_origin: Option<String>,
 }
 
+/// An origin as compared: trimmed, without a trailing slash, lowercase.
+fn norm_origin(o: &str) -> String {
+    o.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
 /// Whether a request from `origin` may act for something owned by `owner`.
 fn same_origin(owner: Option<&str>, origin: Option<&str>) -> Result<(), NotYours> {
-    let norm = |o: Option<&str>| o.map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase());
+    let norm = |o: Option<&str>| o.map(norm_origin);
     if norm(owner) == norm(origin) {
         Ok(())
     } else {
@@ -165,6 +174,16 @@ pub struct Calls {
     /// Reports as compact JSON text: a tree of `Value`s would cost many times the bytes counted.
     com_errors: VecDeque<Box<str>>,
     com_error_bytes: usize,
+    /// Pauses admitted (`admit_pause`) and not yet made, by call id, with the normalized
+    /// origin and the weight of the call: an after-pause is admitted before its record is
+    /// written, and made once it is.
+    pause_reserved: HashMap<String, (String, usize)>,
+    /// Origins at their pause limit, with the calls that ran without pausing since they
+    /// reached it (a burst: it ends when the origin may pause again). Only origins holding
+    /// `MAX_PAUSES_PER_ORIGIN` pauses are here, so it is bounded by the paused list.
+    pause_bursts: HashMap<String, u64>,
+    /// Calls let run without pausing because of `MAX_PAUSES_PER_ORIGIN`, since start.
+    pauses_limited: u64,
 }
 
 impl Calls {
@@ -269,8 +288,72 @@ impl Calls {
         self.open.len()
     }
 
+    /// Paused calls of the origin `norm` (normalized), and the pauses admitted for it not made
+    /// yet: how many, and what their calls keep (`CallRecord::weight`, counted in full).
+    fn pauses_of(&self, norm: &str) -> (usize, usize) {
+        let mine = |o: Option<&str>| o.is_some_and(|o| norm_origin(o) == norm);
+        let paused = self.paused.iter().filter(|p| mine(p.call.origin()));
+        let reserved = self.pause_reserved.values().filter(|(o, _)| o == norm);
+        (
+            paused.clone().count() + reserved.clone().count(),
+            paused.map(|p| p.weight).sum::<usize>() + reserved.map(|(_, w)| w).sum::<usize>(),
+        )
+    }
+
+    /// Whether `call` may pause now: the calls of a page (a browser origin) hold at most
+    /// `MAX_PAUSES_PER_ORIGIN` pauses and `MAX_PAUSED_BYTES_PER_ORIGIN`, the new one included;
+    /// programs (no origin) are not limited. An admitted pause is reserved (by call id) until
+    /// [`Calls::pause`] makes it or [`Calls::cancel_pause`] gives it up, so pauses admitted
+    /// one lock apart from their making cannot pass the bound. A refusal is counted, and the
+    /// first of a burst logged (not each call of a flood).
+    pub fn admit_pause(&mut self, call: &CallRecord) -> bool {
+        let Some(origin) = call.origin() else {
+            return true;
+        };
+        let norm = norm_origin(origin);
+        let (held, bytes) = self.pauses_of(&norm);
+        let weight = call.weight();
+        if held < MAX_PAUSES_PER_ORIGIN && bytes + weight <= MAX_PAUSED_BYTES_PER_ORIGIN {
+            self.pause_reserved
+                .insert(call.call_id.to_string(), (norm.clone(), weight));
+            if let Some(ran) = self.pause_bursts.remove(&norm) {
+                log::info!(
+                    "the page at {origin} may pause calls again: {ran} of its calls ran \
+                     without pausing while it held the most paused calls one origin may"
+                );
+            }
+            return true;
+        }
+        self.pauses_limited += 1;
+        let burst = self.pause_bursts.entry(norm).or_default();
+        *burst += 1;
+        if *burst == 1 {
+            log::warn!(
+                "the page at {origin} holds {held} paused calls keeping {} KiB, the most one \
+                 browser origin may hold ({MAX_PAUSES_PER_ORIGIN} calls, {} MiB): its calls \
+                 run without pausing (answered `continue`, their records say `pause_limit`) \
+                 until some of its pauses are resumed; first: {:?}",
+                bytes >> 10,
+                MAX_PAUSED_BYTES_PER_ORIGIN >> 20,
+                crate::pretty::cut(&call.method)
+            );
+        }
+        false
+    }
+
+    /// Gives up the pause admitted for the call `call_id` by [`Calls::admit_pause`].
+    pub fn cancel_pause(&mut self, call_id: &str) {
+        self.pause_reserved.remove(call_id);
+    }
+
+    /// Calls that ran without pausing because their page held `MAX_PAUSES_PER_ORIGIN`.
+    pub fn pauses_limited(&self) -> u64 {
+        self.pauses_limited
+    }
+
     /// Creates a paused execution. A before-pause is linked to its open call (by the call's
-    /// id), whose record it shows.
+    /// id), whose record it shows. A pause of a call with an origin takes up the reservation
+    /// `admit_pause` made for it.
     pub fn pause(
         &mut self,
         id: String,
@@ -279,6 +362,7 @@ impl Calls {
         cause: PauseCause,
         now: f64,
     ) -> Pause {
+        self.pause_reserved.remove(&call.call_id.to_string());
         if when == When::Before {
             if let Some(open) = self.open.get_mut(&call.call_id.to_string()) {
                 open.pause_id = Some(id.clone());
@@ -288,6 +372,7 @@ impl Calls {
         let pause = Pause {
             id,
             when,
+            weight: call.weight(),
             call,
             cause,
             paused_at: now,
@@ -788,6 +873,104 @@ mod tests {
             c.complete(&i);
         }
         assert!(c.open_order.len() <= 2 * c.n_open() + 65);
+    }
+
+    #[test]
+    fn a_page_holds_at_most_its_pause_limit_and_programs_are_not_limited() {
+        let mut c = Calls::default();
+        let record = |origin: Option<&str>, id: &str| {
+            let mut r = CallRecord::for_tests("f", id);
+            r.set_origin(origin);
+            r
+        };
+        let pause = |c: &mut Calls, origin: Option<&str>, n: usize| -> bool {
+            let id = format!("{}-{n}", origin.unwrap_or("program"));
+            let call = record(origin, &id);
+            if !c.admit_pause(&call) {
+                return false;
+            }
+            c.open_call(call.clone());
+            c.pause(format!("p{id}"), When::Before, Arc::new(call), cause(), 1.0);
+            true
+        };
+        let evil = Some("http://evil.example");
+        for n in 0..MAX_PAUSES_PER_ORIGIN {
+            assert!(pause(&mut c, evil, n), "pause {n} is admitted");
+        }
+        assert!(!pause(&mut c, evil, 1000), "one more is not");
+        // The same origin spelled otherwise is the same origin.
+        assert!(!c.admit_pause(&record(Some("HTTP://EVIL.EXAMPLE/"), "x")));
+        assert_eq!(c.pauses_limited(), 2);
+        assert_eq!(c.pause_bursts.len(), 1, "one burst, logged once");
+        // Another origin and programs still pause.
+        assert!(pause(&mut c, Some("http://localhost:3000"), 0));
+        for n in 0..MAX_PAUSES_PER_ORIGIN + 10 {
+            assert!(pause(&mut c, None, n), "programs are not limited");
+        }
+        assert_eq!(c.paused().len(), 2 * MAX_PAUSES_PER_ORIGIN + 11);
+        // A person resumes one of the page's pauses: one more may pause, then none again.
+        c.resume(
+            "phttp://evil.example-3",
+            json!({"action": "continue"}),
+            by(),
+        )
+        .unwrap();
+        assert!(pause(&mut c, evil, 2000));
+        assert!(c.pause_bursts.is_empty(), "the burst ended");
+        assert!(!pause(&mut c, evil, 2001));
+        // Its completion ends its pause too; an admitted pause counts until it is made or
+        // given up (an after-pause is admitted before its record is written).
+        c.complete("http://evil.example-4").unwrap();
+        let after = record(evil, "after");
+        assert!(c.admit_pause(&after));
+        assert!(
+            !c.admit_pause(&record(evil, "y")),
+            "the admitted one holds the room"
+        );
+        c.cancel_pause("after");
+        assert!(c.admit_pause(&after));
+        c.pause("a".into(), When::After, Arc::new(after), cause(), 2.0);
+        assert!(
+            c.pause_reserved.is_empty(),
+            "the pause took its reservation"
+        );
+        assert!(!c.admit_pause(&record(evil, "z")));
+        let held = c
+            .paused()
+            .iter()
+            .filter(|p| p.call.origin() == evil)
+            .count();
+        assert_eq!(held, MAX_PAUSES_PER_ORIGIN);
+    }
+
+    #[test]
+    fn a_page_pauses_within_its_bytes_too() {
+        let mut c = Calls::default();
+        let page = Some("http://evil.example");
+        // Calls that keep 10 MiB each (a long signature): six fit in the bytes, not seven.
+        let heavy = |id: &str| {
+            let mut r = CallRecord::for_tests("f", id);
+            r.set_origin(page);
+            r.signature = crate::intern::Val::Str(Sym::new(&"s".repeat(10 << 20)));
+            r
+        };
+        let weight = heavy("w").weight();
+        let fits = MAX_PAUSED_BYTES_PER_ORIGIN / weight;
+        assert!(fits < MAX_PAUSES_PER_ORIGIN);
+        for n in 0..fits {
+            let call = heavy(&format!("c{n}"));
+            assert!(c.admit_pause(&call), "{n}");
+            c.pause(format!("p{n}"), When::After, Arc::new(call), cause(), 1.0);
+        }
+        assert!(!c.admit_pause(&heavy("more")));
+        // A light call of the page still fits; a program's heavy one is not limited.
+        let mut light = CallRecord::for_tests("f", "light");
+        light.set_origin(page);
+        assert!(c.admit_pause(&light));
+        assert!(c.admit_pause(&CallRecord::for_tests("f", "program")));
+        let mut program = heavy("program");
+        program.notes = None;
+        assert!(c.admit_pause(&program));
     }
 
     #[test]

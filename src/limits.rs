@@ -143,6 +143,16 @@ pub const MAX_CLIENT_FIELD_BYTES: usize = 1 << 20;
 /// Bytes of strings and trees the interner holds before it drops those nobody else holds
 /// (besides its count of entries); then again each time they double.
 pub const INTERNER_SWEEP_BYTES: usize = 16 << 20;
+/// Pauses that calls reported by one browser origin (a page, through the browser-client
+/// endpoints) may hold at once, before-pauses and after-pauses together, by count and by what
+/// their calls keep (`CallRecord::weight`, each counted in full): a paused call waits for a
+/// person (and a paused open call is never dropped), and a page can start as many calls as it
+/// likes. A call of that origin that would pause past either runs instead (it is answered `continue`, as with no breakpoint) and its record
+/// says so (`resolution` by `pause_limit`); the first of each burst is logged, and every one is
+/// counted (`pauses_limited` in `/api/status`). Programs (no origin) are not limited this way:
+/// their pauses are as many as their threads.
+pub const MAX_PAUSES_PER_ORIGIN: usize = 64;
+pub const MAX_PAUSED_BYTES_PER_ORIGIN: usize = 64 << 20;
 /// What the pauses listed by one `GET /api/paused` with payloads may carry as `data` in all;
 /// past it, items are listed without `data` (their CIDs stay, readable by `GET /api/cid/...`).
 pub const MAX_PAUSED_DATA_BYTES: usize = 32 << 20;
@@ -532,6 +542,23 @@ pub const TABLE: &[Limit] = &[
         reached: "The oldest that is not paused is dropped and counted (`open_calls_dropped` in \
                   `/api/status`); its completion, if it comes, is recorded like one of a call \
                   the server never saw start.",
+    },
+    Limit {
+        what: "Paused calls of one browser origin (a page's calls through the browser-client \
+               endpoints), before and after together, and what their calls keep",
+        value: || {
+            format!(
+                "{} calls or {}",
+                count(MAX_PAUSES_PER_ORIGIN as u64),
+                bytes(MAX_PAUSED_BYTES_PER_ORIGIN as u64)
+            )
+        },
+        flag: None,
+        reached: "A call of that page that would pause runs instead (answered `continue`, as \
+                  without a breakpoint); its record's `resolution` is `continue` by \
+                  `pause_limit`, the first of each burst is logged, and all are counted \
+                  (`pauses_limited` in `/api/status`). Resuming its pauses makes room again. \
+                  Programs (no origin) are not limited.",
     },
     Limit {
         what: "Registered functions (`POST /api/functions`)",

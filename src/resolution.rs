@@ -66,10 +66,13 @@ pub enum Actor {
     Condition,
     /// A logpoint: a line was logged instead of pausing.
     Logpoint,
+    /// The pause limit of a browser origin (`limits::MAX_PAUSES_PER_ORIGIN`): the page that
+    /// reported the call already had that many paused calls, so it ran without pausing.
+    PauseLimit,
 }
 
 impl Actor {
-    pub const ALL: [Actor; 7] = [
+    pub const ALL: [Actor; 8] = [
         Actor::WebUi,
         Actor::Rest,
         Actor::Mcp,
@@ -77,6 +80,7 @@ impl Actor {
         Actor::Breakpoint,
         Actor::Condition,
         Actor::Logpoint,
+        Actor::PauseLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +92,7 @@ impl Actor {
             Actor::Breakpoint => "breakpoint",
             Actor::Condition => "condition",
             Actor::Logpoint => "logpoint",
+            Actor::PauseLimit => "pause_limit",
         }
     }
 
@@ -105,6 +110,7 @@ impl Actor {
             Actor::Breakpoint => "the breakpoint's replacement",
             Actor::Condition => "the breakpoint's condition",
             Actor::Logpoint => "a logpoint",
+            Actor::PauseLimit => "the pause limit of its page's origin",
         }
     }
 }
@@ -265,7 +271,7 @@ impl Resolution {
             Action::Replace => "replaced",
         };
         let how = match self.by {
-            Actor::Breakpoint | Actor::Condition | Actor::Logpoint => "by",
+            Actor::Breakpoint | Actor::Condition | Actor::Logpoint | Actor::PauseLimit => "by",
             _ => "through",
         };
         format!("{verb} {how} {}", self.by.describe())

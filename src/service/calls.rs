@@ -263,7 +263,8 @@ pub fn call_start_from(
     let mut st = shared.lock();
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
-    let decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
+    let mut decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
+    limit_pause(&mut st, &mut decision, &call);
     if let Some(line) = decision.log {
         write_log(&mut st, &method_name, &call_id, &line, now);
         call.set_log(line);
@@ -293,11 +294,14 @@ pub fn call_start_from(
         out.insert("call_id".into(), json!(call_id));
         return Ok(Value::Object(out));
     }
+    // A call let run by the pause limit runs as is, as with no breakpoint.
+    let limited = decision.ran_by == Some(Actor::PauseLimit);
     let replacement = st
         .breakpoints
         .contains(&method_name)
         .then(|| st.breakpoints.replacement(&method_name))
         .flatten()
+        .filter(|_| !limited)
         .map(str::to_owned);
     if let Some(r) = &replacement {
         let mut done = Resolution::new(Action::Replace, Actor::Breakpoint, now);
@@ -393,6 +397,18 @@ fn decide_gated(
                 Decision::run(hit_gate)
             }
         }
+    }
+}
+
+/// A page's call runs instead of pausing when its origin holds `limits::MAX_PAUSES_PER_ORIGIN`
+/// pauses or `MAX_PAUSED_BYTES_PER_ORIGIN` (a paused call waits for a person; a page may start
+/// calls without end): its record
+/// says so (`resolution` by `pause_limit`, unless a person already decided about the call).
+/// An admitted pause is reserved for the call (see `Calls::admit_pause`).
+fn limit_pause(st: &mut State, decision: &mut Decision, call: &CallRecord) {
+    if decision.pause.is_some() && !st.calls.admit_pause(call) {
+        decision.pause = None;
+        decision.ran_by.get_or_insert(Actor::PauseLimit);
     }
 }
 
@@ -578,7 +594,7 @@ pub fn call_complete_from(
     }
     let mut call = done.call;
     let method_name = call.method.to_string();
-    let decision = match (done.gate, &judged) {
+    let mut decision = match (done.gate, &judged) {
         (Gate::Plain | Gate::Hit, _) => Decision {
             pause: st
                 .breakpoints
@@ -627,6 +643,11 @@ pub fn call_complete_from(
         .as_deref()
         .map(|p| st.repl.sessions_of(p).iter().map(|s| Sym::new(s)).collect())
         .unwrap_or_default();
+    // Admitted on the call as it will be kept (its after-pause shows this record).
+    limit_pause(&mut st, &mut decision, &call);
+    if decision.ran_by == Some(Actor::PauseLimit) && call.resolution().is_none() {
+        call.set_resolution(Resolution::new(Action::Continue, Actor::PauseLimit, now));
+    }
     let call = Arc::new(call);
     let seq = st.records.push(Record::Call(call.clone()));
     st.emit(EventKind::CallCompleted {
@@ -653,7 +674,13 @@ pub fn call_complete_from(
         if let Some(entry) = &history {
             records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
         }
-        persist(shared, &records)?;
+        if let Err(e) = persist(shared, &records) {
+            if decision.pause.is_some() {
+                // The after-pause admitted for this call will not be made.
+                shared.lock().calls.cancel_pause(&call_id);
+            }
+            return Err(e);
+        }
     }
 
     let Some(pause) = decision.pause else {
@@ -963,6 +990,74 @@ mod tests {
         assert_eq!(try_complete(&good, page).unwrap(), json!({"status": "ok"}));
         let page_rec = call_records(&s, &RecordFilter::default(), 0, 10);
         assert_eq!(page_rec.calls[0]["origin"], "http://localhost:3000");
+    }
+
+    #[test]
+    fn a_page_past_its_pause_limit_runs_and_its_record_says_why() {
+        use crate::limits::MAX_PAUSES_PER_ORIGIN;
+        let s = shared();
+        crate::service::add_breakpoint(&s, "f", crate::service::Signature::Set(Some("(x)")), None)
+            .unwrap();
+        crate::service::function_register(
+            &s,
+            &body(json!({"function_name": "g", "signature": "(x)"})),
+        )
+        .unwrap();
+        crate::service::set_replacement(&s, "f", "g")
+            .unwrap()
+            .unwrap();
+        let page = Some("http://evil.example");
+        let start_as = |origin: Option<&str>| {
+            let text = serde_json::to_string(&start_body("f", &[json!(1)])).unwrap();
+            call_start_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin).unwrap()
+        };
+        let complete_as = |call_id: &str, origin: Option<&str>| {
+            let text = serde_json::to_string(&complete_body(call_id, &json!(2))).unwrap();
+            call_complete_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin).unwrap()
+        };
+        let mut pauses = Vec::new();
+        for _ in 0..MAX_PAUSES_PER_ORIGIN {
+            let answer = start_as(page);
+            assert_eq!(answer["action"], "poll", "{answer}");
+            pauses.push(answer);
+        }
+        // One more: it runs as is (no replacement either), and its record says why.
+        let answer = start_as(page);
+        assert_eq!(answer["action"], "continue", "{answer}");
+        let call_id = answer["call_id"].as_str().unwrap().to_owned();
+        // Its completion would pause after it (global `stop`): still no room.
+        assert_eq!(complete_as(&call_id, page), json!({"status": "ok"}));
+        let records = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(records.calls[0]["resolution"]["by"], "pause_limit");
+        assert_eq!(records.calls[0]["resolution"]["action"], "continue");
+        assert_eq!(s.lock().calls.pauses_limited(), 2);
+        assert_eq!(crate::service::server_status(&s).pauses_limited, 2);
+        // A program pauses still.
+        assert_eq!(start_as(None)["action"], "poll");
+        // A person resumes one of the page's pauses: its next call pauses again.
+        let first = pauses[0]["poll_url"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("/api/poll/")
+            .to_owned();
+        crate::service::testing::resume(&s, &first);
+        let answer = start_as(page);
+        assert_eq!(answer["action"], "poll", "{answer}");
+        let page_paused = s
+            .lock()
+            .calls
+            .paused()
+            .iter()
+            .filter(|p| p.call.origin() == page)
+            .count();
+        assert_eq!(page_paused, MAX_PAUSES_PER_ORIGIN);
+        // The resumed call completes: its after-pause finds no room, and its record keeps
+        // what the person decided.
+        let resumed_call = pauses[0]["call_id"].as_str().unwrap().to_owned();
+        assert_eq!(complete_as(&resumed_call, page), json!({"status": "ok"}));
+        let records = call_records(&s, &RecordFilter::default(), 0, 10);
+        assert_eq!(records.calls[0]["resolution"]["by"], "rest");
+        assert_eq!(s.lock().calls.pauses_limited(), 3);
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub struct ServerStatus {
     pub open_calls: usize,
     /// Open calls dropped because too many never completed (`limits::MAX_OPEN_CALLS`).
     pub open_calls_dropped: u64,
+    /// Calls of pages that ran without pausing because their origin held the most pauses one
+    /// origin may (`limits::MAX_PAUSES_PER_ORIGIN`).
+    pub pauses_limited: u64,
     /// Calls recorded since the database was created (in memory plus dropped).
     pub total_calls: u64,
     pub calls_in_memory: usize,
@@ -576,6 +579,7 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
         paused: st.calls.paused().len(),
         open_calls: st.calls.n_open(),
         open_calls_dropped: st.calls.open_dropped(),
+        pauses_limited: st.calls.pauses_limited(),
         total_calls: st.records.len() as u64 + st.records.dropped(),
         calls_in_memory: st.records.len(),
         calls_dropped: st.records.dropped(),

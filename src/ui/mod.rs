@@ -420,7 +420,7 @@ pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) ->
         action.as_str(),
     );
     let how = match by {
-        Actor::Breakpoint | Actor::Condition | Actor::Logpoint => "by",
+        Actor::Breakpoint | Actor::Condition | Actor::Logpoint | Actor::PauseLimit => "by",
         _ => "through",
     };
     let _ = write!(out, "{how} {}", esc(by.describe()));

@@ -33,5 +33,7 @@ mod load;
 mod local_users;
 mod origins;
 mod ownership;
+mod page_pauses;
+mod page_soak;
 mod routes;
 mod traversal;
