@@ -889,11 +889,9 @@ pub struct EventRecord {
 }
 
 impl EventRecord {
-    /// Calls `part` with each shared string or tree this event holds (see `CallRecord::parts`).
-    pub fn parts(&self, part: &mut dyn FnMut((usize, usize))) {
-        part(self.method.part());
-        part(self.status.part());
-        let vals = [
+    /// The event's JSON fields (the parts a weight counts beside its two names).
+    fn vals(&self) -> [&Val; 12] {
+        [
             &self.call_id,
             &self.pretty_args,
             &self.pretty_kwargs,
@@ -906,7 +904,14 @@ impl EventRecord {
             &self.exception_cid,
             &self.pretty_result,
             &self.exception,
-        ];
+        ]
+    }
+
+    /// Calls `part` with each shared string or tree this event holds (see `CallRecord::parts`).
+    pub fn parts(&self, part: &mut dyn FnMut((usize, usize))) {
+        part(self.method.part());
+        part(self.status.part());
+        let vals = self.vals();
         for v in vals {
             if let Some(p) = v.part() {
                 part(p);
@@ -917,20 +922,7 @@ impl EventRecord {
     /// About how many bytes this event keeps, shared parts counted in full (see
     /// `CallRecord::weight`).
     pub fn weight(&self) -> usize {
-        let vals = [
-            &self.call_id,
-            &self.pretty_args,
-            &self.pretty_kwargs,
-            &self.signature,
-            &self.call_site.timestamp,
-            &self.call_site.rest,
-            &self.page_url,
-            &self.event_type,
-            &self.result_cid,
-            &self.exception_cid,
-            &self.pretty_result,
-            &self.exception,
-        ];
+        let vals = self.vals();
         std::mem::size_of::<EventRecord>()
             + self.method.weight()
             + self.status.weight()
