@@ -205,12 +205,12 @@ Usage: cideldill-server [--port <n>] [--db <path> | --memory] [flags]
        cideldill-server --mcp [flags]    the MCP server of an AI agent on stdio
        cideldill-server --help | --version";
 
-/// What the exit status means (`--help` and the README say it).
+/// What the exit status means (`--help` and docs/flags.md say it).
 pub const EXIT_STATUS: &str =
     "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.";
 
 /// The groups of `--help`, by face, each with its flags in the order shown. Every flag argh
-/// knows is in exactly one group (a unit test checks it); the README's flags section has the
+/// knows is in exactly one group (a unit test checks it); docs/flags.md has the
 /// same groups (a tidy test checks it).
 pub const FLAG_GROUPS: &[(&str, &[&str])] = &[
     (

@@ -1,6 +1,6 @@
 //! THE tool table: every MCP tool as one `Tool` (name, title, description for an LLM with
 //! when-to-use guidance, input schema with examples, output schema, annotations, the longest it
-//! may block, handler). `tools/list`, argument validation and the README's tool reference are
+//! may block, handler). `tools/list`, argument validation and the tool reference of docs/mcp.md are
 //! generated from it. Handlers are thin: they call `service` (never the state lock or the
 //! content store) and shape JSON from its typed results; they never see a transport. Results
 //! never carry base64 payloads: items keep their CID and rendered value. The `external_*`
@@ -291,7 +291,7 @@ fn call_records_out() -> Value {
         "search_truncated": {"type": "boolean"}}})
 }
 
-/// Every tool, in the order of the README reference.
+/// Every tool, in the order of the reference in docs/mcp.md.
 pub static TOOLS: &[Tool] = &[
     Tool {
         name: "breakpoint_list_breakpoints",
@@ -969,7 +969,7 @@ fn breakpoint_wait_for_pause(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
     }
 }
 
-/// The README's tool reference, generated from `TOOLS`.
+/// The tool reference of docs/mcp.md, generated from `TOOLS`.
 pub fn reference_markdown() -> String {
     let mut out = String::from("| Tool | What it does | Arguments |\n|---|---|---|\n");
     for t in TOOLS {
