@@ -485,15 +485,7 @@ impl CallRecord {
             .iter()
             .chain(self.args.iter())
             .chain(self.kwargs.iter().map(|(_, v)| v));
-        let vals = [
-            &self.signature,
-            &self.call_site.timestamp,
-            &self.call_site.rest,
-            &self.page_url,
-            &self.status,
-            &self.result_cid,
-            &self.result_client_ref,
-        ];
+        let vals = self.vals();
         for v in items.map(Item::val).chain(vals) {
             if let Some(p) = v.part() {
                 part(p);
@@ -515,10 +507,9 @@ impl CallRecord {
         }
     }
 
-    /// About how many bytes this call keeps, every string and tree it shares with others
-    /// counted in full (see `Val::weight`; the records window counts those once, `parts`).
-    pub fn weight(&self) -> usize {
-        let vals = [
+    /// The call's JSON fields besides its items, exception and notes.
+    fn vals(&self) -> [&Val; 7] {
+        [
             &self.signature,
             &self.call_site.timestamp,
             &self.call_site.rest,
@@ -526,7 +517,13 @@ impl CallRecord {
             &self.status,
             &self.result_cid,
             &self.result_client_ref,
-        ];
+        ]
+    }
+
+    /// About how many bytes this call keeps, every string and tree it shares with others
+    /// counted in full (see `Val::weight`; the records window counts those once, `parts`).
+    pub fn weight(&self) -> usize {
+        let vals = self.vals();
         std::mem::size_of::<CallRecord>()
             + self.method.weight()
             + self.target.as_ref().map_or(0, Item::weight)

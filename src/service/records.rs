@@ -481,18 +481,22 @@ pub fn objects(shared: &Shared, offset: usize, limit: usize) -> ObjectsPage {
     }
 }
 
+/// The call records in memory (completed: true) and the open calls (false), copied under the
+/// lock for the snapshots derived from them.
+fn calls_in_memory(shared: &Shared) -> Vec<(Arc<CallRecord>, bool)> {
+    let st = shared.lock();
+    let open = st.calls.open_calls().map(|c| (Arc::new(c.clone()), false));
+    st.records
+        .calls()
+        .map(|c| (c.clone(), true))
+        .chain(open)
+        .collect()
+}
+
 /// `GET /api/snapshots`: the object snapshots of items with a `client_ref` (derived from the
 /// open calls and the call records in memory; the newest `MAX_SNAPSHOTS`, oldest first).
 pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<&str>) -> Value {
-    let calls: Vec<(Arc<CallRecord>, bool)> = {
-        let st = shared.lock();
-        let open = st.calls.open_calls().map(|c| (Arc::new(c.clone()), false));
-        st.records
-            .calls()
-            .map(|c| (c.clone(), true))
-            .chain(open)
-            .collect()
-    };
+    let calls = calls_in_memory(shared);
     let mut rows: Vec<Snapshot> = calls
         .iter()
         .flat_map(|(c, completed)| records::snapshots_of(c, *completed))
@@ -516,15 +520,7 @@ pub fn snapshots(shared: &Shared, process_key: Option<&str>, client_ref: Option<
 /// in memory, each once with its newest snapshot, newest first: at most `limit`, and how many
 /// there are. Only those listed are rendered.
 pub fn client_objects(shared: &Shared, limit: usize) -> (Vec<Value>, usize) {
-    let calls: Vec<(Arc<CallRecord>, bool)> = {
-        let st = shared.lock();
-        let open = st.calls.open_calls().map(|c| (Arc::new(c.clone()), false));
-        st.records
-            .calls()
-            .map(|c| (c.clone(), true))
-            .chain(open)
-            .collect()
-    };
+    let calls = calls_in_memory(shared);
     let mut newest: std::collections::HashMap<(String, String), Snapshot> =
         std::collections::HashMap::new();
     for s in calls
