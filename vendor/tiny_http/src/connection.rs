@@ -5,6 +5,8 @@ use std::os::unix::net as unix_net;
 use std::{
     net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs},
     path::PathBuf,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
 };
 
 /// Unified listener. Either a [`TcpListener`] or [`std::os::unix::net::UnixListener`]
@@ -101,6 +103,70 @@ impl Connection {
             #[cfg(unix)]
             Self::Unix(s) => s.try_clone().map(Self::from),
         }
+    }
+
+    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_read_timeout(timeout),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_read_timeout(timeout),
+        }
+    }
+
+    pub(crate) fn set_write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_write_timeout(timeout),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_write_timeout(timeout),
+        }
+    }
+
+    pub(crate) fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_nonblocking(true),
+            #[cfg(unix)]
+            Self::Unix(s) => s.set_nonblocking(true),
+        }
+    }
+
+    /// Small answers go out at once (no Nagle delay behind the client's delayed ACK).
+    pub(crate) fn set_nodelay(&self) -> std::io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_nodelay(true),
+            #[cfg(unix)]
+            Self::Unix(_) => Ok(()),
+        }
+    }
+}
+
+/// What a connection's requests share with the thread reading it: the socket (for timeouts
+/// and the lingering close) and whether the connection ends after the current answer (a
+/// response sent with `Connection: close`, or a request body left unread).
+#[derive(Debug)]
+pub(crate) struct ConnCtl {
+    stream: Connection,
+    closing: AtomicBool,
+}
+
+impl ConnCtl {
+    pub(crate) fn new(stream: Connection) -> ConnCtl {
+        ConnCtl {
+            stream,
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn stream(&self) -> &Connection {
+        &self.stream
+    }
+
+    /// No request after the current one is read from this connection.
+    pub(crate) fn close_after_answer(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 }
 impl From<TcpStream> for Connection {

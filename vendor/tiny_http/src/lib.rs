@@ -98,13 +98,15 @@ use std::error::Error;
 use std::io::Error as IoError;
 use std::io::ErrorKind as IoErrorKind;
 use std::io::Result as IoResult;
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
+use std::panic;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use client::ClientConnection;
 use connection::Connection;
@@ -181,6 +183,49 @@ pub struct ServerConfig {
 }
 
 /// Configuration of the server for SSL.
+/// Bounds on what a client can make the server hold, and on how long it may take (each `None`
+/// means no bound, as before these limits existed).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Longest request head (request line and headers): a longer one is answered 431 and the
+    /// connection closed, without reading the rest.
+    pub max_head_bytes: usize,
+    /// How long a connection may wait for its next request before it is closed quietly.
+    pub idle_timeout: Option<Duration>,
+    /// How long a request head may take from its first byte to its end (else 408).
+    pub head_timeout: Option<Duration>,
+    /// How long a read of a request body may wait for data (the read then fails).
+    pub body_timeout: Option<Duration>,
+    /// How long a write of an answer may wait for the client to take data.
+    pub write_timeout: Option<Duration>,
+    /// Most connections served at once: beyond it a connection is answered 503 and closed.
+    pub max_connections: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_head_bytes: 64 * 1024,
+            idle_timeout: None,
+            head_timeout: None,
+            body_timeout: None,
+            write_timeout: None,
+            max_connections: None,
+        }
+    }
+}
+
+/// A function that answers requests on the thread that read them from their connection.
+pub type Handler = Arc<dyn Fn(Request) + Send + Sync + 'static>;
+
+/// The answer to a connection over `Limits::max_connections`.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+Content-Length: 27\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many open connections\r\n";
+
+/// Pause after `accept` failed for want of resources (file descriptors, memory): the
+/// connection waits in the listen backlog meanwhile.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
 #[derive(Debug, Clone)]
 pub struct SslConfig {
     /// Contains the public certificate to send to clients.
@@ -244,6 +289,17 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_with(listener, ssl_config, Limits::default(), None)
+    }
+
+    /// Like `from_listener`, within `limits`; with a `handler`, every request is answered by
+    /// it on the thread that read the request (one per connection), and `recv` gets nothing.
+    pub fn from_listener_with<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        limits: Limits,
+        handler: Option<Handler>,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -290,11 +346,41 @@ impl Server {
             // a tasks pool is used to dispatch the connections into threads
             let tasks_pool = util::TaskPool::new();
 
+            let live = Arc::new(AtomicUsize::new(0));
+            let mut warned: Option<Instant> = None;
+
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
+                    Ok((sock, _)) if inside_close_trigger.load(Relaxed) => {
+                        drop(sock);
+                        break;
+                    }
+                    Ok((sock, _))
+                        if limits
+                            .max_connections
+                            .map_or(false, |max| live.load(Relaxed) >= max) =>
+                    {
+                        if warned.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                            log::warn!(
+                                "refused a connection: {} are open (the most allowed)",
+                                live.load(Relaxed)
+                            );
+                            warned = Some(Instant::now());
+                        }
+                        refuse_busy(sock);
+                        continue;
+                    }
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
+                        let ctl = match sock.try_clone() {
+                            Ok(clone) => Arc::new(connection::ConnCtl::new(clone)),
+                            Err(e) => {
+                                log::error!("Error accepting new client: {}", e);
+                                thread::sleep(ACCEPT_BACKOFF);
+                                continue;
+                            }
+                        };
                         let (read_closable, write_closable) = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
@@ -312,7 +398,12 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        Ok(ClientConnection::new(
+                            write_closable,
+                            read_closable,
+                            ctl,
+                            limits.clone(),
+                        ))
                     }
                     Err(e) => Err(e),
                 };
@@ -321,10 +412,24 @@ impl Server {
                     Ok(client) => {
                         let messages = inside_messages.clone();
                         let mut client = Some(client);
-                        tasks_pool.spawn(Box::new(move || {
+                        let handler = handler.clone();
+                        let counted = Counted::new(&live);
+                        let spawned = tasks_pool.spawn(Box::new(move || {
+                            let _counted = &counted;
                             if let Some(client) = client.take() {
+                                if let Some(handler) = handler.as_ref() {
+                                    for rq in client {
+                                        let answered =
+                                            panic::catch_unwind(panic::AssertUnwindSafe(|| {
+                                                handler(rq)
+                                            }));
+                                        if answered.is_err() {
+                                            log::error!("A request handler panicked");
+                                            break;
+                                        }
+                                    }
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                if client.secure() {
+                                } else if client.secure() {
                                     let (sender, receiver) = mpsc::channel();
                                     for rq in client {
                                         messages.push(rq.with_notify_sender(sender.clone()).into());
@@ -337,12 +442,26 @@ impl Server {
                                 }
                             }
                         }));
+                        if !spawned {
+                            log::error!("Could not start a thread for a new client");
+                            thread::sleep(ACCEPT_BACKOFF);
+                        }
                     }
 
+                    // Out of file descriptors or memory, say: the connection waits in the
+                    // backlog until some are free again; the server keeps accepting.
                     Err(e) => {
-                        log::error!("Error accepting new client: {}", e);
-                        inside_messages.push(e.into());
-                        break;
+                        if !matches!(
+                            e.kind(),
+                            IoErrorKind::ConnectionAborted | IoErrorKind::Interrupted
+                        ) {
+                            if warned.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                                log::error!("Error accepting new client: {}", e);
+                                warned = Some(Instant::now());
+                            }
+                            thread::sleep(ACCEPT_BACKOFF);
+                        }
+                        continue;
                     }
                 }
             }
@@ -409,6 +528,39 @@ impl Server {
     /// This method allows graceful shutdown of server.
     pub fn unblock(&self) {
         self.messages.unblock();
+    }
+}
+
+/// A connection counted as open while this lives.
+struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    fn new(count: &Arc<AtomicUsize>) -> Counted {
+        count.fetch_add(1, Relaxed);
+        Counted(Arc::clone(count))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Answers a connection over the cap with 503 and closes it, reading what the client already
+/// sent (without waiting for more), so that closing does not reset the connection first.
+fn refuse_busy(mut sock: Connection) {
+    let _ = sock.set_write_timeout(Some(Duration::from_millis(100)));
+    let _ = sock.write_all(BUSY);
+    let _ = sock.shutdown(Shutdown::Write);
+    if sock.set_nonblocking().is_ok() {
+        let mut buf = [0u8; 4096];
+        for _ in 0..16 {
+            match sock.read(&mut buf) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
     }
 }
 

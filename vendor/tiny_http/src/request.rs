@@ -7,9 +7,11 @@ use std::str::FromStr;
 
 use std::sync::mpsc::Sender;
 
-use crate::util::{EqualReader, FusedReader};
+use crate::connection::ConnCtl;
+use crate::util::{EqualReader, FusedReader, DRAIN_LIMIT};
 use crate::{HTTPVersion, Header, Method, Response, StatusCode};
 use chunked_transfer::Decoder;
+use std::sync::Arc;
 
 /// Represents an HTTP request made by a client.
 ///
@@ -74,6 +76,46 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    // the connection it came on (none for a `TestRequest`)
+    ctl: Option<Arc<ConnCtl>>,
+}
+
+/// A chunked body: one left unread past `DRAIN_LIMIT` bytes closes the connection after the
+/// answer (its rest would otherwise be read as the next request).
+struct ChunkedBody<R: Read> {
+    inner: R,
+    done: bool,
+    ctl: Option<Arc<ConnCtl>>,
+}
+
+impl<R: Read> Read for ChunkedBody<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.done = true;
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> Drop for ChunkedBody<R> {
+    fn drop(&mut self) {
+        let ctl = match self.ctl.as_ref() {
+            Some(ctl) if !self.done && !ctl.is_closing() => ctl,
+            _ => return,
+        };
+        let mut buf = [0u8; 8192];
+        let mut left = DRAIN_LIMIT;
+        while left > 0 {
+            match self.inner.read(&mut buf[..left.min(8192)]) {
+                Ok(0) => return,
+                Ok(n) => left -= n,
+                Err(_) => break,
+            }
+        }
+        ctl.close_after_answer();
+    }
 }
 
 struct NotifyOnDrop<R> {
@@ -135,6 +177,7 @@ pub fn new_request<R, W>(
     remote_addr: Option<SocketAddr>,
     mut source_data: R,
     writer: W,
+    ctl: Option<Arc<ConnCtl>>,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -213,12 +256,17 @@ where
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
             let (data_reader, _) = EqualReader::new(source_data, content_length); // TODO:
+            let data_reader = data_reader.closing(ctl.clone());
             Box::new(FusedReader::new(data_reader)) as Box<dyn Read + Send + 'static>
         }
     } else if transfer_encoding.is_some() {
         // if a transfer-encoding was specified, then "chunked" is ALWAYS applied
         // over the message (RFC2616 #3.6)
-        Box::new(FusedReader::new(Decoder::new(source_data))) as Box<dyn Read + Send + 'static>
+        Box::new(ChunkedBody {
+            inner: FusedReader::new(Decoder::new(source_data)),
+            done: false,
+            ctl: ctl.clone(),
+        }) as Box<dyn Read + Send + 'static>
     } else {
         // if we have neither a Content-Length nor a Transfer-Encoding,
         // assuming that we have no data
@@ -238,6 +286,7 @@ where
         body_length: content_length,
         must_send_continue: expects_continue,
         notify_when_responded: None,
+        ctl,
     })
 }
 
@@ -386,6 +435,14 @@ impl Request {
     /// have been processed in parallel, the destruction of a writer will trigger
     /// the writing of the next response.
     /// Therefore you should always destroy the `Writer` as soon as possible.
+    /// Closes the connection once this request is answered (for an answer written through
+    /// `into_writer` that says `Connection: close` or ends when the connection does).
+    pub fn close_connection(&self) {
+        if let Some(ctl) = self.ctl.as_ref() {
+            ctl.close_after_answer();
+        }
+    }
+
     #[inline]
     pub fn into_writer(mut self) -> Box<dyn Write + Send + 'static> {
         let writer = self.extract_writer_impl();
@@ -447,6 +504,11 @@ impl Request {
         let mut writer = self.extract_writer_impl();
 
         let do_not_send_body = self.method == Method::Head;
+        if response.closes_connection() {
+            if let Some(ctl) = self.ctl.as_ref() {
+                ctl.close_after_answer();
+            }
+        }
 
         Self::ignore_client_closing_errors(response.raw_print(
             writer.by_ref(),

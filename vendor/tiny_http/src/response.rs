@@ -43,6 +43,8 @@ pub struct Response<R> {
     headers: Vec<Header>,
     data_length: Option<usize>,
     chunked_threshold: Option<usize>,
+    // sent with `Connection: close`, the connection closing after it
+    close: bool,
 }
 
 /// A `Response` without a template parameter.
@@ -206,6 +208,7 @@ where
             headers: Vec::with_capacity(16),
             data_length,
             chunked_threshold: None,
+            close: false,
         };
 
         for h in headers {
@@ -253,6 +256,12 @@ where
         H: Into<Header>,
     {
         let header = header.into();
+
+        // `Connection: close` ends the connection after this response
+        if header.field.equiv("Connection") && header.value.as_str().eq_ignore_ascii_case("close") {
+            self.close = true;
+            return;
+        }
 
         // ignoring forbidden headers
         if header.field.equiv("Connection")
@@ -319,6 +328,7 @@ where
             status_code: self.status_code,
             data_length,
             chunked_threshold: self.chunked_threshold,
+            close: self.close,
         }
     }
 
@@ -359,6 +369,11 @@ where
                 0,
                 Header::from_bytes(&b"Server"[..], &b"tiny-http (Rust)"[..]).unwrap(),
             );
+        }
+
+        if self.close && upgrade.is_none() {
+            self.headers
+                .push(Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap());
         }
 
         // handling upgrade
@@ -453,6 +468,11 @@ where
         Ok(())
     }
 
+    /// Whether the connection closes after this response (it was given `Connection: close`).
+    pub fn closes_connection(&self) -> bool {
+        self.close
+    }
+
     /// Retrieves the current value of the `Response` status code
     pub fn status_code(&self) -> StatusCode {
         self.status_code
@@ -481,6 +501,7 @@ where
             headers: self.headers,
             data_length: self.data_length,
             chunked_threshold: self.chunked_threshold,
+            close: self.close,
         }
     }
 }
@@ -569,6 +590,7 @@ impl Clone for Response<io::Empty> {
             headers: self.headers.clone(),
             data_length: self.data_length,
             chunked_threshold: self.chunked_threshold,
+            close: self.close,
         }
     }
 }

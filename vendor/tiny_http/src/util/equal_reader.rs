@@ -1,6 +1,9 @@
 use std::io::Read;
 use std::io::Result as IoResult;
 use std::sync::mpsc::channel;
+use std::sync::Arc;
+
+use crate::connection::ConnCtl;
 use std::sync::mpsc::{Receiver, Sender};
 
 /// A `Reader` that reads exactly the number of bytes from a sub-reader.
@@ -15,7 +18,12 @@ where
     reader: R,
     size: usize,
     last_read_signal: Sender<IoResult<()>>,
+    // the connection, closed after the answer rather than read to the end of a long body
+    ctl: Option<Arc<ConnCtl>>,
 }
+
+/// Most bytes of a body left unread that are read and discarded to keep the connection open.
+pub(crate) const DRAIN_LIMIT: usize = 64 * 1024;
 
 impl<R> EqualReader<R>
 where
@@ -28,9 +36,22 @@ where
             reader,
             size,
             last_read_signal: tx,
+            ctl: None,
         };
 
         (r, rx)
+    }
+}
+
+impl<R> EqualReader<R>
+where
+    R: Read,
+{
+    /// A body left with more than `DRAIN_LIMIT` bytes unread closes `ctl`'s connection after
+    /// its answer instead of being read to its end.
+    pub(crate) fn closing(mut self, ctl: Option<Arc<ConnCtl>>) -> Self {
+        self.ctl = ctl;
+        self
     }
 }
 
@@ -64,13 +85,30 @@ where
     R: Read,
 {
     fn drop(&mut self) {
-        let mut remaining_to_read = self.size;
-
-        while remaining_to_read > 0 {
-            let mut buf = vec![0; remaining_to_read];
-
-            match self.reader.read(&mut buf) {
+        if self.ctl.as_ref().map_or(false, |ctl| ctl.is_closing()) {
+            return;
+        }
+        // Through a fixed buffer: the remaining length is the client's claim, not memory to
+        // allocate. With a connection to close, at most `DRAIN_LIMIT` bytes are read.
+        let mut budget = if self.ctl.is_some() {
+            DRAIN_LIMIT
+        } else {
+            usize::MAX
+        };
+        let mut buf = [0u8; 8192];
+        while self.size > 0 {
+            if budget == 0 {
+                if let Some(ctl) = self.ctl.as_ref() {
+                    ctl.close_after_answer();
+                }
+                break;
+            }
+            let want = self.size.min(buf.len()).min(budget);
+            match self.reader.read(&mut buf[..want]) {
                 Err(e) => {
+                    if let Some(ctl) = self.ctl.as_ref() {
+                        ctl.close_after_answer();
+                    }
                     self.last_read_signal.send(Err(e)).ok();
                     break;
                 }
@@ -79,7 +117,8 @@ where
                     break;
                 }
                 Ok(other) => {
-                    remaining_to_read -= other;
+                    self.size -= other;
+                    budget -= other;
                 }
             }
         }

@@ -1,5 +1,5 @@
 use std::io::Result as IoResult;
-use std::io::{Read, Write};
+use std::io::{BufRead, Error as IoError, ErrorKind, Read, Write};
 
 use std::sync::mpsc::channel;
 use std::sync::mpsc::{Receiver, Sender};
@@ -121,6 +121,34 @@ impl<R: Read + Send> Read for SequentialReader<R> {
         let result = reader.read(buf);
         self.inner = SequentialReaderInner::MyTurn(reader);
         result
+    }
+}
+
+impl<R: BufRead + Send> SequentialReader<R> {
+    /// Waits until the readers before this one are done, and returns the inner reader.
+    pub fn turn(&mut self) -> IoResult<&mut R> {
+        if let SequentialReaderInner::Waiting(ref mut recv) = self.inner {
+            let reader = recv.recv().map_err(|_| {
+                IoError::new(ErrorKind::ConnectionAborted, "the previous reader was lost")
+            })?;
+            self.inner = SequentialReaderInner::MyTurn(reader);
+        }
+        match self.inner {
+            SequentialReaderInner::MyTurn(ref mut reader) => Ok(reader),
+            _ => unreachable!(),
+        }
+    }
+}
+
+impl<R: BufRead + Send> BufRead for SequentialReader<R> {
+    fn fill_buf(&mut self) -> IoResult<&[u8]> {
+        self.turn()?.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let SequentialReaderInner::MyTurn(ref mut reader) = self.inner {
+            reader.consume(amt)
+        }
     }
 }
 

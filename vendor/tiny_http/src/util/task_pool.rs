@@ -58,7 +58,7 @@ impl TaskPool {
         };
 
         for _ in 0..MIN_THREADS {
-            pool.add_thread(None)
+            let _ = pool.add_thread(None);
         }
 
         pool
@@ -66,21 +66,29 @@ impl TaskPool {
 
     /// Executes a function in a thread.
     /// If no thread is available, spawns a new one.
-    pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
+    /// Runs `code` on an idle thread, or on a new one when every idle thread already has a
+    /// task waiting for it (a task queued behind a thread that runs another for long, a kept-
+    /// alive connection, would starve). `false` when no thread could be started and none is
+    /// idle: the task is dropped.
+    pub fn spawn(&self, code: Box<dyn FnMut() + Send>) -> bool {
         let mut queue = self.sharing.todo.lock().unwrap();
 
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) == 0 {
-            self.add_thread(Some(code));
+        if self.sharing.waiting_tasks.load(Ordering::Acquire) <= queue.len() {
+            match self.add_thread(Some(code)) {
+                Ok(()) => true,
+                Err(_) => false,
+            }
         } else {
             queue.push_back(code);
             self.sharing.condvar.notify_one();
+            true
         }
     }
 
-    fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) {
+    fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) -> std::io::Result<()> {
         let sharing = self.sharing.clone();
 
-        thread::spawn(move || {
+        let spawned = thread::Builder::new().spawn(move || {
             let sharing = sharing;
             let _active_guard = Registration::new(&sharing.active_tasks);
 
@@ -124,6 +132,7 @@ impl TaskPool {
                 task();
             }
         });
+        spawned.map(|_| ())
     }
 }
 
