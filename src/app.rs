@@ -1,15 +1,12 @@
 //! Start-up and shutdown: raise the open-file limit, open the database and restore its records,
-//! bind the listener (falling back to a free port) and tiny_http's private Unix socket, start
-//! the request workers, the front door and `mcp-notify` (and the MCP stdio transport with
-//! `--mcp`), print the banner, write the port file; on a shutdown request (Ctrl-C, SIGTERM,
-//! stdin EOF with `--exit-on-stdin-close`, or `Running::stop`) stop taking connections, release
-//! every waiter, stop HTTP within a deadline, drain stdout and remove the port file and the
-//! private socket.
+//! bind the listener (falling back to a free port), start tiny_http on it and `mcp-notify` (and
+//! the MCP stdio transport with `--mcp`), print the banner, write the port file; on a shutdown
+//! request (Ctrl-C, SIGTERM, stdin EOF with `--exit-on-stdin-close`, or `Running::stop`) stop
+//! taking connections, release every waiter, stop HTTP within a deadline, drain stdout and
+//! remove the port file.
 
 use std::io::{self, Write};
 use std::net::{TcpListener, ToSocketAddrs};
-use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -46,10 +43,7 @@ pub enum Shutdown {
 /// A running server.
 pub struct Running {
     shared: Arc<Shared>,
-    http: http::Workers,
-    door: http::Door,
-    /// The directory of tiny_http's Unix socket, removed on drop.
-    _private: PrivateDir,
+    http: http::Http,
     port: u16,
     fell_back_from: Option<u16>,
     shutdown_tx: Sender<Shutdown>,
@@ -124,7 +118,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
 }
 
 /// The directories of the server's data are its user's alone (see `files`): its own default
-/// ones (`~/.cideldill` without `CIDELDILL_HOME`, and `db` and `run` under the data home) are
+/// ones (`~/.cideldill` without `CIDELDILL_HOME`, and `db` under the data home) are
 /// narrowed to 0700; one the user chose (`CIDELDILL_HOME`, the directory of `--db`) that others
 /// may enter gets a warning.
 fn check_data_dirs(config: &Config) {
@@ -135,7 +129,7 @@ fn check_data_dirs(config: &Config) {
     } else {
         crate::files::warn_if_open(home, "the data directory (CIDELDILL_HOME)");
     }
-    let own = [home.join("db"), home.join("run")];
+    let own = [home.join("db")];
     for dir in &own {
         crate::files::narrow_own_dir(dir);
     }
@@ -200,74 +194,6 @@ fn connection_cap(asked: usize) -> usize {
     asked.min(fits)
 }
 
-/// A private directory (mode 0700) for tiny_http's Unix socket, `http-<pid>-<random>` under
-/// `<home>/run` (or under the temporary directory when that path is too long for a socket
-/// address, or cannot be made); removed on drop. One left behind by a killed server is removed
-/// by a later start that uses the same place.
-struct PrivateDir(PathBuf);
-
-impl PrivateDir {
-    /// Creates it and binds `http.sock` in it.
-    fn with_socket(home: &Path) -> Result<(PrivateDir, http::Backend), Error> {
-        let name = format!("http-{}-{}", std::process::id(), ids::random_hex(8));
-        let run = home.join("run");
-        // Room for "/http.sock" within a socket address's 108 bytes.
-        let in_home =
-            run.join(&name).as_os_str().len() <= 96 && crate::files::create_dirs(&run).is_ok();
-        let base = if in_home { run } else { std::env::temp_dir() };
-        remove_stale(&base);
-        let dir = base.join(if in_home {
-            name
-        } else {
-            format!("cideldill-{name}")
-        });
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        let private = PrivateDir(dir);
-        let path = private.0.join("http.sock");
-        let listener = UnixListener::bind(&path)
-            .map_err(|e| Error::io(format!("cannot bind {}", path.display()), e))?;
-        Ok((private, http::Backend { listener, path }))
-    }
-}
-
-/// Removes the socket directories in `base` that a server left behind: older than a minute
-/// (so none that a server is still setting up) and whose socket takes no connection.
-fn remove_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let ours = name.to_str().is_some_and(|n| {
-            n.strip_prefix("cideldill-")
-                .unwrap_or(n)
-                .strip_prefix("http-")
-                .is_some_and(|rest| rest.split('-').count() == 2)
-        });
-        let old = entry
-            .metadata()
-            .ok()
-            .filter(|m| m.is_dir())
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > Duration::from_secs(60));
-        if ours && old && UnixStream::connect(entry.path().join("http.sock")).is_err() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-impl Drop for PrivateDir {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.0) {
-            log::warn!("could not remove {}: {e}", self.0.display());
-        }
-    }
-}
-
 /// Starts the server: everything is ready to serve when this returns.
 pub fn start(config: Config) -> Result<Running, Error> {
     start_with(config, |_| {})
@@ -325,18 +251,8 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let (shutdown_tx, shutdown_rx) = unbounded();
     let mcp = Mcp::new(shared.clone(), shared.config.mcp_page_size);
     let http_mcp = shared.config.mcp_http.then(|| mcp.clone());
-    let (private, backend) = PrivateDir::with_socket(&shared.config.home)?;
-    let backend_path = backend.path.clone();
-    let http = http::spawn_http(shared.clone(), backend, port, http_mcp)
+    let http = http::spawn_http(shared.clone(), listener, port, http_mcp, max_connections)
         .map_err(|e| Error::io("cannot start the HTTP server", e))?;
-    let door_limits = http::DoorLimits {
-        max_body_bytes: shared.config.max_body_bytes,
-        max_connections,
-        idle_timeout: limits::IDLE_TIMEOUT,
-    };
-    let door = http::spawn_door(http.face(), listener, backend_path, door_limits)
-        .map_err(|e| Error::io("cannot start the HTTP front door", e))?;
-    http.watch_door(door.clone());
 
     let notifier = mcp
         .spawn_notifier()
@@ -344,8 +260,6 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let mut running = Running {
         shared,
         http,
-        door,
-        _private: private,
         port,
         fell_back_from,
         shutdown_tx,
@@ -516,8 +430,8 @@ impl Running {
 
     /// Stops: refuses new work, releases waiting evals, stops HTTP, removes the port file.
     pub fn stop(mut self) {
-        // No new connections or requests; answers in flight are still relayed.
-        self.door.close();
+        // No new connections or requests; answers in flight go on.
+        self.http.close();
         {
             let mut st = self.shared.lock();
             st.shutting_down = true;
@@ -533,7 +447,7 @@ impl Running {
             .stop(std::time::Instant::now() + SHUTDOWN_DEADLINE);
         if busy > 0 {
             log::warn!(
-                "http: {busy} request workers still running after {SHUTDOWN_DEADLINE:?}; exiting anyway"
+                "http: {busy} requests still being answered after {SHUTDOWN_DEADLINE:?}; exiting anyway"
             );
         }
         let until = std::time::Instant::now() + SHUTDOWN_DEADLINE;

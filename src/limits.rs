@@ -2,7 +2,7 @@
 //! limits table lists the same, each with its flag where a user may need to raise it. Limits
 //! with a flag hold the default here; `config` carries the chosen value.
 
-// ---- HTTP connections: the front door (`http/door.rs`) ----
+// ---- HTTP connections: tiny_http's `Limits` (see `http::spawn_http`) ----
 
 /// Largest request head (request line and headers, with their line ends); a longer one is
 /// answered 431 and its connection closed.
@@ -27,9 +27,9 @@ pub const WRITE_STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// open-file limit. A connection beyond it is answered 503 and closed.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
-/// File descriptors one connection may hold at once: its socket, and while a request forwarded
-/// to tiny_http is in flight, the door's connection to it and tiny_http's two descriptors of it.
-pub const FDS_PER_CONNECTION: u64 = 4;
+/// File descriptors one connection holds: its socket, and tiny_http's two copies of it (the
+/// read side, and the one for its timeouts and closing).
+pub const FDS_PER_CONNECTION: u64 = 3;
 
 /// File descriptors kept for everything but connections (database, external MCP servers,
 /// listening sockets, logs).

@@ -1,6 +1,6 @@
 //! `GET /api/debug-client.js`: the browser debug client (protocol doc §2.12), an ES module
 //! compiled into the binary and served with this server's URL filled in, taken from the
-//! request's `Host` (which the front door has already checked against the bind). It is
+//! request's `Host` (which has already been checked against the bind). It is
 //! answered before routing, like the event stream; its row in the route table gives it its
 //! access rule (every origin: a module imported by another site is fetched in CORS mode).
 //! Its type is `application/javascript`, as the original serves it (its endpoint test reads it).

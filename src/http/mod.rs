@@ -1,14 +1,10 @@
-//! The HTTP face. The front door (`door`) accepts every connection and answers the requests
-//! whose handlers return a `Reply`; `decide` and `route` judge a request `Head` for it and for
-//! tiny_http alike (host, origin, pages, CORS, routing, panics answered 500). Requests whose
-//! handlers write to the socket themselves reach tiny_http over a private Unix socket, where a
-//! self-sizing set of `http-worker` threads takes them (the last idle worker starts another
-//! before it handles a request) and answers them; when tiny_http's accept thread dies, a new
-//! tiny_http server is started on a clone of that socket. Only this module and its
-//! submodules touch tiny_http types.
+//! The HTTP face: tiny_http (vendored and patched, see `vendor/tiny_http/PATCHES.md`) accepts
+//! every connection and reads its requests within the limits of `limits.rs`; `handle` answers
+//! each on the thread that read it. `decide` judges a request `Head` (host, origin, pages, the
+//! event stream, the export, MCP), `route` the rest with its body (CORS, routing, panics
+//! answered 500). Only this module and its submodules touch tiny_http types.
 
 mod debug_client;
-mod door;
 mod events;
 mod export;
 pub mod guard;
@@ -17,16 +13,12 @@ mod openapi;
 pub mod routes;
 mod stream;
 
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::{self, JoinHandle};
+use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use serde_json::{json, Map, Value};
 
@@ -35,7 +27,6 @@ use crate::mcp::Mcp;
 use crate::node::Node;
 use crate::state::Shared;
 
-pub use door::{spawn_door, Door, DoorLimits};
 pub use guard::Policy;
 pub use routes::{reference_markdown, Access, ROUTES};
 
@@ -215,76 +206,21 @@ impl Reply {
     }
 }
 
-/// Workers kept waiting for requests when the server is quiet.
-const MAX_IDLE_WORKERS: usize = 4;
-
-/// How often the `http-watch` thread checks that tiny_http still accepts connections.
-const PROBE_INTERVAL: Duration = Duration::from_secs(2);
-
-/// How long a probe may wait for its answer before tiny_http is started again.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Least time between two starts of tiny_http (while file descriptors are exhausted, a new
-/// accept thread fails at once).
-const RESTART_BACKOFF: Duration = Duration::from_secs(1);
-
-/// How long the workers of a replaced tiny_http server wait for the requests it still holds.
-const RETIRED_LINGER: Duration = Duration::from_secs(2);
-
-/// The request line of a probe; `handle` answers it 204 before anything else.
-const PROBE_REQUEST: &[u8] = b"OPTIONS * HTTP/1.1\r\nConnection: close\r\n\r\n";
-
-/// The private Unix socket tiny_http accepts the front door's connections on, kept so that
-/// tiny_http can be started again on a clone of it.
-pub struct Backend {
-    pub listener: UnixListener,
-    pub path: PathBuf,
+/// The HTTP server: tiny_http (the vendored copy, see `vendor/tiny_http/PATCHES.md`) within
+/// the limits of `limits.rs`, answering each connection's requests on the thread that reads
+/// it (one per open connection, from a pool that keeps four when the server is quiet). A
+/// request that blocks (a REPL eval waits up to 30 s, an event stream lasts as long as its
+/// client) so holds only its own connection.
+pub struct Http {
+    server: Option<tiny_http::Server>,
+    /// Requests being answered.
+    busy: Arc<AtomicUsize>,
+    /// Set by `close`: a request on a kept-alive connection is answered 503 and the
+    /// connection closed.
+    closing: Arc<AtomicBool>,
 }
 
-impl Backend {
-    fn try_clone(&self) -> std::io::Result<tiny_http::Listener> {
-        self.listener.try_clone().map(tiny_http::Listener::from)
-    }
-
-    /// Sends a probe and waits for any status line, up to `PROBE_TIMEOUT` (in short reads, so
-    /// `stop` is seen promptly). `Ok(false)` when no answer came.
-    fn probe(&self, stop: &Receiver<()>) -> std::io::Result<bool> {
-        let mut s = UnixStream::connect(&self.path)?;
-        s.set_read_timeout(Some(Duration::from_millis(100)))?;
-        s.write_all(PROBE_REQUEST)?;
-        let until = Instant::now() + PROBE_TIMEOUT;
-        let mut byte = [0u8; 1];
-        loop {
-            match s.read(&mut byte) {
-                Ok(n) => return Ok(n > 0),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-            if Instant::now() >= until || stop.try_recv().is_ok() {
-                return Ok(Instant::now() < until);
-            }
-        }
-    }
-}
-
-/// The request workers: threads that take requests from tiny_http and answer them on the
-/// spot (no hand-off, no thread started per request). Whenever the last idle worker takes a
-/// request it starts another first, so a request that blocks (a REPL eval waits up to 30 s, an
-/// MCP event stream lasts as long as its client) never keeps the others waiting; when more
-/// than `MAX_IDLE_WORKERS` are idle, the extra ones end.
-///
-/// tiny_http's accept thread ends for good when `accept` fails (out of file descriptors) and
-/// dies silently when it cannot start a thread. A worker that receives the accept error, or the
-/// `http-watch` thread when a probe goes unanswered, starts a new tiny_http server (a new
-/// generation) on a clone of the same listening socket; the old one's workers serve what it
-/// still holds, then end.
-pub struct Workers {
-    pool: Arc<Pool>,
-    watch: Option<(Sender<()>, JoinHandle<()>)>,
-}
-
-/// What answering a request needs, shared by the workers and the front door.
+/// What answering a request needs.
 pub struct Face {
     shared: Arc<Shared>,
     policy: Policy,
@@ -292,52 +228,30 @@ pub struct Face {
     mcp: Option<Arc<Mcp>>,
 }
 
-struct Pool {
-    face: Arc<Face>,
-    backend: Backend,
-    /// The generation serving now.
-    current: Mutex<Arc<Gen>>,
-    /// Replaced generations, kept until the end (dropping a tiny_http server on a Unix socket
-    /// would remove the socket's path, which the current one still listens on).
-    retired: Mutex<Vec<Arc<Gen>>>,
-    restarted: Mutex<Option<Instant>>,
-    /// The front door, whose accept threads `http-watch` also looks after.
-    door: OnceLock<Door>,
-    /// Workers alive, every generation counted.
-    live: AtomicUsize,
-}
+/// Counts a request as being answered while it lives.
+struct Busy(Arc<AtomicUsize>);
 
-/// One tiny_http server on the backend socket, with the count of its workers in `recv`.
-struct Gen {
-    server: tiny_http::Server,
-    number: u64,
-    idle: AtomicUsize,
-    retired: AtomicBool,
-}
-
-impl Pool {
-    fn current(&self) -> Arc<Gen> {
-        Arc::clone(&self.current.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn generations(&self) -> Vec<Arc<Gen>> {
-        let mut all = self
-            .retired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        all.push(self.current());
-        all
+impl Busy {
+    fn new(count: &Arc<AtomicUsize>) -> Busy {
+        count.fetch_add(1, Ordering::SeqCst);
+        Busy(Arc::clone(count))
     }
 }
 
-/// Starts the request workers and the `http-watch` thread.
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Starts serving HTTP on `listener` (bound to `port`), at most `max_connections` at once.
 pub fn spawn_http(
     shared: Arc<Shared>,
-    backend: Backend,
+    listener: std::net::TcpListener,
     port: u16,
     mcp: Option<Arc<Mcp>>,
-) -> std::io::Result<Workers> {
+    max_connections: usize,
+) -> std::io::Result<Http> {
     let policy = Policy::new(&shared.config.host, port, &shared.config.allow_origins);
     if shared.config.allow_origins.iter().any(|o| o.trim() == "*") {
         log::warn!(
@@ -346,242 +260,94 @@ pub fn spawn_http(
              original server"
         );
     }
-    let server = tiny_http::Server::from_listener(backend.try_clone()?, None)
+    let face = Face {
+        shared,
+        policy,
+        mcp,
+    };
+    let busy = Arc::new(AtomicUsize::new(0));
+    let closing = Arc::new(AtomicBool::new(false));
+    let (counted, refused) = (Arc::clone(&busy), Arc::clone(&closing));
+    let handler: tiny_http::Handler = Arc::new(move |rq: tiny_http::Request| {
+        let _busy = Busy::new(&counted);
+        if refused.load(Ordering::SeqCst) {
+            let reply = Reply::error(&ApiError::new(
+                503,
+                "shutting_down",
+                "the server is shutting down",
+            ));
+            return send(rq, reply, &[("Connection", "close".to_owned())]);
+        }
+        // `handle` answers every panic of a handler itself; tiny_http closes the connection
+        // if something around them panics.
+        handle(&face.shared, face.mcp.as_ref(), &face.policy, rq);
+    });
+    let limits = tiny_http::Limits {
+        max_head_bytes: crate::limits::MAX_REQUEST_HEAD_BYTES,
+        idle_timeout: Some(crate::limits::IDLE_TIMEOUT),
+        head_timeout: Some(crate::limits::HEAD_TIMEOUT),
+        body_timeout: Some(crate::limits::BODY_STALL_TIMEOUT),
+        write_timeout: Some(crate::limits::WRITE_STALL_TIMEOUT),
+        max_connections: Some(max_connections),
+        refusal_body: Some(refusal_body),
+    };
+    let server = tiny_http::Server::from_listener_with(listener, None, limits, Some(handler))
         .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let gen = Arc::new(Gen {
-        server,
-        number: 1,
-        idle: AtomicUsize::new(0),
-        retired: AtomicBool::new(false),
-    });
-    let pool = Arc::new(Pool {
-        face: Arc::new(Face {
-            shared,
-            policy,
-            mcp,
-        }),
-        backend,
-        current: Mutex::new(Arc::clone(&gen)),
-        retired: Mutex::new(Vec::new()),
-        restarted: Mutex::new(None),
-        door: OnceLock::new(),
-        live: AtomicUsize::new(0),
-    });
-    for _ in 0..2 {
-        spawn_worker(&pool, &gen)?;
-    }
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded(1);
-    let watched = Arc::clone(&pool);
-    let watch = thread::Builder::new()
-        .name("http-watch".into())
-        .spawn(move || watch_loop(&watched, &stop_rx))?;
-    Ok(Workers {
-        pool,
-        watch: Some((stop_tx, watch)),
+    Ok(Http {
+        server: Some(server),
+        busy,
+        closing,
     })
 }
 
-fn spawn_worker(pool: &Arc<Pool>, gen: &Arc<Gen>) -> std::io::Result<()> {
-    pool.live.fetch_add(1, Ordering::SeqCst);
-    gen.idle.fetch_add(1, Ordering::SeqCst);
-    let worker = Arc::clone(pool);
-    let of = Arc::clone(gen);
-    let spawned = thread::Builder::new()
-        .name("http-worker".into())
-        .spawn(move || worker_loop(&worker, &of));
-    if spawned.is_err() {
-        pool.live.fetch_sub(1, Ordering::SeqCst);
-        gen.idle.fetch_sub(1, Ordering::SeqCst);
-    }
-    spawned.map(|_| ())
-}
-
-/// One worker of one generation: counted idle while it waits in `recv`. Once its generation is
-/// replaced it takes what is left in that server's queue and ends.
-fn worker_loop(pool: &Arc<Pool>, gen: &Arc<Gen>) {
-    loop {
-        let received = if gen.retired.load(Ordering::SeqCst) {
-            match gen.server.recv_timeout(RETIRED_LINGER) {
-                Ok(Some(rq)) => Ok(rq),
-                Ok(None) => {
-                    gen.idle.fetch_sub(1, Ordering::SeqCst);
-                    break;
-                }
-                Err(err) => Err(err),
-            }
-        } else {
-            gen.server.recv()
-        };
-        let now_idle = gen.idle.fetch_sub(1, Ordering::SeqCst) - 1;
-        let rq = match received {
-            Ok(rq) => rq,
-            // Unblocked for shutdown.
-            Err(_) if pool.face.shared.lock().shutting_down => break,
-            Err(err) => {
-                // tiny_http hands over the error that ended its accept thread (an unblock
-                // meant for a retired generation also lands here, and changes nothing).
-                if !gen.retired.load(Ordering::SeqCst) {
-                    log::error!("http: tiny_http stopped accepting connections: {err}");
-                    restart(pool, gen);
-                }
-                gen.idle.fetch_add(1, Ordering::SeqCst);
-                continue;
-            }
-        };
-        if now_idle == 0 && !gen.retired.load(Ordering::SeqCst) {
-            // Keep one worker in recv while this one is busy.
-            if let Err(err) = spawn_worker(pool, gen) {
-                log::error!("http: could not start a request worker: {err}");
-            }
-        }
-        let face = &pool.face;
-        // `handle` answers every panic of a handler itself; this only keeps the counts right
-        // if something around the handlers panics.
-        if catch_unwind(AssertUnwindSafe(|| {
-            handle(&face.shared, face.mcp.as_ref(), &face.policy, rq)
-        }))
-        .is_err()
-        {
-            log::error!("http: a request worker caught a panic outside the handlers");
-        }
-        if gen.idle.load(Ordering::SeqCst) >= MAX_IDLE_WORKERS {
-            break;
-        }
-        gen.idle.fetch_add(1, Ordering::SeqCst);
-    }
-    pool.live.fetch_sub(1, Ordering::SeqCst);
-}
-
-/// Starts a new tiny_http server on a clone of the backend socket in place of `dead` (unless
-/// that happened already), at most once per `RESTART_BACKOFF`.
-fn restart(pool: &Arc<Pool>, dead: &Arc<Gen>) {
-    let wait = pool
-        .restarted
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .map_or(Duration::ZERO, |at| {
-            RESTART_BACKOFF.saturating_sub(at.elapsed())
-        });
-    thread::sleep(wait);
-    if pool.face.shared.lock().shutting_down {
-        return;
-    }
-    let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
-    if !Arc::ptr_eq(&current, dead) {
-        return;
-    }
-    *pool.restarted.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-    let started = pool.backend.try_clone().and_then(|listener| {
-        tiny_http::Server::from_listener(listener, None)
-            .map_err(|e| std::io::Error::other(e.to_string()))
-    });
-    let server = match started {
-        Ok(server) => server,
-        Err(err) => {
-            // The probe tries again.
-            log::error!("http: could not start tiny_http again: {err}");
-            return;
-        }
+/// The JSON error body of tiny_http's own refusals (requests it could not read, connections
+/// over the cap), like every other error answer.
+fn refusal_body(status: u16, why: &str) -> (&'static str, Vec<u8>) {
+    let code = match status {
+        408 => "request_timeout",
+        417 => "expectation_failed",
+        431 => "request_header_too_large",
+        501 => "not_implemented",
+        503 => "too_many_connections",
+        505 => "http_version_not_supported",
+        _ => "bad_request",
     };
-    let gen = Arc::new(Gen {
-        server,
-        number: dead.number + 1,
-        idle: AtomicUsize::new(0),
-        retired: AtomicBool::new(false),
-    });
-    dead.retired.store(true, Ordering::SeqCst);
-    *current = Arc::clone(&gen);
-    drop(current);
-    pool.retired
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Arc::clone(dead));
-    // Its idle workers wake up, drain what it still holds and end.
-    for _ in 0..dead.idle.load(Ordering::SeqCst) {
-        dead.server.unblock();
-    }
-    let mut started = 0;
-    for _ in 0..2 {
-        match spawn_worker(pool, &gen) {
-            Ok(()) => started += 1,
-            Err(err) => log::error!("http: could not start a request worker: {err}"),
+    log::debug!("http: refused a request or connection ({status}): {why}");
+    let why = match status {
+        503 => {
+            "the server has as many connections open as it may (see --max-connections); try again"
+                .to_owned()
         }
-    }
-    log::warn!(
-        "http: serving again (generation {}, {started} workers) on the same listening socket",
-        gen.number
-    );
+        _ => why.to_owned(),
+    };
+    let reply = Reply::error(&ApiError::new(status, code, why));
+    (reply.content_type, reply.body)
 }
 
-/// The `http-watch` thread: every `PROBE_INTERVAL`, a probe through the backend socket; no
-/// answer within `PROBE_TIMEOUT` starts tiny_http again. Also starts a worker if the current
-/// generation has none waiting (starting one failed earlier).
-fn watch_loop(pool: &Arc<Pool>, stop: &Receiver<()>) {
-    loop {
-        match stop.recv_timeout(PROBE_INTERVAL) {
-            Err(RecvTimeoutError::Timeout) => {}
-            _ => return,
-        }
-        if let Some(door) = pool.door.get() {
-            door.ensure_acceptor();
-        }
-        let gen = pool.current();
-        if gen.idle.load(Ordering::SeqCst) == 0 {
-            if let Err(err) = spawn_worker(pool, &gen) {
-                log::error!("http: could not start a request worker: {err}");
-            }
-        }
-        match pool.backend.probe(stop) {
-            Ok(true) => {}
-            Ok(false) if stop.is_empty() => {
-                log::error!(
-                    "http: tiny_http did not answer a probe within {PROBE_TIMEOUT:?}; starting it again"
-                );
-                restart(pool, &gen);
-            }
-            Ok(false) => return,
-            // Out of file descriptors, say: nothing to conclude.
-            Err(err) => log::debug!("http: could not probe tiny_http: {err}"),
-        }
-    }
-}
-
-impl Workers {
-    /// What the front door needs to answer requests itself.
-    pub fn face(&self) -> Arc<Face> {
-        Arc::clone(&self.pool.face)
+impl Http {
+    /// Stops taking connections (the listening socket closes) and requests: a request on a
+    /// kept-alive connection is answered 503 and its connection closed. Answers in flight go on.
+    pub fn close(&mut self) {
+        self.closing.store(true, Ordering::SeqCst);
+        drop(self.server.take());
     }
 
-    /// Has `http-watch` look after the front door's accept threads too.
-    pub fn watch_door(&self, door: Door) {
-        let _ = self.pool.door.set(door);
-    }
-
-    /// Stops every worker once its request is answered (shutdown must already be flagged in the
-    /// state), and the `http-watch` thread; waits until `deadline`. Returns how many workers
-    /// were still busy then.
+    /// Waits until every request is answered (shutdown must already be flagged in the state,
+    /// so that waiting handlers return), or until `deadline`. Returns how many were still
+    /// being answered then.
     pub fn stop(&mut self, deadline: Instant) -> usize {
-        if let Some((stop, handle)) = self.watch.take() {
-            let _ = stop.send(());
-            let _ = handle.join();
-        }
+        self.close();
         loop {
-            let live = self.pool.live.load(Ordering::SeqCst);
-            if live == 0 || Instant::now() >= deadline {
-                return live;
+            let busy = self.busy.load(Ordering::SeqCst);
+            if busy == 0 || Instant::now() >= deadline {
+                return busy;
             }
-            // tiny_http wakes one thread in recv per unblock(); extra ones are harmless.
-            for gen in self.pool.generations() {
-                for _ in 0..gen.idle.load(Ordering::SeqCst).max(1) {
-                    gen.server.unblock();
-                }
-            }
-            thread::sleep(std::time::Duration::from_millis(5));
+            thread::sleep(Duration::from_millis(5));
         }
     }
 }
 
-/// A request head as the HTTP face judges it, read by tiny_http or by the front door.
+/// A request head as the HTTP face judges it.
 #[derive(Debug, Default)]
 pub(crate) struct Head {
     /// Upper case.
@@ -652,23 +418,12 @@ pub(crate) enum Decision {
     Route { checked: Option<Access> },
 }
 
-impl Face {
-    /// [`decide`] for this server.
-    pub(crate) fn decide(&self, head: &Head) -> Decision {
-        decide(&self.shared, self.mcp.is_some(), &self.policy, head)
-    }
-
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
-    }
-}
-
 /// Host check, MCP paths, origin check, pages, the debug client script, the event stream and
 /// the export, in that order: everything decided from the head alone.
 fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision {
     let (method, path) = (head.method.as_str(), head.path.as_str());
     if head.url == "*" && method == "OPTIONS" {
-        // The `http-watch` probe (or a client asking about the server as a whole).
+        // A client asking about the server as a whole.
         return Decision::Answer(Reply::empty(204));
     }
     if !policy.host_allowed(head.host.as_deref()) {
@@ -867,7 +622,7 @@ fn cors(access: Access, origin: Option<&str>) -> Vec<(&'static str, String)> {
 
 /// Routes a request with its body (or the answer that refused the body), under the panic
 /// boundary; returns the reply and its CORS headers.
-pub(crate) fn route(
+fn route(
     shared: &Shared,
     head: Head,
     body: Result<Vec<u8>, Reply>,
@@ -917,8 +672,7 @@ fn join_proof(shared: &Shared, req: &Req, reply: &mut Reply) {
     }
 }
 
-/// Answers a request that came through tiny_http (the front door forwards those whose
-/// handlers write to the socket themselves, and chunked bodies).
+/// Answers a request.
 fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
     let started = Instant::now();
     let head = Head::of(&rq);
@@ -970,7 +724,13 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
         }
         Decision::Route { checked } => {
             let body = read_body(&mut rq, shared.config.max_body_bytes);
-            let (reply, grant) = route(shared, head, body, checked);
+            // A body refused unread (over the cap) is not read to its end: the connection
+            // closes after the answer.
+            let close = body.is_err();
+            let (reply, mut grant) = route(shared, head, body, checked);
+            if close {
+                grant.push(("Connection", "close".to_owned()));
+            }
             let status = reply.status;
             send(rq, reply, &grant);
             log::debug!("http: {method} {url} -> {status} in {:.1} ms", ms());
@@ -1046,15 +806,10 @@ pub(crate) fn unreadable_body(err: &std::io::Error) -> Reply {
     ))
 }
 
-/// Reads the body, refusing (413) a declared or actual length above `cap`. The front door does
-/// not forward a declared body over the cap: it sends its length in `X-Cideldill-Declared-Length`.
+/// Reads the body, refusing (413) a declared or actual length above `cap` (a declared one
+/// without reading it).
 fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
-    if rq.body_length().is_some_and(|n| n as u64 > cap)
-        || rq
-            .headers()
-            .iter()
-            .any(|h| h.field.equiv(door::DECLARED_LENGTH))
-    {
+    if rq.body_length().is_some_and(|n| n as u64 > cap) {
         return Err(too_large(cap));
     }
     // Sized from Content-Length (the Python client always sends it), so the body is read

@@ -32,6 +32,8 @@ impl EventStream {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
+        // The head says `Connection: close`: the connection ends with the stream.
+        rq.close_connection();
         let mut out = rq.into_writer();
         out.write_all(head.as_bytes())?;
         out.flush()?;

@@ -282,12 +282,19 @@ impl ClientConnection {
 impl ClientConnection {
     /// Answers a request that could not be read with `status` and an empty body, and closes
     /// the connection.
-    fn refuse(&mut self, status: u16, version: HTTPVersion) {
+    fn refuse(&mut self, status: u16, version: HTTPVersion, why: &str) {
         use crate::{Response, StatusCode};
         use std::io::Write;
         let mut writer = self.sink.next().unwrap();
-        let mut response = Response::new_empty(StatusCode(status));
-        response.add_header(Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap());
+        let (kind, body) = crate::refusal(&self.limits, status, why);
+        let mut response = Response::from_data(body).with_status_code(StatusCode(status));
+        for (name, value) in [
+            ("Connection", "close"),
+            ("Content-Type", kind),
+            ("X-Content-Type-Options", "nosniff"),
+        ] {
+            response.add_header(Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap());
+        }
         if response
             .raw_print(writer.by_ref(), version, &[], false, None)
             .is_ok()
@@ -316,18 +323,22 @@ impl Iterator for ClientConnection {
             let rq = match self.read() {
                 // we don't know where the next request would start, so we have to close
                 Err(ReadError::WrongRequestLine) => {
-                    self.refuse(400, HTTPVersion(1, 1));
+                    self.refuse(400, HTTPVersion(1, 1), "the request line is malformed");
                     return None;
                 }
 
                 Err(ReadError::WrongHeader(ver)) => {
-                    self.refuse(400, ver);
+                    self.refuse(
+                        400,
+                        ver,
+                        "a header is malformed (not a token before the colon, whitespace before it, a value that is not ASCII, a folded line) or the body's framing is ambiguous (Content-Length with Transfer-Encoding, a malformed or repeated differing Content-Length, a transfer coding other than chunked)",
+                    );
                     return None;
                 }
 
                 Err(ReadError::ExpectationFailed(ver)) => {
                     // TODO: should be recoverable, but needs handling in case of body
-                    self.refuse(417, ver);
+                    self.refuse(417, ver, "only Expect: 100-continue is understood");
                     return None;
                 }
 
@@ -339,22 +350,34 @@ impl Iterator for ClientConnection {
                 Err(ReadError::Idle) => return None,
 
                 Err(ReadError::HeadTooLarge) => {
-                    self.refuse(431, HTTPVersion(1, 1));
+                    let why = format!(
+                        "the request head is over {} bytes or {} header lines",
+                        self.limits.max_head_bytes, MAX_HEADERS
+                    );
+                    self.refuse(431, HTTPVersion(1, 1), &why);
                     return None;
                 }
 
                 Err(ReadError::HeadTimeout) => {
-                    self.refuse(408, HTTPVersion(1, 1));
+                    self.refuse(
+                        408,
+                        HTTPVersion(1, 1),
+                        "the request head did not arrive in time",
+                    );
                     return None;
                 }
 
                 Err(ReadError::WrongVersion) => {
-                    self.refuse(505, HTTPVersion(1, 1));
+                    self.refuse(
+                        505,
+                        HTTPVersion(1, 1),
+                        "only HTTP/1.0 and HTTP/1.1 are served",
+                    );
                     return None;
                 }
 
                 Err(ReadError::UnknownCoding(ver)) => {
-                    self.refuse(501, ver);
+                    self.refuse(501, ver, "only the chunked transfer coding is understood");
                     return None;
                 }
 
@@ -464,7 +487,7 @@ fn parse_head(head: &[u8]) -> Result<(Method, String, HTTPVersion, Vec<Header>),
                     return Err(wrong());
                 }
                 let n: u64 = part.parse().map_err(|_| wrong())?;
-                if content_length.map_or(false, |seen| seen != n) {
+                if content_length.is_some_and(|seen| seen != n) {
                     return Err(wrong());
                 }
                 content_length = Some(n);

@@ -90,6 +90,12 @@
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
 #![allow(clippy::match_like_matches_macro)]
+// Upstream's code as upstream wrote it; the patches follow the lints.
+#![allow(
+    clippy::doc_overindented_list_items,
+    clippy::io_other_error,
+    clippy::unnecessary_map_or
+)]
 
 #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
 use zeroize::Zeroizing;
@@ -200,6 +206,24 @@ pub struct Limits {
     pub write_timeout: Option<Duration>,
     /// Most connections served at once: beyond it a connection is answered 503 and closed.
     pub max_connections: Option<usize>,
+    /// The body of the server's own refusals (a request it could not read: 400, 408, 417,
+    /// 431, 501, 505; a connection over the cap: 503), from the status and why: its content
+    /// type and bytes. Without it, the reason as plain text.
+    pub refusal_body: Option<RefusalBody>,
+}
+
+/// See `Limits::refusal_body`.
+pub type RefusalBody = fn(status: u16, why: &str) -> (&'static str, Vec<u8>);
+
+/// A refusal's content type and body.
+pub(crate) fn refusal(limits: &Limits, status: u16, why: &str) -> (&'static str, Vec<u8>) {
+    match limits.refusal_body {
+        Some(body) => body(status, why),
+        None => (
+            "text/plain; charset=utf-8",
+            format!("{}\n", why).into_bytes(),
+        ),
+    }
 }
 
 impl Default for Limits {
@@ -211,16 +235,13 @@ impl Default for Limits {
             body_timeout: None,
             write_timeout: None,
             max_connections: None,
+            refusal_body: None,
         }
     }
 }
 
 /// A function that answers requests on the thread that read them from their connection.
 pub type Handler = Arc<dyn Fn(Request) + Send + Sync + 'static>;
-
-/// The answer to a connection over `Limits::max_connections`.
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
-Content-Length: 27\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many open connections\r\n";
 
 /// Pause after `accept` failed for want of resources (file descriptors, memory): the
 /// connection waits in the listen backlog meanwhile.
@@ -359,16 +380,16 @@ impl Server {
                     Ok((sock, _))
                         if limits
                             .max_connections
-                            .map_or(false, |max| live.load(Relaxed) >= max) =>
+                            .is_some_and(|max| live.load(Relaxed) >= max) =>
                     {
-                        if warned.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                        if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
                             log::warn!(
                                 "refused a connection: {} are open (the most allowed)",
                                 live.load(Relaxed)
                             );
                             warned = Some(Instant::now());
                         }
-                        refuse_busy(sock);
+                        refuse_busy(sock, &limits);
                         continue;
                     }
                     Ok((sock, _)) => {
@@ -455,7 +476,7 @@ impl Server {
                             e.kind(),
                             IoErrorKind::ConnectionAborted | IoErrorKind::Interrupted
                         ) {
-                            if warned.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                            if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
                                 log::error!("Error accepting new client: {}", e);
                                 warned = Some(Instant::now());
                             }
@@ -549,9 +570,18 @@ impl Drop for Counted {
 
 /// Answers a connection over the cap with 503 and closes it, reading what the client already
 /// sent (without waiting for more), so that closing does not reset the connection first.
-fn refuse_busy(mut sock: Connection) {
+fn refuse_busy(mut sock: Connection, limits: &Limits) {
+    let (kind, body) = refusal(limits, 503, "too many open connections; try again later");
+    let mut answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
+         X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
+        kind,
+        body.len()
+    )
+    .into_bytes();
+    answer.extend_from_slice(&body);
     let _ = sock.set_write_timeout(Some(Duration::from_millis(100)));
-    let _ = sock.write_all(BUSY);
+    let _ = sock.write_all(&answer);
     let _ = sock.shutdown(Shutdown::Write);
     if sock.set_nonblocking().is_ok() {
         let mut buf = [0u8; 4096];

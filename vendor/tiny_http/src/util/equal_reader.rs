@@ -85,7 +85,7 @@ where
     R: Read,
 {
     fn drop(&mut self) {
-        if self.ctl.as_ref().map_or(false, |ctl| ctl.is_closing()) {
+        if self.ctl.as_ref().is_some_and(|ctl| ctl.is_closing()) {
             return;
         }
         // Through a fixed buffer: the remaining length is the client's claim, not memory to

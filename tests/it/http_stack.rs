@@ -1,8 +1,10 @@
-//! The HTTP front door under pressure: the server keeps accepting once file descriptors are
-//! free again, answers every request of many held keep-alive connections, answers a huge
-//! header with 431 without holding it in memory, and answers a declared body over the cap with
-//! 413 and a closed connection, as often as it is asked. Servers run under a low open-file
-//! limit (`ulimit -n`, which lowers the hard limit too, so the server cannot raise it).
+//! The one HTTP stack (the vendored, patched tiny_http) under pressure, through the server
+//! binary: it keeps accepting once file descriptors are free again, answers every request of
+//! many held keep-alive connections, answers a huge header with 431 without holding it in
+//! memory, a declared body over the cap with 413 and a closed connection (as often as it is
+//! asked), ambiguous framing (the smuggling request) with one 400 and no second request, and
+//! connections over `--max-connections` with 503. Some servers run under a low open-file limit
+//! (`ulimit -n`, which lowers the hard limit too, so the server cannot raise it).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -24,7 +26,7 @@ struct Limited {
 
 impl Limited {
     fn start(open_files: u32, extra: &[&str]) -> Limited {
-        let dir = TempDir::new("door");
+        let dir = TempDir::new("http-stack");
         let port_file = dir.path().join("port");
         let stderr = dir.path().join("stderr.log");
         let mut child = Command::new("sh")
@@ -195,4 +197,98 @@ fn a_declared_body_over_the_cap_is_answered_413_and_the_connection_closed() {
         );
     }
     assert_eq!(status(server.port, deadline()), Some(200));
+}
+
+/// Everything the server sends on `s` until it closes the connection (within the deadline).
+fn until_closed(s: &mut TcpStream) -> String {
+    let until = Instant::now() + deadline();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    while Instant::now() < until {
+        match s.read(&mut buf) {
+            Ok(0) => return String::from_utf8_lossy(&out).into_owned(),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("reading the answers: {e}"),
+        }
+    }
+    panic!(
+        "the connection stayed open; read {:?}",
+        String::from_utf8_lossy(&out)
+    );
+}
+
+fn status_lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("HTTP/1.")).collect()
+}
+
+#[test]
+fn the_smuggling_request_gets_one_400_and_no_second_answer() {
+    let server = Server::start(&[]);
+    let smuggled = "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    // One write: a proxy that ignores the malformed header sees one request with a body.
+    let variants = [
+        format!("Content-Length : {}", smuggled.len()),
+        format!("Content-Length\t: {}", smuggled.len()),
+        format!("Content-Length: 0\r\nContent-Length: {}", smuggled.len()),
+        format!(
+            "Content-Length: {}\r\nTransfer-Encoding: chunked",
+            smuggled.len()
+        ),
+        "Transfer-Encoding: xchunked".to_owned(),
+        format!(" Content-Length: {}", smuggled.len()),
+        format!("Content-Length: +{}", smuggled.len()),
+    ];
+    for framing in &variants {
+        let mut s = connect(server.port, deadline()).expect("connect");
+        let request = format!(
+            "POST /api/behavior HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             {framing}\r\n\r\n{smuggled}"
+        );
+        s.write_all(request.as_bytes()).expect("send");
+        let answer = until_closed(&mut s);
+        let lines = status_lines(&answer);
+        assert_eq!(lines.len(), 1, "{framing:?}: {answer}");
+        assert!(
+            lines[0].starts_with("HTTP/1.1 400"),
+            "{framing:?}: {answer}"
+        );
+    }
+    // The behavior was never changed, and the server still answers.
+    assert_eq!(status(server.port, deadline()), Some(200));
+}
+
+#[test]
+fn connections_over_the_cap_are_answered_503_and_served_again_later() {
+    let server = Server::start(&["--max-connections", "3"]);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut s = connect(server.port, deadline()).expect("connect");
+        s.write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .expect("send");
+        let (code, head) = read_head(&s, Instant::now() + deadline()).expect("an answer");
+        assert_eq!(code, 200);
+        let mut body = vec![0u8; content_length(&head)];
+        s.read_exact(&mut body).expect("the body");
+        held.push(s);
+    }
+    let mut fourth = connect(server.port, deadline()).expect("connect");
+    let _ = fourth.write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let answer = until_closed(&mut fourth);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    drop(held);
+    let until = Instant::now() + deadline();
+    while status(server.port, Duration::from_secs(2)) != Some(200) {
+        assert!(
+            Instant::now() < until,
+            "not served again after the held connections closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
