@@ -6,7 +6,8 @@
 //! (optional second binary, same rows in extra columns), `--fixture BIN` (the fixture MCP
 //! server), `--load FILE` (scripts/bench_load.py's output), `--pickles FILE` (the lines of
 //! `scripts/bench_pickle.py --emit`), `--tmp DIR` (scratch directory, on the disk under test),
-//! `--scale X` (multiplies every request count and deadline; 1 is the real run).
+//! `--scale X` (multiplies every request count and deadline; 1 is the real run), `--nginx BIN`
+//! (the floor of the throughput and conditions rows; without it those floors read "failed").
 //!
 //! The load generator (`load/mod.rs`, shared with the reliability suite) talks HTTP/1.1 by hand
 //! over std `TcpStream`, one new connection per request with `Connection: close`, like the
@@ -20,6 +21,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod load;
-use load::{call, cycle, err, find, http, now, Load, Res, HTTP_TIMEOUT};
+use load::{call, cycle, err, find, http, http_within, now, Load, Res, HTTP_TIMEOUT};
 
 /// Stops a call cycle load when the server's RSS passes this.
 const RSS_GUARD_KIB: u64 = 4 * 1024 * 1024;
@@ -45,6 +47,7 @@ struct Opts {
     fixture: PathBuf,
     load: PathBuf,
     pickles: Option<PathBuf>,
+    nginx: Option<PathBuf>,
     tmp: PathBuf,
     scale: f64,
     budget: Duration,
@@ -60,6 +63,7 @@ impl Opts {
         let mut scale = 1.0;
         let mut budget = 400.0;
         let mut only = None;
+        let mut nginx = None;
         while let Some(a) = args.next() {
             let mut value = || args.next().ok_or(format!("{a} needs a value"));
             match a.as_str() {
@@ -72,6 +76,7 @@ impl Opts {
                 "--scale" => scale = value()?.parse().map_err(err("--scale"))?,
                 "--budget-s" => budget = value()?.parse().map_err(err("--budget-s"))?,
                 "--only" => only = Some(value()?),
+                "--nginx" => nginx = Some(PathBuf::from(value()?)),
                 "--bench" => {} // added by `cargo bench`
                 other => return Err(format!("unknown argument {other}")),
             }
@@ -82,6 +87,7 @@ impl Opts {
             fixture: fixture.ok_or("--fixture is required")?,
             load: load.ok_or("--load is required")?,
             pickles,
+            nginx,
             tmp: tmp.ok_or("--tmp is required")?,
             scale,
             budget: Duration::from_secs_f64(f64::max(budget, 0.0)),
@@ -189,6 +195,139 @@ impl Drop for TinyFloor {
             let _ = w.join();
         }
     }
+}
+
+/// The floor of the throughput rows: nginx (Debian's nginx-light, which scripts/bench.sh
+/// installs) on a fresh loopback port, answering every method and path with
+/// `TRIVIAL_ANSWER`: `worker_processes auto`, no access log, keep-alive allowed, any request
+/// body read and discarded. It runs as the current user with everything (configuration, pid
+/// file, logs, temporary paths) in its own scratch directory; `daemon off`, so it is our
+/// child, stopped with SIGTERM (fast shutdown, workers included) when dropped.
+struct Nginx {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Nginx {
+    fn start(bin: &Path, dir: &Path) -> Res<Nginx> {
+        fs::create_dir_all(dir).map_err(err("mkdir"))?;
+        let version = Command::new(bin)
+            .arg("-V")
+            .output()
+            .map_err(|e| format!("run {} -V: {e}", bin.display()))?;
+        let version = String::from_utf8_lossy(&version.stderr).into_owned();
+        let mut why = String::new();
+        // A port the kernel chose a moment ago, released for nginx: taken by someone else in
+        // between only by bad luck, hence a few tries.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(err("bind"))?
+                .port();
+            let conf = dir.join("nginx.conf");
+            fs::write(&conf, nginx_conf(dir, port, &version)).map_err(err("nginx.conf"))?;
+            let log = fs::File::create(dir.join("stderr.log")).map_err(err("log"))?;
+            let child = Command::new(bin)
+                .arg("-p")
+                .arg(dir)
+                .arg("-c")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().map_err(err("log"))?)
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+            let mut n = Nginx {
+                child,
+                dir: dir.to_path_buf(),
+                port,
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if let Ok(Some(status)) = n.child.try_wait() {
+                    why = format!("nginx exited at start ({status}): {}", n.log_tail());
+                    break;
+                }
+                let answer = http_within(port, "POST", "/api/call/start", b"{}", HTTP_TIMEOUT);
+                if let Ok((200, body)) = answer {
+                    if body == TRIVIAL_ANSWER.as_bytes() {
+                        return Ok(n);
+                    }
+                    why = format!("port {port} answered by someone else");
+                    break;
+                }
+                if Instant::now() > deadline {
+                    why = format!("nginx did not answer within 10 s: {}", n.log_tail());
+                    break;
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+            drop(n);
+        }
+        Err(why)
+    }
+
+    fn log_tail(&self) -> String {
+        let mut text = fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default();
+        text.push_str(&fs::read_to_string(self.dir.join("error.log")).unwrap_or_default());
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(3)..].join(" | ")
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        signal(self.child.id(), "-TERM");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        eprintln!(
+            "bench: nginx (pid {}) ignored SIGTERM; killing it",
+            self.child.id()
+        );
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// nginx's configuration for the floor: see `Nginx`. `version` is `nginx -V`'s output: the
+/// temporary paths compiled in (under /var/lib/nginx, not ours to write) are moved into `dir`
+/// for every module the binary has.
+fn nginx_conf(dir: &Path, port: u16, version: &str) -> String {
+    let path = |name: &str| format!("\"{}\"", dir.join(name).display());
+    let mut c = String::from("# The throughput floor of benches/bench.rs, written per run.\n");
+    // Run as root, nginx would hand its workers to `nobody`: keep them ours.
+    if fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+        c.push_str("user root;\n");
+    }
+    c.push_str("worker_processes auto;\ndaemon off;\nmaster_process on;\n");
+    let _ = writeln!(c, "pid {};", path("nginx.pid"));
+    let _ = writeln!(c, "error_log {} warn;", path("error.log"));
+    c.push_str("events {\n    worker_connections 1024;\n}\nhttp {\n");
+    let _ = writeln!(c, "    client_body_temp_path {};", path("body"));
+    for module in ["proxy", "fastcgi", "uwsgi", "scgi"] {
+        if !version.contains(&format!("--without-http_{module}_module")) {
+            let _ = writeln!(c, "    {module}_temp_path {};", path(module));
+        }
+    }
+    c.push_str(
+        "    access_log off;\n\
+         \x20   keepalive_timeout 30s;\n\
+         \x20   client_max_body_size 0;\n\
+         \x20   client_body_buffer_size 1m;\n\
+         \x20   default_type application/json;\n\
+         \x20   server {\n",
+    );
+    let _ = writeln!(c, "        listen 127.0.0.1:{port};");
+    c.push_str("        location / {\n");
+    let _ = writeln!(c, "            return 200 '{TRIVIAL_ANSWER}';");
+    c.push_str("        }\n    }\n}\n");
+    c
 }
 
 fn trivial_serve(mut c: TcpStream) {
@@ -760,7 +899,7 @@ struct Bench {
 
 #[derive(Default)]
 struct Floors {
-    /// Trivial server call cycles per second, per entry of `THREADS`.
+    /// nginx's call cycles per second, per entry of `THREADS`.
     cycles: Vec<Option<f64>>,
     /// Trivial server, the 3 requests of a pause round trip.
     pause: Option<Lat>,
@@ -780,6 +919,18 @@ impl Bench {
     fn dir(&self, label: &str) -> PathBuf {
         let n = self.runs.fetch_add(1, Ordering::Relaxed);
         self.opts.tmp.join(format!("{n:02}-{label}"))
+    }
+
+    /// nginx, the floor of the throughput rows, in a fresh scratch directory; `None` (the
+    /// floor then reads "failed") without `--nginx` or when it does not start.
+    fn nginx(&self) -> Option<Nginx> {
+        let Some(bin) = &self.opts.nginx else {
+            eprintln!("bench:   no nginx (--nginx BIN): its floors fail");
+            return None;
+        };
+        Nginx::start(bin, &self.dir("nginx"))
+            .map_err(|e| eprintln!("bench:   nginx failed: {e}"))
+            .ok()
     }
 
     fn server(&self, bin: &Path, label: &str, args: &[&str], mcp: bool) -> Res<Proc> {
@@ -965,11 +1116,7 @@ impl Bench {
     /// Call cycles per second at 1, 4 and 16 threads, floor and binaries interleaved; with
     /// `db`, also the bytes the database grows per call cycle.
     fn rows_throughput(&self, t: &mut Table, db: bool) -> Option<f64> {
-        let trivial = if db {
-            None
-        } else {
-            FloorProc::start("trivial").ok()
-        };
+        let nginx = if db { None } else { self.nginx() };
         let tiny = if db {
             None
         } else {
@@ -996,7 +1143,7 @@ impl Bench {
         let mut cells: Vec<Vec<Cell>> = servers.iter().map(|_| Vec::new()).collect();
         let mut floors = Vec::new();
         let mut tiny_floors = Vec::new();
-        // Short windows taken in turns (floor, ours, baseline; three rounds) so that drift of
+        // Short windows taken in turns (floors, ours, baseline; three rounds) so that drift of
         // a shared machine touches every column alike; a rate is its cycles over its time.
         const ROUNDS: u32 = 3;
         for threads in THREADS {
@@ -1013,13 +1160,13 @@ impl Bench {
                 })
                 .collect();
             for _ in 0..ROUNDS {
-                if let (Some(tr), Some((done, took))) = (&trivial, &mut floor) {
+                if let (Some(ng), Some((done, took))) = (&nginx, &mut floor) {
                     let never = AtomicBool::new(false);
-                    let r = run_cycles(tr.port, &self.load, threads, 0, until, limit, &never);
+                    let r = run_cycles(ng.port, &self.load, threads, 0, until, limit, &never);
                     match r.error {
                         None => (*done, *took) = (*done + r.done, *took + r.elapsed),
                         Some(e) => {
-                            eprintln!("bench:   floor failed: {e}");
+                            eprintln!("bench:   nginx floor failed: {e}");
                             floor = None;
                         }
                     }
@@ -1053,7 +1200,7 @@ impl Bench {
                     }
                 }
             }
-            if trivial.is_some() {
+            if !db {
                 floors.push(floor.map(|(done, took)| done as f64 / took.as_secs_f64()));
             }
             if tiny.is_some() {
@@ -1084,7 +1231,7 @@ impl Bench {
                 let f = floors.get(k).copied().flatten();
                 (
                     format!("call cycles per second (start + complete, new connection per request), {threads} client thread(s)"),
-                    f.map_or("failed".into(), |f| format!("{} /s (trivial server)", num(f))),
+                    f.map_or("failed".into(), |f| format!("{} /s (nginx)", num(f))),
                     f,
                     "≥ 0.9×",
                 )
@@ -1097,7 +1244,7 @@ impl Bench {
                     again.0,
                     again.1,
                     &format!(
-                        "{} /s (tiny_http, 4 threads in `recv`: {} of the trivial server)",
+                        "{} /s (tiny_http, 4 threads in `recv`: {} of nginx)",
                         num(tf),
                         ratio(tf, f)
                     ),
@@ -1116,8 +1263,8 @@ impl Bench {
     /// Call cycles per second at 4 threads of one function: without a breakpoint, with a
     /// breakpoint that never pauses (`go` before and after), with a simple condition that never
     /// holds (decided from the decoded arguments), and as a logpoint that formats a line from
-    /// the decoded arguments and result of every call; in turns with the trivial server, so
-    /// drift touches every row alike. Ours only (conditions are new).
+    /// the decoded arguments and result of every call; in turns with nginx (the floor of the
+    /// throughput rows), so drift touches every row alike. Ours only (conditions are new).
     fn rows_conditions(&self, t: &mut Table) {
         const THREADS: usize = 4;
         const ROUNDS: u32 = 3;
@@ -1142,7 +1289,7 @@ impl Bench {
                 &[("POST", "/api/breakpoints", r#"{"function_name": "apply_discount", "condition": "", "log_message": "order {args[0]['order_id']} -> {result['discounted']}"}"#)],
             ),
         ];
-        let floor_proc = FloorProc::start("trivial");
+        let floor_proc = self.nginx().ok_or_else(|| "no nginx".to_string());
         let server = self.server(&self.opts.server, "ours", &["--memory"], false);
         let never = AtomicBool::new(false);
         let until = self.opts.n(100_000);
@@ -1196,9 +1343,7 @@ impl Bench {
                 &format!("call cycles per second, {THREADS} client threads, {what}"),
                 cell,
                 None,
-                &f.map_or("failed".into(), |f| {
-                    format!("{} /s (trivial server)", num(f))
-                }),
+                &f.map_or("failed".into(), |f| format!("{} /s (nginx)", num(f))),
                 f,
                 false,
                 "close to the row without a breakpoint",
@@ -1648,12 +1793,12 @@ impl Bench {
         };
         let cycles = self.floors.lock().unwrap().cycles.clone();
         for (k, row) in t.rows[first..].iter_mut().enumerate() {
-            // Per cycle: the trivial server's time plus one fsync's (fsyncs do not overlap).
+            // Per cycle: nginx's time plus one fsync's (fsyncs do not overlap).
             let f = rate
                 .zip(cycles.get(k).copied().flatten())
                 .map(|(s, c)| 1.0 / (1.0 / c + 1.0 / s));
             row.floor = f.map_or("failed".into(), |f| {
-                format!("{} /s (trivial server + one fsync per cycle)", num(f))
+                format!("{} /s (nginx + one fsync per cycle)", num(f))
             });
             row.floor_value = f;
         }
