@@ -2,8 +2,9 @@
 # The project's test command (CI runs exactly this): formatting, lints, every unit and
 # integration test (the real binary on port 0 driven over HTTP and MCP, the demo program, the
 # README's MCP registration snippets, the pickle writer against python3, the pickle reader's
-# property and corpus tests), the binary installed with `cargo install` as the README says
-# (into .cache/install, reusing the debug build) answering --version, then the MCP
+# property and corpus tests), the tests of the vendored tiny_http's patches, the binary
+# installed with `cargo install` as the README says (into .cache/install, reusing the debug
+# build) answering --version, then the MCP
 # interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0; as external
 # servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time),
 # then the web UI in headless Chromium (scripts/ui_test.sh: Debian's chromium, driven by
@@ -19,6 +20,8 @@ command -v python3 >/dev/null || { echo "scripts/test.sh: python3 is required" >
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test
+# The vendored tiny_http's patches, each against a real server (vendor/tiny_http/PATCHES.md).
+cargo test --quiet -p tiny_http
 # The README's install command, into .cache/install (--debug and --target-dir reuse the build
 # above, so this takes a second); the installed binary must run.
 cargo install --quiet --locked --path . --bin cideldill-server --debug --root .cache/install --target-dir target

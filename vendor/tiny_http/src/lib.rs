@@ -106,7 +106,6 @@ use std::io::ErrorKind as IoErrorKind;
 use std::io::Result as IoResult;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::panic;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::mpsc;
@@ -124,6 +123,7 @@ pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
 
+mod acceptors;
 mod client;
 mod common;
 mod connection;
@@ -148,6 +148,9 @@ pub struct Server {
 
     // result of TcpListener::local_addr()
     listening_addr: ListenAddr,
+
+    // the threads accepting connections in handler mode
+    acceptors: Option<Arc<acceptors::Acceptors>>,
 }
 
 enum Message {
@@ -245,7 +248,7 @@ pub type Handler = Arc<dyn Fn(Request) + Send + Sync + 'static>;
 
 /// Pause after `accept` failed for want of resources (file descriptors, memory): the
 /// connection waits in the listen backlog meanwhile.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
 pub struct SslConfig {
@@ -361,6 +364,19 @@ impl Server {
         // and ClientConnection objects are pushed in the messages queue
         let messages = MessagesQueue::with_capacity(8);
 
+        if let Some(handler) = handler {
+            if ssl.is_some() {
+                return Err("a server with a handler does not serve SSL".into());
+            }
+            let acceptors = acceptors::start(server, limits, handler, close_trigger.clone())?;
+            return Ok(Server {
+                messages,
+                close: close_trigger,
+                listening_addr: local_addr,
+                acceptors: Some(acceptors),
+            });
+        }
+
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
         thread::spawn(move || {
@@ -433,24 +449,12 @@ impl Server {
                     Ok(client) => {
                         let messages = inside_messages.clone();
                         let mut client = Some(client);
-                        let handler = handler.clone();
                         let counted = Counted::new(&live);
                         let spawned = tasks_pool.spawn(Box::new(move || {
                             let _counted = &counted;
                             if let Some(client) = client.take() {
-                                if let Some(handler) = handler.as_ref() {
-                                    for rq in client {
-                                        let answered =
-                                            panic::catch_unwind(panic::AssertUnwindSafe(|| {
-                                                handler(rq)
-                                            }));
-                                        if answered.is_err() {
-                                            log::error!("A request handler panicked");
-                                            break;
-                                        }
-                                    }
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                } else if client.secure() {
+                                if client.secure() {
                                     let (sender, receiver) = mpsc::channel();
                                     for rq in client {
                                         messages.push(rq.with_notify_sender(sender.clone()).into());
@@ -494,6 +498,7 @@ impl Server {
             messages,
             close: close_trigger,
             listening_addr: local_addr,
+            acceptors: None,
         })
     }
 
@@ -570,7 +575,7 @@ impl Drop for Counted {
 
 /// Answers a connection over the cap with 503 and closes it, reading what the client already
 /// sent (without waiting for more), so that closing does not reset the connection first.
-fn refuse_busy(mut sock: Connection, limits: &Limits) {
+pub(crate) fn refuse_busy(mut sock: Connection, limits: &Limits) {
     let (kind, body) = refusal(limits, 503, "too many open connections; try again later");
     let mut answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\n\
@@ -604,18 +609,25 @@ impl Iterator for IncomingRequests<'_> {
 impl Drop for Server {
     fn drop(&mut self) {
         self.close.store(true, Relaxed);
-        // Connect briefly to ourselves to unblock the accept thread
-        let maybe_stream = match &self.listening_addr {
-            ListenAddr::IP(addr) => TcpStream::connect(addr).map(Connection::from),
-            #[cfg(unix)]
-            ListenAddr::Unix(addr) => {
-                // TODO: use connect_addr when its stabilized.
-                let path = addr.as_pathname().unwrap();
-                std::os::unix::net::UnixStream::connect(path).map(Connection::from)
+        // Connect briefly to ourselves to unblock the accept thread (every accepting thread
+        // in handler mode)
+        let waiting = self
+            .acceptors
+            .as_ref()
+            .map_or(1, |a| a.idle.load(Relaxed).max(1));
+        for _ in 0..waiting {
+            let maybe_stream = match &self.listening_addr {
+                ListenAddr::IP(addr) => TcpStream::connect(addr).map(Connection::from),
+                #[cfg(unix)]
+                ListenAddr::Unix(addr) => {
+                    // TODO: use connect_addr when its stabilized.
+                    let path = addr.as_pathname().unwrap();
+                    std::os::unix::net::UnixStream::connect(path).map(Connection::from)
+                }
+            };
+            if let Ok(stream) = maybe_stream {
+                let _ = stream.shutdown(Shutdown::Both);
             }
-        };
-        if let Ok(stream) = maybe_stream {
-            let _ = stream.shutdown(Shutdown::Both);
         }
 
         #[cfg(unix)]

@@ -281,3 +281,46 @@ fn answers_on_a_kept_alive_connection_are_not_delayed() {
         started.elapsed()
     );
 }
+
+#[test]
+fn no_connection_waits_behind_idle_kept_alive_ones_in_queue_mode() {
+    // The same through the thread pool that hands connections to threads calling `recv`.
+    for round in 0..6 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server =
+            Arc::new(Server::from_listener_with(listener, None, Limits::default(), None).unwrap());
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let server = Arc::clone(&server);
+                thread::spawn(move || {
+                    while let Ok(rq) = server.recv() {
+                        let _ = rq.respond(Response::from_string("ok"));
+                    }
+                })
+            })
+            .collect();
+        let conns: Vec<TcpStream> = (0..20).map(|_| connect(port)).collect();
+        thread::sleep(Duration::from_millis(100));
+        for mut s in &conns {
+            s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        }
+        for (i, mut s) in conns.iter().enumerate() {
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).unwrap_or(0);
+            assert!(
+                String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"),
+                "round {}: connection {} unanswered",
+                round,
+                i
+            );
+        }
+        for _ in 0..workers.len() {
+            server.unblock();
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+    }
+}
