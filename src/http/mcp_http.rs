@@ -234,6 +234,9 @@ fn spawn_stream(
     endpoint: Option<String>,
     gen: u64,
 ) {
+    // The stream's head says `Connection: close`; said here, before the thread that reads the
+    // connection looks for its next request.
+    rq.close_connection();
     let mcp2 = mcp.clone();
     mcp.open_streams.fetch_add(1, Ordering::SeqCst);
     let (id, transport) = (active.id.clone(), active.transport);

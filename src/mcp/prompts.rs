@@ -40,13 +40,16 @@ pub fn get(shared: &Shared, params: &Map<String, Value>, version: &str) -> Resul
     match name {
         "debug-session-start" => {
             let bp = service::breakpoints(shared);
-            let functions = service::functions(shared);
+            // A page of the registry (it may hold 100,000 functions): the agent lists the
+            // rest with breakpoint_list_functions.
+            let functions = service::functions_page(shared, 0, 100);
             let recent = service::call_records(shared, &RecordFilter::default(), 0, 10);
             let paused = service::paused(shared, Payloads::Omitted).paused;
             let state = json!({
                 "breakpoints": {"breakpoints": bp.breakpoints, "behaviors": bp.breakpoint_behaviors,
                                 "after_behaviors": bp.breakpoint_after_behaviors, "replacements": bp.breakpoint_replacements},
-                "functions": {"functions": functions.functions, "signatures": functions.function_signatures},
+                "functions": {"functions": functions.functions, "signatures": functions.function_signatures,
+                              "total": functions.total},
                 "recent_calls": recent.calls,
                 "paused": paused,
             });

@@ -102,8 +102,10 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
             json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated})
         }
         "breakpoint://functions" => {
-            let l = service::functions(shared);
-            json!({"functions": l.functions, "signatures": l.function_signatures, "metadata": l.function_metadata})
+            // The first 1,000 (the registry may hold 100,000): breakpoint_list_functions pages.
+            let l = service::functions_page(shared, 0, 1000);
+            json!({"functions": l.functions, "signatures": l.function_signatures,
+                   "metadata": l.function_metadata, "total": l.total})
         }
         _ => {
             if let Some(id) = uri.strip_prefix("breakpoint://paused/") {

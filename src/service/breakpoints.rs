@@ -870,6 +870,46 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
     })
 }
 
+/// What the web UI's forms and cards show of the registry, bounded whatever its size: the
+/// first `limit` names (of `total`), and the signatures of the `wanted` functions and of at
+/// most `limit` others sharing one of theirs (the candidates to replace them).
+#[derive(Debug, Clone, Default)]
+pub struct FunctionsShown {
+    pub names: Vec<String>,
+    pub total: usize,
+    pub signatures: BTreeMap<String, String>,
+}
+
+pub fn functions_shown(shared: &Shared, wanted: &[&str], limit: usize) -> FunctionsShown {
+    let st = shared.lock();
+    let f = &st.functions;
+    let mut signatures = BTreeMap::new();
+    let mut theirs = std::collections::HashSet::new();
+    for name in wanted {
+        if let Some(sig) = f.signature(name) {
+            signatures.insert((*name).to_owned(), sig.to_owned());
+            theirs.insert(sig);
+        }
+    }
+    if !theirs.is_empty() {
+        let mut others = 0;
+        for (name, sig) in f.signatures() {
+            if others >= limit {
+                break;
+            }
+            if theirs.contains(sig.as_str()) && !signatures.contains_key(name) {
+                signatures.insert(name.clone(), sig.clone());
+                others += 1;
+            }
+        }
+    }
+    FunctionsShown {
+        names: f.names().take(limit).cloned().collect(),
+        total: f.len(),
+        signatures,
+    }
+}
+
 /// `GET /api/functions`.
 pub fn functions(shared: &Shared) -> FunctionListing {
     let st = shared.lock();
@@ -888,6 +928,23 @@ mod tests {
 
     fn events(rx: &crossbeam_channel::Receiver<Event>) -> Vec<EventKind> {
         rx.try_iter().map(|e| (*e.kind).clone()).collect()
+    }
+
+    #[test]
+    fn what_the_ui_shows_of_the_registry_is_bounded() {
+        let s = shared();
+        for i in 0..50 {
+            let sig = if i % 2 == 0 { "(x)" } else { "(y)" };
+            let f = format!("f{i:02}");
+            function_register(&s, &body(json!({"function_name": f, "signature": sig}))).unwrap();
+        }
+        let shown = functions_shown(&s, &["f00", "f01"], 5);
+        assert_eq!((shown.names.len(), shown.total), (5, 50));
+        // The wanted ones, and at most 5 others sharing one of their signatures.
+        assert!(shown.signatures.contains_key("f00") && shown.signatures.contains_key("f01"));
+        assert_eq!(shown.signatures.len(), 7);
+        assert!(functions_shown(&s, &[], 5).signatures.is_empty());
+        assert!(functions_shown(&s, &["nope"], 5).signatures.is_empty());
     }
 
     #[test]

@@ -32,10 +32,15 @@ const GLOBAL_HELP: [(Global, &str); 4] = [
     ),
 ];
 
+/// Most registered functions a form suggests, and most replacement candidates a breakpoint
+/// offers (a registry holds up to 100,000 functions).
+pub const SHOWN_FUNCTIONS: usize = 1000;
+
 /// The page: add form and global behavior (static), the table (live).
 pub fn page(shared: &Shared) -> Html {
-    let functions = service::functions(shared);
     let listing = service::breakpoints(shared);
+    let wanted: Vec<&str> = listing.breakpoints.iter().map(String::as_str).collect();
+    let functions = service::functions_shown(shared, &wanted, SHOWN_FUNCTIONS);
     let global = service::default_behavior(shared).behavior;
     let mut out = String::from("<div class=\"bar\"><h1>Breakpoints</h1></div>");
     // Suggestions: registered functions that have no breakpoint yet.
@@ -52,7 +57,7 @@ pub fn page(shared: &Shared) -> Html {
          <datalist id=\"function-names\">"
     );
     for name in functions
-        .functions
+        .names
         .iter()
         .filter(|n| !listing.breakpoints.contains(n))
     {
@@ -76,7 +81,7 @@ pub fn page(shared: &Shared) -> Html {
     let _ = write!(
         out,
         "<table class=\"grid breakpoints\" id=\"breakpoint-table\" data-live data-keyed data-carry>{}</table>",
-        table(global, &listing, &functions.function_signatures)
+        table(global, &listing, &functions.signatures)
     );
     Html::new("Breakpoints", "/breakpoints", out)
 }

@@ -98,7 +98,8 @@ fn filter_given(f: &RecordFilter) -> bool {
 
 /// The filter form: a GET to this page (filters change nothing).
 fn form(shared: &Shared, out: &mut String, f: &RecordFilter, limit: usize) {
-    let mut functions = service::functions(shared).functions;
+    let mut functions =
+        service::functions_shown(shared, &[], super::breakpoints::SHOWN_FUNCTIONS).names;
     if let Some(current) = f.function.filter(|c| !functions.iter().any(|n| n == c)) {
         functions.push(current.to_owned());
     }

@@ -180,11 +180,12 @@ fn cards_html(shared: &Shared) -> String {
         return empty(&shared.config.port_file);
     }
     paused.sort_by(|a, b| b.paused_at.total_cmp(&a.paused_at));
-    let functions = service::functions(shared);
+    let methods: Vec<&str> = paused.iter().map(|p| p.method_name()).collect();
+    let functions = service::functions_shown(shared, &methods, super::breakpoints::SHOWN_FUNCTIONS);
     let mut out = String::new();
     for p in &paused {
         let prefill = (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call));
-        card(&mut out, p, &functions.function_signatures, prefill);
+        card(&mut out, p, &functions.signatures, prefill);
     }
     out
 }

@@ -93,7 +93,7 @@ fn run(a: &Arc<Acceptors>) {
             }
         }
         match accepted {
-            Ok((sock, _)) => {
+            Ok((sock, from)) => {
                 let over = a
                     .limits
                     .max_connections
@@ -108,7 +108,7 @@ fn run(a: &Arc<Acceptors>) {
                     refuse_busy(sock, &a.limits);
                 } else {
                     a.live.fetch_add(1, SeqCst);
-                    serve(a, sock);
+                    serve(a, sock, from);
                     a.live.fetch_sub(1, SeqCst);
                 }
             }
@@ -131,7 +131,7 @@ fn run(a: &Arc<Acceptors>) {
     }
 }
 
-fn serve(a: &Acceptors, sock: crate::connection::Connection) {
+fn serve(a: &Acceptors, sock: crate::connection::Connection, from: Option<std::net::SocketAddr>) {
     let ctl = match sock.try_clone() {
         Ok(clone) => Arc::new(ConnCtl::new(clone)),
         Err(e) => {
@@ -140,7 +140,7 @@ fn serve(a: &Acceptors, sock: crate::connection::Connection) {
         }
     };
     let (read, write) = RefinedTcpStream::new(sock);
-    let client = ClientConnection::new(write, read, ctl, a.limits.clone());
+    let client = ClientConnection::new(write, read, ctl, a.limits.clone(), from);
     for rq in client {
         let answered = panic::catch_unwind(panic::AssertUnwindSafe(|| (a.handler)(rq)));
         if answered.is_err() {

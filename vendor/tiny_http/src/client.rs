@@ -92,8 +92,13 @@ impl ClientConnection {
         mut read_socket: RefinedTcpStream,
         ctl: Arc<ConnCtl>,
         limits: Limits,
+        accepted_from: Option<SocketAddr>,
     ) -> ClientConnection {
-        let remote_addr = read_socket.peer_addr();
+        // The address `accept` returned, if it did (no system call to ask again).
+        let remote_addr = match accepted_from {
+            Some(addr) => Ok(Some(addr)),
+            None => read_socket.peer_addr(),
+        };
         let secure = read_socket.secure();
 
         let mut source =
@@ -343,6 +348,12 @@ impl Iterator for ClientConnection {
                 }
 
                 Err(ReadError::Closed) => {
+                    // The answer may still be written (through `into_writer`, on another
+                    // thread): the connection closes once it is done.
+                    use std::io::Write;
+                    let mut after = self.sink.next().unwrap();
+                    let _ = after.flush();
+                    drop(after);
                     self.linger();
                     return None;
                 }

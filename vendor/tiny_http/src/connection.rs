@@ -6,6 +6,7 @@ use std::{
     net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs},
     path::PathBuf,
     sync::atomic::{AtomicBool, Ordering},
+    sync::Arc,
     time::Duration,
 };
 
@@ -47,35 +48,37 @@ impl From<unix_net::UnixListener> for Listener {
 }
 
 /// Unified connection. Either a [`TcpStream`] or [`std::os::unix::net::UnixStream`].
+/// A connection's socket, shared by its halves (cloning it is no system call; the socket
+/// closes when the last clone is dropped).
 #[derive(Debug)]
 pub(crate) enum Connection {
-    Tcp(TcpStream),
+    Tcp(Arc<TcpStream>),
     #[cfg(unix)]
-    Unix(unix_net::UnixStream),
+    Unix(Arc<unix_net::UnixStream>),
 }
 impl std::io::Read for Connection {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
-            Self::Tcp(s) => s.read(buf),
+            Self::Tcp(s) => (&**s).read(buf),
             #[cfg(unix)]
-            Self::Unix(s) => s.read(buf),
+            Self::Unix(s) => (&**s).read(buf),
         }
     }
 }
 impl std::io::Write for Connection {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            Self::Tcp(s) => s.write(buf),
+            Self::Tcp(s) => (&**s).write(buf),
             #[cfg(unix)]
-            Self::Unix(s) => s.write(buf),
+            Self::Unix(s) => (&**s).write(buf),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
-            Self::Tcp(s) => s.flush(),
+            Self::Tcp(s) => (&**s).flush(),
             #[cfg(unix)]
-            Self::Unix(s) => s.flush(),
+            Self::Unix(s) => (&**s).flush(),
         }
     }
 }
@@ -99,9 +102,9 @@ impl Connection {
 
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
-            Self::Tcp(s) => s.try_clone().map(Self::from),
+            Self::Tcp(s) => Ok(Self::Tcp(Arc::clone(s))),
             #[cfg(unix)]
-            Self::Unix(s) => s.try_clone().map(Self::from),
+            Self::Unix(s) => Ok(Self::Unix(Arc::clone(s))),
         }
     }
 
@@ -171,13 +174,13 @@ impl ConnCtl {
 }
 impl From<TcpStream> for Connection {
     fn from(s: TcpStream) -> Self {
-        Self::Tcp(s)
+        Self::Tcp(Arc::new(s))
     }
 }
 #[cfg(unix)]
 impl From<unix_net::UnixStream> for Connection {
     fn from(s: unix_net::UnixStream) -> Self {
-        Self::Unix(s)
+        Self::Unix(Arc::new(s))
     }
 }
 

@@ -408,7 +408,7 @@ impl Server {
                         refuse_busy(sock, &limits);
                         continue;
                     }
-                    Ok((sock, _)) => {
+                    Ok((sock, from)) => {
                         use util::RefinedTcpStream;
                         let ctl = match sock.try_clone() {
                             Ok(clone) => Arc::new(connection::ConnCtl::new(clone)),
@@ -440,6 +440,7 @@ impl Server {
                             read_closable,
                             ctl,
                             limits.clone(),
+                            from,
                         ))
                     }
                     Err(e) => Err(e),

@@ -30,6 +30,16 @@ fn serve(limits: Limits) -> Running {
             let mut body = Vec::new();
             let _ = rq.as_reader().read_to_end(&mut body);
         }
+        if rq.url().starts_with("/stream") {
+            // An answer written later by another thread, which closes the connection.
+            rq.close_connection();
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(200));
+                let mut w = rq.into_writer();
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nstreamed");
+            });
+            return;
+        }
         if rq.url().starts_with("/slow") {
             thread::sleep(Duration::from_millis(300));
         }
@@ -323,4 +333,13 @@ fn no_connection_waits_behind_idle_kept_alive_ones_in_queue_mode() {
             w.join().unwrap();
         }
     }
+}
+
+#[test]
+fn an_answer_written_by_another_thread_is_not_cut_by_the_close() {
+    let server = serve(Limits::default());
+    let mut s = connect(server.port);
+    s.write_all(b"GET /stream HTTP/1.1\r\n\r\n").unwrap();
+    let answer = read_all(&mut s);
+    assert!(answer.ends_with("streamed"), "{}", answer);
 }
