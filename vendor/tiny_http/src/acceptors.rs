@@ -16,8 +16,9 @@ use crate::connection::{ConnCtl, Listener};
 use crate::util::RefinedTcpStream;
 use crate::{refuse_busy, Handler, Limits, ACCEPT_BACKOFF};
 
-/// Acceptors kept waiting in `accept` when the server is quiet.
-const MAX_IDLE: usize = 4;
+/// Acceptors kept waiting in `accept` when the server is quiet (enough that a busy server
+/// rarely starts a thread before it serves a connection; an idle one costs a few KiB).
+const MAX_IDLE: usize = 32;
 
 pub(crate) struct Acceptors {
     listener: Listener,

@@ -219,8 +219,8 @@ impl ClientConnection {
     /// discards what the client still sends for a moment, so that closing the socket does not
     /// reset the connection before the client read its answer.
     fn linger(&mut self) {
+        self.ctl.end_answers();
         let stream = self.ctl.stream();
-        let _ = stream.shutdown(std::net::Shutdown::Write);
         let until = Instant::now() + LINGER;
         let mut drained = 0;
         let mut buf = [0u8; 4096];
@@ -433,6 +433,9 @@ impl Iterator for ClientConnection {
                 None if *rq.http_version() == HTTPVersion(1, 0) => self.no_more_requests = true,
                 _ => (),
             };
+            if self.no_more_requests && !lowercase.map_or(false, |v| v.contains("upgrade")) {
+                self.ctl.mark_last();
+            }
 
             // returning the request
             return Some(rq);

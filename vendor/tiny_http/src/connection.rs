@@ -149,6 +149,10 @@ impl Connection {
 pub(crate) struct ConnCtl {
     stream: Connection,
     closing: AtomicBool,
+    // the request being answered is the connection's last (`Connection: close`, HTTP/1.0)
+    last: AtomicBool,
+    // the end of the answers was sent (FIN)
+    ended: AtomicBool,
 }
 
 impl ConnCtl {
@@ -156,6 +160,26 @@ impl ConnCtl {
         ConnCtl {
             stream,
             closing: AtomicBool::new(false),
+            last: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// The request being answered is the last one the client sends.
+    pub(crate) fn mark_last(&self) {
+        self.last.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether no answer follows the one being written.
+    pub(crate) fn answer_is_last(&self) -> bool {
+        self.last.load(Ordering::SeqCst) || self.closing.load(Ordering::SeqCst)
+    }
+
+    /// Sends the end of the answers (once): a client that reads to the end of the connection
+    /// has its answer at once, not when the thread serving it gets to closing the socket.
+    pub(crate) fn end_answers(&self) {
+        if !self.ended.swap(true, Ordering::SeqCst) {
+            let _ = self.stream.shutdown(Shutdown::Write);
         }
     }
 

@@ -47,7 +47,12 @@ fn serve(limits: Limits) -> Running {
         if rq.url().starts_with("/close") {
             response.add_header(Header::from_bytes("Connection", "close").unwrap());
         }
+        let late = rq.url().starts_with("/late");
         let _ = rq.respond(response);
+        if late {
+            // Work after the answer (logging, say).
+            thread::sleep(Duration::from_millis(600));
+        }
     });
     let server = Server::from_listener_with(listener, None, limits, Some(handler)).unwrap();
     Running {
@@ -342,4 +347,18 @@ fn an_answer_written_by_another_thread_is_not_cut_by_the_close() {
     s.write_all(b"GET /stream HTTP/1.1\r\n\r\n").unwrap();
     let answer = read_all(&mut s);
     assert!(answer.ends_with("streamed"), "{}", answer);
+}
+
+#[test]
+fn the_last_answer_ends_the_connection_at_once() {
+    // A client that sent `Connection: close` and reads to the end of the connection had its
+    // answer only once the serving thread got to closing the socket.
+    let server = serve(Limits::default());
+    let mut s = connect(server.port);
+    let started = Instant::now();
+    s.write_all(b"GET /late HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+    let answer = read_all(&mut s);
+    let took = started.elapsed();
+    assert!(answer.ends_with("ok"), "{}", answer);
+    assert!(took < Duration::from_millis(400), "the end came after {:?}", took);
 }
