@@ -466,8 +466,8 @@ pub struct Config {
     pub port: u16,
     pub database: Database,
     pub port_file: PathBuf,
-    /// The data directory (`$CIDELDILL_HOME`, else `~/.cideldill`); tiny_http's private socket
-    /// lives under it.
+    /// The data directory (`$CIDELDILL_HOME`, else `~/.cideldill`): the databases, the port file
+    /// and its secret.
     pub home: PathBuf,
     pub max_body_bytes: u64,
     pub max_records: usize,

@@ -356,9 +356,14 @@ fn the_last_answer_ends_the_connection_at_once() {
     let server = serve(Limits::default());
     let mut s = connect(server.port);
     let started = Instant::now();
-    s.write_all(b"GET /late HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+    s.write_all(b"GET /late HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
     let answer = read_all(&mut s);
     let took = started.elapsed();
     assert!(answer.ends_with("ok"), "{}", answer);
-    assert!(took < Duration::from_millis(400), "the end came after {:?}", took);
+    assert!(
+        took < Duration::from_millis(400),
+        "the end came after {:?}",
+        took
+    );
 }
