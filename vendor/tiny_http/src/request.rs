@@ -510,18 +510,13 @@ impl Request {
             }
         }
 
-        // The head's many small writes gathered here, then passed on in one (each write to the
-        // connection's writer takes its lock).
-        let mut gathered = io::BufWriter::with_capacity(8 * 1024, writer.by_ref());
         Self::ignore_client_closing_errors(response.raw_print(
-            gathered.by_ref(),
+            writer.by_ref(),
             self.http_version.clone(),
             &self.headers,
             do_not_send_body,
             None,
         ))?;
-        Self::ignore_client_closing_errors(gathered.flush())?;
-        drop(gathered);
 
         let flushed = Self::ignore_client_closing_errors(writer.flush());
         if let Some(ctl) = self.ctl.as_ref().filter(|ctl| ctl.answer_is_last()) {
