@@ -427,6 +427,10 @@ fn sigterm_with_calls_in_flight_exits_within_3_s_and_leaves_nothing_behind() {
         wait_for("two slow calls at the fixture", || {
             (server.stderr().matches("fixture: tools/call").count() >= 2).then_some(())
         });
+        // The call cycles are under way (on a loaded machine the first may take a while).
+        wait_for("a call cycle acknowledged", || {
+            (!acked_calls.lock().unwrap().is_empty()).then_some(())
+        });
         let children = children_of(server.pid());
         assert!(
             children.contains(&fx),
