@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, param, shown, time, Answer, Html};
+use super::{esc, param, shown, time, Answer, Html, View};
 use crate::breakpoints::{After, Before, Global};
 use crate::service;
 use crate::state::Shared;
@@ -37,7 +37,7 @@ const GLOBAL_HELP: [(Global, &str); 4] = [
 pub const SHOWN_FUNCTIONS: usize = 1000;
 
 /// The page: add form and global behavior (static), the table (live).
-pub fn page(shared: &Shared) -> Html {
+pub fn page(shared: &Shared) -> View {
     let listing = service::breakpoints(shared);
     let wanted: Vec<&str> = listing.breakpoints.iter().map(String::as_str).collect();
     let functions = service::functions_shown(shared, &wanted, SHOWN_FUNCTIONS);
@@ -83,7 +83,7 @@ pub fn page(shared: &Shared) -> Html {
         "<table class=\"grid breakpoints\" id=\"breakpoint-table\" data-live data-keyed data-carry>{}</table>",
         table(global, &listing, &functions.signatures)
     );
-    Html::new("Breakpoints", "/breakpoints", out)
+    View::new("Breakpoints", "/breakpoints", Html::legacy(out))
 }
 
 fn global_help(g: Global) -> String {
@@ -315,7 +315,7 @@ fn options_html(name: &str, api: &str, listing: &service::BreakpointListing) -> 
 /// `/breakpoints/check?field=condition&text=...`: what the server says of an option's text,
 /// as the Breakpoints page shows it beside the field when saving it failed: nothing when it
 /// is valid, else the message and, for a parse error, the text with the mistake marked.
-pub fn check(query: &[(String, String)]) -> Html {
+pub fn check(query: &[(String, String)]) -> View {
     let field = param(query, "field").unwrap_or("");
     let text = param(query, "text").unwrap_or("");
     let mut out = String::from(
@@ -357,7 +357,11 @@ pub fn check(query: &[(String, String)]) -> Html {
             esc(&field.replace('_', " "))
         );
     }
-    Html::new("Check a breakpoint option", "/breakpoints", out)
+    View::new(
+        "Check a breakpoint option",
+        "/breakpoints",
+        Html::legacy(out),
+    )
 }
 
 /// Characters of the text shown before and after the mistake (longer texts are cut there).
@@ -467,7 +471,7 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
                     esc(&entry_href(name, id)),
                     time(at)
                 ),
-                None => time(at),
+                None => time(at).to_string(),
             };
             let status = d["status"].as_str().unwrap_or("");
             let outcome = match d.get("exception").filter(|x| !x.is_null()) {
@@ -491,7 +495,11 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
         out.push_str("</tbody></table>");
     }
     out.push_str("</div>");
-    Ok(Html::new(format!("History of {name}"), "/breakpoints", out))
+    Ok(View::new(
+        format!("History of {name}"),
+        "/breakpoints",
+        Html::legacy(out),
+    ))
 }
 
 /// The page of one history entry.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{esc, item_shown, json_shown, param, shown, Html};
+use super::{esc, item_shown, json_shown, param, shown, Html, View};
 use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
 use crate::service::{self, CallRecordsPage};
@@ -33,7 +33,7 @@ const STATUSES: [&str; 7] = [
 const FIELDS: [&str; 5] = ["function", "status", "process", "source", "search"];
 
 /// The page for `GET /calls?query`.
-pub fn page(shared: &Shared, query: &[(String, String)]) -> Html {
+pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
     let given = |key: &str| param(query, key).filter(|v| !v.is_empty());
     let mut problems = Vec::new();
     let source = match given("source") {
@@ -85,7 +85,7 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> Html {
     let _ = write!(out, "<div id=\"calls-list\"{live}>");
     list(&mut out, &records, &kept, limit, filter_given(&filter));
     out.push_str("</div>");
-    Html::new("Calls", "/calls", out)
+    View::new("Calls", "/calls", Html::legacy(out))
 }
 
 fn filter_given(f: &RecordFilter) -> bool {

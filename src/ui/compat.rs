@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::breakpoints::arguments_text;
 use super::tree::call_tree_href;
-use super::{esc, param, plural, shown, time, Answer, Html};
+use super::{esc, param, plural, shown, time, Answer, Html, View};
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::{encode_segment, percent_decode};
@@ -39,7 +39,7 @@ fn ref_text(v: &Value) -> String {
 
 /// `/objects`: the client objects (items sent with a `client_ref`), each with its newest
 /// snapshot, and the stored objects by CID, newest first (`?offset=N` pages them).
-pub fn objects(shared: &Shared, query: &[(String, String)]) -> Html {
+pub fn objects(shared: &Shared, query: &[(String, String)]) -> View {
     let mut out = String::from("<div class=\"bar\"><h1>Objects</h1></div>");
     let (rows, total) = service::client_objects(shared, CLIENT_OBJECTS);
     let _ = write!(
@@ -128,7 +128,7 @@ pub fn objects(shared: &Shared, query: &[(String, String)]) -> Html {
     if !pager.is_empty() {
         let _ = write!(out, "<p class=\"meta\">{}</p>", pager.join(" · "));
     }
-    Html::new("Objects", "", out)
+    View::new("Objects", "", Html::legacy(out))
 }
 
 /// `/object/ref:<process_key>:<client_ref>` (or `ref:<client_ref>`: every process): every
@@ -187,15 +187,15 @@ pub fn object_ref(shared: &Shared, reference: &str) -> Answer {
         );
     }
     out.push_str("</tbody></table></div>");
-    Ok(Html::new(
+    Ok(View::new(
         format!("Client object ref:{client_ref}"),
         "",
-        out,
+        Html::legacy(out),
     ))
 }
 
 /// `/repl-help`: how the REPL of a paused call is used.
-pub fn repl_help() -> Html {
+pub fn repl_help() -> View {
     let main = "<div class=\"bar\"><h1>REPL help</h1><a href=\"/repls\">All sessions</a></div>\
         <p>A REPL session evaluates Python in the paused program: open one with <b>REPL</b> on a \
         paused call (on the <a href=\"/\">Paused</a> page). The debug client runs each input in \
@@ -211,7 +211,7 @@ pub fn repl_help() -> Html {
         transcript is kept and the input goes away. Agents evaluate through the MCP tools and \
         programs through <code>POST /api/repl/&lt;session_id&gt;/eval</code> (see the \
         <a href=\"/docs\">API</a>).</p>";
-    Html::new("REPL help", "/repls", main.to_owned())
+    View::new("REPL help", "/repls", Html::legacy(main.to_owned()))
 }
 
 /// One REST endpoint as `/docs` lists it (the HTTP face hands them over from its route table).
@@ -225,7 +225,7 @@ pub struct ApiRow {
 
 /// `/docs`: every REST endpoint of the route table (the one the OpenAPI document is built
 /// from), with its parameters.
-pub fn docs(rows: &[ApiRow]) -> Html {
+pub fn docs(rows: &[ApiRow]) -> View {
     let mut out = String::from(
         "<div class=\"bar\"><h1>REST API</h1><a href=\"/openapi.json\">OpenAPI document</a></div>\
          <p class=\"meta\">Every endpoint of this server, as <a href=\"/openapi.json\">/openapi.json</a> \
@@ -256,7 +256,7 @@ pub fn docs(rows: &[ApiRow]) -> Html {
         );
     }
     out.push_str("</tbody></table></div>");
-    Html::new("API", "", out)
+    View::new("API", "", Html::legacy(out))
 }
 
 /// `/frame/call/<process_key>/<call_id>/<i>`: the page of `/frame/call/<call_id>/<i>` (call ids
@@ -330,7 +330,11 @@ pub fn history_entry(shared: &Shared, name: &str, id: &str) -> Answer {
             esc(&call_tree_href(&process_key, Some(&call_id))),
         );
     }
-    Ok(Html::new(format!("{name} call"), "/breakpoints", out))
+    Ok(View::new(
+        format!("{name} call"),
+        "/breakpoints",
+        Html::legacy(out),
+    ))
 }
 
 #[cfg(test)]

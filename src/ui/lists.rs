@@ -1,11 +1,10 @@
 //! Two plain lists: the registered functions (`/functions`) and the communication errors the
 //! debug client reported (`/com-errors`).
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, shown, time, Html};
+use super::markup::{html, markup};
+use super::{shown, time, Html, View};
 use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::service;
 use crate::state::Shared;
@@ -14,7 +13,7 @@ use crate::urlenc::encode_segment;
 /// `/functions`: the registered functions, a page at a time (`limit`, at most
 /// `UI_MAX_PAGE_LIMIT`, and `offset`), each with its signature, whether it has a breakpoint
 /// (and a button to add one), and what the client told about it.
-pub fn functions(shared: &Shared, query: &[(String, String)]) -> Html {
+pub fn functions(shared: &Shared, query: &[(String, String)]) -> View {
     let number = |key: &str| {
         query
             .iter()
@@ -27,42 +26,50 @@ pub fn functions(shared: &Shared, query: &[(String, String)]) -> Html {
     let offset = number("offset").unwrap_or(0);
     let listing = service::functions_page(shared, offset, limit);
     let breakpoints = service::breakpoints(shared).breakpoints;
-    let live = if offset == 0 { " data-live" } else { "" };
-    let mut out =
-        format!("<div class=\"bar\"><h1>Functions</h1></div><div id=\"function-list\"{live}>");
+    let live = if offset == 0 {
+        Html::lit(" data-live")
+    } else {
+        Html::new()
+    };
+    let mut out = markup!(
+        "<div class=\"bar\"><h1>Functions</h1></div><div id=\"function-list\"{}>",
+        live
+    );
     if listing.total > listing.functions.len() {
         let first = (offset + 1).min(listing.total);
         let last = offset + listing.functions.len();
-        let _ = write!(
+        html!(
             out,
-            "<p class=\"count\">Functions {first} to {last} of {}.</p><nav class=\"pager\" \
+            "<p class=\"count\">Functions {} to {} of {}.</p><nav class=\"pager\" \
              aria-label=\"Pages\">",
+            first,
+            last,
             listing.total
         );
-        let to = |o: usize| format!("/functions?offset={o}&amp;limit={limit}");
+        let to = |o: usize| format!("/functions?offset={o}&limit={limit}");
         if offset > 0 {
-            let _ = write!(
+            html!(
                 out,
                 "<a href=\"{}\" rel=\"prev\">← Previous</a>",
                 to(offset.saturating_sub(limit))
             );
         }
         if last < listing.total {
-            let _ = write!(
+            html!(
                 out,
                 "<a href=\"{}\" rel=\"next\">Next →</a>",
                 to(offset + limit)
             );
         }
-        out.push_str("</nav>");
+        out.push_lit("</nav>");
     }
     if listing.functions.is_empty() && listing.total == 0 {
-        out.push_str(
+        out.push_lit(
             "<section class=\"empty\"><h2>No function registered</h2><p>A program registers \
              each function it wraps with <code>with_debug</code> when it starts.</p></section>",
         );
     } else {
-        out.push_str(
+        out.push_lit(
             "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Function</th>\
              <th scope=\"col\">Signature</th><th scope=\"col\">Registered</th><th scope=\"col\">About</th>\
              <th scope=\"col\">Breakpoint</th></tr></thead><tbody>",
@@ -79,46 +86,48 @@ pub fn functions(shared: &Shared, query: &[(String, String)]) -> Html {
                 .map(shown)
                 .unwrap_or_default();
             let breakpoint = if breakpoints.contains(name) {
-                format!(
+                markup!(
                     "<a href=\"/breakpoint/{}/history\">has one</a>",
                     encode_segment(name)
                 )
             } else {
-                format!(
+                markup!(
                     "<form class=\"inline\" data-api=\"/api/breakpoints\"><input type=\"hidden\" \
                      name=\"function_name\" value=\"{}\"><input type=\"hidden\" name=\"keep_signature\" \
                      value=\"true\" data-json><button type=\"submit\" class=\"quiet\">Add</button>\
                      <p class=\"error\" role=\"alert\"></p></form>",
-                    esc(name)
+                    name
                 )
             };
-            let _ = write!(
+            html!(
                 out,
-                "<tr><th scope=\"row\"><code>{}</code></th><td><code>{}</code></td><td>{registered}</td>\
-                 <td>{}</td><td>{breakpoint}</td></tr>",
-                esc(name),
-                esc(listing
+                "<tr><th scope=\"row\"><code>{}</code></th><td><code>{}</code></td><td>{}</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                name,
+                listing
                     .function_signatures
                     .get(name)
-                    .map_or("", String::as_str)),
-                esc(&about),
+                    .map_or("", String::as_str),
+                registered,
+                about,
+                breakpoint,
             );
         }
-        out.push_str("</tbody></table></div>");
+        out.push_lit("</tbody></table></div>");
     }
-    out.push_str("</div>");
-    Html::new("Functions", "/functions", out)
+    out.push_lit("</div>");
+    View::new("Functions", "/functions", out)
 }
 
 /// `/com-errors`: requests the debug client could not complete, newest first.
-pub fn com_errors(shared: &Shared) -> Html {
+pub fn com_errors(shared: &Shared) -> View {
     let all = service::com_errors(shared);
     let errors = all["errors"].as_array().map_or(&[][..], Vec::as_slice);
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<div class=\"bar\"><h1>Communication errors</h1></div><div id=\"com-error-list\" data-live>",
     );
     if errors.is_empty() {
-        out.push_str(
+        out.push_lit(
             "<section class=\"empty\"><h2>No communication errors</h2><p>When the debug client \
              fails to talk to this server, it reports the failed request here before it exits \
              (the last 500 are kept).</p></section>",
@@ -131,18 +140,19 @@ pub fn com_errors(shared: &Shared) -> Html {
                 .or_else(|| e.get("received_at"))
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0);
-            let _ = write!(
+            let status = e
+                .get("status_code")
+                .filter(|s| !s.is_null())
+                .map(|s| format!(" · HTTP {}", shown(s)));
+            html!(
                 out,
                 "<article class=\"card\"><h2>{}</h2><p class=\"meta\">{} · {} {} · process {}{}</p>",
-                esc(&text("summary")),
+                text("summary"),
                 time(at),
-                esc(&text("method")),
-                esc(&text("path")),
-                esc(&text("process_pid")),
-                e.get("status_code")
-                    .filter(|s| !s.is_null())
-                    .map(|s| format!(" · HTTP {}", esc(&shown(s))))
-                    .unwrap_or_default(),
+                text("method"),
+                text("path"),
+                text("process_pid"),
+                status,
             );
             let exception = [text("exception_type"), text("exception_message")]
                 .into_iter()
@@ -150,7 +160,7 @@ pub fn com_errors(shared: &Shared) -> Html {
                 .collect::<Vec<_>>()
                 .join(": ");
             if !exception.is_empty() {
-                let _ = write!(out, "<p class=\"error-text\">{}</p>", esc(&exception));
+                html!(out, "<p class=\"error-text\">{}</p>", exception);
             }
             for (key, label) in [
                 ("response_text", "Response"),
@@ -158,18 +168,19 @@ pub fn com_errors(shared: &Shared) -> Html {
                 ("payload", "Request body"),
             ] {
                 if let Some(v) = e.get(key).filter(|v| !v.is_null()) {
-                    let _ = write!(
+                    html!(
                         out,
-                        "<details><summary>{label}</summary><pre class=\"value\">{}</pre></details>",
-                        esc(&shown(v))
+                        "<details><summary>{}</summary><pre class=\"value\">{}</pre></details>",
+                        label,
+                        shown(v)
                     );
                 }
             }
-            out.push_str("</article>");
+            out.push_lit("</article>");
         }
     }
-    out.push_str("</div>");
-    Html::new("Communication errors", "/com-errors", out)
+    out.push_lit("</div>");
+    View::new("Communication errors", "/com-errors", out)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The web UI: server-rendered HTML pages plus one small CSS and one small JS file, compiled
-//! into the binary (no CDN, no framework, no build step). Every value of the debugged program is
-//! HTML-escaped where it is written (`esc`), and every page is served with a strict
+//! into the binary (no CDN, no framework, no build step). Markup is a type (`markup::Html`,
+//! whose only constructors escape text; the pages still written as strings escape with `esc`
+//! and are wrapped with `Html::legacy` until they are converted), and every page is served with a strict
 //! Content-Security-Policy (scripts and styles only from this server's files, no inline code, no
 //! framing), so even an escaping mistake cannot run script. Pages change state only through the
 //! REST API's POST endpoints (from `app.js`), never through a GET. Live updates: `app.js`
@@ -12,6 +13,7 @@ mod calls;
 mod compat;
 pub use compat::ApiRow;
 mod lists;
+pub(crate) mod markup;
 mod object;
 mod paused;
 mod repl;
@@ -20,7 +22,6 @@ mod source;
 mod tree;
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
@@ -29,6 +30,8 @@ use serde_json::Value;
 pub use crate::search::shown;
 use crate::state::Shared;
 use crate::urlenc::percent_decode;
+pub use markup::Html;
+use markup::{html, markup};
 
 const APP_CSS: &str = include_str!("assets/app.css");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -75,18 +78,18 @@ pub fn wants_html(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| a.contains("text/html"))
 }
 
-/// A page's content: its title, which navigation entry it belongs to, and its `main`.
+/// A page's content: its title (text), which navigation entry it belongs to, and its `main`.
 /// Elements of `main` with an `id` and a `data-live` attribute are what live updates replace.
 #[derive(Debug)]
-pub struct Html {
+pub struct View {
     pub title: String,
     pub nav: &'static str,
-    pub main: String,
+    pub main: Html,
 }
 
-impl Html {
-    pub fn new(title: impl Into<String>, nav: &'static str, main: String) -> Html {
-        Html {
+impl View {
+    pub fn new(title: impl Into<String>, nav: &'static str, main: Html) -> View {
+        View {
             title: title.into(),
             nav,
             main,
@@ -95,7 +98,7 @@ impl Html {
 }
 
 /// A page's answer: its content, or "no such thing" with what was asked for (a 404 page).
-pub type Answer = Result<Html, String>;
+pub type Answer = Result<View, String>;
 
 /// The navigation: path and label of every page that has an entry.
 const NAV: &[(&str, &str)] = &[
@@ -211,23 +214,23 @@ pub fn api_docs(shared: &Shared, rows: &[ApiRow], query: &[(String, String)]) ->
 
 /// A page's answer in the layout (or as the fragment the live pages fetch).
 fn render(shared: &Shared, answer: Answer, fragment: bool) -> Page {
-    let (status, html) = match answer {
-        Ok(html) => (200, html),
+    let (status, view) = match answer {
+        Ok(view) => (200, view),
         Err(what) => (404, not_found(&what)),
     };
     let body = if fragment {
-        format!(
+        markup!(
             "<div id=\"frag-status\">{}</div><div id=\"frag-main\">{}</div>",
             shared_status(shared),
-            html.main
+            view.main
         )
     } else {
-        layout(shared, &html)
+        layout(shared, &view)
     };
     Page {
         status,
         content_type: "text/html; charset=utf-8",
-        body,
+        body: body.into_string(),
     }
 }
 
@@ -240,19 +243,20 @@ pub fn param<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
 }
 
 /// A page for a path or id that does not exist.
-pub fn not_found(what: &str) -> Html {
-    Html::new(
+pub fn not_found(what: &str) -> View {
+    View::new(
         "Not found",
         "",
-        format!(
+        markup!(
             "<h1>Not found</h1><p class=\"empty\">There is nothing at <code>{}</code>: it may \
              never have existed, or it is gone.</p><p><a href=\"/\">Go to the paused calls</a></p>",
-            esc(what)
+            what
         ),
     )
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
+/// Escapes text for HTML element content and quoted attribute values (for the pages not yet
+/// written with [`Html`]).
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
@@ -269,38 +273,39 @@ pub fn esc(s: &str) -> String {
 }
 
 /// The whole page: head, header with the status line and navigation, then `main`.
-fn layout(shared: &Shared, html: &Html) -> String {
+fn layout(shared: &Shared, view: &View) -> Html {
     let status = shared_status(shared);
-    let mut out = String::with_capacity(html.main.len() + 2048);
-    let _ = write!(
+    let mut out = Html::with_capacity(view.main.len() + 2048);
+    html!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{} · cideldill</title><link rel=\"icon\" href=\"/ui/icon.svg\"><link rel=\"stylesheet\" href=\"/ui/app.css\">\
          <script src=\"/ui/app.js\" defer></script></head>\
          <body data-page=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>",
-        esc(&html.title),
-        esc(html.nav),
+        view.title,
+        view.nav,
     );
     for (path, label) in NAV {
-        let current = if *path == html.nav {
-            " aria-current=\"page\""
+        let current = if *path == view.nav {
+            Html::lit(" aria-current=\"page\"")
         } else {
-            ""
+            Html::new()
         };
-        let _ = write!(out, "<a href=\"{path}\"{current}>{label}</a>");
+        html!(out, "<a href=\"{}\"{}>{}</a>", path, current, label);
     }
-    let _ = writeln!(
+    html!(
         out,
-        "</nav><p class=\"status\" id=\"status\">{status}</p>\
+        "</nav><p class=\"status\" id=\"status\">{}</p>\
          <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\">{}</main>\
-         </body></html>",
-        html.main
+         </body></html>\n",
+        status,
+        view.main
     );
     out
 }
 
-/// The status line: breakpoints, paused calls, recorded calls, external servers, agents.
+/// The status line (text): breakpoints, paused calls, recorded calls, external servers, agents.
 fn shared_status(shared: &Shared) -> String {
     let s = crate::service::server_status(shared);
     // External servers once there are any (the manager is idle until one is connected).
@@ -394,16 +399,16 @@ const FOLD_LINES: usize = 8;
 /// line saying what ran, through which face, and with what (the arguments that ran beside
 /// the ones called, the fake result, the raised exception, the replacement). Empty for a
 /// call that ran as called without anything deciding it.
-pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) -> String {
+pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) -> Html {
     use crate::resolution::{Action, Actor};
     let Some(r) = record.get("resolution").filter(|r| r.is_object()) else {
-        return String::new();
+        return Html::new();
     };
     let text = |k: &str| r.get(k).and_then(Value::as_str);
     let action = text("action").and_then(Action::parse);
     let by = text("by").and_then(Actor::parse);
     let (Some(action), Some(by)) = (action, by) else {
-        return String::new();
+        return Html::new();
     };
     let verb = match action {
         Action::Continue => "continued",
@@ -412,58 +417,53 @@ pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) ->
         Action::Raise => "raised",
         Action::Replace => "replaced",
     };
-    let mut out = format!(
-        "<p class=\"resolution {}\" data-action=\"{}\" data-by=\"{}\"><span class=\"badge {}\">{verb}</span> ",
+    let mut out = markup!(
+        "<p class=\"resolution {}\" data-action=\"{}\" data-by=\"{}\"><span class=\"badge {}\">{}</span> ",
         action.as_str(),
         action.as_str(),
         by.as_str(),
         action.as_str(),
+        verb,
     );
     let how = match by {
         Actor::Breakpoint | Actor::Condition | Actor::Logpoint | Actor::PauseLimit => "by",
         _ => "through",
     };
-    let _ = write!(out, "{how} {}", esc(by.describe()));
+    html!(out, "{} {}", how, by.describe());
     let call = |d: &Value| format!("{}({})", method, breakpoints::arguments_text(d));
     match action {
         Action::Continue => {}
-        Action::Modify => {
-            let _ = write!(
-                out,
-                ": ran as <code class=\"value ran\">{}</code>, called as <code class=\"value called\">{}</code>",
-                esc(&call(r)),
-                esc(&call(&Value::Object(record.clone())))
-            );
-        }
+        Action::Modify => html!(
+            out,
+            ": ran as <code class=\"value ran\">{}</code>, called as <code class=\"value called\">{}</code>",
+            call(r),
+            call(&Value::Object(record.clone()))
+        ),
         Action::Skip => {
             let fake = r.get("pretty_fake_result").map(shown).unwrap_or_default();
-            let _ = write!(
+            html!(
                 out,
                 ": the function did not run; it returned <code class=\"value\">{}</code>",
-                esc(if fake.is_empty() { "None" } else { &fake })
+                if fake.is_empty() { "None" } else { &fake }
             );
         }
-        Action::Raise => {
-            let _ = write!(
-                out,
-                ": the function did not run; it raised <code class=\"value\">{}: {}</code>",
-                esc(text("exception_type").unwrap_or("Exception")),
-                esc(text("exception_message").unwrap_or(""))
-            );
-        }
-        Action::Replace => {
-            let _ = write!(
-                out,
-                ": <code>{}</code> ran instead",
-                esc(text("replacement_function").unwrap_or("?"))
-            );
-        }
+        Action::Raise => html!(
+            out,
+            ": the function did not run; it raised <code class=\"value\">{}: {}</code>",
+            text("exception_type").unwrap_or("Exception"),
+            text("exception_message").unwrap_or("")
+        ),
+        Action::Replace => html!(
+            out,
+            ": <code>{}</code> ran instead",
+            text("replacement_function").unwrap_or("?")
+        ),
     }
-    out.push_str("</p>");
+    out.push_lit("</p>");
     out
 }
 
-pub fn value_html(text: &str) -> String {
+pub fn value_html(text: &str) -> Html {
     let mut cut = text.len();
     if let Some((i, _)) = text.char_indices().nth(FOLD_CHARS) {
         cut = i;
@@ -472,27 +472,30 @@ pub fn value_html(text: &str) -> String {
         cut = cut.min(i);
     }
     if cut >= text.len() {
-        return format!("<code class=\"value\">{}</code>", esc(text));
+        return markup!("<code class=\"value\">{}</code>", text);
     }
-    format!(
+    markup!(
         "<details class=\"more\"><summary><code class=\"value\">{}…</code>\
          <span class=\"more-label\">show all {} characters</span></summary>\
          <code class=\"value\">{}</code></details>",
-        esc(&text[..cut]),
+        &text[..cut],
         text.chars().count(),
-        esc(text)
+        text
     )
 }
 
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`
 /// (`data-time` holds epoch seconds).
-pub fn time(at: f64) -> String {
+pub fn time(at: f64) -> Html {
     if !at.is_finite() || at <= 0.0 {
-        return "<span class=\"muted\">unknown time</span>".to_owned();
+        return Html::lit("<span class=\"muted\">unknown time</span>");
     }
-    format!(
-        "<time datetime=\"{iso}\" data-time=\"{at}\">{iso}</time>",
-        iso = iso_utc(at)
+    let iso = iso_utc(at);
+    markup!(
+        "<time datetime=\"{}\" data-time=\"{}\">{}</time>",
+        iso,
+        at,
+        iso
     )
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, plural, shown, time, Answer, Html};
+use super::{esc, plural, shown, time, Answer, Html, View};
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -51,10 +51,10 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
         "<h2>Seen in</h2><div id=\"seen-in\" data-live>{}</div>",
         seen_in(&seen, looked)
     );
-    Ok(Html::new(
+    Ok(View::new(
         format!("Object {}", &cid[..cid.len().min(12)]),
         "",
-        out,
+        Html::legacy(out),
     ))
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{esc, item_shown, json_shown, shown, time, value_html, Html};
+use super::{esc, item_shown, json_shown, shown, time, value_html, Html, View};
 use crate::calls::PauseCause;
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
@@ -33,11 +33,11 @@ const EXCEPTIONS: [&str; 10] = [
 const LOG_LINES: usize = 50;
 
 /// The page (its cards and the log are the live regions).
-pub fn page(shared: &Shared) -> Html {
-    Html::new(
+pub fn page(shared: &Shared) -> View {
+    View::new(
         "Paused",
         "/",
-        format!(
+        Html::legacy(format!(
             "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
              <section id=\"origin-requests\" data-live aria-label=\"Pages asking to report calls\">{}</section>\
@@ -46,8 +46,7 @@ pub fn page(shared: &Shared) -> Html {
             origin_requests_html(shared),
             cards_html(shared),
             log_html(shared)
-        ),
-    )
+        )))
 }
 
 /// The web pages refused on the browser-client endpoints, waiting for the person's answer:

@@ -2,11 +2,10 @@
 //! and stdout; the input is disabled once the pause is resumed) and the list of sessions
 //! (`/repls`).
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, param, shown, time, Answer, Html};
+use super::markup::{html, markup};
+use super::{param, shown, time, Answer, Html, View};
 use crate::repl::SessionFilter;
 use crate::service;
 use crate::state::Shared;
@@ -20,56 +19,54 @@ pub fn session(shared: &Shared, session_id: &str) -> Answer {
     let s = &found["session"];
     let text = |k: &str| s.get(k).filter(|v| !v.is_null()).map(shown);
     let function = text("function_name").unwrap_or_default();
-    let mut out = format!(
+    let mut out = markup!(
         "<div class=\"bar\"><h1>REPL in <code>{}</code></h1><a href=\"/repls\">All sessions</a></div>\
          <p class=\"meta\">Session <code>{}</code> · pause <code>{}</code>{} · started {}</p>",
-        esc(&function),
-        esc(session_id),
-        esc(&text("pause_id").unwrap_or_default()),
-        text("pid")
-            .map(|p| format!(" · process {}", esc(&p)))
-            .unwrap_or_default(),
+        function,
+        session_id,
+        text("pause_id").unwrap_or_default(),
+        text("pid").map(|p| format!(" · process {p}")),
         time(s["started_at"].as_f64().unwrap_or(0.0)),
     );
-    let _ = write!(
+    html!(
         out,
         "<div id=\"transcript\" data-live>{}</div><div id=\"repl-input\" data-live>{}</div>",
         transcript(s),
         input(s, session_id)
     );
-    Ok(Html::new(format!("REPL in {function}"), "/repls", out))
+    Ok(View::new(format!("REPL in {function}"), "/repls", out))
 }
 
 /// What was evaluated and answered, oldest first.
-fn transcript(s: &Value) -> String {
-    let mut out = String::from("<ol class=\"transcript\">");
+fn transcript(s: &Value) -> Html {
+    let mut out = Html::lit("<ol class=\"transcript\">");
     let entries = s["transcript"].as_array().map_or(&[][..], Vec::as_slice);
     for e in entries {
         let is_error = e["is_error"].as_bool().unwrap_or(false);
         let input = e.get("input").map(shown).unwrap_or_default();
-        let _ = write!(
+        html!(
             out,
             "<li data-expr=\"{}\"><pre class=\"in\"><span class=\"prompt\" aria-hidden=\"true\">&gt;&gt;&gt; </span>{}</pre>",
-            esc(&input),
-            esc(&input)
+            input,
+            input
         );
         if let Some(stdout) = e
             .get("stdout")
             .and_then(Value::as_str)
             .filter(|x| !x.is_empty())
         {
-            let _ = write!(out, "<pre class=\"stdout\">{}</pre>", esc(stdout));
+            html!(out, "<pre class=\"stdout\">{}</pre>", stdout);
         }
-        let _ = write!(
+        html!(
             out,
             "<pre class=\"out{}\">{}</pre></li>",
             if is_error { " error-text" } else { "" },
-            esc(&e.get("output").map(shown).unwrap_or_default())
+            e.get("output").map(shown).unwrap_or_default()
         );
     }
-    out.push_str("</ol>");
+    out.push_lit("</ol>");
     if entries.is_empty() {
-        out.push_str(
+        out.push_lit(
             "<p class=\"empty\">Nothing evaluated yet. Expressions and statements run inside the \
              paused program, in the frame of the paused call.</p>",
         );
@@ -78,11 +75,9 @@ fn transcript(s: &Value) -> String {
 }
 
 /// The input, or why there is none.
-fn input(s: &Value, session_id: &str) -> String {
-    let mut out = String::new();
+fn input(s: &Value, session_id: &str) -> Html {
     if s["closed_at"].is_null() {
-        let _ = write!(
-            out,
+        markup!(
             "<form class=\"repl-input\" data-api=\"/api/repl/{}/eval\" data-then=\"refresh\" data-reset data-busy=\"Running…\">\
              <label for=\"expr\">Evaluate in the paused program (Enter runs it, Shift+Enter adds a \
              line, ↑/↓ recall earlier input)</label>\
@@ -90,21 +85,19 @@ fn input(s: &Value, session_id: &str) -> String {
              spellcheck=\"false\" data-history></textarea><button type=\"submit\">Run</button>\
              <p class=\"error\" role=\"alert\"></p></form>",
             encode_segment(session_id)
-        );
+        )
     } else {
-        let _ = write!(
-            out,
+        markup!(
             "<p class=\"closed-note\" role=\"status\">This session closed {}: the call went on \
              (or the session was closed), so there is no paused frame to evaluate in any more. \
              The transcript stays.</p>",
             time(s["closed_at"].as_f64().unwrap_or(0.0))
-        );
+        )
     }
-    out
 }
 
 /// `/repls?search=&status=`: every REPL session, newest first.
-pub fn sessions(shared: &Shared, query: &[(String, String)]) -> Html {
+pub fn sessions(shared: &Shared, query: &[(String, String)]) -> View {
     let search = param(query, "search").filter(|s| !s.is_empty());
     let status = param(query, "status").filter(|s| !s.is_empty());
     let filter = SessionFilter {
@@ -119,54 +112,59 @@ pub fn sessions(shared: &Shared, query: &[(String, String)]) -> Html {
     };
     let list = service::repl_sessions(shared, &filter);
     let rows = list["sessions"].as_array().map_or(&[][..], Vec::as_slice);
-    let mut out = format!(
+    let options: Html = ["", "active", "closed"]
+        .iter()
+        .map(|v| {
+            let selected = if Some(*v) == status || (v.is_empty() && status.is_none()) {
+                Html::lit(" selected")
+            } else {
+                Html::new()
+            };
+            markup!(
+                "<option value=\"{}\"{}>{}</option>",
+                v,
+                selected,
+                if v.is_empty() { "any" } else { v }
+            )
+        })
+        .collect();
+    let mut out = markup!(
         "<div class=\"bar\"><h1>REPL sessions</h1><a href=\"/repl-help\">REPL help</a></div>\
          <form class=\"inline\" method=\"get\" action=\"/repls\"><label>Search <input name=\"search\" \
          value=\"{}\" placeholder=\"function, session, pause, process\"></label><label>Status \
          <select name=\"status\">{}</select></label><button type=\"submit\">Filter</button></form>",
-        esc(search.unwrap_or("")),
-        ["", "active", "closed"]
-            .iter()
-            .map(|v| format!(
-                "<option value=\"{v}\"{}>{}</option>",
-                if Some(*v) == status || (v.is_empty() && status.is_none()) {
-                    " selected"
-                } else {
-                    ""
-                },
-                if v.is_empty() { "any" } else { v }
-            ))
-            .collect::<String>()
+        search.unwrap_or(""),
+        options
     );
-    out.push_str("<div id=\"repl-list\" data-live>");
+    out.push_lit("<div id=\"repl-list\" data-live>");
     if rows.is_empty() {
-        out.push_str(
+        out.push_lit(
             "<section class=\"empty\"><h2>No REPL sessions</h2><p>Open one from a paused call \
              on the <a href=\"/\">Paused</a> page.</p></section>",
         );
     } else {
-        out.push_str(
+        out.push_lit(
             "<table class=\"grid\"><thead><tr><th scope=\"col\">Started</th><th scope=\"col\">Function</th>\
              <th scope=\"col\">Process</th><th scope=\"col\">Evaluations</th><th scope=\"col\">Status</th>\
              </tr></thead><tbody>",
         );
         for r in rows {
             let sid = r["session_id"].as_str().unwrap_or("");
-            let _ = write!(
+            html!(
                 out,
                 "<tr><td>{}</td><td><a href=\"/repl/{}\"><code>{}</code></a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 time(r["started_at"].as_f64().unwrap_or(0.0)),
                 encode_segment(sid),
-                esc(&r.get("function_name").map(shown).unwrap_or_default()),
-                esc(&r.get("pid").map(shown).unwrap_or_default()),
+                r.get("function_name").map(shown).unwrap_or_default(),
+                r.get("pid").map(shown).unwrap_or_default(),
                 r["eval_count"].as_u64().unwrap_or(0),
-                esc(r["status"].as_str().unwrap_or("")),
+                r["status"].as_str().unwrap_or(""),
             );
         }
-        out.push_str("</tbody></table>");
+        out.push_lit("</tbody></table>");
     }
-    out.push_str("</div>");
-    Html::new("REPL sessions", "/repls", out)
+    out.push_lit("</div>");
+    View::new("REPL sessions", "/repls", out)
 }
 
 #[cfg(test)]

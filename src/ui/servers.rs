@@ -2,34 +2,33 @@
 //! connect / disconnect / reconnect, its tools with their input schemas, and a form to call a
 //! tool with JSON arguments and see the result.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, plural, shown, time, Html};
+use super::markup::{html, markup};
+use super::{plural, shown, time, Html, View};
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
 
-pub fn page(shared: &Shared) -> Html {
-    let mut out = String::from("<div class=\"bar\"><h1>External MCP servers</h1></div>");
+pub fn page(shared: &Shared) -> View {
+    let mut out = Html::lit("<div class=\"bar\"><h1>External MCP servers</h1></div>");
     let clients =
         service::external::clients(shared).unwrap_or_else(|_| serde_json::json!({"clients": {}}));
-    out.push_str(CONNECT_FORM);
-    let _ = write!(
+    out.push_lit(CONNECT_FORM);
+    html!(
         out,
         "<p class=\"hint\">Servers connected here are not saved. To connect some at every start, \
          list them in <code>{}</code> and start the server with <code>--mcp-clients</code> \
          (or name another file with <code>--mcp-clients-config PATH</code>, or one server with \
          <code>--mcp-client NAME:COMMAND</code>).</p>",
-        esc(&shared.config.mcp_clients_file.display().to_string())
+        shared.config.mcp_clients_file.display().to_string()
     );
-    let _ = write!(
+    html!(
         out,
         "<div id=\"server-list\" data-live>{}</div>",
         servers(shared, &clients["clients"])
     );
-    Html::new("External MCP servers", "/mcp-servers", out)
+    View::new("External MCP servers", "/mcp-servers", out)
 }
 
 const CONNECT_FORM: &str = "<details class=\"panel\"><summary>Connect a server</summary>\
@@ -44,43 +43,46 @@ const CONNECT_FORM: &str = "<details class=\"panel\"><summary>Connect a server</
     <button type=\"submit\">Connect</button><p class=\"hint\">Not saved: the server is forgotten when \
     this one stops.</p><p class=\"error\" role=\"alert\"></p></form></details>";
 
-fn servers(shared: &Shared, clients: &Value) -> String {
+fn servers(shared: &Shared, clients: &Value) -> Html {
     let Some(map) = clients.as_object().filter(|m| !m.is_empty()) else {
-        return "<section class=\"empty\"><h2>No external servers</h2><p>Connect one above \
-                (a filesystem, git or database MCP server, ...): agents and this page can then use \
-                its tools during a debugging session.</p></section>"
-            .to_owned();
+        return Html::lit(
+            "<section class=\"empty\"><h2>No external servers</h2><p>Connect one above \
+             (a filesystem, git or database MCP server, ...): agents and this page can then use \
+             its tools during a debugging session.</p></section>",
+        );
     };
-    let mut out = String::new();
+    let mut out = Html::new();
     for (name, s) in map {
         let status = s["status"].as_str().unwrap_or("");
         let seg = encode_segment(name);
-        let _ = write!(
+        let status_class = match status {
+            "connected" => "after",
+            "connecting" => "before",
+            _ => "down",
+        };
+        html!(
             out,
-            "<article class=\"card server {status_class}\"><h2><span class=\"fn\">{}</span> \
-             <span class=\"badge {status_class}\">{}</span></h2><p class=\"meta\">{}",
-            esc(name),
-            esc(status),
-            esc(s["transport"].as_str().unwrap_or("")),
-            status_class = match status {
-                "connected" => "after",
-                "connecting" => "before",
-                _ => "down",
-            }
+            "<article class=\"card server {}\"><h2><span class=\"fn\">{}</span> \
+             <span class=\"badge {}\">{}</span></h2><p class=\"meta\">{}",
+            status_class,
+            name,
+            status_class,
+            status,
+            s["transport"].as_str().unwrap_or(""),
         );
         if let Some(cmd) = s.get("command").and_then(Value::as_str) {
             let args: Vec<String> = s["args"]
                 .as_array()
                 .map(|a| a.iter().map(|v| shown(v).into_owned()).collect())
                 .unwrap_or_default();
-            let _ = write!(
+            html!(
                 out,
                 " · <code>{}</code>",
-                esc(&format!("{cmd} {}", args.join(" ")))
+                format!("{cmd} {}", args.join(" "))
             );
         }
         if let Some(url) = s.get("url").and_then(Value::as_str) {
-            let _ = write!(out, " · <code>{}</code>", esc(url));
+            html!(out, " · <code>{}</code>", url);
         }
         if let Some(v) = s
             .get("server_info")
@@ -88,17 +90,17 @@ fn servers(shared: &Shared, clients: &Value) -> String {
             .and_then(Value::as_str)
         {
             let version = s["server_info"]["version"].as_str().unwrap_or("");
-            let _ = write!(out, " · {} {}", esc(v), esc(version));
+            html!(out, " · {} {}", v, version);
         }
         if let Some(at) = s.get("connected_at").and_then(Value::as_f64) {
-            let _ = write!(out, " · connected {}", time(at));
+            html!(out, " · connected {}", time(at));
         }
-        out.push_str("</p>");
+        out.push_lit("</p>");
         if let Some(e) = s.get("error").and_then(Value::as_str) {
-            let _ = write!(out, "<p class=\"error-text\">{}</p>", esc(e));
+            html!(out, "<p class=\"error-text\">{}</p>", e);
         }
         if let Some(secs) = s.get("next_retry_in_s").and_then(Value::as_f64) {
-            let _ = write!(out, "<p class=\"hint\">Retrying in {secs:.0} s.</p>");
+            html!(out, "<p class=\"hint\">Retrying in {:.0} s.</p>", secs);
         }
         // Tools the server listed that were left out (hostile or surplus names).
         if let Some(n) = s
@@ -116,41 +118,45 @@ fn servers(shared: &Shared, clients: &Value) -> String {
                         .collect()
                 })
                 .unwrap_or_default();
-            let _ = write!(
+            html!(
                 out,
-                "<p class=\"hint skipped\">{n} tool{} this server listed left out ({}).</p>",
-                super::plural(n as usize),
-                esc(&why.join(", "))
+                "<p class=\"hint skipped\">{} tool{} this server listed left out ({}).</p>",
+                n,
+                plural(n as usize),
+                why.join(", ")
             );
         }
-        let _ = write!(
+        let disconnect = if status == "connected" || status == "connecting" {
+            markup!(
+                "<form class=\"inline\" data-api=\"/api/mcp-clients/{}/disconnect\">\
+                 <button type=\"submit\" class=\"quiet\">Disconnect</button></form>",
+                seg
+            )
+        } else {
+            Html::new()
+        };
+        html!(
             out,
-            "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{seg}/reconnect\">\
+            "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{}/reconnect\">\
              <button type=\"submit\">Reconnect</button></form>{}</div><p class=\"error\" role=\"alert\"></p>",
-            if status == "connected" || status == "connecting" {
-                format!(
-                    "<form class=\"inline\" data-api=\"/api/mcp-clients/{seg}/disconnect\">\
-                     <button type=\"submit\" class=\"quiet\">Disconnect</button></form>"
-                )
-            } else {
-                String::new()
-            }
+            seg,
+            disconnect
         );
         if status == "connected" {
             tools(&mut out, shared, name);
         }
-        out.push_str("</article>");
+        out.push_lit("</article>");
     }
     out
 }
 
 /// The tools of one connected server, each with its schema and a call form.
-fn tools(out: &mut String, shared: &Shared, server: &str) {
+fn tools(out: &mut Html, shared: &Shared, server: &str) {
     let Ok(listed) = service::external::tools(shared, Some(server)) else {
         return;
     };
     let list = listed["tools"].as_array().map_or(&[][..], Vec::as_slice);
-    let _ = write!(out, "<h3>{} tool{}</h3>", list.len(), plural(list.len()));
+    html!(out, "<h3>{} tool{}</h3>", list.len(), plural(list.len()));
     for (i, t) in list.iter().enumerate() {
         let name = t["name"].as_str().unwrap_or("");
         let original = t["original_name"].as_str().unwrap_or(name);
@@ -159,20 +165,22 @@ fn tools(out: &mut String, shared: &Shared, server: &str) {
             "tool-result-{}-{i}",
             encode_segment(server).replace('%', "_")
         );
-        let _ = write!(
+        html!(
             out,
             "<details class=\"tool\"><summary><code>{}</code> <span class=\"hint\">{}</span></summary>\
              <details class=\"schema\"><summary>Input schema</summary><pre class=\"value fold\">{}</pre></details>\
-             <form data-api=\"/api/mcp-tools/call\" data-then=\"show:{result_id}\" data-busy=\"Calling…\">\
+             <form data-api=\"/api/mcp-tools/call\" data-then=\"show:{}\" data-busy=\"Calling…\">\
              <input type=\"hidden\" name=\"tool\" value=\"{}\">\
              <label>Arguments (JSON object) <textarea name=\"arguments\" rows=\"3\" data-json>{}</textarea></label>\
              <button type=\"submit\">Call</button><p class=\"error\" role=\"alert\"></p></form>\
-             <pre class=\"value fold\" id=\"{result_id}\" hidden></pre></details>",
-            esc(original),
-            esc(&first_line(t["description"].as_str().unwrap_or(""))),
-            esc(&serde_json::to_string_pretty(&schema).unwrap_or_default()),
-            esc(name),
-            esc(&skeleton(&schema)),
+             <pre class=\"value fold\" id=\"{}\" hidden></pre></details>",
+            original,
+            first_line(t["description"].as_str().unwrap_or("")),
+            serde_json::to_string_pretty(&schema).unwrap_or_default(),
+            result_id,
+            name,
+            skeleton(&schema),
+            result_id,
         );
     }
 }
@@ -232,7 +240,7 @@ mod tests {
         let file = s.config.mcp_clients_file.display().to_string();
         assert!(file.ends_with("mcp_clients.json"), "{file}");
         assert!(
-            html.contains(&format!("<code>{}</code>", esc(&file))),
+            html.contains(&format!("<code>{}</code>", crate::ui::esc(&file))),
             "{html}"
         );
         assert!(!html.contains("mcp-clients.json"), "{html}");

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::time;
 use super::tree::call_tree_href;
-use super::{esc, Answer, Html};
+use super::{esc, Answer, Html, View};
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::service::{self, Payloads, When};
 use crate::state::Shared;
@@ -380,7 +380,7 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
     );
     if stack.frames.is_empty() {
         main.push_str("<p class=\"empty\">The client sent no stack trace for this call.</p>");
-        return Ok(Html::new("Call stack", stack.nav, main));
+        return Ok(View::new("Call stack", stack.nav, Html::legacy(main)));
     }
     main.push_str("<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.</p><ol class=\"stack\" start=\"0\">");
     let mut files: HashMap<&str, Result<String, Unavailable>> = HashMap::new();
@@ -426,10 +426,10 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
         main.push_str("</li>");
     }
     main.push_str("</ol>");
-    Ok(Html::new(
+    Ok(View::new(
         format!("Call stack of {}", stack.method),
         stack.nav,
-        main,
+        Html::legacy(main),
     ))
 }
 
@@ -505,10 +505,10 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
             }
         }
     }
-    Ok(Html::new(
+    Ok(View::new(
         format!("{} · {}", f.function, f.location()),
         stack.nav,
-        main,
+        Html::legacy(main),
     ))
 }
 

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::source::{frames, Frame};
-use super::{esc, param, shown, time, Answer, Html};
+use super::{esc, param, shown, time, Answer, Html, View};
 use crate::service::{self, ProcessRecords, RecordRow};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -62,12 +62,12 @@ fn contains_ci(hay: &str, needle: &str) -> bool {
 // --- /call-tree ---
 
 /// `/call-tree`: one row per process.
-pub fn processes(shared: &Shared, query: &[(String, String)]) -> Html {
+pub fn processes(shared: &Shared, query: &[(String, String)]) -> View {
     let filter = param(query, "filter").unwrap_or("").trim();
-    Html::new(
+    View::new(
         "Call trees",
         "/call-tree",
-        format!(
+        Html::legacy(format!(
             "<div class=\"bar\"><h1>Call trees</h1></div>\
              <form class=\"filter\" method=\"get\" action=\"/call-tree\">\
              <input type=\"search\" name=\"filter\" value=\"{}\" placeholder=\"Filter by process key, PID or page\" \
@@ -75,8 +75,7 @@ pub fn processes(shared: &Shared, query: &[(String, String)]) -> Html {
              <div id=\"process-list\" data-live>{}</div>",
             esc(filter),
             process_table(shared, filter)
-        ),
-    )
+        )))
 }
 
 fn process_table(shared: &Shared, filter: &str) -> String {
@@ -432,10 +431,10 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
         nodes(&tree),
         details(&tree, selected_id, selected.as_ref()),
     );
-    Ok(Html::new(
+    Ok(View::new(
         format!("Call tree {}", p.key),
         "/call-tree",
-        main,
+        Html::legacy(main),
     ))
 }
 
@@ -841,6 +840,7 @@ mod tests {
         process(s, &format!("/call-tree/{}", encode_segment(KEY)), &q)
             .unwrap()
             .main
+            .into_string()
     }
 
     #[test]

@@ -420,3 +420,45 @@ fn code_and_docs_cite_no_outside_document() {
         }
     }
 }
+
+/// The format strings of `html!` and `markup!` (which escape their arguments) in `src/ui`.
+fn ui_format_strings() -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let dir = root().join("src/ui");
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("markup.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for mac in ["html!(", "markup!("] {
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(mac) {
+                rest = &rest[at + mac.len()..];
+                let Some(open) = rest.find('"') else { break };
+                let bytes = rest.as_bytes();
+                let mut end = open + 1;
+                while end < bytes.len() && bytes[end] != b'"' {
+                    end += if bytes[end] == b'\\' { 2 } else { 1 };
+                }
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                found.push((name, rest[open + 1..end.min(bytes.len())].to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn ui_format_strings_take_no_inline_arguments() {
+    // `{name}` in a format string is captured as it is, past the escaping of `html!`.
+    let strings = ui_format_strings();
+    assert!(strings.len() > 40, "found only {} html!/markup! uses", strings.len());
+    for (file, s) in strings {
+        let plain = s.replace("{{", "");
+        let inline = plain
+            .match_indices('{')
+            .any(|(i, _)| plain[i + 1..].starts_with(|c: char| c.is_alphabetic() || c == '_'));
+        assert!(!inline, "src/ui/{file}: an inline argument in {s:?}");
+    }
+}
