@@ -464,6 +464,11 @@ pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) ->
 }
 
 pub fn value_html(text: &str) -> Html {
+    value_html_classed(text, "")
+}
+
+/// [`value_html`] with more classes on its `code` elements (`class` starts with a space).
+pub fn value_html_classed(text: &str, class: &str) -> Html {
     let mut cut = text.len();
     if let Some((i, _)) = text.char_indices().nth(FOLD_CHARS) {
         cut = i;
@@ -472,16 +477,35 @@ pub fn value_html(text: &str) -> Html {
         cut = cut.min(i);
     }
     if cut >= text.len() {
-        return markup!("<code class=\"value\">{}</code>", text);
+        return markup!("<code class=\"value{}\">{}</code>", class, text);
     }
     markup!(
-        "<details class=\"more\"><summary><code class=\"value\">{}…</code>\
+        "<details class=\"more\"><summary><code class=\"value{}\">{}…</code>\
          <span class=\"more-label\">show all {} characters</span></summary>\
-         <code class=\"value\">{}</code></details>",
+         <code class=\"value{}\">{}</code></details>",
+        class,
         &text[..cut],
         text.chars().count(),
+        class,
         text
     )
+}
+
+/// A link to the Object page of an item that names a stored object (`{"cid": ...}`, or a CID
+/// itself); nothing otherwise.
+pub fn object_link(item: Option<&Value>) -> Html {
+    let cid = item
+        .and_then(|i| i.get("cid"))
+        .and_then(Value::as_str)
+        .or_else(|| item.and_then(Value::as_str));
+    match cid {
+        Some(c) if crate::intern::Cid::parse(c).is_some() => markup!(
+            " <a class=\"obj\" href=\"/object/{}\" title=\"{}\">object</a>",
+            c,
+            c
+        ),
+        _ => Html::new(),
+    }
 }
 
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`

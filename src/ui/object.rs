@@ -2,11 +2,10 @@
 //! when it was stored, the rendered value, the structured view `{type, repr, attributes}` with
 //! nested attributes expandable, and the calls that named it.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, plural, shown, time, Answer, Html, View};
+use super::markup::{html, markup};
+use super::{plural, shown, time, Answer, Html, View};
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -18,24 +17,24 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
     let Ok(obj) = service::object(shared, cid, false) else {
         return Err(format!("/object/{cid}"));
     };
-    let mut out = format!(
+    let mut out = markup!(
         "<div class=\"bar\"><h1>Object <code class=\"cid\">{}…</code></h1><a href=\"/objects\">All objects</a></div>\
          <dl class=\"facts\"><dt>Type</dt><dd><code>{}</code></dd><dt>Format</dt><dd>{}</dd>\
          <dt>Size</dt><dd>{} byte{}</dd><dt>Stored</dt><dd>{}</dd><dt>CID</dt><dd><code class=\"cid\">{}</code></dd></dl>",
-        esc(&cid[..cid.len().min(16)]),
-        esc(&obj.view.type_name),
-        esc(obj.format.unwrap_or("unknown")),
+        &cid[..cid.len().min(16)],
+        obj.view.type_name,
+        obj.format.unwrap_or("unknown"),
         obj.size,
         plural(obj.size),
         time(obj.stored_at),
-        esc(cid),
+        cid,
     );
-    let _ = write!(
+    html!(
         out,
         "<h2>Value</h2><pre class=\"value fold\">{}</pre>",
-        esc(&pretty_value(&obj.value))
+        pretty_value(&obj.value)
     );
-    out.push_str("<h2>Structure</h2><div class=\"tree\">");
+    out.push_lit("<h2>Structure</h2><div class=\"tree\">");
     view_node(
         &mut out,
         "",
@@ -44,9 +43,9 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
         &obj.view.attributes,
         0,
     );
-    out.push_str("</div>");
+    out.push_lit("</div>");
     let (seen, looked) = service::object_seen_in(shared, cid, SEEN_LIMIT);
-    let _ = write!(
+    html!(
         out,
         "<h2>Seen in</h2><div id=\"seen-in\" data-live>{}</div>",
         seen_in(&seen, looked)
@@ -54,7 +53,7 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
     Ok(View::new(
         format!("Object {}", &cid[..cid.len().min(12)]),
         "",
-        Html::legacy(out),
+        out,
     ))
 }
 
@@ -68,7 +67,7 @@ fn pretty_value(v: &Value) -> String {
 
 /// One node of the structured view, its attributes as expandable children (open at the top).
 fn view_node(
-    out: &mut String,
+    out: &mut Html,
     name: &str,
     type_name: &str,
     repr: &str,
@@ -76,25 +75,32 @@ fn view_node(
     depth: usize,
 ) {
     let label = if name.is_empty() {
-        String::new()
+        Html::new()
     } else {
-        format!("<span class=\"attr\">{}</span> ", esc(name))
+        markup!("<span class=\"attr\">{}</span> ", name)
     };
     if attributes.is_empty() {
-        let _ = write!(
+        html!(
             out,
-            "<div class=\"leaf\">{label}<span class=\"type\">{}</span> <code>{}</code></div>",
-            esc(type_name),
-            esc(repr)
+            "<div class=\"leaf\">{}<span class=\"type\">{}</span> <code>{}</code></div>",
+            label,
+            type_name,
+            repr
         );
         return;
     }
-    let _ = write!(
+    let open = if depth == 0 {
+        Html::lit(" open")
+    } else {
+        Html::new()
+    };
+    html!(
         out,
-        "<details{}><summary>{label}<span class=\"type\">{}</span> <code>{}</code></summary><div class=\"children\">",
-        if depth == 0 { " open" } else { "" },
-        esc(type_name),
-        esc(repr)
+        "<details{}><summary>{}<span class=\"type\">{}</span> <code>{}</code></summary><div class=\"children\">",
+        open,
+        label,
+        type_name,
+        repr
     );
     for (k, v) in attributes {
         match v {
@@ -111,53 +117,54 @@ fn view_node(
                     depth + 1,
                 );
             }
-            other => {
-                let _ = write!(
-                    out,
-                    "<div class=\"leaf\"><span class=\"attr\">{}</span> <code>{}</code></div>",
-                    esc(k),
-                    esc(&shown(other))
-                );
-            }
+            other => html!(
+                out,
+                "<div class=\"leaf\"><span class=\"attr\">{}</span> <code>{}</code></div>",
+                k,
+                shown(other)
+            ),
         }
     }
-    out.push_str("</div></details>");
+    out.push_lit("</div></details>");
 }
 
-fn seen_in(seen: &[service::SeenIn], looked: usize) -> String {
+fn seen_in(seen: &[service::SeenIn], looked: usize) -> Html {
     if seen.is_empty() {
-        return format!(
-            "<p class=\"empty\">No call among the {looked} in memory names this object.</p>"
+        return markup!(
+            "<p class=\"empty\">No call among the {} in memory names this object.</p>",
+            looked
         );
     }
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<table class=\"grid\"><thead><tr><th scope=\"col\">When</th><th scope=\"col\">Function</th>\
          <th scope=\"col\">As</th><th scope=\"col\">Call</th></tr></thead><tbody>",
     );
     for s in seen {
         let call = if s.open {
-            format!("{} (running or paused)", esc(&s.call_id))
+            markup!("{} (running or paused)", s.call_id)
         } else {
-            format!(
+            markup!(
                 "<a href=\"/call-tree/{}?selected={}\">{}</a>",
                 encode_segment(&s.process_key),
                 encode_segment(&s.call_id),
-                esc(&s.call_id)
+                s.call_id
             )
         };
-        let _ = write!(
+        html!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{call}</td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
             time(s.at),
-            esc(&s.method_name),
-            esc(&s.roles.join(", ")),
+            s.method_name,
+            s.roles.join(", "),
+            call,
         );
     }
-    out.push_str("</tbody></table>");
+    out.push_lit("</tbody></table>");
     if seen.len() >= SEEN_LIMIT {
-        let _ = write!(
+        html!(
             out,
-            "<p class=\"hint\">The newest {SEEN_LIMIT} are listed.</p>"
+            "<p class=\"hint\">The newest {} are listed.</p>",
+            SEEN_LIMIT
         );
     }
     out
@@ -192,7 +199,7 @@ mod tests {
             html.contains("&lt;img src=x onerror=alert(1)&gt;"),
             "{html}"
         );
-        assert!(html.contains(&esc(&call_id)), "{html}");
+        assert!(html.contains(&crate::ui::esc(&call_id)), "{html}");
         assert!(html.contains("arg:0"));
         assert!(html.contains("running or paused"));
     }

@@ -2,11 +2,10 @@
 //! call, with the actions the Python client accepts there (after a call: continue only), and
 //! why a conditional breakpoint paused it; below them the newest lines logpoints wrote.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, item_shown, json_shown, shown, time, value_html, Html, View};
+use super::markup::{html, markup};
+use super::{item_shown, json_shown, object_link, shown, time, value_html, Html, View};
 use crate::calls::PauseCause;
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
@@ -37,7 +36,7 @@ pub fn page(shared: &Shared) -> View {
     View::new(
         "Paused",
         "/",
-        Html::legacy(format!(
+        markup!(
             "<div class=\"bar\"><h1>Paused calls</h1><button type=\"button\" data-act=\"continue-all\">\
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
              <section id=\"origin-requests\" data-live aria-label=\"Pages asking to report calls\">{}</section>\
@@ -46,68 +45,79 @@ pub fn page(shared: &Shared) -> View {
             origin_requests_html(shared),
             cards_html(shared),
             log_html(shared)
-        )))
+        ),
+    )
 }
 
 /// The web pages refused on the browser-client endpoints, waiting for the person's answer:
 /// "<origin> wants to report calls to this debugger: Allow / Deny" (`POST /api/origins`).
 /// Nothing at all when none waits.
-fn origin_requests_html(shared: &Shared) -> String {
+fn origin_requests_html(shared: &Shared) -> Html {
     let view = service::origins(shared);
-    let mut out = String::new();
+    let mut out = Html::new();
     for p in &view.pending {
-        let origin = esc(&p.origin);
+        let origin = p.origin.as_str();
         let form = |decision: &str, label: &str, class: &str| {
-            format!(
-                "<form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision={decision}\" data-then=\"refresh\">\
-                 <input type=\"hidden\" name=\"origin\" value=\"{origin}\">\
-                 <input type=\"hidden\" name=\"decision\" value=\"{decision}\">\
-                 <button type=\"submit\" class=\"{class}\" data-origin-decision=\"{decision}\">{label}</button></form>",
-                esc(&encode_segment(&p.origin))
+            markup!(
+                "<form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision={}\" data-then=\"refresh\">\
+                 <input type=\"hidden\" name=\"origin\" value=\"{}\">\
+                 <input type=\"hidden\" name=\"decision\" value=\"{}\">\
+                 <button type=\"submit\" class=\"{}\" data-origin-decision=\"{}\">{}</button></form>",
+                encode_segment(origin),
+                decision,
+                origin,
+                decision,
+                class,
+                decision,
+                label
             )
         };
-        let _ = write!(
+        html!(
             out,
-            "<div class=\"origin-request\" data-origin=\"{origin}\"><p><strong>{origin}</strong> \
+            "<div class=\"origin-request\" data-origin=\"{}\"><p><strong>{}</strong> \
              wants to report calls to this debugger <span class=\"hint\">({} refused request{}, \
              the first to <code>{}</code>). Allowed, its pages can report their calls, wait on \
              their pauses and answer their REPL; nothing else.</span></p>{}{}\
              <p class=\"error\" role=\"alert\"></p></div>",
+            origin,
+            origin,
             p.requests,
             super::plural(p.requests as usize),
-            esc(&p.path),
+            p.path,
             form("allow", "Allow", "primary"),
             form("deny", "Deny", "")
         );
     }
     if !view.granted.is_empty() {
-        out.push_str(
+        out.push_lit(
             "<div class=\"granted-origins\"><span class=\"hint\">Web pages allowed to report calls:</span>",
         );
         for origin in &view.granted {
-            let _ = write!(
+            html!(
                 out,
-                " <span class=\"granted-origin\" data-origin=\"{o}\"><code>{o}</code>\
+                " <span class=\"granted-origin\" data-origin=\"{}\"><code>{}</code>\
                  <form class=\"inline\" data-api=\"/api/origins?for={}&amp;decision=deny\" data-then=\"refresh\">\
-                 <input type=\"hidden\" name=\"origin\" value=\"{o}\">\
+                 <input type=\"hidden\" name=\"origin\" value=\"{}\">\
                  <input type=\"hidden\" name=\"decision\" value=\"deny\">\
                  <button type=\"submit\" class=\"small\" data-origin-decision=\"revoke\" \
                  title=\"Deny: its calls are refused again\">Revoke</button></form></span>",
-                esc(&encode_segment(origin)),
-                o = esc(origin)
+                origin,
+                origin,
+                encode_segment(origin),
+                origin
             );
         }
-        out.push_str("<p class=\"error\" role=\"alert\"></p></div>");
+        out.push_lit("<p class=\"error\" role=\"alert\"></p></div>");
     }
     out
 }
 
 /// The newest lines logpoints wrote, oldest first (the list keeps to its bottom as lines come);
 /// nothing at all before the first line.
-fn log_html(shared: &Shared) -> String {
+fn log_html(shared: &Shared) -> Html {
     let log = service::logpoint_lines(shared, 0, LOG_LINES);
     if log.lines.is_empty() {
-        return String::new();
+        return Html::new();
     }
     let n = log.lines.len();
     let what = if log.last_seq > n as u64 {
@@ -118,62 +128,64 @@ fn log_html(shared: &Shared) -> String {
     } else {
         format!("{n} line{} written by logpoints", super::plural(n))
     };
-    let mut out = format!(
-        "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{what}, newest last</span></div>\
-         <ol class=\"log-lines\" data-stick=\"bottom\">"
+    let mut out = markup!(
+        "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{}, newest last</span></div>\
+         <ol class=\"log-lines\" data-stick=\"bottom\">",
+        what
     );
     for l in &log.lines {
-        let _ = write!(
+        html!(
             out,
             "<li data-seq=\"{}\" title=\"call {}\">{} <span class=\"fn\">{}</span> \
              <code class=\"msg\">{}</code></li>",
             l.seq,
-            esc(&l.call_id),
+            l.call_id,
             time(l.logged_at),
-            esc(&l.function_name),
-            esc(&l.message)
+            l.function_name,
+            l.message
         );
     }
-    out.push_str("</ol>");
+    out.push_lit("</ol>");
     out
 }
 
 /// Why a conditional breakpoint paused the call: its condition and hit count, or, when the
 /// condition could not be decided, that (prominently: the call did not pass its condition).
-fn pause_cause(out: &mut String, cause: &PauseCause) {
+fn pause_cause(out: &mut Html, cause: &PauseCause) {
     let condition = cause.condition.as_deref();
     if cause.reason == "condition_error" || cause.error.is_some() {
-        let _ = write!(
+        html!(
             out,
             "<div class=\"cond-error\" role=\"alert\"><strong>Paused because the condition could \
              not be decided:</strong> <code>{}</code>",
-            esc(cause.error.as_deref().unwrap_or("no reason given"))
+            cause.error.as_deref().unwrap_or("no reason given")
         );
         if let Some(c) = condition {
-            let _ = write!(out, "<br>Condition: <code>{}</code>", esc(c));
+            html!(out, "<br>Condition: <code>{}</code>", c);
         }
-        out.push_str("</div>");
+        out.push_lit("</div>");
         return;
     }
     let hits = cause.hit_count;
     if condition.is_none() && hits.is_none() {
         return;
     }
-    out.push_str("<p class=\"meta cause\">");
+    out.push_lit("<p class=\"meta cause\">");
     if let Some(c) = condition {
-        let _ = write!(out, "Condition <code>{}</code> held", esc(c));
+        html!(out, "Condition <code>{}</code> held", c);
     }
     if let Some(n) = hits {
-        let _ = write!(
+        html!(
             out,
-            "{}hit count {n}",
-            if condition.is_some() { " · " } else { "" }
+            "{}hit count {}",
+            if condition.is_some() { " · " } else { "" },
+            n
         );
     }
-    out.push_str("</p>");
+    out.push_lit("</p>");
 }
 
-fn cards_html(shared: &Shared) -> String {
+fn cards_html(shared: &Shared) -> Html {
     let mut paused = service::paused(shared, Payloads::Omitted).paused;
     if paused.is_empty() {
         return empty(&shared.config.port_file);
@@ -181,7 +193,7 @@ fn cards_html(shared: &Shared) -> String {
     paused.sort_by(|a, b| b.paused_at.total_cmp(&a.paused_at));
     let methods: Vec<&str> = paused.iter().map(|p| p.method_name()).collect();
     let functions = service::functions_shown(shared, &methods, super::breakpoints::SHOWN_FUNCTIONS);
-    let mut out = String::new();
+    let mut out = Html::new();
     for p in &paused {
         let prefill = (p.when == When::Before).then(|| service::modify_prefill(shared, &p.call));
         card(&mut out, p, &functions.signatures, prefill);
@@ -190,8 +202,8 @@ fn cards_html(shared: &Shared) -> String {
 }
 
 /// The empty page; `port_file` is the one this server writes.
-fn empty(port_file: &std::path::Path) -> String {
-    format!(
+fn empty(port_file: &std::path::Path) -> Html {
+    markup!(
         "<section class=\"empty\"><h2>Nothing is paused</h2><p>Calls of the functions your program \
          wraps appear here as soon as they pause, without a reload.</p><p>Instrument a program with \
          the CID el Dill client:</p><pre><code>from cideldill_client import with_debug\n\
@@ -200,7 +212,7 @@ fn empty(port_file: &std::path::Path) -> String {
          <code>$CIDELDILL_HOME/port</code>, else <code>~/.cideldill/port</code>), or set \
          <code>CIDELDILL_SERVER_URL</code> to this page's address. Or try the demo: \
          <code>python3 scripts/demo_app.py</code>.</p></section>",
-        esc(&port_file.display().to_string())
+        port_file.display().to_string()
     )
 }
 
@@ -258,18 +270,8 @@ pub fn positional_names(signature: &str) -> Vec<String> {
     names
 }
 
-/// A link to the object view of an item, when it names a stored object.
-pub fn object_link(item: Option<&Value>) -> String {
-    match item.and_then(|i| i.get("cid")).and_then(Value::as_str) {
-        Some(cid) if crate::intern::Cid::parse(cid).is_some() => {
-            format!(" <a class=\"obj\" href=\"/object/{cid}\">object</a>")
-        }
-        _ => String::new(),
-    }
-}
-
 fn card(
-    out: &mut String,
+    out: &mut Html,
     p: &PausedExecution,
     signatures: &std::collections::BTreeMap<String, String>,
     prefill: Option<(Value, Value)>,
@@ -280,30 +282,36 @@ fn card(
         When::Before => ("before", "before the call"),
         When::After => ("after", "after the call"),
     };
-    let id = esc(&p.id);
+    let id = p.id.as_str();
     let call = &p.call;
-    let undecided = p.cause.reason == "condition_error";
-    let _ = write!(
+    let undecided = if p.cause.reason == "condition_error" {
+        Html::lit(" <span class=\"badge cond-error\">condition error</span>")
+    } else {
+        Html::new()
+    };
+    html!(
         out,
-        "<article class=\"card {when}\" tabindex=\"0\" data-key=\"{id}\" data-pause-id=\"{id}\" data-when=\"{when}\">\
-         <h2><span class=\"fn\">{}</span> <span class=\"badge {when}\">{when_text}</span>{}</h2>\
+        "<article class=\"card {}\" tabindex=\"0\" data-key=\"{}\" data-pause-id=\"{}\" data-when=\"{}\">\
+         <h2><span class=\"fn\">{}</span> <span class=\"badge {}\">{}</span>{}</h2>\
          <p class=\"meta\"><span data-since=\"{}\">paused</span>",
-        esc(method),
-        if undecided {
-            " <span class=\"badge cond-error\">condition error</span>"
-        } else {
-            ""
-        },
+        when,
+        id,
+        id,
+        when,
+        method,
+        when,
+        when_text,
+        undecided,
         p.paused_at
     );
     // A web page's call shows the page's origin, as its browser said it (the `Origin` header):
     // a page cannot pass for a program, or for a page of another origin.
     if let Some(origin) = call.origin() {
-        let _ = write!(
+        html!(
             out,
             " · <span class=\"badge origin\" title=\"Reported by a web page of this origin (the \
              browser's Origin header)\">page origin {}</span>",
-            esc(origin)
+            origin
         );
     }
     // A web page (the browser debug client, whose pid is 0) by its address; a program by pid.
@@ -311,36 +319,31 @@ fn card(
         Some(url) => {
             let short: String = url.chars().take(PAGE_URL_CHARS).collect();
             let more = if short.len() < url.len() { "…" } else { "" };
-            let _ = write!(
+            html!(
                 out,
-                " · page <span class=\"page\" title=\"{}\">{}{more}</span>",
-                esc(url),
-                esc(&short)
+                " · page <span class=\"page\" title=\"{}\">{}{}</span>",
+                url,
+                short,
+                more
             );
         }
-        None => {
-            let _ = write!(out, " · process {}", call.process.pid);
-        }
+        None => html!(out, " · process {}", call.process.pid),
     }
     if let Some(site) = call_site(&call.call_site.to_value()) {
-        let _ = write!(
+        html!(
             out,
-            " · <a class=\"site\" href=\"/callstack/{id}\">{}</a>",
-            esc(&site)
+            " · <a class=\"site\" href=\"/callstack/{}\">{}</a>",
+            id,
+            site
         );
     }
-    out.push_str("</p>");
+    out.push_lit("</p>");
     pause_cause(out, &p.cause);
     let signature = call.signature.as_str();
     if let Some(sig) = signature {
-        let _ = write!(
-            out,
-            "<p class=\"sig\"><code>{}{}</code></p>",
-            esc(method),
-            esc(sig)
-        );
+        html!(out, "<p class=\"sig\"><code>{}{}</code></p>", method, sig);
     }
-    out.push_str("<dl class=\"args\">");
+    out.push_lit("<dl class=\"args\">");
     let names = signature.map(positional_names).unwrap_or_default();
     // After a modified call, the arguments it ran with (the resolution line names the ones it
     // was called with).
@@ -351,10 +354,10 @@ fn card(
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
             let cid = d.get("args").and_then(|x| x.get(i));
-            let _ = write!(
+            html!(
                 out,
                 "<dt>{}</dt><dd>{}{}</dd>",
-                esc(names.get(i).map_or(&i.to_string(), |n| n)),
+                names.get(i).cloned().unwrap_or_else(|| i.to_string()),
                 value_html(&item_shown(a, cid)),
                 object_link(cid)
             );
@@ -363,33 +366,31 @@ fn card(
     if let Some(kwargs) = d.get("pretty_kwargs").and_then(Value::as_object) {
         for (k, v) in kwargs {
             let cid = d.get("kwargs").and_then(|x| x.get(k));
-            let _ = write!(
+            html!(
                 out,
                 "<dt>{}</dt><dd>{}{}</dd>",
-                esc(k),
+                k,
                 value_html(&item_shown(v, cid)),
                 object_link(cid)
             );
         }
     }
-    out.push_str("</dl>");
+    out.push_lit("</dl>");
     let d = &p.call_data;
-    out.push_str(&super::resolution_html(method, d));
+    out.push(&super::resolution_html(method, d));
     if p.when == When::After {
         // The result is a JSON item when the caller prefers JSON (the browser client).
         let json = call.preferred_json;
         let text = |v| if json { json_shown(v) } else { shown(v) };
         match d.get("exception").filter(|e| !e.is_null()) {
-            Some(e) => {
-                let _ = write!(
-                    out,
-                    "<div class=\"outcome raised\">raised {}</div>",
-                    value_html(&text(e))
-                );
-            }
+            Some(e) => html!(
+                out,
+                "<div class=\"outcome raised\">raised {}</div>",
+                value_html(&text(e))
+            ),
             None => {
                 let result = d.get("pretty_result").map(text).unwrap_or_default();
-                let _ = write!(
+                html!(
                     out,
                     "<div class=\"outcome\">returned {}</div>",
                     value_html(&result)
@@ -398,36 +399,35 @@ fn card(
         }
     }
     if !p.repl_sessions.is_empty() {
-        out.push_str("<p class=\"meta\">REPL sessions:");
+        out.push_lit("<p class=\"meta\">REPL sessions:");
         for sid in &p.repl_sessions {
-            let _ = write!(
+            html!(
                 out,
                 " <a href=\"/repl/{}\">{}</a>",
                 encode_segment(sid),
-                esc(&sid[..sid.len().min(8)])
+                &sid[..sid.len().min(8)]
             );
         }
-        out.push_str("</p>");
+        out.push_lit("</p>");
     }
-    out.push_str("<div class=\"actions\">");
-    out.push_str("<button type=\"button\" data-act=\"continue\">Continue</button>");
+    out.push_lit("<div class=\"actions\">");
+    out.push_lit("<button type=\"button\" data-act=\"continue\">Continue</button>");
     if let Some(prefill) = prefill {
         actions_before(out, signature, method, signatures, &prefill);
     }
-    {
-        let _ = write!(
-            out,
-            "<form class=\"inline\" data-api=\"/api/repl/start\" data-then=\"go:/repl/{{session_id}}\">\
-             <input type=\"hidden\" name=\"pause_id\" value=\"{id}\">\
-             <button type=\"submit\" class=\"quiet\">Open REPL</button></form>"
-        );
-    }
-    out.push_str("</div><p class=\"error\" role=\"alert\"></p></article>");
+    html!(
+        out,
+        "<form class=\"inline\" data-api=\"/api/repl/start\" data-then=\"go:/repl/{{session_id}}\">\
+         <input type=\"hidden\" name=\"pause_id\" value=\"{}\">\
+         <button type=\"submit\" class=\"quiet\">Open REPL</button></form>",
+        id
+    );
+    out.push_lit("</div><p class=\"error\" role=\"alert\"></p></article>");
 }
 
 /// The actions the client accepts before a call: skip, raise, modify, replace.
 fn actions_before(
-    out: &mut String,
+    out: &mut Html,
     sig: Option<&str>,
     method: &str,
     signatures: &std::collections::BTreeMap<String, String>,
@@ -437,7 +437,11 @@ fn actions_before(
     // (`{"cid": ...}`, which the client resolves from its own object cache); `app.js` sends the
     // item for every argument left as it was, so an unchanged argument keeps its exact value.
     let modify = serde_json::to_string_pretty(shown).unwrap_or_default();
-    let _ = write!(
+    let exceptions: Html = EXCEPTIONS
+        .iter()
+        .map(|e| markup!("<option>{}</option>", e))
+        .collect();
+    html!(
         out,
         "<details><summary>Skip with a result</summary><label>Result (JSON) \
          <textarea name=\"fake_result\" rows=\"2\">null</textarea></label>\
@@ -450,27 +454,22 @@ fn actions_before(
          cannot hold) <textarea name=\"modified\" rows=\"6\" data-shown=\"{}\" \
          data-items=\"{}\">{}</textarea></label>\
          <button type=\"button\" data-act=\"modify\">Run with these</button></details>",
-        EXCEPTIONS
-            .iter()
-            .map(|e| format!("<option>{e}</option>"))
-            .collect::<String>(),
-        esc(&shown.to_string()),
-        esc(&items.to_string()),
-        esc(&modify)
+        exceptions,
+        shown.to_string(),
+        items.to_string(),
+        modify
     );
-    let same: Vec<&String> = signatures
+    let same: Html = signatures
         .iter()
         .filter(|(name, s)| name.as_str() != method && Some(s.as_str()) == sig)
-        .map(|(name, _)| name)
+        .map(|(name, _)| markup!("<option>{}</option>", name))
         .collect();
     if !same.is_empty() {
-        let _ = write!(
+        html!(
             out,
             "<details><summary>Replace with</summary><label>Function <select name=\"replacement_function\">{}</select></label>\
              <button type=\"button\" data-act=\"replace\">Run it instead</button></details>",
-            same.iter()
-                .map(|n| format!("<option>{}</option>", esc(n)))
-                .collect::<String>()
+            same
         );
     }
 }
@@ -553,7 +552,7 @@ mod tests {
         assert!(
             html.contains(&format!(
                 "<p class=\"meta cause\">Condition <code>{}</code> held · hit count 1</p>",
-                esc(&condition)
+                crate::ui::esc(&condition)
             )),
             "{html}"
         );

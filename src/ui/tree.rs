@@ -21,8 +21,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::markup::{html, markup};
 use super::source::{frames, Frame};
-use super::{esc, param, shown, time, Answer, Html, View};
+use super::{object_link, param, shown, time, value_html_classed, Answer, Html, View};
 use crate::service::{self, ProcessRecords, RecordRow};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
@@ -67,26 +68,28 @@ pub fn processes(shared: &Shared, query: &[(String, String)]) -> View {
     View::new(
         "Call trees",
         "/call-tree",
-        Html::legacy(format!(
+        markup!(
             "<div class=\"bar\"><h1>Call trees</h1></div>\
              <form class=\"filter\" method=\"get\" action=\"/call-tree\">\
              <input type=\"search\" name=\"filter\" value=\"{}\" placeholder=\"Filter by process key, PID or page\" \
              aria-label=\"Filter processes\" data-filter=\"process-rows\"><button type=\"submit\">Filter</button></form>\
              <div id=\"process-list\" data-live>{}</div>",
-            esc(filter),
+            filter,
             process_table(shared, filter)
-        )))
+        ),
+    )
 }
 
-fn process_table(shared: &Shared, filter: &str) -> String {
+fn process_table(shared: &Shared, filter: &str) -> Html {
     let listing = service::processes(shared);
     if listing.processes.is_empty() {
-        return "<section class=\"empty\"><h2>No calls recorded yet</h2><p>Each process of an \
-                instrumented program appears here with its calls as soon as one completes.</p>\
-                </section>"
-            .to_owned();
+        return Html::lit(
+            "<section class=\"empty\"><h2>No calls recorded yet</h2><p>Each process of an \
+             instrumented program appears here with its calls as soon as one completes.</p>\
+             </section>",
+        );
     }
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<table class=\"list\"><thead><tr><th>Process</th><th>PID</th><th>Started</th>\
          <th>First call</th><th>Last call</th><th class=\"num\">Records</th></tr></thead>\
          <tbody id=\"process-rows\">",
@@ -107,33 +110,34 @@ fn process_table(shared: &Shared, filter: &str) -> String {
             p.page_url.as_deref().unwrap_or("")
         );
         let hidden = if contains_ci(&text, filter) {
-            ""
+            Html::new()
         } else {
-            " hidden"
+            Html::lit(" hidden")
         };
-        let _ = write!(
+        html!(
             out,
-            "<tr data-text=\"{}\"{hidden}><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td>\
+            "<tr data-text=\"{}\"{}><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
-            esc(&text.to_lowercase()),
-            esc(&call_tree_href(&p.key, None)),
-            esc(&p.key),
-            esc(&who),
+            text.to_lowercase(),
+            hidden,
+            call_tree_href(&p.key, None),
+            p.key,
+            who,
             time(p.start_time),
             time(p.first_at),
             time(p.last_at),
             p.records
         );
     }
-    out.push_str("</tbody></table>");
+    out.push_lit("</tbody></table>");
     if !listing.complete {
-        out.push_str(&incomplete());
+        out.push(&incomplete());
     }
     out
 }
 
-fn incomplete() -> String {
-    format!(
+fn incomplete() -> Html {
+    markup!(
         "<p class=\"notice\">Only the records in memory and the {} before them in the database \
          file were read; older processes and calls are not shown.</p>",
         crate::limits::PROCESS_DISK_SCAN
@@ -235,7 +239,7 @@ impl Tree<'_> {
         h
     }
 
-    fn node(&self, out: &mut String, i: usize) {
+    fn node(&self, out: &mut Html, i: usize) {
         let r = &self.rows[i];
         let mut class = String::from("call");
         if r.event {
@@ -248,50 +252,53 @@ impl Tree<'_> {
             class.push_str(" context");
         }
         let current = if self.selected == Some(i) {
-            " aria-current=\"true\""
+            Html::lit(" aria-current=\"true\"")
         } else {
-            ""
+            Html::new()
         };
-        let _ = write!(
+        html!(
             out,
-            "<li><a class=\"{class}\" href=\"{}\"{current}><span class=\"fn\">{}</span>",
-            esc(&self.href(i)),
-            esc(&r.method)
+            "<li><a class=\"{}\" href=\"{}\"{}><span class=\"fn\">{}</span>",
+            class,
+            self.href(i),
+            current,
+            r.method
         );
         if r.event || r.status != "success" {
-            let _ = write!(out, " <span class=\"st\">{}</span>", esc(&r.status));
+            html!(out, " <span class=\"st\">{}</span>", r.status);
         }
         if r.repl {
-            out.push_str(" <span class=\"badge repl\">REPL</span>");
+            out.push_lit(" <span class=\"badge repl\">REPL</span>");
         }
         if let Some(a) = r.resolution {
-            let _ = write!(
+            html!(
                 out,
-                " <span class=\"badge {0}\" title=\"the debugger changed this call\">{0}</span>",
+                " <span class=\"badge {}\" title=\"the debugger changed this call\">{}</span>",
+                a.as_str(),
                 a.as_str()
             );
         }
         if !r.event {
-            let _ = write!(
+            html!(
                 out,
                 " <span class=\"dur\">{}</span>",
                 duration(r.completed_at - r.started_at)
             );
         }
-        out.push_str("</a>");
+        out.push_lit("</a>");
         let kids: Vec<usize> = self.children[i]
             .iter()
             .copied()
             .filter(|c| self.shown[*c])
             .collect();
         if !kids.is_empty() {
-            out.push_str("<ul>");
+            out.push_lit("<ul>");
             for c in kids {
                 self.node(out, c);
             }
-            out.push_str("</ul>");
+            out.push_lit("</ul>");
         }
-        out.push_str("</li>");
+        out.push_lit("</li>");
     }
 }
 
@@ -367,39 +374,40 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     };
 
     let who = match (&p.page_url, &p.origin) {
-        (url, Some(origin)) => format!(
+        (url, Some(origin)) => markup!(
             "JS page {} <span class=\"badge origin\">page origin {}</span>",
-            esc(url.as_deref().unwrap_or("")),
-            esc(origin)
+            url.as_deref().unwrap_or(""),
+            origin
         ),
-        (Some(url), None) => format!("JS page {}", esc(url)),
-        (None, None) => format!("PID {}", p.pid),
+        (Some(url), None) => markup!("JS page {}", url),
+        (None, None) => markup!("PID {}", p.pid),
     };
-    let mut main = format!(
+    let mut main = markup!(
         "<div class=\"bar\"><h1>Call tree <code class=\"key\">{}</code></h1>\
          <a href=\"/call-tree\">All processes</a></div>\
-         <p class=\"meta\" id=\"tree-meta\" data-live>{who} · process started {} · {} record{} · \
+         <p class=\"meta\" id=\"tree-meta\" data-live>{} · process started {} · {} record{} · \
          first {} · last {}</p>\
          <form class=\"filter\" method=\"get\" action=\"{}\"><input type=\"search\" name=\"filter\" \
          value=\"{}\" placeholder=\"Filter by function, status or call id\" aria-label=\"Filter calls\">",
-        esc(&p.key),
+        p.key,
+        who,
         time(p.start_time),
         p.records,
         if p.records == 1 { "" } else { "s" },
         time(p.first_at),
         time(p.last_at),
-        esc(&call_tree_href(&key, None)),
-        esc(filter),
+        call_tree_href(&key, None),
+        filter,
     );
     if let Some(id) = selected_id {
-        let _ = write!(
+        html!(
             main,
             "<input type=\"hidden\" name=\"selected\" value=\"{}\">",
-            esc(id)
+            id
         );
     }
     if hide_events {
-        main.push_str("<input type=\"hidden\" name=\"events\" value=\"hide\">");
+        main.push_lit("<input type=\"hidden\" name=\"events\" value=\"hide\">");
     }
     // The other choice of client events, keeping the rest of the query.
     let mut toggle = call_tree_href(&key, selected_id);
@@ -414,15 +422,16 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
         let _ = write!(toggle, "{sep}events=hide");
         "Hide client events"
     };
-    let _ = write!(
+    html!(
         main,
-        "<button type=\"submit\">Filter</button><a class=\"toggle\" href=\"{}\">{toggle_label}</a></form>",
-        esc(&toggle)
+        "<button type=\"submit\">Filter</button><a class=\"toggle\" href=\"{}\">{}</a></form>",
+        toggle,
+        toggle_label
     );
     if !complete {
-        main.push_str(&incomplete());
+        main.push(&incomplete());
     }
-    let _ = write!(
+    html!(
         main,
         "<nav class=\"stepper\" id=\"tree-stepper\" data-live aria-label=\"Step through the calls\">{}</nav>\
          <div class=\"tree-cols\"><section class=\"tree-pane\" id=\"tree-nodes\" data-live>{}</section>\
@@ -434,41 +443,44 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     Ok(View::new(
         format!("Call tree {}", p.key),
         "/call-tree",
-        Html::legacy(main),
+        main,
     ))
 }
 
-fn nodes(tree: &Tree) -> String {
+fn nodes(tree: &Tree) -> Html {
     let roots: Vec<usize> = (0..tree.rows.len())
         .filter(|i| tree.parents[*i].is_none() && tree.shown[*i])
         .collect();
     if roots.is_empty() {
-        return format!(
+        return markup!(
             "<p class=\"empty\">No call matches <code>{}</code>.</p>",
-            esc(tree.filter)
+            tree.filter
         );
     }
-    let mut out = String::from("<ul class=\"tree\">");
+    let mut out = Html::lit("<ul class=\"tree\">");
     for i in roots {
         tree.node(&mut out, i);
     }
-    out.push_str("</ul>");
+    out.push_lit("</ul>");
     out
 }
 
 /// Previous and next call in time order (among the matches when filtered).
-fn stepper(tree: &Tree) -> String {
+fn stepper(tree: &Tree) -> Html {
     let order: Vec<usize> = (0..tree.rows.len()).filter(|i| tree.matches[*i]).collect();
     if order.is_empty() {
-        return String::new();
+        return Html::new();
     }
     let pos = tree
         .selected
         .and_then(|s| order.iter().position(|i| *i == s));
     let link = |i: usize, rel: &str, label: &str| {
-        format!(
-            "<a href=\"{}\" rel=\"{rel}\" data-step=\"{rel}\">{label}</a>",
-            esc(&tree.href(i))
+        markup!(
+            "<a href=\"{}\" rel=\"{}\" data-step=\"{}\">{}</a>",
+            tree.href(i),
+            rel,
+            rel,
+            label
         )
     };
     let (prev, here, next) = match pos {
@@ -487,14 +499,14 @@ fn stepper(tree: &Tree) -> String {
             order.first().copied(),
         ),
     };
-    let mut out = String::new();
+    let mut out = Html::new();
     match prev {
-        Some(i) => out.push_str(&link(i, "prev", "◀ Previous")),
-        None => out.push_str("<span class=\"off\">◀ Previous</span>"),
+        Some(i) => out.push(&link(i, "prev", "◀ Previous")),
+        None => out.push_lit("<span class=\"off\">◀ Previous</span>"),
     }
-    let _ = write!(out, " <span class=\"pos\">{here} in time order</span> ");
+    html!(out, " <span class=\"pos\">{} in time order</span> ", here);
     match next {
-        Some(i) => out.push_str(&link(
+        Some(i) => out.push(&link(
             i,
             "next",
             if pos.is_some() {
@@ -503,70 +515,57 @@ fn stepper(tree: &Tree) -> String {
                 "First ▶"
             },
         )),
-        None => out.push_str("<span class=\"off\">Next ▶</span>"),
+        None => out.push_lit("<span class=\"off\">Next ▶</span>"),
     }
-    out.push_str(" <span class=\"keys\">(keys j and k)</span>");
+    out.push_lit(" <span class=\"keys\">(keys j and k)</span>");
     out
 }
 
-fn object_link(item: Option<&Value>) -> String {
-    let cid = item
-        .and_then(|i| i.get("cid"))
-        .and_then(Value::as_str)
-        .or_else(|| item.and_then(Value::as_str));
-    match cid {
-        Some(c) if c.len() == 128 && c.bytes().all(|b| b.is_ascii_hexdigit()) => format!(
-            " <a class=\"obj\" href=\"/object/{}\" title=\"{}\">object</a>",
-            esc(c),
-            esc(c)
-        ),
-        _ => String::new(),
-    }
+/// A program value in a `code` block (long ones fold), with more classes (a leading space).
+fn value_html(v: &Value, class: &str) -> Html {
+    value_html_classed(&shown(v), class)
 }
 
-fn value_html(v: &Value, class: &str) -> String {
-    format!("<code class=\"value{class}\">{}</code>", esc(&shown(v)))
-}
-
-fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> String {
+fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Html {
     let (Some(i), Some(sel)) = (tree.selected, sel) else {
         return match selected_id {
-            Some(id) => format!(
+            Some(id) => markup!(
                 "<p class=\"empty\">This process has no call <code>{}</code>.</p>",
-                esc(id)
+                id
             ),
-            None => "<p class=\"empty\">Select a call to see its arguments, result and stack. \
-                     The tree nests each call under the call it was made from, as far as \
-                     the stack traces tell.</p>"
-                .to_owned(),
+            None => Html::lit(
+                "<p class=\"empty\">Select a call to see its arguments, result and stack. \
+                 The tree nests each call under the call it was made from, as far as \
+                 the stack traces tell.</p>",
+            ),
         };
     };
     let r = &tree.rows[i];
-    let mut out = format!("<h2><span class=\"fn\">{}</span>", esc(&r.method));
+    let mut out = markup!("<h2><span class=\"fn\">{}</span>", r.method);
     let kind = if r.event { "event" } else { "call" };
-    let _ = write!(
+    html!(
         out,
         " <span class=\"badge {}\">{}</span>",
         if r.raised { "raised" } else { kind },
-        esc(if r.event {
-            &r.status
+        if r.event {
+            r.status.as_str()
         } else if r.raised {
             "raised"
         } else {
             "returned"
-        })
+        }
     );
-    out.push_str("</h2><dl class=\"facts\">");
-    let _ = write!(
+    out.push_lit("</h2><dl class=\"facts\">");
+    html!(
         out,
         "<dt>{}</dt><dd><code>{}</code></dd>",
         if r.event { "Event" } else { "Call" },
-        esc(&r.call_id)
+        r.call_id
     );
     if r.event {
-        let _ = write!(out, "<dt>At</dt><dd>{}</dd>", time(r.started_at));
+        html!(out, "<dt>At</dt><dd>{}</dd>", time(r.started_at));
     } else {
-        let _ = write!(
+        html!(
             out,
             "<dt>Started</dt><dd>{}</dd><dt>Completed</dt><dd>{}</dd><dt>Duration</dt><dd>{}</dd>",
             time(r.started_at),
@@ -575,66 +574,61 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Strin
         );
     }
     if let Some(p) = tree.parents[i] {
-        let _ = write!(
+        html!(
             out,
             "<dt>Called from</dt><dd><a href=\"{}\"><span class=\"fn\">{}</span></a></dd>",
-            esc(&tree.href(p)),
-            esc(&tree.rows[p].method)
+            tree.href(p),
+            tree.rows[p].method
         );
     }
     let n = tree.children[i].len();
     if n > 0 {
-        let _ = write!(out, "<dt>Calls made</dt><dd>{n}</dd>");
+        html!(out, "<dt>Calls made</dt><dd>{}</dd>", n);
     }
     if let Some(sessions) = sel.get("repl_sessions").and_then(Value::as_array) {
         if !sessions.is_empty() {
-            out.push_str("<dt>REPL</dt><dd>");
+            out.push_lit("<dt>REPL</dt><dd>");
             for s in sessions.iter().filter_map(Value::as_str) {
-                let _ = write!(
+                html!(
                     out,
                     "<a href=\"/repl/{}\"><code>{}</code></a> ",
-                    esc(&encode_segment(s)),
-                    esc(s)
+                    encode_segment(s),
+                    s
                 );
             }
-            out.push_str("</dd>");
+            out.push_lit("</dd>");
         }
     }
-    out.push_str("</dl>");
+    out.push_lit("</dl>");
     if let Some(sig) = sel.get("signature").and_then(Value::as_str) {
-        let _ = write!(
-            out,
-            "<p class=\"sig\"><code>{}{}</code></p>",
-            esc(&r.method),
-            esc(sig)
-        );
+        html!(out, "<p class=\"sig\"><code>{}{}</code></p>", r.method, sig);
     }
     arguments(&mut out, sel);
     outcome(&mut out, sel, r);
     if let Some(m) = sel.as_object() {
-        out.push_str(&super::resolution_html(&r.method, m));
+        out.push(&super::resolution_html(&r.method, m));
     }
     if let Some(line) = sel.get("log").and_then(Value::as_str) {
-        let _ = write!(
+        html!(
             out,
             "<h3>Log</h3><p class=\"logline\"><code>{}</code></p>",
-            esc(line)
+            line
         );
     }
     stack(&mut out, r);
     out
 }
 
-fn arguments(out: &mut String, sel: &Value) {
+fn arguments(out: &mut Html, sel: &Value) {
     let args = sel.get("pretty_args").and_then(Value::as_array);
     let kwargs = sel.get("pretty_kwargs").and_then(Value::as_object);
     let target = sel.get("pretty_target").filter(|t| !t.is_null());
     if args.is_none_or(Vec::is_empty) && kwargs.is_none_or(|k| k.is_empty()) && target.is_none() {
         return;
     }
-    out.push_str("<h3>Arguments</h3><dl class=\"args\">");
+    out.push_lit("<h3>Arguments</h3><dl class=\"args\">");
     if let Some(t) = target {
-        let _ = write!(
+        html!(
             out,
             "<dt>target</dt><dd>{}{}</dd>",
             value_html(t, ""),
@@ -642,41 +636,42 @@ fn arguments(out: &mut String, sel: &Value) {
         );
     }
     for (i, a) in args.into_iter().flatten().enumerate() {
-        let _ = write!(
+        html!(
             out,
-            "<dt>{i}</dt><dd>{}{}</dd>",
+            "<dt>{}</dt><dd>{}{}</dd>",
+            i,
             value_html(a, ""),
             object_link(sel.get("args").and_then(|x| x.get(i)))
         );
     }
     for (k, v) in kwargs.into_iter().flatten() {
-        let _ = write!(
+        html!(
             out,
             "<dt>{}</dt><dd>{}{}</dd>",
-            esc(k),
+            k,
             value_html(v, ""),
             object_link(sel.get("kwargs").and_then(|x| x.get(k)))
         );
     }
-    out.push_str("</dl>");
+    out.push_lit("</dl>");
 }
 
-fn outcome(out: &mut String, sel: &Value, r: &RecordRow) {
+fn outcome(out: &mut Html, sel: &Value, r: &RecordRow) {
     let exception = sel.get("exception").filter(|e| !e.is_null());
     if let Some(e) = exception {
-        out.push_str("<h3>Exception</h3>");
+        out.push_lit("<h3>Exception</h3>");
         let kind = sel.get("exception_type").and_then(Value::as_str);
         let message = sel.get("exception_message").and_then(Value::as_str);
         if let Some(kind) = kind {
-            let _ = write!(
+            html!(
                 out,
                 "<p class=\"outcome raised\"><code>{}</code>{}{}</p>",
-                esc(kind),
-                message.map(|m| format!(": {}", esc(m))).unwrap_or_default(),
+                kind,
+                message.map(|m| format!(": {m}")),
                 object_link(sel.get("exception_cid"))
             );
         } else {
-            let _ = write!(
+            html!(
                 out,
                 "<div class=\"with-obj\">{}{}</div>",
                 value_html(e, " raised"),
@@ -688,17 +683,17 @@ fn outcome(out: &mut String, sel: &Value, r: &RecordRow) {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
-            let _ = write!(
+            html!(
                 out,
                 "<h3>Traceback</h3><pre class=\"traceback\">{}</pre>",
-                esc(tb)
+                tb
             );
         }
     }
     let result = sel.get("pretty_result").filter(|v| !v.is_null());
     if exception.is_none() || result.is_some() {
         if let Some(v) = result.or(if r.event { None } else { Some(&Value::Null) }) {
-            let _ = write!(
+            html!(
                 out,
                 "<h3>Result</h3><div class=\"with-obj\">{}{}</div>",
                 value_html(v, ""),
@@ -708,33 +703,34 @@ fn outcome(out: &mut String, sel: &Value, r: &RecordRow) {
     }
 }
 
-fn stack(out: &mut String, r: &RecordRow) {
+fn stack(out: &mut Html, r: &RecordRow) {
     let frames: Vec<Frame> = frames(&r.stack);
     if frames.is_empty() {
         return;
     }
-    let _ = write!(
+    html!(
         out,
         "<h3>Stack <a class=\"more\" href=\"/callstack/call/{}\">with source</a></h3>\
          <ol class=\"frames\" start=\"0\">",
-        esc(&encode_segment(&r.call_id))
+        encode_segment(&r.call_id)
     );
     for (i, f) in frames.iter().enumerate() {
-        let _ = write!(
+        html!(
             out,
-            "<li><a href=\"/frame/call/{}/{i}{}\"><span class=\"fn\">{}</span></a> \
+            "<li><a href=\"/frame/call/{}/{}{}\"><span class=\"fn\">{}</span></a> \
              <span class=\"loc\">{}</span>",
-            esc(&encode_segment(&r.call_id)),
+            encode_segment(&r.call_id),
+            i,
             f.anchor(),
-            esc(&f.function),
-            esc(&f.location())
+            f.function,
+            f.location()
         );
         if let Some(code) = &f.code_context {
-            let _ = write!(out, "<code class=\"ctx\">{}</code>", esc(code));
+            html!(out, "<code class=\"ctx\">{}</code>", code);
         }
-        out.push_str("</li>");
+        out.push_lit("</li>");
     }
-    out.push_str("</ol>");
+    out.push_lit("</ol>");
 }
 
 #[cfg(test)]

@@ -453,7 +453,11 @@ fn ui_format_strings() -> Vec<(String, String)> {
 fn ui_format_strings_take_no_inline_arguments() {
     // `{name}` in a format string is captured as it is, past the escaping of `html!`.
     let strings = ui_format_strings();
-    assert!(strings.len() > 40, "found only {} html!/markup! uses", strings.len());
+    assert!(
+        strings.len() > 40,
+        "found only {} html!/markup! uses",
+        strings.len()
+    );
     for (file, s) in strings {
         let plain = s.replace("{{", "");
         let inline = plain
