@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{esc, item_shown, json_shown, param, shown, Html, View};
+use super::markup::{html, markup};
+use super::{item_shown, json_shown, param, shown, Html, View};
 use crate::limits::UI_MAX_PAGE_LIMIT;
 use crate::records::{RecordFilter, SOURCES};
 use crate::service::{self, CallRecordsPage};
@@ -66,26 +67,28 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
             v.map(|v| (*k, v))
         })
         .collect();
-    let mut out = String::new();
     let export = link(
         "/api/call-records",
         &[&[("format", "jsonl")], &kept[..]].concat(),
     );
-    let _ = write!(
-        out,
+    let mut out = markup!(
         "<div class=\"bar\"><h1>Calls</h1><a class=\"button\" href=\"{}\" download>Export JSON \
          Lines</a></div>",
-        esc(&export)
+        export
     );
     form(shared, &mut out, &filter, limit);
     for p in &problems {
-        let _ = write!(out, "<p class=\"error\" role=\"alert\">{}</p>", esc(p));
+        html!(out, "<p class=\"error\" role=\"alert\">{}</p>", p);
     }
-    let live = if offset == 0 { " data-live" } else { "" };
-    let _ = write!(out, "<div id=\"calls-list\"{live}>");
+    let live = if offset == 0 {
+        Html::lit(" data-live")
+    } else {
+        Html::new()
+    };
+    html!(out, "<div id=\"calls-list\"{}>", live);
     list(&mut out, &records, &kept, limit, filter_given(&filter));
-    out.push_str("</div>");
-    View::new("Calls", "/calls", Html::legacy(out))
+    out.push_lit("</div>");
+    View::new("Calls", "/calls", out)
 }
 
 fn filter_given(f: &RecordFilter) -> bool {
@@ -96,80 +99,91 @@ fn filter_given(f: &RecordFilter) -> bool {
         || f.search.is_some()
 }
 
+/// ` selected` when `on`.
+fn selected(on: bool) -> Html {
+    if on {
+        Html::lit(" selected")
+    } else {
+        Html::new()
+    }
+}
+
 /// The filter form: a GET to this page (filters change nothing).
-fn form(shared: &Shared, out: &mut String, f: &RecordFilter, limit: usize) {
+fn form(shared: &Shared, out: &mut Html, f: &RecordFilter, limit: usize) {
     let mut functions =
         service::functions_shown(shared, &[], super::breakpoints::SHOWN_FUNCTIONS).names;
     if let Some(current) = f.function.filter(|c| !functions.iter().any(|n| n == c)) {
         functions.push(current.to_owned());
     }
     functions.sort();
-    out.push_str(
+    out.push_lit(
         "<form class=\"filters\" method=\"get\" action=\"/calls\" role=\"search\">\
          <label>Function <select name=\"function\"><option value=\"\">any</option>",
     );
     for name in &functions {
-        let selected = if f.function == Some(name.as_str()) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(out, "<option{selected}>{}</option>", esc(name));
+        html!(
+            out,
+            "<option{}>{}</option>",
+            selected(f.function == Some(name.as_str())),
+            name
+        );
     }
-    let _ = write!(
+    html!(
         out,
         "</select></label><label>Status <input name=\"status\" list=\"call-statuses\" \
          value=\"{}\" placeholder=\"any\" size=\"10\"></label><datalist id=\"call-statuses\">",
-        esc(f.status.unwrap_or(""))
+        f.status.unwrap_or("")
     );
     for s in STATUSES {
-        let _ = write!(out, "<option value=\"{s}\"></option>");
+        html!(out, "<option value=\"{}\"></option>", s);
     }
-    let _ = write!(
+    html!(
         out,
         "</datalist><label>Process <input name=\"process\" value=\"{}\" placeholder=\"pid or \
          process key\" size=\"14\"></label><label>Source <select name=\"source\">",
-        esc(f.process.unwrap_or(""))
+        f.process.unwrap_or("")
     );
     for (value, label) in [
         ("", "any"),
         ("program", "the program"),
         ("mcp_client", "external MCP servers"),
     ] {
-        let selected = if f.source.unwrap_or("") == value {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(out, "<option value=\"{value}\"{selected}>{label}</option>");
+        html!(
+            out,
+            "<option value=\"{}\"{}>{}</option>",
+            value,
+            selected(f.source.unwrap_or("") == value),
+            label
+        );
     }
-    let _ = write!(
+    html!(
         out,
         "</select></label><label class=\"grow\">Search <input type=\"search\" name=\"search\" \
          value=\"{}\" placeholder=\"text in arguments, results, exceptions\"></label>",
-        esc(f.search.unwrap_or(""))
+        f.search.unwrap_or("")
     );
     if limit != DEFAULT_LIMIT {
-        let _ = write!(
+        html!(
             out,
-            "<input type=\"hidden\" name=\"limit\" value=\"{limit}\">"
+            "<input type=\"hidden\" name=\"limit\" value=\"{}\">",
+            limit
         );
     }
-    out.push_str(
+    out.push_lit(
         "<button type=\"submit\">Apply</button><a class=\"clear\" href=\"/calls\">Clear</a></form>",
     );
 }
 
 /// The live region: what matched, the rows, the pages.
 fn list(
-    out: &mut String,
+    out: &mut Html,
     page: &CallRecordsPage,
     kept: &[(&str, &str)],
     limit: usize,
     filtered: bool,
 ) {
     if page.search_truncated == Some(true) {
-        let _ = write!(
+        html!(
             out,
             "<p class=\"notice\" role=\"status\">The search stopped at its time limit after \
              looking at the newest {} records: the matches below are among those. A function, \
@@ -178,12 +192,12 @@ fn list(
         );
     }
     if page.calls.is_empty() {
-        out.push_str(&empty(page, filtered));
+        out.push(&empty(page, filtered));
         return;
     }
     let first = page.offset + 1;
     let last = page.offset + page.calls.len();
-    let _ = write!(
+    html!(
         out,
         "<p class=\"summary\">{}–{} of {} {}{}</p>",
         count(first),
@@ -196,7 +210,7 @@ fn list(
             ", newest first"
         }
     );
-    out.push_str(
+    out.push_lit(
         "<table class=\"calls\"><thead><tr><th class=\"when\">Time</th><th class=\"what\">Call\
          </th><th class=\"status\">Status</th><th>Arguments</th><th>Result or exception</th>\
          </tr></thead><tbody>",
@@ -206,13 +220,13 @@ fn list(
             row(out, m);
         }
     }
-    out.push_str("</tbody></table>");
+    out.push_lit("</tbody></table>");
     pager(out, page, kept, limit);
 }
 
-fn empty(page: &CallRecordsPage, filtered: bool) -> String {
+fn empty(page: &CallRecordsPage, filtered: bool) -> Html {
     if filtered || page.offset > 0 {
-        return format!(
+        return markup!(
             "<section class=\"empty\"><h2>No call matches</h2><p>{} <a href=\"/calls\">Show \
              every call</a>.</p></section>",
             if page.total_count > 0 {
@@ -222,15 +236,16 @@ fn empty(page: &CallRecordsPage, filtered: bool) -> String {
             }
         );
     }
-    "<section class=\"empty\"><h2>No calls recorded yet</h2><p>Every call of a function your \
-     program wraps is listed here once it completes, newest first, without a reload; so are the \
-     client's events and the calls this server makes to external MCP servers.</p><p>Try the \
-     demo: <code>python3 scripts/demo_app.py</code>.</p></section>"
-        .to_owned()
+    Html::lit(
+        "<section class=\"empty\"><h2>No calls recorded yet</h2><p>Every call of a function your \
+         program wraps is listed here once it completes, newest first, without a reload; so are the \
+         client's events and the calls this server makes to external MCP servers.</p><p>Try the \
+         demo: <code>python3 scripts/demo_app.py</code>.</p></section>",
+    )
 }
 
 /// One row: a call record, a client event, or an external tool call, in its wire shape.
-fn row(out: &mut String, m: &Map<String, Value>) {
+fn row(out: &mut Html, m: &Map<String, Value>) {
     let text = |k: &str| m.get(k).and_then(Value::as_str);
     let number = |k: &str| m.get(k).and_then(Value::as_f64);
     let external = text("source") == Some("mcp_client");
@@ -238,78 +253,86 @@ fn row(out: &mut String, m: &Map<String, Value>) {
     let status = text("status").unwrap_or("");
     let call_id = m.get("call_id").map(shown).unwrap_or_default();
     let when = number("started_at").or_else(|| number("completed_at"));
-    let _ = write!(
-        out,
-        "<tr data-call-id=\"{}\"><td class=\"when\">",
-        esc(&call_id)
-    );
+    html!(out, "<tr data-call-id=\"{}\"><td class=\"when\">", call_id);
     if let Some(t) = when {
         let iso = crate::ids::utc_iso(t);
-        let _ = write!(
+        html!(
             out,
-            "<time data-time=\"{t}\" datetime=\"{iso}\">{}</time>",
-            esc(&iso.replace('T', " "))
+            "<time data-time=\"{}\" datetime=\"{}\">{}</time>",
+            t,
+            iso,
+            iso.replace('T', " ")
         );
     }
-    let _ = write!(
+    html!(
         out,
         "</td><td class=\"what\"><a class=\"fn\" href=\"{}\" title=\"Only calls of this \
          function\">{}</a>",
-        esc(&link("/calls", &[("function", function)])),
-        esc(function)
+        link("/calls", &[("function", function)]),
+        function
     );
     if let (Some(key), Some(pid)) = (text("process_key"), m.get("process_pid")) {
-        let _ = write!(
+        html!(
             out,
             "<a class=\"meta\" href=\"{}\" title=\"Only calls of process {}\">pid {}</a>",
-            esc(&link("/calls", &[("process", key)])),
-            esc(key),
-            esc(&pid.to_string())
+            link("/calls", &[("process", key)]),
+            key,
+            pid.to_string()
         );
         if let Some(origin) = text("origin") {
-            let _ = write!(
+            html!(
                 out,
                 "<span class=\"meta origin\" title=\"Reported by a web page of this origin \
                  (the browser's Origin header)\">page origin {}</span>",
-                esc(origin)
+                origin
             );
         }
     } else if let Some(server) = text("server") {
-        let _ = write!(
+        html!(
             out,
             "<span class=\"meta\">external server {}</span>",
-            esc(server)
+            server
         );
     }
-    let _ = write!(
+    // A long status breaks after an underscore, not inside a word.
+    let mut status_shown = Html::new();
+    for (i, part) in (if status.is_empty() { "—" } else { status })
+        .split('_')
+        .enumerate()
+    {
+        if i > 0 {
+            status_shown.push_lit("_<wbr>");
+        }
+        status_shown.push_text(part);
+    }
+    html!(
         out,
         "<code class=\"id\" title=\"call id\">{}</code></td><td class=\"status\"><span \
          class=\"badge {}\">{}</span>",
-        esc(&call_id),
+        call_id,
         status_class(status, m),
-        // A long status breaks after an underscore, not inside a word.
-        esc(if status.is_empty() { "—" } else { status }).replace('_', "_<wbr>")
+        status_shown
     );
     if let Some(d) = duration(m) {
-        let _ = write!(out, "<span class=\"dur\">{d}</span>");
+        html!(out, "<span class=\"dur\">{}</span>", d);
     }
-    out.push_str("</td><td>");
+    out.push_lit("</td><td>");
     if external {
         values(out, m.get("arguments"), None);
     } else {
         arguments(out, m);
     }
-    out.push_str("</td><td>");
+    out.push_lit("</td><td>");
     outcome(out, m);
-    out.push_str(&super::resolution_html(function, m));
+    out.push(&super::resolution_html(function, m));
     if let Some(line) = text("log") {
-        let _ = write!(
+        html!(
             out,
             "<p class=\"logline\"><span class=\"label\">Log</span> <code>{}</code></p>",
-            esc(line)
+            line
         );
     }
-    out.push_str("</td></tr>");
+    out.push_lit("</td></tr>");
 }
 
 fn status_class(status: &str, m: &Map<String, Value>) -> &'static str {
@@ -346,7 +369,7 @@ fn duration(m: &Map<String, Value>) -> Option<String> {
 }
 
 /// Positional and keyword arguments, each linking to its object page when it has a CID.
-fn arguments(out: &mut String, m: &Map<String, Value>) {
+fn arguments(out: &mut Html, m: &Map<String, Value>) {
     let shown_args = m.get("pretty_args").and_then(Value::as_array);
     let items = m.get("args").and_then(Value::as_array);
     let shown_kwargs = m.get("pretty_kwargs").and_then(Value::as_object);
@@ -354,10 +377,10 @@ fn arguments(out: &mut String, m: &Map<String, Value>) {
     let n_args = shown_args.map_or(0, Vec::len);
     let n_kwargs = shown_kwargs.map_or(0, Map::len);
     if n_args + n_kwargs == 0 {
-        out.push_str("<span class=\"none\">no arguments</span>");
+        out.push_lit("<span class=\"none\">no arguments</span>");
         return;
     }
-    out.push_str("<dl class=\"args\">");
+    out.push_lit("<dl class=\"args\">");
     for (i, v) in shown_args.into_iter().flatten().enumerate() {
         let item = items.and_then(|a| a.get(i));
         let cid = item.and_then(|it| it.get("cid"));
@@ -368,89 +391,88 @@ fn arguments(out: &mut String, m: &Map<String, Value>) {
         let cid = item.and_then(|it| it.get("cid"));
         entry(out, k, &item_shown(v, item), cid);
     }
-    out.push_str("</dl>");
+    out.push_lit("</dl>");
 }
 
 /// A dict of plain values (an external call's arguments), or nothing.
-fn values(out: &mut String, v: Option<&Value>, cid: Option<&Value>) {
+fn values(out: &mut Html, v: Option<&Value>, cid: Option<&Value>) {
     match v {
         Some(Value::Object(o)) if !o.is_empty() => {
-            out.push_str("<dl class=\"args\">");
+            out.push_lit("<dl class=\"args\">");
             for (k, x) in o {
                 entry(out, k, &shown(x), None);
             }
-            out.push_str("</dl>");
+            out.push_lit("</dl>");
         }
         Some(x) if !x.is_null() && !matches!(x, Value::Object(_)) => value(out, x, cid),
-        _ => out.push_str("<span class=\"none\">no arguments</span>"),
+        _ => out.push_lit("<span class=\"none\">no arguments</span>"),
     }
 }
 
-fn entry(out: &mut String, name: &str, text: &str, cid: Option<&Value>) {
-    let _ = write!(out, "<dt>{}</dt><dd>", esc(name));
+fn entry(out: &mut Html, name: &str, text: &str, cid: Option<&Value>) {
+    html!(out, "<dt>{}</dt><dd>", name);
     value_text(out, text, cid);
-    out.push_str("</dd>");
+    out.push_lit("</dd>");
 }
 
 /// A shown value, linking to `/object/<cid>` when it has one.
-fn value(out: &mut String, v: &Value, cid: Option<&Value>) {
+fn value(out: &mut Html, v: &Value, cid: Option<&Value>) {
     value_text(out, &shown(v), cid);
 }
 
 /// The text of a shown value, linking to `/object/<cid>` when it has one.
-fn value_text(out: &mut String, text: &str, cid: Option<&Value>) {
-    let code = format!("<code class=\"value\">{}</code>", esc(text));
+fn value_text(out: &mut Html, text: &str, cid: Option<&Value>) {
+    let code = markup!("<code class=\"value\">{}</code>", text);
     match cid.and_then(Value::as_str) {
-        Some(cid) => {
-            let _ = write!(
-                out,
-                "<a class=\"obj\" href=\"/object/{}\" title=\"Inspect this object\">{code}</a>",
-                esc(&encode(cid))
-            );
-        }
-        None => out.push_str(&code),
+        Some(cid) => html!(
+            out,
+            "<a class=\"obj\" href=\"/object/{}\" title=\"Inspect this object\">{}</a>",
+            encode(cid),
+            code
+        ),
+        None => out.push(&code),
     }
 }
 
 /// The result, or the exception with its traceback folded.
-fn outcome(out: &mut String, m: &Map<String, Value>) {
+fn outcome(out: &mut Html, m: &Map<String, Value>) {
     let present = |k: &str| m.get(k).filter(|v| !v.is_null());
     if let Some(error) = present("error") {
         let message = error.get("message").unwrap_or(error);
-        out.push_str("<p class=\"raised\">");
+        out.push_lit("<p class=\"raised\">");
         value(out, message, None);
-        out.push_str("</p>");
+        out.push_lit("</p>");
         return;
     }
     let raised = present("exception")
         .or_else(|| present("exception_type"))
         .or_else(|| present("exception_message"));
     if let Some(e) = raised {
-        out.push_str("<div class=\"raised\">");
+        out.push_lit("<div class=\"raised\">");
         match exception_line(e) {
             Some(line) => {
                 value(out, &Value::String(line), present("exception_cid"));
                 let whole = serde_json::to_string_pretty(e).unwrap_or_default();
-                let _ = write!(
+                html!(
                     out,
                     "<details class=\"tb\"><summary>Details</summary><pre>{}</pre></details>",
-                    esc(&whole)
+                    whole
                 );
             }
             None => value(out, e, present("exception_cid")),
         }
         if let Some(tb) = present("exception_traceback") {
-            let text = match tb {
+            let text: String = match tb {
                 Value::Array(lines) => lines.iter().map(|l| shown(l).into_owned()).collect(),
                 other => shown(other).into_owned(),
             };
-            let _ = write!(
+            html!(
                 out,
                 "<details class=\"tb\"><summary>Traceback</summary><pre>{}</pre></details>",
-                esc(&text)
+                text
             );
         }
-        out.push_str("</div>");
+        out.push_lit("</div>");
         return;
     }
     match present("pretty_result") {
@@ -459,7 +481,7 @@ fn outcome(out: &mut String, m: &Map<String, Value>) {
             value_text(out, &json_shown(r), present("result_cid"));
         }
         Some(r) => value(out, r, present("result_cid")),
-        None => out.push_str("<span class=\"none\">—</span>"),
+        None => out.push_lit("<span class=\"none\">—</span>"),
     }
 }
 
@@ -471,7 +493,7 @@ fn exception_line(e: &Value) -> Option<String> {
 }
 
 /// Page links that keep the filters.
-fn pager(out: &mut String, page: &CallRecordsPage, kept: &[(&str, &str)], limit: usize) {
+fn pager(out: &mut Html, page: &CallRecordsPage, kept: &[(&str, &str)], limit: usize) {
     let to = |offset: usize| {
         let mut q: Vec<(&str, String)> = kept.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
         if offset > 0 {
@@ -481,16 +503,16 @@ fn pager(out: &mut String, page: &CallRecordsPage, kept: &[(&str, &str)], limit:
             q.push(("limit", limit.to_string()));
         }
         let q: Vec<(&str, &str)> = q.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        esc(&link("/calls", &q))
+        link("/calls", &q)
     };
     let newer = page.offset > 0;
     let older = page.offset + page.calls.len() < page.total_count;
     if !newer && !older {
         return;
     }
-    out.push_str("<nav class=\"pager\" aria-label=\"Pages\">");
+    out.push_lit("<nav class=\"pager\" aria-label=\"Pages\">");
     if newer {
-        let _ = write!(
+        html!(
             out,
             "<a href=\"{}\">Newest</a><a href=\"{}\" rel=\"prev\">← Newer</a>",
             to(0),
@@ -498,13 +520,13 @@ fn pager(out: &mut String, page: &CallRecordsPage, kept: &[(&str, &str)], limit:
         );
     }
     if older {
-        let _ = write!(
+        html!(
             out,
             "<a href=\"{}\" rel=\"next\">Older →</a>",
             to(page.offset + limit)
         );
     }
-    out.push_str("</nav>");
+    out.push_lit("</nav>");
 }
 
 /// `path?k=v&...` with every key and value percent-encoded (not yet HTML-escaped).
