@@ -5,11 +5,10 @@
 //! (`/breakpoint/<name>/history`); and `/breakpoints/check`, the error of an option's text
 //! with its position marked, which the page shows beside the field when saving it failed.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
-use super::{esc, param, shown, time, Answer, Html, View};
+use super::markup::{html, markup};
+use super::{param, shown, time, Answer, Html, View};
 use crate::breakpoints::{After, Before, Global};
 use crate::service;
 use crate::state::Shared;
@@ -42,10 +41,9 @@ pub fn page(shared: &Shared) -> View {
     let wanted: Vec<&str> = listing.breakpoints.iter().map(String::as_str).collect();
     let functions = service::functions_shown(shared, &wanted, SHOWN_FUNCTIONS);
     let global = service::default_behavior(shared).behavior;
-    let mut out = String::from("<div class=\"bar\"><h1>Breakpoints</h1></div>");
+    let mut out = Html::lit("<div class=\"bar\"><h1>Breakpoints</h1></div>");
     // Suggestions: registered functions that have no breakpoint yet.
-    let _ = write!(
-        out,
+    out.push_lit(
         "<form class=\"inline add\" data-api=\"/api/breakpoints\" data-then=\"refresh\" data-reset data-check>\
          <label>Function <input name=\"function_name\" list=\"function-names\" required \
          autocomplete=\"off\" placeholder=\"module.function or Class.method\"></label>\
@@ -54,17 +52,17 @@ pub fn page(shared: &Shared) -> View {
          placeholder=\"e.g. args[0] &gt; 100\"></label>\
          <input type=\"hidden\" name=\"keep_signature\" value=\"true\" data-json>\
          <button type=\"submit\">Add breakpoint</button><div class=\"error\" role=\"alert\"></div>\
-         <datalist id=\"function-names\">"
+         <datalist id=\"function-names\">",
     );
     for name in functions
         .names
         .iter()
         .filter(|n| !listing.breakpoints.contains(n))
     {
-        let _ = write!(out, "<option value=\"{}\">", esc(name));
+        html!(out, "<option value=\"{}\">", name);
     }
-    out.push_str("</datalist></form>");
-    let _ = write!(
+    out.push_lit("</datalist></form>");
+    html!(
         out,
         "<form class=\"inline\" data-api=\"/api/behavior\" data-then=\"refresh\">\
          <label>Global default behavior <select name=\"behavior\" data-submit>{}</select></label>\
@@ -78,28 +76,37 @@ pub fn page(shared: &Shared) -> View {
     // One <tbody> per breakpoint, each its own keyed part of the live table: a breakpoint
     // being edited waits while its field has the focus, the others stay live; an open options
     // panel, typed text and an error beside a field carry over to the fresh version.
-    let _ = write!(
+    html!(
         out,
         "<table class=\"grid breakpoints\" id=\"breakpoint-table\" data-live data-keyed data-carry>{}</table>",
         table(global, &listing, &functions.signatures)
     );
-    View::new("Breakpoints", "/breakpoints", Html::legacy(out))
+    View::new("Breakpoints", "/breakpoints", out)
 }
 
-fn global_help(g: Global) -> String {
+fn global_help(g: Global) -> Html {
     let text = GLOBAL_HELP
         .iter()
         .find(|(x, _)| *x == g)
         .map_or("", |(_, t)| t);
-    format!(
+    markup!(
         "Now: <strong>{}</strong>, {}. A breakpoint's own behavior wins over it; \
          <code>yield</code> defers to it.",
         g.as_str(),
-        esc(text)
+        text
     )
 }
 
-fn options<'a>(names: impl Iterator<Item = &'a str>, selected: &str) -> String {
+/// ` selected` (or another attribute) when `on`.
+fn attr(on: bool, attribute: &'static str) -> Html {
+    if on {
+        Html::lit(attribute)
+    } else {
+        Html::new()
+    }
+}
+
+fn options<'a>(names: impl Iterator<Item = &'a str>, selected: &str) -> Html {
     options_yielding(names, selected, None)
 }
 
@@ -108,21 +115,18 @@ fn options_yielding<'a>(
     names: impl Iterator<Item = &'a str>,
     selected: &str,
     global: Option<Global>,
-) -> String {
-    let mut out = String::new();
+) -> Html {
+    let mut out = Html::new();
     for n in names {
-        let sel = if n == selected { " selected" } else { "" };
+        let sel = attr(n == selected, " selected");
         match global {
-            Some(g) if n == "yield" => {
-                let _ = write!(
-                    out,
-                    "<option value=\"yield\"{sel}>yield (global: {})</option>",
-                    g.as_str()
-                );
-            }
-            _ => {
-                let _ = write!(out, "<option{sel}>{}</option>", esc(n));
-            }
+            Some(g) if n == "yield" => html!(
+                out,
+                "<option value=\"yield\"{}>yield (global: {})</option>",
+                sel,
+                g.as_str()
+            ),
+            _ => html!(out, "<option{}>{}</option>", sel, n),
         }
     }
     out
@@ -132,14 +136,15 @@ fn table(
     global: Global,
     listing: &service::BreakpointListing,
     signatures: &std::collections::BTreeMap<String, String>,
-) -> String {
+) -> Html {
     if listing.breakpoints.is_empty() {
-        return "<tbody data-key=\"empty\"><tr><td><section class=\"empty\"><h2>No breakpoints</h2>\
-                <p>Add one above by function name. A program wrapped with <code>with_debug</code> \
-                also adds one for each function it wraps.</p></section></td></tr></tbody>"
-            .to_owned();
+        return Html::lit(
+            "<tbody data-key=\"empty\"><tr><td><section class=\"empty\"><h2>No breakpoints</h2>\
+             <p>Add one above by function name. A program wrapped with <code>with_debug</code> \
+             also adds one for each function it wraps.</p></section></td></tr></tbody>",
+        );
     }
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<thead data-key=\"head\"><tr><th scope=\"col\">Function</th>\
          <th scope=\"col\">Before the call</th><th scope=\"col\">After the call</th>\
          <th scope=\"col\">Replace with</th><th scope=\"col\">Hits</th><th scope=\"col\"></th></tr></thead>",
@@ -162,32 +167,39 @@ fn table(
             .unwrap_or("");
         let sig = signatures.get(name);
         let api = format!("/api/breakpoints/{}", encode_segment(name));
-        let _ = write!(
+        let sig_html = sig.map(|s| markup!("<br><code class=\"sig\">{}</code>", s));
+        html!(
             out,
-            "<tbody class=\"bp\" data-key=\"bp:{name_attr}\"><tr data-breakpoint=\"{name_attr}\"><th scope=\"row\"><code>{name_html}</code>{sig}</th>\
-             <td data-label=\"Before the call\"><form data-api=\"{api}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
-             data-submit aria-label=\"Before {name_attr}\">{before}</select><p class=\"error\" role=\"alert\"></p></form></td>\
-             <td data-label=\"After the call\"><form data-api=\"{api}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
-             data-submit aria-label=\"After {name_attr}\">{after}</select><p class=\"error\" role=\"alert\"></p></form></td>\
-             <td data-label=\"Replace with\"><form data-api=\"{api}/replacement\" data-then=\"refresh\"><select \
-             name=\"replacement_function\" data-submit aria-label=\"Replacement of {name_attr}\">{repl}</select>\
-             <p class=\"error\" role=\"alert\"></p></form></td>{hits}\
-             <td class=\"row-actions\"><a href=\"/breakpoint/{seg}/history\">History</a> \
-             <form class=\"inline\" data-api=\"{api}\" data-method=\"DELETE\" data-then=\"refresh\">\
+            "<tbody class=\"bp\" data-key=\"bp:{}\"><tr data-breakpoint=\"{}\"><th scope=\"row\"><code>{}</code>{}</th>\
+             <td data-label=\"Before the call\"><form data-api=\"{}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
+             data-submit aria-label=\"Before {}\">{}</select><p class=\"error\" role=\"alert\"></p></form></td>\
+             <td data-label=\"After the call\"><form data-api=\"{}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
+             data-submit aria-label=\"After {}\">{}</select><p class=\"error\" role=\"alert\"></p></form></td>\
+             <td data-label=\"Replace with\"><form data-api=\"{}/replacement\" data-then=\"refresh\"><select \
+             name=\"replacement_function\" data-submit aria-label=\"Replacement of {}\">{}</select>\
+             <p class=\"error\" role=\"alert\"></p></form></td>{}\
+             <td class=\"row-actions\"><a href=\"/breakpoint/{}/history\">History</a> \
+             <form class=\"inline\" data-api=\"{}\" data-method=\"DELETE\" data-then=\"refresh\">\
              <button type=\"submit\" class=\"quiet\">Remove</button><p class=\"error\" role=\"alert\"></p></form></td></tr>\
-             <tr class=\"bp-options\" data-breakpoint-options=\"{name_attr}\"><td colspan=\"6\">{options}</td></tr></tbody>",
-            name_attr = esc(name),
-            name_html = esc(name),
-            sig = sig.map_or(String::new(), |s| format!(
-                "<br><code class=\"sig\">{}</code>",
-                esc(s)
-            )),
-            before = options_yielding(Before::NAMES.iter().copied(), before.as_str(), Some(global)),
-            after = options_yielding(After::NAMES.iter().copied(), after.as_str(), Some(global)),
-            repl = replacement_options(name, sig.map(String::as_str), replacement, signatures),
-            hits = hits_cell(name, &api, listing),
-            options = options_html(name, &api, listing),
-            seg = encode_segment(name),
+             <tr class=\"bp-options\" data-breakpoint-options=\"{}\"><td colspan=\"6\">{}</td></tr></tbody>",
+            name,
+            name,
+            name,
+            sig_html,
+            api,
+            name,
+            options_yielding(Before::NAMES.iter().copied(), before.as_str(), Some(global)),
+            api,
+            name,
+            options_yielding(After::NAMES.iter().copied(), after.as_str(), Some(global)),
+            api,
+            name,
+            replacement_options(name, sig.map(String::as_str), replacement, signatures),
+            hits_cell(name, &api, listing),
+            encode_segment(name),
+            api,
+            name,
+            options_html(name, &api, listing),
         );
     }
     out
@@ -201,7 +213,7 @@ fn counts(name: &str, listing: &service::BreakpointListing) -> bool {
 }
 
 /// The hit count and its reset button.
-fn hits_cell(name: &str, api: &str, listing: &service::BreakpointListing) -> String {
+fn hits_cell(name: &str, api: &str, listing: &service::BreakpointListing) -> Html {
     let n = listing
         .breakpoint_hit_counts
         .get(name)
@@ -218,13 +230,18 @@ fn hits_cell(name: &str, api: &str, listing: &service::BreakpointListing) -> Str
             "Only a breakpoint with a condition, hit count or log message counts its calls",
         )
     };
-    format!(
-        "<td data-label=\"Hits\" class=\"hits\"><form class=\"inline\" data-api=\"{api}/hits\" \
-         data-method=\"DELETE\" data-then=\"refresh\"><span class=\"{class}\" title=\"{title}\" \
-         data-hits=\"{n}\">{n}</span><button type=\"submit\" class=\"quiet small\"{disabled} \
-         aria-label=\"Reset the hit count of {name}\">Reset</button><p class=\"error\" role=\"alert\"></p></form></td>",
-        disabled = if n == 0 { " disabled" } else { "" },
-        name = esc(name),
+    markup!(
+        "<td data-label=\"Hits\" class=\"hits\"><form class=\"inline\" data-api=\"{}/hits\" \
+         data-method=\"DELETE\" data-then=\"refresh\"><span class=\"{}\" title=\"{}\" \
+         data-hits=\"{}\">{}</span><button type=\"submit\" class=\"quiet small\"{} \
+         aria-label=\"Reset the hit count of {}\">Reset</button><p class=\"error\" role=\"alert\"></p></form></td>",
+        api,
+        class,
+        title,
+        n,
+        n,
+        attr(n == 0, " disabled"),
+        name,
     )
 }
 
@@ -256,58 +273,63 @@ const TEXT_OPTIONS: [(&str, &str, &str, &str); 3] = [
 
 /// A breakpoint's options: what is set shows in the summary line (visible without opening
 /// it); the panel edits each option with its own form, whose errors show beside the field.
-fn options_html(name: &str, api: &str, listing: &service::BreakpointListing) -> String {
+fn options_html(name: &str, api: &str, listing: &service::BreakpointListing) -> Html {
     let values = [
         listing.breakpoint_conditions.get(name),
         listing.breakpoint_hit_conditions.get(name),
         listing.breakpoint_log_messages.get(name),
     ];
     let one_shot = listing.breakpoint_one_shot.iter().any(|n| n == name);
-    let mut summary = String::new();
+    let mut summary = Html::new();
     for ((_, label, _, _), value) in TEXT_OPTIONS.iter().zip(&values) {
         if let Some(v) = value {
-            let _ = write!(
+            html!(
                 summary,
-                "<span class=\"opt\"><span class=\"opt-name\">{label}</span> <code>{}</code></span>",
-                esc(v)
+                "<span class=\"opt\"><span class=\"opt-name\">{}</span> <code>{}</code></span>",
+                label,
+                v
             );
         }
     }
     if one_shot {
         summary
-            .push_str("<span class=\"opt\"><span class=\"badge one-shot\">one-shot</span></span>");
+            .push_lit("<span class=\"opt\"><span class=\"badge one-shot\">one-shot</span></span>");
     }
     if summary.is_empty() {
-        summary.push_str("<span class=\"opt-none\">Condition, hit count, log message</span>");
+        summary.push_lit("<span class=\"opt-none\">Condition, hit count, log message</span>");
     }
-    let mut out = format!(
-        "<details class=\"bp-options\"><summary><span class=\"opts\">{summary}</span></summary>\
-         <div class=\"option-forms\">"
+    let mut out = markup!(
+        "<details class=\"bp-options\"><summary><span class=\"opts\">{}</span></summary>\
+         <div class=\"option-forms\">",
+        summary
     );
     for ((field, label, placeholder, help), value) in TEXT_OPTIONS.iter().zip(&values) {
-        let check = if *field == "hit_condition" {
-            ""
-        } else {
-            " data-check"
-        };
-        let _ = write!(
+        html!(
             out,
-            "<form class=\"option {field}\" data-api=\"{api}/{field}\" data-then=\"refresh\"{check}>\
-             <label>{label} <input name=\"{field}\" value=\"{value}\" placeholder=\"{placeholder}\" \
+            "<form class=\"option {}\" data-api=\"{}/{}\" data-then=\"refresh\"{}>\
+             <label>{} <input name=\"{}\" value=\"{}\" placeholder=\"{}\" \
              autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\"></label>\
              <button type=\"submit\" class=\"quiet\">Save</button><div class=\"error\" role=\"alert\"></div>\
-             <p class=\"hint\">{help}</p></form>",
-            value = esc(value.map_or("", String::as_str)),
-            placeholder = esc(placeholder),
+             <p class=\"hint\">{}</p></form>",
+            field,
+            api,
+            field,
+            attr(*field != "hit_condition", " data-check"),
+            label,
+            field,
+            value.map_or("", String::as_str),
+            placeholder,
+            Html::lit(help),
         );
     }
-    let _ = write!(
+    html!(
         out,
-        "<form class=\"option one-shot\" data-api=\"{api}/one_shot\" data-then=\"refresh\">\
-         <label class=\"check\"><input type=\"checkbox\" name=\"one_shot\" data-submit{checked}> \
+        "<form class=\"option one-shot\" data-api=\"{}/one_shot\" data-then=\"refresh\">\
+         <label class=\"check\"><input type=\"checkbox\" name=\"one_shot\" data-submit{}> \
          One-shot: after its first pause, let every call run</label>\
          <div class=\"error\" role=\"alert\"></div></form></div></details>",
-        checked = if one_shot { " checked" } else { "" },
+        api,
+        attr(one_shot, " checked"),
     );
     out
 }
@@ -318,7 +340,7 @@ fn options_html(name: &str, api: &str, listing: &service::BreakpointListing) -> 
 pub fn check(query: &[(String, String)]) -> View {
     let field = param(query, "field").unwrap_or("");
     let text = param(query, "text").unwrap_or("");
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<div class=\"bar\"><h1>Check a breakpoint option</h1>\
          <a href=\"/breakpoints\">All breakpoints</a></div>",
     );
@@ -339,29 +361,21 @@ pub fn check(query: &[(String, String)]) -> View {
             }
         }
     } else {
-        Some(format!(
+        Some(markup!(
             "<span class=\"error-msg\">There is no option “{}” to check: field is one of \
              condition, hit_condition, log_message.</span>",
-            esc(field)
+            field
         ))
     };
-    let _ = write!(
-        out,
-        "<div id=\"check-result\">{}</div>",
-        result.as_deref().unwrap_or("")
-    );
+    html!(out, "<div id=\"check-result\">{}</div>", result.clone());
     if result.is_none() {
-        let _ = write!(
+        html!(
             out,
             "<p class=\"hint\">This {} is valid.</p>",
-            esc(&field.replace('_', " "))
+            field.replace('_', " ")
         );
     }
-    View::new(
-        "Check a breakpoint option",
-        "/breakpoints",
-        Html::legacy(out),
-    )
+    View::new("Check a breakpoint option", "/breakpoints", out)
 }
 
 /// Characters of the text shown before and after the mistake (longer texts are cut there).
@@ -370,8 +384,8 @@ const EXCERPT_AFTER: usize = 32;
 
 /// An option's error: the message, then (with the 1-based character column of the mistake)
 /// the text around it with the character there marked, or a mark after its end.
-pub fn option_error(message: &str, text: &str, column: Option<usize>) -> String {
-    let mut out = format!("<span class=\"error-msg\">{}</span>", esc(message));
+pub fn option_error(message: &str, text: &str, column: Option<usize>) -> Html {
+    let mut out = markup!("<span class=\"error-msg\">{}</span>", message);
     let Some(column) = column.filter(|c| *c >= 1) else {
         return out;
     };
@@ -379,32 +393,30 @@ pub fn option_error(message: &str, text: &str, column: Option<usize>) -> String 
     let at = (column - 1).min(chars.len());
     let start = at.saturating_sub(EXCERPT_BEFORE);
     let end = (at + 1 + EXCERPT_AFTER).min(chars.len());
-    let part = |a: usize, b: usize| esc(&chars[a..b.max(a)].iter().collect::<String>());
-    out.push_str("<code class=\"error-at\">");
+    let part = |a: usize, b: usize| chars[a..b.max(a)].iter().collect::<String>();
+    out.push_lit("<code class=\"error-at\">");
     if start > 0 {
-        out.push_str("<span class=\"cut\">…</span>");
+        out.push_lit("<span class=\"cut\">…</span>");
     }
-    out.push_str(&part(start, at));
+    out.push_text(&part(start, at));
     match chars.get(at) {
-        Some(c) => {
-            let _ = write!(
-                out,
-                "<mark title=\"column {column}\">{}</mark>{}",
-                esc(&c.to_string()),
-                part(at + 1, end)
-            );
-        }
-        None => {
-            let _ = write!(
-                out,
-                "<mark class=\"end\" title=\"column {column}: after the end of the text\"> </mark>"
-            );
-        }
+        Some(c) => html!(
+            out,
+            "<mark title=\"column {}\">{}</mark>{}",
+            column,
+            *c,
+            part(at + 1, end)
+        ),
+        None => html!(
+            out,
+            "<mark class=\"end\" title=\"column {}: after the end of the text\"> </mark>",
+            column
+        ),
     }
     if end < chars.len() {
-        out.push_str("<span class=\"cut\">…</span>");
+        out.push_lit("<span class=\"cut\">…</span>");
     }
-    out.push_str("</code>");
+    out.push_lit("</code>");
     out
 }
 
@@ -414,20 +426,24 @@ fn replacement_options(
     sig: Option<&str>,
     current: &str,
     signatures: &std::collections::BTreeMap<String, String>,
-) -> String {
-    let mut out = format!(
+) -> Html {
+    let mut out = markup!(
         "<option value=\"\"{}>none</option>",
-        if current.is_empty() { " selected" } else { "" }
+        attr(current.is_empty(), " selected")
     );
     for (other, s) in signatures {
         if other == name || Some(s.as_str()) != sig {
             continue;
         }
-        let sel = if other == current { " selected" } else { "" };
-        let _ = write!(out, "<option{sel}>{}</option>", esc(other));
+        html!(
+            out,
+            "<option{}>{}</option>",
+            attr(other == current, " selected"),
+            other
+        );
     }
     if !current.is_empty() && !signatures.contains_key(current) {
-        let _ = write!(out, "<option selected>{}</option>", esc(current));
+        html!(out, "<option selected>{}</option>", current);
     }
     out
 }
@@ -439,26 +455,26 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
         .breakpoints
         .iter()
         .any(|n| n == name);
-    let mut out = format!(
+    let mut out = markup!(
         "<div class=\"bar\"><h1>History of <code>{}</code></h1><a href=\"/breakpoints\">All breakpoints</a></div>",
-        esc(name)
+        name
     );
     if !exists {
         // What was recorded while it had one stays (the original shows it too).
-        out.push_str(
+        out.push_lit(
             "<p class=\"meta\">This function has no breakpoint now; its calls are recorded in \
              this history only while it has one.</p>",
         );
     }
-    out.push_str("<div id=\"history\" data-live>");
+    out.push_lit("<div id=\"history\" data-live>");
     if h.history.is_empty() {
-        out.push_str(if exists {
+        out.push_lit(if exists {
             "<p class=\"empty\">No call of this function has completed yet.</p>"
         } else {
             "<p class=\"empty\">No call of this function was recorded.</p>"
         });
     } else {
-        out.push_str(
+        out.push_lit(
             "<table class=\"grid\"><thead><tr><th scope=\"col\">Completed</th><th scope=\"col\">Status</th>\
              <th scope=\"col\">Arguments</th><th scope=\"col\">Result or exception</th></tr></thead><tbody>",
         );
@@ -466,40 +482,35 @@ pub fn history(shared: &Shared, name: &str) -> Answer {
             let d = &e["call_data"];
             let at = e["completed_at"].as_f64().unwrap_or(0.0);
             let when = match e["id"].as_str() {
-                Some(id) => format!(
-                    "<a href=\"{}\">{}</a>",
-                    esc(&entry_href(name, id)),
-                    time(at)
-                ),
-                None => time(at).to_string(),
+                Some(id) => markup!("<a href=\"{}\">{}</a>", entry_href(name, id), time(at)),
+                None => time(at),
             };
             let status = d["status"].as_str().unwrap_or("");
             let outcome = match d.get("exception").filter(|x| !x.is_null()) {
-                Some(x) => format!("<code class=\"value raised\">{}</code>", esc(&shown(x))),
-                None => format!(
+                Some(x) => markup!("<code class=\"value raised\">{}</code>", shown(x)),
+                None => markup!(
                     "<code class=\"value\">{}</code>",
-                    esc(&d.get("pretty_result").map(shown).unwrap_or_default())
+                    d.get("pretty_result").map(shown).unwrap_or_default()
                 ),
             };
             let resolution = d
                 .as_object()
                 .map(|m| super::resolution_html(name, m))
                 .unwrap_or_default();
-            let _ = write!(
+            html!(
                 out,
-                "<tr><td>{when}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{outcome}{resolution}</td></tr>",
-                esc(status),
-                esc(&arguments_text(d)),
+                "<tr><td>{}</td><td>{}</td><td><code class=\"value\">{}</code></td><td>{}{}</td></tr>",
+                when,
+                status,
+                arguments_text(d),
+                outcome,
+                resolution
             );
         }
-        out.push_str("</tbody></table>");
+        out.push_lit("</tbody></table>");
     }
-    out.push_str("</div>");
-    Ok(View::new(
-        format!("History of {name}"),
-        "/breakpoints",
-        Html::legacy(out),
-    ))
+    out.push_lit("</div>");
+    Ok(View::new(format!("History of {name}"), "/breakpoints", out))
 }
 
 /// The page of one history entry.
@@ -563,7 +574,7 @@ mod tests {
         // functions without a breakpoint.
         assert!(html.contains("<option>other</option>"), "{html}");
         assert!(html.contains("<option value=\"other\">"));
-        assert!(!html.contains(&format!("<option value=\"{}\">", esc(HOSTILE))));
+        assert!(!html.contains(&format!("<option value=\"{}\">", crate::ui::esc(HOSTILE))));
     }
 
     #[test]
@@ -600,7 +611,7 @@ mod tests {
         let html = page(&s).main;
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("</script>"), "{html}");
-        let shown = esc(TRICKY);
+        let shown = crate::ui::esc(TRICKY);
         assert!(shown.contains("&quot;alert(1)&quot;") && shown.contains("&#39;"));
         // Visible without opening the panel (its summary), and in the field to edit it.
         let f = &html[html.find("data-key=\"bp:f\"").unwrap()..];
