@@ -5,13 +5,12 @@
 //! `/frame/call/<call_id>/<i>`) and `/breakpoint/<name>/history/<record_id>` (one history
 //! entry). Every value is escaped; no page has inline code.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 
 use super::breakpoints::arguments_text;
+use super::markup::{html, markup};
 use super::tree::call_tree_href;
-use super::{esc, param, plural, shown, time, Answer, Html, View};
+use super::{param, plural, shown, time, Answer, Html, View};
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::{encode_segment, percent_decode};
@@ -40,22 +39,19 @@ fn ref_text(v: &Value) -> String {
 /// `/objects`: the client objects (items sent with a `client_ref`), each with its newest
 /// snapshot, and the stored objects by CID, newest first (`?offset=N` pages them).
 pub fn objects(shared: &Shared, query: &[(String, String)]) -> View {
-    let mut out = String::from("<div class=\"bar\"><h1>Objects</h1></div>");
+    let mut out = Html::lit("<div class=\"bar\"><h1>Objects</h1></div>");
     let (rows, total) = service::client_objects(shared, CLIENT_OBJECTS);
-    let _ = write!(
+    html!(
         out,
         "<h2>Client objects</h2><p class=\"meta\">Values the program sent with a client ref \
-         (the same object in later calls), {total} in all{}; each with what it was last seen as.</p>",
-        if total > rows.len() {
-            format!(", the newest {} shown", rows.len())
-        } else {
-            String::new()
-        }
+         (the same object in later calls), {} in all{}; each with what it was last seen as.</p>",
+        total,
+        (total > rows.len()).then(|| format!(", the newest {} shown", rows.len()))
     );
     if rows.is_empty() {
-        out.push_str("<p class=\"empty\">No client object was seen yet.</p>");
+        out.push_lit("<p class=\"empty\">No client object was seen yet.</p>");
     } else {
-        out.push_str(
+        out.push_lit(
             "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Ref</th>\
              <th scope=\"col\">Process</th><th scope=\"col\">Last seen</th><th scope=\"col\">As</th>\
              <th scope=\"col\">In</th><th scope=\"col\">Value</th></tr></thead><tbody>",
@@ -63,72 +59,79 @@ pub fn objects(shared: &Shared, query: &[(String, String)]) -> View {
         for s in &rows {
             let process = s["process_key"].as_str().unwrap_or("");
             let client_ref = ref_text(&s["client_ref"]);
-            let _ = write!(
+            html!(
                 out,
                 "<tr><td><a href=\"{}\"><code>ref:{}</code></a></td><td><code>{}</code></td>\
                  <td>{}</td><td>{}</td><td><code>{}</code></td><td><code class=\"value\">{}</code></td></tr>",
-                esc(&ref_href(process, &client_ref)),
-                esc(&client_ref),
-                esc(process),
+                ref_href(process, &client_ref),
+                client_ref,
+                process,
                 time(s["at"].as_f64().unwrap_or(0.0)),
-                esc(s["role"].as_str().unwrap_or("")),
-                esc(s["method_name"].as_str().unwrap_or("")),
-                esc(&shown(&s["pretty"])),
+                s["role"].as_str().unwrap_or(""),
+                s["method_name"].as_str().unwrap_or(""),
+                shown(&s["pretty"]),
             );
         }
-        out.push_str("</tbody></table></div>");
+        out.push_lit("</tbody></table></div>");
     }
     let offset = param(query, "offset")
         .and_then(|o| o.parse().ok())
         .unwrap_or(0);
     let page = service::objects(shared, offset, OBJECTS_PAGE);
-    let _ = write!(
+    html!(
         out,
         "<h2>Stored objects</h2><p class=\"meta\">{} object{} stored by CID, newest first.</p>",
         page.total_count,
         plural(page.total_count)
     );
     if page.objects.is_empty() {
-        out.push_str("<p class=\"empty\">No object on this page.</p>");
+        out.push_lit("<p class=\"empty\">No object on this page.</p>");
     } else {
-        out.push_str(
+        out.push_lit(
             "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">CID</th>\
              <th scope=\"col\">Format</th><th scope=\"col\">Size</th><th scope=\"col\">Stored</th>\
              </tr></thead><tbody>",
         );
         for o in &page.objects {
             let cid = o.cid.hex();
-            let _ = write!(
+            html!(
                 out,
                 "<tr><td><a href=\"/object/{}\"><code class=\"cid\">{}…</code></a></td><td>{}</td>\
                  <td>{} byte{}</td><td>{}</td></tr>",
-                esc(&cid),
-                esc(&cid[..cid.len().min(16)]),
-                esc(o.format.unwrap_or("unknown")),
+                cid,
+                &cid[..cid.len().min(16)],
+                o.format.unwrap_or("unknown"),
                 o.size,
                 plural(o.size as usize),
                 time(o.stored_at),
             );
         }
-        out.push_str("</tbody></table></div>");
+        out.push_lit("</tbody></table></div>");
     }
     let mut pager = Vec::new();
     if offset > 0 {
-        pager.push(format!(
+        pager.push(markup!(
             "<a href=\"/objects?offset={}\" rel=\"prev\">Newer</a>",
             offset.saturating_sub(OBJECTS_PAGE)
         ));
     }
     if offset + page.objects.len() < page.total_count {
-        pager.push(format!(
+        pager.push(markup!(
             "<a href=\"/objects?offset={}\" rel=\"next\">Older</a>",
             offset + OBJECTS_PAGE
         ));
     }
     if !pager.is_empty() {
-        let _ = write!(out, "<p class=\"meta\">{}</p>", pager.join(" · "));
+        out.push_lit("<p class=\"meta\">");
+        for (i, link) in pager.iter().enumerate() {
+            if i > 0 {
+                out.push_lit(" · ");
+            }
+            out.push(link);
+        }
+        out.push_lit("</p>");
     }
-    View::new("Objects", "", Html::legacy(out))
+    View::new("Objects", "", out)
 }
 
 /// `/object/ref:<process_key>:<client_ref>` (or `ref:<client_ref>`: every process): every
@@ -148,18 +151,18 @@ pub fn object_ref(shared: &Shared, reference: &str) -> Answer {
     if list.is_empty() {
         return Err(not_found());
     }
-    let mut out = format!(
+    let mut out = markup!(
         "<div class=\"bar\"><h1>Client object <code>ref:{}</code></h1><a href=\"/objects\">All objects</a></div>\
          <p class=\"meta\">{} · {} snapshot{}: what the object was each time the program sent it.</p>",
-        esc(client_ref),
+        client_ref,
         match process {
-            Some(p) => format!("Process <code>{}</code>", esc(p)),
-            None => "Every process".to_owned(),
+            Some(p) => markup!("Process <code>{}</code>", p),
+            None => Html::lit("Every process"),
         },
         list.len(),
         plural(list.len()),
     );
-    out.push_str(
+    out.push_lit(
         "<div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Seen</th>\
          <th scope=\"col\">As</th><th scope=\"col\">In</th><th scope=\"col\">Value</th>\
          <th scope=\"col\">Stored object</th></tr></thead><tbody>",
@@ -167,36 +170,37 @@ pub fn object_ref(shared: &Shared, reference: &str) -> Answer {
     for s in list.iter().rev() {
         let process_key = s["process_key"].as_str().unwrap_or("");
         let call_id = s["call_id"].as_str().unwrap_or("");
-        let stored = match s["cid"].as_str() {
-            Some(cid) => format!(
+        let stored = s["cid"].as_str().map(|cid| {
+            markup!(
                 "<a href=\"/object/{}\"><code class=\"cid\">{}…</code></a>",
-                esc(cid),
-                esc(&cid[..cid.len().min(16)])
-            ),
-            None => String::new(),
-        };
-        let _ = write!(
+                cid,
+                &cid[..cid.len().min(16)]
+            )
+        });
+        html!(
             out,
             "<tr><td>{}</td><td>{}</td><td><a href=\"{}\"><code>{}</code></a></td>\
-             <td><code class=\"value\">{}</code></td><td>{stored}</td></tr>",
+             <td><code class=\"value\">{}</code></td><td>{}</td></tr>",
             time(s["at"].as_f64().unwrap_or(0.0)),
-            esc(s["role"].as_str().unwrap_or("")),
-            esc(&call_tree_href(process_key, Some(call_id))),
-            esc(s["method_name"].as_str().unwrap_or("")),
-            esc(&shown(&s["pretty"])),
+            s["role"].as_str().unwrap_or(""),
+            call_tree_href(process_key, Some(call_id)),
+            s["method_name"].as_str().unwrap_or(""),
+            shown(&s["pretty"]),
+            stored,
         );
     }
-    out.push_str("</tbody></table></div>");
+    out.push_lit("</tbody></table></div>");
     Ok(View::new(
         format!("Client object ref:{client_ref}"),
         "",
-        Html::legacy(out),
+        out,
     ))
 }
 
 /// `/repl-help`: how the REPL of a paused call is used.
 pub fn repl_help() -> View {
-    let main = "<div class=\"bar\"><h1>REPL help</h1><a href=\"/repls\">All sessions</a></div>\
+    let main = Html::lit(
+        "<div class=\"bar\"><h1>REPL help</h1><a href=\"/repls\">All sessions</a></div>\
         <p>A REPL session evaluates Python in the paused program: open one with <b>REPL</b> on a \
         paused call (on the <a href=\"/\">Paused</a> page). The debug client runs each input in \
         the frame of the paused call, so its arguments and locals are names you can use; the \
@@ -210,8 +214,9 @@ pub fn repl_help() -> View {
         <p>The session stays open while the call is paused; once the call is continued its \
         transcript is kept and the input goes away. Agents evaluate through the MCP tools and \
         programs through <code>POST /api/repl/&lt;session_id&gt;/eval</code> (see the \
-        <a href=\"/docs\">API</a>).</p>";
-    View::new("REPL help", "/repls", Html::legacy(main.to_owned()))
+        <a href=\"/docs\">API</a>).</p>",
+    );
+    View::new("REPL help", "/repls", main)
 }
 
 /// One REST endpoint as `/docs` lists it (the HTTP face hands them over from its route table).
@@ -226,7 +231,7 @@ pub struct ApiRow {
 /// `/docs`: every REST endpoint of the route table (the one the OpenAPI document is built
 /// from), with its parameters.
 pub fn docs(rows: &[ApiRow]) -> View {
-    let mut out = String::from(
+    let mut out = Html::lit(
         "<div class=\"bar\"><h1>REST API</h1><a href=\"/openapi.json\">OpenAPI document</a></div>\
          <p class=\"meta\">Every endpoint of this server, as <a href=\"/openapi.json\">/openapi.json</a> \
          describes it (also at <code>/api/openapi.json</code>). Bodies and answers are JSON, but for \
@@ -235,28 +240,24 @@ pub fn docs(rows: &[ApiRow]) -> View {
          <th scope=\"col\">Path</th><th scope=\"col\">What it does</th></tr></thead><tbody>",
     );
     for r in rows {
-        let mut about = esc(r.summary);
+        let mut about = Html::text(r.summary);
         if !r.query.is_empty() {
-            about.push_str("<ul>");
+            about.push_lit("<ul>");
             for (name, description) in r.query {
-                let _ = write!(
-                    about,
-                    "<li><code>?{}</code>: {}</li>",
-                    esc(name),
-                    esc(description)
-                );
+                html!(about, "<li><code>?{}</code>: {}</li>", name, description);
             }
-            about.push_str("</ul>");
+            about.push_lit("</ul>");
         }
-        let _ = write!(
+        html!(
             out,
-            "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{about}</td></tr>",
-            esc(r.method),
-            esc(r.path),
+            "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+            r.method,
+            r.path,
+            about
         );
     }
-    out.push_str("</tbody></table></div>");
-    View::new("API", "", Html::legacy(out))
+    out.push_lit("</tbody></table></div>");
+    View::new("API", "", out)
 }
 
 /// `/frame/call/<process_key>/<call_id>/<i>`: the page of `/frame/call/<call_id>/<i>` (call ids
@@ -288,53 +289,45 @@ pub fn history_entry(shared: &Shared, name: &str, id: &str) -> Answer {
     let text = |k: &str| d.get(k).filter(|v| !v.is_null()).map(shown);
     let call_id = text("call_id").unwrap_or_default();
     let process_key = text("process_key").unwrap_or_default();
-    let mut out = format!(
+    let mut out = markup!(
         "<div class=\"bar\"><h1><code>{}({})</code></h1><a href=\"{}\">History of <code>{}</code></a></div>\
          <dl class=\"facts\"><dt>Status</dt><dd>{}</dd><dt>Completed</dt><dd>{}</dd>\
          <dt>Call</dt><dd><code>{}</code></dd><dt>Process</dt><dd><code>{}</code></dd>",
-        esc(name),
-        esc(&arguments_text(d)),
-        esc(&format!("/breakpoint/{}/history", encode_segment(name))),
-        esc(name),
-        esc(&text("status").unwrap_or_default()),
+        name,
+        arguments_text(d),
+        format!("/breakpoint/{}/history", encode_segment(name)),
+        name,
+        text("status").unwrap_or_default(),
         time(entry["completed_at"].as_f64().unwrap_or(0.0)),
-        esc(&call_id),
-        esc(&process_key),
+        call_id,
+        process_key,
     );
     if let Some(sig) = text("signature") {
-        let _ = write!(out, "<dt>Signature</dt><dd><code>{}</code></dd>", esc(&sig));
+        html!(out, "<dt>Signature</dt><dd><code>{}</code></dd>", sig);
     }
-    out.push_str("</dl>");
+    out.push_lit("</dl>");
     match d.get("exception").filter(|x| !x.is_null()) {
-        Some(x) => {
-            let _ = write!(
-                out,
-                "<h2>Exception</h2><pre class=\"value raised\">{}</pre>",
-                esc(&shown(x))
-            );
-        }
-        None => {
-            let _ = write!(
-                out,
-                "<h2>Result</h2><pre class=\"value\">{}</pre>",
-                esc(&d.get("pretty_result").map(shown).unwrap_or_default())
-            );
-        }
+        Some(x) => html!(
+            out,
+            "<h2>Exception</h2><pre class=\"value raised\">{}</pre>",
+            shown(x)
+        ),
+        None => html!(
+            out,
+            "<h2>Result</h2><pre class=\"value\">{}</pre>",
+            d.get("pretty_result").map(shown).unwrap_or_default()
+        ),
     }
     if !call_id.is_empty() {
-        let _ = write!(
+        html!(
             out,
             "<p class=\"meta\"><a href=\"/callstack/call/{}\">Call stack</a> · \
              <a href=\"{}\">In the call tree</a></p>",
-            esc(&encode_segment(&call_id)),
-            esc(&call_tree_href(&process_key, Some(&call_id))),
+            encode_segment(&call_id),
+            call_tree_href(&process_key, Some(&call_id)),
         );
     }
-    Ok(View::new(
-        format!("{name} call"),
-        "/breakpoints",
-        Html::legacy(out),
-    ))
+    Ok(View::new(format!("{name} call"), "/breakpoints", out))
 }
 
 #[cfg(test)]
@@ -376,7 +369,7 @@ mod tests {
             .unwrap()
             .to_owned();
         let href = ref_href(&key, "7");
-        assert!(list.contains(&esc(&href)), "{list}");
+        assert!(list.contains(&crate::ui::esc(&href)), "{list}");
         assert!(list.contains("1 object stored"), "{list}");
         assert!(!list.contains("<img"));
         let page = object_ref(&s, &format!("ref:{key}:7")).unwrap().main;
@@ -404,7 +397,7 @@ mod tests {
         ];
         let html = docs(&rows).main;
         for r in &rows {
-            assert!(html.contains(&esc(r.path)), "{}", r.path);
+            assert!(html.contains(&crate::ui::esc(r.path)), "{}", r.path);
         }
         assert!(html.contains("lists &lt;a&gt;") && html.contains("page &lt;size&gt;"));
         assert!(!html.contains("<script"));

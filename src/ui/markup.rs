@@ -29,12 +29,6 @@ impl Html {
         Html(s.to_owned())
     }
 
-    /// Markup a page not yet written with `Html` built as a string, escaping with `esc`: the
-    /// pages still doing so are the ones that call this (it goes with the last of them).
-    pub(super) fn legacy(s: String) -> Html {
-        Html(s)
-    }
-
     /// Text, escaped.
     pub fn text(s: &str) -> Html {
         let mut out = Html::with_capacity(s.len() + 8);

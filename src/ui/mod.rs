@@ -1,7 +1,7 @@
 //! The web UI: server-rendered HTML pages plus one small CSS and one small JS file, compiled
 //! into the binary (no CDN, no framework, no build step). Markup is a type (`markup::Html`,
-//! whose only constructors escape text; the pages still written as strings escape with `esc`
-//! and are wrapped with `Html::legacy` until they are converted), and every page is served with a strict
+//! whose only constructors escape text: a program's value cannot reach a page unescaped), and
+//! every page is served with a strict
 //! Content-Security-Policy (scripts and styles only from this server's files, no inline code, no
 //! framing), so even an escaping mistake cannot run script. Pages change state only through the
 //! REST API's POST endpoints (from `app.js`), never through a GET. Live updates: `app.js`
@@ -255,21 +255,10 @@ pub fn not_found(what: &str) -> View {
     )
 }
 
-/// Escapes text for HTML element content and quoted attribute values (for the pages not yet
-/// written with [`Html`]).
+/// Escapes text as [`Html::text`] does (for tests that look for an escaped value in a page).
+#[cfg(test)]
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    Html::text(s).into_string()
 }
 
 /// The whole page: head, header with the status line and navigation, then `main`.

@@ -19,7 +19,6 @@
 //! under `/etc` does, or narrow it).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
@@ -27,9 +26,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::markup::{html, markup};
 use super::time;
 use super::tree::call_tree_href;
-use super::{esc, Answer, Html, View};
+use super::{Answer, Html, View};
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::service::{self, Payloads, When};
 use crate::state::Shared;
@@ -207,8 +207,8 @@ pub fn read_source(name: &str, roots: &[PathBuf]) -> Result<String, Unavailable>
 }
 
 /// Lines `from..=to` (1-based, clamped) of `text` with their numbers, `line` highlighted.
-fn lines_html(out: &mut String, text: &str, from: usize, to: usize, line: Option<usize>) {
-    out.push_str("<pre class=\"src\"><code>");
+fn lines_html(out: &mut Html, text: &str, from: usize, to: usize, line: Option<usize>) {
+    out.push_lit("<pre class=\"src\"><code>");
     for (i, l) in text.lines().enumerate() {
         let n = i + 1;
         if n < from {
@@ -217,14 +217,21 @@ fn lines_html(out: &mut String, text: &str, from: usize, to: usize, line: Option
         if n > to {
             break;
         }
-        let hl = if Some(n) == line { " hl" } else { "" };
-        let _ = write!(
+        let hl = if Some(n) == line {
+            Html::lit(" hl")
+        } else {
+            Html::new()
+        };
+        html!(
             out,
-            "<span class=\"line{hl}\" id=\"L{n}\"><span class=\"n\">{n}</span>{}</span>",
-            esc(l)
+            "<span class=\"line{}\" id=\"L{}\"><span class=\"n\">{}</span>{}</span>",
+            hl,
+            n,
+            n,
+            l
         );
     }
-    out.push_str("</code></pre>");
+    out.push_lit("</code></pre>");
 }
 
 /// Whose stack a page shows: a current pause, or a recorded call.
@@ -261,11 +268,11 @@ impl Owner {
     }
 }
 
-/// What the pages show of the owner: title, frames, and the facts and links above them.
+/// What the pages show of the owner: title (text), frames, and the facts and links above them.
 struct Stack {
     method: String,
     frames: Vec<Frame>,
-    meta: String,
+    meta: Html,
     nav: &'static str,
 }
 
@@ -280,20 +287,20 @@ fn load(shared: &Shared, owner: &Owner) -> Option<Stack> {
                 .cloned()
                 .unwrap_or(Value::Null);
             let when = match p.when {
-                When::Before => "<span class=\"badge before\">before the call</span>",
-                When::After => "<span class=\"badge after\">after the call</span>",
+                When::Before => Html::lit("<span class=\"badge before\">before the call</span>"),
+                When::After => Html::lit("<span class=\"badge after\">after the call</span>"),
             };
-            let mut meta = format!("{when} paused {}", time(p.paused_at));
+            let mut meta = markup!("{} paused {}", when, time(p.paused_at));
             if let Some(pid) = d.get("process_pid").filter(|p| !p.is_null()) {
-                let _ = write!(meta, " · process {}", esc(&text(Some(pid))));
+                html!(meta, " · process {}", text(Some(pid)));
             }
-            meta.push_str(" · <a href=\"/\">Paused calls</a>");
+            meta.push_lit(" · <a href=\"/\">Paused calls</a>");
             if let Some(key) = d.get("process_key").and_then(Value::as_str) {
                 let call = d.get("call_id").and_then(Value::as_str);
-                let _ = write!(
+                html!(
                     meta,
                     " · <a href=\"{}\">Call tree</a>",
-                    esc(&call_tree_href(key, call))
+                    call_tree_href(key, call)
                 );
             }
             repl_links(&mut meta, &p.repl_sessions);
@@ -311,18 +318,18 @@ fn load(shared: &Shared, owner: &Owner) -> Option<Stack> {
                 .and_then(|c| c.get("stack_trace"))
                 .cloned()
                 .unwrap_or(Value::Null);
-            let mut meta = String::from("recorded");
+            let mut meta = Html::lit("recorded");
             if let Some(at) = r.get("started_at").and_then(Value::as_f64) {
-                let _ = write!(meta, " {}", time(at));
+                html!(meta, " {}", time(at));
             }
             if let Some(pid) = r.get("process_pid").filter(|p| !p.is_null()) {
-                let _ = write!(meta, " · process {}", esc(&text(Some(pid))));
+                html!(meta, " · process {}", text(Some(pid)));
             }
             if let Some(key) = r.get("process_key").and_then(Value::as_str) {
-                let _ = write!(
+                html!(
                     meta,
                     " · <a href=\"{}\">Call tree</a>",
-                    esc(&call_tree_href(key, Some(id)))
+                    call_tree_href(key, Some(id))
                 );
             }
             let sessions: Vec<String> = r
@@ -346,17 +353,17 @@ fn load(shared: &Shared, owner: &Owner) -> Option<Stack> {
     }
 }
 
-fn repl_links(out: &mut String, sessions: &[String]) {
+fn repl_links(out: &mut Html, sessions: &[String]) {
     if sessions.is_empty() {
         return;
     }
-    out.push_str(" · REPL sessions:");
+    out.push_lit(" · REPL sessions:");
     for s in sessions {
-        let _ = write!(
+        html!(
             out,
             " <a href=\"/repl/{}\"><code>{}</code></a>",
-            esc(&encode_segment(s)),
-            esc(s)
+            encode_segment(s),
+            s
         );
     }
 }
@@ -372,26 +379,26 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
         return Err(path.to_owned());
     }
     let stack = load(shared, &owner).ok_or_else(|| path.to_owned())?;
-    let mut main = format!(
+    let mut main = markup!(
         "<div class=\"bar\"><h1>Call stack of <span class=\"fn\">{}</span></h1></div>\
          <p class=\"meta\">{}</p>",
-        esc(&stack.method),
+        stack.method,
         stack.meta
     );
     if stack.frames.is_empty() {
-        main.push_str("<p class=\"empty\">The client sent no stack trace for this call.</p>");
-        return Ok(View::new("Call stack", stack.nav, Html::legacy(main)));
+        main.push_lit("<p class=\"empty\">The client sent no stack trace for this call.</p>");
+        return Ok(View::new("Call stack", stack.nav, main));
     }
-    main.push_str("<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.</p><ol class=\"stack\" start=\"0\">");
+    main.push_lit("<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.</p><ol class=\"stack\" start=\"0\">");
     let mut files: HashMap<&str, Result<String, Unavailable>> = HashMap::new();
     for (i, f) in stack.frames.iter().enumerate() {
-        let _ = write!(
+        html!(
             main,
             "<li class=\"frame\"><h2><a href=\"{}\"><span class=\"fn\">{}</span></a> \
              <span class=\"loc\">{}</span></h2>",
-            esc(&owner.frame_href(i, f)),
-            esc(&f.function),
-            esc(&f.location())
+            owner.frame_href(i, f),
+            f.function,
+            f.location()
         );
         let source: &Result<String, Unavailable> = files
             .entry(f.filename.as_str())
@@ -408,28 +415,28 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
             }
             (Ok(_), None) | (Err(_), _) => {
                 if let Some(code) = &f.code_context {
-                    let _ = write!(
+                    html!(
                         main,
                         "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
-                        esc(code)
+                        code
                     );
                 }
                 if let Err(why) = source {
-                    let _ = write!(
+                    html!(
                         main,
                         "<p class=\"notice\">Source not shown: {}.</p>",
-                        esc(&why.describe())
+                        why.describe()
                     );
                 }
             }
         }
-        main.push_str("</li>");
+        main.push_lit("</li>");
     }
-    main.push_str("</ol>");
+    main.push_lit("</ol>");
     Ok(View::new(
         format!("Call stack of {}", stack.method),
         stack.nav,
-        Html::legacy(main),
+        main,
     ))
 }
 
@@ -454,53 +461,56 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
             return Err(format!("{path} ({}: {})", f.filename, why.describe()));
         }
     };
-    let mut main = format!(
+    let mut main = markup!(
         "<div class=\"bar\"><h1><span class=\"fn\">{}</span> <span class=\"loc\">{}</span></h1></div>\
-         <p class=\"meta\">Frame {i} of {} in the call stack of <span class=\"fn\">{}</span> · \
+         <p class=\"meta\">Frame {} of {} in the call stack of <span class=\"fn\">{}</span> · \
          <a href=\"{}\">Call stack</a>",
-        esc(&f.function),
-        esc(&f.location()),
+        f.function,
+        f.location(),
+        i,
         stack.frames.len(),
-        esc(&stack.method),
-        esc(&owner.callstack_href()),
+        stack.method,
+        owner.callstack_href(),
     );
     if i > 0 {
-        let _ = write!(
+        html!(
             main,
             " · <a href=\"{}\" rel=\"prev\">Inner frame</a>",
-            esc(&owner.frame_href(i - 1, &stack.frames[i - 1]))
+            owner.frame_href(i - 1, &stack.frames[i - 1])
         );
     }
     if let Some(next) = stack.frames.get(i + 1) {
-        let _ = write!(
+        html!(
             main,
             " · <a href=\"{}\" rel=\"next\">Outer frame</a>",
-            esc(&owner.frame_href(i + 1, next))
+            owner.frame_href(i + 1, next)
         );
     }
-    main.push_str("</p>");
+    main.push_lit("</p>");
     match source {
         Ok(text) => {
             if let Some(line) = f.lineno {
-                let _ = write!(
+                html!(
                     main,
-                    "<p class=\"hint\"><a href=\"#L{line}\">Go to line {line}</a></p>"
+                    "<p class=\"hint\"><a href=\"#L{}\">Go to line {}</a></p>",
+                    line,
+                    line
                 );
             }
             lines_html(&mut main, &text, 1, usize::MAX, f.lineno);
         }
         Err(why) => {
-            let _ = write!(
+            html!(
                 main,
                 "<p class=\"notice\">{} is not shown: {}.</p>",
-                esc(&f.filename),
-                esc(&why.describe())
+                f.filename,
+                why.describe()
             );
             if let Some(code) = &f.code_context {
-                let _ = write!(
+                html!(
                     main,
                     "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
-                    esc(code)
+                    code
                 );
             }
         }
@@ -508,7 +518,7 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
     Ok(View::new(
         format!("{} · {}", f.function, f.location()),
         stack.nav,
-        Html::legacy(main),
+        main,
     ))
 }
 
