@@ -419,6 +419,7 @@ check("paused: the card of a new pause appears without a reload", async (t) => {
   }
   const status = await page.locator("#status").innerText();
   assert(/\b1 paused\b/.test(status), `the status line says "${status}"`);
+  await waitFor(async () => /^\(1 paused\) Paused/.test(await page.title()), { what: "the title to say (1 paused)" });
   await t.shot(page, "paused-before");
   assert(demo.lines().length === 0, `the demo went on: ${demo.stdout()}`);
 });
@@ -1359,6 +1360,52 @@ check("live: the page reconnects after the server restarts", async (t) => {
   await pageLive(page);
   t.demo(second);
   await cardShown(page, pauseCard(page, "add", "before"), "add (before) after the restart");
+});
+
+check("live: a new pause is on screen within 250 ms (p99) while another program makes calls", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server);
+  await pageLive(page);
+  await server.api("POST", "/api/breakpoints", { function_name: "watched" });
+  const call = (method, pid) => ({ method_name: method, args: [], kwargs: {},
+    call_site: { timestamp: Date.now() / 1000 }, process_pid: pid, process_start_time: 5 });
+  // The other program: calls of an unwatched function, back to back on four connections.
+  let stop = false;
+  let made = 0;
+  const noise = async () => {
+    while (!stop) {
+      const started = await server.api("POST", "/api/call/start", call("noise", 77));
+      await server.api("POST", "/api/call/complete", { call_id: started.call_id,
+        timestamp: Date.now() / 1000, status: "success", process_pid: 77, process_start_time: 5 });
+      made += 1;
+    }
+  };
+  const loops = [noise(), noise(), noise(), noise()];
+  const began = Date.now();
+  const delays = [];
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    for (let k = 0; k < 20; k++) {
+      const at = Date.now();
+      const action = await server.api("POST", "/api/call/start", call("watched", 88));
+      assert(action.action === "poll", `the watched call was not paused: ${JSON.stringify(action)}`);
+      const id = action.poll_url.split("/").pop();
+      await page.locator(`${CARD}[data-pause-id="${id}"]`).waitFor({ state: "visible", timeout: DEADLINE_MS });
+      delays.push(Date.now() - at);
+      await resume(server, { id });
+      await cardGone(page, id);
+    }
+  } finally {
+    stop = true;
+    await Promise.all(loops);
+  }
+  const rate = made / ((Date.now() - began) / 1000);
+  delays.sort((a, b) => a - b);
+  const p50 = delays[Math.floor(delays.length / 2)];
+  const p99 = delays[Math.min(delays.length - 1, Math.ceil(delays.length * 0.99) - 1)];
+  const note = `pause to card p50 ${p50} ms, p99 ${p99} ms over ${delays.length} pauses, the other program at ${Math.round(rate)} calls/s`;
+  assert(p99 < 250, note);
+  return note;
 });
 
 check("paused: a narrow window (480 px) shows the cards without sideways scrolling", async (t) => {

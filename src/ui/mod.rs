@@ -264,16 +264,25 @@ pub fn esc(s: &str) -> String {
 /// The whole page: head, header with the status line and navigation, then `main`.
 fn layout(shared: &Shared, view: &View) -> Html {
     let status = shared_status(shared);
+    // Every page's title says how many calls are paused (`app.js` keeps it current).
+    let title = format!("{} · cideldill", view.title);
+    let paused = crate::service::server_status(shared).paused;
+    let shown_title = if paused > 0 {
+        format!("({paused} paused) {title}")
+    } else {
+        title.clone()
+    };
     let mut out = Html::with_capacity(view.main.len() + 2048);
     html!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · cideldill</title><link rel=\"icon\" href=\"/ui/icon.svg\"><link rel=\"stylesheet\" href=\"/ui/app.css\">\
+         <title>{}</title><link rel=\"icon\" href=\"/ui/icon.svg\"><link rel=\"stylesheet\" href=\"/ui/app.css\">\
          <script src=\"/ui/app.js\" defer></script></head>\
-         <body data-page=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>",
-        view.title,
+         <body data-page=\"{}\" data-title=\"{}\"><header><nav><a class=\"brand\" href=\"/\">cideldill</a>",
+        shown_title,
         view.nav,
+        title,
     );
     for (path, label) in NAV {
         let current = if *path == view.nav {
@@ -283,15 +292,30 @@ fn layout(shared: &Shared, view: &View) -> Html {
         };
         html!(out, "<a href=\"{}\"{}>{}</a>", path, current, label);
     }
+    let events = page_events(view.nav).map(|e| markup!(" data-events=\"{}\"", e));
     html!(
         out,
         "</nav><p class=\"status\" id=\"status\">{}</p>\
-         <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\">{}</main>\
+         <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\"{}>{}</main>\
          </body></html>\n",
         status,
+        events,
         view.main
     );
     out
+}
+
+/// The events a page shows something of, when not every event (`app.js` refreshes the page
+/// only for these): the Paused page shows pauses, the log, the origins asking, REPL sessions
+/// and what the actions offer, not the calls that complete meanwhile.
+fn page_events(nav: &str) -> Option<&'static str> {
+    match nav {
+        "/" => Some(
+            "execution_paused execution_resumed log origins_changed repl_session \
+             breakpoints_changed functions_changed",
+        ),
+        _ => None,
+    }
 }
 
 /// The status line (text): breakpoints, paused calls, recorded calls, external servers, agents.

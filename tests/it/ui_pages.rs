@@ -328,3 +328,30 @@ fn the_original_servers_ui_addresses_are_served() {
     assert!(history.contains("has no breakpoint now") && history.contains(&entry));
     assert_eq!(page(&c, "/breakpoint/f/history/no-such-record").0, 404);
 }
+
+#[test]
+fn every_page_title_says_how_many_calls_are_paused() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let calm = ok_page(&c, "/calls");
+    assert!(calm.contains("<title>Calls · cideldill</title>"), "{calm}");
+    c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
+    pause(&c, "add", vec![]);
+    for (path, title) in [
+        ("/", "Paused"),
+        ("/calls", "Calls"),
+        ("/breakpoints", "Breakpoints"),
+        ("/call-tree", "Call trees"),
+    ] {
+        let html = ok_page(&c, path);
+        let want = format!("<title>(1 paused) {title} · cideldill</title>");
+        assert!(html.contains(&want), "{path}: no {want}");
+        assert!(
+            html.contains(&format!("data-title=\"{title} · cideldill\"")),
+            "{path}"
+        );
+    }
+    // The Paused page refreshes only for the events it shows.
+    assert!(ok_page(&c, "/").contains("data-events=\"execution_paused "));
+    assert!(!ok_page(&c, "/calls").contains("data-events="));
+}

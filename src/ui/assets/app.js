@@ -167,7 +167,12 @@ async function refresh(saved) {
     return;
   }
   const status = doc.getElementById("frag-status");
-  if (status) statusLine.textContent = status.textContent;
+  if (status) {
+    statusLine.textContent = status.textContent;
+    const paused = /(\d+) paused/.exec(status.textContent);
+    const n = paused ? Number(paused[1]) : 0;
+    document.title = (n > 0 ? "(" + n + " paused) " : "") + document.body.dataset.title;
+  }
   const stick = scrolls(regions);
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
@@ -190,10 +195,27 @@ function settle() {
   if (all) all.disabled = !main.querySelector("[data-pause-id]");
 }
 
+// A refresh runs at most 80 ms after the first event that asks for it, however many follow
+// (a timer restarted by every event never fired while another program kept calling), and
+// never two at once: events during one ask for one more after it.
+let refreshing = false;
+let again = false;
 function schedule() {
-  clearTimeout(timer);
-  timer = setTimeout(refresh, 80);
+  if (timer) return;
+  timer = setTimeout(async () => {
+    timer = null;
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    try { await refresh(); } finally {
+      refreshing = false;
+      if (again) { again = false; schedule(); }
+    }
+  }, 80);
 }
+
+// The events this page shows something of (`data-events` on <main>; all when absent): the
+// others cost it nothing.
+const concerns = main.dataset.events ? new Set(main.dataset.events.split(" ")) : null;
 
 main.addEventListener("focusout", () => { if (pending) setTimeout(schedule, 0); });
 main.addEventListener("toggle", () => { if (pending && !openDetails()) schedule(); }, true);
@@ -204,7 +226,7 @@ main.addEventListener("toggle", () => { if (pending && !openDetails()) schedule(
 function onStream(msg) {
   if (msg.state === "live") { live.textContent = "live"; schedule(); }
   else if (msg.state === "reconnecting") { live.textContent = "reconnecting…"; }
-  else if (msg.event) { schedule(); }
+  else if (msg.event && (!concerns || concerns.has(msg.event) || msg.event === "resync")) { schedule(); }
 }
 
 function connect() {
