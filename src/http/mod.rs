@@ -723,13 +723,30 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
             log::debug!("http: {method} {url} (export) in {:.1} ms", ms());
         }
         Decision::Route { checked } => {
+            let browsing = matches!(method.as_str(), "GET" | "HEAD")
+                && crate::ui::wants_html(head.accept.as_deref())
+                && !head.path.starts_with("/api/");
+            let path = head.path.clone();
             let body = read_body(&mut rq, shared.config.max_body_bytes);
             // A body refused unread (over the cap) is not read to its end: the connection
             // closes after the answer.
             let close = body.is_err();
-            let (reply, mut grant) = route(shared, head, body, checked);
+            let (mut reply, mut grant) = route(shared, head, body, checked);
             if close {
                 grant.push(("Connection", "close".to_owned()));
+            }
+            if reply.status == 404 && browsing {
+                // A browser gets the 404 page, not the JSON error.
+                let page = crate::ui::not_found_page(shared, &path);
+                reply = Reply {
+                    status: page.status,
+                    content_type: page.content_type,
+                    body: page.body.into_bytes(),
+                    headers: crate::ui::headers()
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                };
             }
             let status = reply.status;
             send(rq, reply, &grant);

@@ -206,6 +206,12 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
     Some(render(shared, answer, fragment))
 }
 
+/// The 404 page for `path` (a browser asking for something that is neither a page nor an
+/// endpoint gets this rather than the JSON error).
+pub fn not_found_page(shared: &Shared, path: &str) -> Page {
+    render(shared, Err(percent_decode(path)), false)
+}
+
 /// `/docs`: the REST endpoints the HTTP face lists from its route table, as a page.
 pub fn api_docs(shared: &Shared, rows: &[ApiRow], query: &[(String, String)]) -> Page {
     let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");

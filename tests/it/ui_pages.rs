@@ -355,3 +355,33 @@ fn every_page_title_says_how_many_calls_are_paused() {
     assert!(ok_page(&c, "/").contains("data-events=\"execution_paused "));
     assert!(!ok_page(&c, "/calls").contains("data-events="));
 }
+
+#[test]
+fn a_browser_gets_the_404_page_for_any_unknown_address() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    for path in [
+        "/nope",
+        "/nope/deeper?x=1",
+        "/breakpoint",
+        "/%3Cimg%20src%3Dx%3E",
+    ] {
+        let (status, html) = page(&c, path);
+        assert_eq!(status, 404, "{path}");
+        assert!(html.contains("<h1>Not found</h1>"), "{path}: {html}");
+    }
+    // Scripts still get the JSON error, and so does a browser under /api/.
+    let r = c.get("/nope");
+    assert_eq!(r.status, 404);
+    assert!(r.json()["error"].is_string(), "{:?}", r.text());
+    let req = format!(
+        "GET /api/nope HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/html\r\nConnection: close\r\n\r\n",
+        c.port
+    );
+    let r = c.raw(req.as_bytes());
+    assert_eq!(r.status, 404);
+    assert!(r
+        .header("Content-Type")
+        .unwrap_or("")
+        .starts_with("application/json"));
+}
