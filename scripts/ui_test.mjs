@@ -1408,6 +1408,32 @@ check("live: a new pause is on screen within 250 ms (p99) while another program 
   return note;
 });
 
+check("dark: every page follows the system's dark theme", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/", { context: { colorScheme: "dark" } });
+  await pageLive(page);
+  t.demo(server);
+  await cardShown(page, pauseCard(page, "add", "before"), "add (before)");
+  // Luminance of a computed color: the background dark, the text light.
+  const luminance = (c) => {
+    const [r, g, b] = c.match(/\d+/g).slice(0, 3).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+  };
+  for (const [where, name] of [["/", "dark-paused"], ["/calls", "dark-calls"], ["/breakpoints", "dark-breakpoints"], ["/call-tree", "dark-call-tree"]]) {
+    if (where !== "/") await page.goto(server.url + where);
+    const [bg, fg, card] = await page.evaluate(() => {
+      const style = (el) => el && getComputedStyle(el);
+      const body = style(document.body);
+      const c = style(document.querySelector("article.card, table, header"));
+      return [body.backgroundColor, body.color, c.backgroundColor];
+    });
+    assert(luminance(bg) < 0.2, `${where}: background ${bg} is not dark`);
+    assert(luminance(fg) > 0.7, `${where}: text ${fg} is not light`);
+    assert(luminance(card) < 0.3 || card === "rgba(0, 0, 0, 0)", `${where}: a panel is ${card}`);
+    await t.shot(page, name);
+  }
+});
+
 check("paused: a narrow window (480 px) shows the cards without sideways scrolling", async (t) => {
   const server = await t.server();
   const page = await t.page(server, "/", { context: { viewport: { width: 480, height: 900 } } });
