@@ -1552,6 +1552,35 @@ function markedError(error) {
 
 const ODD_EARLY = 'kwargs["label"].startswith("item-00") and args[0] % 2 == 1';
 
+check("breakpoints: arrow keys on a behavior choice send nothing until Enter", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/breakpoints");
+  await pageLive(page);
+  await server.api("POST", "/api/breakpoints", { function_name: "arrowed" });
+  const select = page.locator('select[aria-label="Before arrowed"]');
+  await select.waitFor();
+  const posts = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && /\/api\/breakpoints\/arrowed\/behavior$/.test(r.url())) posts.push(r.postData());
+  });
+  const before = await select.inputValue();
+  // The page settles first (the new row came with a refresh); `yield` is the last choice.
+  await new Promise((r) => setTimeout(r, 300));
+  await select.press("ArrowUp");
+  await select.press("ArrowUp");
+  await new Promise((r) => setTimeout(r, 500));
+  assert(posts.length === 0, `the arrow keys sent ${posts.length} changes: ${posts.join(", ")}`);
+  const chosen = await select.inputValue();
+  assert(chosen !== before, `the arrow keys did not move the choice (still ${before})`);
+  await page.keyboard.press("Enter");
+  await waitFor(() => posts.length === 1, { what: "one change sent on Enter" });
+  assert(JSON.parse(posts[0]).behavior === chosen, `sent ${posts[0]}, chosen ${chosen}`);
+  await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_behaviors.arrowed === chosen,
+    { what: `the breakpoint's behavior to become ${chosen}` });
+  await new Promise((r) => setTimeout(r, 300));
+  assert(posts.length === 1, `${posts.length} changes were sent: ${posts.join(", ")}`);
+});
+
 check("breakpoints: a bad condition shows the server's error at its position beside the field; a good one is saved", async (t) => {
   const server = await t.server();
   const page = await t.page(server, "/breakpoints");

@@ -441,9 +441,38 @@ document.addEventListener("submit", (ev) => {
   submitForm(form);
 });
 
+// A choice applies at once when made with the pointer. Arrow keys on a closed select pass
+// through every value on the way: those apply only on Enter or when the select loses the
+// focus, so that a live program gets the one value chosen, not each one passed.
+let keyed = null;
+document.addEventListener("keydown", (ev) => {
+  const el = ev.target;
+  if (!el.matches || !el.matches("select[data-submit]")) return;
+  if (ev.key === "Enter") {
+    if (el.dataset.keyed) {
+      delete el.dataset.keyed;
+      const form = el.closest("form[data-api]");
+      if (form) submitForm(form);
+    }
+    ev.preventDefault();
+  } else if (ev.key !== "Tab") {
+    keyed = el;
+  }
+}, true);
+document.addEventListener("keyup", () => { keyed = null; }, true);
+document.addEventListener("focusout", (ev) => {
+  const el = ev.target;
+  if (el.matches && el.matches("select[data-submit]") && el.dataset.keyed) {
+    delete el.dataset.keyed;
+    const form = el.closest("form[data-api]");
+    if (form) submitForm(form);
+  }
+}, true);
+
 document.addEventListener("change", (ev) => {
   const el = ev.target;
   if (el.matches && el.matches('select[data-submit], input[type="checkbox"][data-submit]')) {
+    if (el === keyed) { el.dataset.keyed = "1"; return; }
     const form = el.closest("form[data-api]");
     if (form) submitForm(form);
   }
