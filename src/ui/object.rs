@@ -31,7 +31,7 @@ pub fn page(shared: &Shared, cid: &str) -> Answer {
     );
     html!(
         out,
-        "<h2>Value</h2><pre class=\"value fold\">{}</pre>",
+        "<h2>Value</h2><pre class=\"value fold\" tabindex=\"0\">{}</pre>",
         pretty_value(&obj.value)
     );
     out.push_lit("<h2>Structure</h2><div class=\"tree\">");

@@ -130,7 +130,7 @@ fn log_html(shared: &Shared) -> Html {
     };
     let mut out = markup!(
         "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{}, newest last</span></div>\
-         <ol class=\"log-lines\" data-stick=\"bottom\">",
+         <ol class=\"log-lines\" data-stick=\"bottom\" tabindex=\"0\" aria-label=\"Lines written by logpoints\">",
         what
     );
     for l in &log.lines {

@@ -39,7 +39,7 @@ pub fn session(shared: &Shared, session_id: &str) -> Answer {
 
 /// What was evaluated and answered, oldest first.
 fn transcript(s: &Value) -> Html {
-    let mut out = Html::lit("<ol class=\"transcript\">");
+    let mut out = Html::lit("<ol class=\"transcript\" tabindex=\"0\" aria-label=\"Transcript\">");
     let entries = s["transcript"].as_array().map_or(&[][..], Vec::as_slice);
     for e in entries {
         let is_error = e["is_error"].as_bool().unwrap_or(false);

@@ -168,12 +168,12 @@ fn tools(out: &mut Html, shared: &Shared, server: &str) {
         html!(
             out,
             "<details class=\"tool\"><summary><code>{}</code> <span class=\"hint\">{}</span></summary>\
-             <details class=\"schema\"><summary>Input schema</summary><pre class=\"value fold\">{}</pre></details>\
+             <details class=\"schema\"><summary>Input schema</summary><pre class=\"value fold\" tabindex=\"0\">{}</pre></details>\
              <form data-api=\"/api/mcp-tools/call\" data-then=\"show:{}\" data-busy=\"Calling…\">\
              <input type=\"hidden\" name=\"tool\" value=\"{}\">\
              <label>Arguments (JSON object) <textarea name=\"arguments\" rows=\"3\" data-json>{}</textarea></label>\
              <button type=\"submit\">Call</button><p class=\"error\" role=\"alert\"></p></form>\
-             <pre class=\"value fold\" id=\"{}\" hidden></pre></details>",
+             <pre class=\"value fold\" id=\"{}\" tabindex=\"0\" hidden></pre></details>",
             original,
             first_line(t["description"].as_str().unwrap_or("")),
             serde_json::to_string_pretty(&schema).unwrap_or_default(),

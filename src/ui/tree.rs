@@ -434,7 +434,7 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     html!(
         main,
         "<nav class=\"stepper\" id=\"tree-stepper\" data-live aria-label=\"Step through the calls\">{}</nav>\
-         <div class=\"tree-cols\"><section class=\"tree-pane\" id=\"tree-nodes\" data-live>{}</section>\
+         <div class=\"tree-cols\"><section class=\"tree-pane\" id=\"tree-nodes\" data-live tabindex=\"0\" aria-label=\"Calls\">{}</section>\
          <aside class=\"details\" id=\"tree-details\" data-live>{}</aside></div>",
         stepper(&tree),
         nodes(&tree),

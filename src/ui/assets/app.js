@@ -544,6 +544,8 @@ function localTimes() {
 
 tick();
 localTimes();
+// Lists that keep to their newest line start there.
+for (const list of main.querySelectorAll('[data-stick="bottom"]')) list.scrollTop = list.scrollHeight;
 settle();
 scrolls([main])();
 setInterval(tick, 1000);
