@@ -488,15 +488,7 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
             crate::ui::serve(shared, path, &head.query)
         };
         if let Some(page) = page {
-            return Decision::Answer(Reply {
-                status: page.status,
-                content_type: page.content_type,
-                body: page.body.into_bytes(),
-                headers: crate::ui::headers()
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-            });
+            return Decision::Answer(page_reply(page));
         }
     }
     if matches!(method, "GET" | "HEAD") && path == debug_client::PATH {
@@ -509,6 +501,19 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
         return Decision::Export(cors(Access::Guarded, head.origin.as_deref()));
     }
     Decision::Route { checked }
+}
+
+/// A page of the web UI as an answer, with the headers every UI answer carries.
+fn page_reply(page: crate::ui::Page) -> Reply {
+    Reply {
+        status: page.status,
+        content_type: page.content_type,
+        body: page.body.into_bytes(),
+        headers: crate::ui::headers()
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+    }
 }
 
 /// Whether a page of `origin` may use the browser-client endpoints: the server's own origins,
@@ -737,16 +742,7 @@ fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny
             }
             if reply.status == 404 && browsing {
                 // A browser gets the 404 page, not the JSON error.
-                let page = crate::ui::not_found_page(shared, &path);
-                reply = Reply {
-                    status: page.status,
-                    content_type: page.content_type,
-                    body: page.body.into_bytes(),
-                    headers: crate::ui::headers()
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                };
+                reply = page_reply(crate::ui::not_found_page(shared, &path));
             }
             let status = reply.status;
             send(rq, reply, &grant);
