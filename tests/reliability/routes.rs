@@ -441,7 +441,19 @@ fn judge(req: &Hostile, outcome: &Outcome) -> Option<(&'static str, String)> {
             .header("Content-Type")
             .is_some_and(|c| c.starts_with("text/html"));
         let page = is_page(&req.target) && matches!(req.method.as_str(), "GET" | "get");
-        if !(error_member || (html && page)) {
+        // A browser (one that accepts HTML) asking for an unknown address outside /api/ gets
+        // the Not found page rather than the JSON error.
+        let accepts_html = req
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("accept") && v.contains("text/html"));
+        let browser_404 = html
+            && x.status == 404
+            && accepts_html
+            && req.method.eq_ignore_ascii_case("GET")
+            && !req.target.starts_with("/api/")
+            && text.contains("<h1>Not found</h1>");
+        if !(error_member || (html && page) || browser_404) {
             return Some((
                 "4xx without a JSON error",
                 format!(
