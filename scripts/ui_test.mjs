@@ -1783,6 +1783,25 @@ check("call tree: the finished demo's calls are there, with the details of one",
   await t.shot(functions, "functions");
 });
 
+check("mcp servers: Connect a server with the form's default choices connects it", async (t) => {
+  const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
+  const server = await t.server();
+  const page = await t.page(server, "/mcp-servers");
+  await pageLive(page);
+  const form = page.locator('form[data-api="/api/mcp-clients/connect"]');
+  await page.locator("details.panel > summary", { hasText: "Connect a server" }).click();
+  await form.locator('input[name="name"]').fill("formfx");
+  await form.locator('input[name="command"]').fill(fixture);
+  await form.getByRole("button", { name: "Connect" }).click();
+  await waitFor(async () => {
+    const err = (await form.locator(".error").textContent()) || "";
+    assert(!err.trim(), `the form says: ${err}`);
+    const c = (await server.api("GET", "/api/mcp-clients")).clients.formfx;
+    return c && c.status === "connected";
+  }, { what: "the server connected through the form" });
+  await page.locator("article.server", { hasText: "formfx" }).locator(".badge", { hasText: "connected" }).waitFor();
+});
+
 check("mcp servers: call an external tool from the page, disconnect and reconnect live", async (t) => {
   const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
   const server = await t.server({ args: ["--mcp-client", `fx:${fixture}`] });

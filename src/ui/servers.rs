@@ -34,10 +34,10 @@ pub fn page(shared: &Shared) -> View {
 const CONNECT_FORM: &str = "<details class=\"panel\"><summary>Connect a server</summary>\
     <form class=\"inline\" data-api=\"/api/mcp-clients/connect\" data-then=\"refresh\" data-reset>\
     <label>Name <input name=\"name\" required placeholder=\"files\"></label>\
-    <label>Command (stdio) <input name=\"command\" placeholder=\"npx\"></label>\
+    <label>Command (stdio) <input name=\"command\" data-optional placeholder=\"npx\"></label>\
     <label>Arguments (JSON list) <input name=\"args\" data-json data-optional placeholder='[\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/tmp\"]'></label>\
-    <label>or URL <input name=\"url\" type=\"url\" placeholder=\"http://127.0.0.1:8000/mcp\"></label>\
-    <label>Transport <select name=\"transport\"><option value=\"\">from command or URL</option>\
+    <label>or URL <input name=\"url\" type=\"url\" data-optional placeholder=\"http://127.0.0.1:8000/mcp\"></label>\
+    <label>Transport <select name=\"transport\" data-optional><option value=\"\">from command or URL</option>\
     <option>stdio</option><option value=\"http\">Streamable HTTP</option><option value=\"sse\">legacy SSE</option>\
     <option value=\"auto\">auto (HTTP, then SSE)</option></select></label>\
     <button type=\"submit\">Connect</button><p class=\"hint\">Not saved: the server is forgotten when \
@@ -135,11 +135,18 @@ fn servers(shared: &Shared, clients: &Value) -> Html {
         } else {
             Html::new()
         };
+        // Reconnecting is the main action only of a server that is down.
+        let reconnect_class = if status == "connected" || status == "connecting" {
+            Html::lit(" class=\"quiet\"")
+        } else {
+            Html::new()
+        };
         html!(
             out,
             "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{}/reconnect\">\
-             <button type=\"submit\">Reconnect</button></form>{}</div><p class=\"error\" role=\"alert\"></p>",
+             <button type=\"submit\"{}>Reconnect</button></form>{}</div><p class=\"error\" role=\"alert\"></p>",
             seg,
+            reconnect_class,
             disconnect
         );
         if status == "connected" {
