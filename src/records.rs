@@ -66,6 +66,22 @@ const TAG_EXTERNAL: u8 = 1;
 /// the server's own calls to external MCP servers (`"source": "mcp_client"` in the record).
 pub const SOURCES: [&str; 2] = ["program", "mcp_client"];
 
+/// The method names of the client's own events: its registration of each `with_debug` target,
+/// and the attribute probe its proxies make on every call of a function that has no alias
+/// (`getattr(target, "_cideldill_alias_name", None)`), which a proxy reports as a failed
+/// attribute lookup. They are what the client sent and are kept, but they are not the
+/// program's calls or exceptions: lists hide them unless asked. Exact names, so that the
+/// on-disk index (which holds a hash of the method name) decides them without reading records.
+pub const CLIENT_EVENT_METHODS: [&str; 2] = [
+    "with_debug.register",
+    "__getattr__('_cideldill_alias_name')",
+];
+
+/// Whether a method name is one of the client's own events ([`CLIENT_EVENT_METHODS`]).
+pub fn is_client_event(method: &str) -> bool {
+    CLIENT_EVENT_METHODS.contains(&method)
+}
+
 /// A call id: ours are server time, a counter and 128 random bits
 /// (`"%.6f-%03d-<32 hex digits>"`), kept as numbers: the random part makes a call id
 /// unguessable, so that only the client the server told it to can complete the call. Ids of
@@ -1024,6 +1040,11 @@ impl Record {
             Record::Event(e) => &e.method,
             Record::Other(v) => v.get("method_name").and_then(Value::as_str).unwrap_or(""),
         }
+    }
+
+    /// Whether this is one of the client's own events (see [`CLIENT_EVENT_METHODS`]).
+    pub fn is_client_event(&self) -> bool {
+        is_client_event(self.method_name())
     }
 
     pub fn status(&self) -> Option<&str> {
