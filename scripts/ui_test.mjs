@@ -1876,6 +1876,81 @@ check("source: the call site of a card opens its call stack, and a frame its sou
   await t.shot(history, "breakpoint-history");
 });
 
+// ---------------------------------------------------------------------------------------
+// Checks: every page, for everyone
+
+const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const SIZES = { desktop: { width: 1400, height: 900 }, phone: { width: 390, height: 844 } };
+
+/**
+ * A session with something on every page: the demo paused at add (its card, a REPL session
+ * with an answer), a com-error, the demo's finished first run's calls and objects. Answers
+ * the pages to visit, by name.
+ */
+async function everyPage(t) {
+  const { server, page, id } = await demoPausedAtAdd(t);
+  const session = (await server.api("POST", "/api/repl/start", { pause_id: id })).session_id;
+  await server.api("POST", `/api/repl/${session}/eval`, { expr: "6 * 7" });
+  await server.api("POST", "/api/report-com-error", { summary: "POST /api/call/start failed: connection refused",
+    method: "POST", path: "/api/call/start", process_pid: 4242, exception_type: "ConnectionRefusedError",
+    exception_message: "[Errno 111] Connection refused", timestamp: Date.now() / 1000 });
+  const site = await page.locator(`${CARD}[data-pause-id="${id}"] a.site`).getAttribute("href");
+  const processes = await t.page(server, "/call-tree");
+  const tree = await processes.locator("table a").first().getAttribute("href");
+  const paused = (await server.api("GET", "/api/paused")).paused;
+  const cid = paused.map((p) => p.call_data.args?.[0]?.cid).find(Boolean);
+  assert(cid, `no paused call's argument has a CID: ${JSON.stringify(paused).slice(0, 300)}`);
+  await processes.close();
+  return {
+    paused: "/", breakpoints: "/breakpoints", calls: "/calls", "call-tree": "/call-tree", process: tree,
+    repls: "/repls", repl: `/repl/${encodeURIComponent(session)}`, "mcp-servers": "/mcp-servers",
+    functions: "/functions", errors: "/com-errors", objects: "/objects", object: `/object/${cid}`,
+    callstack: site, frame: `/frame/${encodeURIComponent(id)}/0`, history: "/breakpoint/add/history",
+    "repl-help": "/repl-help", "not-found": "/nope",
+  };
+}
+
+/** The serious and critical axe violations of the page as it is, one line each. */
+async function axeViolations(page) {
+  await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  return found;
+}
+
+/** Every page in one theme: 0 serious or critical axe violations at desktop and phone size,
+ *  no sideways scrolling on a phone, a screenshot of each. */
+function everyPageIn(scheme) {
+  return async (t) => {
+    const pages = await everyPage(t);
+    const page = await t.page(null, "/", { context: { colorScheme: scheme }, fresh: true });
+    const problems = [];
+    let looked = 0;
+    for (const [size, viewport] of Object.entries(SIZES)) {
+      await page.setViewportSize(viewport);
+      for (const [name, where] of Object.entries(pages)) {
+        await page.goto(t.servers[0].url + where);
+        await page.locator("main").waitFor();
+        for (const v of await axeViolations(page)) problems.push(`${name} ${size}: ${v}`);
+        if (size === "phone") {
+          const w = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+          if (w[0] > w[1]) problems.push(`${name} phone: the page is ${w[0]} px wide in a ${w[1]} px window`);
+        }
+        await t.shot(page, `page-${name}-${scheme}-${size}`);
+        looked += 1;
+      }
+    }
+    assert(!problems.length, `${problems.length} problems:\n  ${problems.join("\n  ")}`);
+    return `${looked} page views, 0 serious or critical axe violations, no sideways scrolling on a phone`;
+  };
+}
+
+check("every page: accessible and phone-sized in the light theme", everyPageIn("light"));
+check("every page: accessible and phone-sized in the dark theme", everyPageIn("dark"));
+
 async function runCheck({ name, fn }) {
   const t = makeContext();
   const started = Date.now();

@@ -9,6 +9,8 @@
 #                         when /usr/bin/chromium is missing
 #        playwright-core  @1.64.1 from npm into <repo>/.cache/ui/ (no browser download:
 #                         playwright-core drives the system Chromium)
+#        axe-core         @4.14.1 from npm into the same place: the accessibility rules the
+#                         "every page" checks run in each page
 #   2. Builds target/debug/cideldill-server if it is missing (cargo build --quiet).
 #   3. Runs `node scripts/ui_test.mjs` under `timeout 300`. Every check starts its own
 #      server (--memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside a
@@ -38,6 +40,7 @@ CHROMIUM=${CIDELDILL_CHROMIUM:-/usr/bin/chromium}
 RUN_TIMEOUT=${UI_TIMEOUT:-300}
 INSTALL_TIMEOUT=600
 PLAYWRIGHT=1.64.1
+AXE=4.14.1
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-ui.XXXXXX")
 
@@ -86,16 +89,17 @@ if [ ! -x "$CHROMIUM" ]; then
         give_up "install chromium (apt-get install -y chromium)"
 fi
 
-PW_PKG=$CACHE/node_modules/playwright-core/package.json
-playwright_installed() {
-    [ -f "$PW_PKG" ] && grep -q "\"version\": *\"$PLAYWRIGHT\"" "$PW_PKG"
+# Whether the npm package $1 is installed in the cache at version $2.
+installed() {
+    grep -q "\"version\": *\"$2\"" "$CACHE/node_modules/$1/package.json" 2>/dev/null
 }
-if ! playwright_installed; then
-    echo "ui: installing playwright-core@$PLAYWRIGHT into $CACHE" >&2
+if ! installed playwright-core "$PLAYWRIGHT" || ! installed axe-core "$AXE"; then
+    echo "ui: installing playwright-core@$PLAYWRIGHT and axe-core@$AXE into $CACHE" >&2
     mkdir -p "$CACHE"
     timeout "$INSTALL_TIMEOUT" npm install --prefix "$CACHE" --no-audit --no-fund \
-        "playwright-core@$PLAYWRIGHT" >&2 || true
-    playwright_installed || give_up "install playwright-core@$PLAYWRIGHT"
+        "playwright-core@$PLAYWRIGHT" "axe-core@$AXE" >&2 || true
+    installed playwright-core "$PLAYWRIGHT" || give_up "install playwright-core@$PLAYWRIGHT"
+    installed axe-core "$AXE" || give_up "install axe-core@$AXE"
 fi
 
 # ---------------------------------------------------------------------------------------

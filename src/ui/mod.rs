@@ -11,6 +11,7 @@
 mod breakpoints;
 mod calls;
 mod compat;
+mod highlight;
 pub use compat::ApiRow;
 mod lists;
 pub(crate) mod markup;

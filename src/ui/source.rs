@@ -26,6 +26,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::highlight::{Highlighter, Lang};
 use super::markup::{html, markup};
 use super::time;
 use super::tree::call_tree_href;
@@ -61,6 +62,24 @@ impl Frame {
     /// The URL fragment of its line on a frame page.
     pub fn anchor(&self) -> String {
         self.lineno.map(|n| format!("#L{n}")).unwrap_or_default()
+    }
+}
+
+/// Whose code a frame runs when it is not the program's own: the debug client's (its Python
+/// package `cideldill_client`, or the browser client's script) or an installed library's or
+/// the Python runtime's. The call-stack page folds those frames ("just my code").
+pub fn library_frame(f: &Frame) -> Option<&'static str> {
+    let name = f.filename.as_str();
+    if name.contains("/cideldill_client/") || name.ends_with("/debug-client.js") {
+        Some("the debug client")
+    } else if name.contains("/site-packages/")
+        || name.contains("/dist-packages/")
+        || name.starts_with("<frozen ")
+        || name.contains("/lib/python3")
+    {
+        Some("a library")
+    } else {
+        None
     }
 }
 
@@ -206,12 +225,23 @@ pub fn read_source(name: &str, roots: &[PathBuf]) -> Result<String, Unavailable>
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Lines `from..=to` (1-based, clamped) of `text` with their numbers, `line` highlighted.
-fn lines_html(out: &mut Html, text: &str, from: usize, to: usize, line: Option<usize>) {
-    out.push_lit("<pre class=\"src\"><code>");
+/// Lines `from..=to` (1-based, clamped) of `text` with their numbers, `line` highlighted,
+/// the code marked by its language (by the file's name). The block scrolls sideways on its
+/// own, so it takes the focus (a keyboard scrolls it too).
+fn lines_html(
+    out: &mut Html,
+    filename: &str,
+    text: &str,
+    from: usize,
+    to: usize,
+    line: Option<usize>,
+) {
+    out.push_lit("<pre class=\"src\" tabindex=\"0\"><code>");
+    let mut marks = Highlighter::new(Lang::of(filename));
     for (i, l) in text.lines().enumerate() {
         let n = i + 1;
         if n < from {
+            marks.skip(l);
             continue;
         }
         if n > to {
@@ -222,13 +252,15 @@ fn lines_html(out: &mut Html, text: &str, from: usize, to: usize, line: Option<u
         } else {
             Html::new()
         };
+        let mut code = Html::new();
+        marks.line(&mut code, l);
         html!(
             out,
             "<span class=\"line{}\" id=\"L{}\"><span class=\"n\">{}</span>{}</span>",
             hl,
             n,
             n,
-            l
+            code
         );
     }
     out.push_lit("</code></pre>");
@@ -389,17 +421,49 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
         main.push_lit("<p class=\"empty\">The client sent no stack trace for this call.</p>");
         return Ok(View::new("Call stack", stack.nav, main));
     }
-    main.push_lit("<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.</p><ol class=\"stack\" start=\"0\">");
-    let mut files: HashMap<&str, Result<String, Unavailable>> = HashMap::new();
-    for (i, f) in stack.frames.iter().enumerate() {
+    let folded = stack
+        .frames
+        .iter()
+        .filter(|f| library_frame(f).is_some())
+        .count();
+    main.push_lit(
+        "<p class=\"hint\">Innermost caller first: frame 0 is the line that made the call.",
+    );
+    if folded > 0 {
         html!(
             main,
-            "<li class=\"frame\"><h2><a href=\"{}\"><span class=\"fn\">{}</span></a> \
-             <span class=\"loc\">{}</span></h2>",
-            owner.frame_href(i, f),
-            f.function,
-            f.location()
+            " {} {} of the debug client or of libraries {} folded: open one to see its source.",
+            folded,
+            if folded == 1 { "frame" } else { "frames" },
+            if folded == 1 { "is" } else { "are" }
         );
+    }
+    main.push_lit("</p><ol class=\"stack\" start=\"0\">");
+    let mut files: HashMap<&str, Result<String, Unavailable>> = HashMap::new();
+    for (i, f) in stack.frames.iter().enumerate() {
+        // A frame of the debug client or a library is folded: the program's own stand out.
+        let library = library_frame(f);
+        if let Some(whose) = library {
+            html!(
+                main,
+                "<li class=\"frame lib\"><details><summary><span class=\"fn\">{}</span> \
+                 <span class=\"loc\">{}</span> <span class=\"whose\">· {}</span></summary>\
+                 <p class=\"meta\"><a href=\"{}\">Open the frame</a></p>",
+                f.function,
+                f.location(),
+                whose,
+                owner.frame_href(i, f)
+            );
+        } else {
+            html!(
+                main,
+                "<li class=\"frame\"><h2><a href=\"{}\"><span class=\"fn\">{}</span></a> \
+                 <span class=\"loc\">{}</span></h2>",
+                owner.frame_href(i, f),
+                f.function,
+                f.location()
+            );
+        }
         let source: &Result<String, Unavailable> = files
             .entry(f.filename.as_str())
             .or_insert_with(|| read_source(&f.filename, &shared.config.source_roots));
@@ -407,6 +471,7 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
             (Ok(text), Some(line)) => {
                 lines_html(
                     &mut main,
+                    &f.filename,
                     text,
                     line.saturating_sub(CONTEXT).max(1),
                     line + CONTEXT,
@@ -417,7 +482,7 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
                 if let Some(code) = &f.code_context {
                     html!(
                         main,
-                        "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
+                        "<pre class=\"src\" tabindex=\"0\"><code><span class=\"line hl\">{}</span></code></pre>",
                         code
                     );
                 }
@@ -429,6 +494,9 @@ pub fn callstack(shared: &Shared, path: &str) -> Answer {
                     );
                 }
             }
+        }
+        if library.is_some() {
+            main.push_lit("</details>");
         }
         main.push_lit("</li>");
     }
@@ -497,7 +565,7 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
                     line
                 );
             }
-            lines_html(&mut main, &text, 1, usize::MAX, f.lineno);
+            lines_html(&mut main, &f.filename, &text, 1, usize::MAX, f.lineno);
         }
         Err(why) => {
             html!(
@@ -509,7 +577,7 @@ pub fn frame(shared: &Shared, path: &str) -> Answer {
             if let Some(code) = &f.code_context {
                 html!(
                     main,
-                    "<pre class=\"src\"><code><span class=\"line hl\">{}</span></code></pre>",
+                    "<pre class=\"src\" tabindex=\"0\"><code><span class=\"line hl\">{}</span></code></pre>",
                     code
                 );
             }
@@ -688,7 +756,8 @@ mod tests {
         let html = page.main;
         assert!(!html.contains("<img"), "{html}");
         assert!(html.contains(
-            "<span class=\"line hl\" id=\"L12\"><span class=\"n\">12</span>line 12 &lt;/script&gt;"
+            "<span class=\"line hl\" id=\"L12\"><span class=\"n\">12</span>line <span \
+             class=\"tn\">12</span> &lt;/script&gt;"
         ));
         assert!(html.contains("id=\"L30\""), "the whole file");
         assert_eq!(html.matches(" hl\"").count(), 1);
@@ -790,5 +859,42 @@ mod tests {
         assert!(frame(&s, &format!("/frame/{pause}/0")).is_err());
         assert!(callstack(&s, "/callstack/unknown").is_err());
         assert!(callstack(&s, "/callstack/call/unknown").is_err());
+    }
+
+    #[test]
+    fn frames_of_the_debug_client_and_of_libraries_are_folded_and_source_is_marked() {
+        let s = shared();
+        let d = Dir::new();
+        let mine = d.file("app.py", "def f(x):\n    return x  # done\n");
+        let client = d.0.join("cideldill_client");
+        fs::create_dir(&client).unwrap();
+        fs::write(client.join("debug_proxy.py"), "def wrapper():\n    pass\n").unwrap();
+        let proxy = client.join("debug_proxy.py").to_string_lossy().into_owned();
+        let id = recorded(
+            &s,
+            "f",
+            json!([
+                frame_of(&proxy, 2, "wrapper"),
+                frame_of(&mine, 2, "f"),
+                frame_of("/usr/lib/python3.13/runpy.py", 88, "_run_code"),
+            ]),
+        );
+        let html = callstack(&s, &format!("/callstack/call/{}", encode_segment(&id)))
+            .unwrap()
+            .main;
+        assert!(
+            html.contains("2 frames of the debug client or of libraries are folded"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<li class=\"frame lib\"><details>").count(), 2);
+        assert!(html.contains("· the debug client</span></summary>"));
+        assert!(html.contains("· a library</span></summary>"));
+        assert_eq!(html.matches("<li class=\"frame\"><h2>").count(), 1);
+        // The program's own frame, marked: keyword, comment.
+        assert!(
+            html.contains("<span class=\"tk\">return</span> x  <span class=\"tc\"># done</span>"),
+            "{html}"
+        );
+        assert!(html.contains("<pre class=\"src\" tabindex=\"0\">"));
     }
 }
