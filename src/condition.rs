@@ -1030,9 +1030,11 @@ fn str_repr(s: &str) -> String {
         Some((i, _)) => &s[..i],
         None => s,
     };
-    let bytes = crate::pickle_write::dumps(&Value::String(head.to_owned()));
-    let repr = crate::pickle::repr(&bytes).unwrap_or_else(|_| format!("{head:?}"));
-    cut_text(&repr, LOG_VALUE_CHARS, head.len() < s.len())
+    cut_text(
+        &crate::pickle::str_repr(head),
+        LOG_VALUE_CHARS,
+        head.len() < s.len(),
+    )
 }
 
 impl CondValue for &Value {

@@ -78,6 +78,12 @@ pub struct View {
 
 /// The view of `bytes` stored as `stored`.
 pub fn view(bytes: &[u8], stored: Option<Format>) -> View {
+    view_from(bytes, stored, 0)
+}
+
+/// [`view`] with the top level's attributes from the `from`th on: the next page of a long
+/// dict or list (`__truncated__` counts those after the page).
+pub fn view_from(bytes: &[u8], stored: Option<Format>, from: usize) -> View {
     let json_value = match stored {
         Some(Format::Json) | None => serde_json::from_slice::<Value>(bytes).ok(),
         Some(Format::Dill) => None,
@@ -93,14 +99,24 @@ pub fn view(bytes: &[u8], stored: Option<Format>) -> View {
                 Value::Array(_) => "list",
                 Value::Object(_) => "dict",
             };
-            let attributes = match &v {
+            let mut attributes: Map<String, Value> = match &v {
                 Value::Object(m) => m
                     .iter()
+                    .skip(from)
                     .take(100)
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 _ => Map::new(),
             };
+            if let Value::Object(m) = &v {
+                let left = m.len().saturating_sub(from + attributes.len());
+                if left > 0 {
+                    attributes.insert(
+                        "__truncated__".to_owned(),
+                        Value::String(format!("<{left} more attributes>")),
+                    );
+                }
+            }
             View {
                 type_name: type_name.to_owned(),
                 repr: cut(&v.to_string()),
@@ -109,7 +125,7 @@ pub fn view(bytes: &[u8], stored: Option<Format>) -> View {
         }
         None => {
             // Taken apart rather than copied: a view may be as large as its render budget.
-            let Value::Object(mut v) = pickle::view(bytes) else {
+            let Value::Object(mut v) = pickle::view_from(bytes, from) else {
                 return View {
                     type_name: "<unavailable>".to_owned(),
                     repr: String::new(),

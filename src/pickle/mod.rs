@@ -332,15 +332,29 @@ mod exact_json_tests {
     }
 }
 
+/// Python's `repr()` of a string (`'it'`, `"it's"`, escapes as Python writes them).
+pub fn str_repr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    text::repr_str(s.as_bytes(), &mut out);
+    out
+}
+
 /// The structured view `{type, repr, attributes}` of a pickle (depth 3, 100 attributes),
 /// bounded by the render budget of the input.
 pub fn view(bytes: &[u8]) -> serde_json::Value {
+    view_from(bytes, 0)
+}
+
+/// [`view`] with the root's attributes from the `from`th on (the page of a long list or dict
+/// after its first `from` entries).
+pub fn view_from(bytes: &[u8], from: usize) -> serde_json::Value {
     let limits = Limits::default();
     match decode(bytes, &limits) {
         Ok(tree) => view::view_tree(
             &tree,
             &limits,
             &Budget::new(limits.view_budget(bytes.len())),
+            from,
         ),
         Err(e) => serde_json::json!({
             "type": "<unavailable>",

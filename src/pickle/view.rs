@@ -18,10 +18,11 @@ use super::Limits;
 const MAX_VIEW_DEPTH: usize = 3;
 const MAX_ATTRIBUTES: usize = 100;
 
-/// The view of the root of a tree, within `budget`.
-pub fn view_tree(t: &Tree, limits: &Limits, budget: &Budget) -> Value {
+/// The view of the root of a tree, within `budget`, its attributes from the `from`th on (the
+/// ones before are counted, not shown: a page of a long list or dict).
+pub fn view_tree(t: &Tree, limits: &Limits, budget: &Budget, from: usize) -> Value {
     let mut f = Formatter::new(t, limits, budget);
-    view_node(&mut f, t, t.root, 1)
+    view_at(&mut f, t, t.root, 1, from)
 }
 
 /// Python's type name of a node (`int`, `list`, `mymod.Point`).
@@ -120,6 +121,8 @@ fn child(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> Value {
 struct Attrs {
     map: Map<String, Value>,
     total: usize,
+    /// Attributes passed over before the first shown (a later page).
+    passed: usize,
 }
 
 impl Attrs {
@@ -146,7 +149,7 @@ impl Attrs {
     }
 
     fn finish(mut self, f: &Formatter<'_>) -> Map<String, Value> {
-        let left = self.total.saturating_sub(self.map.len());
+        let left = self.total.saturating_sub(self.map.len() + self.passed);
         if left > 0 && f.budget().is_cut() {
             self.map.insert(
                 CUT_KEY.to_owned(),
@@ -164,6 +167,11 @@ impl Attrs {
 
 /// `{type, repr, attributes}` of one node at view depth `depth` (1 = root).
 pub fn view_node(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> Value {
+    view_at(f, t, id, depth, 0)
+}
+
+/// [`view_node`] with the node's own attributes shown from the `from`th on.
+fn view_at(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize, from: usize) -> Value {
     if !f.enter() {
         return Value::String(JSON_MARKER.to_owned());
     }
@@ -171,9 +179,13 @@ pub fn view_node(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> V
     let mut a = Attrs {
         map: Map::new(),
         total: 0,
+        passed: 0,
     };
     let seq = |f: &mut Formatter<'_>, a: &mut Attrs, v: &[NodeId]| {
-        for (i, &c) in v.iter().enumerate() {
+        let pass = from.saturating_sub(a.passed).min(v.len());
+        a.passed += pass;
+        a.total += pass;
+        for (i, &c) in v.iter().enumerate().skip(pass) {
             if a.done(f) {
                 a.skip(v.len() - i);
                 break;
@@ -187,7 +199,10 @@ pub fn view_node(f: &mut Formatter<'_>, t: &Tree, id: NodeId, depth: usize) -> V
     // Pairs keyed by the key's repr (or its string), added while fewer than 100 distinct keys
     // are shown: duplicate keys replace each other, as in the original.
     let pairs = |f: &mut Formatter<'_>, a: &mut Attrs, d: &[(NodeId, NodeId)], by_str: bool| {
-        for (i, &(k, v)) in d.iter().enumerate() {
+        let pass = from.saturating_sub(a.passed).min(d.len());
+        a.passed += pass;
+        a.total += pass;
+        for (i, &(k, v)) in d.iter().enumerate().skip(pass) {
             if a.done(f) {
                 a.skip(d.len() - i);
                 break;

@@ -389,6 +389,17 @@ fn cid_not_found(cid: &str) -> ApiError {
 
 /// `GET /api/objects/<cid>`: a stored item with its rendered value.
 pub fn object(shared: &Shared, cid: &str, include_data: bool) -> Result<StoredObject, ApiError> {
+    object_from(shared, cid, include_data, 0)
+}
+
+/// [`object`] with its view's top-level attributes from the `from`th on (a later page of a
+/// long dict or list).
+pub fn object_from(
+    shared: &Shared,
+    cid: &str,
+    include_data: bool,
+    from: usize,
+) -> Result<StoredObject, ApiError> {
     let blob = shared.store.get(cid).map_err(|e| ApiError::storage(&e))?;
     let Some(blob) = blob else {
         return Err(cid_not_found(cid));
@@ -398,7 +409,7 @@ pub fn object(shared: &Shared, cid: &str, include_data: bool) -> Result<StoredOb
         size: blob.bytes.len(),
         stored_at: blob.stored_at,
         value: pretty::payload(&blob.bytes, blob.format, None),
-        view: pretty::view(&blob.bytes, blob.format),
+        view: pretty::view_from(&blob.bytes, blob.format, from),
         data: include_data.then(|| item_data(&blob.bytes, blob.format)),
         cid: blob.cid,
     })

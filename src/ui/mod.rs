@@ -183,7 +183,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             compat::object_ref(shared, &percent_decode(&p["/object/".len()..]))
         }
         p if p.starts_with("/object/") => {
-            object::page(shared, &percent_decode(&p["/object/".len()..]))
+            object::page(shared, &percent_decode(&p["/object/".len()..]), query)
         }
         "/objects" | "/objects/" => Ok(compat::objects(shared, query)),
         "/repl-help" | "/repl-help/" => Ok(compat::repl_help()),
