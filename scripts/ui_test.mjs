@@ -1921,35 +1921,96 @@ async function axeViolations(page) {
   return found;
 }
 
-/** Every page in one theme: 0 serious or critical axe violations at desktop and phone size,
- *  no sideways scrolling on a phone, a screenshot of each. */
-function everyPageIn(scheme) {
+/** Every page in one theme at one size: 0 serious or critical axe violations, no sideways
+ *  scrolling on a phone, a screenshot of each. */
+function everyPageIn(scheme, size) {
   return async (t) => {
     const pages = await everyPage(t);
-    const page = await t.page(null, "/", { context: { colorScheme: scheme }, fresh: true });
+    const page = await t.page(null, "/", { context: { colorScheme: scheme, viewport: SIZES[size] }, fresh: true });
     const problems = [];
-    let looked = 0;
-    for (const [size, viewport] of Object.entries(SIZES)) {
-      await page.setViewportSize(viewport);
-      for (const [name, where] of Object.entries(pages)) {
-        await page.goto(t.servers[0].url + where);
-        await page.locator("main").waitFor();
-        for (const v of await axeViolations(page)) problems.push(`${name} ${size}: ${v}`);
-        if (size === "phone") {
-          const w = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
-          if (w[0] > w[1]) problems.push(`${name} phone: the page is ${w[0]} px wide in a ${w[1]} px window`);
-        }
-        await t.shot(page, `page-${name}-${scheme}-${size}`);
-        looked += 1;
-      }
+    for (const [name, where] of Object.entries(pages)) {
+      await page.goto(t.servers[0].url + where);
+      await page.locator("main").waitFor();
+      for (const v of await axeViolations(page)) problems.push(`${name}: ${v}`);
+      const w = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+      if (w[0] > w[1]) problems.push(`${name}: the page is ${w[0]} px wide in a ${w[1]} px window`);
+      await t.shot(page, `page-${name}-${scheme}-${size}`);
     }
     assert(!problems.length, `${problems.length} problems:\n  ${problems.join("\n  ")}`);
-    return `${looked} page views, 0 serious or critical axe violations, no sideways scrolling on a phone`;
+    return `${Object.keys(pages).length} pages, 0 serious or critical axe violations, no sideways scrolling`;
   };
 }
 
-check("every page: accessible and phone-sized in the light theme", everyPageIn("light"));
-check("every page: accessible and phone-sized in the dark theme", everyPageIn("dark"));
+check("live: a new pause is announced, and a selection in another card survives it", async (t) => {
+  const { server, page, card } = await demoPausedAtAdd(t);
+  // Select the text of the card's arguments, and mark the card's node.
+  const selected = await card.evaluate((c) => {
+    c.__kept = true;
+    const target = c.querySelector(".args, dl, table, code") || c;
+    const range = document.createRange();
+    range.selectNodeContents(target);
+    const sel = getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+    return sel.toString();
+  });
+  assert(selected.trim().length > 0, "nothing was selected in the card");
+  // Another program pauses: its card is inserted, the first one is left as it was.
+  t.demo(server);
+  await waitFor(async () => (await page.locator(`${CARD}[data-when="before"]`).count()) >= 2,
+    { what: "the second program's card" });
+  await waitFor(async () => /Paused: add, before the call/.test(await page.locator("#announce").textContent()),
+    { what: "the new pause to be announced" });
+  const after = await card.evaluate((c) => ({ kept: c.__kept === true, sel: getSelection().toString() }));
+  assert(after.kept, "the first card was replaced by an unrelated event");
+  assert(after.sel === selected, `the selection changed from ${JSON.stringify(selected.slice(0, 80))} to ${JSON.stringify(after.sel.slice(0, 80))}`);
+  // Calls that complete elsewhere cost the page nothing: no refresh at all.
+  let fetched = 0;
+  page.on("request", (r) => { if (r.url().includes("fragment=1")) fetched += 1; });
+  for (let i = 0; i < 20; i++) {
+    await server.api("POST", "/api/call/event", { method_name: `other_${i}`, status: "registered", process_pid: 7, process_start_time: 1 });
+  }
+  await sleep(400); // 20 events, then five times the page's refresh delay: any refresh would have started.
+  assert(fetched === 0, `${fetched} refreshes for calls the page does not show`);
+  assert(await card.evaluate((c) => c.__kept === true), "the card was replaced");
+  await t.shot(page, "paused-two-programs");
+});
+
+check("keys: ? opens the keyboard help on every page, Escape closes it", async (t) => {
+  const server = await t.server();
+  for (const where of ["/", "/calls", "/breakpoints"]) {
+    const page = await t.page(server, where);
+    await page.keyboard.press("?");
+    const help = page.locator("dialog#help");
+    await help.waitFor({ state: "visible" });
+    assert(/Continue the paused call/.test(await help.textContent()), "the help names the keys");
+    if (where === "/") await t.shot(page, "keys-help");
+    await page.keyboard.press("Escape");
+    await help.waitFor({ state: "hidden" });
+    // The header's Keys button opens it too.
+    await page.getByRole("button", { name: /Keys/ }).click();
+    await help.waitFor({ state: "visible" });
+    await help.getByRole("button", { name: "Close" }).click();
+    await help.waitFor({ state: "hidden" });
+  }
+});
+
+check("live: a REPL answer is announced", async (t) => {
+  const { server, id } = await demoPausedAtAdd(t);
+  const session = (await server.api("POST", "/api/repl/start", { pause_id: id })).session_id;
+  const page = await t.page(server, `/repl/${encodeURIComponent(session)}`);
+  await pageLive(page);
+  await page.locator("#expr").fill("6 * 7");
+  await page.locator("#expr").press("Enter");
+  await waitFor(async () => /^REPL: 42$/.test((await page.locator("#announce").textContent()).trim()),
+    { what: "the answer to be announced" });
+});
+
+for (const scheme of ["light", "dark"]) {
+  for (const size of Object.keys(SIZES)) {
+    check(`every page: accessible and fits, ${scheme} theme, ${size}`, everyPageIn(scheme, size));
+  }
+}
 
 async function runCheck({ name, fn }) {
   const t = makeContext();

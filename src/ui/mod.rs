@@ -303,14 +303,32 @@ fn layout(shared: &Shared, view: &View) -> Html {
     html!(
         out,
         "</nav><p class=\"status\" id=\"status\">{}</p>\
-         <p class=\"live\" id=\"live\" role=\"status\"></p></header><main id=\"main\"{}>{}</main>\
-         </body></html>\n",
+         <p class=\"live\" id=\"live\" role=\"status\"></p>\
+         <button type=\"button\" class=\"keys\" data-help aria-haspopup=\"dialog\" \
+         aria-keyshortcuts=\"?\" title=\"Keyboard shortcuts (?)\">Keys <kbd>?</kbd></button>\
+         <p class=\"sr-only\" id=\"announce\" aria-live=\"polite\"></p></header>\
+         <main id=\"main\"{}>{}</main>{}</body></html>\n",
         status,
         events,
-        view.main
+        view.main,
+        Html::lit(KEYS_HELP)
     );
     out
 }
+
+/// The keyboard help every page has (`?` or the header's Keys button opens it; Escape or
+/// Close closes it, without script too).
+const KEYS_HELP: &str = "<dialog id=\"help\" aria-labelledby=\"help-title\"><h2 id=\"help-title\">\
+    Keyboard</h2><dl class=\"keys\">\
+    <dt><kbd>?</kbd></dt><dd>This help</dd>\
+    <dt><kbd>j</kbd> <kbd>k</kbd></dt><dd>Next or previous paused call (Paused), or call (Call tree)</dd>\
+    <dt><kbd>c</kbd></dt><dd>Continue the paused call that has the focus</dd>\
+    <dt><kbd>Enter</kbd></dt><dd>In the REPL: run what is typed (<kbd>Shift</kbd>+<kbd>Enter</kbd>: \
+    a new line; <kbd>↑</kbd> <kbd>↓</kbd>: earlier input)</dd>\
+    <dt><kbd>↑</kbd> <kbd>↓</kbd> then <kbd>Enter</kbd></dt><dd>On a choice (a breakpoint's behavior): \
+    pick a value, then apply it; moving away applies it too</dd>\
+    <dt><kbd>Esc</kbd></dt><dd>Close this help</dd></dl>\
+    <form method=\"dialog\"><button>Close</button></form></dialog>";
 
 /// The events a page shows something of, when not every event (`app.js` refreshes the page
 /// only for these): the Paused page shows pauses, the log, the origins asking, REPL sessions

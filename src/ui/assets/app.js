@@ -85,6 +85,48 @@ function carry(old, fresh, saved) {
   };
 }
 
+// Attributes the page sets on its own (an open <details>, what a list or a time already shows):
+// a fresh version from the server never has them, and does not take them away.
+const OWN_ATTRS = new Set(["open", "data-seen", "data-shown", "title"]);
+
+// Makes `old` like `fresh` in place and answers the node now in the page: nodes that did not
+// change stay as they are (a text selection, a focus, a scroll position in them go on); a node
+// of another kind, tag or key is replaced. Dynamic text is first made alike (`settleTimes`).
+function morph(old, fresh) {
+  if (old.nodeType !== fresh.nodeType || old.nodeName !== fresh.nodeName ||
+      (old.nodeType === 1 && old.dataset.key !== fresh.dataset.key)) {
+    old.replaceWith(fresh);
+    return fresh;
+  }
+  if (old.nodeType !== 1) {
+    if (old.nodeValue !== fresh.nodeValue) old.nodeValue = fresh.nodeValue;
+    return old;
+  }
+  if (old.isEqualNode(fresh)) return old;
+  for (const a of Array.from(old.attributes)) {
+    if (!fresh.hasAttribute(a.name) && !OWN_ATTRS.has(a.name)) old.removeAttribute(a.name);
+  }
+  for (const a of Array.from(fresh.attributes)) {
+    if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+  }
+  morphChildren(old, fresh);
+  return old;
+}
+
+function morphChildren(old, fresh) {
+  const have = Array.from(old.childNodes);
+  const want = Array.from(fresh.childNodes);
+  want.forEach((node, i) => { if (i < have.length) morph(have[i], node); else old.appendChild(node); });
+  for (const node of have.slice(want.length)) node.remove();
+}
+
+// Gives the times of a fresh version what the page shows of them now, so that comparing it
+// with the page finds only real changes.
+function settleTimes(root) {
+  tick(root);
+  localTimes(root);
+}
+
 // Replaces a live region's content with its fresh version. A region marked data-keyed is
 // merged child by child (children carry data-key): a child the person is busy in stays as it
 // is while it still exists, the others are replaced, added or removed in the fresh order.
@@ -95,9 +137,10 @@ function update(region, fresh, saved) {
   const mustWait = (part, twin) => !(saved && carrying && part.contains(saved)) && busy(part, twin, carrying);
   if (region.dataset.keyed === undefined) {
     if (mustWait(region, fresh)) return false;
-    const done = carrying ? carry(region, fresh, saved) : null;
+    if (!carrying) { morphChildren(region, fresh); return true; }
+    const done = carry(region, fresh, saved);
     region.replaceChildren(...Array.from(fresh.childNodes));
-    if (done) done();
+    done();
     return true;
   }
   const old = new Map();
@@ -113,6 +156,9 @@ function update(region, fresh, saved) {
       openLike(mine, child);
       if (mine.isEqualNode(child)) return mine;
       after.push(carry(mine, child, saved));
+    } else if (mine) {
+      // Only what changed in it changes.
+      return morph(mine, child);
     }
     return child;
   });
@@ -166,6 +212,7 @@ async function refresh(saved) {
     pending = true;
     return;
   }
+  const before = noticed();
   const status = doc.getElementById("frag-status");
   if (status) {
     statusLine.textContent = status.textContent;
@@ -174,6 +221,7 @@ async function refresh(saved) {
     document.title = (n > 0 ? "(" + n + " paused) " : "") + document.body.dataset.title;
   }
   const stick = scrolls(regions);
+  settleTimes(doc);
   for (const region of regions) {
     const fresh = doc.getElementById(region.id);
     if (fresh && !update(region, fresh, saved)) pending = true;
@@ -187,7 +235,63 @@ async function refresh(saved) {
   localTimes();
   scrollTranscript();
   settle();
+  announceChanges(before);
 }
+
+// --- what changed, said to screen readers (#announce is a polite live region) ---
+function announce(text) {
+  const el = document.getElementById("announce");
+  if (!el || !text) return;
+  // The same words again are announced again only if the region changes in between.
+  el.textContent = "";
+  setTimeout(() => { el.textContent = text; }, 30);
+}
+
+// What the page shows that a person should hear about when it changes: the pauses (ids and
+// names), how many calls are paused, and the REPL transcript's length.
+function noticed() {
+  const cards = new Map();
+  for (const c of main.querySelectorAll("[data-pause-id]")) {
+    const fn = c.querySelector(".fn");
+    cards.set(c.dataset.pauseId, (fn ? fn.textContent.trim() : "a call") +
+      (c.dataset.when === "after" ? ", after the call" : ", before the call"));
+  }
+  const paused = /(\d+) paused/.exec(statusLine.textContent);
+  const transcript = main.querySelector("ol.transcript");
+  return { cards, paused: paused ? Number(paused[1]) : 0,
+           answers: transcript ? transcript.children.length : 0 };
+}
+
+function announceChanges(before) {
+  const after = noticed();
+  const fresh = Array.from(after.cards.keys()).filter((id) => !before.cards.has(id));
+  if (fresh.length === 1) announce("Paused: " + after.cards.get(fresh[0]));
+  else if (fresh.length > 1) announce(fresh.length + " new paused calls");
+  else if (after.paused !== before.paused) {
+    announce(after.paused === 0 ? "No call is paused" : after.paused + (after.paused === 1 ? " call" : " calls") + " paused");
+  }
+  if (after.answers > before.answers) {
+    const last = main.querySelector("ol.transcript").lastElementChild;
+    const out = last && (last.querySelector(".out") || last.querySelector(".stdout"));
+    announce("REPL: " + ((out || last).textContent || "").trim().slice(0, 300));
+  }
+}
+
+// --- the keyboard help: ? or the header's Keys button ---
+function showHelp() {
+  const d = document.getElementById("help");
+  if (d && !d.open) d.showModal();
+}
+document.addEventListener("click", (ev) => {
+  if (ev.target.closest && ev.target.closest("[data-help]")) showHelp();
+});
+document.addEventListener("keydown", (ev) => {
+  if (ev.key !== "?" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const a = document.activeElement;
+  if (a && /^(TEXTAREA|INPUT|SELECT)$/.test(a.tagName)) return;
+  showHelp();
+  ev.preventDefault();
+});
 
 // Controls that depend on what the page shows.
 function settle() {
@@ -255,9 +359,9 @@ function ago(seconds) {
   return Math.floor(seconds / 3600) + " h";
 }
 
-function tick() {
+function tick(root = document) {
   const now = Date.now() / 1000;
-  for (const el of document.querySelectorAll("[data-since]")) {
+  for (const el of root.querySelectorAll("[data-since]")) {
     const at = Number(el.dataset.since);
     el.textContent = "paused " + ago(now - at) + " ago";
     el.title = new Date(at * 1000).toLocaleString();
@@ -528,9 +632,9 @@ document.addEventListener("keydown", (ev) => {
 }, true);
 
 // --- time stamps in the browser's own time zone ---
-function localTimes() {
+function localTimes(root = document) {
   const today = new Date().toDateString();
-  for (const el of document.querySelectorAll("[data-time]")) {
+  for (const el of root.querySelectorAll("[data-time]")) {
     const at = new Date(Number(el.dataset.time) * 1000);
     if (isNaN(at.getTime()) || el.dataset.shown === el.dataset.time) continue;
     // Today: the time of day to the millisecond; other days with their date.
