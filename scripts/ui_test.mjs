@@ -1938,6 +1938,23 @@ check("calls: the client's own events are hidden with a count, shown muted on re
   await t.shot(page, "calls-status-choice");
 });
 
+check("calls: a failed external tool call reads as failed on the MCP servers page", async (t) => {
+  const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
+  const server = await t.server({ args: ["--mcp-client", `fx:${fixture}`] });
+  await waitFor(async () => (await server.api("GET", "/api/mcp-clients")).clients.fx.status === "connected",
+    { what: "the fixture server to connect" });
+  const page = await t.page(server, "/mcp-servers");
+  const tool = page.locator("details.tool").filter({ has: page.locator("summary code", { hasText: /^fail$/ }) });
+  await tool.locator("summary").first().click();
+  await tool.getByRole("button", { name: "Call" }).click();
+  const result = tool.locator("pre[id^=tool-result].failed");
+  await result.waitFor();
+  assert((await result.locator("strong.error-text").innerText()).startsWith("Failed"), "the result is not marked failed");
+  assert((await result.locator(".tool-error").innerText()) === "it failed", "the error text is not shown first");
+  assert(/"isError": true/.test(await result.locator(".rest").innerText()), "the whole answer is not shown");
+  await t.shot(page, "mcp-servers-failed-call");
+});
+
 check("source: the call site of a card opens its call stack, and a frame its source", async (t) => {
   const { server, page, card, id } = await demoPausedAtAdd(t);
   await card.locator("a.site").click();
