@@ -1849,6 +1849,112 @@ check("calls: filter, search and export the calls of the finished demo", async (
   await t.shot(page, "calls-search");
 });
 
+check("calls: the client's own events are hidden with a count, shown muted on request; the status is a choice; a long value stays in its row", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const demo = t.demo(server);
+  await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  // A call with a long argument, and one after it, so that a row follows the long one.
+  const long = JSON.stringify(Array.from({ length: 400 }, (_, i) => `item-${i}`));
+  const cid = await sha512(long);
+  const record = async (method, args) => {
+    const started = await server.api("POST", "/api/call/start", { method_name: method, args, kwargs: {},
+      signature: "(values)", call_site: { timestamp: Date.now() / 1000 }, process_pid: 91, process_start_time: 5 });
+    await server.api("POST", "/api/call/complete", { call_id: started.call_id, timestamp: Date.now() / 1000,
+      status: "success", process_pid: 91, process_start_time: 5 });
+  };
+  await record("long_values", [{ cid, data: long, serialization_format: "json" }]);
+  await record("after_long", []);
+  const events = (await server.api("GET", "/api/call-records?client_events=only&limit=1")).total_count;
+  assert(events > 0, "the demo sent no client events");
+
+  // Hidden by default, with their count.
+  const page = await t.page(server, "/calls?limit=100");
+  const note = page.locator("p.client-events");
+  await note.waitFor();
+  const said = (await note.innerText()).replace(/\s+/g, " ");
+  assert(said.includes(`${events.toLocaleString("en-US")} client events hidden`), `the note says "${said}"`);
+  assert(await page.locator("table.calls tr.client").count() === 0, "a client event is listed");
+  assert(!/_cideldill_alias_name/.test(await page.locator("table.calls").innerText()), "the alias probe is listed");
+
+  // A long value is folded and stays inside its row, closed and opened.
+  const longRow = page.locator("table.calls tbody tr", { hasText: "long_values" });
+  const nextRow = longRow.locator("xpath=following-sibling::tr[1]");
+  const stays = async (what) => {
+    const values = await longRow.locator("td:nth-child(4) code.value").evaluateAll((els) =>
+      els.filter((e) => e.checkVisibility()).map((e) => e.getBoundingClientRect().bottom));
+    const row = await longRow.boundingBox();
+    const next = await nextRow.boundingBox();
+    assert(values.length > 0, `no value shown ${what}`);
+    for (const bottom of values) {
+      assert(bottom <= row.y + row.height + 0.5 && bottom <= next.y + 0.5,
+        `${what}: a value ends at ${bottom}, its row at ${row.y + row.height}, the next row starts at ${next.y}`);
+    }
+  };
+  await longRow.locator("details.more").waitFor();
+  assert(/^values\b/.test(await longRow.locator("dl.args dt").first().innerText()), "the argument is not named from the signature");
+  await stays("folded");
+  await t.shot(page, "calls-client-hidden");
+  await longRow.locator("details.more > summary").click();
+  await longRow.locator("details.more[open]").waitFor();
+  await stays("shown in full");
+  assert(/item-399/.test(await longRow.locator("details.more[open]").innerText()), "the whole value is not shown");
+
+  // The toggle shows them, muted: never the red of the program's exceptions.
+  await note.getByRole("link", { name: "Show them" }).click();
+  await page.waitForURL(/client_events=show/);
+  assert(/limit=100/.test(page.url()), `the toggle lost the other parameters: ${page.url()}`);
+  const probe = page.locator("table.calls tr.client", { hasText: "_cideldill_alias_name" }).first();
+  await probe.waitFor();
+  const failed = page.locator("table.calls tr:not(.client) .badge.failed").first();
+  await failed.waitFor();
+  const color = (l) => l.evaluate((e) => getComputedStyle(e).color);
+  const red = await color(failed);
+  const probeStatus = probe.locator("td.status .badge").first();
+  assert((await color(probeStatus)) !== red, "a client event's status is red");
+  assert((await color(probe.locator("td:nth-child(5) code.value").first())) !== red, "a client event's exception is red");
+  await t.shot(page, "calls-client-shown");
+
+  // The status is a choice, matched exactly; arrow keys apply it only on Enter.
+  const loads = [];
+  page.on("framenavigated", (f) => { if (f === page.mainFrame()) loads.push(f.url()); });
+  const status = page.locator('select[name="status"]');
+  await status.selectOption("exception");
+  await page.waitForURL(/status=exception/);
+  assert(/client_events=show/.test(page.url()), `the status choice lost the client events: ${page.url()}`);
+  const statuses = await page.locator("table.calls td.status .badge:first-child").allInnerTexts();
+  assert(statuses.length > 0 && statuses.every((s) => s === "exception"), `statuses ${JSON.stringify(statuses)}`);
+  await page.locator('select[name="status"]').focus();
+  loads.length = 0;
+  await page.locator('select[name="status"]').press("ArrowUp");
+  await new Promise((r) => setTimeout(r, 500));
+  assert(loads.length === 0, `an arrow key applied the choice: ${loads.join(", ")}`);
+  const chosen = await page.locator('select[name="status"]').inputValue();
+  assert(chosen === "success", `the arrow key chose ${chosen}`);
+  await page.keyboard.press("Enter");
+  await page.waitForURL(/status=success/);
+  const after = await page.locator("table.calls td.status .badge:first-child").allInnerTexts();
+  assert(after.length > 0 && after.every((s) => s === "success"), `statuses ${JSON.stringify(after)}`);
+  await t.shot(page, "calls-status-choice");
+});
+
+check("calls: a failed external tool call reads as failed on the MCP servers page", async (t) => {
+  const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
+  const server = await t.server({ args: ["--mcp-client", `fx:${fixture}`] });
+  await waitFor(async () => (await server.api("GET", "/api/mcp-clients")).clients.fx.status === "connected",
+    { what: "the fixture server to connect" });
+  const page = await t.page(server, "/mcp-servers");
+  const tool = page.locator("details.tool").filter({ has: page.locator("summary code", { hasText: /^fail$/ }) });
+  await tool.locator("summary").first().click();
+  await tool.getByRole("button", { name: "Call" }).click();
+  const result = tool.locator("pre[id^=tool-result].failed");
+  await result.waitFor();
+  assert((await result.locator("strong.error-text").innerText()).startsWith("Failed"), "the result is not marked failed");
+  assert((await result.locator(".tool-error").innerText()) === "it failed", "the error text is not shown first");
+  assert(/"isError": true/.test(await result.locator(".rest").innerText()), "the whole answer is not shown");
+  await t.shot(page, "mcp-servers-failed-call");
+});
+
 check("source: the call site of a card opens its call stack, and a frame its source", async (t) => {
   const { server, page, card, id } = await demoPausedAtAdd(t);
   await card.locator("a.site").click();

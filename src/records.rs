@@ -82,6 +82,62 @@ pub fn is_client_event(method: &str) -> bool {
     CLIENT_EVENT_METHODS.contains(&method)
 }
 
+/// The index keys (`IndexKey.a`, [`key_hash`] of the method name) of the client's own events.
+const CLIENT_EVENT_KEYS: [u32; 2] = [
+    key_hash(CLIENT_EVENT_METHODS[0]),
+    key_hash(CLIENT_EVENT_METHODS[1]),
+];
+
+/// Whether an index key may belong to one of the client's own events (its method name hashes
+/// like one of [`CLIENT_EVENT_METHODS`]).
+fn is_client_event_key(key: IndexKey) -> bool {
+    CLIENT_EVENT_KEYS.contains(&key.a)
+}
+
+/// Which records a listing keeps with respect to the client's own events
+/// ([`CLIENT_EVENT_METHODS`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum ClientEvents {
+    /// Every record (the REST default, as the original server listed them).
+    #[default]
+    Show,
+    /// Every record but the client's own events.
+    Hide,
+    /// Only the client's own events.
+    Only,
+}
+
+impl ClientEvents {
+    /// The query values, in the order of the enum.
+    pub const NAMES: [&'static str; 3] = ["show", "hide", "only"];
+
+    pub fn parse(s: &str) -> Option<ClientEvents> {
+        match s {
+            "show" => Some(ClientEvents::Show),
+            "hide" => Some(ClientEvents::Hide),
+            "only" => Some(ClientEvents::Only),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientEvents::Show => "show",
+            ClientEvents::Hide => "hide",
+            ClientEvents::Only => "only",
+        }
+    }
+
+    /// Whether a record that is (or is not) a client event is kept.
+    fn keeps(self, client_event: bool) -> bool {
+        match self {
+            ClientEvents::Show => true,
+            ClientEvents::Hide => !client_event,
+            ClientEvents::Only => client_event,
+        }
+    }
+}
+
 /// A call id: ours are server time, a counter and 128 random bits
 /// (`"%.6f-%03d-<32 hex digits>"`), kept as numbers: the random part makes a call id
 /// unguessable, so that only the client the server told it to can complete the call. Ids of
@@ -1214,17 +1270,22 @@ impl HistoryEntry {
 }
 
 /// A 32-bit FNV-1a hash of a name, for the on-disk index (a listing checks the record too).
-pub fn key_hash(s: &str) -> u32 {
+pub const fn key_hash(s: &str) -> u32 {
+    let bytes = s.as_bytes();
     let mut h: u32 = 0x811c_9dc5;
-    for b in s.bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    let mut i = 0;
+    while i < bytes.len() {
+        h = (h ^ bytes[i] as u32).wrapping_mul(0x0100_0193);
+        i += 1;
     }
     h
 }
 
-/// Filters for listing call records. The function, status and source are decided by the
-/// on-disk index (up to hash collisions, which `matches` settles); the process by the index
-/// only in part (7 bits of the pid), and the text search not at all: those two need each
+/// Filters for listing call records. The function, status, source and the client's own events
+/// are decided by the on-disk index (up to hash collisions, which `matches` settles, but for
+/// hidden client events: a program function whose name hashes like a client event's is hidden
+/// with them, a chance of about one in two billion per function name); the process by the
+/// index only in part (7 bits of the pid), and the text search not at all: those two need each
 /// record read ([`RecordFilter::needs_scan`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RecordFilter<'a> {
@@ -1236,6 +1297,8 @@ pub struct RecordFilter<'a> {
     pub source: Option<&'a str>,
     /// Text searched in the rendered values (see `search::TextSearch`).
     pub search: Option<&'a str>,
+    /// Whether the client's own events are kept, left out, or the only ones kept.
+    pub client_events: ClientEvents,
 }
 
 impl RecordFilter<'_> {
@@ -1250,11 +1313,18 @@ impl RecordFilter<'_> {
             && self
                 .process
                 .is_none_or(|p| named_pid(p).is_none_or(|pid| key.tag >> 1 == pid_bits(pid)))
+            && match self.client_events {
+                ClientEvents::Show => true,
+                ClientEvents::Hide => !is_client_event_key(key),
+                // A program function whose name collides is read, and `matches` drops it.
+                ClientEvents::Only => is_client_event_key(key),
+            }
     }
 
     /// Whether a record passes every filter but the text search.
     pub fn matches(&self, r: &Record) -> bool {
-        self.function.is_none_or(|f| r.method_name() == f)
+        self.client_events.keeps(r.is_client_event())
+            && self.function.is_none_or(|f| r.method_name() == f)
             && self.status.is_none_or(|s| r.status() == Some(s))
             && self.source.is_none_or(|s| r.source() == s)
             && self
@@ -1266,6 +1336,14 @@ impl RecordFilter<'_> {
     /// such listings scan, with a time budget.
     pub fn needs_scan(&self) -> bool {
         self.process.is_some() || self.search.is_some()
+    }
+
+    /// This filter keeping the client's own events as `client_events` says.
+    pub fn with_client_events(self, client_events: ClientEvents) -> Self {
+        RecordFilter {
+            client_events,
+            ..self
+        }
     }
 }
 
@@ -1439,15 +1517,32 @@ impl Records {
 
     /// Records in memory, newest first, filtered: the page and the number that matched.
     pub fn page(&self, filter: &RecordFilter, offset: usize, limit: usize) -> (Vec<Record>, usize) {
-        let mut total = 0;
+        let (page, total, _) = self.page_and_left_out(filter, offset, limit);
+        (page, total)
+    }
+
+    /// [`Records::page`], and how many records passed every filter but its choice of client
+    /// events (`RecordFilter::client_events`), which left them out: in one pass.
+    pub fn page_and_left_out(
+        &self,
+        filter: &RecordFilter,
+        offset: usize,
+        limit: usize,
+    ) -> (Vec<Record>, usize, usize) {
+        let every = filter.with_client_events(ClientEvents::Show);
+        let (mut total, mut left_out) = (0, 0);
         let mut page = Vec::new();
-        for r in self.records.iter().rev().filter(|r| filter.matches(r)) {
+        for r in self.records.iter().rev().filter(|r| every.matches(r)) {
+            if !filter.matches(r) {
+                left_out += 1;
+                continue;
+            }
             if total >= offset && page.len() < limit {
                 page.push(r.clone());
             }
             total += 1;
         }
-        (page, total)
+        (page, total, left_out)
     }
 
     /// The newest record with this call id.
@@ -1843,6 +1938,107 @@ mod tests {
         assert_eq!(rs.page(&filter, 0, 10).1, 0);
         assert!(rs.by_call_id("1795311683.784533-000").is_none());
         assert!(rs.by_call_id("1795311683.784533-004").is_some());
+    }
+
+    /// A client event of `method` with `status`, from process 7.
+    fn event(i: &mut Interner, n: usize, method: &str, status: &str) -> Record {
+        Record::Event(Arc::new(EventRecord {
+            call_id: Val::Str(Sym::new(&format!("e{n}"))),
+            method: i.sym(method),
+            status: i.sym(status),
+            pretty_args: Val::Null,
+            pretty_kwargs: Val::Null,
+            signature: Val::Null,
+            call_site: CallSite::parse(i, None),
+            page_url: Val::Null,
+            event_type: Val::Null,
+            process: Process {
+                pid: 7,
+                start_time: 1.5,
+            },
+            at: 1.0,
+            result_cid: Val::Null,
+            exception_cid: Val::Null,
+            pretty_result: Val::Null,
+            exception: Val::Null,
+        }))
+    }
+
+    #[test]
+    fn the_index_decides_the_client_events_choice_as_the_records_do() {
+        let mut i = Interner::default();
+        let probe = event(&mut i, 0, CLIENT_EVENT_METHODS[1], "exception");
+        let register = event(&mut i, 1, CLIENT_EVENT_METHODS[0], "registered");
+        // Near misses are the program's: an other attribute, another event, a call.
+        let other_attr = event(&mut i, 2, "__getattr__('name')", "exception");
+        let other_event = event(&mut i, 3, "pickle_error", "serialization_error");
+        let call = Record::Call(Arc::new(sample(&mut i, 4)));
+        let all = [&probe, &register, &other_attr, &other_event, &call];
+        for choice in [ClientEvents::Show, ClientEvents::Hide, ClientEvents::Only] {
+            let f = RecordFilter::default().with_client_events(choice);
+            for (n, r) in all.iter().enumerate() {
+                let client = n < 2;
+                let kept = match choice {
+                    ClientEvents::Show => true,
+                    ClientEvents::Hide => !client,
+                    ClientEvents::Only => client,
+                };
+                assert_eq!(f.matches(r), kept, "{choice:?} {}", r.method_name());
+                assert_eq!(
+                    f.may_match(r.index_key(n as u64)),
+                    kept,
+                    "{choice:?} {}",
+                    r.method_name()
+                );
+            }
+        }
+        // With the other filters: an `exception` status keeps the probe only when shown.
+        let f = RecordFilter {
+            status: Some("exception"),
+            client_events: ClientEvents::Hide,
+            ..RecordFilter::default()
+        };
+        assert!(!f.may_match(probe.index_key(0)) && f.may_match(other_attr.index_key(2)));
+        let f = RecordFilter {
+            function: Some(CLIENT_EVENT_METHODS[0]),
+            client_events: ClientEvents::Only,
+            ..RecordFilter::default()
+        };
+        assert!(f.may_match(register.index_key(1)) && !f.may_match(probe.index_key(0)));
+        // The keys are the hashes of the names.
+        for (m, k) in CLIENT_EVENT_METHODS.iter().zip(CLIENT_EVENT_KEYS) {
+            assert_eq!(key_hash(m), k);
+        }
+        for (name, choice) in ClientEvents::NAMES.iter().zip([
+            ClientEvents::Show,
+            ClientEvents::Hide,
+            ClientEvents::Only,
+        ]) {
+            assert_eq!(ClientEvents::parse(name), Some(choice));
+            assert_eq!(choice.as_str(), *name);
+        }
+        assert_eq!(ClientEvents::parse("Hide"), None);
+    }
+
+    #[test]
+    fn a_page_counts_the_client_events_it_leaves_out() {
+        let mut i = Interner::default();
+        let mut rs = Records::new(100, usize::MAX);
+        for n in 0..10 {
+            rs.push(event(&mut i, n, CLIENT_EVENT_METHODS[n % 2], "exception"));
+            rs.push(Record::Call(Arc::new(sample(&mut i, n as u64))));
+        }
+        let hide = RecordFilter::default().with_client_events(ClientEvents::Hide);
+        let (page, total, left_out) = rs.page_and_left_out(&hide, 2, 3);
+        assert_eq!((page.len(), total, left_out), (3, 10, 10));
+        assert!(page.iter().all(|r| !r.is_client_event()));
+        let only = RecordFilter {
+            status: Some("exception"),
+            ..RecordFilter::default().with_client_events(ClientEvents::Only)
+        };
+        let (page, total, left_out) = rs.page_and_left_out(&only, 0, 100);
+        assert_eq!((page.len(), total, left_out), (10, 10, 0));
+        assert_eq!(rs.page_and_left_out(&RecordFilter::default(), 0, 1).1, 20);
     }
 
     #[test]

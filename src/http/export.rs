@@ -26,7 +26,7 @@ pub fn serve(shared: &Shared, rq: tiny_http::Request, req: &Req, extra: &[(&str,
         Err(e) => return send(rq, Reply::error(&e), extra),
     };
     let lines = Lines {
-        records: service::call_records_export(shared, filter),
+        records: service::call_records_export(shared, filter, routes::names_client_events(req)),
         buf: Vec::new(),
         at: 0,
     };

@@ -10,7 +10,7 @@ use super::openapi::{self, Endpoint};
 use super::{index, Reply, Req};
 use crate::error::ApiError;
 use crate::limits::MAX_PAGE_LIMIT;
-use crate::records::RecordFilter;
+use crate::records::{ClientEvents, RecordFilter};
 use crate::repl::SessionFilter;
 use crate::service::{self, Payloads};
 use crate::state::Shared;
@@ -87,7 +87,7 @@ pub static ROUTES: &[Route] = &[
     Route { method: "POST", path: "/api/repl/{session_id}/close", access: Guarded, summary: "Close a REPL session, releasing waiting evals.", query: &[], handler: |s, r| wire(service::repl_close(s, r.param(0))?) },
     Route { method: "POST", path: "/api/report-com-error", access: Guarded, summary: "A client reports a failed request to the server (the last 500 are kept).", query: &[], handler: |s, r| wire(service::report_com_error(s, r.json()?)) },
     Route { method: "GET", path: "/api/com-errors", access: Guarded, summary: "Reported communication errors, oldest first.", query: &[], handler: |s, _| Ok(service::com_errors(s)) },
-    Route { method: "GET", path: "/api/call-records", access: Guarded, summary: "Call records (completed calls, client events, external tool calls), newest first; with format=jsonl every matching record as JSON Lines. A search or process filter reads records one by one for at most 1.5 s: then scanned and search_truncated say how far it got.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)"), ("process", "only this process: its process_key or its pid"), ("source", "program (the debugged program's calls and events) or mcp_client (the server's calls to external MCP servers)"), ("search", "text in the rendered arguments, keyword arguments, result or exception, in any case"), ("format", "json (default: a page) or jsonl (every matching record, one per line; limit and offset do not apply)")], handler: call_records },
+    Route { method: "GET", path: "/api/call-records", access: Guarded, summary: "Call records (completed calls, client events, external tool calls), newest first; with format=jsonl every matching record as JSON Lines. A search or process filter reads records one by one for at most 1.5 s: then scanned and search_truncated say how far it got.", query: &[("limit", "page size (default 100, at most 1000)"), ("offset", "records to skip (default 0)"), ("function", "only this method_name"), ("status", "only this status (success, exception, ...)"), ("process", "only this process: its process_key or its pid"), ("source", "program (the debugged program's calls and events) or mcp_client (the server's calls to external MCP servers)"), ("search", "text in the rendered arguments, keyword arguments, result or exception, in any case"), ("client_events", "the client's own events (with_debug.register, the _cideldill_alias_name attribute probe): show (default), hide (then client_events_hidden counts them) or only; when given, they are marked client_event: true"), ("format", "json (default: a page) or jsonl (every matching record, one per line; limit and offset do not apply)")], handler: call_records },
     Route { method: "GET", path: "/api/objects", access: Guarded, summary: "Stored objects (CID, size, format), newest first.", query: PAGE, handler: |s, r| wire(service::objects(s, offset(r)?, limit(r, 100)?)) },
     Route { method: "GET", path: "/api/objects/{cid}", access: Guarded, summary: "One stored object: format, size, rendered value, and the structured view {type, repr, attributes} (data with ?data=true).", query: &[("data", "true to include the payload (base64 for pickles)")], handler: |s, r| wire(service::object(s, r.param(0), matches!(r.query("data"), Some("1" | "true" | "yes")))?) },
     Route { method: "GET", path: "/api/snapshots", access: Guarded, summary: "Object snapshots: every argument, target and result seen with a client_ref, oldest first.", query: &[("process_key", "only this process"), ("client_ref", "only this client object")], handler: |s, r| Ok(service::snapshots(s, r.query("process_key"), r.query("client_ref"))) },
@@ -133,8 +133,15 @@ fn offset(r: &Req) -> Result<usize, ApiError> {
 }
 
 /// The filters of a call-record listing, from its query (empty values filter nothing).
+/// Client events are listed unless `client_events` says otherwise, as the original listed them.
 pub(super) fn record_filter(r: &Req) -> Result<RecordFilter<'_>, ApiError> {
-    service::record_filter(|key| r.query(key))
+    service::record_filter(|key| r.query(key), ClientEvents::Show)
+}
+
+/// Whether a call-record listing names its choice of client events (then they are marked
+/// `"client_event": true`).
+pub(super) fn names_client_events(r: &Req) -> bool {
+    r.query("client_events").is_some_and(|v| !v.is_empty())
 }
 
 /// Whether a call-record listing asks for JSON Lines (`format=jsonl`); any other format but
@@ -162,12 +169,11 @@ fn call_records(s: &Shared, r: &Req) -> Result<Value, ApiError> {
     if wants_jsonl(r)? {
         return Err(ApiError::internal("JSON Lines are served before routing"));
     }
-    wire(service::call_records(
-        s,
-        &record_filter(r)?,
-        offset(r)?,
-        limit(r, 100)?,
-    ))
+    let mut page = service::call_records(s, &record_filter(r)?, offset(r)?, limit(r, 100)?);
+    if names_client_events(r) {
+        service::mark_client_events(&mut page.calls);
+    }
+    wire(page)
 }
 
 fn repl_sessions(s: &Shared, r: &Req) -> Result<Value, ApiError> {

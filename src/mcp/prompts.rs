@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::RpcError;
-use crate::records::RecordFilter;
+use crate::records::{ClientEvents, RecordFilter};
 use crate::service::{self, Payloads};
 use crate::state::Shared;
 
@@ -43,7 +43,9 @@ pub fn get(shared: &Shared, params: &Map<String, Value>, version: &str) -> Resul
             // A page of the registry (it may hold 100,000 functions): the agent lists the
             // rest with breakpoint_list_functions.
             let functions = service::functions_page(shared, 0, 100);
-            let recent = service::call_records(shared, &RecordFilter::default(), 0, 10);
+            // The program's recent calls, without the client's own events.
+            let program = RecordFilter::default().with_client_events(ClientEvents::Hide);
+            let recent = service::call_records(shared, &program, 0, 10);
             let paused = service::paused(shared, Payloads::Omitted).paused;
             let state = json!({
                 "breakpoints": {"breakpoints": bp.breakpoints, "behaviors": bp.breakpoint_behaviors,

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
-use crate::records::RecordFilter;
+use crate::records::{ClientEvents, RecordFilter};
 use crate::service::{self, Payloads};
 use crate::state::Shared;
 
@@ -34,7 +34,7 @@ const FIXED: [(&str, &str, &str); 5] = [
     (
         "breakpoint://call-history",
         "Call History",
-        "The 50 most recent call records, newest first.",
+        "The 50 most recent call records, newest first, without the client's own events (client_events_hidden counts them).",
     ),
     (
         "breakpoint://functions",
@@ -97,9 +97,12 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
             serde_json::to_value(service::paused(shared, Payloads::Omitted)).ok()?
         }
         "breakpoint://call-history" => {
-            let page = service::call_records(shared, &RecordFilter::default(), 0, 50);
+            // The program's calls: the client's own events are hidden, and counted.
+            let filter = RecordFilter::default().with_client_events(ClientEvents::Hide);
+            let page = service::call_records(shared, &filter, 0, 50);
             let truncated = page.truncated();
-            json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated})
+            json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated,
+                   "client_events_hidden": page.client_events_hidden.unwrap_or(0)})
         }
         "breakpoint://functions" => {
             // The first 1,000 (the registry may hold 100,000): breakpoint_list_functions pages.

@@ -18,6 +18,7 @@ use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
 use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
 use crate::pretty;
+use crate::records::ClientEvents;
 use crate::resolution::Actor;
 use crate::schema;
 use crate::service::{self, Payloads, Signature};
@@ -62,6 +63,7 @@ fn hint_for(code: &str) -> &'static str {
         "missing_expr" | "missing_expression" => "Pass a non-blank Python expression or statement in expression.",
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
         "invalid_source" => "source is program or mcp_client; omit it for records of every source.",
+        "invalid_client_events" => "client_events is hide (the default), show or only.",
         _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
     }
@@ -288,7 +290,8 @@ fn call_records_out() -> Value {
         "total_count": {"type": "integer", "minimum": 0},
         "truncated": {"type": "boolean"},
         "scanned": {"type": "integer", "minimum": 0},
-        "search_truncated": {"type": "boolean"}}})
+        "search_truncated": {"type": "boolean"},
+        "client_events_hidden": {"type": "integer", "minimum": 0}}})
 }
 
 /// Every tool, in the order of the reference in docs/mcp.md.
@@ -504,6 +507,8 @@ return its result). Returns the pause ids resumed.",
         title: "Get call records",
         description: "Completed calls and client events, newest first: method, status, rendered arguments and \
 result or exception, timings. total_count says how many matched and truncated whether more exist than returned. \
+The client's own events (registrations, its internal attribute probes) are hidden unless client_events is show or \
+only; client_events_hidden counts them. \
 The filters are those of GET /api/call-records; a process or search filter reads records one by one for at most \
 1.5 s, and then scanned and search_truncated say how far it got.",
         input_schema: || json!({"type": "object", "properties": {
@@ -512,6 +517,7 @@ The filters are those of GET /api/call-records; a process or search filter reads
             "process": {"type": "string", "description": "Only this process: its process_key or its pid.", "examples": ["16759"]},
             "source": {"type": "string", "description": "program (the debugged program's calls and events) or mcp_client (the server's calls to external MCP servers).", "examples": ["program"]},
             "search": {"type": "string", "description": "Text in the rendered arguments, keyword arguments, result or exception, in any case.", "examples": ["zero"]},
+            "client_events": {"enum": ["hide", "show", "only"], "default": "hide", "description": "The client's own events (its with_debug.register registrations and _cideldill_alias_name attribute probes, marked client_event: true): hidden by default (client_events_hidden counts them), show to list them with the program's calls, only for nothing else."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many records."}}}),
         output_schema: call_records_out,
         read_only: true,
@@ -839,12 +845,23 @@ fn breakpoint_list_functions(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
 fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
     // The REST filters, named as there but for the function.
-    let filter = service::record_filter(|key| match key {
-        "function" => str_arg(args, "function_name"),
-        other => str_arg(args, other),
-    })?;
-    let page = service::call_records(ctx.shared(), &filter, 0, limit);
-    let mut out = json!({"calls": page.calls, "total_count": page.total_count, "truncated": page.truncated()});
+    // The client's own events are hidden unless asked for: an agent looks for the program's
+    // calls, and in a real session half the records are the client's attribute probes.
+    let filter = service::record_filter(
+        |key| match key {
+            "function" => str_arg(args, "function_name"),
+            other => str_arg(args, other),
+        },
+        ClientEvents::Hide,
+    )?;
+    let mut page = service::call_records(ctx.shared(), &filter, 0, limit);
+    service::mark_client_events(&mut page.calls);
+    let truncated = page.truncated();
+    let mut out =
+        json!({"calls": page.calls, "total_count": page.total_count, "truncated": truncated});
+    if let Some(hidden) = page.client_events_hidden {
+        out["client_events_hidden"] = json!(hidden);
+    }
     if let Some(scanned) = page.scanned {
         out["scanned"] = json!(scanned);
     }

@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::intern::{Cid, Interner};
 use crate::limits::{MAX_SNAPSHOTS, SCAN_BUDGET};
 use crate::pretty::{self, View};
-use crate::records::{self, CallRecord, Record, RecordFilter, Snapshot};
+use crate::records::{self, CallRecord, ClientEvents, Record, RecordFilter, Snapshot};
 use crate::search::TextSearch;
 use crate::state::Shared;
 use crate::store::{Format, RecordKind};
@@ -36,6 +36,11 @@ pub struct CallRecordsPage {
     /// page and `total_count` cover the newest `scanned` records only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_truncated: Option<bool>,
+    /// How many records passed every other filter but were left out as the client's own
+    /// events (with `search_truncated`, among those scanned; a text search does not look into
+    /// them). Present when the listing hides client events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_events_hidden: Option<usize>,
 }
 
 impl CallRecordsPage {
@@ -117,9 +122,12 @@ pub struct ServerStatus {
 /// The filters of a call-record listing from named values, as the REST query
 /// (`GET /api/call-records`, its JSON Lines export) and the MCP tool `breakpoint_get_call_records`
 /// give them: `function`, `status`, `process` (a process key or a pid), `source` (one of
-/// [`records::SOURCES`], else 400 `invalid_source`) and `search`. An empty value filters nothing.
+/// [`records::SOURCES`], else 400 `invalid_source`), `search` and `client_events` (`show`,
+/// `hide` or `only`, else 400 `invalid_client_events`; `default_events` when not given). An
+/// empty value filters nothing.
 pub fn record_filter<'a>(
     value: impl Fn(&str) -> Option<&'a str>,
+    default_events: ClientEvents,
 ) -> Result<RecordFilter<'a>, ApiError> {
     let given = |key: &str| value(key).filter(|v| !v.is_empty());
     let source = given("source");
@@ -129,12 +137,22 @@ pub fn record_filter<'a>(
             format!("source must be 'program' or 'mcp_client', got '{other}'"),
         ));
     }
+    let client_events = match given("client_events") {
+        None => default_events,
+        Some(v) => ClientEvents::parse(v).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_client_events",
+                format!("client_events must be 'show', 'hide' or 'only', got '{v}'"),
+            )
+        })?,
+    };
     Ok(RecordFilter {
         function: given("function"),
         status: given("status"),
         process: given("process"),
         source,
         search: given("search"),
+        client_events,
     })
 }
 
@@ -159,12 +177,21 @@ pub fn call_records_within(
     if filter.needs_scan() {
         return scan_page(shared, filter, offset, limit, budget);
     }
-    let (page, total) = if shared.store.is_durable() {
-        // The file holds every record, also those past the in-memory window.
+    let (page, total, left_out) = if shared.store.is_durable() {
+        // The file holds every record, also those past the in-memory window. One walk of
+        // the index counts the client events left out too.
+        let every = filter.with_client_events(ClientEvents::Show);
+        let left_out = std::cell::Cell::new(0);
         let (values, total) = read_stored(
             shared,
             RecordKind::CallRecord,
-            &|k| filter.may_match(k),
+            &|k| {
+                let found = filter.may_match(k);
+                if !found && every.may_match(k) {
+                    left_out.set(left_out.get() + 1);
+                }
+                found
+            },
             offset,
             limit,
         );
@@ -174,9 +201,12 @@ pub fn call_records_within(
             .map(|v| Record::from_disk(&mut scratch, v))
             .filter(|r| filter.matches(r))
             .collect();
-        (page, total)
+        (page, total, left_out.get())
     } else {
-        shared.lock().records.page(filter, offset, limit)
+        shared
+            .lock()
+            .records
+            .page_and_left_out(filter, offset, limit)
     };
     CallRecordsPage {
         calls: shown(shared, &page),
@@ -185,6 +215,21 @@ pub fn call_records_within(
         limit,
         scanned: None,
         search_truncated: None,
+        client_events_hidden: (filter.client_events == ClientEvents::Hide).then_some(left_out),
+    }
+}
+
+/// Marks the client's own events among records in their wire shape with `"client_event": true`
+/// (a listing that names its choice of client events, and every MCP listing, carry it; the
+/// REST default keeps the records as they were).
+pub fn mark_client_events(calls: &mut [Value]) {
+    for call in calls {
+        let method = call.get("method_name").and_then(Value::as_str);
+        if method.is_some_and(records::is_client_event) {
+            if let Some(m) = call.as_object_mut() {
+                m.insert("client_event".into(), Value::Bool(true));
+            }
+        }
     }
 }
 
@@ -208,8 +253,16 @@ fn scan_page(
     let store_render = shared.render();
     let render = store_render.scanning();
     let mut search = filter.search.map(TextSearch::new);
-    let mut cursor = RecordCursor::new(shared, *filter);
+    // Hidden client events are read to be counted (not searched).
+    let hide = filter.client_events == ClientEvents::Hide;
+    let walked = if hide {
+        filter.with_client_events(ClientEvents::Show)
+    } else {
+        *filter
+    };
+    let mut cursor = RecordCursor::new(shared, walked);
     let (mut page, mut total, mut scanned, mut cut) = (Vec::new(), 0, 0, false);
+    let mut hidden = 0;
     'scan: while let Some(step) = cursor.step() {
         for r in step {
             if Instant::now() >= deadline {
@@ -217,6 +270,10 @@ fn scan_page(
                 break 'scan;
             }
             scanned += 1;
+            if hide && r.is_client_event() {
+                hidden += 1;
+                continue;
+            }
             if search.as_mut().is_some_and(|s| !s.matches(&r, &render)) {
                 continue;
             }
@@ -241,6 +298,7 @@ fn scan_page(
         limit,
         scanned: Some(scanned),
         search_truncated: Some(cut),
+        client_events_hidden: hide.then_some(hidden),
     }
 }
 
@@ -348,16 +406,20 @@ impl<'a> RecordCursor<'a> {
 pub struct CallRecordsExport<'a> {
     cursor: RecordCursor<'a>,
     search: Option<TextSearch>,
+    mark: bool,
 }
 
-/// [`CallRecordsExport`] of the records that pass `filter`.
+/// [`CallRecordsExport`] of the records that pass `filter`; `mark` marks the client's own
+/// events ([`mark_client_events`]).
 pub fn call_records_export<'a>(
     shared: &'a Shared,
     filter: RecordFilter<'a>,
+    mark: bool,
 ) -> CallRecordsExport<'a> {
     CallRecordsExport {
         cursor: RecordCursor::new(shared, filter),
         search: filter.search.map(TextSearch::new),
+        mark,
     }
 }
 
@@ -368,12 +430,15 @@ impl Iterator for CallRecordsExport<'_> {
         let step = self.cursor.step()?;
         let store_render = self.cursor.shared.render();
         let render = store_render.scanning();
-        Some(
-            step.into_iter()
-                .filter(|r| self.search.as_mut().is_none_or(|s| s.matches(r, &render)))
-                .map(|r| r.to_json(&render))
-                .collect(),
-        )
+        let mut lines: Vec<Value> = step
+            .into_iter()
+            .filter(|r| self.search.as_mut().is_none_or(|s| s.matches(r, &render)))
+            .map(|r| r.to_json(&render))
+            .collect();
+        if self.mark {
+            mark_client_events(&mut lines);
+        }
+        Some(lines)
     }
 }
 
@@ -732,7 +797,9 @@ mod tests {
             let wire = serde_json::to_value(&page).unwrap();
             assert_eq!(wire["scanned"], 5);
             assert_eq!(wire["search_truncated"], false);
-            let export: Vec<Value> = call_records_export(s, search("alpha")).flatten().collect();
+            let export: Vec<Value> = call_records_export(s, search("alpha"), false)
+                .flatten()
+                .collect();
             assert_eq!(export, call_records(s, &search("alpha"), 0, 100).calls);
         }
         assert_eq!(

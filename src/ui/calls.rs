@@ -2,8 +2,11 @@
 //! made to an external MCP server), newest first, a page at a time, narrowed by a GET form
 //! (function, status, process, source, text search) that `GET /api/call-records` shares, with
 //! an export of the same selection as JSON Lines. Each row shows when, what, its outcome and
-//! rendered values, arguments linking to their object page, and the line a logpoint wrote for
-//! it. The list is live on the first page.
+//! rendered values, arguments named from the function's signature and linking to their object
+//! page, and the line a logpoint wrote for it. The client's own events (`records::
+//! CLIENT_EVENT_METHODS`) are hidden unless asked for (`client_events=show`), with their count;
+//! shown, they are marked "client", never as the program's exceptions. The list is live on the
+//! first page.
 
 use std::fmt::Write as _;
 
@@ -12,26 +15,40 @@ use serde_json::{Map, Value};
 use super::markup::{html, markup};
 use super::{item_shown, json_shown, param, shown, Html, View};
 use crate::limits::UI_MAX_PAGE_LIMIT;
-use crate::records::{RecordFilter, SOURCES};
+use crate::records::{self, ClientEvents, RecordFilter, SOURCES};
 use crate::service::{self, CallRecordsPage};
 use crate::state::Shared;
 
 /// Rows per page unless `limit` says otherwise (at most `UI_MAX_PAGE_LIMIT`).
 const DEFAULT_LIMIT: usize = 50;
 
-/// Statuses offered as suggestions in the status field (any other text works too).
-const STATUSES: [&str; 7] = [
-    "success",
-    "exception",
-    "event",
-    "tool_error",
-    "error",
-    "timeout",
-    "cancelled",
+/// The statuses of the status choice: those of the program's calls (`success`, `exception`),
+/// of the client's events (`registered`, `failed`, `serialization_error`, and `event` for an
+/// event that names none) and of the server's calls to external MCP servers. A status given in
+/// the address that is not among them is offered too, so the choice always shows the filter.
+const STATUSES: [(&str, &str); 10] = [
+    ("success", "success"),
+    ("exception", "exception"),
+    ("registered", "registered (client)"),
+    ("failed", "failed (client)"),
+    ("serialization_error", "serialization error (client)"),
+    ("event", "event (client)"),
+    ("tool_error", "tool error (MCP)"),
+    ("error", "error (MCP)"),
+    ("timeout", "timeout (MCP)"),
+    ("cancelled", "cancelled (MCP)"),
 ];
 
 /// The filter fields of the form and of the API, in this order.
 const FIELDS: [&str; 5] = ["function", "status", "process", "source", "search"];
+
+/// The query key of the client-events choice; the page hides them unless it says `show`
+/// (or `only`).
+const CLIENT_EVENTS: &str = "client_events";
+
+/// Arguments shown folded (with "show all") past this many characters or lines.
+const FOLD_CHARS: usize = 240;
+const FOLD_LINES: usize = 4;
 
 /// The page for `GET /calls?query`.
 pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
@@ -46,12 +63,22 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
         }
         s => s,
     };
+    let client_events = match given(CLIENT_EVENTS) {
+        None => ClientEvents::Hide,
+        Some(v) => ClientEvents::parse(v).unwrap_or_else(|| {
+            problems.push(format!(
+                "There is no choice “{v}” for client events (show, hide or only): hiding them."
+            ));
+            ClientEvents::Hide
+        }),
+    };
     let filter = RecordFilter {
         function: given("function"),
         status: given("status"),
         process: given("process"),
         source,
         search: given("search"),
+        client_events,
     };
     let number = |key: &str| given(key).and_then(|v| v.parse::<usize>().ok());
     let limit = number("limit")
@@ -60,23 +87,41 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
     let offset = number("offset").unwrap_or(0);
     let records = service::call_records(shared, &filter, offset, limit);
     // The filters as they stay on every link (the export and the pages).
-    let kept: Vec<(&str, &str)> = FIELDS
+    let filters: Vec<(&str, &str)> = FIELDS
         .iter()
         .filter_map(|k| {
             let v = if *k == "source" { source } else { given(k) };
             v.map(|v| (*k, v))
         })
         .collect();
+    let mut kept = filters.clone();
+    if client_events != ClientEvents::Hide {
+        kept.push((CLIENT_EVENTS, client_events.as_str()));
+    }
+    // The API lists client events unless told otherwise: the export names the page's choice.
     let export = link(
         "/api/call-records",
-        &[&[("format", "jsonl")], &kept[..]].concat(),
+        &[
+            &[("format", "jsonl")],
+            &filters[..],
+            &[(CLIENT_EVENTS, client_events.as_str())],
+        ]
+        .concat(),
     );
+    // Positional arguments are named from the signature a call carries, else from the one
+    // registered for its function.
+    let wanted: Vec<&str> = records
+        .calls
+        .iter()
+        .filter_map(|c| c.get("method_name")?.as_str())
+        .collect();
+    let functions = service::functions_shown(shared, &wanted, super::breakpoints::SHOWN_FUNCTIONS);
     let mut out = markup!(
         "<div class=\"bar\"><h1>Calls</h1><a class=\"button\" href=\"{}\" download>Export JSON \
          Lines</a></div>",
         export
     );
-    form(shared, &mut out, &filter, limit);
+    form(&mut out, functions.names, &filter, limit);
     for p in &problems {
         html!(out, "<p class=\"error\" role=\"alert\">{}</p>", p);
     }
@@ -86,9 +131,31 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
         Html::new()
     };
     html!(out, "<div id=\"calls-list\"{}>", live);
-    list(&mut out, &records, &kept, limit, filter_given(&filter));
+    let shown = Shown {
+        kept: &kept,
+        filters: &filters,
+        client_events,
+        limit,
+        filtered: filter_given(&filter),
+        signatures: &functions.signatures,
+    };
+    list(&mut out, &records, &shown);
     out.push_lit("</div>");
     View::new("Calls", "/calls", out)
+}
+
+/// What the list shows besides the page itself.
+struct Shown<'a> {
+    /// The query every page link keeps (the filters and a client-events choice that is not
+    /// the default).
+    kept: &'a [(&'a str, &'a str)],
+    /// The filters alone.
+    filters: &'a [(&'a str, &'a str)],
+    client_events: ClientEvents,
+    limit: usize,
+    filtered: bool,
+    /// Registered signatures by function name.
+    signatures: &'a std::collections::BTreeMap<String, String>,
 }
 
 fn filter_given(f: &RecordFilter) -> bool {
@@ -97,6 +164,7 @@ fn filter_given(f: &RecordFilter) -> bool {
         || f.process.is_some()
         || f.source.is_some()
         || f.search.is_some()
+        || f.client_events == ClientEvents::Only
 }
 
 /// ` selected` when `on`.
@@ -108,17 +176,16 @@ fn selected(on: bool) -> Html {
     }
 }
 
-/// The filter form: a GET to this page (filters change nothing).
-fn form(shared: &Shared, out: &mut Html, f: &RecordFilter, limit: usize) {
-    let mut functions =
-        service::functions_shown(shared, &[], super::breakpoints::SHOWN_FUNCTIONS).names;
+/// The filter form: a GET to this page (filters change nothing). Its choices apply when one
+/// is chosen (with the arrow keys, on Enter or when the field loses the focus).
+fn form(out: &mut Html, mut functions: Vec<String>, f: &RecordFilter, limit: usize) {
     if let Some(current) = f.function.filter(|c| !functions.iter().any(|n| n == c)) {
         functions.push(current.to_owned());
     }
     functions.sort();
     out.push_lit(
         "<form class=\"filters\" method=\"get\" action=\"/calls\" role=\"search\">\
-         <label>Function <select name=\"function\"><option value=\"\">any</option>",
+         <label>Function <select name=\"function\" data-submit><option value=\"\">any</option>",
     );
     for name in &functions {
         html!(
@@ -128,19 +195,27 @@ fn form(shared: &Shared, out: &mut Html, f: &RecordFilter, limit: usize) {
             name
         );
     }
-    html!(
-        out,
-        "</select></label><label>Status <input name=\"status\" list=\"call-statuses\" \
-         value=\"{}\" placeholder=\"any\" size=\"10\"></label><datalist id=\"call-statuses\">",
-        f.status.unwrap_or("")
+    out.push_lit(
+        "</select></label><label>Status <select name=\"status\" data-submit>\
+         <option value=\"\">any</option>",
     );
-    for s in STATUSES {
-        html!(out, "<option value=\"{}\"></option>", s);
+    let mut statuses: Vec<(&str, &str)> = STATUSES.to_vec();
+    if let Some(other) = f.status.filter(|s| !STATUSES.iter().any(|(v, _)| v == s)) {
+        statuses.push((other, other));
+    }
+    for (value, label) in statuses {
+        html!(
+            out,
+            "<option value=\"{}\"{}>{}</option>",
+            value,
+            selected(f.status == Some(value)),
+            label
+        );
     }
     html!(
         out,
-        "</datalist><label>Process <input name=\"process\" value=\"{}\" placeholder=\"pid or \
-         process key\" size=\"14\"></label><label>Source <select name=\"source\">",
+        "</select></label><label>Process <input name=\"process\" value=\"{}\" placeholder=\"pid or \
+         process key\" size=\"14\"></label><label>Source <select name=\"source\" data-submit>",
         f.process.unwrap_or("")
     );
     for (value, label) in [
@@ -169,19 +244,23 @@ fn form(shared: &Shared, out: &mut Html, f: &RecordFilter, limit: usize) {
             limit
         );
     }
+    if f.client_events != ClientEvents::Hide {
+        html!(
+            out,
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            CLIENT_EVENTS,
+            f.client_events.as_str()
+        );
+    }
     out.push_lit(
         "<button type=\"submit\">Apply</button><a class=\"clear\" href=\"/calls\">Clear</a></form>",
     );
 }
 
-/// The live region: what matched, the rows, the pages.
-fn list(
-    out: &mut Html,
-    page: &CallRecordsPage,
-    kept: &[(&str, &str)],
-    limit: usize,
-    filtered: bool,
-) {
+/// The live region: what matched, the client events left out, the rows, the pages.
+fn list(out: &mut Html, page: &CallRecordsPage, shown: &Shown) {
+    let filtered = shown.filtered;
+    client_events_note(out, page, shown);
     if page.search_truncated == Some(true) {
         html!(
             out,
@@ -195,6 +274,11 @@ fn list(
         out.push(&empty(page, filtered));
         return;
     }
+    let noun = match (shown.client_events, filtered) {
+        (ClientEvents::Only, _) => "client events",
+        (_, true) => "matching calls",
+        _ => "calls",
+    };
     let first = page.offset + 1;
     let last = page.offset + page.calls.len();
     html!(
@@ -203,7 +287,7 @@ fn list(
         count(first),
         count(last),
         count(page.total_count),
-        if filtered { "matching calls" } else { "calls" },
+        noun,
         if page.offset == 0 {
             ", newest first; new calls appear here as they complete"
         } else {
@@ -217,14 +301,78 @@ fn list(
     );
     for call in &page.calls {
         if let Some(m) = call.as_object() {
-            row(out, m);
+            row(out, m, shown.signatures);
         }
     }
     out.push_lit("</tbody></table>");
-    pager(out, page, kept, limit);
+    pager(out, page, shown.kept, shown.limit);
+}
+
+/// How many client events are hidden, with the link that shows them; or, when they are shown,
+/// the link that hides them. Every other filter stays.
+fn client_events_note(out: &mut Html, page: &CallRecordsPage, shown: &Shown) {
+    let limit = shown.limit.to_string();
+    let with = |choice: Option<&'static str>| {
+        let mut q = shown.filters.to_vec();
+        if let Some(c) = choice {
+            q.push((CLIENT_EVENTS, c));
+        }
+        if shown.limit != DEFAULT_LIMIT {
+            q.push(("limit", &limit));
+        }
+        link("/calls", &q)
+    };
+    match shown.client_events {
+        ClientEvents::Hide => {
+            let hidden = page.client_events_hidden.unwrap_or(0);
+            if hidden == 0 {
+                return;
+            }
+            html!(
+                out,
+                "<p class=\"client-events\" role=\"status\"><span class=\"badge client\">client\
+                 </span> {} {} hidden{}: the client's own registrations and attribute probes, not \
+                 your program's calls. <a href=\"{}\">Show them</a></p>",
+                count(hidden),
+                if hidden == 1 {
+                    "client event"
+                } else {
+                    "client events"
+                },
+                if page.scanned.is_some() && shown.filters.iter().any(|(k, _)| *k == "search") {
+                    " (and not searched)"
+                } else {
+                    ""
+                },
+                with(Some("show"))
+            );
+        }
+        ClientEvents::Show => html!(
+            out,
+            "<p class=\"client-events\" role=\"status\">The client's own events are shown, marked \
+             <span class=\"badge client\">client</span>. <a href=\"{}\">Hide them</a> · \
+             <a href=\"{}\">Only them</a></p>",
+            with(None),
+            with(Some("only"))
+        ),
+        ClientEvents::Only => html!(
+            out,
+            "<p class=\"client-events\" role=\"status\">Only the client's own events are shown. \
+             <a href=\"{}\">Hide them</a> · <a href=\"{}\">Show them with the calls</a></p>",
+            with(None),
+            with(Some("show"))
+        ),
+    }
 }
 
 fn empty(page: &CallRecordsPage, filtered: bool) -> Html {
+    if page.client_events_hidden.is_some_and(|n| n > 0) && !filtered && page.offset == 0 {
+        return Html::lit(
+            "<section class=\"empty\"><h2>No program calls recorded yet</h2><p>Only the \
+             client's own events arrived so far. Every call of a function your program wraps is \
+             listed here once it completes, newest first, without a reload.</p></section>",
+        );
+    }
     if filtered || page.offset > 0 {
         return markup!(
             "<section class=\"empty\"><h2>No call matches</h2><p>{} <a href=\"/calls\">Show \
@@ -245,15 +393,30 @@ fn empty(page: &CallRecordsPage, filtered: bool) -> Html {
 }
 
 /// One row: a call record, a client event, or an external tool call, in its wire shape.
-fn row(out: &mut Html, m: &Map<String, Value>) {
+/// `signatures` are the registered ones by function name.
+fn row(
+    out: &mut Html,
+    m: &Map<String, Value>,
+    signatures: &std::collections::BTreeMap<String, String>,
+) {
     let text = |k: &str| m.get(k).and_then(Value::as_str);
     let number = |k: &str| m.get(k).and_then(Value::as_f64);
     let external = text("source") == Some("mcp_client");
     let function = text("method_name").unwrap_or("");
+    let client = !external && records::is_client_event(function);
     let status = text("status").unwrap_or("");
     let call_id = m.get("call_id").map(shown).unwrap_or_default();
     let when = number("started_at").or_else(|| number("completed_at"));
-    html!(out, "<tr data-call-id=\"{}\"><td class=\"when\">", call_id);
+    html!(
+        out,
+        "<tr data-call-id=\"{}\"{}><td class=\"when\">",
+        call_id,
+        if client {
+            Html::lit(" class=\"client\"")
+        } else {
+            Html::new()
+        }
+    );
     if let Some(t) = when {
         let iso = crate::ids::utc_iso(t);
         html!(
@@ -310,9 +473,19 @@ fn row(out: &mut Html, m: &Map<String, Value>) {
         "<code class=\"id\" title=\"call id\">{}</code></td><td class=\"status\"><span \
          class=\"badge {}\">{}</span>",
         call_id,
-        status_class(status, m),
+        if client {
+            "client"
+        } else {
+            status_class(status, m)
+        },
         status_shown
     );
+    if client {
+        out.push_lit(
+            "<span class=\"badge client\" title=\"An event of the debug client itself, not a call \
+             of your program\">client</span>",
+        );
+    }
     if let Some(d) = duration(m) {
         html!(out, "<span class=\"dur\">{}</span>", d);
     }
@@ -320,10 +493,19 @@ fn row(out: &mut Html, m: &Map<String, Value>) {
     if external {
         values(out, m.get("arguments"), None);
     } else {
-        arguments(out, m);
+        // A client event's arguments are the client's, not the function's parameters.
+        let names = if client || m.contains_key("event_type") {
+            Vec::new()
+        } else {
+            text("signature")
+                .or_else(|| signatures.get(function).map(String::as_str))
+                .map(super::paused::positional_names)
+                .unwrap_or_default()
+        };
+        arguments(out, m, &names);
     }
     out.push_lit("</td><td>");
-    outcome(out, m);
+    outcome(out, m, client);
     out.push(&super::resolution_html(function, m));
     if let Some(line) = text("log") {
         html!(
@@ -368,8 +550,9 @@ fn duration(m: &Map<String, Value>) -> Option<String> {
     })
 }
 
-/// Positional and keyword arguments, each linking to its object page when it has a CID.
-fn arguments(out: &mut Html, m: &Map<String, Value>) {
+/// Positional and keyword arguments, each linking to its object page when it has a CID; a
+/// positional one named as `names` says (its index past them).
+fn arguments(out: &mut Html, m: &Map<String, Value>, names: &[String]) {
     let shown_args = m.get("pretty_args").and_then(Value::as_array);
     let items = m.get("args").and_then(Value::as_array);
     let shown_kwargs = m.get("pretty_kwargs").and_then(Value::as_object);
@@ -384,7 +567,8 @@ fn arguments(out: &mut Html, m: &Map<String, Value>) {
     for (i, v) in shown_args.into_iter().flatten().enumerate() {
         let item = items.and_then(|a| a.get(i));
         let cid = item.and_then(|it| it.get("cid"));
-        entry(out, &i.to_string(), &item_shown(v, item), cid);
+        let name = names.get(i).cloned().unwrap_or_else(|| i.to_string());
+        entry(out, &name, &item_shown(v, item), cid);
     }
     for (k, v) in shown_kwargs.into_iter().flatten() {
         let item = kw_items.and_then(|a| a.get(k));
@@ -420,10 +604,27 @@ fn value(out: &mut Html, v: &Value, cid: Option<&Value>) {
     value_text(out, &shown(v), cid);
 }
 
-/// The text of a shown value, linking to `/object/<cid>` when it has one.
+/// The text of a shown value, linking to `/object/<cid>` when it has one. A long value is
+/// folded to its first lines with "show all" (then its object link follows it), so that a row
+/// stays short and no value runs over the next one.
 fn value_text(out: &mut Html, text: &str, cid: Option<&Value>) {
+    let cid = cid.and_then(Value::as_str);
+    if super::folds(text, FOLD_CHARS, FOLD_LINES) {
+        out.push_lit("<div class=\"long\">");
+        out.push(&super::value_html_folded(text, "", FOLD_CHARS, FOLD_LINES));
+        if let Some(cid) = cid {
+            html!(
+                out,
+                "<a class=\"obj-link\" href=\"/object/{}\" title=\"Inspect this object\">object\
+                 </a>",
+                encode(cid)
+            );
+        }
+        out.push_lit("</div>");
+        return;
+    }
     let code = markup!("<code class=\"value\">{}</code>", text);
-    match cid.and_then(Value::as_str) {
+    match cid {
         Some(cid) => html!(
             out,
             "<a class=\"obj\" href=\"/object/{}\" title=\"Inspect this object\">{}</a>",
@@ -434,8 +635,9 @@ fn value_text(out: &mut Html, text: &str, cid: Option<&Value>) {
     }
 }
 
-/// The result, or the exception with its traceback folded.
-fn outcome(out: &mut Html, m: &Map<String, Value>) {
+/// The result, or the exception with its traceback folded; a client event's exception (an
+/// attribute its proxy did not find) is not the program's, and is not shown as raised.
+fn outcome(out: &mut Html, m: &Map<String, Value>, client: bool) {
     let present = |k: &str| m.get(k).filter(|v| !v.is_null());
     if let Some(error) = present("error") {
         let message = error.get("message").unwrap_or(error);
@@ -448,7 +650,11 @@ fn outcome(out: &mut Html, m: &Map<String, Value>) {
         .or_else(|| present("exception_type"))
         .or_else(|| present("exception_message"));
     if let Some(e) = raised {
-        out.push_lit("<div class=\"raised\">");
+        out.push_lit(if client {
+            "<div class=\"client-note\">"
+        } else {
+            "<div class=\"raised\">"
+        });
         match exception_line(e) {
             Some(line) => {
                 value(out, &Value::String(line), present("exception_cid"));
@@ -692,6 +898,144 @@ mod tests {
         assert!(html.contains("<a class=\"obj\" href=\"/object/"), "{html}");
         let unknown = page(&s, &q(&[("source", "nope")])).main;
         assert!(unknown.contains("There is no source"), "{unknown}");
+    }
+
+    /// The real client's attribute probe on a proxy, as it posts it.
+    fn probe(s: &Shared) {
+        crate::service::call_event(
+            s,
+            &body(json!({
+                "method_name": "__getattr__('_cideldill_alias_name')", "status": "exception",
+                "timestamp": 1795311683.6, "call_site": {"timestamp": 1795311683.6},
+                "process_pid": 4242, "process_start_time": 1795311683.5,
+                "pretty_args": [], "pretty_kwargs": {},
+                "exception": {"type": "AttributeError", "message": "no alias",
+                              "requested_attribute": "_cideldill_alias_name"},
+            })),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn client_events_are_hidden_with_a_count_and_shown_muted_on_request() {
+        let s = shared();
+        let a = call(&s, "add", &[json!(1)], &json!(2));
+        for _ in 0..3 {
+            probe(&s);
+        }
+        let html = page(&s, &[]).main;
+        assert!(html.contains("3 client events hidden"), "{html}");
+        assert!(
+            html.contains("href=\"/calls?client_events=show\">Show them</a>"),
+            "{html}"
+        );
+        assert!(html.contains("1–1 of 1 calls"), "{html}");
+        assert!(!html.contains("_cideldill_alias_name"), "{html}");
+        assert!(html.contains(&a));
+        // The export names the page's choice; the toggle keeps the filters.
+        assert!(html.contains("/api/call-records?format=jsonl&amp;client_events=hide"));
+        let html = page(&s, &q(&[("status", "exception")])).main;
+        assert!(html.contains("3 client events hidden"), "{html}");
+        assert!(html.contains("No call matches"), "{html}");
+        assert!(html.contains("href=\"/calls?status=exception&amp;client_events=show\""));
+        // Shown: muted, marked client, never the red of an exception.
+        let html = page(&s, &q(&[("client_events", "show")])).main;
+        assert!(html.contains("1–4 of 4 calls"), "{html}");
+        assert!(html.contains("<tr data-call-id=") && html.contains(" class=\"client\">"));
+        assert_eq!(
+            html.matches("<span class=\"badge client\">exception</span>")
+                .count(),
+            3
+        );
+        assert!(!html.contains("badge failed"), "{html}");
+        assert!(html.contains("<div class=\"client-note\">") && !html.contains("class=\"raised\""));
+        assert!(html.contains("<input type=\"hidden\" name=\"client_events\" value=\"show\">"));
+        assert!(html.contains("href=\"/calls\">Hide them</a>"), "{html}");
+        let html = page(&s, &q(&[("client_events", "only")])).main;
+        assert!(
+            html.contains("1–3 of 3 client events") && !html.contains(&a),
+            "{html}"
+        );
+        let html = page(&s, &q(&[("client_events", "nope")])).main;
+        assert!(
+            html.contains("There is no choice “nope” for client events"),
+            "{html}"
+        );
+        // A search leaves them out, and says so.
+        let html = page(&s, &q(&[("search", "alias")])).main;
+        assert!(
+            html.contains("3 client events hidden (and not searched)"),
+            "{html}"
+        );
+        assert!(html.contains("No call matches"), "{html}");
+        let html = page(&s, &q(&[("search", "alias"), ("client_events", "show")])).main;
+        assert!(html.contains("1–3 of 3 matching calls"), "{html}");
+    }
+
+    #[test]
+    fn only_client_events_so_far_is_not_an_empty_session() {
+        let s = shared();
+        probe(&s);
+        let html = page(&s, &[]).main;
+        assert!(html.contains("No program calls recorded yet"), "{html}");
+        assert!(html.contains("1 client event hidden"), "{html}");
+    }
+
+    #[test]
+    fn the_status_is_a_choice_that_keeps_any_status_given() {
+        let s = shared();
+        let html = page(&s, &q(&[("status", "exception")])).main;
+        assert!(
+            html.contains("<select name=\"status\" data-submit><option value=\"\">any</option>")
+        );
+        assert!(
+            html.contains("<option value=\"exception\" selected>exception</option>"),
+            "{html}"
+        );
+        assert!(html.contains("<option value=\"registered\">registered (client)</option>"));
+        assert!(html.contains("<option value=\"tool_error\">tool error (MCP)</option>"));
+        let html = page(&s, &q(&[("status", "weird")])).main;
+        assert!(
+            html.contains("<option value=\"weird\" selected>weird</option>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn arguments_are_named_from_the_signature_and_long_values_fold() {
+        let s = shared();
+        crate::service::function_register(
+            &s,
+            &body(json!({"function_name": "scale", "signature": "(value, factor=2)"})),
+        )
+        .unwrap();
+        // The call's own signature names them; without one, the registered signature does.
+        let long = "x".repeat(2000);
+        call(&s, "add", &[json!(long), json!(3)], &json!(1));
+        for (method, arg) in [("scale", 5), ("unknown", 6)] {
+            let mut b = start_body(method, &[json!(arg)]);
+            b.remove("signature");
+            let started = start(&s, &b).unwrap();
+            let id = started["call_id"].as_str().unwrap().to_owned();
+            crate::service::testing::complete(&s, &complete_body(&id, &json!(1))).unwrap();
+        }
+        let html = page(&s, &[]).main;
+        assert!(
+            html.contains("<dt>x</dt>") && html.contains("<dt>y</dt>"),
+            "{html}"
+        );
+        assert!(html.contains("<dt>value</dt>"), "{html}");
+        assert!(
+            html.contains("<dt>0</dt>"),
+            "a function without a signature: {html}"
+        );
+        // A long value folds, with its object link beside it.
+        assert!(html.contains("<details class=\"more\">"), "{html}");
+        assert!(html.contains("show all 503 characters"), "{html}");
+        assert!(
+            html.contains("<a class=\"obj-link\" href=\"/object/"),
+            "{html}"
+        );
     }
 
     #[test]

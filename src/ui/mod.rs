@@ -507,13 +507,30 @@ pub fn value_html(text: &str) -> Html {
 
 /// [`value_html`] with more classes on its `code` elements (`class` starts with a space).
 pub fn value_html_classed(text: &str, class: &str) -> Html {
+    value_html_folded(text, class, FOLD_CHARS, FOLD_LINES)
+}
+
+/// Where a value longer than `chars` characters or `lines` lines is cut for its folded form
+/// (its length when it is not).
+fn fold_at(text: &str, chars: usize, lines: usize) -> usize {
     let mut cut = text.len();
-    if let Some((i, _)) = text.char_indices().nth(FOLD_CHARS) {
+    if let Some((i, _)) = text.char_indices().nth(chars) {
         cut = i;
     }
-    if let Some((i, _)) = text.match_indices('\n').nth(FOLD_LINES - 1) {
+    if let Some((i, _)) = text.match_indices('\n').nth(lines.max(1) - 1) {
         cut = cut.min(i);
     }
+    cut
+}
+
+/// Whether [`value_html_folded`] folds this text.
+pub fn folds(text: &str, chars: usize, lines: usize) -> bool {
+    fold_at(text, chars, lines) < text.len()
+}
+
+/// [`value_html_classed`] folded past `chars` characters or `lines` lines.
+pub fn value_html_folded(text: &str, class: &str, chars: usize, lines: usize) -> Html {
+    let cut = fold_at(text, chars, lines);
     if cut >= text.len() {
         return markup!("<code class=\"value{}\">{}</code>", class, text);
     }

@@ -1,6 +1,7 @@
 //! The External MCP servers page (`/mcp-servers`): each server's status, transport and error,
 //! connect / disconnect / reconnect, its tools with their input schemas, and a form to call a
-//! tool with JSON arguments and see the result.
+//! tool with JSON arguments and see the result (`app.js` `showAnswer`: a result with
+//! `isError: true` reads as a failure, its error text first).
 
 use serde_json::Value;
 

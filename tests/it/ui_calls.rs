@@ -133,9 +133,10 @@ fn check_filters(c: &Client, ids_oldest_first: &[String]) {
             "call {i} on the page:\n{body}"
         );
     }
-    assert!(
-        body.contains("href=\"/api/call-records?format=jsonl&amp;function=add&amp;search=APPLE\"")
-    );
+    // The export names the page's choice of client events (the API lists them by default).
+    assert!(body.contains(
+        "href=\"/api/call-records?format=jsonl&amp;function=add&amp;search=APPLE&amp;client_events=hide\""
+    ));
     assert!(body.contains("1–2 of 2 matching calls"), "{body}");
     assert!(
         body.contains("<a class=\"obj\" href=\"/object/"),
@@ -228,4 +229,203 @@ fn program_values_are_escaped_and_bad_filters_refused() {
         c.port
     );
     assert_eq!(c.raw(req.as_bytes()).status, 403);
+}
+
+/// Posts a client event as the real Python client does (protocol doc §2.4) from process `pid`:
+/// its registration of `with_debug(add)`, or the attribute probe its proxy makes on every call.
+fn client_event(c: &Client, pid: u32, registration: bool) {
+    let body = if registration {
+        json!({
+            "method_name": "with_debug.register", "status": "registered", "timestamp": 1795311683.6,
+            "call_site": {"timestamp": 1795311683.6, "stack_trace": []},
+            "pretty_args": [{"__cideldill_placeholder__": true, "summary": "add", "client_ref": 1}],
+            "pretty_kwargs": {},
+            "pretty_result": {"event": "with_debug_registration", "function_name": "add",
+                              "signature": "(x, flag=True)", "alias": null, "target_type": "builtins.function"},
+            "process_pid": pid, "process_start_time": 1795311683.5,
+        })
+    } else {
+        json!({
+            "method_name": "__getattr__('_cideldill_alias_name')", "status": "exception",
+            "timestamp": 1795311683.7,
+            "call_site": {"timestamp": 1795311683.7, "target_cid": "x", "stack_trace": []},
+            "pretty_args": [], "pretty_kwargs": {},
+            "exception": {"type": "AttributeError", "message": "'Proxy' object has no attribute '_cideldill_alias_name'",
+                          "target_type": "builtins.function", "requested_attribute": "_cideldill_alias_name"},
+            "process_pid": pid, "process_start_time": 1795311683.5,
+        })
+    };
+    assert_eq!(c.post_ok("/api/call/event", &body), json!({"status": "ok"}));
+}
+
+/// A session as the real client makes it: a registration, then each call preceded by the
+/// probe. The program's call ids, oldest first (4 calls, 5 client events).
+fn noisy_session(c: &Client) -> Vec<String> {
+    client_event(c, 100, true);
+    let mut ids = Vec::new();
+    for (n, arg) in [json!("apple"), json!(2), json!(3), json!("pear")]
+        .iter()
+        .enumerate()
+    {
+        client_event(c, 100, false);
+        ids.push(call(c, "add", 100, arg, &json!(n)));
+    }
+    ids
+}
+
+/// Checks the listings of a [`noisy_session`]: REST lists every record by default, hides or
+/// keeps only the client events on request with their count, and so do the export and the
+/// Calls page (which hides them by default).
+fn check_client_events(c: &Client, program: &[String]) {
+    let newest_first: Vec<String> = program.iter().rev().cloned().collect();
+    let all = c.get_ok("/api/call-records");
+    assert_eq!(all["total_count"], 9);
+    assert!(all.get("client_events_hidden").is_none(), "{all}");
+    assert!(all["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r.get("client_event").is_none()));
+    let hidden = c.get_ok("/api/call-records?client_events=hide");
+    assert_eq!(
+        (
+            hidden["total_count"].clone(),
+            hidden["client_events_hidden"].clone()
+        ),
+        (json!(4), json!(5))
+    );
+    assert_eq!(ids(&hidden), newest_first);
+    // Paging and the index filters combine with it.
+    let paged = c.get_ok("/api/call-records?client_events=hide&offset=1&limit=2");
+    assert_eq!(ids(&paged), newest_first[1..3]);
+    let failed = c.get_ok("/api/call-records?client_events=hide&status=exception");
+    assert_eq!(
+        (
+            failed["total_count"].clone(),
+            failed["client_events_hidden"].clone()
+        ),
+        (json!(0), json!(4))
+    );
+    let only = c.get_ok("/api/call-records?client_events=only");
+    assert_eq!(only["total_count"], 5);
+    for r in only["calls"].as_array().unwrap() {
+        assert_eq!(r["client_event"], true, "{r}");
+    }
+    assert_eq!(only["calls"][4]["method_name"], "with_debug.register");
+    // A search leaves them out unless asked, and counts what it did not search.
+    let search = c.get_ok("/api/call-records?client_events=hide&search=_cideldill_alias");
+    assert_eq!(
+        (
+            search["total_count"].clone(),
+            search["client_events_hidden"].clone()
+        ),
+        (json!(0), json!(5))
+    );
+    assert_eq!(
+        c.get_ok("/api/call-records?search=_cideldill_alias")["total_count"],
+        4
+    );
+    let process = c.get_ok("/api/call-records?client_events=hide&process=100");
+    assert_eq!(ids(&process), newest_first);
+    // The export.
+    assert_eq!(export(c, "&client_events=hide").len(), 4);
+    let lines = export(c, "&client_events=only");
+    assert_eq!(lines.len(), 5);
+    assert!(lines.iter().all(|l| l["client_event"] == true));
+    assert_eq!(export(c, "").len(), 9);
+    // The page hides them by default, with their count and a toggle that keeps the filters.
+    let body = html(c, "/calls");
+    assert!(body.contains("5 client events hidden"), "{body}");
+    assert!(body.contains("1–4 of 4 calls"), "{body}");
+    assert!(!body.contains("_cideldill_alias_name"), "{body}");
+    assert!(
+        body.contains("href=\"/calls?client_events=show\">Show them</a>"),
+        "{body}"
+    );
+    let body = html(c, "/calls?function=add&client_events=show");
+    assert!(body.contains("1–4 of 4 matching calls"), "{body}");
+    let body = html(c, "/calls?status=exception&client_events=show");
+    assert!(body.contains("1–4 of 4 matching calls"), "{body}");
+    assert!(
+        body.contains("<span class=\"badge client\">exception</span>"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("badge failed") && !body.contains("class=\"raised\""),
+        "{body}"
+    );
+}
+
+#[test]
+fn client_events_are_kept_but_hidden_on_request_and_by_the_page() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let ids = noisy_session(&c);
+    check_client_events(&c, &ids);
+    for bad in [
+        "client_events=HIDE",
+        "client_events=no",
+        "format=jsonl&client_events=x",
+    ] {
+        let r = c.get(&format!("/api/call-records?{bad}"));
+        assert_eq!(r.status, 400, "{bad}");
+        assert_eq!(r.json()["error"], "invalid_client_events", "{bad}");
+    }
+}
+
+#[test]
+fn with_a_database_client_events_past_the_window_are_counted_and_left_out_by_the_index() {
+    let home = TempDir::new("calls-noise");
+    let db = home.path().join("noise.db");
+    let db = db.to_str().unwrap();
+    let args = ["--db", db, "--max-records", "2"];
+    let server = Server::start_in(home.path(), &args);
+    let ids = noisy_session(&server.client());
+    assert_eq!(server.client().get_ok("/api/status")["calls_in_memory"], 2);
+    check_client_events(&server.client(), &ids);
+    drop(server);
+    let server = Server::start_in(home.path(), &args);
+    check_client_events(&server.client(), &ids);
+}
+
+#[test]
+fn an_agent_gets_the_program_calls_unless_it_asks_for_client_events() {
+    let s = crate::mcp_support::McpServer::initialized("2025-11-25");
+    let c = s.http();
+    let ids = noisy_session(&c);
+    let listed = s.call_ok("breakpoint_get_call_records", json!({}));
+    assert_eq!(
+        (
+            listed["total_count"].clone(),
+            listed["client_events_hidden"].clone()
+        ),
+        (json!(4), json!(5))
+    );
+    assert_eq!(listed["calls"][0]["call_id"], ids[3].as_str());
+    let shown = s.call_ok(
+        "breakpoint_get_call_records",
+        json!({"client_events": "show"}),
+    );
+    assert_eq!(shown["total_count"], 9);
+    assert!(shown.get("client_events_hidden").is_none());
+    assert_eq!(shown["calls"][0]["client_event"], Value::Null);
+    assert_eq!(shown["calls"][1]["client_event"], true);
+    let only = s.call_ok(
+        "breakpoint_get_call_records",
+        json!({"client_events": "only", "limit": 2}),
+    );
+    assert_eq!(
+        (only["total_count"].clone(), only["truncated"].clone()),
+        (json!(5), json!(true))
+    );
+    let r = s.call(
+        "breakpoint_get_call_records",
+        json!({"client_events": "all"}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r.to_string()
+            .contains("\\\"parameter\\\":\\\"client_events\\\""),
+        "{r}"
+    );
 }

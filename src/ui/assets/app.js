@@ -459,6 +459,28 @@ function formBody(form) {
   return body;
 }
 
+// Writes an answer into an element as text. An external tool's failure (a result with
+// isError: true) reads as one: marked failed, its error text first, then the whole answer.
+function showAnswer(out, data) {
+  const result = data && data.result;
+  const failed = !!(result && typeof result === "object" && result.isError === true);
+  out.classList.toggle("failed", failed);
+  out.replaceChildren();
+  if (!failed) { out.textContent = JSON.stringify(data, null, 2); return; }
+  const head = document.createElement("strong");
+  head.className = "error-text";
+  head.textContent = "Failed: the tool answered with an error (isError)";
+  const texts = (Array.isArray(result.content) ? result.content : [])
+    .filter((c) => c && c.type === "text" && typeof c.text === "string").map((c) => c.text);
+  const message = document.createElement("span");
+  message.className = "error-text tool-error";
+  message.textContent = texts.join("\n") || "(the tool gave no error text)";
+  const rest = document.createElement("span");
+  rest.className = "rest";
+  rest.textContent = "The whole answer:\n" + JSON.stringify(data, null, 2);
+  out.append(head, "\n", message, "\n\n", rest);
+}
+
 async function submitForm(form) {
   const near = form.closest("[data-pause-id], section, main");
   const err = form.querySelector(".error") || (near && near.querySelector(".error"));
@@ -488,7 +510,7 @@ async function submitForm(form) {
     location.href = then.slice(3).replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data[k]));
   } else if (then.startsWith("show:")) {
     const out = document.getElementById(then.slice(5));
-    if (out) { out.textContent = JSON.stringify(data, null, 2); out.hidden = false; }
+    if (out) { showAnswer(out, data); out.hidden = false; }
   } else {
     if (form.dataset.reset !== undefined) form.reset();
     pending = false;
@@ -555,8 +577,7 @@ document.addEventListener("keydown", (ev) => {
   if (ev.key === "Enter") {
     if (el.dataset.keyed) {
       delete el.dataset.keyed;
-      const form = el.closest("form[data-api]");
-      if (form) submitForm(form);
+      applyChoice(el);
     }
     ev.preventDefault();
   } else if (ev.key !== "Tab") {
@@ -568,8 +589,7 @@ document.addEventListener("focusout", (ev) => {
   const el = ev.target;
   if (el.matches && el.matches("select[data-submit]") && el.dataset.keyed) {
     delete el.dataset.keyed;
-    const form = el.closest("form[data-api]");
-    if (form) submitForm(form);
+    applyChoice(el);
   }
 }, true);
 
@@ -577,10 +597,18 @@ document.addEventListener("change", (ev) => {
   const el = ev.target;
   if (el.matches && el.matches('select[data-submit], input[type="checkbox"][data-submit]')) {
     if (el === keyed) { el.dataset.keyed = "1"; return; }
-    const form = el.closest("form[data-api]");
-    if (form) submitForm(form);
+    applyChoice(el);
   }
 });
+
+// A choice applies its form: an API form through submitForm, a filter form (a GET, such as the
+// Calls page's) by loading its address.
+function applyChoice(el) {
+  const form = el.closest("form");
+  if (!form) return;
+  if (form.matches("form[data-api]")) submitForm(form);
+  else if (form.method === "get") form.requestSubmit();
+}
 
 // Keyboard: c continues the focused card, j / k move between cards.
 document.addEventListener("keydown", (ev) => {
