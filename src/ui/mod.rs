@@ -339,6 +339,10 @@ fn page_events(nav: &str) -> Option<&'static str> {
             "execution_paused execution_resumed log origins_changed repl_session \
              breakpoints_changed functions_changed",
         ),
+        // Every page's status line and title count the paused calls.
+        "/mcp-servers" => Some("execution_paused execution_resumed external_server"),
+        "/functions" => Some("execution_paused execution_resumed functions_changed"),
+        "/repls" => Some("execution_paused execution_resumed repl_session repl_output"),
         _ => None,
     }
 }
