@@ -375,19 +375,19 @@ fn card(
     if let Some(sig) = signature {
         html!(out, "<p class=\"sig\"><code>{}{}</code></p>", method, sig);
     }
-    out.push_lit("<dl class=\"args\">");
     // The object the call was made on: a proxied object's method call names the object (its
     // `self`), a wrapped function the function.
     if let Some(target) = d.get("pretty_target").filter(|t| !t.is_null()) {
         let item = d.get("target");
         html!(
             out,
-            "<dt title=\"The object the call was made on: self, for a method\">target</dt>\
-             <dd class=\"target\">{}{}</dd>",
+            "<p class=\"target\"><span class=\"label\" title=\"The object the call was made on: \
+             self, for a method\">target</span> {}{}</p>",
             value_html(&item_shown(target, item)),
             object_link(item)
         );
     }
+    out.push_lit("<dl class=\"args\">");
     let names = signature.map(positional_names).unwrap_or_default();
     // After a modified call, the arguments it ran with (the resolution line names the ones it
     // was called with).
