@@ -194,9 +194,10 @@ fn polls_html(shared: &Shared) -> Html {
     for p in service::paused(shared, Payloads::Omitted).paused {
         html!(
             out,
-            "<span data-poll-of=\"{}\" data-polled=\"{}\"></span>",
+            "<span data-poll-of=\"{}\" data-polled=\"{}\"{}></span>",
             p.id,
-            p.last_poll_at
+            p.last_poll_at,
+            if p.gone { " data-gone" } else { "" }
         );
     }
     out

@@ -150,9 +150,10 @@ function scrolls(regions) {
   };
 }
 
-async function refresh(saved) {
-  pending = false;
-  const regions = Array.from(main.querySelectorAll("[data-live][id]"));
+// `only`: the id of the one region to refresh (the poll times), leaving the others as they are.
+async function refresh(saved, only) {
+  if (!only) pending = false;
+  const regions = Array.from(main.querySelectorAll("[data-live][id]")).filter((r) => !only || r.id === only);
   const focused = document.activeElement && document.activeElement.closest &&
     document.activeElement.closest("[data-pause-id]");
   const focusedId = focused ? focused.dataset.pauseId : null;
@@ -282,7 +283,17 @@ function tick() {
   }
   if (polls.children.length && now - pollsFetched >= POLL_REFRESH_S) {
     pollsFetched = now;
-    schedule();
+    refreshPolls();
+  }
+}
+
+// Refetches the poll times alone (a card keeps what is typed or shown in it); the cards too
+// when a program went away or came back.
+async function refreshPolls() {
+  await refresh(undefined, "polls");
+  for (const s of document.querySelectorAll("#polls [data-poll-of]")) {
+    const el = main.querySelector('[data-last-poll="' + CSS.escape(s.dataset.pollOf) + '"]');
+    if (el && (el.dataset.gone !== undefined) !== (s.dataset.gone !== undefined)) { schedule(); return; }
   }
 }
 
