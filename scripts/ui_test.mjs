@@ -1756,6 +1756,58 @@ check("repl: open a REPL from a card, evaluate, and see it close when the call g
   await t.shot(list, "repls");
 });
 
+check("repl: the card says when its program polled and shows its target; the REPL lists its scope and arguments; Modify one argument; a killed program is marked gone, refused a REPL and dismissed", async (t) => {
+  const { server, page, demo, card, id } = await demoPausedAtAdd(t);
+  await card.locator(".polled", { hasText: /^last polled \d+ s ago$/ }).waitFor();
+  await card.locator("p.target a.obj").waitFor();
+  // The REPL says what is in scope (the program's dir()) and shows the call's arguments.
+  await card.getByRole("button", { name: "Open REPL" }).click();
+  await page.waitForURL(/\/repl\//);
+  await pageLive(page);
+  await page.locator("#scope-names code", { hasText: /^args$/ }).waitFor();
+  const side = (await page.locator("#repl-side dl.args").innerText()).replace(/\s+/g, " ");
+  assert(side.includes("x args[0]") && side.includes("y kwargs"), `the REPL's side lists ${side}`);
+  const input = page.locator("#expr");
+  await input.fill("args[0] + kwargs['y']");
+  await input.press("Enter");
+  await page.locator("ol.transcript li", { hasText: "5" }).waitFor();
+  await t.shot(page, "repl-scope");
+  // Modify only y, from its own field; x goes back as it was.
+  const cards = await t.page(server);
+  await pageLive(cards);
+  const again = cards.locator(`${CARD}[data-pause-id="${id}"]`);
+  const details = await openDetails(again, "Modify arguments");
+  const x = details.locator('textarea[data-arg="0"]');
+  assert(await x.inputValue() === "2", `x starts as ${await x.inputValue()}`);
+  await details.locator(".modify-arg", { hasText: "x" }).first().waitFor();
+  await details.locator('textarea[data-kwarg="y"]').fill("40");
+  await t.shot(cards, "paused-modify-fields");
+  await details.locator('button[data-act="modify"]').click();
+  await continueAfter(cards, demo, "42");
+  await demo.waitForLine(/^add\(2, y=40\) -> 42/);
+  // The next pause: its REPL shows what was evaluated at the previous one.
+  const next = cards.locator(CARD).first();
+  await next.waitFor();
+  const nextId = await next.getAttribute("data-pause-id");
+  const repl2 = await t.page(server);
+  await pageLive(repl2);
+  await repl2.locator(`${CARD}[data-pause-id="${nextId}"]`).getByRole("button", { name: "Open REPL" }).click();
+  await repl2.waitForURL(/\/repl\//);
+  await repl2.locator(".earlier li[data-expr]", { hasText: "args[0] + kwargs['y']" }).waitFor();
+  await t.shot(repl2, "repl-earlier");
+  // The program is killed: its card is marked gone within seconds, a REPL on it is refused at
+  // once, and Dismiss removes it.
+  demo.child.kill("SIGKILL");
+  const gone = cards.locator(`${CARD}[data-pause-id="${nextId}"].gone`);
+  await gone.waitFor({ timeout: DEADLINE_MS });
+  await gone.locator(".polled", { hasText: /^program gone: last polled \d+ s ago$/ }).waitFor();
+  await gone.getByRole("button", { name: "Open REPL" }).click();
+  await gone.locator(".error", { hasText: "stopped polling" }).waitFor();
+  await t.shot(cards, "paused-gone");
+  await gone.locator('button[data-act="dismiss"]').click();
+  await cardGone(cards, nextId, "the dismissed card");
+});
+
 check("call tree: the finished demo's calls are there, with the details of one", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });

@@ -76,6 +76,9 @@ pub struct Pause {
     pub call: Arc<CallRecord>,
     pub cause: PauseCause,
     pub paused_at: f64,
+    /// When its program last polled it (`GET /api/poll/<id>`); `paused_at` until the first
+    /// poll. A program that stops polling is gone (`limits::PROGRAM_GONE_AFTER_S`).
+    pub last_poll_at: f64,
     /// What its call keeps (`CallRecord::weight`), for the bound of a page's pauses.
     pub weight: usize,
 }
@@ -87,6 +90,11 @@ impl Pause {
 
     pub fn method_name(&self) -> &str {
         &self.call.method
+    }
+
+    /// Whether its program stopped polling: no poll for `gone_after_s` seconds at `now`.
+    pub fn is_gone(&self, now: f64, gone_after_s: f64) -> bool {
+        now - self.last_poll_at > gone_after_s
     }
 }
 
@@ -376,6 +384,7 @@ impl Calls {
             call,
             cause,
             paused_at: now,
+            last_poll_at: now,
         };
         self.paused.push(pause.clone());
         pause
@@ -407,8 +416,9 @@ impl Calls {
             same_origin(owner.as_deref(), origin)?;
             return Ok(Some(action.clone()));
         }
-        if let Some(p) = self.paused_by_id(pause_id) {
+        if let Some(p) = self.paused.iter_mut().find(|p| p.id == pause_id) {
             same_origin(p.call.origin(), origin)?;
+            p.last_poll_at = p.last_poll_at.max(now);
             return Ok(None);
         }
         if let Some((_, owner)) = self.orphans.get(pause_id) {

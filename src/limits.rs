@@ -354,6 +354,17 @@ pub const UPSTREAM_WRITE_QUEUE: usize = 256;
 /// never dropped.
 pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
 
+// ---- Programs that stop polling (`calls.rs`, `service/pauses.rs`) ----
+
+/// A paused program polls its pause every `--poll-interval-ms` (100 ms by default, protocol doc
+/// §2.6). A pause that has not been polled for this many intervals, and for at least
+/// `PROGRAM_GONE_AFTER_S`, belongs to a program that is gone (killed, or stopped): its card
+/// says so and can be dismissed, a REPL on it is refused and a waiting eval fails.
+pub const PROGRAM_GONE_MISSED_POLLS: f64 = 3.0;
+/// The shortest silence after which a paused program counts as gone, whatever the poll
+/// interval (a busy program, or a collection pause, can delay a poll by a second or two).
+pub const PROGRAM_GONE_AFTER_S: f64 = 5.0;
+
 // ---- Conditional breakpoints and logpoints (`breakpoints.rs`, `condition.rs`) ----
 
 /// Longest condition, and longest log message, in bytes.
@@ -467,6 +478,21 @@ pub const TABLE: &[Limit] = &[
         reached: "A client that missed older ones gets a `resync` event instead.",
     },
     // The debug-client protocol.
+    Limit {
+        what: "Silence after which a paused program counts as gone",
+        value: || {
+            format!(
+                "{} without a poll, or {} poll intervals if that is longer",
+                secs_f64(PROGRAM_GONE_AFTER_S),
+                PROGRAM_GONE_MISSED_POLLS
+            )
+        },
+        flag: None,
+        reached: "Its pause is listed with `gone: true` and can be dismissed \
+                  (`POST /api/paused/<id>/dismiss`); `POST /api/repl/start` and a REPL eval \
+                  on it answer 410 `program_gone` (a waiting eval within a second). A poll \
+                  brings it back.",
+    },
     Limit {
         what: "REPL eval waiting for the debugged program",
         value: || secs_f64(DEFAULT_REPL_TIMEOUT_S),

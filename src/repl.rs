@@ -42,6 +42,37 @@ struct Pending {
     session_id: String,
     expr: String,
     waiter: Sender<EvalOutcome>,
+    /// The `dir()` asked for when the session opened: its answer becomes the session's
+    /// `scope`, not a transcript entry.
+    scope: bool,
+}
+
+/// The expression that lists the names a REPL session's evaluations see.
+pub const SCOPE_EXPR: &str = "dir()";
+
+/// The names in a `dir()` answer: the program's repr of a list of strings (or its JSON
+/// rendering); `None` when it is not one.
+pub fn scope_names(output: &str) -> Option<Vec<String>> {
+    if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(output) {
+        return items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect();
+    }
+    let inner = output.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let names: Vec<String> = inner
+        .split(',')
+        .map(|n| n.trim().trim_matches(|c| c == '\'' || c == '"').to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let identifier = |n: &String| {
+        n.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+            && n.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    names.iter().all(identifier).then_some(names)
 }
 
 /// One REPL session bound to one pause.
@@ -54,6 +85,9 @@ pub struct Session {
     /// The pause's call data fields shown with the session (pid, function, call, args...).
     pub info: Map<String, Value>,
     pub transcript: Vec<Value>,
+    /// What the evaluations see, once the program answered `dir()` (`{"names": [...]}`, or
+    /// `{"error": text}`); `{"asked": true}` while it has not; null when nobody asked.
+    pub scope: Value,
 }
 
 impl Session {
@@ -72,6 +106,7 @@ impl Session {
         out.insert("started_at".into(), json!(self.started_at));
         out.insert("closed_at".into(), json!(self.closed_at));
         out.insert("transcript".into(), json!(self.transcript));
+        out.insert("scope".into(), self.scope.clone());
         Value::Object(out)
     }
 
@@ -177,6 +212,7 @@ impl Repl {
             closed_at: None,
             info,
             transcript: Vec::new(),
+            scope: Value::Null,
         };
         self.sessions.insert(session_id.clone(), session);
         session_id
@@ -184,6 +220,44 @@ impl Repl {
 
     pub fn session(&self, session_id: &str) -> Option<&Session> {
         self.sessions.get(session_id)
+    }
+
+    /// The sessions of the same program (`process_key`) started before `session_id`, newest
+    /// first, at most `n` of them: what a person evaluated at its earlier pauses.
+    pub fn earlier_sessions(&self, session_id: &str, n: usize) -> Vec<&Session> {
+        let Some(this) = self.sessions.get(session_id) else {
+            return Vec::new();
+        };
+        let key = this.info.get("process_key").filter(|k| !k.is_null());
+        let Some(key) = key else {
+            return Vec::new();
+        };
+        let mut v: Vec<&Session> = self
+            .sessions
+            .values()
+            .filter(|s| {
+                s.session_id != this.session_id
+                    && s.started_at < this.started_at
+                    && s.info.get("process_key") == Some(key)
+            })
+            .collect();
+        v.sort_by(|a, b| b.started_at.total_cmp(&a.started_at));
+        v.truncate(n);
+        v
+    }
+
+    /// Asks the program of an open session which names its evaluations see (`dir()`), ahead
+    /// of anything queued after; the answer becomes the session's `scope`.
+    pub fn ask_scope(&mut self, session_id: &str, eval_id: String) -> Result<(), ReplError> {
+        let (tx, _) = crossbeam_channel::bounded(1);
+        self.enqueue(session_id, SCOPE_EXPR, eval_id.clone(), tx)?;
+        if let Some(p) = self.pending.get_mut(&eval_id) {
+            p.scope = true;
+        }
+        if let Some(s) = self.sessions.get_mut(session_id) {
+            s.scope = json!({"asked": true});
+        }
+        Ok(())
     }
 
     /// Ids of the sessions of one pause, oldest first.
@@ -231,6 +305,7 @@ impl Repl {
                 session_id: session_id.to_owned(),
                 expr: expr.to_owned(),
                 waiter,
+                scope: false,
             },
         );
         Ok(request)
@@ -285,6 +360,16 @@ impl Repl {
             .sessions
             .get_mut(session_id)
             .ok_or(ReplError::SessionNotFound)?;
+        if pending.scope {
+            let field = |k: &str| result.get(k).cloned().unwrap_or(Value::Null);
+            let output = field("output");
+            let text = output.as_str().unwrap_or("");
+            session.scope = match (field("is_error").as_bool(), scope_names(text)) {
+                (Some(false), Some(names)) => json!({"names": names}),
+                _ => json!({"error": text}),
+            };
+            return Ok(());
+        }
         let mut entry = Map::new();
         entry.insert("index".into(), json!(session.transcript.len()));
         entry.insert("input".into(), json!(pending.expr));

@@ -51,6 +51,11 @@ fn hint_for(code: &str) -> &'static str {
             "At a pause after the call completed (call_data has pretty_result) only action 'continue' is possible; \
              before a call: continue, modify, skip, raise or replace."
         }
+        "program_gone" => {
+            "The paused program stopped polling (it was probably killed): nothing can run in it. \
+             Remove its pause with breakpoint_continue action dismiss."
+        }
+        "program_not_gone" => "Its program still polls: resume the pause with breakpoint_continue instead.",
         "invalid_exception_type" => "Use a builtin exception name such as ValueError, KeyError or RuntimeError.",
         "cid_not_found" => "CIDs appear in the items of breakpoint_list_paused and breakpoint_get_call_records.",
         "eval_timeout" => {
@@ -273,13 +278,15 @@ fn fn_behavior_out() -> Value {
 fn pause_out() -> Value {
     json!({
         "type": "object",
-        "required": ["id", "when", "call_data", "paused_at", "repl_sessions"],
+        "required": ["id", "when", "call_data", "paused_at", "repl_sessions", "last_poll_at", "gone"],
         "properties": {
             "id": {"type": "string"},
             "when": {"enum": ["before", "after"]},
             "call_data": {"type": "object", "required": ["method_name"], "properties": {"method_name": {"type": "string"}}},
             "paused_at": {"type": "number"},
             "repl_sessions": {"type": "array", "items": {"type": "string"}},
+            "last_poll_at": {"type": "number", "description": "When its program last polled (epoch seconds)."},
+            "gone": {"type": "boolean", "description": "Its program stopped polling (probably killed): dismiss it with breakpoint_continue action dismiss."},
         },
     })
 }
@@ -451,11 +458,12 @@ breakpoint_continue and breakpoint_repl_eval.",
 with these plain JSON values instead; the list you omit keeps the original arguments); fake_result (skip the call and \
 return this value); exception_type + exception_message (raise a builtin exception such as ValueError); \
 replacement_function (run another wrapped function). At a pause after the call completed (call_data has pretty_result) \
-only 'continue' is possible. An unknown pause_id is answered (not as an error result) with {\"error\": \"pause_not_found\", \
+only 'continue' is possible. 'dismiss' removes the pause of a program that stopped polling (gone: true in \
+breakpoint_list_paused), with that program's other gone pauses (dismissed lists them). An unknown pause_id is answered (not as an error result) with {\"error\": \"pause_not_found\", \
 \"pause_id\", \"message\", \"hint\"}, as the original server does.",
         input_schema: || json!({"type": "object", "required": ["pause_id"], "properties": {
             "pause_id": {"type": "string", "description": "Id from breakpoint_list_paused or breakpoint_wait_for_pause."},
-            "action": {"type": "string", "description": "continue (default), modify, skip, raise or replace; inferred from the other arguments when omitted.", "examples": ["continue"]},
+            "action": {"type": "string", "description": "continue (default), modify, skip, raise, replace or dismiss (a gone program's pause); inferred from the other arguments when omitted.", "examples": ["continue"]},
             "modified_args": {"type": "array", "description": "Positional arguments to use instead (plain JSON values).", "examples": [[10, "x"]]},
             "modified_kwargs": {"type": "object", "description": "Keyword arguments to use instead.", "examples": [{"y": 20}]},
             "fake_result": {"description": "Return value to use without running the call (action skip).", "examples": [42]},
@@ -467,7 +475,8 @@ only 'continue' is possible. An unknown pause_id is answered (not as an error re
             "anyOf": [{"required": ["status", "pause_id", "action"]}, {"required": ["error", "pause_id", "message"]}],
             "properties": {
             "status": {"const": "ok"}, "pause_id": {"type": "string"}, "action": {"type": "string"},
-            "error": {"const": "pause_not_found"}, "message": {"type": "string"}, "hint": {"type": "string"}}}),
+            "error": {"const": "pause_not_found"}, "message": {"type": "string"}, "hint": {"type": "string"},
+            "dismissed": {"type": "array", "items": {"type": "string"}}}}),
         read_only: false,
         idempotent: false,
         max_block_s: 0.0,
@@ -806,6 +815,13 @@ fn breakpoint_continue(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
         Some(a) => a,
         None => "continue",
     };
+    if action == "dismiss" {
+        let done = service::dismiss_pause(ctx.shared(), pause_id, Actor::Mcp)?;
+        return Ok(
+            json!({"status": done.status, "pause_id": pause_id, "action": "dismiss",
+                         "dismissed": done.dismissed}),
+        );
+    }
     let mut body = args.clone();
     body.insert("action".into(), json!(action));
     if action == "modify" {
@@ -895,20 +911,35 @@ fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
         str_arg(args, "session_id").filter(|s| !s.is_empty()),
     )?;
     let pending = service::repl_eval_start(ctx.shared(), &session_id, Some(&json!(expression)))?;
-    let received = match ctx.wait(
-        &pending.outcome,
-        Instant::now() + timeout,
-        timeout,
-        "waiting for the program to evaluate",
-    ) {
-        Some(Ok(outcome)) => Some(outcome),
-        Some(Err(())) => {
-            service::repl_eval_abandon(ctx.shared(), &pending);
-            return Err(cancelled());
+    let deadline = Instant::now() + timeout;
+    // Waits a second at a time (as progress is reported), so that a program that stops
+    // polling ends the wait (410 program_gone).
+    let r = loop {
+        let step = deadline.min(Instant::now() + Duration::from_secs(1));
+        match ctx.wait(
+            &pending.outcome,
+            step,
+            timeout,
+            "waiting for the program to evaluate",
+        ) {
+            Some(Ok(outcome)) => {
+                break service::repl_eval_finish(ctx.shared(), &pending, Some(outcome), timeout)?
+            }
+            Some(Err(())) => {
+                service::repl_eval_abandon(ctx.shared(), &pending);
+                return Err(cancelled());
+            }
+            // The deadline passed, or the eval was dropped (the wait ended before its step).
+            None if Instant::now() >= deadline || Instant::now() < step => {
+                break service::repl_eval_finish(ctx.shared(), &pending, None, timeout)?
+            }
+            None => {
+                if let Some(ended) = service::repl_eval_if_gone(ctx.shared(), &pending) {
+                    break ended?;
+                }
+            }
         }
-        None => None,
     };
-    let r = service::repl_eval_finish(ctx.shared(), &pending, received, timeout)?;
     Ok(json!({
         "output": r.output,
         "stdout": r.stdout,

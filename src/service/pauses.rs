@@ -34,6 +34,10 @@ pub struct PausedExecution {
     pub call_data: Obj,
     pub paused_at: f64,
     pub repl_sessions: Vec<String>,
+    /// When its program last polled it (`paused_at` until the first poll).
+    pub last_poll_at: f64,
+    /// Its program stopped polling (`gone_after_s`): probably killed. It can be dismissed.
+    pub gone: bool,
     /// The call as recorded (before it ran, or completed).
     #[serde(skip)]
     pub call: Arc<CallRecord>,
@@ -50,12 +54,16 @@ impl PartialEq for PausedExecution {
             &self.call_data,
             self.paused_at,
             &self.repl_sessions,
+            self.last_poll_at,
+            self.gone,
         ) == (
             &other.id,
             other.when,
             &other.call_data,
             other.paused_at,
             &other.repl_sessions,
+            other.last_poll_at,
+            other.gone,
         )
     }
 }
@@ -196,11 +204,45 @@ pub fn paused(shared: &Shared, payloads: Payloads) -> PausedList {
             .collect()
     };
     let mut budget = crate::limits::MAX_PAUSED_DATA_BYTES;
+    let now = ids::now();
     let paused = pauses
         .into_iter()
-        .map(|(p, sessions)| execution(shared, p, sessions, payloads, &mut budget))
+        .map(|(p, sessions)| execution(shared, p, sessions, payloads, &mut budget, now))
         .collect();
     PausedList { paused }
+}
+
+/// Seconds without a poll after which a paused program counts as gone: the larger of
+/// `PROGRAM_GONE_AFTER_S` and `PROGRAM_GONE_MISSED_POLLS` poll intervals (`--poll-interval-ms`).
+pub fn gone_after_s(shared: &Shared) -> f64 {
+    use crate::limits::{PROGRAM_GONE_AFTER_S, PROGRAM_GONE_MISSED_POLLS};
+    let interval_s = shared.config.poll_interval_ms as f64 / 1000.0;
+    PROGRAM_GONE_AFTER_S.max(PROGRAM_GONE_MISSED_POLLS * interval_s)
+}
+
+/// Whether the program of the current pause `pause_id` stopped polling: `Some(seconds since
+/// its last poll)` when it is gone, `None` when it polls (or the pause is not current).
+pub fn gone_for(shared: &Shared, pause_id: &str) -> Option<f64> {
+    let after = gone_after_s(shared);
+    let now = ids::now();
+    let st = shared.lock();
+    let p = st.calls.paused_by_id(pause_id)?;
+    p.is_gone(now, after).then_some(now - p.last_poll_at)
+}
+
+/// 410 `program_gone`: the program of a pause stopped polling `silent_s` seconds ago.
+pub fn program_gone(pause_id: &str, silent_s: f64) -> ApiError {
+    ApiError::new(
+        410,
+        "program_gone",
+        format!(
+            "the program paused at {pause_id} stopped polling {silent_s:.0} s ago (it was \
+             probably killed): nothing can be evaluated in it; dismiss its pause, or wait for \
+             it to poll again"
+        ),
+    )
+    .with("pause_id", pause_id)
+    .with("last_poll_s_ago", silent_s.floor())
 }
 
 fn execution(
@@ -209,9 +251,12 @@ fn execution(
     repl_sessions: Vec<String>,
     payloads: Payloads,
     budget: &mut usize,
+    now: f64,
 ) -> PausedExecution {
     PausedExecution {
         call_data: call_data(shared, &p, payloads, budget),
+        gone: p.is_gone(now, gone_after_s(shared)),
+        last_poll_at: p.last_poll_at,
         id: p.id,
         when: p.when,
         paused_at: p.paused_at,
@@ -230,7 +275,14 @@ pub fn pause(shared: &Shared, pause_id: &str, payloads: Payloads) -> Option<Paus
         (p, sessions)
     };
     let mut budget = crate::limits::MAX_PAUSED_DATA_BYTES;
-    Some(execution(shared, p, sessions, payloads, &mut budget))
+    Some(execution(
+        shared,
+        p,
+        sessions,
+        payloads,
+        &mut budget,
+        ids::now(),
+    ))
 }
 
 /// The ids of the paused executions, oldest first.
@@ -552,6 +604,74 @@ pub fn continue_pause(
     })
 }
 
+/// The pauses of a gone program dismissed.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Dismissed {
+    pub status: Ack,
+    /// The pauses removed: the one asked for and every other pause of the same program that
+    /// is gone too, oldest first.
+    pub dismissed: Vec<String>,
+}
+
+/// `POST /api/paused/<id>/dismiss`: removes the pause of a program that stopped polling, with
+/// the other gone pauses of that program. Each is resumed with `continue` (the only action
+/// valid at every pause): a program that was only stopped and polls again goes on with its
+/// call as if continued, and its completion is recorded as usual. A pause whose program still
+/// polls is refused (409 `program_not_gone`: continue it instead).
+pub fn dismiss_pause(shared: &Shared, pause_id: &str, by: Actor) -> Result<Dismissed, ApiError> {
+    let after = gone_after_s(shared);
+    let now = ids::now();
+    let mut st = shared.lock();
+    if st.calls.has_action(pause_id) {
+        return Err(pause_already_resumed(pause_id));
+    }
+    let Some(p) = st.calls.paused_by_id(pause_id) else {
+        return Err(pause_not_found(pause_id));
+    };
+    if !p.is_gone(now, after) {
+        return Err(ApiError::conflict(
+            "program_not_gone",
+            format!(
+                "the program paused at {pause_id} still polls (last {:.1} s ago): continue \
+                 its pause instead of dismissing it",
+                (now - p.last_poll_at).max(0.0)
+            ),
+        )
+        .with("pause_id", pause_id));
+    }
+    let (process, origin) = (p.call.process, p.call.origin().map(str::to_owned));
+    let targets: Vec<String> = st
+        .calls
+        .paused()
+        .iter()
+        .filter(|q| {
+            q.id == pause_id
+                || (q.call.process == process
+                    && q.call.origin() == origin.as_deref()
+                    && q.is_gone(now, after))
+        })
+        .map(|q| q.id.clone())
+        .collect();
+    let mut dismissed = Vec::new();
+    for id in targets {
+        let mut r = Resolution::new(Action::Continue, by, now);
+        r.pause_id = Some(Sym::new(&id));
+        if let Ok(Resumed::Pause(p)) = st.calls.resume(&id, json!({"action": "continue"}), r) {
+            st.repl.close_pause(&id, now);
+            st.emit(EventKind::ExecutionResumed {
+                pause_id: id.clone(),
+                method_name: p.method_name().to_owned(),
+                action: "dismiss".into(),
+            });
+            dismissed.push(id);
+        }
+    }
+    Ok(Dismissed {
+        status: Ack::Ok,
+        dismissed,
+    })
+}
+
 /// What a resume action does to the call, as its record keeps it.
 fn resolution_of(
     action_name: &str,
@@ -680,9 +800,21 @@ mod tests {
         let keys: Vec<&String> = wire["paused"][0].as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["id", "when", "call_data", "paused_at", "repl_sessions"]
+            [
+                "id",
+                "when",
+                "call_data",
+                "paused_at",
+                "repl_sessions",
+                "last_poll_at",
+                "gone"
+            ]
         );
         assert_eq!(wire["paused"][0]["when"], "before");
+        assert_eq!(
+            wire["paused"][0]["gone"], false,
+            "a pause just made is not gone"
+        );
     }
 
     #[test]

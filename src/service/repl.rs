@@ -49,6 +49,20 @@ impl EvalResult {
 
 /// Starts a REPL session on a pause whose call reported its process.
 pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, ApiError> {
+    start_session_asking(shared, pause_id, false)
+}
+
+/// Starts a REPL session on a pause; with `ask_scope`, the program of a Python pause is asked
+/// at once which names its evaluations see (`dir()`, through the same relay: the session's
+/// `scope`). A pause whose program stopped polling is refused at once (410 `program_gone`).
+pub fn start_session_asking(
+    shared: &Shared,
+    pause_id: &str,
+    ask_scope: bool,
+) -> Result<ReplStarted, ApiError> {
+    if let Some(silent) = super::gone_for(shared, pause_id) {
+        return Err(super::program_gone(pause_id, silent));
+    }
     let resumed = || {
         ApiError::conflict(
             "pause_resumed",
@@ -71,6 +85,12 @@ pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, Api
     }
     let pid = json!(pause.call.process.pid);
     let session_id = st.repl.start(pause_id, &pause.call_data, &pid, ids::now());
+    // A web page's REPL (the browser client) evaluates JavaScript: `dir()` means nothing there.
+    let python = pause.call.origin().is_none() && pause.call.page_url.as_str().is_none();
+    if ask_scope && python {
+        // The session was just made open: this cannot fail.
+        let _ = st.repl.ask_scope(&session_id, ids::uuid4());
+    }
     st.emit(EventKind::ReplSession {
         session_id: session_id.clone(),
         pause_id: pause_id.to_owned(),
@@ -82,7 +102,19 @@ pub fn start_session(shared: &Shared, pause_id: &str) -> Result<ReplStarted, Api
 /// `POST /api/repl/start`.
 pub fn repl_start(shared: &Shared, body: &Obj) -> Result<ReplStarted, ApiError> {
     match str_field(body, "pause_id") {
-        Some(p) if !p.trim().is_empty() => start_session(shared, p),
+        Some(p) if !p.trim().is_empty() => {
+            let ask = match body.get("scope") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "invalid_scope",
+                        "scope must be true or false",
+                    ))
+                }
+            };
+            start_session_asking(shared, p, ask)
+        }
         _ => Err(ApiError::bad_request(
             "missing_pause_id",
             "pause_id is required",
@@ -119,6 +151,17 @@ pub fn repl_sessions(shared: &Shared, filter: &SessionFilter) -> Value {
     json!({"sessions": shared.lock().repl.list(filter)})
 }
 
+/// The sessions of the same program started before `session_id`, newest first, at most `n`:
+/// each as `GET /api/repl/<sid>` shows it.
+pub fn earlier_sessions(shared: &Shared, session_id: &str, n: usize) -> Vec<Value> {
+    let st = shared.lock();
+    st.repl
+        .earlier_sessions(session_id, n)
+        .into_iter()
+        .map(crate::repl::Session::to_json)
+        .collect()
+}
+
 /// `GET /api/repl/<sid>`.
 pub fn repl_session(shared: &Shared, session_id: &str) -> Result<Value, ApiError> {
     match shared.lock().repl.session(session_id) {
@@ -143,6 +186,8 @@ fn session_closed(session_id: &str) -> ApiError {
 pub struct PendingEval {
     pub eval_id: String,
     pub session_id: String,
+    /// The pause it runs in: a wait gives up early when its program stops polling.
+    pub pause_id: String,
     pub outcome: crossbeam_channel::Receiver<EvalOutcome>,
 }
 
@@ -177,6 +222,10 @@ pub fn repl_eval_start(
         Some(s) => s.pause_id.clone(),
     };
     match st.calls.paused_by_id(&pause_id) {
+        Some(p) if p.is_gone(ids::now(), super::gone_after_s(shared)) => {
+            let silent = ids::now() - p.last_poll_at;
+            return Err(super::program_gone(&pause_id, silent));
+        }
         Some(_) => {}
         _ => {
             return Err(ApiError::bad_request(
@@ -193,6 +242,7 @@ pub fn repl_eval_start(
     Ok(PendingEval {
         eval_id,
         session_id: session_id.to_owned(),
+        pause_id,
         outcome: rx,
     })
 }
@@ -225,6 +275,23 @@ pub fn repl_eval_finish(
     }
 }
 
+/// How often a waiting eval looks whether its program is still there.
+pub const GONE_CHECK: Duration = Duration::from_millis(250);
+
+/// Ends a waiting eval whose program stopped polling: `Some` (a result that arrived meanwhile,
+/// or 410 `program_gone`, the eval forgotten) when it is gone, `None` while it polls.
+pub fn repl_eval_if_gone(
+    shared: &Shared,
+    pending: &PendingEval,
+) -> Option<Result<EvalResult, ApiError>> {
+    let silent = super::gone_for(shared, &pending.pause_id)?;
+    shared.lock().repl.expire(&pending.eval_id);
+    if let Ok(EvalOutcome::Result(v)) = pending.outcome.try_recv() {
+        return Some(EvalResult::from_outcome(v));
+    }
+    Some(Err(super::program_gone(&pending.pause_id, silent)))
+}
+
 /// Gives up a waiting eval (its requester went away or cancelled): it leaves the queue, and a
 /// late result is answered `eval_not_found`.
 pub fn repl_eval_abandon(shared: &Shared, pending: &PendingEval) {
@@ -232,7 +299,7 @@ pub fn repl_eval_abandon(shared: &Shared, pending: &PendingEval) {
 }
 
 /// `POST /api/repl/<sid>/eval`: queues an expression for the paused program and waits up to
-/// `timeout` for its answer.
+/// `timeout` for its answer, or until its program stops polling (410 `program_gone`).
 pub fn repl_eval(
     shared: &Shared,
     session_id: &str,
@@ -240,15 +307,26 @@ pub fn repl_eval(
     timeout: Duration,
 ) -> Result<EvalResult, ApiError> {
     let pending = repl_eval_start(shared, session_id, expr)?;
-    let received = match pending.outcome.recv_timeout(timeout) {
-        Ok(outcome) => Some(outcome),
-        Err(RecvTimeoutError::Timeout) => None,
-        Err(RecvTimeoutError::Disconnected) => {
-            return Err(ApiError::new(
-                500,
-                "eval_missing",
-                "the eval was dropped before the debug client answered",
-            ))
+    let deadline = std::time::Instant::now() + timeout;
+    let received = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break None;
+        }
+        match pending.outcome.recv_timeout(left.min(GONE_CHECK)) {
+            Ok(outcome) => break Some(outcome),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(ended) = repl_eval_if_gone(shared, &pending) {
+                    return ended;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(ApiError::new(
+                    500,
+                    "eval_missing",
+                    "the eval was dropped before the debug client answered",
+                ))
+            }
         }
     };
     repl_eval_finish(shared, &pending, received, timeout)

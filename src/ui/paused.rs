@@ -41,9 +41,11 @@ pub fn page(shared: &Shared) -> View {
              Continue all</button></div><p class=\"error\" id=\"page-error\" role=\"alert\"></p>\
              <section id=\"origin-requests\" data-live aria-label=\"Pages asking to report calls\">{}</section>\
              <div id=\"cards\" data-live data-keyed>{}</div>\
+             <div id=\"polls\" data-live hidden>{}</div>\
              <section class=\"log\" id=\"log\" data-live aria-label=\"Log\">{}</section>",
             origin_requests_html(shared),
             cards_html(shared),
+            polls_html(shared),
             log_html(shared)
         ),
     )
@@ -185,6 +187,22 @@ fn pause_cause(out: &mut Html, cause: &PauseCause) {
     out.push_lit("</p>");
 }
 
+/// When each paused program last polled, read by `app.js` to say so on its card ("last polled
+/// 2 s ago"). Apart from the cards, so that a card does not change at every refresh.
+fn polls_html(shared: &Shared) -> Html {
+    let mut out = Html::new();
+    for p in service::paused(shared, Payloads::Omitted).paused {
+        html!(
+            out,
+            "<span data-poll-of=\"{}\" data-polled=\"{}\"{}></span>",
+            p.id,
+            p.last_poll_at,
+            if p.gone { " data-gone" } else { "" }
+        );
+    }
+    out
+}
+
 fn cards_html(shared: &Shared) -> Html {
     let mut paused = service::paused(shared, Payloads::Omitted).paused;
     if paused.is_empty() {
@@ -284,17 +302,25 @@ fn card(
     };
     let id = p.id.as_str();
     let call = &p.call;
-    let undecided = if p.cause.reason == "condition_error" {
+    let mut undecided = if p.cause.reason == "condition_error" {
         Html::lit(" <span class=\"badge cond-error\">condition error</span>")
     } else {
         Html::new()
     };
+    if p.gone {
+        undecided.push_lit(
+            " <span class=\"badge gone\" title=\"Its program stopped polling: it was probably \
+             killed. Nothing can run in it; dismiss the pause.\">program gone</span>",
+        );
+    }
     html!(
         out,
-        "<article class=\"card {}\" tabindex=\"0\" data-key=\"{}\" data-pause-id=\"{}\" data-when=\"{}\">\
+        "<article class=\"card {}{}\" tabindex=\"0\" data-key=\"{}\" data-pause-id=\"{}\" data-when=\"{}\">\
          <h2><span class=\"fn\">{}</span> <span class=\"badge {}\">{}</span>{}</h2>\
-         <p class=\"meta\"><span data-since=\"{}\">paused</span>",
+         <p class=\"meta\"><span data-since=\"{}\">paused</span> · <span class=\"polled\" \
+         data-last-poll=\"{}\"{}>{}</span>",
         when,
+        if p.gone { " gone" } else { "" },
         id,
         id,
         when,
@@ -302,7 +328,14 @@ fn card(
         when,
         when_text,
         undecided,
-        p.paused_at
+        p.paused_at,
+        id,
+        if p.gone { " data-gone" } else { "" },
+        if p.gone {
+            "program gone: it stopped polling"
+        } else {
+            "polling"
+        }
     );
     // A web page's call shows the page's origin, as its browser said it (the `Origin` header):
     // a page cannot pass for a program, or for a page of another origin.
@@ -342,6 +375,18 @@ fn card(
     let signature = call.signature.as_str();
     if let Some(sig) = signature {
         html!(out, "<p class=\"sig\"><code>{}{}</code></p>", method, sig);
+    }
+    // The object the call was made on: a proxied object's method call names the object (its
+    // `self`), a wrapped function the function.
+    if let Some(target) = d.get("pretty_target").filter(|t| !t.is_null()) {
+        let item = d.get("target");
+        html!(
+            out,
+            "<p class=\"target\"><span class=\"label\" title=\"The object the call was made on: \
+             self, for a method\">target</span> {}{}</p>",
+            value_html(&item_shown(target, item)),
+            object_link(item)
+        );
     }
     out.push_lit("<dl class=\"args\">");
     let names = signature.map(positional_names).unwrap_or_default();
@@ -411,14 +456,22 @@ fn card(
         out.push_lit("</p>");
     }
     out.push_lit("<div class=\"actions\">");
+    if p.gone {
+        out.push_lit(
+            "<button type=\"button\" data-act=\"dismiss\" class=\"primary\" title=\"Remove this \
+             pause and the other pauses of its program that stopped polling (if it comes back, \
+             it continues)\">Dismiss</button>",
+        );
+    }
     out.push_lit("<button type=\"button\" data-act=\"continue\">Continue</button>");
     if let Some(prefill) = prefill {
-        actions_before(out, signature, method, signatures, &prefill);
+        actions_before(out, p, signature, method, signatures, &prefill);
     }
     html!(
         out,
         "<form class=\"inline\" data-api=\"/api/repl/start\" data-then=\"go:/repl/{{session_id}}\">\
          <input type=\"hidden\" name=\"pause_id\" value=\"{}\">\
+         <input type=\"hidden\" name=\"scope\" value=\"true\" data-json>\
          <button type=\"submit\" class=\"quiet\">Open REPL</button></form>",
         id
     );
@@ -428,6 +481,7 @@ fn card(
 /// The actions the client accepts before a call: skip, raise, modify, replace.
 fn actions_before(
     out: &mut Html,
+    p: &PausedExecution,
     sig: Option<&str>,
     method: &str,
     signatures: &std::collections::BTreeMap<String, String>,
@@ -441,6 +495,7 @@ fn actions_before(
         .iter()
         .map(|e| markup!("<option>{}</option>", e))
         .collect();
+    let fields = modify_fields(p, sig, shown, items);
     html!(
         out,
         "<details><summary>Skip with a result</summary><label>Result (JSON) \
@@ -449,12 +504,14 @@ fn actions_before(
          <details><summary>Raise</summary><label>Exception <select name=\"exception_type\">{}</select></label>\
          <label>Message <input name=\"exception_message\" value=\"raised by the debugger\"></label>\
          <button type=\"button\" data-act=\"raise\">Raise</button></details>\
-         <details><summary>Modify arguments</summary><label>Arguments (JSON; an argument left as \
-         it is keeps its exact value, a <code>{{\"cid\": ...}}</code> item stands for a value JSON \
-         cannot hold) <textarea name=\"modified\" rows=\"6\" data-shown=\"{}\" \
+         <details><summary>Modify arguments</summary>{}<label>Or all arguments at once (JSON; \
+         edited, it is sent instead of the fields above; an argument left as it is keeps its \
+         exact value, a <code>{{\"cid\": ...}}</code> item stands for a value JSON cannot hold) \
+         <textarea name=\"modified\" rows=\"6\" data-shown=\"{}\" \
          data-items=\"{}\">{}</textarea></label>\
          <button type=\"button\" data-act=\"modify\">Run with these</button></details>",
         exceptions,
+        fields,
         shown.to_string(),
         items.to_string(),
         modify
@@ -472,6 +529,79 @@ fn actions_before(
             same
         );
     }
+}
+
+/// One field per argument for Modify, named from the signature, with the value's repr beside
+/// it: prefilled with the argument's JSON value where JSON holds it exactly, else empty. A field
+/// left as it is sends the argument's own item (`app.js`), so only the changed ones change.
+fn modify_fields(p: &PausedExecution, sig: Option<&str>, shown: &Value, items: &Value) -> Html {
+    let d = &p.call_data;
+    let names = sig.map(positional_names).unwrap_or_default();
+    let mut out = Html::lit("<div class=\"modify-args\">");
+    let mut field = |label: String,
+                     key: (&str, String),
+                     repr: Html,
+                     plain: Option<&Value>,
+                     item: &Value| {
+        let is_plain = plain.is_some_and(|v| v.get("cid").is_none());
+        let text = if is_plain {
+            plain.map(Value::to_string).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        html!(
+            out,
+            "<label class=\"modify-arg\"><span class=\"arg-name\">{}</span> <span class=\"arg-repr\">{}</span>\
+             <textarea rows=\"1\" {}=\"{}\" data-item=\"{}\" data-start=\"{}\" placeholder=\"{}\" \
+             spellcheck=\"false\">{}</textarea></label>",
+            label,
+            repr,
+            key.0,
+            key.1,
+            item.to_string(),
+            text.clone(),
+            if is_plain {
+                "a JSON value"
+            } else {
+                "unchanged (JSON cannot hold this value): write a JSON value to replace it"
+            },
+            text
+        );
+    };
+    let pretty_args = d.get("pretty_args").and_then(Value::as_array);
+    for (i, item) in items["args"].as_array().into_iter().flatten().enumerate() {
+        let repr = pretty_args
+            .and_then(|a| a.get(i))
+            .map(|v| value_html(&item_shown(v, Some(item))))
+            .unwrap_or_default();
+        let label = names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("argument {i}"));
+        field(
+            label,
+            ("data-arg", i.to_string()),
+            repr,
+            shown["args"].get(i),
+            item,
+        );
+    }
+    let pretty_kwargs = d.get("pretty_kwargs").and_then(Value::as_object);
+    for (k, item) in items["kwargs"].as_object().into_iter().flatten() {
+        let repr = pretty_kwargs
+            .and_then(|m| m.get(k))
+            .map(|v| value_html(&item_shown(v, Some(item))))
+            .unwrap_or_default();
+        field(
+            k.clone(),
+            ("data-kwarg", k.clone()),
+            repr,
+            shown["kwargs"].get(k),
+            item,
+        );
+    }
+    out.push_lit("</div>");
+    out
 }
 
 #[cfg(test)]

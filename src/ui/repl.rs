@@ -5,11 +5,14 @@
 use serde_json::Value;
 
 use super::markup::{html, markup};
-use super::{param, shown, time, Answer, Html, View};
+use super::{item_shown, object_link, param, shown, time, value_html, Answer, Html, View};
 use crate::repl::SessionFilter;
 use crate::service;
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
+
+/// Earlier sessions of the same program shown above a session's transcript.
+const EARLIER_SESSIONS: usize = 3;
 
 /// `/repl/<session_id>`.
 pub fn session(shared: &Shared, session_id: &str) -> Answer {
@@ -28,17 +31,140 @@ pub fn session(shared: &Shared, session_id: &str) -> Answer {
         text("pid").map(|p| format!(" · process {p}")),
         time(s["started_at"].as_f64().unwrap_or(0.0)),
     );
+    let mut earlier = service::earlier_sessions(shared, session_id, EARLIER_SESSIONS);
+    earlier.retain(|e| e["transcript"].as_array().is_some_and(|t| !t.is_empty()));
+    earlier.reverse();
     html!(
         out,
-        "<div id=\"transcript\" data-live>{}</div><div id=\"repl-input\" data-live>{}</div>",
+        "<div class=\"repl-layout\"><div class=\"repl-main\">{}\
+         <div id=\"transcript\" data-live>{}</div><div id=\"repl-input\" data-live>{}</div></div>\
+         <aside class=\"repl-side\" id=\"repl-side\" data-live aria-label=\"The paused call\">{}</aside></div>",
+        earlier_html(&earlier),
         transcript(s),
-        input(s, session_id)
+        input(s, session_id),
+        side(s)
     );
     Ok(View::new(format!("REPL in {function}"), "/repls", out))
 }
 
-/// What was evaluated and answered, oldest first.
-fn transcript(s: &Value) -> Html {
+/// What was evaluated at the program's earlier pauses, oldest first: readable, and recalled
+/// with up/down like this session's own input.
+fn earlier_html(earlier: &[Value]) -> Html {
+    let mut out = Html::new();
+    for e in earlier {
+        let sid = e["session_id"].as_str().unwrap_or("");
+        html!(
+            out,
+            "<section class=\"earlier\" aria-label=\"An earlier pause of this program\"><p class=\"meta\">\
+             At an earlier pause of this program, in <code>{}</code> (<a href=\"/repl/{}\">session</a>, \
+             started {}): names assigned there are not kept here.</p>{}</section>",
+            e.get("function_name").map(shown).unwrap_or_default(),
+            encode_segment(sid),
+            time(e["started_at"].as_f64().unwrap_or(0.0)),
+            entries(e)
+        );
+    }
+    out
+}
+
+/// The call's arguments (named from its signature), and the names evaluations see.
+fn side(s: &Value) -> Html {
+    let mut out = Html::lit("<h2>The paused call</h2>");
+    let signature = s.get("signature").and_then(Value::as_str);
+    if let Some(sig) = signature {
+        html!(
+            out,
+            "<p class=\"sig\"><code>{}{}</code></p>",
+            s.get("function_name").map(shown).unwrap_or_default(),
+            sig
+        );
+    }
+    let names = signature
+        .map(super::paused::positional_names)
+        .unwrap_or_default();
+    out.push_lit("<dl class=\"args\">");
+    let mut any = false;
+    if let Some(args) = s.get("pretty_args").and_then(Value::as_array) {
+        for (i, a) in args.iter().enumerate() {
+            let item = s.get("args").and_then(|x| x.get(i));
+            any = true;
+            html!(
+                out,
+                "<dt>{} <span class=\"muted\">args[{}]</span></dt><dd>{}{}</dd>",
+                names.get(i).cloned().unwrap_or_default(),
+                i,
+                value_html(&item_shown(a, item)),
+                object_link(item)
+            );
+        }
+    }
+    if let Some(kwargs) = s.get("pretty_kwargs").and_then(Value::as_object) {
+        for (k, v) in kwargs {
+            let item = s.get("kwargs").and_then(|x| x.get(k));
+            any = true;
+            html!(
+                out,
+                "<dt>{} <span class=\"muted\">kwargs[{}]</span></dt><dd>{}{}</dd>",
+                k,
+                format!("{k:?}"),
+                value_html(&item_shown(v, item)),
+                object_link(item)
+            );
+        }
+    }
+    out.push_lit("</dl>");
+    if !any {
+        out.push_lit("<p class=\"muted\">No arguments.</p>");
+    }
+    out.push_lit("<h2>In scope</h2>");
+    let scope = &s["scope"];
+    if let Some(names) = scope.get("names").and_then(Value::as_array) {
+        out.push_lit("<p class=\"scope\" id=\"scope-names\">");
+        for (i, n) in names.iter().enumerate() {
+            html!(
+                out,
+                "{}<code>{}</code>",
+                if i > 0 { " " } else { "" },
+                n.as_str().unwrap_or("")
+            );
+        }
+        out.push_lit(
+            "</p><p class=\"hint\">What <code>dir()</code> answered when the session opened: \
+             the debug client evaluates in its own wrapper around the call, not in the \
+             function's body, so the function's parameters are not names here: read them from \
+             <code>args</code> and <code>kwargs</code> (and <code>self</code> for a method); \
+             after the call, <code>result</code>.</p>",
+        );
+    } else if let Some(e) = scope.get("error") {
+        html!(
+            out,
+            "<p class=\"error-text\">The program could not list them: <code>{}</code></p>",
+            shown(e)
+        );
+    } else if scope.get("asked").is_some() {
+        let closed = !s["closed_at"].is_null();
+        out.push_lit(if closed {
+            "<p class=\"muted\">The program did not answer before the session closed.</p>"
+        } else {
+            "<p class=\"muted\" id=\"scope-pending\">Asking the program (<code>dir()</code>)…</p>"
+        });
+    } else if s["pid"].as_i64() == Some(0) {
+        out.push_lit(
+            "<p class=\"hint\">A web page's REPL evaluates JavaScript with the call's \
+             parameters by name, <code>$args</code> and <code>$this</code>.</p>",
+        );
+    } else {
+        out.push_lit(
+            "<p class=\"hint\">Evaluate <code>dir()</code> to list them: for a Python program \
+             they are <code>args</code>, <code>kwargs</code>, <code>self</code> and the debug \
+             client's own names, not the function's parameters.</p>",
+        );
+    }
+    out
+}
+
+/// The entries of a session's transcript, oldest first.
+fn entries(s: &Value) -> Html {
     let mut out = Html::lit("<ol class=\"transcript\" tabindex=\"0\" aria-label=\"Transcript\">");
     let entries = s["transcript"].as_array().map_or(&[][..], Vec::as_slice);
     for e in entries {
@@ -57,18 +183,32 @@ fn transcript(s: &Value) -> Html {
         {
             html!(out, "<pre class=\"stdout\">{}</pre>", stdout);
         }
+        // A value the program sent (its CID) opens as an object, with its structure.
+        let link = if is_error {
+            Html::new()
+        } else {
+            object_link(e.get("result_cid"))
+        };
         html!(
             out,
-            "<pre class=\"out{}\">{}</pre></li>",
+            "<pre class=\"out{}\">{}</pre>{}</li>",
             if is_error { " error-text" } else { "" },
-            e.get("output").map(shown).unwrap_or_default()
+            e.get("output").map(shown).unwrap_or_default(),
+            link
         );
     }
     out.push_lit("</ol>");
-    if entries.is_empty() {
+    out
+}
+
+/// What was evaluated and answered, oldest first.
+fn transcript(s: &Value) -> Html {
+    let mut out = entries(s);
+    if s["transcript"].as_array().is_none_or(Vec::is_empty) {
         out.push_lit(
             "<p class=\"empty\">Nothing evaluated yet. Expressions and statements run inside the \
-             paused program, in the frame of the paused call.</p>",
+             paused program, with the names listed beside (In scope): the call's arguments are \
+             <code>args</code> and <code>kwargs</code>.</p>",
         );
     }
     out

@@ -404,10 +404,20 @@ fn paused_call_data_has_the_documented_fields() {
     let p = &c.get_ok("/api/paused")["paused"][0];
     assert_eq!(
         obj_keys(p),
-        ["id", "when", "call_data", "paused_at", "repl_sessions"]
+        [
+            "id",
+            "when",
+            "call_data",
+            "paused_at",
+            "repl_sessions",
+            "last_poll_at",
+            "gone"
+        ]
     );
     assert_eq!(p["when"], "before");
     assert!(p["paused_at"].is_f64());
+    assert!(p["last_poll_at"].is_f64());
+    assert_eq!(p["gone"], false);
     let cd = &p["call_data"];
     for key in [
         "method_name",

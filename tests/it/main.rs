@@ -31,6 +31,7 @@ mod readme_run;
 mod readme_snippets;
 mod readme_walkthrough;
 mod render_limits;
+mod repl_gone;
 mod resolution;
 mod rest_api;
 mod tidy;

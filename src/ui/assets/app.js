@@ -151,6 +151,8 @@ function update(region, fresh, saved) {
     const key = child.dataset && child.dataset.key;
     const mine = key && old.get(key);
     if (mine && mustWait(mine, child)) { whole = false; return mine; }
+    // A part that did not change stays as it is (what is typed or selected in it too).
+    if (mine && !carrying && mine.isEqualNode(child)) return mine;
     if (mine && carrying) {
       // A part that did not change stays as it is (a click or a selection in it goes on).
       openLike(mine, child);
@@ -194,9 +196,10 @@ function scrolls(regions) {
   };
 }
 
-async function refresh(saved) {
-  pending = false;
-  const regions = Array.from(main.querySelectorAll("[data-live][id]"));
+// `only`: the id of the one region to refresh (the poll times), leaving the others as they are.
+async function refresh(saved, only) {
+  if (!only) pending = false;
+  const regions = Array.from(main.querySelectorAll("[data-live][id]")).filter((r) => !only || r.id === only);
   const focused = document.activeElement && document.activeElement.closest &&
     document.activeElement.closest("[data-pause-id]");
   const focusedId = focused ? focused.dataset.pauseId : null;
@@ -359,12 +362,44 @@ function ago(seconds) {
   return Math.floor(seconds / 3600) + " h";
 }
 
+// When a paused program last polled: the Paused page's hidden #polls region holds the times
+// (refetched every POLL_REFRESH_S while something is paused, so that a card does not change at
+// each refresh); each card's [data-last-poll] says it.
+const POLL_REFRESH_S = 2;
+let pollsFetched = Date.now() / 1000;
+
+// Writes the relative times of `root` (the page, or a fresh version of it before it is
+// compared with the page).
 function tick(root = document) {
   const now = Date.now() / 1000;
   for (const el of root.querySelectorAll("[data-since]")) {
     const at = Number(el.dataset.since);
     el.textContent = "paused " + ago(now - at) + " ago";
     el.title = new Date(at * 1000).toLocaleString();
+  }
+  const polls = (root.getElementById ? root : document).getElementById("polls");
+  if (!polls) return;
+  for (const el of root.querySelectorAll("[data-last-poll]")) {
+    const source = polls.querySelector('[data-poll-of="' + CSS.escape(el.dataset.lastPoll) + '"]');
+    if (!source) continue;
+    const at = Number(source.dataset.polled);
+    const when = "last polled " + ago(now - at) + " ago";
+    el.textContent = el.dataset.gone !== undefined ? "program gone: " + when : when;
+    el.title = new Date(at * 1000).toLocaleString();
+  }
+  if (root === document && polls.children.length && now - pollsFetched >= POLL_REFRESH_S) {
+    pollsFetched = now;
+    refreshPolls();
+  }
+}
+
+// Refetches the poll times alone (a card keeps what is typed or shown in it); the cards too
+// when a program went away or came back.
+async function refreshPolls() {
+  await refresh(undefined, "polls");
+  for (const s of document.querySelectorAll("#polls [data-poll-of]")) {
+    const el = main.querySelector('[data-last-poll="' + CSS.escape(s.dataset.pollOf) + '"]');
+    if (el && (el.dataset.gone !== undefined) !== (s.dataset.gone !== undefined)) { schedule(); return; }
   }
 }
 
@@ -382,6 +417,7 @@ function bodyFor(act, card) {
                            exception_message: field(card, "exception_message") };
     case "modify": {
       const box = card.querySelector('[name="modified"]');
+      if (box.value === box.defaultValue) return modifyByField(card);
       const m = JSON.parse(box.value);
       const shown = JSON.parse(box.dataset.shown || "{}");
       const items = JSON.parse(box.dataset.items || "{}");
@@ -401,6 +437,22 @@ function bodyFor(act, card) {
   throw new Error("unknown action " + act);
 }
 
+// Modify from the per-argument fields: a field left as it started (or empty, for a value JSON
+// cannot hold) sends the argument's own item, so the client uses the original object.
+function modifyByField(card) {
+  const value = (el) => {
+    const text = el.value.trim();
+    if (text === "" || text === el.dataset.start.trim()) return JSON.parse(el.dataset.item);
+    try { return JSON.parse(text); }
+    catch (e) { throw new SyntaxError(el.closest("label").querySelector(".arg-name").textContent + ": " + e.message); }
+  };
+  const args = Array.from(card.querySelectorAll("textarea[data-arg]"))
+    .sort((a, b) => Number(a.dataset.arg) - Number(b.dataset.arg)).map(value);
+  const kwargs = {};
+  for (const el of card.querySelectorAll("textarea[data-kwarg]")) kwargs[el.dataset.kwarg] = value(el);
+  return { action: "modify", modified_args: args, modified_kwargs: kwargs };
+}
+
 async function act(button) {
   const action = button.dataset.act;
   if (action === "continue-all") {
@@ -414,8 +466,9 @@ async function act(button) {
   const err = card.querySelector(".error");
   button.disabled = true;
   try {
-    await post("/api/paused/" + encodeURIComponent(card.dataset.pauseId) + "/continue",
-               bodyFor(action, card));
+    const path = "/api/paused/" + encodeURIComponent(card.dataset.pauseId);
+    if (action === "dismiss") await post(path + "/dismiss", {});
+    else await post(path + "/continue", bodyFor(action, card));
     card.remove();
     if (document.activeElement === document.body) {
       const next = main.querySelector("[data-pause-id]");
