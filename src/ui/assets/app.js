@@ -151,8 +151,6 @@ function update(region, fresh, saved) {
     const key = child.dataset && child.dataset.key;
     const mine = key && old.get(key);
     if (mine && mustWait(mine, child)) { whole = false; return mine; }
-    // A part that did not change stays as it is (what is typed or selected in it too).
-    if (mine && !carrying && mine.isEqualNode(child)) return mine;
     if (mine && carrying) {
       // A part that did not change stays as it is (a click or a selection in it goes on).
       openLike(mine, child);
