@@ -33,6 +33,7 @@ mod readme_walkthrough;
 mod render_limits;
 mod resolution;
 mod rest_api;
+mod switches;
 mod tidy;
 mod trust;
 mod ui_calls;
