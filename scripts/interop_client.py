@@ -82,6 +82,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_list_paused", "breakpoint_continue", "breakpoint_list_functions",
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause", "breakpoint_continue_all",
+    "breakpoint_set_enabled", "breakpoint_set_pausing",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {
@@ -607,6 +608,16 @@ class Runner:
                         check=lambda d: need(d.get("replacement_function") == "multiply", str(d)))
         await self.tool("breakpoint_set_replacement", {"function_name": "add", "replacement_function": ""},
                         label="breakpoint_set_replacement (clear)")
+        await self.tool("breakpoint_set_enabled", {"function_name": "add", "enabled": False},
+                        check=lambda d: need(d.get("enabled") is False, str(d)))
+        await self.tool("breakpoint_set_enabled", {"function_name": "add", "enabled": True},
+                        check=lambda d: need(d.get("enabled") is True, str(d)),
+                        label="breakpoint_set_enabled (on again)")
+        await self.tool("breakpoint_set_pausing", {"pausing": False},
+                        check=lambda d: need(d.get("pausing") is False, str(d)))
+        await self.tool("breakpoint_set_pausing", {"pausing": True},
+                        check=lambda d: need(d.get("pausing") is True, str(d)),
+                        label="breakpoint_set_pausing (on again)")
         await self.tool("breakpoint_get_default_behavior",
                         check=lambda d: need(d.get("behavior") == "stop", str(d)))
         await self.tool("breakpoint_set_default_behavior", {"behavior": "stop"},

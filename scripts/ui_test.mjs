@@ -1729,6 +1729,100 @@ check("breakpoints: a logpoint set through the page writes its lines to the home
   await t.shot(calls, "calls-log");
 });
 
+check("breakpoints: a switched-off breakpoint lets the demo's call run; the master switch stops every pause and the banner turns it back on", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  await server.api("POST", "/api/breakpoints", { function_name: "divide", behavior: "stop" });
+  // A table of 28 breakpoints, as a real program makes: most run, some stop, log or are off.
+  for (let i = 0; i < 27; i++) {
+    const name = `service.module_${String(i).padStart(2, "0")}.handler`;
+    const body = { function_name: name, signature: "(request, *, timeout=30)" };
+    if (i % 5 === 0) body.behavior = "stop";
+    if (i % 7 === 3) body.log_message = "request={args[0]}";
+    if (i % 9 === 4) body.condition = "args[0] > 100";
+    await server.api("POST", "/api/breakpoints", body);
+    if (i % 6 === 5) await server.api("POST", `/api/breakpoints/${encodeURIComponent(name)}/enabled`, { enabled: false });
+  }
+  const page = await t.page(server, "/breakpoints", { context: { viewport: { width: 1400, height: 900 } } });
+  await pageLive(page);
+  const summary = page.locator("#pausing-summary");
+  const pausing = async () => (await server.api("GET", "/api/pausing"));
+  const before = await pausing();
+  assert((await summary.innerText()).includes(`${before.will_pause} of 28 breakpoints will pause`),
+    `the summary says: ${await summary.innerText()} (the server: ${JSON.stringify(before)})`);
+  await t.shot(page, "breakpoints-28");
+  // Compact rows: the 28 breakpoints fit in well under the 2,929 px they took.
+  const rows = await page.locator("#breakpoint-table").evaluate((tb) => tb.getBoundingClientRect().height);
+  assert(rows / 28 <= 64, `a breakpoint takes ${(rows / 28).toFixed(0)} px`);
+  // The switch of divide, by its name, toggled with the keyboard.
+  const divide = page.getByRole("switch", { name: "divide", exact: true });
+  assert(await divide.isChecked(), "divide's switch is not on");
+  await divide.focus();
+  await page.keyboard.press("Space");
+  await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_enabled.divide === false,
+    { what: "divide to be switched off" });
+  await page.locator('tbody.bp.off tr[data-breakpoint="divide"]').waitFor();
+  await summary.filter({ hasText: `${before.will_pause - 1} of 28 breakpoints will pause` }).waitFor();
+  assert(await page.locator('tr[data-breakpoint="divide"] select[name="behavior"]').first().inputValue() === "stop",
+    "switching divide off changed its behavior");
+  const opacity = await page.locator('tr[data-breakpoint="divide"] th').evaluate((th) => Number(getComputedStyle(th).opacity));
+  assert(opacity < 0.8, `the row of a breakpoint switched off is not muted (opacity ${opacity})`);
+  await t.shot(page, "breakpoints-switches");
+  const demo = t.demo(server);
+  await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
+  assert((await server.api("GET", "/api/paused")).paused.length === 0, "a call paused with divide switched off");
+  await demo.waitForExit();
+
+  // divide on again, then nothing pauses with the master switch off.
+  await divide.click();
+  await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_enabled.divide === true,
+    { what: "divide to be switched on" });
+  const master = page.getByRole("switch", { name: "Pause at breakpoints" });
+  await master.focus();
+  await page.keyboard.press("Space");
+  await waitFor(async () => (await pausing()).pausing === false, { what: "pausing to be off" });
+  await page.locator("#pausing-banner", { hasText: "Pausing is off" }).waitFor();
+  await summary.filter({ hasText: "Pausing is off: no call pauses." }).waitFor();
+  assert(!(await master.isChecked()), "the master switch still shows on");
+  await t.shot(page, "breakpoints-pausing-off");
+  const again = t.demo(server);
+  await again.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
+  assert((await server.api("GET", "/api/paused")).paused.length === 0, "a call paused with pausing off");
+  await again.waitForExit();
+
+  // Every page says so: the home page's banner turns pausing on again, and the next call of
+  // divide pauses.
+  const home = await t.page(server, "/");
+  await pageLive(home);
+  const banner = home.locator("#pausing-banner");
+  await banner.getByText("Pausing is off").waitFor();
+  await t.shot(home, "paused-pausing-off");
+  await banner.getByRole("button", { name: "Turn pausing on" }).click();
+  await waitFor(async () => (await pausing()).pausing === true, { what: "pausing to be on" });
+  await waitFor(async () => (await banner.innerText()).trim() === "", { what: "the banner to go" });
+  await waitFor(() => master.isChecked(), { what: "the Breakpoints page's master switch to show on" });
+  const last = t.demo(server);
+  const id = await cardShown(home, pauseCard(home, "divide", "before"), "divide (before)");
+  await home.locator(`${CARD}[data-pause-id="${id}"] button[data-act="continue"]`).click();
+  await last.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
+
+  // A phone: no sideways scrolling, the switches still there.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert(wide <= 0, `the narrow page scrolls sideways by ${wide} px`);
+  await t.shot(page, "breakpoints-switches-narrow");
+  await page.getByRole("switch", { name: "Pause at breakpoints" }).click();
+  await page.locator("#pausing-banner", { hasText: "Pausing is off" }).waitFor();
+  // What the phone's screen shows (the whole page is in the full-page shots).
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(SHOTS, "breakpoints-pausing-off-390x844.png") });
+  await page.evaluate(() => window.scrollTo(0, document.querySelector("tbody.bp.off").getBoundingClientRect().top + window.scrollY - 300));
+  await page.screenshot({ path: path.join(SHOTS, "breakpoints-rows-390x844.png") });
+  const rowHeight = await page.locator("#breakpoint-table").evaluate((tb) => tb.getBoundingClientRect().height / 28);
+  assert(rowHeight <= 200, `on a phone a breakpoint takes ${rowHeight.toFixed(0)} px`);
+
+});
+
 check("repl: open a REPL from a card, evaluate, and see it close when the call goes on", async (t) => {
   const { server, page, card, id } = await demoPausedAtAdd(t);
   await card.getByRole("button", { name: "Open REPL" }).click();

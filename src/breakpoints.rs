@@ -150,7 +150,14 @@ pub struct Breakpoints {
     options: BTreeMap<String, Arc<Options>>,
     /// Calls counted by the hit condition (those whose condition held), per breakpoint.
     hits: BTreeMap<String, u64>,
+    /// Breakpoints switched off: they keep every setting and their hit count, but calls of
+    /// their function run as if they had no breakpoint (no pause, no log line, no replacement,
+    /// no count).
+    disabled: BTreeSet<String>,
     global: Global,
+    /// The master switch: while false, no call pauses, whatever the breakpoints and the global
+    /// default say; logpoints still log and replacements still apply (they never pause).
+    pausing: bool,
 }
 
 impl Default for Breakpoints {
@@ -162,7 +169,9 @@ impl Default for Breakpoints {
             replacements: BTreeMap::new(),
             options: BTreeMap::new(),
             hits: BTreeMap::new(),
+            disabled: BTreeSet::new(),
             global: Global::Stop,
+            pausing: true,
         }
     }
 }
@@ -187,7 +196,46 @@ impl Breakpoints {
         self.replacements.remove(name);
         self.options.remove(name);
         self.hits.remove(name);
+        self.disabled.remove(name);
         self.names.remove(name)
+    }
+
+    /// Whether the breakpoint is switched on (an unknown name is not). A call of a function
+    /// whose breakpoint is off runs as with no breakpoint.
+    pub fn is_enabled(&self, name: &str) -> bool {
+        self.contains(name) && !self.disabled.contains(name)
+    }
+
+    /// Switches a breakpoint on or off, keeping its settings. The breakpoint must exist.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> bool {
+        if !self.contains(name) {
+            return false;
+        }
+        if enabled {
+            self.disabled.remove(name);
+        } else {
+            self.disabled.insert(name.to_owned());
+        }
+        true
+    }
+
+    /// The master switch: whether any call may pause.
+    pub fn pausing(&self) -> bool {
+        self.pausing
+    }
+
+    pub fn set_pausing(&mut self, on: bool) {
+        self.pausing = on;
+    }
+
+    /// Whether some call of `name` may pause now: the breakpoint acts, pausing is on, it is
+    /// not a logpoint, and its effective behaviors stop before or after the call (before any
+    /// condition or hit condition is considered).
+    pub fn may_pause(&self, name: &str) -> bool {
+        self.is_enabled(name)
+            && self.pausing
+            && self.options(name).log_message.is_none()
+            && may_pause(self.global, self.before(name), self.after(name))
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -279,10 +327,11 @@ impl Breakpoints {
         Ok(())
     }
 
-    /// Before a call runs: pause if the function has a breakpoint whose effective
-    /// before-behaviour stops (protocol doc §5.3).
+    /// Before a call runs: pause if the function has a breakpoint that acts and whose effective
+    /// before-behaviour stops (protocol doc §5.3), while pausing is on.
     pub fn should_pause_before(&self, name: &str) -> bool {
-        self.contains(name)
+        self.pausing
+            && self.is_enabled(name)
             && match self.before(name) {
                 Before::Stop => true,
                 Before::Go => false,
@@ -290,9 +339,11 @@ impl Breakpoints {
             }
     }
 
-    /// After a call completed: pause if the effective after-behaviour stops for this outcome.
+    /// After a call completed: pause if the breakpoint acts and its effective after-behaviour
+    /// stops for this outcome, while pausing is on.
     pub fn should_pause_after(&self, name: &str, is_exception: bool) -> bool {
-        self.contains(name)
+        self.pausing
+            && self.is_enabled(name)
             && match self.after(name) {
                 After::Global(g) => g.stops_after(is_exception),
                 After::Yield => self.global.stops_after(is_exception),
@@ -338,13 +389,17 @@ impl Breakpoints {
         self.contains(name)
     }
 
-    /// How a call of `name` is decided when it starts.
+    /// How a call of `name` is decided when it starts. A breakpoint switched off is as none.
+    /// While pausing is off only a logpoint is judged (it logs and counts); any other breakpoint
+    /// is plain (nothing is counted, and its behaviours pause nothing).
     pub fn plan(&self, name: &str) -> Plan {
-        if !self.contains(name) {
+        if !self.is_enabled(name) {
             return Plan::NoBreakpoint;
         }
         match self.options.get(name) {
-            Some(o) if o.is_gated() => Plan::Gated(Arc::clone(o)),
+            Some(o) if o.is_gated() && (self.pausing || o.log_message.is_some()) => {
+                Plan::Gated(Arc::clone(o))
+            }
             _ => Plan::Plain,
         }
     }
@@ -384,6 +439,8 @@ impl Breakpoints {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub global: Global,
+    /// The master switch (`Breakpoints::pausing`).
+    pub pausing: bool,
     pub breakpoints: Vec<BreakpointSettings>,
 }
 
@@ -395,6 +452,7 @@ pub struct BreakpointSettings {
     pub after: After,
     pub replacement: Option<String>,
     pub options: Arc<Options>,
+    pub enabled: bool,
 }
 
 impl Breakpoints {
@@ -402,6 +460,7 @@ impl Breakpoints {
     pub fn settings(&self) -> Settings {
         Settings {
             global: self.global,
+            pausing: self.pausing,
             breakpoints: self
                 .names
                 .iter()
@@ -411,6 +470,7 @@ impl Breakpoints {
                     after: self.after(n),
                     replacement: self.replacements.get(n).cloned(),
                     options: self.options(n),
+                    enabled: !self.disabled.contains(n),
                 })
                 .collect(),
         }
@@ -425,9 +485,14 @@ impl Breakpoints {
         self.before.clear();
         self.after.clear();
         self.replacements.clear();
+        self.disabled.clear();
         self.global = settings.global;
+        self.pausing = settings.pausing;
         for b in &settings.breakpoints {
             self.names.insert(b.name.clone());
+            if !b.enabled {
+                self.disabled.insert(b.name.clone());
+            }
             self.set_before(&b.name, b.before);
             self.set_after(&b.name, b.after);
             if let Some(r) = b
@@ -448,6 +513,21 @@ impl Breakpoints {
             }
         }
     }
+}
+
+/// Whether behaviours `before` and `after` under the global default `global` pause some call:
+/// before it, or after it returns or raises.
+pub fn may_pause(global: Global, before: Before, after: After) -> bool {
+    let before = match before {
+        Before::Stop => true,
+        Before::Go => false,
+        Before::Yield => global.stops_before(),
+    };
+    let after = match after {
+        After::Global(g) => g,
+        After::Yield => global,
+    };
+    before || after.stops_after(false) || after.stops_after(true)
 }
 
 /// How a call is decided when it starts.
@@ -1041,6 +1121,92 @@ mod tests {
             !bp.disarm_if_one_shot("f"),
             "already disarmed: nothing changes"
         );
+    }
+
+    #[test]
+    fn a_disabled_breakpoint_keeps_its_settings_and_acts_as_none() {
+        let mut bp = Breakpoints::default();
+        let mut f = Functions::default();
+        f.register("f", Some("(x)"));
+        f.register("g", Some("(x)"));
+        bp.add("f");
+        bp.set_before("f", Before::Stop);
+        bp.set_replacement("f", "g", &f).unwrap();
+        bp.set_options("f", gated(None));
+        let o = bp.options("f");
+        bp.count("f", &o);
+        assert!(!bp.set_enabled("nope", false), "the breakpoint must exist");
+        assert!(bp.set_enabled("f", false));
+        assert!(!bp.is_enabled("f") && bp.contains("f"));
+        assert!(matches!(bp.plan("f"), Plan::NoBreakpoint));
+        assert!(!bp.should_pause_before("f") && !bp.should_pause_after("f", false));
+        assert!(!bp.may_pause("f"));
+        // Everything is kept, and comes back with the breakpoint.
+        let s = bp.settings();
+        assert!(!s.breakpoints[0].enabled);
+        assert_eq!(
+            (bp.before("f"), bp.replacement("f"), bp.hits("f")),
+            (Before::Stop, Some("g"), 1)
+        );
+        let mut restored = Breakpoints::default();
+        restored.restore(&s);
+        assert!(!restored.is_enabled("f"));
+        assert!(bp.set_enabled("f", true));
+        assert!(matches!(bp.plan("f"), Plan::Gated(_)));
+        assert!(bp.should_pause_before("f"));
+        // Removing forgets the switch: added again, it is on.
+        bp.set_enabled("f", false);
+        bp.remove("f");
+        bp.add("f");
+        assert!(bp.is_enabled("f"));
+    }
+
+    #[test]
+    fn with_pausing_off_nothing_pauses_but_logpoints_are_still_judged() {
+        let mut bp = Breakpoints::default();
+        bp.add("f");
+        bp.add("log");
+        bp.set_before("f", Before::Stop);
+        bp.set_options("f", gated(None));
+        bp.set_options(
+            "log",
+            Options {
+                log_message: Some(LogMessage::parse("x={args[0]}").unwrap()),
+                ..Options::default()
+            },
+        );
+        assert!(bp.pausing() && bp.may_pause("f") && !bp.may_pause("log"));
+        bp.set_pausing(false);
+        assert!(!bp.should_pause_before("f") && !bp.should_pause_after("f", true));
+        assert!(!bp.may_pause("f"));
+        assert!(
+            matches!(bp.plan("f"), Plan::Plain),
+            "nothing to judge: no pause"
+        );
+        assert!(
+            matches!(bp.plan("log"), Plan::Gated(_)),
+            "a logpoint still logs"
+        );
+        assert!(!bp.settings().pausing);
+        let mut restored = Breakpoints::default();
+        restored.restore(&bp.settings());
+        assert!(!restored.pausing());
+        bp.set_pausing(true);
+        assert!(bp.should_pause_before("f"));
+    }
+
+    #[test]
+    fn may_pause_reads_the_behaviours_through_the_global_default() {
+        use Global::*;
+        assert!(may_pause(Stop, Before::Yield, After::Yield));
+        assert!(!may_pause(Go, Before::Yield, After::Yield));
+        assert!(
+            may_pause(Exception, Before::Yield, After::Yield),
+            "after an exception"
+        );
+        assert!(may_pause(Go, Before::Stop, After::Yield));
+        assert!(may_pause(Go, Before::Yield, After::Global(Exception)));
+        assert!(!may_pause(Stop, Before::Go, After::Global(Go)));
     }
 
     #[test]

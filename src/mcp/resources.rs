@@ -19,12 +19,12 @@ const FIXED: [(&str, &str, &str); 5] = [
     (
         "breakpoint://status",
         "Breakpoint Status",
-        "Summary of breakpoint server status: breakpoints, paused calls, recorded calls.",
+        "Summary of breakpoint server status: breakpoints, paused calls, recorded calls, and whether pausing is on.",
     ),
     (
         "breakpoint://breakpoints",
         "Breakpoints",
-        "Breakpoints with their before/after behaviors and replacements.",
+        "Breakpoints with their before/after behaviors, replacements and switches (enabled), and the master switch (pausing).",
     ),
     (
         "breakpoint://paused",
@@ -86,12 +86,14 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
     Some(match uri {
         "breakpoint://status" => {
             let s = service::server_status(shared);
-            json!({"breakpoints": s.breakpoints, "paused": s.paused, "total_calls": s.total_calls})
+            json!({"breakpoints": s.breakpoints, "paused": s.paused, "total_calls": s.total_calls,
+                   "pausing": s.pausing})
         }
         "breakpoint://breakpoints" => {
             let l = service::breakpoints(shared);
             json!({"breakpoints": l.breakpoints, "behaviors": l.breakpoint_behaviors,
-                   "after_behaviors": l.breakpoint_after_behaviors, "replacements": l.breakpoint_replacements})
+                   "after_behaviors": l.breakpoint_after_behaviors, "replacements": l.breakpoint_replacements,
+                   "enabled": l.breakpoint_enabled, "pausing": l.pausing})
         }
         "breakpoint://paused" => {
             serde_json::to_value(service::paused(shared, Payloads::Omitted)).ok()?

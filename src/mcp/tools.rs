@@ -308,14 +308,16 @@ pub static TOOLS: &[Tool] = &[
         title: "List breakpoints",
         description: "List every breakpoint with its before-behavior (stop, go, yield = use the global default), \
 after-behavior (stop, go, exception, stop_exception, yield), replacement function, and the options of conditional \
-breakpoints: condition, hit condition, log message (logpoints), one-shot flag and hit count. Use it to see what will \
-pause. The instrumented program creates a breakpoint for every function it wraps.",
+breakpoints: condition, hit condition, log message (logpoints), one-shot flag and hit count, whether each is switched \
+on (enabled), and the master switch (pausing: while false nothing pauses). Use it to see what will pause. The \
+instrumented program creates a breakpoint for every function it wraps.",
         input_schema: no_args,
-        output_schema: || json!({"type": "object", "required": ["breakpoints", "behaviors", "after_behaviors", "replacements", "conditions", "hit_conditions", "log_messages", "one_shot", "hit_counts"], "properties": {
+        output_schema: || json!({"type": "object", "required": ["breakpoints", "behaviors", "after_behaviors", "replacements", "conditions", "hit_conditions", "log_messages", "one_shot", "hit_counts", "enabled", "pausing"], "properties": {
             "breakpoints": {"type": "array", "items": {"type": "string"}},
             "behaviors": {"type": "object"}, "after_behaviors": {"type": "object"}, "replacements": {"type": "object"},
             "conditions": {"type": "object"}, "hit_conditions": {"type": "object"}, "log_messages": {"type": "object"},
-            "one_shot": {"type": "array", "items": {"type": "string"}}, "hit_counts": {"type": "object"}}}),
+            "one_shot": {"type": "array", "items": {"type": "string"}}, "hit_counts": {"type": "object"},
+            "enabled": {"type": "object", "additionalProperties": {"type": "boolean"}}, "pausing": {"type": "boolean"}}}),
         read_only: true,
         idempotent: true,
         max_block_s: 0.0,
@@ -409,6 +411,39 @@ required, see breakpoint_list_functions). An empty replacement_function clears i
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_replacement,
+    },
+    Tool {
+        name: "breakpoint_set_enabled",
+        title: "Switch a breakpoint on or off",
+        description: "Switch one breakpoint off (enabled false) or on again. A breakpoint switched off keeps every \
+setting (behaviors, condition, hit condition, log message, replacement, hit count), but calls of its function run as if \
+it had none: no pause, no log line, no replacement, and no count. Use it to silence a breakpoint for a while without \
+losing how it was set up; to stop every pause at once, use breakpoint_set_pausing.",
+        input_schema: || json!({"type": "object", "required": ["function_name", "enabled"], "properties": {
+            "function_name": {"type": "string", "description": "Function (breakpoint) name, as listed by breakpoint_list_breakpoints.", "examples": ["add"]},
+            "enabled": {"type": "boolean", "description": "true switches it on, false off.", "examples": [false]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "function_name", "enabled"], "properties": {
+            "status": {"const": "ok"}, "function_name": {"type": "string"}, "enabled": {"type": "boolean"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_enabled,
+    },
+    Tool {
+        name: "breakpoint_set_pausing",
+        title: "Turn pausing on or off",
+        description: "The master switch. With pausing false no call pauses, whatever the breakpoints and the global \
+default behavior say; every breakpoint keeps its settings, logpoints still log, replacements still apply, and calls \
+paused already stay paused (resume them with breakpoint_continue_all). Use it to let a program run freely for a while; \
+pausing true restores every breakpoint as it was. breakpoint_list_breakpoints shows the switch as pausing.",
+        input_schema: || json!({"type": "object", "required": ["pausing"], "properties": {
+            "pausing": {"type": "boolean", "description": "false: nothing pauses; true: breakpoints pause again.", "examples": [false]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "pausing"], "properties": {
+            "status": {"const": "ok"}, "pausing": {"type": "boolean"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_set_pausing,
     },
     Tool {
         name: "breakpoint_get_default_behavior",
@@ -710,6 +745,8 @@ fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
         "log_messages": l.breakpoint_log_messages,
         "one_shot": l.breakpoint_one_shot,
         "hit_counts": l.breakpoint_hit_counts,
+        "enabled": l.breakpoint_enabled,
+        "pausing": l.pausing,
     }))
 }
 
@@ -788,6 +825,32 @@ fn breakpoint_set_replacement(ctx: &Ctx, args: &Args) -> Result<Value, ApiError>
             hint_for("signature_mismatch"),
         )),
     }
+}
+
+/// A required boolean argument (the schema has checked its type).
+fn required_bool(args: &Args, key: &str) -> Result<bool, ApiError> {
+    args.get(key).and_then(Value::as_bool).ok_or_else(|| {
+        tool_error(
+            "missing_parameter",
+            format!("{key} must be true or false"),
+            "Pass true or false.",
+        )
+        .with("parameter", json!(key))
+    })
+}
+
+fn breakpoint_set_enabled(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let name = required(args, "function_name")?;
+    let enabled = required_bool(args, "enabled")?;
+    out(service::set_enabled(ctx.shared(), name, enabled)?
+        .map_err(|_| breakpoint_not_found(name))?)
+}
+
+fn breakpoint_set_pausing(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    out(service::set_pausing(
+        ctx.shared(),
+        required_bool(args, "pausing")?,
+    )?)
 }
 
 fn breakpoint_get_default_behavior(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {

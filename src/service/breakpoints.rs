@@ -44,6 +44,12 @@ pub struct BreakpointListing {
     pub breakpoint_one_shot: Vec<String>,
     /// Calls counted by every breakpoint (those whose condition held).
     pub breakpoint_hit_counts: BTreeMap<String, u64>,
+    /// Whether each breakpoint is switched on (every breakpoint). One switched off keeps its
+    /// settings, but calls of its function run as with no breakpoint.
+    pub breakpoint_enabled: BTreeMap<String, bool>,
+    /// The master switch: while false no call pauses (logpoints still log, replacements
+    /// still apply).
+    pub pausing: bool,
 }
 
 /// A breakpoint with its options, as adding or changing one answers.
@@ -302,6 +308,31 @@ pub struct ReplacementSet {
     pub status: Ack,
     pub function_name: String,
     pub replacement_function: String,
+}
+
+/// A breakpoint switched on or off.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EnabledSet {
+    pub status: Ack,
+    pub function_name: String,
+    pub enabled: bool,
+}
+
+/// `GET /api/pausing`: the master switch, and what it means now.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Pausing {
+    pub pausing: bool,
+    /// Breakpoints that may pause a call now (switched on, not logpoints, with behaviors that
+    /// stop before or after a call); 0 while pausing is off.
+    pub will_pause: usize,
+    pub breakpoints: usize,
+}
+
+/// `POST /api/pausing`.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct PausingSet {
+    pub status: Ack,
+    pub pausing: bool,
 }
 
 /// `GET /api/behavior`.
@@ -601,6 +632,83 @@ pub fn set_replacement(
     })
 }
 
+/// Switches an existing breakpoint on or off; its settings and hit count stay as they are.
+pub fn set_enabled(
+    shared: &Shared,
+    name: &str,
+    enabled: bool,
+) -> Persisted<EnabledSet, BreakpointNotFound> {
+    persisted(shared, |st| {
+        if !st.breakpoints.set_enabled(name, enabled) {
+            return Err(BreakpointNotFound);
+        }
+        st.emit(EventKind::BreakpointsChanged);
+        Ok(EnabledSet {
+            status: Ack::Ok,
+            function_name: name.to_owned(),
+            enabled,
+        })
+    })
+}
+
+/// Reads a required boolean field: 400 `missing_<key>` or `invalid_<key>` otherwise.
+fn bool_field(body: &Obj, key: &str) -> Result<bool, ApiError> {
+    match body.get(key) {
+        Some(Value::Bool(b)) => Ok(*b),
+        None | Some(Value::Null) => Err(ApiError::bad_request(
+            &format!("missing_{key}"),
+            format!("{{\"{key}\": true}} or {{\"{key}\": false}} is required"),
+        )
+        .with("field", key)),
+        Some(other) => Err(ApiError::bad_request(
+            &format!("invalid_{key}"),
+            format!("{key} must be true or false, got {other}"),
+        )
+        .with("field", key)),
+    }
+}
+
+/// `POST /api/breakpoints/<name>/enabled`: `{enabled: bool}`.
+pub fn breakpoint_set_enabled(
+    shared: &Shared,
+    name: &str,
+    body: &Obj,
+) -> Result<EnabledSet, ApiError> {
+    let enabled = bool_field(body, "enabled")?;
+    Ok(set_enabled(shared, name, enabled)??)
+}
+
+/// `GET /api/pausing`.
+pub fn pausing(shared: &Shared) -> Pausing {
+    let st = shared.lock();
+    let bp = &st.breakpoints;
+    Pausing {
+        pausing: bp.pausing(),
+        will_pause: bp.names().filter(|n| bp.may_pause(n)).count(),
+        breakpoints: bp.len(),
+    }
+}
+
+/// Turns the master switch on or off. Every breakpoint keeps its settings; calls paused
+/// already stay paused.
+pub fn set_pausing(shared: &Shared, on: bool) -> Result<PausingSet, ApiError> {
+    persisted(shared, |st| {
+        if st.breakpoints.pausing() != on {
+            st.breakpoints.set_pausing(on);
+            st.emit(EventKind::BreakpointsChanged);
+        }
+    })?;
+    Ok(PausingSet {
+        status: Ack::Ok,
+        pausing: on,
+    })
+}
+
+/// `POST /api/pausing`: `{pausing: bool}`.
+pub fn rest_set_pausing(shared: &Shared, body: &Obj) -> Result<PausingSet, ApiError> {
+    set_pausing(shared, bool_field(body, "pausing")?)
+}
+
 /// `POST /api/breakpoints/<name>/replacement`.
 pub fn breakpoint_set_replacement(
     shared: &Shared,
@@ -644,6 +752,8 @@ pub fn breakpoints(shared: &Shared) -> BreakpointListing {
             .cloned()
             .collect(),
         breakpoint_hit_counts: bp.names().map(|n| (n.clone(), bp.hits(n))).collect(),
+        breakpoint_enabled: bp.names().map(|n| (n.clone(), bp.is_enabled(n))).collect(),
+        pausing: bp.pausing(),
     }
 }
 
@@ -1060,7 +1170,7 @@ mod tests {
         add_breakpoint(&s, "a", Signature::Keep, None).unwrap();
         assert_eq!(
             serde_json::to_string(&breakpoints(&s)).unwrap(),
-            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{},"breakpoint_conditions":{},"breakpoint_hit_conditions":{},"breakpoint_log_messages":{},"breakpoint_one_shot":[],"breakpoint_hit_counts":{"a":0,"b":0}}"#
+            r#"{"breakpoints":["a","b"],"breakpoint_behaviors":{"a":"yield","b":"stop"},"breakpoint_after_behaviors":{"a":"yield","b":"yield"},"breakpoint_replacements":{},"breakpoint_conditions":{},"breakpoint_hit_conditions":{},"breakpoint_log_messages":{},"breakpoint_one_shot":[],"breakpoint_hit_counts":{"a":0,"b":0},"breakpoint_enabled":{"a":true,"b":true},"pausing":true}"#
         );
         assert_eq!(
             serde_json::to_string(&functions(&s)).unwrap(),
@@ -1092,6 +1202,57 @@ mod tests {
         let e = set_default_behavior(&s, &body(json!({"behavior": "yield"}))).unwrap_err();
         assert_eq!((e.status, e.code()), (400, "invalid_behavior"));
         assert_eq!(set_global(&s, Global::Go).unwrap().behavior, Global::Go);
+    }
+
+    #[test]
+    fn breakpoints_switch_on_and_off_and_the_master_switch_too() {
+        let s = shared();
+        let e = breakpoint_set_enabled(&s, "f", &body(json!({"enabled": false}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (404, "breakpoint_not_found"));
+        add_breakpoint(&s, "f", Signature::Keep, Some(Before::Stop)).unwrap();
+        for (bad, code) in [
+            (json!({}), "missing_enabled"),
+            (json!({"enabled": "no"}), "invalid_enabled"),
+            (json!({"enabled": 0}), "invalid_enabled"),
+        ] {
+            let e = breakpoint_set_enabled(&s, "f", &body(bad)).unwrap_err();
+            assert_eq!((e.status, e.code()), (400, code));
+        }
+        let rx = s.bus.subscribe();
+        let set = breakpoint_set_enabled(&s, "f", &body(json!({"enabled": false}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(&set).unwrap(),
+            json!({"status": "ok", "function_name": "f", "enabled": false})
+        );
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        let l = breakpoints(&s);
+        assert!(!l.breakpoint_enabled["f"]);
+        assert_eq!(l.breakpoint_behaviors["f"], Before::Stop, "kept");
+        assert_eq!(
+            serde_json::to_value(pausing(&s)).unwrap(),
+            json!({"pausing": true, "will_pause": 0, "breakpoints": 1})
+        );
+        set_enabled(&s, "f", true).unwrap().unwrap();
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        assert_eq!(pausing(&s).will_pause, 1);
+        let e = rest_set_pausing(&s, &body(json!({"pausing": "off"}))).unwrap_err();
+        assert_eq!((e.status, e.code()), (400, "invalid_pausing"));
+        let set = rest_set_pausing(&s, &body(json!({"pausing": false}))).unwrap();
+        assert_eq!(
+            serde_json::to_value(set).unwrap(),
+            json!({"status": "ok", "pausing": false})
+        );
+        assert_eq!(events(&rx), [EventKind::BreakpointsChanged]);
+        set_pausing(&s, false).unwrap();
+        assert!(events(&rx).is_empty(), "no change, no event");
+        assert_eq!(
+            (
+                pausing(&s).pausing,
+                pausing(&s).will_pause,
+                breakpoints(&s).pausing
+            ),
+            (false, 0, false)
+        );
     }
 
     #[test]

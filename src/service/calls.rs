@@ -294,11 +294,12 @@ pub fn call_start_from(
         out.insert("call_id".into(), json!(call_id));
         return Ok(Value::Object(out));
     }
-    // A call let run by the pause limit runs as is, as with no breakpoint.
+    // A call let run by the pause limit runs as is, as with no breakpoint; so does a call
+    // whose breakpoint is switched off.
     let limited = decision.ran_by == Some(Actor::PauseLimit);
     let replacement = st
         .breakpoints
-        .contains(&method_name)
+        .is_enabled(&method_name)
         .then(|| st.breakpoints.replacement(&method_name))
         .flatten()
         .filter(|_| !limited)

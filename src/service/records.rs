@@ -112,6 +112,8 @@ pub struct ServerStatus {
     pub calls_dropped: u64,
     pub stored_objects: usize,
     pub default_behavior: crate::breakpoints::Global,
+    /// The master switch: while false no call pauses (`GET /api/pausing`).
+    pub pausing: bool,
     /// The port file this server was started with (whether or not it wrote it: a server never
     /// overwrites the port file of another live server), and its process id: with them a new
     /// `--mcp` process finds out that the port file names this running server, and joins it.
@@ -657,6 +659,7 @@ pub fn server_status(shared: &Shared) -> ServerStatus {
         calls_dropped: st.records.dropped(),
         stored_objects,
         default_behavior: st.breakpoints.global(),
+        pausing: st.breakpoints.pausing(),
         port_file: shared.config.port_file.display().to_string(),
         pid: std::process::id(),
     }

@@ -29,12 +29,16 @@
 //! {"settings": 1, "default_behavior": "go",
 //!  "breakpoints": [{"function_name": "f", "behavior": "stop", "after_behavior": "yield",
 //!                   "replacement_function": "g", "condition": "args[0] > 1",
-//!                   "hit_condition": ">=2", "log_message": "x={args[0]}", "one_shot": false}],
-//!  "removed": ["h"]}
+//!                   "hit_condition": ">=2", "log_message": "x={args[0]}", "one_shot": false,
+//!                   "enabled": true}],
+//!  "pausing": true, "removed": ["h"]}
 //! ```
 //!
 //! `replacement_function`, `condition`, `hit_condition` and `log_message` are left out when
-//! unset, `removed` when empty, `full` when false. Reading is lenient: an unknown value or an
+//! unset, `removed` when empty, `full` when false. `enabled` (a breakpoint switched on or off)
+//! and `pausing` (the master switch) came later within version 1: a record without them
+//! leaves a breakpoint on and the master switch as the records before it left it (on, in a
+//! file that never had it); a server that predates them ignores them. Reading is lenient: an unknown value or an
 //! option that no longer parses is left out of the restored breakpoint (with a warning), and a
 //! record of another version is skipped with a warning; never a reason to refuse the file.
 
@@ -77,6 +81,7 @@ fn breakpoint_to_disk(b: &BreakpointSettings) -> Value {
         m.insert("log_message".into(), json!(l.text));
     }
     m.insert("one_shot".into(), json!(o.one_shot));
+    m.insert("enabled".into(), json!(b.enabled));
     Value::Object(m)
 }
 
@@ -86,6 +91,7 @@ pub fn to_disk(from: Option<&Settings>, to: &Settings) -> Value {
     let mut m = Map::new();
     m.insert(SETTINGS_KEY.into(), json!(VERSION));
     m.insert("default_behavior".into(), json!(to.global.as_str()));
+    m.insert("pausing".into(), json!(to.pausing));
     let Some(from) = from else {
         m.insert("full".into(), json!(true));
         let all: Vec<Value> = to.breakpoints.iter().map(breakpoint_to_disk).collect();
@@ -179,6 +185,8 @@ fn breakpoint_from_disk(
         after,
         replacement: text("replacement_function").map(str::to_owned),
         options: Arc::new(options),
+        // Written by this version on; a breakpoint of an older record is on.
+        enabled: b.get("enabled").and_then(Value::as_bool).unwrap_or(true),
     })
 }
 
@@ -190,6 +198,8 @@ pub struct SettingsLoader {
     granted_origins: Option<Vec<String>>,
     breakpoints: BTreeMap<String, BreakpointSettings>,
     global: Option<Global>,
+    /// The master switch, from the last record that has it (older records do not).
+    pausing: Option<bool>,
     records: usize,
     warnings: Vec<String>,
 }
@@ -239,6 +249,13 @@ impl SettingsLoader {
                     .push(format!("unknown default behavior {g:?} left out")),
             }
         }
+        match m.get("pausing") {
+            None => {}
+            Some(Value::Bool(on)) => self.pausing = Some(*on),
+            Some(other) => self
+                .warnings
+                .push(format!("pausing {other} is not true or false, left out")),
+        }
         for b in m
             .get("breakpoints")
             .and_then(Value::as_array)
@@ -268,6 +285,7 @@ impl SettingsLoader {
     pub fn settings(&self) -> Option<Settings> {
         (self.records > 0).then(|| Settings {
             global: self.global.unwrap_or(Global::Stop),
+            pausing: self.pausing.unwrap_or(true),
             breakpoints: self.breakpoints.values().cloned().collect(),
         })
     }
@@ -294,6 +312,17 @@ impl SettingsLoader {
             settings.global.as_str(),
             path.display()
         );
+        let off = settings.breakpoints.iter().filter(|b| !b.enabled).count();
+        if off > 0 {
+            log::info!("{off} of them switched off (they keep their settings and pause nothing)");
+        }
+        if !settings.pausing {
+            log::warn!(
+                "pausing is off (restored from {}): no call pauses until it is switched on \
+                 (web UI, POST /api/pausing or the MCP tool breakpoint_set_pausing)",
+                path.display()
+            );
+        }
     }
 }
 
@@ -483,6 +512,36 @@ mod tests {
         fresh.restore(&second);
         assert_eq!(fresh.settings(), second);
         assert_eq!(load(&[]).settings(), None);
+    }
+
+    #[test]
+    fn switches_read_back_and_records_from_before_them_leave_everything_on() {
+        // A record as the version before the switches wrote it.
+        let old = json!({"settings": 1, "default_behavior": "stop", "full": true, "breakpoints": [
+            {"function_name": "f", "behavior": "stop", "after_behavior": "yield", "one_shot": false}]});
+        let s = load(std::slice::from_ref(&old)).settings().unwrap();
+        assert!(s.pausing && s.breakpoints[0].enabled, "{s:?}");
+        let mut bp = Breakpoints::default();
+        bp.restore(&s);
+        bp.set_enabled("f", false);
+        bp.set_pausing(false);
+        let off = to_disk(Some(&s), &bp.settings());
+        assert_eq!(
+            (&off["pausing"], &off["breakpoints"][0]["enabled"]),
+            (&json!(false), &json!(false)),
+            "{off}"
+        );
+        // A later record without the master switch (an older server's) keeps it as it was.
+        let older = json!({"settings": 1, "default_behavior": "go", "breakpoints": []});
+        let loader = load(&[
+            old,
+            off,
+            older,
+            json!({"settings": 1, "default_behavior": "go", "pausing": "no"}),
+        ]);
+        let s = loader.settings().unwrap();
+        assert!(!s.pausing && !s.breakpoints[0].enabled, "{s:?}");
+        assert_eq!(loader.warnings.len(), 1, "{:?}", loader.warnings);
     }
 
     #[test]

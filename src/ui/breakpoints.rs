@@ -1,5 +1,7 @@
-//! The Breakpoints page (`/breakpoints`): add a breakpoint by function name (suggestions from
-//! the registered functions, an optional condition), remove one, set its before- and
+//! The Breakpoints page (`/breakpoints`): the master switch (pausing on or off) with a line
+//! saying how many breakpoints will pause; add a breakpoint by function name (suggestions from
+//! the registered functions, an optional condition), switch one on or off, remove one, set its
+//! before- and
 //! after-behavior, replacement, condition, hit count condition, log message and one-shot flag,
 //! reset its hit count, set the global default behavior; each breakpoint's history
 //! (`/breakpoint/<name>/history`); and `/breakpoints/check`, the error of an option's text
@@ -42,6 +44,12 @@ pub fn page(shared: &Shared) -> View {
     let functions = service::functions_shown(shared, &wanted, SHOWN_FUNCTIONS);
     let global = service::default_behavior(shared).behavior;
     let mut out = Html::lit("<div class=\"bar\"><h1>Breakpoints</h1></div>");
+    // The master switch and what will pause, live (changed from here, by REST or an agent).
+    html!(
+        out,
+        "<section class=\"master\" id=\"pausing-master\" data-live data-carry>{}</section>",
+        master(global, &listing)
+    );
     // Suggestions: registered functions that have no breakpoint yet.
     out.push_lit(
         "<form class=\"inline add\" data-api=\"/api/breakpoints\" data-then=\"refresh\" data-reset data-check>\
@@ -82,6 +90,95 @@ pub fn page(shared: &Shared) -> View {
         table(global, &listing, &functions.signatures)
     );
     View::new("Breakpoints", "/breakpoints", out)
+}
+
+/// Whether a breakpoint of the listing will pause some call (with pausing on): switched on,
+/// not a logpoint, and its behaviors stop before or after a call.
+fn will_pause(global: Global, listing: &service::BreakpointListing, name: &str) -> bool {
+    listing
+        .breakpoint_enabled
+        .get(name)
+        .copied()
+        .unwrap_or(true)
+        && !listing.breakpoint_log_messages.contains_key(name)
+        && crate::breakpoints::may_pause(
+            global,
+            listing
+                .breakpoint_behaviors
+                .get(name)
+                .copied()
+                .unwrap_or(Before::Yield),
+            listing
+                .breakpoint_after_behaviors
+                .get(name)
+                .copied()
+                .unwrap_or(After::Yield),
+        )
+}
+
+/// The master switch and the line that says what will pause.
+fn master(global: Global, listing: &service::BreakpointListing) -> Html {
+    let total = listing.breakpoints.len();
+    let pausing = listing.pausing;
+    let pause = listing
+        .breakpoints
+        .iter()
+        .filter(|n| will_pause(global, listing, n))
+        .count();
+    let off = listing
+        .breakpoint_enabled
+        .values()
+        .filter(|on| !**on)
+        .count();
+    let logs = listing
+        .breakpoint_log_messages
+        .keys()
+        .filter(|n| listing.breakpoint_enabled.get(*n).copied().unwrap_or(true))
+        .count();
+    let mut details = Vec::new();
+    if off > 0 {
+        details.push(format!("{off} switched off"));
+    }
+    if logs > 0 {
+        details.push(format!(
+            "{logs} only log{}",
+            if logs == 1 { "s" } else { "" }
+        ));
+    }
+    let details = if details.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", details.join(" · "))
+    };
+    let plural = if total == 1 { "" } else { "s" };
+    let summary = if pausing {
+        markup!(
+            "<strong>{} of {} breakpoint{} will pause</strong>{}",
+            pause,
+            total,
+            plural,
+            details
+        )
+    } else {
+        markup!(
+            "<strong>Pausing is off: no call pauses.</strong> Every breakpoint keeps its settings; \
+             logpoints still log and replacements still apply. With pausing on, {} of {} \
+             breakpoint{} will pause{}.",
+            pause,
+            total,
+            plural,
+            details
+        )
+    };
+    markup!(
+        "<form class=\"master-switch{}\" data-api=\"/api/pausing\" data-then=\"refresh\">\
+         <label class=\"switch\"><input type=\"checkbox\" role=\"switch\" name=\"pausing\" \
+         data-submit{}> Pause at breakpoints</label>\
+         <p class=\"summary\" id=\"pausing-summary\">{}</p><p class=\"error\" role=\"alert\"></p></form>",
+        attr(!pausing, " off"),
+        attr(pausing, " checked"),
+        summary
+    )
 }
 
 fn global_help(g: Global) -> Html {
@@ -145,7 +242,8 @@ fn table(
         );
     }
     let mut out = Html::lit(
-        "<thead data-key=\"head\"><tr><th scope=\"col\">Function</th>\
+        "<thead data-key=\"head\"><tr><th scope=\"col\"><span class=\"visually-hidden\">On</span></th>\
+         <th scope=\"col\">Function</th>\
          <th scope=\"col\">Before the call</th><th scope=\"col\">After the call</th>\
          <th scope=\"col\">Replace with</th><th scope=\"col\">Hits</th><th scope=\"col\"></th></tr></thead>",
     );
@@ -167,10 +265,28 @@ fn table(
             .unwrap_or("");
         let sig = signatures.get(name);
         let api = format!("/api/breakpoints/{}", encode_segment(name));
-        let sig_html = sig.map(|s| markup!("<br><code class=\"sig\">{}</code>", s));
+        let sig_html = sig.map(|s| markup!("<code class=\"sig\" title=\"Signature\">{}</code>", s));
+        let enabled = listing
+            .breakpoint_enabled
+            .get(name)
+            .copied()
+            .unwrap_or(true);
+        let (state, state_text) = if !enabled {
+            ("off", "off")
+        } else if listing.breakpoint_log_messages.contains_key(name) {
+            ("logs", "logs")
+        } else if will_pause(global, listing, name) {
+            ("pauses", "pauses")
+        } else {
+            ("runs", "never pauses")
+        };
         html!(
             out,
-            "<tbody class=\"bp\" data-key=\"bp:{}\"><tr data-breakpoint=\"{}\"><th scope=\"row\"><code>{}</code>{}</th>\
+            "<tbody class=\"bp {}\" data-key=\"bp:{}\"><tr data-breakpoint=\"{}\">\
+             <td class=\"on\"><form data-api=\"{}/enabled\" data-then=\"refresh\">\
+             <input type=\"checkbox\" role=\"switch\" name=\"enabled\" data-submit{} aria-label=\"{}\" \
+             title=\"Switch this breakpoint on or off (it keeps its settings)\"><p class=\"error\" role=\"alert\"></p></form></td>\
+             <th scope=\"row\"><code class=\"fn\">{}</code> <span class=\"will {}\">{}</span></th>\
              <td data-label=\"Before the call\"><form data-api=\"{}/behavior\" data-then=\"refresh\"><select name=\"behavior\" \
              data-submit aria-label=\"Before {}\">{}</select><p class=\"error\" role=\"alert\"></p></form></td>\
              <td data-label=\"After the call\"><form data-api=\"{}/after_behavior\" data-then=\"refresh\"><select name=\"behavior\" \
@@ -181,11 +297,16 @@ fn table(
              <td class=\"row-actions\"><a href=\"/breakpoint/{}/history\">History</a> \
              <form class=\"inline\" data-api=\"{}\" data-method=\"DELETE\" data-then=\"refresh\">\
              <button type=\"submit\" class=\"quiet\">Remove</button><p class=\"error\" role=\"alert\"></p></form></td></tr>\
-             <tr class=\"bp-options\" data-breakpoint-options=\"{}\"><td colspan=\"6\">{}</td></tr></tbody>",
+             <tr class=\"bp-options\" data-breakpoint-options=\"{}\"><td></td><td colspan=\"6\"><div class=\"bp-more\">{}{}</div></td></tr></tbody>",
+            state,
             name,
             name,
+            api,
+            attr(enabled, " checked"),
             name,
-            sig_html,
+            name,
+            state,
+            state_text,
             api,
             name,
             options_yielding(Before::NAMES.iter().copied(), before.as_str(), Some(global)),
@@ -199,6 +320,7 @@ fn table(
             encode_segment(name),
             api,
             name,
+            sig_html,
             options_html(name, &api, listing),
         );
     }
@@ -659,11 +781,94 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("name=\"condition\" value=\"\""));
-        assert!(!html.contains("checked"));
+        // One-shot is not checked (the checked switches are the breakpoint's and pausing's).
+        assert!(
+            html.contains("name=\"one_shot\" data-submit> One-shot"),
+            "{html}"
+        );
+        assert_eq!(html.matches(" checked").count(), 2, "{html}");
         // The live table is keyed by breakpoint and carries what is being edited.
         assert!(html.contains("id=\"breakpoint-table\" data-live data-keyed data-carry>"));
         // The add form takes an optional condition.
         assert!(html.contains("<input name=\"condition\" data-optional"));
+    }
+
+    #[test]
+    fn each_row_has_a_switch_and_the_top_says_what_will_pause() {
+        let s = shared();
+        for (name, extra) in [
+            ("a", json!({})),
+            ("b", json!({"behavior": "go"})),
+            ("c", json!({"log_message": "x"})),
+            ("d", json!({})),
+            (HOSTILE, json!({})),
+        ] {
+            let mut b = extra.as_object().unwrap().clone();
+            b.insert("function_name".into(), json!(name));
+            service::breakpoint_add(&s, &b).unwrap();
+        }
+        service::breakpoint_set_after_behavior(&s, "b", &body(json!({"behavior": "go"}))).unwrap();
+        service::set_enabled(&s, "d", false).unwrap().unwrap();
+        let html = page(&s).main;
+        assert!(!html.contains("<img"), "{html}");
+        let row = |name: &str| {
+            let at = html.find(&format!("data-key=\"bp:{name}\"")).unwrap();
+            let start = html[..at].rfind("<tbody").unwrap();
+            html[start..start + html[start..].find("</tbody>").unwrap()].to_owned()
+        };
+        let a = row("a");
+        assert!(a.starts_with("<tbody class=\"bp pauses\""), "{a}");
+        assert!(
+            a.contains(
+                "<form data-api=\"/api/breakpoints/a/enabled\" data-then=\"refresh\">\
+                 <input type=\"checkbox\" role=\"switch\" name=\"enabled\" data-submit checked aria-label=\"a\""
+            ),
+            "{a}"
+        );
+        assert!(a.contains("<span class=\"will pauses\">pauses</span>"));
+        assert!(row("b").contains("<span class=\"will runs\">never pauses</span>"));
+        assert!(row("c").contains("<span class=\"will logs\">logs</span>"));
+        let d = row("d");
+        assert!(d.starts_with("<tbody class=\"bp off\""), "{d}");
+        assert!(
+            d.contains("name=\"enabled\" data-submit aria-label=\"d\""),
+            "{d}"
+        );
+        // The switch is labelled with the name, escaped.
+        assert!(row(&crate::ui::esc(HOSTILE))
+            .contains(&format!("aria-label=\"{}\"", crate::ui::esc(HOSTILE))));
+        // The master switch, on, and what will pause: a and the hostile one.
+        let top =
+            &html[html.find("id=\"pausing-master\"").unwrap()..html.find("</section>").unwrap()];
+        assert!(
+            top.contains(
+                "role=\"switch\" name=\"pausing\" data-submit checked> Pause at breakpoints"
+            ),
+            "{top}"
+        );
+        assert!(
+            top.contains(
+                "<strong>2 of 5 breakpoints will pause</strong> · 1 switched off · 1 only logs"
+            ),
+            "{top}"
+        );
+        service::set_pausing(&s, false).unwrap();
+        let html = page(&s).main;
+        let top =
+            &html[html.find("id=\"pausing-master\"").unwrap()..html.find("</section>").unwrap()];
+        assert!(top.contains("class=\"master-switch off\""), "{top}");
+        assert!(
+            top.contains("name=\"pausing\" data-submit> Pause at breakpoints"),
+            "{top}"
+        );
+        assert!(
+            top.contains("<strong>Pausing is off: no call pauses.</strong>"),
+            "{top}"
+        );
+        assert!(
+            top.contains("With pausing on, 2 of 5 breakpoints will pause"),
+            "{top}"
+        );
     }
 
     #[test]

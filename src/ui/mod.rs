@@ -227,8 +227,10 @@ fn render(shared: &Shared, answer: Answer, fragment: bool) -> Page {
     };
     let body = if fragment {
         markup!(
-            "<div id=\"frag-status\">{}</div><div id=\"frag-main\">{}</div>",
+            "<div id=\"frag-status\">{}</div><div id=\"frag-pausing\">{}</div>\
+             <div id=\"frag-main\">{}</div>",
             shared_status(shared),
+            pausing_banner(shared),
             view.main
         )
     } else {
@@ -306,9 +308,12 @@ fn layout(shared: &Shared, view: &View) -> Html {
          <p class=\"live\" id=\"live\" role=\"status\"></p>\
          <button type=\"button\" class=\"keys\" data-help aria-haspopup=\"dialog\" \
          aria-keyshortcuts=\"?\" title=\"Keyboard shortcuts (?)\">Keys <kbd>?</kbd></button>\
-         <p class=\"sr-only\" id=\"announce\" aria-live=\"polite\"></p></header>\
-         <main id=\"main\"{}>{}</main>{}</body></html>\n",
+         <p class=\"sr-only\" id=\"announce\" aria-live=\"polite\"></p>\
+         <div class=\"pausing-banner\" id=\"pausing-banner\">{}</div></header>\
+         <main id=\"main\"{}>{}</main>{}</body></html>
+",
         status,
+        pausing_banner(shared),
         events,
         view.main,
         Html::lit(KEYS_HELP)
@@ -347,7 +352,24 @@ fn page_events(nav: &str) -> Option<&'static str> {
     }
 }
 
-/// The status line (text): breakpoints, paused calls, recorded calls, external servers, agents.
+/// What every page shows while pausing is off (nothing otherwise): that no call pauses, and the
+/// button that turns pausing on. `app.js` keeps it current with the status line.
+fn pausing_banner(shared: &Shared) -> Html {
+    if crate::service::pausing(shared).pausing {
+        return Html::new();
+    }
+    Html::lit(
+        "<form class=\"pausing-off\" data-api=\"/api/pausing\" data-then=\"refresh\">\
+         <p><strong>Pausing is off</strong>: no call pauses, whatever the breakpoints say \
+         (they keep their settings; logpoints still log). \
+         <input type=\"hidden\" name=\"pausing\" value=\"true\" data-json>\
+         <button type=\"submit\">Turn pausing on</button></p>\
+         <p class=\"error\" role=\"alert\"></p></form>",
+    )
+}
+
+/// The status line (text): pausing off, breakpoints, paused calls, recorded calls, external
+/// servers, agents.
 fn shared_status(shared: &Shared) -> String {
     let s = crate::service::server_status(shared);
     // External servers once there are any (the manager is idle until one is connected).
@@ -366,8 +388,9 @@ fn shared_status(shared: &Shared) -> String {
     } else {
         String::new()
     };
+    let off = if s.pausing { "" } else { "Pausing is off · " };
     format!(
-        "{} breakpoint{} · {} paused · {} record{} (calls and client events){}{asking} · {} agent{} connected",
+        "{off}{} breakpoint{} · {} paused · {} record{} (calls and client events){}{asking} · {} agent{} connected",
         s.breakpoints,
         plural(s.breakpoints),
         s.paused,

@@ -299,6 +299,11 @@ fn every_tool_result_matches_its_output_schema() {
             "breakpoint_set_replacement",
             json!({"function_name": "add", "replacement_function": "fast"}),
         ),
+        (
+            "breakpoint_set_enabled",
+            json!({"function_name": "g", "enabled": false}),
+        ),
+        ("breakpoint_set_pausing", json!({"pausing": true})),
         ("breakpoint_get_default_behavior", json!({})),
         (
             "breakpoint_set_default_behavior",
@@ -452,6 +457,11 @@ fn application_errors_carry_codes_and_hints() {
             "invalid_behavior",
         ),
         (
+            "breakpoint_set_enabled",
+            json!({"function_name": "nope", "enabled": false}),
+            "breakpoint_not_found",
+        ),
+        (
             "breakpoint_repl_eval",
             json!({"pause_id": "nope", "expression": "1"}),
             "pause_not_found",
@@ -550,7 +560,7 @@ fn resources_list_read_templates_and_subscriptions() {
         .clone();
     assert_eq!(
         serde_json::from_str::<Value>(status.as_str().unwrap()).unwrap(),
-        json!({"breakpoints": 0, "paused": 0, "total_calls": 0})
+        json!({"breakpoints": 0, "paused": 0, "total_calls": 0, "pausing": true})
     );
     let unknown = s.request("resources/read", json!({"uri": "breakpoint://nope"}));
     assert_eq!(unknown["error"]["code"], -32002);

@@ -23,7 +23,8 @@ fn breakpoints_add_remove_and_behaviors() {
     assert_eq!(
         s.call_ok("breakpoint_list_breakpoints", json!({})),
         json!({"breakpoints": [], "behaviors": {}, "after_behaviors": {}, "replacements": {},
-               "conditions": {}, "hit_conditions": {}, "log_messages": {}, "one_shot": [], "hit_counts": {}})
+               "conditions": {}, "hit_conditions": {}, "log_messages": {}, "one_shot": [], "hit_counts": {},
+               "enabled": {}, "pausing": true})
     );
     assert_eq!(
         s.call_ok("breakpoint_get_default_behavior", json!({})),

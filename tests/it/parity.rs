@@ -25,7 +25,7 @@ fn register_functions(s: &McpServer) {
 }
 
 /// Breakpoint with a before-behavior, an after-behavior, a replacement, a condition, the
-/// default behavior; every answer in the shape both faces share (`status`, `function_name`,
+/// default behavior, one breakpoint switched off, the master switch off and on again; every answer in the shape both faces share (`status`, `function_name`,
 /// `behavior`, ...).
 fn configure(s: &McpServer, face: Face) -> Vec<Value> {
     match face {
@@ -49,6 +49,9 @@ fn configure(s: &McpServer, face: Face) -> Vec<Value> {
                     &json!({"replacement_function": "fast_add"}),
                 ),
                 http.post_ok("/api/behavior", &json!({"behavior": "stop_exception"})),
+                http.post_ok("/api/breakpoints/fast_add/enabled", &json!({"enabled": false})),
+                http.post_ok("/api/pausing", &json!({"pausing": false})),
+                http.post_ok("/api/pausing", &json!({"pausing": true})),
             ]
         }
         Face::Mcp => vec![
@@ -72,6 +75,12 @@ fn configure(s: &McpServer, face: Face) -> Vec<Value> {
                 "breakpoint_set_default_behavior",
                 json!({"behavior": "stop_exception"}),
             ),
+            s.call_ok(
+                "breakpoint_set_enabled",
+                json!({"function_name": "fast_add", "enabled": false}),
+            ),
+            s.call_ok("breakpoint_set_pausing", json!({"pausing": false})),
+            s.call_ok("breakpoint_set_pausing", json!({"pausing": true})),
         ],
     }
 }
@@ -137,6 +146,8 @@ fn mcp_state(s: &McpServer) -> Value {
             "breakpoint_log_messages": b["log_messages"],
             "breakpoint_one_shot": b["one_shot"],
             "breakpoint_hit_counts": b["hit_counts"],
+            "breakpoint_enabled": b["enabled"],
+            "pausing": b["pausing"],
         },
         "behavior": s.call_ok("breakpoint_get_default_behavior", json!({})),
         "functions": {
@@ -199,6 +210,8 @@ fn rest_and_mcp_drive_the_same_operations_to_the_same_state() {
             "breakpoint_log_messages": {},
             "breakpoint_one_shot": [],
             "breakpoint_hit_counts": {"fast_add": 0, "slow_add": 0},
+            "breakpoint_enabled": {"fast_add": false, "slow_add": true},
+            "pausing": true,
         },
         "behavior": {"behavior": "stop_exception"},
         "functions": {

@@ -404,7 +404,8 @@ fn breakpoints_start_empty() {
         s.client().get_ok("/api/breakpoints"),
         json!({"breakpoints": [], "breakpoint_behaviors": {}, "breakpoint_after_behaviors": {}, "breakpoint_replacements": {},
                "breakpoint_conditions": {}, "breakpoint_hit_conditions": {}, "breakpoint_log_messages": {},
-               "breakpoint_one_shot": [], "breakpoint_hit_counts": {}})
+               "breakpoint_one_shot": [], "breakpoint_hit_counts": {}, "breakpoint_enabled": {},
+               "pausing": true})
     );
 }
 
@@ -566,7 +567,8 @@ fn deleting_a_breakpoint_clears_its_behaviors_and_replacement_and_is_ok_for_unkn
         json!({"breakpoints": ["keep"], "breakpoint_behaviors": {"keep": "yield"},
                "breakpoint_after_behaviors": {"keep": "yield"}, "breakpoint_replacements": {},
                "breakpoint_conditions": {}, "breakpoint_hit_conditions": {}, "breakpoint_log_messages": {},
-               "breakpoint_one_shot": [], "breakpoint_hit_counts": {"keep": 0}})
+               "breakpoint_one_shot": [], "breakpoint_hit_counts": {"keep": 0},
+               "breakpoint_enabled": {"keep": true}, "pausing": true})
     );
     // Re-created (as the client does at every registration): the old settings are gone.
     c.post_ok(

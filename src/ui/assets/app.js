@@ -4,6 +4,7 @@
 
 const main = document.getElementById("main");
 const statusLine = document.getElementById("status");
+const pausingBanner = document.getElementById("pausing-banner");
 const live = document.getElementById("live");
 
 function post(path, body) { return send(path, "POST", body); }
@@ -23,10 +24,13 @@ function openDetails() {
 
 // Whether a live region must wait: the person is typing in it (and the field is still there
 // in the fresh version), or has a <details> of it open (unless the region carries it over).
+// A focused switch (checkbox) waits only in a region that does not carry the focus over.
 function busy(region, fresh, carrying) {
   if (!carrying && region.querySelector("details[open]")) return true;
   const a = document.activeElement;
   if (!a || !region.contains(a) || !/^(TEXTAREA|INPUT|SELECT)$/.test(a.tagName)) return false;
+  // A switch holds nothing typed: a region that carries the focus over is replaced at once.
+  if (carrying && (a.type === "checkbox" || a.type === "radio")) return false;
   return !a.id || fresh.querySelector("#" + CSS.escape(a.id)) !== null;
 }
 
@@ -220,6 +224,14 @@ async function refresh(saved, only) {
     const paused = /(\d+) paused/.exec(status.textContent);
     const n = paused ? Number(paused[1]) : 0;
     document.title = (n > 0 ? "(" + n + " paused) " : "") + document.body.dataset.title;
+  }
+  // The banner of every page while pausing is off.
+  const banner = doc.getElementById("frag-pausing");
+  if (banner && pausingBanner) {
+    const now = Array.from(pausingBanner.childNodes);
+    const fresh = Array.from(banner.childNodes);
+    const same = now.length === fresh.length && fresh.every((n, i) => n.isEqualNode(now[i]));
+    if (!same) pausingBanner.replaceChildren(...fresh);
   }
   const stick = scrolls(regions);
   settleTimes(doc);
