@@ -573,21 +573,27 @@ pub fn value_html_folded(text: &str, class: &str, chars: usize, lines: usize) ->
     )
 }
 
-/// A link to the Object page of an item that names a stored object (`{"cid": ...}`, or a CID
-/// itself); nothing otherwise.
-pub fn object_link(item: Option<&Value>) -> Html {
+/// The link to the object page of an item (`{"cid": ...}` or a bare CID), named for a screen
+/// reader by what it is (`what`: "y", "the result"); nothing for an item without a valid CID.
+pub fn object_link_named(item: Option<&Value>, what: &str) -> Html {
     let cid = item
         .and_then(|i| i.get("cid"))
         .and_then(Value::as_str)
         .or_else(|| item.and_then(Value::as_str));
     match cid {
         Some(c) if crate::intern::Cid::parse(c).is_some() => markup!(
-            " <a class=\"obj\" href=\"/object/{}\" title=\"{}\">object</a>",
+            " <a class=\"obj\" href=\"/object/{}\" title=\"{}\" aria-label=\"object of {}\">object</a>",
             c,
-            c
+            c,
+            what
         ),
         _ => Html::new(),
     }
+}
+
+/// [`object_link_named`] for a value with no name of its own.
+pub fn object_link(item: Option<&Value>) -> Html {
+    object_link_named(item, "this value")
 }
 
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::markup::{html, markup};
-use super::{item_shown, json_shown, object_link, shown, time, value_html, Html, View};
+use super::{item_shown, json_shown, object_link_named, shown, time, value_html, Html, View};
 use crate::calls::PauseCause;
 use crate::service::{self, PausedExecution, Payloads, When};
 use crate::state::Shared;
@@ -385,7 +385,7 @@ fn card(
             "<p class=\"target\"><span class=\"label\" title=\"The object the call was made on: \
              self, for a method\">target</span> {}{}</p>",
             value_html(&item_shown(target, item)),
-            object_link(item)
+            object_link_named(item, "the target")
         );
     }
     out.push_lit("<dl class=\"args\">");
@@ -399,12 +399,13 @@ fn card(
     if let Some(args) = d.get("pretty_args").and_then(Value::as_array) {
         for (i, a) in args.iter().enumerate() {
             let cid = d.get("args").and_then(|x| x.get(i));
+            let name = names.get(i).cloned().unwrap_or_else(|| i.to_string());
             html!(
                 out,
                 "<dt>{}</dt><dd>{}{}</dd>",
-                names.get(i).cloned().unwrap_or_else(|| i.to_string()),
+                name,
                 value_html(&item_shown(a, cid)),
-                object_link(cid)
+                object_link_named(cid, &name)
             );
         }
     }
@@ -416,7 +417,7 @@ fn card(
                 "<dt>{}</dt><dd>{}{}</dd>",
                 k,
                 value_html(&item_shown(v, cid)),
-                object_link(cid)
+                object_link_named(cid, k)
             );
         }
     }

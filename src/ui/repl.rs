@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::markup::{html, markup};
-use super::{item_shown, object_link, param, shown, time, value_html, Answer, Html, View};
+use super::{item_shown, object_link_named, param, shown, time, value_html, Answer, Html, View};
 use crate::repl::SessionFilter;
 use crate::service;
 use crate::state::Shared;
@@ -88,13 +88,14 @@ fn side(s: &Value) -> Html {
         for (i, a) in args.iter().enumerate() {
             let item = s.get("args").and_then(|x| x.get(i));
             any = true;
+            let name = names.get(i).cloned().unwrap_or_default();
             html!(
                 out,
                 "<dt>{} <span class=\"muted\">args[{}]</span></dt><dd>{}{}</dd>",
-                names.get(i).cloned().unwrap_or_default(),
+                name,
                 i,
                 value_html(&item_shown(a, item)),
-                object_link(item)
+                object_link_named(item, &format!("args[{i}]"))
             );
         }
     }
@@ -108,7 +109,7 @@ fn side(s: &Value) -> Html {
                 k,
                 format!("{k:?}"),
                 value_html(&item_shown(v, item)),
-                object_link(item)
+                object_link_named(item, k)
             );
         }
     }
@@ -187,7 +188,7 @@ fn entries(s: &Value) -> Html {
         let link = if is_error {
             Html::new()
         } else {
-            object_link(e.get("result_cid"))
+            object_link_named(e.get("result_cid"), "the result")
         };
         html!(
             out,
