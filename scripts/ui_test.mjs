@@ -1929,6 +1929,56 @@ check("call tree: the finished demo's calls are there, with the details of one",
   await t.shot(functions, "functions");
 });
 
+check("call tree: fold and unfold a node, step with j and k without a reload, client events hidden and counted", async (t) => {
+  const server = await t.server();
+  // A program whose outer call makes three calls, and the client's own registration event.
+  const frame = (line, fn) => ({ filename: "/home/me/batch.py", lineno: line, function: fn });
+  const proc = { process_pid: 31337, process_start_time: 1795311683.5 };
+  const start = async (method, at, stack) => (await server.api("POST", "/api/call/start", {
+    method_name: method, args: [], kwargs: {}, call_site: { timestamp: at, stack_trace: stack }, ...proc })).call_id;
+  const finish = (id, at) => server.api("POST", "/api/call/complete",
+    { call_id: id, timestamp: at, status: "success", ...proc });
+  const outer = await start("outer", 100, [frame(10, "<module>")]);
+  for (let i = 0; i < 3; i++) {
+    const id = await start("inner", 100.1 + i, [frame(4, "outer"), frame(10, "<module>")]);
+    await finish(id, 100.5 + i);
+  }
+  await finish(outer, 110);
+  await server.api("POST", "/api/call/event", { method_name: "with_debug.register", status: "registered",
+    timestamp: 111, event_id: "ev-register", call_site: { stack_trace: [] }, ...proc });
+  const page = await t.page(server, "/call-tree");
+  await page.locator("table a", { hasText: "batch.py" }).click();
+  await page.waitForURL(/\/call-tree\/.+/);
+  await page.locator("#tree-meta .client-count", { hasText: "1 client event hidden" }).waitFor();
+  assert(await page.locator("ul.tree a.call", { hasText: "with_debug.register" }).count() === 0,
+    "the client's event is hidden");
+  // Loads of a document (a swap changes the address by the history API, which loads nothing).
+  let navigations = 0;
+  page.on("load", () => { navigations += 1; });
+  await page.evaluate(() => { window.sameDocument = "yes"; });
+  const rows = () => page.locator("ul.tree a.call").count();
+  assert(await rows() === 4, `four calls shown, not ${await rows()}`);
+  // Fold the outer call: its three calls go; unfold: they are back.
+  await page.locator('ul.tree a.twist[aria-expanded="true"]').click();
+  await waitFor(async () => await rows() === 1, { what: "the outer call folded" });
+  await t.shot(page, "call-tree-folded");
+  await page.locator('ul.tree a.twist[aria-expanded="false"]').click();
+  await waitFor(async () => await rows() === 4, { what: "the outer call unfolded" });
+  // Step: select the first call, then j and k.
+  await page.locator("ul.tree a.call", { hasText: /^outer/ }).click();
+  const current = () => page.locator("ul.tree a.call[aria-current]").textContent();
+  await waitFor(async () => /^outer/.test(await current()), { what: "outer selected" });
+  await page.keyboard.press("j");
+  await waitFor(async () => /^inner/.test(await current()), { what: "j selects the next call" });
+  await page.locator(".details", { hasText: "Called from" }).waitFor();
+  await page.keyboard.press("k");
+  await waitFor(async () => /^outer/.test(await current()), { what: "k selects the previous call" });
+  assert(navigations === 0, `the page was loaded again ${navigations} time(s)`);
+  assert(await page.evaluate(() => window.sameDocument) === "yes", "the page was reloaded");
+  assert(/selected=/.test(page.url()), `the address follows the selection: ${page.url()}`);
+  await t.shot(page, "call-tree-stepped");
+});
+
 check("mcp servers: Connect a server with the form's default choices connects it", async (t) => {
   const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
   const server = await t.server();

@@ -23,6 +23,7 @@ use crate::intern::Interner;
 use crate::limits;
 use crate::mcp::{stdio, Mcp, Outgoing};
 use crate::port_file;
+use crate::process_index::ProcessIndex;
 use crate::records::{HistoryEntry, Record, Records};
 use crate::state::{Shared, State};
 use crate::store::{IndexKey, RecordKind, Store};
@@ -56,22 +57,27 @@ pub struct Running {
 }
 
 /// Opens the store and rebuilds the persisted part of the state.
-fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, State), Error> {
+fn open_database(
+    config: &Config,
+    interner: &mut Interner,
+) -> Result<(Store, State, ProcessIndex), Error> {
     let mut state = State::default();
     state.records = Records::new(config.max_records, config.max_records_bytes);
+    let mut processes = ProcessIndex::default();
     let Database::File(path) = &config.database else {
-        return Ok((Store::memory(), state));
+        return Ok((Store::memory(), state, processes));
     };
     let (mut n_records, mut n_history) = (0, 0);
     let mut settings = crate::service::SettingsLoader::default();
     // Records stream through the bounded window (the file keeps them all; listings read
     // the older ones back from it through the index).
-    let (store, recovered) = Store::open_with(path, &mut |kind, value| match kind {
+    let (store, recovered) = Store::open_with(path, &mut |kind, at, value| match kind {
         RecordKind::CallRecord => {
             n_records += 1;
             let record = Record::from_disk(interner, value);
             let seq = state.records.next_seq();
             let key = record.index_key(seq);
+            processes.note(&record, at);
             state.records.push(record);
             key
         }
@@ -114,7 +120,7 @@ fn open_database(config: &Config, interner: &mut Interner) -> Result<(Store, Sta
     }
     state.origins.restore(settings.granted_origins());
     settings.restore(&mut state.breakpoints, path);
-    Ok((store, state))
+    Ok((store, state, processes))
 }
 
 /// The directories of the server's data are its user's alone (see `files`): its own default
@@ -211,7 +217,7 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let max_connections = connection_cap(config.max_connections);
     check_data_dirs(&config);
     let mut interner = Interner::default();
-    let (store, state) = open_database(&config, &mut interner)?;
+    let (store, state, processes) = open_database(&config, &mut interner)?;
     let (listener, fell_back_from) = bind(&config.host, config.port)?;
     let port = listener
         .local_addr()
@@ -220,7 +226,9 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
     let port_file = config.port_file.clone();
     let secret = port_file::Secret::new(port)
         .map_err(|e| Error::io("cannot make the port file's secret", e))?;
-    let shared = Arc::new(Shared::with_interner(config, store, state, interner));
+    let shared = Shared::with_interner(config, store, state, interner);
+    *shared.processes() = processes;
+    let shared = Arc::new(shared);
     let _ = shared.join_secret.set(secret.clone());
     // The MCP client manager is always there, idle until it is given a server (by the flags
     // now, or at run time through `POST /api/mcp-clients/connect` and the web UI). Then a

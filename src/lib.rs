@@ -24,6 +24,7 @@ pub mod pickle_write;
 pub mod pool;
 pub mod port_file;
 pub mod pretty;
+pub mod process_index;
 pub mod render;
 pub mod schema;
 pub mod store;

@@ -223,9 +223,12 @@ pub const SCAN_BUDGET: std::time::Duration = std::time::Duration::from_millis(15
 /// CIDs whose outcome one search remembers, at most (about 40 bytes each); further ones are
 /// rendered again each time a record names them.
 pub const SEARCH_MEMO_MAX: usize = 1 << 18;
-/// How many records older than the in-memory window the processes view (call tree) reads back
-/// from the database file; older processes and calls are not shown, and the page says so.
-pub const PROCESS_DISK_SCAN: usize = 20_000;
+/// Rows of a call tree shown at a time (the page links to the earlier and later ones).
+pub const TREE_WINDOW: usize = 200;
+/// Nodes of a call tree folded at once (the page's address lists them); more are ignored.
+pub const MAX_TREE_COLLAPSED: usize = 100;
+/// Processes the call-tree index lists (the most recently active; the page says so).
+pub const MAX_PROCESSES_LISTED: usize = 500;
 /// Largest `limit` (page size) of a REST or MCP listing; a larger one is refused.
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
@@ -740,10 +743,22 @@ pub const TABLE: &[Limit] = &[
         reached: "Further values are rendered again each time a record names them.",
     },
     Limit {
-        what: "Records read back from the database file for the call-tree pages",
-        value: || count(PROCESS_DISK_SCAN as u64),
+        what: "Rows of a call tree shown at a time",
+        value: || count(TREE_WINDOW as u64),
         flag: None,
-        reached: "Older processes and calls are not shown, and the page says so.",
+        reached: "The page links to the earlier and later rows.",
+    },
+    Limit {
+        what: "Nodes of a call tree folded at once",
+        value: || count(MAX_TREE_COLLAPSED as u64),
+        flag: None,
+        reached: "Folding more nodes unfolds none of them; the further ones are not folded.",
+    },
+    Limit {
+        what: "Processes listed on the call-tree index",
+        value: || count(MAX_PROCESSES_LISTED as u64),
+        flag: None,
+        reached: "The most recently active are listed, and the page says how many more there are.",
     },
     // Stored values and the pages that show them.
     Limit {

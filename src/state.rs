@@ -68,6 +68,9 @@ pub struct Shared {
     /// Held by a change of the settings until its record is written (taken before `state`),
     /// so records reach the database in the order of the changes.
     settings_writer: Mutex<Option<Settings>>,
+    /// The processes that recorded calls, with their records in light form (a leaf lock; see
+    /// `process_index.rs`).
+    pub processes: Mutex<crate::process_index::ProcessIndex>,
 }
 
 impl Shared {
@@ -91,7 +94,15 @@ impl Shared {
             join_secret: std::sync::OnceLock::new(),
             state: Mutex::new(state),
             settings_writer: Mutex::new(Some(written)),
+            processes: Mutex::new(crate::process_index::ProcessIndex::default()),
         }
+    }
+
+    /// The process index (its poisoning is recovered: an entry is pushed whole or not at all).
+    pub fn processes(&self) -> MutexGuard<'_, crate::process_index::ProcessIndex> {
+        self.processes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The interner (its poisoning is recovered: interning leaves no broken invariant).

@@ -446,7 +446,7 @@ impl Store {
     /// records in [`Recovered::records`].
     pub fn open(path: &Path) -> io::Result<(Store, Recovered)> {
         let mut records = Vec::new();
-        let (store, mut recovered) = Store::open_with(path, &mut |kind, value| {
+        let (store, mut recovered) = Store::open_with(path, &mut |kind, _, value| {
             records.push((kind, value));
             IndexKey::default()
         })?;
@@ -459,7 +459,7 @@ impl Store {
     /// (`<path>.idx`) is derived data: it is rebuilt here and never fsynced.
     pub fn open_with(
         path: &Path,
-        on_record: &mut dyn FnMut(RecordKind, serde_json::Value) -> IndexKey,
+        on_record: &mut dyn FnMut(RecordKind, u64, serde_json::Value) -> IndexKey,
     ) -> io::Result<(Store, Recovered)> {
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -555,7 +555,7 @@ impl Store {
                 &mut state,
                 &mut recovered,
                 &mut |at, kind, value| {
-                    let key = on_record(kind, value);
+                    let key = on_record(kind, at, value);
                     idx.write_all(&index_entry(at, kind, key))
                 },
             )
@@ -752,16 +752,18 @@ impl Store {
     /// The memory backend accepts and discards it.
     pub fn append_record(&self, kind: RecordKind, record: &serde_json::Value) -> io::Result<()> {
         self.append_records(&[(kind, record, IndexKey::default())])
+            .map(|_| ())
     }
 
     /// Appends JSON records durably with one write and one fsync, in order, and indexes them
-    /// by their keys. The memory backend accepts and discards them.
+    /// by their keys; answers the offset of each (for [`Store::read_record`]). The memory
+    /// backend accepts and discards them, and answers no offsets.
     pub fn append_records(
         &self,
         records: &[(RecordKind, &serde_json::Value, IndexKey)],
-    ) -> io::Result<()> {
+    ) -> io::Result<Vec<u64>> {
         if !self.durable || records.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         // Serialising and hashing happen before the lock is taken again.
         let now = now_unix();
@@ -790,13 +792,14 @@ impl Store {
         }
         let st = self.lock();
         if st.log.is_none() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let (mut st, base) = self.append_durably(st, &buf)?;
+        let offsets: Vec<u64> = starts.iter().map(|s| base + s).collect();
         if let Some(index) = st.index_file.as_mut() {
             let mut entries = Vec::with_capacity(records.len() * INDEX_ENTRY_LEN);
-            for ((kind, _, key), start) in records.iter().zip(starts) {
-                entries.extend_from_slice(&index_entry(base + start, *kind, *key));
+            for ((kind, _, key), at) in records.iter().zip(&offsets) {
+                entries.extend_from_slice(&index_entry(*at, *kind, *key));
             }
             // Derived data, rebuilt at every open: written, never fsynced.
             match index.file.write_all_at(&entries, index.len) {
@@ -804,7 +807,7 @@ impl Store {
                 Err(e) => log::error!("store index: write failed: {e}"),
             }
         }
-        Ok(())
+        Ok(offsets)
     }
 
     /// Reads the JSON record that starts at `offset` (an offset from the index).
@@ -1889,7 +1892,7 @@ mod tests {
         );
         drop(store);
         let mut n = 0u32;
-        let (store, _) = Store::open_with(&path, &mut |_, v| {
+        let (store, _) = Store::open_with(&path, &mut |_, _, v| {
             n += 1;
             IndexKey {
                 a: (v["n"].as_u64().unwrap() % 2) as u32,

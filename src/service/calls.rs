@@ -675,13 +675,18 @@ pub fn call_complete_from(
         if let Some(entry) = &history {
             records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
         }
-        if let Err(e) = persist(shared, &records) {
-            if decision.pause.is_some() {
-                // The after-pause admitted for this call will not be made.
-                shared.lock().calls.cancel_pause(&call_id);
+        match persist(shared, &records) {
+            Ok(at) => super::processes::note(shared, &record, seq, at.first().copied()),
+            Err(e) => {
+                if decision.pause.is_some() {
+                    // The after-pause admitted for this call will not be made.
+                    shared.lock().calls.cancel_pause(&call_id);
+                }
+                return Err(e);
             }
-            return Err(e);
         }
+    } else {
+        super::processes::note(shared, &Record::Call(call.clone()), seq, None);
     }
 
     let Some(pause) = decision.pause else {
@@ -786,7 +791,7 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         status,
     });
     drop(st);
-    if shared.store.is_durable() {
+    let at = if shared.store.is_durable() {
         persist(
             shared,
             &[(
@@ -794,8 +799,13 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
                 record.to_disk(),
                 record.index_key(seq),
             )],
-        )?;
-    }
+        )?
+        .first()
+        .copied()
+    } else {
+        None
+    };
+    super::processes::note(shared, &record, seq, at);
     Ok(json!({"status": "ok"}))
 }
 

@@ -159,6 +159,7 @@ fn store_record(
     shared
         .store
         .append_records(&[(RecordKind::CallRecord, &record, key)])
+        .map(|_| ())
         .map_err(|e| {
             log::error!("record write failed: {e}");
             ApiError::storage(&e)

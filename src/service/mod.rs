@@ -117,9 +117,13 @@ fn store_blobs(shared: &Shared, blobs: Vec<NewBlob>) -> Result<(), ApiError> {
         })
 }
 
-fn persist(shared: &Shared, records: &[(RecordKind, Value, IndexKey)]) -> Result<(), ApiError> {
+/// Writes records durably (nothing without a database file); answers their offsets in the file.
+fn persist(
+    shared: &Shared,
+    records: &[(RecordKind, Value, IndexKey)],
+) -> Result<Vec<u64>, ApiError> {
     if !shared.store.is_durable() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let records: Vec<(RecordKind, &Value, IndexKey)> =
         records.iter().map(|(k, v, i)| (*k, v, *i)).collect();

@@ -1,279 +1,526 @@
-//! Call records grouped by the process that made them, for the web UI's call trees: one summary
-//! per process, the records of one process (light rows, oldest first, plus the wire shape of one
-//! selected record), and one record found by call id wherever it is kept.
+//! Call records grouped by the process that made them, for the web UI's call trees: the
+//! processes (from the process index, never from the records themselves), a window of one
+//! process's tree (only the records of the rows shown are read), and one record found by call id
+//! wherever it is kept.
 //!
-//! Where records come from: the in-memory window, and with a database file also the records
-//! older than the window, read back from the file through its index. The index keys records by
-//! function and status, not by process, so reading the older part means reading every record:
-//! that scan is bounded (`limits::PROCESS_DISK_SCAN` records beyond the window) and the answer
-//! says when it stopped short. Records made while a scan runs may be missed or seen twice at the
-//! seam between window and file; a record seen twice is kept once (by call id).
+//! Every record of a process is in the index (`process_index.rs`), noted when it is recorded
+//! and, with a database file, when the file is opened; so the pages cost the same with a
+//! thousand records or a million. With a database file a record is read back from the file by
+//! its offset; without one, from the in-memory window by its sequence number, and what falls out
+//! of the window is forgotten by the index too.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::read_stored;
 use crate::intern::Interner;
-use crate::limits::PROCESS_DISK_SCAN;
-use crate::records::{Process, Record, RecordFilter};
+use crate::limits::{MAX_PROCESSES_LISTED, MAX_TREE_COLLAPSED};
+use crate::process_index::{self, Ask, Entry, Shape, CLIENT, EVENT, RAISED};
+use crate::records::Record;
 use crate::state::Shared;
-use crate::store::RecordKind;
 
-/// One process that made calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessSummary {
-    /// `"%.6f+%d"` of its start time and pid (protocol doc §1).
-    pub key: String,
-    pub pid: i64,
-    pub start_time: f64,
-    /// The page of a browser (JS) client, when it sent one.
-    pub page_url: Option<String>,
-    /// The browser origin (`Origin` header) of its calls, when a web page reported them.
-    pub origin: Option<String>,
-    /// When its first record started and its last one ended (the client's clock).
-    pub first_at: f64,
-    pub last_at: f64,
-    /// Its call records and client events.
-    pub records: usize,
-}
+pub use crate::process_index::Summary as ProcessSummary;
 
-/// The processes that made the records read, most recently active first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessListing {
-    pub processes: Vec<ProcessSummary>,
-    /// False when older records of the database file were left unread (see `PROCESS_DISK_SCAN`).
-    pub complete: bool,
-}
+/// Without a database file, the index forgets what fell out of the window every this many
+/// records.
+const FORGET_EVERY: u64 = 4096;
 
-/// One record of a process, as a tree and a timeline need it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordRow {
-    pub call_id: String,
-    pub method: String,
-    /// `success`, `exception`, or an event's status.
-    pub status: String,
-    /// A client event (`/api/call/event`) rather than a call.
-    pub event: bool,
-    /// The client's clock: `call_site.timestamp` (else when the server saw the call), and the
-    /// completion timestamp; an event has one time.
-    pub started_at: f64,
-    pub completed_at: f64,
-    /// The call raised, or the event reports an exception.
-    pub raised: bool,
-    /// `call_site.stack_trace` as the client sent it (innermost caller first), or null.
-    pub stack: Value,
-    /// It has REPL sessions.
-    pub repl: bool,
-    /// What the debugger did to it, when it did something other than let it run as called.
-    pub resolution: Option<crate::resolution::Action>,
-}
-
-/// The records of one process.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessRecords {
-    pub process: ProcessSummary,
-    /// Oldest first (by start, then as recorded).
-    pub rows: Vec<RecordRow>,
-    /// The wire shape of the record asked for, when it is one of them.
-    pub selected: Option<Value>,
-    /// False when older records of the database file were left unread.
-    pub complete: bool,
-}
-
-/// Every record within reach, newest first, and whether that is all of them.
-fn all_records(shared: &Shared) -> (Vec<Record>, bool) {
-    let (mut records, dropped) = {
-        let st = shared.lock();
-        let (page, _) = st.records.page(&RecordFilter::default(), 0, usize::MAX);
-        (page, st.records.dropped())
-    };
-    if dropped == 0 || !shared.store.is_durable() {
-        return (records, dropped == 0);
-    }
-    let (older, total) = read_stored(
-        shared,
-        RecordKind::CallRecord,
-        &|_| true,
-        records.len(),
-        PROCESS_DISK_SCAN,
-    );
-    let complete = records.len() + older.len() >= total;
-    let known: HashSet<String> = records.iter().filter_map(call_id).collect();
-    let mut scratch = Interner::default();
-    records.extend(
-        older
-            .into_iter()
-            .map(|v| Record::from_disk(&mut scratch, v))
-            .filter(|r| call_id(r).is_none_or(|id| !known.contains(&id))),
-    );
-    (records, complete)
-}
-
-fn call_id(r: &Record) -> Option<String> {
-    match r {
-        Record::Call(c) => Some(c.call_id.to_string()),
-        Record::Event(e) => Some(text(&e.call_id.to_value())),
-        Record::Other(v) => v.get("call_id").map(text),
-    }
-}
-
-/// A JSON value as text: strings as they are, anything else as JSON.
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn process_of(r: &Record) -> Option<Process> {
-    match r {
-        Record::Call(c) => Some(c.process),
-        Record::Event(e) => Some(e.process),
-        Record::Other(_) => None,
-    }
-}
-
-/// When a record started and ended (the client's clock), and the page of a browser client.
-struct Span {
-    started: f64,
-    completed: f64,
-    page_url: Option<String>,
-    origin: Option<String>,
-}
-
-fn span(r: &Record) -> Option<Span> {
-    match r {
-        Record::Call(c) => {
-            let started = c.call_site.timestamp().as_f64().unwrap_or(c.seen_at);
-            Some(Span {
-                started,
-                completed: c.completed_at.max(started),
-                page_url: c.page_url.as_str().map(str::to_owned),
-                origin: c.origin().map(str::to_owned),
-            })
+/// Notes a record just kept (`seq`: its number in the window; `offset`: where the database
+/// file holds it) in the process index.
+pub fn note(shared: &Shared, record: &Record, seq: u64, offset: Option<u64>) {
+    if shared.store.is_durable() {
+        if let Some(at) = offset {
+            shared.processes().note(record, at);
         }
-        Record::Event(e) => Some(Span {
-            started: e.at,
-            completed: e.at,
-            page_url: e.page_url.as_str().map(str::to_owned),
-            origin: None,
-        }),
-        Record::Other(_) => None,
+        return;
     }
-}
-
-fn row(r: &Record, span: &Span) -> Option<RecordRow> {
-    let stack = |site: Value| site.get("stack_trace").cloned().unwrap_or(Value::Null);
-    match r {
-        Record::Call(c) => Some(RecordRow {
-            call_id: c.call_id.to_string(),
-            method: c.method.to_string(),
-            status: c.status.as_str().unwrap_or("").to_owned(),
-            event: false,
-            started_at: span.started,
-            completed_at: span.completed,
-            raised: c.exception.as_ref().is_some_and(|e| !e.is_null()),
-            stack: stack(c.call_site.to_value()),
-            repl: !c.repl_sessions.is_empty(),
-            resolution: c
-                .resolution()
-                .map(|r| r.action)
-                .filter(|a| *a != crate::resolution::Action::Continue),
-        }),
-        Record::Event(e) => Some(RecordRow {
-            call_id: text(&e.call_id.to_value()),
-            method: e.method.to_string(),
-            status: e.status.to_string(),
-            event: true,
-            started_at: span.started,
-            completed_at: span.completed,
-            raised: !e.exception.is_null(),
-            stack: stack(e.call_site.to_value()),
-            repl: false,
-            resolution: None,
-        }),
-        Record::Other(_) => None,
-    }
-}
-
-/// Counts a record of the process `p` into its summary.
-fn count(by_key: &mut Option<ProcessSummary>, p: Process, span: Span) {
-    let s = by_key.get_or_insert_with(|| ProcessSummary {
-        key: p.key(),
-        pid: p.pid,
-        start_time: p.start_time,
-        page_url: None,
-        origin: None,
-        first_at: span.started,
-        last_at: span.completed,
-        records: 0,
-    });
-    s.records += 1;
-    s.first_at = s.first_at.min(span.started);
-    s.last_at = s.last_at.max(span.completed);
-    if s.page_url.is_none() {
-        s.page_url = span.page_url;
-    }
-    if s.origin.is_none() {
-        s.origin = span.origin;
+    let floor = (seq % FORGET_EVERY == 0).then(|| shared.lock().records.dropped());
+    let mut index = shared.processes();
+    index.note(record, seq);
+    if let Some(floor) = floor {
+        index.forget_below(floor);
     }
 }
 
 /// The processes that made calls or sent events, most recently active first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessListing {
+    pub processes: Vec<ProcessSummary>,
+    /// Processes not listed (beyond `MAX_PROCESSES_LISTED`).
+    pub more: usize,
+}
+
 pub fn processes(shared: &Shared) -> ProcessListing {
-    let (records, complete) = all_records(shared);
-    let mut by_key: HashMap<String, Option<ProcessSummary>> = HashMap::new();
-    for r in &records {
-        let (Some(p), Some(span)) = (process_of(r), span(r)) else {
-            continue;
-        };
-        count(by_key.entry(p.key()).or_default(), p, span);
-    }
-    let mut processes: Vec<ProcessSummary> = by_key.into_values().flatten().collect();
-    processes.sort_by(|a, b| b.last_at.total_cmp(&a.last_at).then(a.key.cmp(&b.key)));
+    let mut all = shared.processes().summaries();
+    let more = all.len().saturating_sub(MAX_PROCESSES_LISTED);
+    all.truncate(MAX_PROCESSES_LISTED);
     ProcessListing {
-        processes,
-        complete,
+        processes: all,
+        more,
     }
 }
 
-/// The records of the process `key`, oldest first, with the wire shape of the record
-/// `selected` when it is one of them; `None` when the process has no records.
-pub fn process_records(
-    shared: &Shared,
-    key: &str,
-    selected: Option<&str>,
-) -> Option<ProcessRecords> {
-    let (records, complete) = all_records(shared);
-    let mut summary_of: Option<ProcessSummary> = None;
-    let mut rows = Vec::new();
-    let mut chosen = None;
-    // Newest first: the first record with the selected id is the newest one.
-    for r in &records {
-        let Some(p) = process_of(r).filter(|p| p.key() == key) else {
-            continue;
-        };
-        let Some((span, row)) = span(r).and_then(|s| row(r, &s).map(|row| (s, row))) else {
-            continue;
-        };
-        if chosen.is_none() && selected.is_some_and(|id| r.call_id_is(id)) {
-            chosen = Some(r.clone());
+/// A record read back, by where the index says it is kept.
+fn read(shared: &Shared, loc: u64, scratch: &mut Interner) -> Option<Record> {
+    if shared.store.is_durable() {
+        match shared.store.read_record(loc) {
+            Ok((_, v)) => Some(Record::from_disk(scratch, v)),
+            Err(e) => {
+                log::error!("store: cannot read the record at offset {loc}: {e}");
+                None
+            }
         }
-        count(&mut summary_of, p, span);
-        rows.push(row);
+    } else {
+        shared
+            .lock()
+            .records
+            .before(loc + 1, 1, |_| true)
+            .found
+            .pop()
     }
-    let process = summary_of?;
-    rows.reverse();
-    // Stable: records that started at the same time stay in the order they were recorded.
-    rows.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
-    let selected = chosen.map(|r| r.to_json(&shared.render()));
-    Some(ProcessRecords {
+}
+
+fn call_id(r: &Record) -> String {
+    let text = |v: Value| match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    match r {
+        Record::Call(c) => c.call_id.to_string(),
+        Record::Event(e) => text(e.call_id.to_value()),
+        Record::Other(v) => v.get("call_id").cloned().map(text).unwrap_or_default(),
+    }
+}
+
+/// What a person asked to see of a process's tree.
+#[derive(Debug, Clone, Default)]
+pub struct TreeAsk<'a> {
+    /// The call whose details are shown (the window is placed around it).
+    pub selected: Option<&'a str>,
+    /// The window starts at this record (`loc`), or the first row after it.
+    pub from: Option<u64>,
+    /// Records (`loc`) whose children are folded away.
+    pub collapsed: Vec<u64>,
+    /// Show the client's own events.
+    pub show_client: bool,
+    /// Show only records whose function, status or call id contains this (and their callers).
+    pub filter: &'a str,
+    /// Rows at most.
+    pub size: usize,
+}
+
+/// One row of a tree window.
+#[derive(Debug, Clone)]
+pub struct TreeRow {
+    /// Where the record is kept: the pages name records by it.
+    pub loc: u64,
+    pub call_id: String,
+    pub method: String,
+    /// `success`, `exception`, or an event's status.
+    pub status: String,
+    pub event: bool,
+    pub client: bool,
+    pub raised: bool,
+    pub repl: bool,
+    pub resolution: Option<crate::resolution::Action>,
+    pub took: f64,
+    pub depth: u32,
+    /// Records below it in the tree, and whether they are folded away.
+    pub descendants: usize,
+    pub collapsed: bool,
+    /// It matches the filter (rather than being shown as the caller of a match).
+    pub matched: bool,
+    /// The signature, when the client sent one, and the arguments as shown (positional ones
+    /// without a name).
+    pub signature: Option<String>,
+    pub args: Vec<(Option<String>, Value)>,
+}
+
+/// A record linked from the window (a caller, the previous or next call).
+#[derive(Debug, Clone)]
+pub struct TreeLink {
+    pub loc: u64,
+    pub call_id: String,
+    pub method: String,
+}
+
+/// The selected record.
+#[derive(Debug, Clone)]
+pub struct TreeSelected {
+    pub row: TreeRow,
+    /// Its wire shape (`Record::to_json`).
+    pub record: Value,
+    pub stack: Value,
+    pub started_at: f64,
+    pub parent: Option<TreeLink>,
+    /// Calls it made (its children in the tree).
+    pub children: usize,
+}
+
+/// A window of a process's tree.
+#[derive(Debug, Clone)]
+pub struct TreeWindow {
+    pub process: ProcessSummary,
+    pub rows: Vec<TreeRow>,
+    /// The callers of the first row, outermost first (the window starts inside them).
+    pub ancestors: Vec<TreeLink>,
+    /// Rows shown in all (with folding and filter), and where the window starts among them.
+    pub shown: usize,
+    pub first: usize,
+    /// Where the windows before and after this one start, and the last one.
+    pub earlier: Option<u64>,
+    pub later: Option<u64>,
+    pub last: Option<u64>,
+    pub selected: Option<TreeSelected>,
+    /// The selected call id was asked for but is not one of this process's records.
+    pub unknown_selected: bool,
+    /// Previous and next call in time order (among the matches), and where the selected one
+    /// is among them (from 1) of how many.
+    pub prev: Option<TreeLink>,
+    pub next: Option<TreeLink>,
+    pub time_index: Option<usize>,
+    pub time_total: usize,
+    /// The client's events left out.
+    pub client_hidden: usize,
+    /// Records (`loc`) folded, as the page was asked (kept by its links).
+    pub collapsed: Vec<u64>,
+}
+
+fn contains_ci(hay: &str, needle_lower: &str) -> bool {
+    needle_lower.is_empty() || hay.to_lowercase().contains(needle_lower)
+}
+
+/// What the index tells of an entry, before its record is read.
+struct Place {
+    entry: usize,
+    depth: u32,
+    descendants: usize,
+    collapsed: bool,
+    matched: bool,
+}
+
+/// A window of the tree of the process `key`; `None` when the process has no records.
+pub fn process_tree(shared: &Shared, key: &str, ask: &TreeAsk) -> Option<TreeWindow> {
+    let mut scratch = Interner::default();
+    // Everything the index decides, under its lock; the records are read after.
+    let (process, entries_of, shape, plan) = {
+        let mut index = shared.processes();
+        let shape: Arc<Shape> = index.shape(key)?;
+        let p = index.get(key)?;
+        let process = p.summary();
+        let entries = &p.entries[..shape.len];
+        let plan = plan(shared, &mut scratch, entries, &shape, ask);
+        let wanted: Vec<usize> = plan.wanted();
+        let copies: Vec<(usize, Entry)> = wanted
+            .into_iter()
+            .filter_map(|i| entries.get(i).map(|e| (i, e.clone())))
+            .collect();
+        (process, copies, shape, plan)
+    };
+    let entry = |i: usize| entries_of.iter().find(|(j, _)| *j == i).map(|(_, e)| e);
+    let link = |scratch: &mut Interner, i: usize| -> Option<TreeLink> {
+        let e = entry(i)?;
+        let r = read(shared, e.loc, scratch)?;
+        Some(TreeLink {
+            loc: e.loc,
+            call_id: call_id(&r),
+            method: e.method.to_string(),
+        })
+    };
+    let render = shared.render();
+    let make_row = |scratch: &mut Interner, pl: &Place| -> Option<(TreeRow, Record)> {
+        let e = entry(pl.entry)?;
+        let r = read(shared, e.loc, scratch)?;
+        let wire = r.to_json(&render);
+        let mut args: Vec<(Option<String>, Value)> = Vec::new();
+        if let Some(a) = wire.get("pretty_args").and_then(Value::as_array) {
+            args.extend(a.iter().map(|v| (None, v.clone())));
+        }
+        if let Some(k) = wire.get("pretty_kwargs").and_then(Value::as_object) {
+            args.extend(k.iter().map(|(n, v)| (Some(n.clone()), v.clone())));
+        }
+        let (status, repl, resolution) = match &r {
+            Record::Call(c) => (
+                c.status.as_str().unwrap_or("").to_owned(),
+                !c.repl_sessions.is_empty(),
+                c.resolution()
+                    .map(|r| r.action)
+                    .filter(|a| *a != crate::resolution::Action::Continue),
+            ),
+            Record::Event(ev) => (ev.status.to_string(), false, None),
+            Record::Other(_) => (String::new(), false, None),
+        };
+        Some((
+            TreeRow {
+                loc: e.loc,
+                call_id: call_id(&r),
+                method: e.method.to_string(),
+                status,
+                event: e.is(EVENT),
+                client: e.is(CLIENT),
+                raised: e.is(RAISED),
+                repl,
+                resolution,
+                took: f64::from(e.took),
+                depth: pl.depth,
+                descendants: pl.descendants,
+                collapsed: pl.collapsed,
+                matched: pl.matched,
+                signature: wire
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                args,
+            },
+            r,
+        ))
+    };
+    let rows: Vec<TreeRow> = plan
+        .rows
+        .iter()
+        .filter_map(|pl| make_row(&mut scratch, pl).map(|(row, _)| row))
+        .collect();
+    let ancestors = plan
+        .ancestors
+        .iter()
+        .filter_map(|i| link(&mut scratch, *i))
+        .collect();
+    let selected = plan.selected.as_ref().and_then(|(pl, parent, children)| {
+        let (row, r) = make_row(&mut scratch, pl)?;
+        let record = r.to_json(&render);
+        let stack = record
+            .get("call_site")
+            .and_then(|s| s.get("stack_trace"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        Some(TreeSelected {
+            row,
+            stack,
+            started_at: entry(pl.entry).map_or(0.0, |e| e.start),
+            record,
+            parent: parent.and_then(|p| link(&mut scratch, p)),
+            children: *children,
+        })
+    });
+    let loc_of = |i: Option<usize>| i.and_then(&entry).map(|e| e.loc);
+    let _ = shape;
+    Some(TreeWindow {
         process,
         rows,
+        ancestors,
+        shown: plan.shown,
+        first: plan.first,
+        earlier: loc_of(plan.earlier),
+        later: loc_of(plan.later),
+        last: loc_of(plan.last),
+        unknown_selected: ask.selected.is_some() && selected.is_none(),
         selected,
-        complete,
+        prev: plan.prev.and_then(|i| link(&mut scratch, i)),
+        next: plan.next.and_then(|i| link(&mut scratch, i)),
+        time_index: plan.time_index,
+        time_total: plan.time_total,
+        client_hidden: if ask.show_client { 0 } else { plan.client },
+        collapsed: plan.collapsed,
     })
+}
+
+/// The entries a window shows and links to.
+struct Plan {
+    rows: Vec<Place>,
+    ancestors: Vec<usize>,
+    shown: usize,
+    first: usize,
+    earlier: Option<usize>,
+    later: Option<usize>,
+    last: Option<usize>,
+    /// The selected entry, its parent and its number of children.
+    selected: Option<(Place, Option<usize>, usize)>,
+    prev: Option<usize>,
+    next: Option<usize>,
+    time_index: Option<usize>,
+    time_total: usize,
+    client: usize,
+    collapsed: Vec<u64>,
+}
+
+impl Plan {
+    fn wanted(&self) -> Vec<usize> {
+        let mut w: Vec<usize> = self.rows.iter().map(|p| p.entry).collect();
+        w.extend(&self.ancestors);
+        w.extend(self.earlier);
+        w.extend(self.later);
+        w.extend(self.last);
+        w.extend(self.prev);
+        w.extend(self.next);
+        if let Some((p, parent, _)) = &self.selected {
+            w.push(p.entry);
+            w.extend(*parent);
+        }
+        w.sort_unstable();
+        w.dedup();
+        w
+    }
+}
+
+fn plan(
+    shared: &Shared,
+    scratch: &mut Interner,
+    entries: &[Entry],
+    shape: &Shape,
+    ask: &TreeAsk,
+) -> Plan {
+    let filter = ask.filter.trim().to_lowercase();
+    let by_loc = |loc: u64| entries.iter().position(|e| e.loc == loc);
+    let collapsed: Vec<u64> = ask
+        .collapsed
+        .iter()
+        .copied()
+        .filter(|l| by_loc(*l).is_some())
+        .take(MAX_TREE_COLLAPSED)
+        .collect();
+    let folded: HashSet<usize> = collapsed.iter().filter_map(|l| by_loc(*l)).collect();
+    let id_hash = process_index::id_hash(ask.filter.trim());
+    let status_of = |e: &Entry| {
+        if e.is(EVENT) {
+            ""
+        } else if e.is(RAISED) {
+            "exception"
+        } else {
+            "success"
+        }
+    };
+    // Functions are few: each one's name is tested once.
+    let memo = std::cell::RefCell::new(std::collections::HashMap::<String, bool>::new());
+    let matches_fn = |e: &Entry| -> bool {
+        let m: &str = &e.method;
+        let known = memo.borrow().get(m).copied();
+        let by_method = known.unwrap_or_else(|| {
+            let b = contains_ci(m, &filter);
+            memo.borrow_mut().insert(m.to_owned(), b);
+            b
+        });
+        by_method || contains_ci(status_of(e), &filter) || e.id == id_hash
+    };
+    let filtered = !filter.is_empty();
+    let want = Ask {
+        hide_client: !ask.show_client,
+        collapsed: &folded,
+        matches: filtered.then_some(&matches_fn as &dyn Fn(&Entry) -> bool),
+    };
+    let (visible, matched) = process_index::visible(entries, shape, &want);
+    let hidden = |e: usize| !ask.show_client && entries[e].is(CLIENT);
+    let counts = |e: usize| matched[e] && !hidden(e);
+    // The selected entry: by call id hash, checked by reading the record.
+    let selected = ask.selected.and_then(|id| {
+        let h = process_index::id_hash(id);
+        entries
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, e)| e.id == h)
+            .find(|(_, e)| read(shared, e.loc, scratch).is_some_and(|r| r.call_id_is(id)))
+            .map(|(i, _)| i)
+    });
+    let size = ask.size.max(1);
+    let at_or_after = |p: u32| visible.partition_point(|v| *v < p);
+    let first = if let Some(i) = ask.from.and_then(by_loc) {
+        at_or_after(shape.pos[i])
+    } else if let Some(s) = selected {
+        at_or_after(shape.pos[s]).saturating_sub(size / 4)
+    } else {
+        0
+    };
+    let first = first.min(visible.len().saturating_sub(1));
+    let end = (first + size).min(visible.len());
+    let place = |p: usize| {
+        let e = shape.order[p] as usize;
+        Place {
+            entry: e,
+            depth: shape.depth[e],
+            descendants: shape.descendants(e),
+            collapsed: folded.contains(&e),
+            matched: matched[e],
+        }
+    };
+    let rows: Vec<Place> = visible[first..end]
+        .iter()
+        .map(|p| place(*p as usize))
+        .collect();
+    let mut ancestors = Vec::new();
+    if let Some(row) = rows.first() {
+        let mut at = shape.parent(row.entry);
+        while let Some(a) = at {
+            ancestors.push(a);
+            at = shape.parent(a);
+        }
+        ancestors.reverse();
+    }
+    let at_visible = |i: usize| shape.order[visible[i] as usize] as usize;
+    let earlier = (first > 0).then(|| at_visible(first.saturating_sub(size)));
+    let later = (end < visible.len()).then(|| at_visible(end));
+    let last = (end < visible.len()).then(|| at_visible(visible.len().saturating_sub(size)));
+    // Time order among the matches.
+    let time_total = shape
+        .by_time
+        .iter()
+        .filter(|e| counts(**e as usize))
+        .count();
+    let (prev, next, time_index) = match selected {
+        Some(s) => {
+            let t = shape.time_pos[s] as usize;
+            let prev = shape.by_time[..t]
+                .iter()
+                .rev()
+                .map(|e| *e as usize)
+                .find(|e| counts(*e));
+            let next = shape.by_time[t + 1..]
+                .iter()
+                .map(|e| *e as usize)
+                .find(|e| counts(*e));
+            let index = counts(s).then(|| {
+                shape.by_time[..t]
+                    .iter()
+                    .filter(|e| counts(**e as usize))
+                    .count()
+                    + 1
+            });
+            (prev, next, index)
+        }
+        None => (
+            None,
+            shape
+                .by_time
+                .iter()
+                .map(|e| *e as usize)
+                .find(|e| counts(*e)),
+            None,
+        ),
+    };
+    let selected = selected.map(|s| {
+        let p = shape.pos[s] as usize;
+        let d = shape.depth[s];
+        let children = (p + 1..shape.end[p] as usize)
+            .filter(|q| shape.depth[shape.order[*q] as usize] == d + 1)
+            .count();
+        (place(p), shape.parent(s), children)
+    });
+    Plan {
+        rows,
+        ancestors,
+        shown: visible.len(),
+        first,
+        earlier,
+        later,
+        last,
+        selected,
+        prev,
+        next,
+        time_index,
+        time_total,
+        client: entries.iter().filter(|e| e.is(CLIENT)).count(),
+        collapsed,
+    }
 }
 
 /// The wire shape of the newest record with this call id, from the window or the file.
@@ -283,8 +530,20 @@ pub fn find_record(shared: &Shared, call_id: &str) -> Option<Value> {
         if !shared.store.is_durable() {
             return None;
         }
-        let (records, _) = all_records(shared);
-        records.into_iter().find(|r| r.call_id_is(call_id))
+        let places: Vec<u64> = {
+            let index = shared.processes();
+            index
+                .find(call_id)
+                .into_iter()
+                .filter_map(|(key, i)| index.get(&key).and_then(|p| p.entries.get(i)))
+                .map(|e| e.loc)
+                .collect()
+        };
+        let mut scratch = Interner::default();
+        places
+            .into_iter()
+            .filter_map(|loc| read(shared, loc, &mut scratch))
+            .find(|r| r.call_id_is(call_id))
     })?;
     Some(found.to_json(&shared.render()))
 }
@@ -311,6 +570,14 @@ mod tests {
         id
     }
 
+    fn ask(selected: Option<&str>) -> TreeAsk<'_> {
+        TreeAsk {
+            selected,
+            size: 100,
+            ..TreeAsk::default()
+        }
+    }
+
     #[test]
     fn records_are_grouped_by_process_oldest_first() {
         let s = shared();
@@ -321,7 +588,7 @@ mod tests {
             "h",
             1,
             10.0,
-            json!([{"filename": "/x.py", "lineno": 3}]),
+            json!([{"filename": "/srv/x.py", "lineno": 3, "function": "<module>"}]),
         );
         crate::service::call_event(
             &s,
@@ -333,7 +600,6 @@ mod tests {
         )
         .unwrap();
         let listing = processes(&s);
-        assert!(listing.complete);
         let keys: Vec<(i64, usize)> = listing
             .processes
             .iter()
@@ -343,53 +609,144 @@ mod tests {
         let p1 = &listing.processes[0];
         assert_eq!((p1.first_at, p1.last_at), (10.0, 200.0));
         assert_eq!(p1.key, "1795311683.500000+1");
+        assert_eq!(p1.script.as_deref(), Some("x.py"));
 
-        let recs = process_records(&s, &p1.key, Some(&a)).unwrap();
-        let ids: Vec<&str> = recs.rows.iter().map(|r| r.call_id.as_str()).collect();
+        let w = process_tree(&s, &p1.key, &ask(Some(&a))).unwrap();
+        let ids: Vec<&str> = w.rows.iter().map(|r| r.call_id.as_str()).collect();
         assert_eq!(ids, [c.as_str(), a.as_str(), "ev-1"]);
-        assert!(recs.rows[2].event);
-        assert_eq!(recs.rows[0].stack[0]["filename"], "/x.py");
-        assert_eq!(recs.selected.as_ref().unwrap()["call_id"], json!(a));
-        assert_eq!(recs.selected.unwrap()["pretty_result"], "2");
-        assert!(process_records(&s, &p1.key, Some(&b))
-            .unwrap()
-            .selected
-            .is_none());
-        assert!(process_records(&s, "nope", None).is_none());
+        assert!(w.rows[2].event);
+        let sel = w.selected.unwrap();
+        assert_eq!(sel.record["call_id"], json!(a));
+        assert_eq!(sel.record["pretty_result"], "2");
+        assert_eq!(sel.stack, json!([]));
+        assert_eq!((w.time_index, w.time_total), (Some(2), 3));
+        assert_eq!(w.prev.unwrap().call_id, c);
+        assert_eq!(w.next.unwrap().call_id, "ev-1");
+        let w = process_tree(&s, &p1.key, &ask(Some(&b))).unwrap();
+        assert!(w.selected.is_none() && w.unknown_selected);
+        assert!(process_tree(&s, "nope", &ask(None)).is_none());
         assert_eq!(find_record(&s, &b).unwrap()["method_name"], "g");
         assert_eq!(find_record(&s, "ev-1").unwrap()["status"], "registered");
         assert!(find_record(&s, "nope").is_none());
     }
 
+    fn frame(line: u64) -> Value {
+        json!({"filename": "/app.py", "lineno": line, "function": "f"})
+    }
+
+    #[test]
+    fn a_window_folds_and_pages_and_hides_client_events() {
+        // A root calling 30 children (it completes after them); then a client event.
+        let s = shared();
+        let mut b = start_body("root", &[]);
+        b.insert("process_pid".into(), json!(7));
+        b.insert(
+            "call_site".into(),
+            json!({"timestamp": 0.0, "stack_trace": [frame(1)]}),
+        );
+        let rid = start(&s, &b).unwrap()["call_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let kids: Vec<String> = (0..30)
+            .map(|i| {
+                call(
+                    &s,
+                    "kid",
+                    7,
+                    1.0 + f64::from(i),
+                    json!([frame(2), frame(1)]),
+                )
+            })
+            .collect();
+        let mut done = complete_body(&rid, &json!(0));
+        done.insert("timestamp".into(), json!(100.0));
+        done.insert("process_pid".into(), json!(7));
+        complete(&s, &done).unwrap();
+        crate::service::call_event(
+            &s,
+            &body(
+                json!({"method_name": "with_debug.register", "status": "registered",
+                         "timestamp": 200.0, "process_pid": 7,
+                         "process_start_time": 1795311683.5, "event_id": "ev-c",
+                         "call_site": {"stack_trace": []}}),
+            ),
+        )
+        .unwrap();
+        let key = processes(&s).processes[0].key.clone();
+        let small = |a: TreeAsk| process_tree(&s, &key, &TreeAsk { size: 10, ..a }).unwrap();
+        let w = small(TreeAsk::default());
+        assert_eq!(w.rows.len(), 10);
+        assert_eq!(w.rows[0].method, "root");
+        assert_eq!(w.rows[0].descendants, 30);
+        assert_eq!(w.rows[1].depth, 1);
+        assert_eq!(
+            (w.shown, w.client_hidden),
+            (31, 1),
+            "the client event is hidden"
+        );
+        let later = w.later.unwrap();
+        let w2 = small(TreeAsk {
+            from: Some(later),
+            ..TreeAsk::default()
+        });
+        assert_eq!(w2.first, 10);
+        assert_eq!(w2.rows[0].call_id, kids[9]);
+        assert_eq!(w2.ancestors.len(), 1, "the window starts inside the root");
+        assert_eq!(w2.ancestors[0].call_id, rid);
+        // Folded: one row.
+        let w3 = small(TreeAsk {
+            collapsed: vec![w.rows[0].loc],
+            ..TreeAsk::default()
+        });
+        assert_eq!(w3.shown, 1);
+        assert!(w3.rows[0].collapsed && w3.later.is_none());
+        // Client events shown when asked, marked as the client's.
+        let w4 = process_tree(
+            &s,
+            &key,
+            &TreeAsk {
+                show_client: true,
+                size: 100,
+                ..TreeAsk::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((w4.shown, w4.client_hidden), (32, 0));
+        assert!(w4.rows.last().unwrap().client);
+        // Stepping in time order from the selected child.
+        let w5 = small(TreeAsk {
+            selected: Some(&kids[20]),
+            ..TreeAsk::default()
+        });
+        assert_eq!(w5.next.unwrap().call_id, kids[21]);
+        assert!(w5.rows.iter().any(|r| r.call_id == kids[20]));
+        assert_eq!(w5.selected.unwrap().parent.unwrap().call_id, rid);
+        // Filter: the matches and their callers.
+        let w6 = small(TreeAsk {
+            filter: "ROOT",
+            ..TreeAsk::default()
+        });
+        assert_eq!(w6.shown, 1);
+    }
+
     #[test]
     fn records_past_the_window_are_read_back_from_the_database_file() {
-        let dir = std::env::temp_dir().join(format!(
-            "cideldill-processes-{}-{}",
-            std::process::id(),
-            crate::ids::random_hex(4)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (store, _) = crate::store::Store::open(&dir.join("t.db")).unwrap();
-        let mut state = crate::state::State::default();
-        state.records = crate::records::Records::new(2, crate::limits::DEFAULT_MAX_RECORDS_BYTES);
-        let config = crate::config::Config::for_tests(dir.join("port"));
-        let s = Shared::new(config, store, state);
+        let d = crate::service::testing::Durable::new(2);
+        let s = &d.shared;
         let ids: Vec<String> = (0..5)
-            .map(|i| call(&s, &format!("f{i}"), 7, f64::from(i), json!([])))
+            .map(|i| call(s, &format!("f{i}"), 7, f64::from(i), json!([])))
             .collect();
-        let listing = processes(&s);
-        assert!(listing.complete);
+        let listing = processes(s);
         assert_eq!(listing.processes[0].records, 5);
-        let recs = process_records(&s, &listing.processes[0].key, Some(&ids[0])).unwrap();
-        let got: Vec<&String> = recs.rows.iter().map(|r| &r.call_id).collect();
+        let w = process_tree(s, &listing.processes[0].key, &ask(Some(&ids[0]))).unwrap();
+        let got: Vec<&String> = w.rows.iter().map(|r| &r.call_id).collect();
         assert_eq!(
             got,
             ids.iter().collect::<Vec<_>>(),
             "each once, oldest first"
         );
-        assert_eq!(recs.selected.unwrap()["method_name"], "f0");
-        assert_eq!(find_record(&s, &ids[1]).unwrap()["method_name"], "f1");
-        drop(s);
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(w.selected.unwrap().record["method_name"], "f0");
+        assert_eq!(find_record(s, &ids[1]).unwrap()["method_name"], "f1");
     }
 }

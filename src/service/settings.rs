@@ -358,7 +358,7 @@ pub(crate) fn persisted_origins<T>(
         .store
         .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
     {
-        Ok(()) => Ok(out),
+        Ok(_) => Ok(out),
         Err(err) => {
             log::error!("writing the granted origins failed: {err}; the change is undone");
             let mut st = shared.lock();

@@ -591,11 +591,6 @@ pub fn object_link_named(item: Option<&Value>, what: &str) -> Html {
     }
 }
 
-/// [`object_link_named`] for a value with no name of its own.
-pub fn object_link(item: Option<&Value>) -> Html {
-    object_link_named(item, "this value")
-}
-
 /// A point in time: UTC in the markup, shown in the browser's local time by `app.js`
 /// (`data-time` holds epoch seconds).
 pub fn time(at: f64) -> Html {

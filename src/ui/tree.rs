@@ -1,30 +1,24 @@
-//! The call-tree pages: `/call-tree` lists the processes that made calls (filtered with
-//! `?filter=`), `/call-tree/<process_key>` shows every call record and client event of one
-//! process as a tree, with a details panel for the call chosen by `?selected=<call_id>` and a
-//! step-through of the records in time order (`?filter=` narrows the tree to matching records
-//! and their callers; `?events=hide` leaves out the client's events).
-//!
-//! Parents are inferred from stack traces. Like the original server, we match stack-trace
-//! suffixes or prefixes, whichever yields more parents; the rest is our own reading. A record's
-//! parent is a record whose stack trace is a proper suffix of its own (stack traces list the
-//! innermost caller first, so a caller's stack is what remains of its callee's once the callee's
-//! inner frames are cut off), or, read the other way round, a proper prefix. Both readings are
-//! tried and the one that finds more parents wins (a tie keeps the suffix reading, the order the
-//! Python client sends). Frames are compared by file, line and function. Among the records
-//! whose stack matches, the longest match is the nearest caller (a caller that was not recorded
-//! is skipped over); among records with that same stack (a loop calling from one line), the
-//! parent is the latest one that started no later than the child and had not completed before
-//! the child started. A record with none is a root.
+//! The call-tree pages: `/call-tree` lists the processes that made calls, named by their
+//! program (filtered with `?filter=`), and `/call-tree/<process_key>` shows one process's call
+//! records and events as a tree, a window of `limits::TREE_WINDOW` rows at a time, with a
+//! details panel for the call chosen by `?selected=<call_id>` and a step-through of the records
+//! in time order. The window is placed around the selected call, or starts at `?from=<record>`;
+//! `?collapsed=<record>,...` folds nodes away; `?filter=` narrows the tree to matching records
+//! and their callers; the client's own events are left out unless `?events=show`. Records are
+//! named in addresses by where they are kept (the process index's `loc`). The page's links that
+//! change only the tree (`data-swap`) are followed by app.js without a reload: it fetches the
+//! page's fragment and swaps the four live regions. Parents are inferred from stack traces
+//! (`process_index.rs`).
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use super::markup::{html, markup};
 use super::source::{frames, Frame};
-use super::{object_link, param, shown, time, value_html_classed, Answer, Html, View};
-use crate::service::{self, ProcessRecords, RecordRow};
+use super::{object_link_named, param, shown, time, value_html_classed, Answer, Html, View};
+use crate::limits::TREE_WINDOW;
+use crate::service::{self, ProcessSummary, TreeAsk, TreeLink, TreeRow, TreeWindow};
 use crate::state::Shared;
 use crate::urlenc::encode_segment;
 
@@ -60,6 +54,15 @@ fn contains_ci(hay: &str, needle: &str) -> bool {
     needle.is_empty() || hay.to_lowercase().contains(&needle.to_lowercase())
 }
 
+/// What names a process for a person: its program (or a web page), with its pid.
+fn program(p: &ProcessSummary) -> String {
+    match (&p.script, &p.page_url) {
+        (_, Some(url)) => format!("JS {url}"),
+        (Some(script), None) => script.clone(),
+        (None, None) => "(unknown program)".to_owned(),
+    }
+}
+
 // --- /call-tree ---
 
 /// `/call-tree`: one row per process.
@@ -71,7 +74,7 @@ pub fn processes(shared: &Shared, query: &[(String, String)]) -> View {
         markup!(
             "<div class=\"bar\"><h1>Call trees</h1></div>\
              <form class=\"filter\" method=\"get\" action=\"/call-tree\">\
-             <input type=\"search\" name=\"filter\" value=\"{}\" placeholder=\"Filter by process key, PID or page\" \
+             <input type=\"search\" name=\"filter\" value=\"{}\" placeholder=\"Filter by program, PID or key\" \
              aria-label=\"Filter processes\" data-filter=\"process-rows\"><button type=\"submit\">Filter</button></form>\
              <div id=\"process-list\" data-live>{}</div>",
             filter,
@@ -90,216 +93,256 @@ fn process_table(shared: &Shared, filter: &str) -> Html {
         );
     }
     let mut out = Html::lit(
-        "<table class=\"list\"><thead><tr><th>Process</th><th>PID</th><th>Started</th>\
-         <th>First call</th><th>Last call</th><th class=\"num\">Records</th></tr></thead>\
+        "<table class=\"list procs\"><thead><tr><th>Program</th><th>PID</th><th>Started</th>\
+         <th>Last call</th><th class=\"num\">Records</th></tr></thead>\
          <tbody id=\"process-rows\">",
     );
     for p in &listing.processes {
-        let who = match (&p.page_url, &p.origin) {
-            (_, Some(origin)) => format!(
-                "JS {} (page origin {origin})",
-                p.page_url.as_deref().unwrap_or("")
-            ),
-            (Some(url), None) => format!("JS {url}"),
-            (None, None) => p.pid.to_string(),
-        };
+        let name = program(p);
         let text = format!(
-            "{} {} {}",
+            "{} {} {} {}",
+            name,
             p.key,
             p.pid,
-            p.page_url.as_deref().unwrap_or("")
+            p.origin.as_deref().unwrap_or("")
         );
         let hidden = if contains_ci(&text, filter) {
             Html::new()
         } else {
             Html::lit(" hidden")
         };
+        let origin = match &p.origin {
+            Some(o) => markup!(" <span class=\"badge origin\">page origin {}</span>", o),
+            None => Html::new(),
+        };
         html!(
             out,
-            "<tr data-text=\"{}\"{}><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+            "<tr data-text=\"{}\"{}><td><a href=\"{}\" title=\"process {}\">{}</a>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
             text.to_lowercase(),
             hidden,
             call_tree_href(&p.key, None),
             p.key,
-            who,
+            name,
+            origin,
+            p.pid,
             time(p.start_time),
-            time(p.first_at),
             time(p.last_at),
             p.records
         );
     }
     out.push_lit("</tbody></table>");
-    if !listing.complete {
-        out.push(&incomplete());
+    if listing.more > 0 {
+        html!(
+            out,
+            "<p class=\"notice\">{} less recently active processes are not listed.</p>",
+            listing.more
+        );
     }
     out
 }
 
-fn incomplete() -> Html {
-    markup!(
-        "<p class=\"notice\">Only the records in memory and the {} before them in the database \
-         file were read; older processes and calls are not shown.</p>",
-        crate::limits::PROCESS_DISK_SCAN
-    )
-}
-
-// --- parents ---
-
-/// How stack traces are read when looking for a caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// A caller's stack is a proper suffix of its callee's (innermost caller first).
-    Suffix,
-    /// A caller's stack is a proper prefix of its callee's (outermost caller first).
-    Prefix,
-}
-
-/// The parent of every record, and the reading that found them (see the module
-/// documentation). `stacks[i]` are record `i`'s frames as ids (equal frames, equal ids);
-/// `times[i]` its start and completion; records are in order of start.
-pub fn infer_parents(stacks: &[Vec<u32>], times: &[(f64, f64)]) -> (Vec<Option<usize>>, Reading) {
-    let suffix = parents_by(stacks, times, Reading::Suffix);
-    let prefix = parents_by(stacks, times, Reading::Prefix);
-    let found = |p: &[Option<usize>]| p.iter().filter(|x| x.is_some()).count();
-    if found(&prefix) > found(&suffix) {
-        (prefix, Reading::Prefix)
-    } else {
-        (suffix, Reading::Suffix)
-    }
-}
-
-fn parents_by(stacks: &[Vec<u32>], times: &[(f64, f64)], reading: Reading) -> Vec<Option<usize>> {
-    let mut by_stack: HashMap<&[u32], Vec<usize>> = HashMap::new();
-    for (i, s) in stacks.iter().enumerate() {
-        if !s.is_empty() {
-            by_stack.entry(s.as_slice()).or_default().push(i);
-        }
-    }
-    for list in by_stack.values_mut() {
-        list.sort_by(|a, b| times[*a].0.total_cmp(&times[*b].0).then(a.cmp(b)));
-    }
-    let mut parents = vec![None; stacks.len()];
-    for (i, s) in stacks.iter().enumerate() {
-        let (start, _) = times[i];
-        for len in (1..s.len()).rev() {
-            let part = match reading {
-                Reading::Suffix => &s[s.len() - len..],
-                Reading::Prefix => &s[..len],
-            };
-            let Some(list) = by_stack.get(part) else {
-                continue;
-            };
-            let started = &list[..list.partition_point(|c| times[*c].0 <= start)];
-            if let Some(p) = started.iter().rev().find(|c| times[**c].1 >= start) {
-                parents[i] = Some(*p);
-                break;
-            }
-        }
-    }
-    parents
-}
-
-/// Frame ids of every row's stack (file, line and function; equal frames get equal ids).
-fn stack_ids(rows: &[RecordRow]) -> Vec<Vec<u32>> {
-    let mut ids: HashMap<(String, Option<usize>, String), u32> = HashMap::new();
-    rows.iter()
-        .map(|r| {
-            frames(&r.stack)
-                .into_iter()
-                .map(|f| {
-                    let n = ids.len() as u32;
-                    *ids.entry((f.filename, f.lineno, f.function)).or_insert(n)
-                })
-                .collect()
-        })
-        .collect()
-}
-
 // --- /call-tree/<process_key> ---
 
-struct Tree<'a> {
+/// The page's address with its choices (filter, client events, folded nodes), kept by every
+/// link of the page.
+struct Addr<'a> {
     key: &'a str,
-    rows: &'a [RecordRow],
-    parents: Vec<Option<usize>>,
-    children: Vec<Vec<usize>>,
-    /// Rows the filter shows: matches and their ancestors.
-    shown: Vec<bool>,
-    matches: Vec<bool>,
     filter: &'a str,
-    /// `&filter=...&events=hide` as the page was asked for, kept by its links.
-    keep_query: String,
-    selected: Option<usize>,
+    show_client: bool,
+    collapsed: Vec<u64>,
 }
 
-impl Tree<'_> {
-    fn href(&self, i: usize) -> String {
-        let mut h = call_tree_href(self.key, Some(&self.rows[i].call_id));
-        h.push_str(&self.keep_query);
+impl Addr<'_> {
+    fn href(&self, selected: Option<&str>, from: Option<u64>, collapsed: &[u64]) -> String {
+        let mut h = format!("/call-tree/{}", encode_segment(self.key));
+        let mut sep = '?';
+        let mut add = |h: &mut String, k: &str, v: &str| {
+            let _ = write!(h, "{sep}{k}={}", encode_segment(v));
+            sep = '&';
+        };
+        if let Some(id) = selected {
+            add(&mut h, "selected", id);
+        }
+        if let Some(f) = from {
+            add(&mut h, "from", &f.to_string());
+        }
+        if !self.filter.is_empty() {
+            add(&mut h, "filter", self.filter);
+        }
+        if self.show_client {
+            add(&mut h, "events", "show");
+        }
+        if !collapsed.is_empty() {
+            let list: Vec<String> = collapsed.iter().map(u64::to_string).collect();
+            add(&mut h, "collapsed", &list.join(","));
+        }
         h
     }
+    /// The same view with another call selected.
+    fn select(&self, id: &str) -> String {
+        self.href(Some(id), None, &self.collapsed)
+    }
+}
 
-    fn node(&self, out: &mut Html, i: usize) {
-        let r = &self.rows[i];
-        let mut class = String::from("call");
-        if r.event {
-            class.push_str(" event");
+/// The names of a signature's parameters, in order, as far as positional arguments can take
+/// them (`(a, b=1, *rest, c)` gives `a`, `b`; `self` and `cls` are left out).
+pub fn param_names(signature: &str) -> Vec<String> {
+    let Some(open) = signature.find('(') else {
+        return Vec::new();
+    };
+    let mut depth = 0usize;
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for ch in signature[open + 1..].chars() {
+        match ch {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth == 0 => break,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
         }
-        if r.raised {
-            class.push_str(" raised");
+        cur.push(ch);
+    }
+    parts.push(cur);
+    let mut names = Vec::new();
+    for part in parts {
+        let part = part.trim();
+        if part.is_empty() || part == "/" {
+            continue;
         }
-        if !self.filter.is_empty() && !self.matches[i] {
-            class.push_str(" context");
+        if part.starts_with('*') {
+            break;
         }
-        let current = if self.selected == Some(i) {
-            Html::lit(" aria-current=\"true\"")
-        } else {
-            Html::new()
-        };
-        html!(
-            out,
-            "<li><a class=\"{}\" href=\"{}\"{}><span class=\"fn\">{}</span>",
-            class,
-            self.href(i),
-            current,
-            r.method
-        );
-        if r.event || r.status != "success" {
-            html!(out, " <span class=\"st\">{}</span>", r.status);
+        let name = part.split([':', '=']).next().unwrap_or("").trim();
+        if name == "self" || name == "cls" || name.is_empty() {
+            continue;
         }
-        if r.repl {
-            out.push_lit(" <span class=\"badge repl\">REPL</span>");
+        names.push(name.to_owned());
+    }
+    names
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// A node's arguments in one short line: named from the signature when it is known.
+fn args_line(r: &TreeRow) -> String {
+    let names = r.signature.as_deref().map(param_names).unwrap_or_default();
+    let mut out = String::new();
+    let mut positional = 0;
+    for (name, v) in &r.args {
+        if !out.is_empty() {
+            out.push_str(", ");
         }
-        if let Some(a) = r.resolution {
-            html!(
-                out,
-                " <span class=\"badge {}\" title=\"the debugger changed this call\">{}</span>",
-                a.as_str(),
-                a.as_str()
-            );
+        let name = name.clone().or_else(|| {
+            let n = names.get(positional).cloned();
+            positional += 1;
+            n
+        });
+        if let Some(n) = name {
+            let _ = write!(out, "{n}=");
         }
-        if !r.event {
-            html!(
-                out,
-                " <span class=\"dur\">{}</span>",
-                duration(r.completed_at - r.started_at)
-            );
+        out.push_str(&cut(&shown(v), 40));
+        if out.chars().count() > 160 {
+            break;
         }
-        out.push_lit("</a>");
-        let kids: Vec<usize> = self.children[i]
+    }
+    cut(&out, 160)
+}
+
+fn row_html(out: &mut Html, addr: &Addr, r: &TreeRow, selected: Option<&str>) {
+    let mut class = String::from("call");
+    if r.event {
+        class.push_str(" event");
+    }
+    if r.client {
+        class.push_str(" client");
+    } else if r.raised {
+        class.push_str(" raised");
+    }
+    if !addr.filter.is_empty() && !r.matched {
+        class.push_str(" context");
+    }
+    let depth = r.depth.min(24);
+    html!(out, "<li class=\"d{}\" data-loc=\"{}\">", depth, r.loc);
+    if r.descendants > 0 {
+        let mut toggled: Vec<u64> = addr
+            .collapsed
             .iter()
             .copied()
-            .filter(|c| self.shown[*c])
+            .filter(|l| *l != r.loc)
             .collect();
-        if !kids.is_empty() {
-            out.push_lit("<ul>");
-            for c in kids {
-                self.node(out, c);
-            }
-            out.push_lit("</ul>");
+        if !r.collapsed {
+            toggled.push(r.loc);
         }
-        out.push_lit("</li>");
+        html!(
+            out,
+            "<a class=\"twist\" data-swap href=\"{}\" aria-expanded=\"{}\" title=\"{} the {} record{} below\">{}</a>",
+            addr.href(selected, Some(r.loc), &toggled),
+            if r.collapsed { "false" } else { "true" },
+            if r.collapsed { "Show" } else { "Fold" },
+            r.descendants,
+            if r.descendants == 1 { "" } else { "s" },
+            if r.collapsed { "▸" } else { "▾" }
+        );
+    } else {
+        out.push_lit("<span class=\"twist\"></span>");
     }
+    let current = if selected == Some(r.call_id.as_str()) {
+        Html::lit(" aria-current=\"true\"")
+    } else {
+        Html::new()
+    };
+    html!(
+        out,
+        "<a class=\"{}\" data-swap href=\"{}\"{}><span class=\"fn\">{}</span><span class=\"args\">({})</span>",
+        class,
+        addr.select(&r.call_id),
+        current,
+        r.method,
+        args_line(r)
+    );
+    if r.client {
+        out.push_lit(" <span class=\"badge client\">client</span>");
+    }
+    if r.event || r.status != "success" {
+        html!(out, " <span class=\"st\">{}</span>", r.status);
+    }
+    if r.repl {
+        out.push_lit(" <span class=\"badge repl\">REPL</span>");
+    }
+    if let Some(a) = r.resolution {
+        html!(
+            out,
+            " <span class=\"badge {}\" title=\"the debugger changed this call\">{}</span>",
+            a.as_str(),
+            a.as_str()
+        );
+    }
+    if !r.event {
+        html!(out, " <span class=\"dur\">{}</span>", duration(r.took));
+    }
+    if r.collapsed {
+        html!(out, " <span class=\"folded\">+{}</span>", r.descendants);
+    }
+    out.push_lit("</a></li>");
+}
+
+/// The locations named by `?collapsed=` (numbers separated by commas; others are ignored).
+fn locs(text: Option<&str>) -> Vec<u64> {
+    text.unwrap_or("")
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect()
 }
 
 /// `/call-tree/<process_key>`.
@@ -311,68 +354,65 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     let key = crate::urlenc::percent_decode(raw);
     let selected_id = param(query, "selected").filter(|s| !s.is_empty());
     let filter = param(query, "filter").unwrap_or("").trim();
-    let hide_events = param(query, "events") == Some("hide");
-    let Some(recs) = service::process_records(shared, &key, selected_id) else {
+    let show_client = param(query, "events") == Some("show");
+    let ask = TreeAsk {
+        selected: selected_id,
+        from: param(query, "from").and_then(|f| f.parse().ok()),
+        collapsed: locs(param(query, "collapsed")),
+        show_client,
+        filter,
+        size: TREE_WINDOW,
+    };
+    let Some(w) = service::process_tree(shared, &key, &ask) else {
         return Err(path.to_owned());
     };
-    let ProcessRecords {
-        process: p,
-        rows,
-        selected,
-        complete,
-    } = &recs;
-    let stacks = stack_ids(rows);
-    let times: Vec<(f64, f64)> = rows
-        .iter()
-        .map(|r| (r.started_at, r.completed_at))
-        .collect();
-    let (parents, _) = infer_parents(&stacks, &times);
-    let mut children = vec![Vec::new(); rows.len()];
-    for (i, p) in parents.iter().enumerate() {
-        if let Some(p) = p {
-            children[*p].push(i);
-        }
-    }
-    let matches: Vec<bool> = rows
-        .iter()
-        .map(|r| {
-            (!hide_events || !r.event)
-                && (contains_ci(&r.method, filter)
-                    || contains_ci(&r.status, filter)
-                    || contains_ci(&r.call_id, filter))
-        })
-        .collect();
-    let mut shown = vec![false; rows.len()];
-    for i in (0..rows.len()).filter(|i| matches[*i]) {
-        let mut at = Some(i);
-        while let Some(j) = at {
-            if shown[j] {
-                break;
-            }
-            shown[j] = true;
-            at = parents[j];
-        }
-    }
-    let selected_row = selected_id.and_then(|id| rows.iter().rposition(|r| r.call_id == id));
-    let mut keep_query = String::new();
-    if !filter.is_empty() {
-        let _ = write!(keep_query, "&filter={}", encode_segment(filter));
-    }
-    if hide_events {
-        keep_query.push_str("&events=hide");
-    }
-    let tree = Tree {
+    let addr = Addr {
         key: &key,
-        rows,
-        parents,
-        children,
-        shown,
-        matches,
         filter,
-        keep_query,
-        selected: selected_row,
+        show_client,
+        collapsed: w.collapsed.clone(),
     };
+    let p = &w.process;
+    let mut main = markup!(
+        "<div class=\"bar\"><h1>Call tree <span class=\"prog\" title=\"process {}\">{}</span></h1>\
+         <a href=\"/call-tree\">All processes</a></div>",
+        p.key,
+        program(p)
+    );
+    html!(
+        main,
+        "<p class=\"meta\" id=\"tree-meta\" data-live>{}</p>",
+        meta(&addr, &w, selected_id)
+    );
+    html!(
+        main,
+        "<form class=\"filter\" method=\"get\" action=\"{}\"><input type=\"search\" name=\"filter\" \
+         value=\"{}\" placeholder=\"Filter by function, status or call id\" aria-label=\"Filter calls\">",
+        call_tree_href(&key, None),
+        filter,
+    );
+    if show_client {
+        main.push_lit("<input type=\"hidden\" name=\"events\" value=\"show\">");
+    }
+    main.push_lit("<button type=\"submit\">Filter</button></form>");
+    html!(
+        main,
+        "<nav class=\"stepper\" id=\"tree-stepper\" data-live aria-label=\"Step through the calls\">{}</nav>\
+         <div class=\"tree-cols\"><section class=\"tree-pane\" id=\"tree-nodes\" data-live tabindex=\"0\" aria-label=\"Calls\">{}</section>\
+         <aside class=\"details\" id=\"tree-details\" data-live>{}</aside></div>",
+        stepper(&addr, &w),
+        nodes(&addr, &w, selected_id),
+        details(&addr, &w, selected_id),
+    );
+    Ok(View::new(
+        format!("Call tree {} ({})", program(p), p.pid),
+        "/call-tree",
+        main,
+    ))
+}
 
+fn meta(addr: &Addr, w: &TreeWindow, selected: Option<&str>) -> Html {
+    let p = &w.process;
     let who = match (&p.page_url, &p.origin) {
         (url, Some(origin)) => markup!(
             "JS page {} <span class=\"badge origin\">page origin {}</span>",
@@ -382,134 +422,146 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
         (Some(url), None) => markup!("JS page {}", url),
         (None, None) => markup!("PID {}", p.pid),
     };
-    let mut main = markup!(
-        "<div class=\"bar\"><h1>Call tree <code class=\"key\">{}</code></h1>\
-         <a href=\"/call-tree\">All processes</a></div>\
-         <p class=\"meta\" id=\"tree-meta\" data-live>{} · process started {} · {} record{} · \
-         first {} · last {}</p>\
-         <form class=\"filter\" method=\"get\" action=\"{}\"><input type=\"search\" name=\"filter\" \
-         value=\"{}\" placeholder=\"Filter by function, status or call id\" aria-label=\"Filter calls\">",
-        p.key,
+    let mut out = markup!(
+        "{} · started {} · {} record{} · first {} · last {}",
         who,
         time(p.start_time),
         p.records,
         if p.records == 1 { "" } else { "s" },
         time(p.first_at),
-        time(p.last_at),
-        call_tree_href(&key, None),
-        filter,
+        time(p.last_at)
     );
-    if let Some(id) = selected_id {
-        html!(
-            main,
-            "<input type=\"hidden\" name=\"selected\" value=\"{}\">",
-            id
-        );
-    }
-    if hide_events {
-        main.push_lit("<input type=\"hidden\" name=\"events\" value=\"hide\">");
-    }
-    // The other choice of client events, keeping the rest of the query.
-    let mut toggle = call_tree_href(&key, selected_id);
-    let mut sep = if selected_id.is_some() { '&' } else { '?' };
-    if !filter.is_empty() {
-        let _ = write!(toggle, "{sep}filter={}", encode_segment(filter));
-        sep = '&';
-    }
-    let toggle_label = if hide_events {
-        "Show client events"
-    } else {
-        let _ = write!(toggle, "{sep}events=hide");
-        "Hide client events"
+    let flip = Addr {
+        key: addr.key,
+        filter: addr.filter,
+        show_client: !addr.show_client,
+        collapsed: Vec::new(),
     };
-    html!(
-        main,
-        "<button type=\"submit\">Filter</button><a class=\"toggle\" href=\"{}\">{}</a></form>",
-        toggle,
-        toggle_label
-    );
-    if !complete {
-        main.push(&incomplete());
-    }
-    html!(
-        main,
-        "<nav class=\"stepper\" id=\"tree-stepper\" data-live aria-label=\"Step through the calls\">{}</nav>\
-         <div class=\"tree-cols\"><section class=\"tree-pane\" id=\"tree-nodes\" data-live tabindex=\"0\" aria-label=\"Calls\">{}</section>\
-         <aside class=\"details\" id=\"tree-details\" data-live>{}</aside></div>",
-        stepper(&tree),
-        nodes(&tree),
-        details(&tree, selected_id, selected.as_ref()),
-    );
-    Ok(View::new(
-        format!("Call tree {}", p.key),
-        "/call-tree",
-        main,
-    ))
-}
-
-fn nodes(tree: &Tree) -> Html {
-    let roots: Vec<usize> = (0..tree.rows.len())
-        .filter(|i| tree.parents[*i].is_none() && tree.shown[*i])
-        .collect();
-    if roots.is_empty() {
-        return markup!(
-            "<p class=\"empty\">No call matches <code>{}</code>.</p>",
-            tree.filter
+    if addr.show_client {
+        html!(
+            out,
+            " · <span class=\"client-count\">client events shown</span> <a class=\"toggle\" href=\"{}\">Hide client events</a>",
+            flip.href(selected, None, &addr.collapsed)
+        );
+    } else if w.client_hidden > 0 {
+        html!(
+            out,
+            " · <span class=\"client-count\">{} client event{} hidden</span> <a class=\"toggle\" href=\"{}\">Show</a>",
+            w.client_hidden,
+            if w.client_hidden == 1 { "" } else { "s" },
+            flip.href(selected, None, &addr.collapsed)
         );
     }
-    let mut out = Html::lit("<ul class=\"tree\">");
-    for i in roots {
-        tree.node(&mut out, i);
-    }
-    out.push_lit("</ul>");
     out
 }
 
-/// Previous and next call in time order (among the matches when filtered).
-fn stepper(tree: &Tree) -> Html {
-    let order: Vec<usize> = (0..tree.rows.len()).filter(|i| tree.matches[*i]).collect();
-    if order.is_empty() {
+fn nodes(addr: &Addr, w: &TreeWindow, selected: Option<&str>) -> Html {
+    if w.rows.is_empty() {
+        return if addr.filter.is_empty() {
+            Html::lit("<p class=\"empty\">Only client events were recorded; they are hidden.</p>")
+        } else {
+            markup!(
+                "<p class=\"empty\">No call matches <code>{}</code>.</p>",
+                addr.filter
+            )
+        };
+    }
+    let mut out = Html::new();
+    let pager = pager(addr, w, selected);
+    out.push(&pager);
+    if !w.ancestors.is_empty() {
+        out.push_lit("<p class=\"inside\">Inside ");
+        for (i, a) in w.ancestors.iter().enumerate() {
+            if i > 0 {
+                out.push_lit(" › ");
+            }
+            html!(
+                out,
+                "<a data-swap href=\"{}\"><span class=\"fn\">{}</span></a>",
+                addr.select(&a.call_id),
+                a.method
+            );
+        }
+        out.push_lit("</p>");
+    }
+    out.push_lit("<ul class=\"tree flat\">");
+    for r in &w.rows {
+        row_html(&mut out, addr, r, selected);
+    }
+    out.push_lit("</ul>");
+    if w.earlier.is_some() || w.later.is_some() {
+        out.push(&pager);
+    }
+    out
+}
+
+/// Links to the first, earlier, later and last windows.
+fn pager(addr: &Addr, w: &TreeWindow, selected: Option<&str>) -> Html {
+    if w.earlier.is_none() && w.later.is_none() {
         return Html::new();
     }
-    let pos = tree
-        .selected
-        .and_then(|s| order.iter().position(|i| *i == s));
-    let link = |i: usize, rel: &str, label: &str| {
+    let link = |from: Option<u64>, rel: &str, label: &str| match from {
+        Some(f) => markup!(
+            "<a data-swap data-page=\"{}\" href=\"{}\">{}</a>",
+            rel,
+            addr.href(selected, Some(f), &addr.collapsed),
+            label
+        ),
+        None => markup!("<span class=\"off\">{}</span>", label),
+    };
+    let first = if w.earlier.is_some() {
         markup!(
-            "<a href=\"{}\" rel=\"{}\" data-step=\"{}\">{}</a>",
-            tree.href(i),
+            "<a data-swap data-page=\"first\" href=\"{}\">⏮ First</a>",
+            addr.href(selected, Some(0), &addr.collapsed)
+        )
+    } else {
+        Html::lit("<span class=\"off\">⏮ First</span>")
+    };
+    markup!(
+        "<nav class=\"pager\" aria-label=\"Parts of the tree\">{} {} <span class=\"pos\">rows {}–{} of {}</span> {} {}</nav>",
+        first,
+        link(w.earlier, "earlier", "◀ Earlier"),
+        w.first + 1,
+        w.first + w.rows.len(),
+        w.shown,
+        link(w.later, "later", "Later ▶"),
+        link(w.last, "last", "Last ⏭")
+    )
+}
+
+/// Previous and next call in time order (among the matches when filtered).
+fn stepper(addr: &Addr, w: &TreeWindow) -> Html {
+    if w.time_total == 0 {
+        return Html::new();
+    }
+    let link = |l: &TreeLink, rel: &str, label: &str| {
+        markup!(
+            "<a href=\"{}\" rel=\"{}\" data-step=\"{}\" data-swap>{}</a>",
+            addr.select(&l.call_id),
             rel,
             rel,
             label
         )
     };
-    let (prev, here, next) = match pos {
-        Some(p) => (
-            p.checked_sub(1).map(|q| order[q]),
-            format!("record {} of {}", p + 1, order.len()),
-            order.get(p + 1).copied(),
-        ),
-        None => (
-            None,
-            format!(
-                "{} record{}",
-                order.len(),
-                if order.len() == 1 { "" } else { "s" }
-            ),
-            order.first().copied(),
+    let here = match w.time_index {
+        Some(i) => format!("record {} of {}", i, w.time_total),
+        None => format!(
+            "{} record{}",
+            w.time_total,
+            if w.time_total == 1 { "" } else { "s" }
         ),
     };
     let mut out = Html::new();
-    match prev {
-        Some(i) => out.push(&link(i, "prev", "◀ Previous")),
+    match &w.prev {
+        Some(l) => out.push(&link(l, "prev", "◀ Previous")),
         None => out.push_lit("<span class=\"off\">◀ Previous</span>"),
     }
     html!(out, " <span class=\"pos\">{} in time order</span> ", here);
-    match next {
-        Some(i) => out.push(&link(
-            i,
+    match &w.next {
+        Some(l) => out.push(&link(
+            l,
             "next",
-            if pos.is_some() {
+            if w.time_index.is_some() {
                 "Next ▶"
             } else {
                 "First ▶"
@@ -526,8 +578,8 @@ fn value_html(v: &Value, class: &str) -> Html {
     value_html_classed(&shown(v), class)
 }
 
-fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Html {
-    let (Some(i), Some(sel)) = (tree.selected, sel) else {
+fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
+    let Some(s) = &w.selected else {
         return match selected_id {
             Some(id) => markup!(
                 "<p class=\"empty\">This process has no call <code>{}</code>.</p>",
@@ -540,21 +592,19 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Html 
             ),
         };
     };
-    let r = &tree.rows[i];
+    let r = &s.row;
+    let sel = &s.record;
     let mut out = markup!("<h2><span class=\"fn\">{}</span>", r.method);
-    let kind = if r.event { "event" } else { "call" };
-    html!(
-        out,
-        " <span class=\"badge {}\">{}</span>",
-        if r.raised { "raised" } else { kind },
-        if r.event {
-            r.status.as_str()
-        } else if r.raised {
-            "raised"
-        } else {
-            "returned"
-        }
-    );
+    let (badge, label) = if r.client {
+        ("client", "client event")
+    } else if r.raised {
+        ("raised", if r.event { r.status.as_str() } else { "raised" })
+    } else if r.event {
+        ("event", r.status.as_str())
+    } else {
+        ("call", "returned")
+    };
+    html!(out, " <span class=\"badge {}\">{}</span>", badge, label);
     out.push_lit("</h2><dl class=\"facts\">");
     html!(
         out,
@@ -563,37 +613,36 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Html 
         r.call_id
     );
     if r.event {
-        html!(out, "<dt>At</dt><dd>{}</dd>", time(r.started_at));
+        html!(out, "<dt>At</dt><dd>{}</dd>", time(s.started_at));
     } else {
         html!(
             out,
             "<dt>Started</dt><dd>{}</dd><dt>Completed</dt><dd>{}</dd><dt>Duration</dt><dd>{}</dd>",
-            time(r.started_at),
-            time(r.completed_at),
-            duration(r.completed_at - r.started_at)
+            time(s.started_at),
+            time(s.started_at + r.took),
+            duration(r.took)
         );
     }
-    if let Some(p) = tree.parents[i] {
+    if let Some(p) = &s.parent {
         html!(
             out,
-            "<dt>Called from</dt><dd><a href=\"{}\"><span class=\"fn\">{}</span></a></dd>",
-            tree.href(p),
-            tree.rows[p].method
+            "<dt>Called from</dt><dd><a data-swap href=\"{}\"><span class=\"fn\">{}</span></a></dd>",
+            addr.select(&p.call_id),
+            p.method
         );
     }
-    let n = tree.children[i].len();
-    if n > 0 {
-        html!(out, "<dt>Calls made</dt><dd>{}</dd>", n);
+    if s.children > 0 {
+        html!(out, "<dt>Calls made</dt><dd>{}</dd>", s.children);
     }
     if let Some(sessions) = sel.get("repl_sessions").and_then(Value::as_array) {
         if !sessions.is_empty() {
             out.push_lit("<dt>REPL</dt><dd>");
-            for s in sessions.iter().filter_map(Value::as_str) {
+            for x in sessions.iter().filter_map(Value::as_str) {
                 html!(
                     out,
                     "<a href=\"/repl/{}\"><code>{}</code></a> ",
-                    encode_segment(s),
-                    s
+                    encode_segment(x),
+                    x
                 );
             }
             out.push_lit("</dd>");
@@ -615,7 +664,7 @@ fn details(tree: &Tree, selected_id: Option<&str>, sel: Option<&Value>) -> Html 
             line
         );
     }
-    stack(&mut out, r);
+    stack(&mut out, r, &s.stack);
     out
 }
 
@@ -632,16 +681,23 @@ fn arguments(out: &mut Html, sel: &Value) {
             out,
             "<dt>target</dt><dd>{}{}</dd>",
             value_html(t, ""),
-            object_link(sel.get("target"))
+            object_link_named(sel.get("target"), "the target")
         );
     }
+    // Named from the signature, as on the Paused cards.
+    let names = sel
+        .get("signature")
+        .and_then(Value::as_str)
+        .map(super::paused::positional_names)
+        .unwrap_or_default();
     for (i, a) in args.into_iter().flatten().enumerate() {
+        let name = names.get(i).cloned().unwrap_or_else(|| i.to_string());
         html!(
             out,
             "<dt>{}</dt><dd>{}{}</dd>",
-            i,
+            name,
             value_html(a, ""),
-            object_link(sel.get("args").and_then(|x| x.get(i)))
+            object_link_named(sel.get("args").and_then(|x| x.get(i)), &name)
         );
     }
     for (k, v) in kwargs.into_iter().flatten() {
@@ -650,13 +706,13 @@ fn arguments(out: &mut Html, sel: &Value) {
             "<dt>{}</dt><dd>{}{}</dd>",
             k,
             value_html(v, ""),
-            object_link(sel.get("kwargs").and_then(|x| x.get(k)))
+            object_link_named(sel.get("kwargs").and_then(|x| x.get(k)), k)
         );
     }
     out.push_lit("</dl>");
 }
 
-fn outcome(out: &mut Html, sel: &Value, r: &RecordRow) {
+fn outcome(out: &mut Html, sel: &Value, r: &TreeRow) {
     let exception = sel.get("exception").filter(|e| !e.is_null());
     if let Some(e) = exception {
         out.push_lit("<h3>Exception</h3>");
@@ -668,14 +724,14 @@ fn outcome(out: &mut Html, sel: &Value, r: &RecordRow) {
                 "<p class=\"outcome raised\"><code>{}</code>{}{}</p>",
                 kind,
                 message.map(|m| format!(": {m}")),
-                object_link(sel.get("exception_cid"))
+                object_link_named(sel.get("exception_cid"), "the exception")
             );
         } else {
             html!(
                 out,
                 "<div class=\"with-obj\">{}{}</div>",
                 value_html(e, " raised"),
-                object_link(sel.get("exception_cid"))
+                object_link_named(sel.get("exception_cid"), "the exception")
             );
         }
         if let Some(tb) = sel
@@ -697,14 +753,14 @@ fn outcome(out: &mut Html, sel: &Value, r: &RecordRow) {
                 out,
                 "<h3>Result</h3><div class=\"with-obj\">{}{}</div>",
                 value_html(v, ""),
-                object_link(sel.get("result_cid"))
+                object_link_named(sel.get("result_cid"), "the result")
             );
         }
     }
 }
 
-fn stack(out: &mut Html, r: &RecordRow) {
-    let frames: Vec<Frame> = frames(&r.stack);
+fn stack(out: &mut Html, r: &TreeRow, stack: &Value) {
+    let frames: Vec<Frame> = frames(stack);
     if frames.is_empty() {
         return;
     }
@@ -740,71 +796,6 @@ mod tests {
     use serde_json::json;
 
     use crate::service::testing::HOSTILE;
-
-    fn times(n: usize) -> Vec<(f64, f64)> {
-        // Nested: record i starts at i and ends after every later record.
-        (0..n).map(|i| (i as f64, 100.0 - i as f64)).collect()
-    }
-
-    #[test]
-    fn parents_are_the_longest_proper_suffix_of_the_stack() {
-        // Innermost first: main (9) calls a from line 1; a calls b from 2, b calls c from 3;
-        // main then calls d from 4; a record with an empty stack is a root.
-        let stacks = vec![
-            vec![1, 9],
-            vec![2, 5, 1, 9],
-            vec![3, 2, 5, 1, 9],
-            vec![4, 9],
-            vec![],
-        ];
-        let (parents, reading) = infer_parents(&stacks, &times(5));
-        assert_eq!(reading, Reading::Suffix);
-        assert_eq!(parents, [None, Some(0), Some(1), None, None]);
-    }
-
-    #[test]
-    fn stacks_sent_outermost_first_are_read_as_prefixes() {
-        let stacks = vec![
-            vec![9, 1],
-            vec![9, 1, 5, 2],
-            vec![9, 1, 5, 2, 3],
-            vec![9, 4],
-        ];
-        let (parents, reading) = infer_parents(&stacks, &times(4));
-        assert_eq!(reading, Reading::Prefix);
-        assert_eq!(parents, [None, Some(0), Some(1), None]);
-    }
-
-    #[test]
-    fn a_tie_keeps_the_suffix_reading() {
-        // [1, 2] is both a prefix of [1, 2, 3] (prefix reading) and, for [0, 1, 2], a suffix.
-        let stacks = vec![vec![1, 2], vec![1, 2, 3], vec![0, 1, 2]];
-        let (parents, reading) = infer_parents(&stacks, &times(3));
-        assert_eq!(reading, Reading::Suffix);
-        assert_eq!(parents, [None, None, Some(0)]);
-    }
-
-    #[test]
-    fn among_calls_from_one_line_the_parent_is_the_one_running() {
-        // A loop calls a three times from one line; the second call of a calls b.
-        let stacks = vec![vec![1, 9], vec![1, 9], vec![2, 1, 9], vec![1, 9]];
-        let times = vec![(0.0, 1.0), (2.0, 5.0), (3.0, 4.0), (6.0, 7.0)];
-        let (parents, _) = infer_parents(&stacks, &times);
-        assert_eq!(parents, [None, None, Some(1), None]);
-        // A candidate that ended before the child started, or started after it, is not a parent.
-        let times = vec![(0.0, 1.0), (2.0, 2.5), (3.0, 4.0), (2.9, 7.0)];
-        let (parents, _) = infer_parents(&stacks, &times);
-        assert_eq!(parents, [None, None, Some(3), None]);
-        let times = vec![(0.0, 1.0), (4.0, 5.0), (3.0, 4.0), (6.0, 7.0)];
-        assert_eq!(infer_parents(&stacks, &times).0, [None, None, None, None]);
-    }
-
-    #[test]
-    fn a_missing_level_links_to_the_nearest_recorded_ancestor() {
-        // b is called from an unwrapped helper called by a: a's stack is still a suffix.
-        let stacks = vec![vec![1, 9], vec![7, 6, 2, 1, 9]];
-        assert_eq!(infer_parents(&stacks, &times(2)).0, [None, Some(0)]);
-    }
 
     fn frame(file: &str, line: u64, function: &str) -> Value {
         json!({"filename": file, "lineno": line, "function": function, "code_context": HOSTILE})
@@ -861,13 +852,11 @@ mod tests {
         let html = page(&s, &[("selected", &inner)]);
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("</script>"), "{html}");
-        // inner is inside outer's list item.
-        let o = html
-            .find("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</span>")
-            .unwrap();
+        // inner is the row after outer's, one level deeper.
+        let o = html.find("<li class=\"d0\"").unwrap();
         let i = html.find("<span class=\"fn\">inner</span>").unwrap();
-        let nested = &html[o..];
-        assert!(i > o && nested.find("<ul>").unwrap() < nested.find("inner").unwrap());
+        assert!(i > o);
+        assert!(html[o..i].contains("<li class=\"d1\""), "{html}");
         assert!(html.contains("aria-current=\"true\""));
         assert!(html.contains("Called from"));
         assert!(html.contains(&format!(
@@ -960,10 +949,25 @@ mod tests {
         assert!(html.contains("<span class=\"fn\">boom</span>"));
         assert!(!html.contains("class=\"call event"), "{html}");
         assert!(html.contains("1 record in time order"));
-        let html = page(&s, &[("events", "hide"), ("selected", &id)]);
-        assert!(!html.contains("class=\"call event"), "{html}");
-        assert!(html.contains("Show client events"));
-        assert!(html.contains("&amp;events=hide"), "links keep the choice");
+        // The client's own events: hidden and counted, shown when asked, never as raised.
+        crate::service::call_event(
+            &s,
+            &body(
+                json!({"method_name": "with_debug.register", "status": "registered",
+                         "timestamp": 4.0, "process_pid": 4242,
+                         "process_start_time": 1795311683.5, "event_id": "ev-client",
+                         "exception": {"message": "x"}, "call_site": {"stack_trace": []}}),
+            ),
+        )
+        .unwrap();
+        let html = page(&s, &[("selected", &id)]);
+        assert!(html.contains("1 client event hidden"), "{html}");
+        assert!(!html.contains("with_debug.register"), "{html}");
+        let html = page(&s, &[("events", "show"), ("selected", &id)]);
+        assert!(html.contains("Hide client events"));
+        assert!(html.contains("&amp;events=show"), "links keep the choice");
+        assert!(html.contains("class=\"call event client\""), "{html}");
+        assert!(html.contains("<span class=\"badge client\">client</span>"));
         assert!(page(&s, &[("filter", "zzz")]).contains("No call matches"));
     }
 
@@ -975,12 +979,27 @@ mod tests {
         let html = processes(&s, &[]).main;
         assert!(html.contains(&format!("href=\"/call-tree/{}\"", encode_segment(KEY))));
         assert!(html.contains("<td>4242</td>"));
-        assert!(html.contains("data-time=\"1\""), "first call");
+        assert!(html.contains("data-time=\"2\""), "last call");
+        assert!(
+            html.contains("title=\"process 1795311683.500000+4242\""),
+            "the key in a title"
+        );
         assert!(!html.contains(" hidden>"));
         let q = vec![("filter".to_owned(), HOSTILE.to_owned())];
         let html = processes(&s, &q).main;
         assert!(html.contains(" hidden>"));
         assert!(!html.contains("<img"));
+    }
+
+    #[test]
+    fn arguments_are_named_from_the_signature() {
+        assert_eq!(
+            param_names("(self, a, b: dict[str, int] = {}, *rest, c=1) -> None"),
+            ["a", "b"]
+        );
+        assert_eq!(param_names("(x, /, y)"), ["x", "y"]);
+        assert!(param_names("no parentheses").is_empty());
+        assert_eq!(cut("abcdef", 3), "abc…");
     }
 
     #[test]

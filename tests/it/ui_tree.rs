@@ -124,15 +124,24 @@ fn calls_made_over_the_wire_nest_in_the_call_tree() {
     };
     let (o, i, m, sib) = (pos("outer"), pos("inner"), pos("innermost"), pos("sibling"));
     assert!(o < i && i < m && m < sib, "{tree}");
-    // Each nested list opens after its parent and innermost closes before sibling starts.
-    let between = |a: usize, b: usize| tree[a..b].matches("<ul>").count();
-    assert_eq!(between(o, i), 1, "inner is a child of outer");
-    assert_eq!(between(i, m), 1, "innermost is a child of inner");
+    // Each row is one level below its caller (the tree is a list of rows with their depth):
+    // inner under outer, innermost under inner, and sibling a root again.
+    let depth = |at: usize| {
+        let li = tree[..at].rfind("<li class=\"d").expect("a row");
+        tree[li + "<li class=\"d".len()..]
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
     assert_eq!(
-        tree[m..sib].matches("</ul>").count(),
-        2,
-        "sibling is a root"
+        [depth(o), depth(i), depth(m), depth(sib)],
+        ["0", "1", "2", "0"],
+        "{tree}"
     );
+    assert!(tree.contains("Called from"), "inner is a child of outer");
+    // The program names the process, its key in a title.
+    assert!(list.contains(">main.py</a>"), "{list}");
     // The details panel of the selected call.
     assert!(tree.contains("Called from"));
     assert!(tree.contains(&format!("href=\"/frame/call/{inner}/0#L3\"")));
@@ -267,4 +276,73 @@ fn the_call_stack_of_a_pause_is_linked_from_the_paused_page_and_gone_once_resume
     not_found(&c, "/callstack/00000000-0000-4000-8000-000000000000");
     // The navigation names the call tree on every page.
     assert!(html(&c, "/").contains("<a href=\"/call-tree\">Call tree</a>"));
+}
+
+/// A process with more calls than a window: the page shows a window with links to the later
+/// part, folds a node by its address, and hides the client's own events with their count.
+#[test]
+fn a_large_call_tree_is_shown_a_window_at_a_time() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let main_py = "/home/me/batch.py";
+    let root = start(&c, "root", 100.0, json!([frame(main_py, 10, "<module>")]));
+    let kids: Vec<String> = (0..260)
+        .map(|i| {
+            call(
+                &c,
+                "step",
+                100.0 + f64::from(i) * 0.001,
+                json!([frame(main_py, 4, "root"), frame(main_py, 10, "<module>")]),
+            )
+        })
+        .collect();
+    finish(&c, &root, 200.0);
+    c.post_ok(
+        "/api/call/event",
+        &json!({"method_name": "with_debug.register", "status": "registered",
+                "timestamp": 201.0, "process_pid": 16759,
+                "process_start_time": 1795311683.721166, "event_id": "ev-register",
+                "call_site": {"stack_trace": []}}),
+    );
+    let base = format!("/call-tree/{KEY_URL}");
+    let rows = |html: &str| html.matches("<li class=\"d").count();
+    let first = html(&c, &base);
+    assert_eq!(rows(&first), 200, "one window");
+    assert!(first.contains("rows 1–200 of 261"), "{first}");
+    assert!(first.contains("1 client event hidden"));
+    assert!(!first.contains("with_debug.register"));
+    // The later part, through the link the page gives.
+    let later = first
+        .split("data-page=\"later\" href=\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("a link to the later rows")
+        .replace("&amp;", "&");
+    let second = html(&c, &later);
+    assert_eq!(rows(&second), 61);
+    assert!(second.contains("rows 201–261 of 261"), "{second}");
+    assert!(
+        second.contains("<p class=\"inside\">Inside"),
+        "starts inside root"
+    );
+    assert!(second.contains(&kids[259]));
+    // Folding the root leaves one row.
+    let fold = first
+        .split("<a class=\"twist\" data-swap href=\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("a fold link")
+        .replace("&amp;", "&");
+    let folded = html(&c, &fold);
+    assert_eq!(rows(&folded), 1, "{folded}");
+    assert!(folded.contains("aria-expanded=\"false\""));
+    // The selected call's window holds it, and its fragment holds the four regions.
+    let frag = html(&c, &format!("{base}?selected={}&fragment=1", kids[240]));
+    for id in ["tree-meta", "tree-stepper", "tree-nodes", "tree-details"] {
+        assert!(frag.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(frag.contains(&format!("selected={}\" aria-current", kids[240])));
+    // Shown when asked, as the client's.
+    let shown = html(&c, &format!("{base}?events=show&selected=ev-register"));
+    assert!(shown.contains("<span class=\"badge client\">client</span>"));
 }

@@ -769,12 +769,51 @@ document.addEventListener("input", (ev) => {
   if (input) applyFilter(input);
 });
 
+// Links marked data-swap change only the call tree's regions: they are followed without a
+// reload, by fetching the address's fragment and swapping the page's live regions (the
+// address goes into the history, and back and forward swap again).
+async function swapTo(href, push) {
+  const url = new URL(href, location.href);
+  const frag = new URL(url);
+  frag.searchParams.set("fragment", "1");
+  let doc;
+  try {
+    const r = await fetch(frag, { headers: { Accept: "text/html" } });
+    if (!r.ok) { location.assign(url); return; }
+    doc = new DOMParser().parseFromString(await r.text(), "text/html");
+  } catch (_) {
+    location.assign(url);
+    return;
+  }
+  if (push) history.pushState(null, "", url);
+  for (const region of main.querySelectorAll("[data-live][id]")) {
+    const fresh = doc.getElementById(region.id);
+    if (fresh) region.replaceChildren(...Array.from(fresh.childNodes));
+  }
+  localTimes();
+  const current = main.querySelector("ul.tree [aria-current]");
+  if (current) current.scrollIntoView({ block: "nearest" });
+}
+
+document.addEventListener("click", (ev) => {
+  const link = ev.target.closest && ev.target.closest("a[data-swap]");
+  if (!link || ev.button !== 0 || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.altKey) return;
+  ev.preventDefault();
+  swapTo(link.href, true);
+});
+window.addEventListener("popstate", () => {
+  if (main.querySelector("#tree-nodes")) swapTo(location.href, false);
+});
+
 // Step through the calls of a call tree: j next, k previous.
 document.addEventListener("keydown", (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || editing()) return;
   if (ev.key !== "j" && ev.key !== "k") return;
   const link = main.querySelector(ev.key === "j" ? 'a[data-step="next"]' : 'a[data-step="prev"]');
-  if (link) { location.assign(link.href); ev.preventDefault(); }
+  if (!link) return;
+  ev.preventDefault();
+  if (link.dataset.swap !== undefined) swapTo(link.href, true);
+  else location.assign(link.href);
 });
 
 const selectedCall = main.querySelector("ul.tree [aria-current]");
