@@ -1162,9 +1162,10 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            21,
-            "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all and \
-             the 5 external_* proxies"
+            23,
+            "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
+             the two switches (breakpoint_set_enabled, breakpoint_set_pausing) and the 5 \
+             external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS
