@@ -308,7 +308,10 @@ fn the_original_servers_ui_addresses_are_served() {
     let ours = ok_page(&c, &format!("/frame/call/{call_id}/0"));
     let theirs = ok_page(&c, &format!("/frame/call/{process_seg}/{call_id}/0"));
     assert_eq!(theirs, ours);
-    assert!(theirs.contains("return x"), "{theirs}");
+    assert!(
+        theirs.contains("<span class=\"tk\">return</span> x"),
+        "{theirs}"
+    );
     assert_eq!(page(&c, &format!("/frame/call/1.0%2B1/{call_id}/0")).0, 404);
     assert_eq!(
         page(&c, &format!("/frame/call/{process_seg}/{call_id}/9")).0,

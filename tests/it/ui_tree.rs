@@ -198,7 +198,7 @@ fn frame_pages_read_only_the_files_the_call_stack_names() {
 
     let body = html(&c, &format!("/frame/call/{id}/0"));
     assert!(body.contains(
-        "<span class=\"line hl\" id=\"L20\"><span class=\"n\">20</span>value_20 = &#39;&lt;b&gt;20&lt;/b&gt;&#39;</span>"
+        "<span class=\"line hl\" id=\"L20\"><span class=\"n\">20</span>value_20 = <span class=\"ts\">&#39;&lt;b&gt;20&lt;/b&gt;&#39;</span></span>"
     ), "{body}");
     assert!(body.contains("id=\"L40\""), "the whole file");
     assert!(!body.contains("<b>"));
@@ -260,12 +260,14 @@ fn the_call_stack_of_a_pause_is_linked_from_the_paused_page_and_gone_once_resume
     assert!(home.contains("app.py:4 in &lt;module&gt;"));
     let stack = html(&c, &format!("/callstack/{pause}"));
     assert!(
-        stack.contains("<span class=\"line hl\" id=\"L4\"><span class=\"n\">4</span>add(1)</span>"),
+        stack.contains(
+            "<span class=\"line hl\" id=\"L4\"><span class=\"n\">4</span>add(<span class=\"tn\">1</span>)</span>"
+        ),
         "{stack}"
     );
     assert!(stack.contains(&format!("href=\"/frame/{pause}/0#L4\"")));
     let file = html(&c, &format!("/frame/{pause}/0"));
-    assert!(file.contains("return x"));
+    assert!(file.contains("<span class=\"tk\">return</span> x"));
 
     c.post_ok(
         &format!("/api/paused/{pause}/continue"),
