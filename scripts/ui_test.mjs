@@ -1723,6 +1723,14 @@ check("breakpoints: a logpoint set through the page writes its lines to the home
   const bottom = await home.locator("#log ol.log-lines").evaluate((l) => l.scrollTop + l.clientHeight >= l.scrollHeight - 4);
   assert(bottom, "the log does not show its newest line");
   await t.shot(home, "paused-log");
+  // Clear empties the page's log, keeps it cleared across a reload, and Show brings it back.
+  await home.getByRole("button", { name: "Clear" }).click();
+  await waitFor(async () => (await lines.count()) === 0, { what: "the cleared log" });
+  await home.reload();
+  await home.locator("#log", { hasText: "since it was cleared" }).waitFor();
+  assert((await lines.count()) === 0, "a reload showed the cleared lines");
+  await home.getByRole("link", { name: "Show the earlier lines" }).click();
+  await waitFor(async () => (await lines.count()) === 20, { what: "the 20 lines shown again" });
   await group.locator("td.hits .count", { hasText: /^20$/ }).waitFor();
   const calls = await t.page(server, "/calls?function=resize&limit=5");
   await calls.locator("tr[data-call-id] .logline", { hasText: "scale=2 -> 38" }).waitFor();

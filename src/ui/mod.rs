@@ -161,7 +161,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         });
     }
     let answer: Answer = match path {
-        "/" => Ok(paused::page(shared)),
+        "/" => Ok(paused::page(shared, query)),
         "/call-tree" => Ok(tree::processes(shared, query)),
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
         p if p.starts_with("/callstack/") => source::callstack(shared, p),

@@ -31,8 +31,12 @@ const EXCEPTIONS: [&str; 10] = [
 /// Logpoint lines the page shows, the newest.
 const LOG_LINES: usize = 50;
 
-/// The page (its cards and the log are the live regions).
-pub fn page(shared: &Shared) -> View {
+/// The page (its cards and the log are the live regions). `?log_after=N`: the log shows only
+/// the lines written after line `N` (its Clear button sets it; the lines stay recorded).
+pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
+    let log_after = super::param(query, "log_after")
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
     View::new(
         "Paused",
         "/",
@@ -46,7 +50,7 @@ pub fn page(shared: &Shared) -> View {
             origin_requests_html(shared),
             cards_html(shared),
             polls_html(shared),
-            log_html(shared)
+            log_html(shared, log_after)
         ),
     )
 }
@@ -116,24 +120,40 @@ fn origin_requests_html(shared: &Shared) -> Html {
 
 /// The newest lines logpoints wrote, oldest first (the list keeps to its bottom as lines come);
 /// nothing at all before the first line.
-fn log_html(shared: &Shared) -> Html {
-    let log = service::logpoint_lines(shared, 0, LOG_LINES);
-    if log.lines.is_empty() {
+fn log_html(shared: &Shared, after: u64) -> Html {
+    let log = service::logpoint_lines(shared, after, LOG_LINES);
+    if log.lines.is_empty() && after == 0 {
         return Html::new();
     }
     let n = log.lines.len();
-    let what = if log.last_seq > n as u64 {
-        format!(
-            "the newest {n} of {} lines written by logpoints",
-            log.last_seq
-        )
+    let written = log.last_seq.saturating_sub(after);
+    let what = if written > n as u64 {
+        format!("the newest {n} of {written} lines written by logpoints")
     } else {
         format!("{n} line{} written by logpoints", super::plural(n))
     };
     let mut out = markup!(
-        "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{}, newest last</span></div>\
-         <ol class=\"log-lines\" data-stick=\"bottom\" tabindex=\"0\" aria-label=\"Lines written by logpoints\">",
-        what
+        "<div class=\"bar\"><h2>Log</h2><span class=\"hint\">{}{}, newest last</span>",
+        what,
+        if after > 0 {
+            " since it was cleared"
+        } else {
+            ""
+        }
+    );
+    if after > 0 {
+        out.push_lit(" <a href=\"/\" class=\"hint\">Show the earlier lines</a>");
+    }
+    if n > 0 {
+        html!(
+            out,
+            " <button type=\"button\" class=\"small\" data-clear-log=\"{}\">Clear</button>",
+            log.last_seq
+        );
+    }
+    out.push_lit(
+        "</div><ol class=\"log-lines\" data-stick=\"bottom\" tabindex=\"0\" \
+         aria-label=\"Lines written by logpoints\">",
     );
     for l in &log.lines {
         html!(
@@ -628,7 +648,7 @@ mod tests {
     #[test]
     fn an_empty_session_says_how_to_instrument_a_program() {
         let s = shared();
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(html.contains("Nothing is paused"));
         assert!(html.contains("with_debug"));
         assert!(html.contains("CIDELDILL_SERVER_URL"));
@@ -638,7 +658,7 @@ mod tests {
     fn program_data_is_escaped_in_every_field() {
         let s = shared();
         paused_call(&s, HOSTILE, &[json!(HOSTILE), json!({"k": HOSTILE})]);
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("</script>"), "{html}");
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
@@ -650,7 +670,7 @@ mod tests {
     fn modify_starts_from_plain_values_and_keeps_the_items() {
         let s = shared();
         paused_call(&s, "f", &[json!(5), json!({"k": [1, "x"]})]);
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         let start = html.find("name=\"modified\"").unwrap();
         let editor = &html[start..html[start..].find("</textarea>").unwrap() + start];
         // What is shown is the plain values; the items stay beside them for unchanged ones.
@@ -678,7 +698,7 @@ mod tests {
         )
         .unwrap();
         paused_call(&s, "f", &[json!(HOSTILE)]);
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(!html.contains("<img"), "{html}");
         assert!(
             html.contains(&format!(
@@ -701,7 +721,7 @@ mod tests {
         )
         .unwrap();
         paused_call(&s, "f", &[json!(1)]);
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(
             html.contains("<span class=\"badge cond-error\">condition error</span>"),
             "{html}"
@@ -717,7 +737,7 @@ mod tests {
     #[test]
     fn the_log_shows_the_newest_lines_escaped_and_nothing_before_the_first() {
         let s = shared();
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(
             html.contains(
                 "<section class=\"log\" id=\"log\" data-live aria-label=\"Log\"></section>"
@@ -749,7 +769,7 @@ mod tests {
             )
             .unwrap();
         }
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(!html.contains("<img"), "{html}");
         assert!(html.contains("the newest 50 of 52 lines written by logpoints, newest last"));
         assert_eq!(html.matches("<li data-seq=").count(), LOG_LINES);
@@ -764,6 +784,21 @@ mod tests {
             &html[last..]
         );
         assert!(html.contains("data-stick=\"bottom\""));
+        // Cleared: only the lines after the one named; the others are still there to show.
+        assert!(html.contains("data-clear-log=\"52\""), "{html}");
+        let q = [("log_after".to_owned(), "51".to_owned())];
+        let html = page(&s, &q).main;
+        assert!(html.contains("1 line written by logpoints since it was cleared"));
+        assert_eq!(html.matches("<li data-seq=").count(), 1);
+        assert!(html.contains("Show the earlier lines"));
+        let q = [("log_after".to_owned(), "52".to_owned())];
+        let html = page(&s, &q).main;
+        assert_eq!(html.matches("<li data-seq=").count(), 0);
+        assert!(
+            html.contains("0 lines written by logpoints since it was cleared"),
+            "{html}"
+        );
+        assert!(!html.contains("data-clear-log"));
     }
 
     #[test]
@@ -786,7 +821,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(answer["action"], "poll");
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(html.contains(" · page <span class=\"page\""), "{html}");
         assert!(
             html.contains("http://127.0.0.1:8000/&lt;/script&gt;"),
@@ -814,7 +849,7 @@ mod tests {
             &crate::service::testing::complete_body(&call_id, &json!(HOSTILE)),
         )
         .unwrap();
-        let html = page(&s).main;
+        let html = page(&s, &[]).main;
         assert!(html.contains("after the call"), "{html}");
         assert!(html.contains("returned"));
         assert!(html.contains("data-act=\"continue\""));

@@ -290,6 +290,16 @@ function announceChanges(before) {
   }
 }
 
+// --- the log's Clear: the page shows only newer lines (?log_after=N; the lines stay recorded) ---
+document.addEventListener("click", (ev) => {
+  const b = ev.target.closest && ev.target.closest("button[data-clear-log]");
+  if (!b) return;
+  const url = new URL(location.href);
+  url.searchParams.set("log_after", b.dataset.clearLog);
+  history.replaceState(null, "", url);
+  refresh();
+});
+
 // --- the keyboard help: ? or the header's Keys button ---
 function showHelp() {
   const d = document.getElementById("help");
