@@ -1987,6 +1987,34 @@ check("call tree: fold and unfold a node, step with j and k without a reload, cl
   await t.shot(page, "call-tree-stepped");
 });
 
+check("call tree: another program's calls cost the page nothing; its own process's refresh it", async (t) => {
+  const server = await t.server();
+  const mine = { process_pid: 4100, process_start_time: 1795311683.5 };
+  const other = { process_pid: 4200, process_start_time: 1795311690.5 };
+  const call = async (method, proc) => {
+    const id = (await server.api("POST", "/api/call/start", { method_name: method, args: [], kwargs: {},
+      call_site: { timestamp: Date.now() / 1000, stack_trace: [{ filename: "/home/me/app.py", lineno: 3, function: "<module>" }] },
+      ...proc })).call_id;
+    await server.api("POST", "/api/call/complete", { call_id: id, timestamp: Date.now() / 1000, status: "success", ...proc });
+  };
+  await call("first", mine);
+  const page = await t.page(server, "/call-tree");
+  let fetched = 0;
+  page.on("requestfinished", (r) => { if (r.url().includes("fragment=1")) fetched += 1; });
+  await page.locator(`table a[href*="4100"]`).first().click();
+  await page.waitForURL(/\/call-tree\/.+/);
+  await pageLive(page);
+  // Going live refreshes the page once.
+  await waitFor(() => fetched >= 1, { what: "the refresh on going live" });
+  fetched = 0;
+  for (let i = 0; i < 20; i++) await call(`elsewhere_${i}`, other);
+  await sleep(400); // Five times the page's refresh delay after the last event: any refresh would have started.
+  assert(fetched === 0, `${fetched} refreshes for another program's calls`);
+  await call("second", mine);
+  await page.locator("ul.tree a.call", { hasText: /^second/ }).waitFor();
+  assert(fetched >= 1, "the page showed its process's new call without fetching it");
+});
+
 check("mcp servers: Connect a server with the form's default choices connects it", async (t) => {
   const fixture = path.join(path.dirname(BIN), "cideldill-fixture-mcp-server");
   const server = await t.server();

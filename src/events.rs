@@ -32,6 +32,9 @@ pub enum EventKind {
         call_id: String,
         method_name: String,
         status: String,
+        /// The process that made the call (none for the server's own calls to external MCP
+        /// servers): a page showing one process ignores the others' calls.
+        process_key: Option<String>,
     },
     /// Breakpoints, their behaviours, replacements or the global default changed.
     BreakpointsChanged,
@@ -117,8 +120,14 @@ impl Event {
                 call_id,
                 method_name,
                 status,
+                process_key,
             } => {
-                json!({"call_id": call_id, "method_name": method_name, "status": status})
+                let mut v =
+                    json!({"call_id": call_id, "method_name": method_name, "status": status});
+                if let Some(k) = process_key {
+                    v["process_key"] = json!(k);
+                }
+                v
             }
             EventKind::BreakpointsChanged
             | EventKind::FunctionsChanged

@@ -977,6 +977,7 @@ fn log_line(kind: &EventKind) -> Option<(&'static str, String)> {
             call_id,
             method_name,
             status,
+            ..
         } => Some((
             "debug",
             format!("{method_name} completed ({status}), call {call_id}"),
@@ -1398,6 +1399,7 @@ mod tests {
                 call_id: "c1".into(),
                 method_name: "add".into(),
                 status: "success".into(),
+                process_key: None,
             },
         ];
         for (seq, kind) in events.into_iter().enumerate() {
@@ -1594,6 +1596,7 @@ mod tests {
                 call_id: "c1".into(),
                 method_name: "add".into(),
                 status: "success".into(),
+                process_key: None,
             }
             .into(),
         });

@@ -655,6 +655,7 @@ pub fn call_complete_from(
         call_id: call_id.clone(),
         method_name: method_name.clone(),
         status: call.status.as_str().unwrap_or("").to_owned(),
+        process_key: Some(call.process.key()),
     });
     let mut history = None;
     if st.breakpoints.contains(&method_name) {
@@ -789,6 +790,7 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
         call_id,
         method_name,
         status,
+        process_key: Some(who.key()),
     });
     drop(st);
     let at = if shared.store.is_durable() {

@@ -153,6 +153,7 @@ fn store_record(
             call_id: call_id.to_owned(),
             method_name: tool.to_owned(),
             status,
+            process_key: None,
         });
         stored.index_key(seq)
     };

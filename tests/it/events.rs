@@ -77,7 +77,9 @@ fn every_transition_is_published_in_order() {
         EventKind::CallCompleted {
             call_id: start["call_id"].as_str().unwrap().into(),
             method_name: "add".into(),
-            status: "success".into()
+            status: "success".into(),
+            // The call's process, as its key: start time and pid.
+            process_key: Some("1795311683.721166+16759".into()),
         }
     );
     let after_id = pause_id(&done);

@@ -350,10 +350,25 @@ main.addEventListener("toggle", () => { if (pending && !openDetails()) schedule(
 // One event stream per browser: every tab of this server shares the SharedWorker's
 // EventSource (a browser allows about six connections per host, and each stream holds one).
 // Where SharedWorker is missing, the tab opens its own stream.
+// A page of one process (`data-process`, the call tree) ignores the calls of the others.
+const processShown = (main.querySelector("[data-process]") || { dataset: {} }).dataset.process;
+
+function concerned(msg) {
+  if (msg.event === "resync") return true;
+  if (concerns && !concerns.has(msg.event)) return false;
+  if (processShown && msg.event === "call_completed" && msg.data) {
+    try {
+      const key = JSON.parse(msg.data).process_key;
+      if (key !== processShown) return false;
+    } catch (_) { /* not JSON: refresh */ }
+  }
+  return true;
+}
+
 function onStream(msg) {
   if (msg.state === "live") { live.textContent = "live"; schedule(); }
   else if (msg.state === "reconnecting") { live.textContent = "reconnecting…"; }
-  else if (msg.event && (!concerns || concerns.has(msg.event) || msg.event === "resync")) { schedule(); }
+  else if (msg.event && concerned(msg)) { schedule(); }
 }
 
 function connect() {
@@ -369,7 +384,7 @@ function connect() {
   const es = new EventSource("/api/events");
   es.onopen = () => onStream({ state: "live" });
   es.onerror = () => onStream({ state: "reconnecting" });
-  for (const name of EVENTS) es.addEventListener(name, () => onStream({ event: name }));
+  for (const name of EVENTS) es.addEventListener(name, (ev) => onStream({ event: name, data: ev.data }));
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",

@@ -1,5 +1,6 @@
 // cideldill web UI: the one /api/events stream shared by every tab of this browser.
-// Each tab connects a port; the worker forwards the stream's state and every event's type.
+// Each tab connects a port; the worker forwards the stream's state and every event (its type
+// and data).
 "use strict";
 
 const ports = new Set();
@@ -18,7 +19,7 @@ function open() {
   source.onopen = () => { state = "live"; broadcast({ state }); };
   source.onerror = () => { state = "reconnecting"; broadcast({ state }); };
   for (const name of EVENTS) {
-    source.addEventListener(name, (ev) => broadcast({ event: name, id: ev.lastEventId }));
+    source.addEventListener(name, (ev) => broadcast({ event: name, id: ev.lastEventId, data: ev.data }));
   }
 }
 
