@@ -353,7 +353,7 @@ EOF
         fi
         sweep
     }
-    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause","breakpoint_continue_all","external_list_servers","external_list_tools","external_call_tool","external_list_resources","external_read_resource"}'
+    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause","breakpoint_continue_all","breakpoint_set_enabled","breakpoint_set_pausing","external_list_servers","external_list_tools","external_call_tool","external_list_resources","external_read_resource"}'
 
     inspector "tools/list (--strict)" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
         -- --method tools/list --strict
@@ -378,7 +378,7 @@ EOF
         "{x['uri'] for x in r['result']['resources']} >= {'breakpoint://status', 'breakpoint://breakpoints', 'breakpoint://paused', 'breakpoint://call-history', 'breakpoint://functions'}" \
         -- --method resources/list
     inspector "resources/read breakpoint://status" 0 \
-        "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 0, 'paused': 0, 'total_calls': 0}" \
+        "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 0, 'paused': 0, 'total_calls': 0, 'pausing': True}" \
         -- --method resources/read --uri breakpoint://status
     inspector "resources/templates/list" 0 \
         "{x['uriTemplate'] for x in r['result']['resourceTemplates']} == {'breakpoint://paused/{pause_id}', 'breakpoint://call/{call_id}', 'breakpoint://object/{cid}'}" \
@@ -411,7 +411,7 @@ EOF
             "r['result']['structuredContent'] == {'status': 'ok', 'function_name': 'add', 'condition': None, 'hit_condition': None, 'log_message': None, 'one_shot': False, 'hit_count': 0} and r['result']['isError'] is False" \
             -- --method tools/call --tool-name breakpoint_add --tool-arg function_name=add
         inspector "resources/read breakpoint://status" 0 \
-            "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 1, 'paused': 0, 'total_calls': 0}" \
+            "r['result']['contents'][0]['uri'] == 'breakpoint://status' and json.loads(r['result']['contents'][0]['text']) == {'breakpoints': 1, 'paused': 0, 'total_calls': 0, 'pausing': True}" \
             -- --method resources/read --uri breakpoint://status
         if [ "$ITRANSPORT" = http ]; then
             # Every tool through the Inspector, on one server whose state carries over: a call

@@ -3,11 +3,14 @@
 
   interop_app.py start PORT         breakpoint on `add`, a same-signature `add_fast`, and a
                                     call add(2) that pauses;
-                                    prints "<pause_id> <cid of the argument>"
+                                    prints "<pause_id> <cid of the argument>"; like a real
+                                    program, a background process then polls the pause every
+                                    100 ms until it is resumed (at most 120 s), so the server
+                                    never takes it for gone
   interop_app.py answer PORT PAUSE  answers one REPL eval of that pause (the expression's
                                     value is computed for `args[0] + 1` only), within 30 s
 """
-import base64, hashlib, json, pickle, sys, time, urllib.request
+import base64, hashlib, json, os, pickle, sys, time, urllib.error, urllib.request
 
 
 def call(port, method, path, body=None):
@@ -25,7 +28,27 @@ def start(port):
     call(port, "POST", "/api/functions", {"function_name": "add_fast", "signature": "(x)"})
     started = call(port, "POST", "/api/call/start", {"method_name": "add", "args": [arg], "kwargs": {},
                                                       "process_pid": 1, "process_start_time": 1.0})
-    print(started["poll_url"].rsplit("/", 1)[1], arg["cid"])
+    pause = started["poll_url"].rsplit("/", 1)[1]
+    print(pause, arg["cid"], flush=True)
+    # The poller leaves the caller's output (a shell's $(...) waits for every writer).
+    if os.fork() == 0:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        poll(port, pause)
+        os._exit(0)
+
+
+def poll(port, pause):
+    until = time.time() + 120
+    while time.time() < until:
+        try:
+            if call(port, "GET", f"/api/poll/{pause}").get("status") != "waiting":
+                return
+        except (OSError, urllib.error.URLError, ValueError):
+            return
+        time.sleep(0.1)
 
 
 def answer(port, pause):

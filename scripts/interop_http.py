@@ -315,7 +315,7 @@ async def checks(run: Steps, kind: str, how: str) -> None:
         need(body == want, f"{body} (expected {want})")
         return c[0]["text"]
     await step("resources/read breakpoint://status",
-               lambda: read_status({"breakpoints": 1, "paused": 0, "total_calls": 0}))
+               lambda: read_status({"breakpoints": 1, "paused": 0, "total_calls": 0, "pausing": True}))
 
     # A tool call with a progress token: over Streamable HTTP the server answers on an SSE
     # response stream (progress events, then the result); over legacy SSE on the session stream.
@@ -386,7 +386,7 @@ async def checks(run: Steps, kind: str, how: str) -> None:
                check=lambda d: need(d.get("paused") is True and d["pause"]["id"] == pause_id, short(d)),
                label="breakpoint_wait_for_pause (paused)")
     await step("resources/read breakpoint://status (paused)",
-               lambda: read_status({"breakpoints": 1, "paused": 1, "total_calls": 0}))
+               lambda: read_status({"breakpoints": 1, "paused": 1, "total_calls": 0, "pausing": True}))
     t_cont = time.monotonic()
     await tool("breakpoint_continue", {"pause_id": pause_id, "action": "continue"},
                check=lambda d: need(d.get("status") == "ok" and d.get("pause_id") == pause_id, short(d)))
