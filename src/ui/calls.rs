@@ -421,6 +421,8 @@ fn empty(page: &CallRecordsPage, filtered: bool) -> Html {
              every call</a>.</p></section>",
             if page.total_count > 0 {
                 "This page is past the last match."
+            } else if page.search_truncated == Some(true) {
+                "None of the records searched matches these filters."
             } else {
                 "Nothing recorded matches these filters."
             }
