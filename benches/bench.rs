@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod load;
+mod pages;
 use load::{call, cycle, err, find, http, http_within, now, Load, Res, HTTP_TIMEOUT};
 
 /// Stops a call cycle load when the server's RSS passes this.
@@ -484,6 +485,18 @@ impl Proc {
 
     /// Starts a server on port 0 in a fresh scratch directory and waits for its port file.
     fn server(bin: &Path, dir: &Path, args: &[String], mcp: bool) -> Res<Proc> {
+        Proc::server_within(bin, dir, args, mcp, Duration::from_secs(10))
+    }
+
+    /// [`Proc::server`], waiting up to `within` for the port file (a large database is read
+    /// before the port is bound).
+    fn server_within(
+        bin: &Path,
+        dir: &Path,
+        args: &[String],
+        mcp: bool,
+        within: Duration,
+    ) -> Res<Proc> {
         let home = dir.join("home");
         fs::create_dir_all(&home).map_err(err("mkdir"))?;
         let port_file = dir.join("port");
@@ -514,7 +527,7 @@ impl Proc {
             dir: Some(dir.to_path_buf()),
             port: 0,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + within;
         loop {
             if let Some(port) = fs::read_to_string(&port_file)
                 .ok()
@@ -530,7 +543,7 @@ impl Proc {
                 ));
             }
             if Instant::now() > deadline {
-                return Err("no port file within 10 s".into());
+                return Err(format!("no port file within {within:?}"));
             }
             thread::sleep(Duration::from_micros(100));
         }
@@ -1980,6 +1993,217 @@ impl Bench {
         }
     }
 
+    /// Every page of the UI on a server opened on a generated database of 1,000,000 call
+    /// records (`pages.rs`), beside the same address on an empty `--memory` server: median and
+    /// p99 of `reps` requests after one (timed apart: the first view), and the bytes.
+    fn rows_pages(&self, t: &mut Table) {
+        let n = self.opts.n(1_000_000);
+        let reps = self.opts.n(20).max(5) as usize;
+        let dir = self.dir("pages");
+        let db = dir.join("pages.db");
+        eprintln!("bench:   generating a database of {n} call records");
+        let generated = fs::create_dir_all(&dir)
+            .map_err(err("mkdir"))
+            .and_then(|_| pages::generate(&db, n));
+        let g = match generated {
+            Ok(g) => g,
+            Err(e) => {
+                t.row(
+                    "pages at 1,000,000 recorded calls",
+                    Cell::of(Err(e)),
+                    None,
+                    "—",
+                    None,
+                    false,
+                    "—",
+                );
+                return;
+            }
+        };
+        let calls = num(g.records as f64);
+        t.row(
+            &format!("generated database: {calls} call records (4 processes, nested calls, client events, exceptions), {} stored objects (library)", num(g.blobs as f64)),
+            Cell::text(format!("{:.1} s, {} MB", g.secs, num(g.file_bytes as f64 / 1e6))),
+            None,
+            "—",
+            None,
+            false,
+            "well under 2 minutes",
+        );
+        let t0 = Instant::now();
+        let args = vec!["--db".to_string(), db.display().to_string()];
+        let ours = Proc::server_within(
+            &self.opts.server,
+            &dir.join("server"),
+            &args,
+            false,
+            self.opts.secs(300.0).max(Duration::from_secs(60)),
+        );
+        let ours = match ours.and_then(|s| {
+            // Open: spawn to the first answer (the port is bound once the file is read).
+            call(s.port, "GET", "/api/status", b"").map(|_| s)
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                t.row(
+                    &format!("`--db` server on {calls} recorded calls"),
+                    Cell::of(Err(e)),
+                    None,
+                    "—",
+                    None,
+                    false,
+                    "—",
+                );
+                return;
+            }
+        };
+        let open_s = t0.elapsed().as_secs_f64();
+        let rss = ours.rss_kib().unwrap_or(0);
+        let floor = self.server(&self.opts.server, "pages-floor", &["--memory"], false);
+        let floor_open = Instant::now();
+        let floor_open_s = floor
+            .as_ref()
+            .ok()
+            .and_then(|f| call(f.port, "GET", "/api/status", b"").ok())
+            .map(|_| floor_open.elapsed().as_secs_f64());
+        t.row(
+            &format!("open time of a `--db` server on {calls} recorded calls ({} MB file): spawn to first answer; RSS after opening", num(g.file_bytes as f64 / 1e6)),
+            Cell::text(format!("{:.1} s, RSS {}", open_s, mib(rss))),
+            None,
+            &floor_open_s.map_or("—".into(), |_| "an empty `--memory` server: start-up row above".to_string()),
+            None,
+            false,
+            "stated",
+        );
+        let key = cideldill_server::urlenc::encode_segment(&g.biggest);
+        let tree = format!("/call-tree/{key}");
+        let pages: Vec<(String, String)> = vec![
+            ("`/` (Paused)".into(), "/".into()),
+            ("`/calls`".into(), "/calls".into()),
+            (
+                "`/calls?search=customer-0007` (a text in many records)".into(),
+                "/calls?search=customer-0007".into(),
+            ),
+            (
+                "`/calls?search=` a text in no record".into(),
+                "/calls?search=no+record+holds+this".into(),
+            ),
+            (
+                "`/calls?client_events=show`".into(),
+                "/calls?client_events=show".into(),
+            ),
+            ("`/call-tree`".into(), "/call-tree".into()),
+            (
+                "`/call-tree/<biggest process>` (its newest calls)".into(),
+                tree.clone(),
+            ),
+            (
+                "`/call-tree/<biggest process>?selected=<a call in the middle>`".into(),
+                format!("{tree}?selected={}", g.middle_call),
+            ),
+            (
+                "the same as a fragment (`&fragment=1`: what j/k fetch)".into(),
+                format!("{tree}?selected={}&fragment=1", g.middle_call),
+            ),
+            ("`/breakpoints`".into(), "/breakpoints".into()),
+            ("`/objects`".into(), "/objects".into()),
+            (
+                "`/object/<a shared argument>`".into(),
+                format!("/object/{}", g.shared_cid),
+            ),
+            ("`/functions`".into(), "/functions".into()),
+            ("`/repls`".into(), "/repls".into()),
+            ("`/mcp-servers`".into(), "/mcp-servers".into()),
+            ("`/com-errors`".into(), "/com-errors".into()),
+            (
+                "`/callstack/call/<an old call>`".into(),
+                format!("/callstack/call/{}", g.old_call),
+            ),
+            (
+                "`GET /api/call-records?limit=50`".into(),
+                "/api/call-records?limit=50".into(),
+            ),
+        ];
+        const BOUND_MS: f64 = 200.0;
+        const BOUND_BYTES: usize = 256 * 1024;
+        let timeout = self.opts.secs(30.0).max(Duration::from_secs(10));
+        let measure = |port: u16, path: &str, found: bool| -> Res<(Duration, Lat, usize)> {
+            let once = || -> Res<(Duration, usize)> {
+                let t0 = Instant::now();
+                let (status, body) = pages::get_page(port, path, timeout)?;
+                let took = t0.elapsed();
+                // The empty server has no such process, call or object: its not-found page.
+                let expected = status == 200 || (status == 404 && !found);
+                if !expected {
+                    return Err(format!("{path} answered {status}"));
+                }
+                Ok((took, body.len()))
+            };
+            let (first, _) = once()?;
+            let mut times = Vec::with_capacity(reps);
+            let mut bytes = 0;
+            for _ in 0..reps {
+                let (took, b) = once()?;
+                times.push(took);
+                bytes = bytes.max(b);
+            }
+            Ok((first, lat(times)?, bytes))
+        };
+        let ms = |d: f64| num(d / 1e3);
+        for (label, path) in pages {
+            eprintln!("bench:   {path}");
+            let mine = measure(ours.port, &path, true);
+            let base = floor
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|f| measure(f.port, &path, false));
+            let (cell, verdict) = match &mine {
+                Ok((first, l, bytes)) => {
+                    let worst = l.p99.max(first.as_secs_f64() * 1e6);
+                    let pass = worst < BOUND_MS * 1e3 && *bytes < BOUND_BYTES;
+                    (
+                        Cell {
+                            text: format!(
+                                "{} ms (p99 {}; first {}), {} kB",
+                                ms(l.p50),
+                                ms(l.p99),
+                                ms(first.as_secs_f64() * 1e6),
+                                num(*bytes as f64 / 1e3)
+                            ),
+                            value: Some(l.p50),
+                        },
+                        if pass { "pass" } else { "**fail**" },
+                    )
+                }
+                Err(e) => (Cell::of(Err(e.clone())), "**fail**"),
+            };
+            let (floor_text, floor_value) = match &base {
+                Ok((_, l, bytes)) => (
+                    format!(
+                        "{} ms (p99 {}), {} kB (empty `--memory` server)",
+                        ms(l.p50),
+                        ms(l.p99),
+                        num(*bytes as f64 / 1e3)
+                    ),
+                    Some(l.p50),
+                ),
+                Err(e) => (
+                    format!("failed: {}", e.chars().take(60).collect::<String>()),
+                    None,
+                ),
+            };
+            t.row(
+                &format!("{label} at {calls} recorded calls (`--db`), p50"),
+                cell,
+                None,
+                &floor_text,
+                floor_value,
+                false,
+                &format!("< 200 ms and < 256 KiB (p99 and first): {verdict}"),
+            );
+        }
+    }
+
     fn rows_pickle(&self, t: &mut Table) {
         let Some(list) = &self.opts.pickles else {
             return;
@@ -2365,6 +2589,44 @@ fn floor_server(kind: &str) -> ! {
     }
 }
 
+/// `bench --gen-db FILE [N]`: writes a database of N call records (default 1,000,000) to FILE,
+/// as the pages rows use (see `pages.rs`), and says how long it took and how large it is.
+fn gen_db(args: &[String]) -> ! {
+    let (Some(path), n) = (args.first(), args.get(1)) else {
+        eprintln!("bench: --gen-db FILE [N]");
+        std::process::exit(2)
+    };
+    let n = match n.map(|n| n.parse::<u64>()) {
+        None => 1_000_000,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("bench: --gen-db: N must be a positive whole number");
+            std::process::exit(2)
+        }
+    };
+    match pages::generate(Path::new(path), n) {
+        Ok(g) => {
+            eprintln!(
+                "bench: wrote {} call records and {} objects in {:.1} s: {} ({} MB); biggest process {}, middle call {}, old call {}, shared argument {}",
+                num(g.records as f64),
+                num(g.blobs as f64),
+                g.secs,
+                path,
+                num(g.file_bytes as f64 / 1e6),
+                g.biggest,
+                g.middle_call,
+                g.old_call,
+                g.shared_cid
+            );
+            std::process::exit(0)
+        }
+        Err(e) => {
+            eprintln!("bench: --gen-db: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// A floor server in a child process (see `floor_server`).
 struct FloorProc {
     child: Child,
@@ -2408,6 +2670,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--floor-server") {
         floor_server(args.get(2).map_or("", String::as_str));
+    }
+    if args.get(1).map(String::as_str) == Some("--gen-db") {
+        gen_db(&args[2..]);
     }
     let opts = match Opts::parse() {
         Ok(o) => o,
@@ -2467,6 +2732,7 @@ fn main() {
         ),
         ("pickle", Box::new(|t: &mut Table| bench.rows_pickle(t))),
         ("search", Box::new(|t: &mut Table| bench.rows_search(t))),
+        ("pages", Box::new(|t: &mut Table| bench.rows_pages(t))),
         (
             "memory",
             Box::new(|t: &mut Table| bench.rows_memory(t, budget_end)),

@@ -36,7 +36,7 @@
 # systemd the package also starts the system's nginx, which the bench does not use).
 # Usage: scripts/bench.sh [--baseline /path/to/old/cideldill-server] [--scale X] [--budget S]
 #        [--only STEPS] (comma-separated: throughput, conditions, MCP stdio, pause, external, start-up, --db,
-#        content store, pickle, search, memory)
+#        content store, pickle, search, pages, memory)
 set -eu
 
 usage() {

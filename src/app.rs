@@ -120,6 +120,8 @@ fn open_database(
     }
     state.origins.restore(settings.granted_origins());
     settings.restore(&mut state.breakpoints, path);
+    // The call trees of the processes read back, before the first page asks for one.
+    processes.compute_shapes();
     Ok((store, state, processes))
 }
 

@@ -220,6 +220,10 @@ pub const MAX_SNAPSHOTS: usize = 100_000;
 /// How long a listing that reads records one by one (a text search, a process filter) scans,
 /// newest first, before it answers with what it found so far (`search_truncated`).
 pub const SCAN_BUDGET: std::time::Duration = std::time::Duration::from_millis(1500);
+/// The same for the web UI's Calls page, which also stops once it found a page of matches: a
+/// page answers within 200 ms however many records are stored; it offers a longer search
+/// ([`SCAN_BUDGET`]) when this one ends before the oldest record.
+pub const PAGE_SCAN_BUDGET: std::time::Duration = std::time::Duration::from_millis(120);
 /// CIDs whose outcome one search remembers, at most (about 40 bytes each); further ones are
 /// rendered again each time a record names them.
 pub const SEARCH_MEMO_MAX: usize = 1 << 18;
@@ -735,6 +739,13 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The page answers with what it found so far; `scanned` and `search_truncated` \
                   say how far it got.",
+    },
+    Limit {
+        what: "The same on the web UI's Calls page (which also stops at a full page)",
+        value: || secs(PAGE_SCAN_BUDGET),
+        flag: None,
+        reached: "The page shows the matches found so far, says how many records it searched, \
+                  and links to a longer search (the REST budget above).",
     },
     Limit {
         what: "Distinct values one search remembers",

@@ -305,6 +305,16 @@ impl ProcessIndex {
         Some(shape)
     }
 
+    /// Computes the tree of every process now (after a database file was read), so that the
+    /// first view of a process does not pay for it: linear in the records, about 0.2 s for a
+    /// process of 850,000 records.
+    pub fn compute_shapes(&mut self) {
+        let keys: Vec<String> = self.procs.iter().map(|p| p.process.key()).collect();
+        for key in keys {
+            self.shape(&key);
+        }
+    }
+
     /// The places (process key, entry) of the records whose call id hashes like `call_id`
     /// (the caller reads them to be sure), newest first.
     pub fn find(&self, call_id: &str) -> Vec<(String, usize)> {

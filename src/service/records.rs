@@ -32,8 +32,9 @@ pub struct CallRecordsPage {
     /// `process`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scanned: Option<usize>,
-    /// The scan ran out of its time budget ([`SCAN_BUDGET`]) before the oldest record: the
-    /// page and `total_count` cover the newest `scanned` records only.
+    /// The scan ran out of its time budget ([`SCAN_BUDGET`]) before the oldest record (or, for
+    /// the web UI's page, [`call_records_for_page`], stopped with the page full): the page and
+    /// `total_count` cover the newest `scanned` records only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_truncated: Option<bool>,
     /// How many records passed every other filter but were left out as the client's own
@@ -177,7 +178,7 @@ pub fn call_records_within(
     budget: Duration,
 ) -> CallRecordsPage {
     if filter.needs_scan() {
-        return scan_page(shared, filter, offset, limit, budget);
+        return scan_page(shared, filter, offset, limit, budget, false);
     }
     let (page, total, left_out) = if shared.store.is_durable() {
         // The file holds every record, also those past the in-memory window. One walk of
@@ -221,6 +222,23 @@ pub fn call_records_within(
     }
 }
 
+/// A page of records for a person waiting on it (the web UI's Calls page): like
+/// [`call_records_within`], but a scan (a text search, a process filter) also stops as soon as
+/// the page is full, so its `total_count` counts only the matches found by then; when it stopped
+/// before the oldest record, by the budget or with the page full, `search_truncated` says so.
+pub fn call_records_for_page(
+    shared: &Shared,
+    filter: &RecordFilter,
+    offset: usize,
+    limit: usize,
+    budget: Duration,
+) -> CallRecordsPage {
+    if filter.needs_scan() {
+        return scan_page(shared, filter, offset, limit, budget, true);
+    }
+    call_records_within(shared, filter, offset, limit, budget)
+}
+
 /// Marks the client's own events among records in their wire shape with `"client_event": true`
 /// (a listing that names its choice of client events, and every MCP listing, carry it; the
 /// REST default keeps the records as they were).
@@ -243,13 +261,14 @@ fn shown(shared: &Shared, page: &[Record]) -> Vec<Value> {
 }
 
 /// A page of a listing that tests records one by one, newest first, until the oldest or the
-/// time budget.
+/// time budget; with `until_full`, also until the page is full.
 fn scan_page(
     shared: &Shared,
     filter: &RecordFilter,
     offset: usize,
     limit: usize,
     budget: Duration,
+    until_full: bool,
 ) -> CallRecordsPage {
     let deadline = Instant::now() + budget;
     let store_render = shared.render();
@@ -267,7 +286,7 @@ fn scan_page(
     let mut hidden = 0;
     'scan: while let Some(step) = cursor.step() {
         for r in step {
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || (until_full && page.len() >= limit) {
                 cut = true;
                 break 'scan;
             }

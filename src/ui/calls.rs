@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::markup::{html, markup};
 use super::{item_shown, json_shown, param, shown, Html, View};
-use crate::limits::UI_MAX_PAGE_LIMIT;
+use crate::limits::{PAGE_SCAN_BUDGET, SCAN_BUDGET, UI_MAX_PAGE_LIMIT};
 use crate::records::{self, ClientEvents, RecordFilter, SOURCES};
 use crate::service::{self, CallRecordsPage};
 use crate::state::Shared;
@@ -85,7 +85,11 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
         .unwrap_or(DEFAULT_LIMIT)
         .clamp(1, UI_MAX_PAGE_LIMIT);
     let offset = number("offset").unwrap_or(0);
-    let records = service::call_records(shared, &filter, offset, limit);
+    // A search (or a process filter) reads records one by one: the page stops at its own
+    // budget or once it is full, unless a longer search was asked for (`scan=long`).
+    let long = param(query, "scan") == Some("long");
+    let budget = if long { SCAN_BUDGET } else { PAGE_SCAN_BUDGET };
+    let records = service::call_records_for_page(shared, &filter, offset, limit, budget);
     // The filters as they stay on every link (the export and the pages).
     let filters: Vec<(&str, &str)> = FIELDS
         .iter()
@@ -97,6 +101,9 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
     let mut kept = filters.clone();
     if client_events != ClientEvents::Hide {
         kept.push((CLIENT_EVENTS, client_events.as_str()));
+    }
+    if long {
+        kept.push(("scan", "long"));
     }
     // The API lists client events unless told otherwise: the export names the page's choice.
     let export = link(
@@ -138,6 +145,7 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
         limit,
         filtered: filter_given(&filter),
         signatures: &functions.signatures,
+        long,
     };
     list(&mut out, &records, &shown);
     out.push_lit("</div>");
@@ -156,6 +164,8 @@ struct Shown<'a> {
     filtered: bool,
     /// Registered signatures by function name.
     signatures: &'a std::collections::BTreeMap<String, String>,
+    /// A longer search was asked for (`scan=long`).
+    long: bool,
 }
 
 fn filter_given(f: &RecordFilter) -> bool {
@@ -261,7 +271,38 @@ fn form(out: &mut Html, mut functions: Vec<String>, f: &RecordFilter, limit: usi
 fn list(out: &mut Html, page: &CallRecordsPage, shown: &Shown) {
     let filtered = shown.filtered;
     client_events_note(out, page, shown);
-    if page.search_truncated == Some(true) {
+    let stopped = page.search_truncated == Some(true);
+    let full = page.calls.len() >= shown.limit;
+    if stopped && full {
+        html!(
+            out,
+            "<p class=\"notice\" role=\"status\">The search stopped at a full page, after \
+             looking at the newest {} records: older pages search further.</p>",
+            count(page.scanned.unwrap_or(0))
+        );
+    } else if stopped && !shown.long {
+        let mut again: Vec<(&str, &str)> = shown.kept.to_vec();
+        again.push(("scan", "long"));
+        let offset = page.offset.to_string();
+        if page.offset > 0 {
+            again.push(("offset", &offset));
+        }
+        let limit = shown.limit.to_string();
+        if shown.limit != DEFAULT_LIMIT {
+            again.push(("limit", &limit));
+        }
+        html!(
+            out,
+            "<p class=\"notice\" role=\"status\">The search stopped at a page's time limit \
+             ({} s) after looking at the newest {} records: the matches below are among those. \
+             <a href=\"{}\">Search longer</a> (up to {} s), or add a function, status or \
+             process filter to look further.</p>",
+            PAGE_SCAN_BUDGET.as_secs_f64(),
+            count(page.scanned.unwrap_or(0)),
+            link("/calls", &again),
+            SCAN_BUDGET.as_secs_f64()
+        );
+    } else if stopped {
         html!(
             out,
             "<p class=\"notice\" role=\"status\">The search stopped at its time limit after \
@@ -283,9 +324,10 @@ fn list(out: &mut Html, page: &CallRecordsPage, shown: &Shown) {
     let last = page.offset + page.calls.len();
     html!(
         out,
-        "<p class=\"summary\">{}–{} of {} {}{}</p>",
+        "<p class=\"summary\">{}–{} of {}{} {}{}</p>",
         count(first),
         count(last),
+        if stopped { "the first " } else { "" },
         count(page.total_count),
         noun,
         if page.offset == 0 {
@@ -379,6 +421,8 @@ fn empty(page: &CallRecordsPage, filtered: bool) -> Html {
              every call</a>.</p></section>",
             if page.total_count > 0 {
                 "This page is past the last match."
+            } else if page.search_truncated == Some(true) {
+                "None of the records searched matches these filters."
             } else {
                 "Nothing recorded matches these filters."
             }
@@ -712,7 +756,9 @@ fn pager(out: &mut Html, page: &CallRecordsPage, kept: &[(&str, &str)], limit: u
         link("/calls", &q)
     };
     let newer = page.offset > 0;
-    let older = page.offset + page.calls.len() < page.total_count;
+    // A search that stopped at a full page may find more further back.
+    let older = page.offset + page.calls.len() < page.total_count
+        || (page.search_truncated == Some(true) && page.calls.len() >= limit);
     if !newer && !older {
         return;
     }

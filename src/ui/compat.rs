@@ -18,7 +18,7 @@ use crate::urlenc::{encode_segment, percent_decode};
 /// Stored objects listed on a page of `/objects`.
 const OBJECTS_PAGE: usize = 100;
 /// Client objects listed on `/objects` (the newest).
-const CLIENT_OBJECTS: usize = 500;
+const CLIENT_OBJECTS: usize = 200;
 
 /// The page of a client object: `/object/ref:<process_key>:<client_ref>`.
 pub fn ref_href(process_key: &str, client_ref: &str) -> String {

@@ -171,6 +171,39 @@ fn calls_recorded_over_the_wire_appear_on_the_calls_page_and_filters_narrow_them
 }
 
 #[test]
+fn the_calls_page_search_stops_at_a_full_page_and_older_pages_search_further() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let ids = six_calls(&c);
+    // "apple" is in calls 3, 1 and 0 (newest first): a page of 2 is full at call 1, and the
+    // search stops there (the page answers in a bounded time however many records are kept).
+    let body = html(&c, "/calls?search=apple&limit=2");
+    assert!(body.contains(&ids[3]) && body.contains(&ids[1]), "{body}");
+    assert!(!body.contains(&ids[0]), "{body}");
+    assert!(body.contains("1–2 of the first 2 matching calls"), "{body}");
+    assert!(
+        body.contains("The search stopped at a full page, after looking at the newest 5 records"),
+        "{body}"
+    );
+    assert!(
+        body.contains("href=\"/calls?search=apple&amp;offset=2&amp;limit=2\" rel=\"next\">Older"),
+        "{body}"
+    );
+    let older = html(&c, "/calls?search=apple&limit=2&offset=2");
+    assert!(
+        older.contains(&ids[0]) && !older.contains(&ids[1]),
+        "{older}"
+    );
+    assert!(older.contains("3–3 of 3 matching calls"), "{older}");
+    assert!(!older.contains("The search stopped"), "{older}");
+    // The REST listing still counts every match.
+    let rest = c.get_ok("/api/call-records?search=apple&limit=2");
+    assert_eq!(rest["total_count"], 3);
+    assert_eq!(rest["scanned"], 6);
+    assert_eq!(rest["search_truncated"], false);
+}
+
+#[test]
 fn with_a_database_the_search_reaches_records_past_the_window_also_after_a_restart() {
     let home = TempDir::new("calls-db");
     let db = home.path().join("calls.db");
