@@ -322,22 +322,27 @@ function settle() {
   if (all) all.disabled = !main.querySelector("[data-pause-id]");
 }
 
-// A refresh runs at most 80 ms after the first event that asks for it, however many follow
-// (a timer restarted by every event never fired while another program kept calling), and
-// never two at once: events during one ask for one more after it.
+// A refresh starts at once on an event when none started in the last 80 ms, else 80 ms after
+// the one before started, however many events follow (a timer restarted by every event never
+// fired while another program kept calling), and never two at once: events during one ask for
+// one more after it.
+const REFRESH_GAP_MS = 80;
 let refreshing = false;
 let again = false;
+let lastRefresh = 0;
 function schedule() {
   if (timer) return;
+  const wait = Math.max(0, lastRefresh + REFRESH_GAP_MS - Date.now());
   timer = setTimeout(async () => {
     timer = null;
     if (refreshing) { again = true; return; }
     refreshing = true;
+    lastRefresh = Date.now();
     try { await refresh(); } finally {
       refreshing = false;
       if (again) { again = false; schedule(); }
     }
-  }, 80);
+  }, wait);
 }
 
 // The events this page shows something of (`data-events` on <main>; all when absent): the
