@@ -80,6 +80,21 @@ pub struct Event {
     pub kind: Arc<EventKind>,
 }
 
+/// Every event's name ([`Event::name`]), in one place: the web UI's scripts (`app.js`,
+/// `events-worker.js`) listen for these and `resync` (a tidy test compares them).
+pub const EVENT_NAMES: [&str; 10] = [
+    "execution_paused",
+    "execution_resumed",
+    "call_completed",
+    "breakpoints_changed",
+    "functions_changed",
+    "repl_session",
+    "repl_output",
+    "external_server",
+    "log",
+    "origins_changed",
+];
+
 impl Event {
     /// The event's name, as MCP notifications will carry it (`notifications/breakpoint/<name>`).
     pub fn name(&self) -> &'static str {
@@ -294,6 +309,69 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_event_name_is_in_the_list_the_web_ui_listens_for() {
+        let s = String::new;
+        let kinds = [
+            EventKind::ExecutionPaused {
+                pause_id: s(),
+                method_name: s(),
+                pause_reason: s(),
+                paused_at: 0.0,
+            },
+            EventKind::ExecutionResumed {
+                pause_id: s(),
+                method_name: s(),
+                action: s(),
+            },
+            EventKind::CallCompleted {
+                call_id: s(),
+                method_name: s(),
+                status: s(),
+                process_key: None,
+            },
+            EventKind::BreakpointsChanged,
+            EventKind::FunctionsChanged,
+            EventKind::ReplSession {
+                session_id: s(),
+                pause_id: s(),
+                state: "",
+            },
+            EventKind::ReplOutput {
+                session_id: s(),
+                eval_id: s(),
+                is_error: false,
+            },
+            EventKind::ExternalServer {
+                name: s(),
+                status: "",
+            },
+            EventKind::OriginsChanged,
+            EventKind::Log {
+                seq: 0,
+                function_name: s(),
+                call_id: s(),
+                message: s(),
+                logged_at: 0.0,
+            },
+        ];
+        let mut names: Vec<&str> = kinds
+            .into_iter()
+            .map(|kind| {
+                Event {
+                    seq: 0,
+                    kind: kind.into(),
+                }
+                .name()
+            })
+            .collect();
+        names.sort_unstable();
+        let mut listed = EVENT_NAMES;
+        listed.sort_unstable();
+        assert_eq!(names, listed);
+    }
+
     use super::*;
 
     #[test]

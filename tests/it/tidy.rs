@@ -466,3 +466,26 @@ fn ui_format_strings_take_no_inline_arguments() {
         assert!(!inline, "src/ui/{file}: an inline argument in {s:?}");
     }
 }
+
+/// The event names the web UI's scripts listen for are the server's (`events::EVENT_NAMES`),
+/// and `resync`, which the event stream sends when a client fell behind.
+#[test]
+fn the_web_uis_scripts_listen_for_every_event_the_server_sends() {
+    let mut want: Vec<String> = cideldill_server::events::EVENT_NAMES
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect();
+    want.push("resync".to_owned());
+    want.sort();
+    for script in ["src/ui/assets/app.js", "src/ui/assets/events-worker.js"] {
+        let text = std::fs::read_to_string(root().join(script)).unwrap();
+        let list = between(&text, "const EVENTS = [", "];");
+        let mut got: Vec<String> = list
+            .split(',')
+            .map(|n| n.trim().trim_matches('"').to_owned())
+            .filter(|n| !n.is_empty())
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{script}: its EVENTS list");
+    }
+}
