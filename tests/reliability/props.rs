@@ -3,8 +3,10 @@
 //!
 //! Time cap: `proptest` (without its `fork`/`timeout` features) has no wall-clock limit for a
 //! run, so each property asks `within_cap` at the start of a case and passes the remaining cases
-//! unchecked once its cap is spent (and says so, with the number of cases checked); shrinking a
-//! failure is capped by `max_shrink_time`.
+//! unchecked once its cap is spent (and says so, with the number of cases checked), but only
+//! after `MIN_CHECKED` cases were checked: a property that reaches its cap sooner fails, so a
+//! slow machine cannot turn it into one that checks nothing. Shrinking a failure is capped by
+//! `max_shrink_time`.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -28,8 +30,12 @@ thread_local! {
     static CHECKED: Cell<usize> = const { Cell::new(0) };
 }
 
+/// The fewest cases a property checks before its time cap may pass the rest unchecked.
+pub const MIN_CHECKED: usize = 200;
+
 /// Whether this test thread's property still has time: true for the cases started within `cap`
-/// of its first case. The first case past the cap says how many were checked.
+/// of its first case. The first case past the cap says how many were checked, and fails the
+/// property if fewer than `MIN_CHECKED` were.
 pub fn within_cap(cap: Duration) -> bool {
     let started = STARTED.with(|s| match s.get() {
         Some(t) => t,
@@ -46,6 +52,11 @@ pub fn within_cap(cap: Duration) -> bool {
     }
     if checked != usize::MAX {
         let name = std::thread::current().name().unwrap_or("?").to_owned();
+        assert!(
+            checked >= MIN_CHECKED,
+            "{name}: time cap of {cap:?} reached after only {checked} cases (at least \
+             {MIN_CHECKED} must be checked)"
+        );
         eprintln!("{name}: time cap of {cap:?} reached after {checked} cases");
         CHECKED.with(|c| c.set(usize::MAX));
     }

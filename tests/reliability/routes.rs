@@ -38,6 +38,9 @@ pub const HTTP_SLACK_KIB: u64 = 48 * 1024;
 const PER_REQUEST: Duration = Duration::from_secs(10);
 const CASES: usize = 5000;
 const CAP: Duration = Duration::from_secs(25);
+/// The fewest requests a run sends before its time cap may end it (5,000 take about 6 s on 2
+/// cores under load): a slow run cannot pass having sent almost nothing.
+const MIN_SENT: usize = 2000;
 
 /// One endpoint: its method, path pattern (`{x}` is a parameter) and query parameter names.
 #[derive(Clone, Debug)]
@@ -570,6 +573,10 @@ fn hostile_requests_get_clear_answers_in_bounded_time_and_memory() {
     eprintln!(
         "routes: {sent} requests in {:.1?}, statuses {statuses:?}, largest {largest} bytes",
         t0.elapsed()
+    );
+    assert!(
+        sent >= MIN_SENT || !failures.is_empty(),
+        "routes: only {sent} requests within the time cap of {CAP:?} (at least {MIN_SENT})"
     );
     let panics = new_panics(&log);
     let report: Vec<String> = failures
