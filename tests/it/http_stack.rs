@@ -118,6 +118,32 @@ fn the_server_accepts_again_once_file_descriptors_are_free() {
     }
 }
 
+/// How many of the server's connection threads are out of `accept` (serving a connection): a
+/// thread's current system call, from `/proc/<pid>/task/<tid>/syscall`, is neither `accept`
+/// nor `accept4` (x86-64 numbers 43 and 288; aarch64 202 and 242).
+fn serving_threads(pid: u32) -> usize {
+    let accepting: &[&str] = if cfg!(target_arch = "aarch64") {
+        &["202", "242"]
+    } else {
+        &["43", "288"]
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "http-conn")
+        })
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("syscall")).is_ok_and(|s| {
+                let call = s.split_whitespace().next().unwrap_or("running");
+                call != "running" && !accepting.contains(&call)
+            })
+        })
+        .count()
+}
+
 #[test]
 fn every_request_of_many_held_keep_alive_connections_is_answered() {
     // tiny_http's pool used to hand a queued connection to a thread that kept an idle one:
@@ -127,8 +153,17 @@ fn every_request_of_many_held_keep_alive_connections_is_answered() {
         let conns: Vec<TcpStream> = (0..20)
             .map(|_| connect(server.port, deadline()).expect("connect"))
             .collect();
-        // Every connection is accepted and idle before any request.
-        std::thread::sleep(Duration::from_millis(200));
+        // Every connection is accepted and idle before any request: each accepted connection
+        // holds a thread of its own (handler mode), out of `accept` and waiting for its request.
+        let until = Instant::now() + deadline();
+        while serving_threads(server.pid()) < 20 {
+            assert!(
+                Instant::now() < until,
+                "round {round}: the server did not accept the 20 connections ({} serving)",
+                serving_threads(server.pid())
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         for mut s in &conns {
             s.write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 .expect("send a request");
