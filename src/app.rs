@@ -444,7 +444,9 @@ impl Running {
         self.http.close();
         {
             let mut st = self.shared.lock();
-            st.shutting_down = true;
+            self.shared
+                .shutting_down
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             st.repl.close_all(ids::now());
         }
         // Ending every MCP session ends their HTTP event streams (their outboxes are dropped).

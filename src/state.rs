@@ -28,7 +28,6 @@ pub struct State {
     pub logbook: Logbook,
     /// Browser origins granted, pending and denied (the browser-client endpoints).
     pub origins: crate::origins::Origins,
-    pub shutting_down: bool,
     next_seq: u64,
     pending_events: Vec<Event>,
 }
@@ -60,6 +59,10 @@ pub struct Shared {
     verified: Mutex<crate::cas::Verified>,
     /// MCP sessions open (agents connected), kept by the MCP server for the status line.
     pub mcp_sessions: std::sync::atomic::AtomicUsize,
+    /// The server is stopping: set once, under the state lock (so an operation that checks it
+    /// under the lock, like a REPL eval, is either refused or released by the stop), and read
+    /// without the lock by whatever only polls it (event streams).
+    pub shutting_down: std::sync::atomic::AtomicBool,
     /// The secret this server proves itself with to whoever its port file sends (`port_file`);
     /// set once the port is bound.
     pub join_secret: std::sync::OnceLock<crate::port_file::Secret>,
@@ -91,6 +94,7 @@ impl Shared {
             renders: Mutex::new(RenderCache::default()),
             verified: Mutex::new(crate::cas::Verified::default()),
             mcp_sessions: std::sync::atomic::AtomicUsize::new(0),
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
             join_secret: std::sync::OnceLock::new(),
             state: Mutex::new(state),
             settings_writer: Mutex::new(Some(written)),

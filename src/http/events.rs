@@ -97,7 +97,7 @@ pub fn serve(
                 quiet_since = Instant::now();
             }
             Err(RecvTimeoutError::Timeout) => {
-                if shared.lock().shutting_down {
+                if shared.shutting_down.load(Ordering::SeqCst) {
                     break;
                 }
                 if quiet_since.elapsed() >= KEEPALIVE {

@@ -209,7 +209,10 @@ pub fn repl_eval_start(
     let (tx, rx) = bounded(1);
     let eval_id = ids::uuid4();
     let mut st = shared.lock();
-    if st.shutting_down {
+    if shared
+        .shutting_down
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
         return Err(ApiError::new(
             503,
             "shutting_down",
