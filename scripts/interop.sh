@@ -47,6 +47,12 @@
 #          INFO lines with the latency added to an echo call (p50/p99 against a direct call);
 #          the protocol era chosen per peer (mcp-server-time modern, the npm peers legacy) and a
 #          modern-only Python SDK fixture (initialize refused) over stdio and Streamable HTTP.
+#        scripts/conformance.sh (under `timeout 300`): the official MCP conformance suite,
+#          @modelcontextprotocol/conformance 0.1.16 and 0.2.0-alpha.12 on node 22.23.3 (all
+#          installed into <repo>/.cache/conformance/ on first use), against the server in both
+#          eras and against the client (see that script: its excluded scenarios, with reasons,
+#          and its known failures, each with the issue section that fixes it; XFAIL lines are
+#          not counted).
 #   Every server runs with --memory --port 0, CIDELDILL_HOME and CIDELDILL_PORT_FILE inside
 #   a `mktemp -d` directory, so ~/.cideldill is never touched; the directory is removed and
 #   any process still running from it is stopped on exit.
@@ -256,20 +262,21 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 # ---------------------------------------------------------------------------------------
 # 3. Python peers: their PASS/FAIL lines are counted here.
 
-run_peer() { # name command...
+run_peer() { # name command... (RUN_TIMEOUT, when set, replaces PEER_TIMEOUT)
     name=$1
     shift
     log=$TMP/$(echo "$name" | tr -c 'A-Za-z0-9.\n' '_').log
     rc=0
+    limit=${RUN_TIMEOUT:-$PEER_TIMEOUT}
     TMPDIR=$TMP INTEROP_RUST_LOG=${INTEROP_RUST_LOG:-warn} \
-        timeout "$PEER_TIMEOUT" "$@" >"$log" 2>"$log.err" </dev/null || rc=$?
-    grep -E '^(PASS|FAIL|SKIP|INFO) ' "$log" || true
+        timeout "$limit" "$@" >"$log" 2>"$log.err" </dev/null || rc=$?
+    grep -E '^(PASS|FAIL|XFAIL|SKIP|INFO) |^conformance: ' "$log" || true
     p=$(grep -c '^PASS ' "$log" || true)
     f=$(grep -c '^FAIL ' "$log" || true)
     PASSED=$((PASSED + p))
     FAILED=$((FAILED + f))
     if [ "$rc" -eq 124 ]; then
-        fail "$name: timed out after ${PEER_TIMEOUT} s"
+        fail "$name: timed out after ${limit} s"
     elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         fail "$name: exited with status $rc and no FAIL line"
     fi
@@ -478,6 +485,13 @@ if [ "$HAVE_UPSTREAM" = 1 ] && [ "$HAVE_V2" = 1 ]; then
 else
     fail "interop_upstream: not run, its peers (or mcp==$MCP_V2) failed to install"
 fi
+
+# ---------------------------------------------------------------------------------------
+# 7. The official conformance suite, server and client side (it installs its own node 22).
+
+RUN_TIMEOUT=300
+run_peer "conformance" sh "$ROOT/scripts/conformance.sh"
+RUN_TIMEOUT=
 
 echo "interop: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -6,7 +6,8 @@
 # installed with `cargo install` as the README says (into .cache/install, reusing the debug
 # build) answering --version, then the MCP
 # interop peers (official Python SDK 1.30.0 and 2.3.0, MCP Inspector CLI 2.12.0; as external
-# servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time),
+# servers of our MCP client: server-everything/filesystem/memory 2026.8.31, mcp-server-time;
+# the official MCP conformance suite 0.1.16 and 0.2.0-alpha.12 against server and client),
 # then the web UI in headless Chromium (scripts/ui_test.sh: Debian's chromium, driven by
 # playwright-core 1.64.1 from npm; screenshots in target/ui-screenshots/).
 # Needs: cargo with rustfmt and clippy, python3 with pip and venv, node 20+ and npm, and apt-get
