@@ -63,6 +63,14 @@ pub const MAX_STDIO_LINE_BYTES: u64 = 64 << 20;
 /// client.
 pub const MCP_OUTBOX_MESSAGES: usize = 1024;
 pub const MCP_OUTBOX_BYTES: usize = 8 << 20;
+/// Resumable Streamable HTTP streams (legacy era, 2025-03-26 to 2025-11-25): what one session
+/// keeps to replay to a client that reconnects with `Last-Event-ID`. Each stream (a POST's
+/// event stream, or the session's GET stream) keeps its last `MCP_REPLAY_EVENTS` messages; a
+/// session keeps the logs of its last `MCP_REPLAY_STREAMS` streams and `MCP_REPLAY_BYTES` of
+/// messages in all (the oldest messages of the oldest streams go first).
+pub const MCP_REPLAY_EVENTS: usize = 64;
+pub const MCP_REPLAY_STREAMS: usize = 16;
+pub const MCP_REPLAY_BYTES: usize = 1 << 20;
 /// Resource subscriptions per MCP session (those of resources that no longer exist are pruned
 /// first when it is reached).
 pub const MCP_MAX_SUBSCRIPTIONS: usize = 1000;
@@ -900,6 +908,22 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The session is dropped, with a warning in the log. A single message larger \
                   than the queue is not sent (and logged); the session stays.",
+    },
+    Limit {
+        what: "Messages a Streamable HTTP session keeps for resumption (`Last-Event-ID`)",
+        value: || {
+            format!(
+                "{} per stream, {} streams, {} in all",
+                count(MCP_REPLAY_EVENTS as u64),
+                count(MCP_REPLAY_STREAMS as u64),
+                bytes(MCP_REPLAY_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The oldest messages (of the oldest streams) are forgotten. A client that \
+                  reconnects with the id of an event whose successors are forgotten, or of a \
+                  forgotten stream, gets HTTP 410 with -32600: those messages are lost (a \
+                  request answered on that stream is not answered again).",
     },
     Limit {
         what: "Resource subscriptions of one MCP session",

@@ -24,6 +24,7 @@ use super::stream::EventStream;
 use super::{guard, read_body};
 use crate::jsonrpc::{self, Incoming, Message, Response, RpcError};
 use crate::limits;
+use crate::mcp::replay::{self, EventId, Kept, ResumeError};
 use crate::mcp::{modern, version, Active, BatchAnswer, Mcp, Outgoing, Session, Transport};
 
 /// Messages a session may have queued for its stream before it counts as stalled.
@@ -35,6 +36,8 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 const STATELESS_KEEPALIVE: Duration = Duration::from_millis(500);
 /// The session header of Streamable HTTP.
 const SESSION_HEADER: &str = "Mcp-Session-Id";
+/// The reconnection delay a priming event gives the client (`retry`), in milliseconds.
+const RETRY_MS: u64 = 1000;
 
 /// Whether a path belongs to the MCP HTTP transports.
 pub fn is_mcp_path(path: &str) -> bool {
@@ -226,6 +229,7 @@ pub fn handle(
 
 /// Writes a session's outbox to an event stream until the session ends or the peer leaves. The
 /// stream keeps the session in use (`active`) while it is open: it does not idle meanwhile.
+/// A Streamable HTTP GET stream is resumable (`resume`): its events carry ids.
 fn spawn_stream(
     mcp: &Arc<Mcp>,
     rq: tiny_http::Request,
@@ -233,6 +237,7 @@ fn spawn_stream(
     rx: Receiver<Outgoing>,
     endpoint: Option<String>,
     gen: u64,
+    resume: Option<GetStream>,
 ) {
     // The stream's head says `Connection: close`; said here, before the thread that reads the
     // connection looks for its next request.
@@ -242,11 +247,12 @@ fn spawn_stream(
     let (id, transport) = (active.id.clone(), active.transport);
     let name = format!("mcp-stream:{}", &id[..8.min(id.len())]);
     let spawned = thread::Builder::new().name(name).spawn(move || {
-        run_stream(rq, &active, &rx, endpoint.as_deref());
+        run_stream(rq, &active, &rx, endpoint.as_deref(), resume);
         if active.transport == Transport::Sse {
             // Legacy SSE: closing the stream ends the session.
             mcp2.close_session(&active.id);
         } else {
+            // What was still queued is kept (`Session::send_text`) for a reconnection.
             active.detach_stream(gen);
         }
         // The session idles from now on.
@@ -263,11 +269,27 @@ fn spawn_stream(
     }
 }
 
+/// Whether a session's event streams start with a priming event (an id, `retry`, empty data):
+/// from 2025-11-25 on. Clients of earlier revisions may take its empty data for a malformed
+/// message, so their streams carry event ids only.
+fn primes(session: &Session) -> bool {
+    session.version().is_some_and(|v| v >= "2025-11-25")
+}
+
+/// How a Streamable HTTP GET stream starts: the id of its priming event, the messages it
+/// replays (a reconnection's), and the number of the first message its outbox brings.
+struct GetStream {
+    prime: EventId,
+    missed: Vec<Kept>,
+    live_from: u64,
+}
+
 fn run_stream(
     rq: tiny_http::Request,
     session: &Session,
     rx: &Receiver<Outgoing>,
     endpoint: Option<&str>,
+    resume: Option<GetStream>,
 ) {
     let mut headers = Vec::new();
     if session.transport == Transport::Http {
@@ -281,12 +303,36 @@ fn run_stream(
             return;
         }
     }
+    let mut next_seq = None;
+    if let Some(start) = resume {
+        let mut sent = Ok(());
+        if primes(session) {
+            sent = stream.prime(&start.prime.to_string(), RETRY_MS);
+        }
+        for (seq, text) in &start.missed {
+            if sent.is_err() {
+                break;
+            }
+            sent = stream.event_with_id(&standalone_id(*seq), "message", text);
+        }
+        if sent.is_err() {
+            return;
+        }
+        next_seq = Some(start.live_from);
+    }
     log::debug!("mcp http: stream of session {} open", session.id);
     loop {
         let sent = match rx.recv_timeout(KEEPALIVE) {
             Ok(Outgoing::Message(text)) => {
                 session.dequeued(text.len());
-                stream.event(Some("message"), &text)
+                match next_seq.as_mut() {
+                    // Kept and numbered when it was queued, in this order.
+                    Some(seq) => {
+                        *seq += 1;
+                        stream.event_with_id(&standalone_id(*seq - 1), "message", &text)
+                    }
+                    None => stream.event(Some("message"), &text),
+                }
             }
             Ok(Outgoing::Close) | Err(RecvTimeoutError::Disconnected) => break,
             // Keep-alives also find out that a silent peer went away.
@@ -301,6 +347,14 @@ fn run_stream(
         }
     }
     stream.finish();
+}
+
+fn standalone_id(seq: u64) -> String {
+    EventId {
+        stream: replay::STANDALONE,
+        seq,
+    }
+    .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,7 +372,7 @@ fn legacy_open(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
     session.keep_drain(rx.clone());
     // Compat: the original's endpoint, relative to the stream's URL.
     let endpoint = format!("/mcp/messages?session_id={}", session.id);
-    spawn_stream(mcp, rq, session, rx, Some(endpoint), 0);
+    spawn_stream(mcp, rq, session, rx, Some(endpoint), 0, None);
 }
 
 fn legacy_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, query: &[(String, String)], body: &[u8]) {
@@ -430,14 +484,19 @@ fn streamable_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, body: &[u8]) {
     if is_stateless(&rq, &incoming) {
         return stateless_post(mcp, rq, incoming);
     }
-    if let Some(v) = header(&rq, "MCP-Protocol-Version").map(str::to_owned) {
-        if !version::is_supported(v.trim()) {
-            return rpc_error(
-                rq,
-                400,
-                jsonrpc::INVALID_REQUEST,
-                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
-            );
+    if let Some(v) = header(&rq, "MCP-Protocol-Version").map(|v| v.trim().to_owned()) {
+        if !version::is_supported(&v) {
+            // A revision of neither era: -32022 with what we speak, as the stateless revision
+            // answers it, so that a client of both eras retries with one of ours rather than
+            // taking this server for a legacy one.
+            let id = match &incoming {
+                Incoming::Single(Message::Request(req)) => Some(req.id.clone()),
+                _ => None,
+            };
+            let mut err = modern::unsupported_version(&serde_json::json!(v));
+            err.message = format!("Bad Request: unsupported MCP-Protocol-Version {v}");
+            let body = Message::Response(Response::err(id, err)).to_text();
+            return respond(rq, 400, "application/json", body.into_bytes(), &[]);
         }
     }
     if let Incoming::Single(Message::Request(req)) = &incoming {
@@ -548,25 +607,155 @@ fn start_streamed(
     Some((stream, rx))
 }
 
-/// Answers a request on its own event stream: progress notifications, then the response.
+/// Answers a request on its own event stream: progress notifications, then the response. The
+/// stream is resumable: a priming event first (from 2025-11-25), each message with an id, all of
+/// them kept (`Session::replay`), so that a client that loses the stream gets the rest with
+/// `GET` and `Last-Event-ID`.
 fn sse_reply(
     mcp: &Arc<Mcp>,
     rq: tiny_http::Request,
     session: &Arc<Session>,
     req: jsonrpc::Request,
 ) {
+    let stream_id = session.replay().new_stream();
+    let primed = primes(session);
     let Some((mut stream, rx)) = start_streamed(mcp, rq, session, req) else {
+        session.replay().close(stream_id);
         return;
     };
+    let mut peer_gone = primed
+        && stream
+            .prime(
+                &EventId {
+                    stream: stream_id,
+                    seq: 0,
+                }
+                .to_string(),
+                RETRY_MS,
+            )
+            .is_err();
     // The job's sender is dropped when it ends, which ends this loop.
-    let mut peer_gone = false;
     while let Ok(Outgoing::Message(text)) = rx.recv() {
-        // Disconnecting is not a cancellation (MCP 2025-03-26): keep draining.
-        if !peer_gone && stream.event(Some("message"), &text).is_err() {
+        let id = session.replay().record(stream_id, &text);
+        // Disconnecting is not a cancellation (MCP 2025-03-26): keep draining, and keeping.
+        if !peer_gone
+            && stream
+                .event_with_id(&id.to_string(), "message", &text)
+                .is_err()
+        {
             peer_gone = true;
         }
     }
+    session.replay().close(stream_id);
     stream.finish();
+}
+
+/// A `GET` with `Last-Event-ID` (legacy era): the messages of that event's stream that came
+/// after it. For the session's GET stream, the stream then goes on as a new GET stream; for a
+/// POST's stream, the request's later messages follow until it ends, then the stream ends.
+fn streamable_resume(mcp: &Arc<Mcp>, rq: tiny_http::Request, last: &str) {
+    let Some(after) = EventId::parse(last) else {
+        return rpc_error(
+            rq,
+            400,
+            jsonrpc::INVALID_REQUEST,
+            &format!("Bad Request: Last-Event-ID {last:?} is not an event id of this server"),
+        );
+    };
+    let Ok((session, rq)) = streamable_session(mcp, rq) else {
+        return;
+    };
+    let refuse = |rq, e: ResumeError| match e {
+        ResumeError::Unknown => rpc_error(
+            rq,
+            400,
+            jsonrpc::INVALID_REQUEST,
+            &format!("Bad Request: no event {after} was sent in this session"),
+        ),
+        ResumeError::Forgotten => rpc_error(
+            rq,
+            410,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "Gone: the messages after event {after} are no longer kept (a stream keeps its \
+                 last {} messages, a session its last {} streams and {} bytes); they are lost",
+                limits::MCP_REPLAY_EVENTS,
+                limits::MCP_REPLAY_STREAMS,
+                limits::MCP_REPLAY_BYTES
+            ),
+        ),
+    };
+    if after.stream == replay::STANDALONE && !session.replay().has_standalone() {
+        return refuse(rq, ResumeError::Unknown);
+    }
+    if after.stream == replay::STANDALONE {
+        // Attached first, then the replay read: a message is numbered when it is queued, so
+        // those up to `last` are replayed and those after it come through the outbox.
+        let (tx, rx) = bounded(OUTBOX_CAPACITY);
+        let (gen, last) = session.attach_resumable(tx);
+        let resumed = session.replay().resume(after);
+        match resumed {
+            Ok(mut r) => {
+                // Those after `last` come through the outbox.
+                r.missed.retain(|(seq, _)| *seq <= last.seq);
+                session.keep_drain(rx.clone());
+                let start = GetStream {
+                    prime: after,
+                    missed: r.missed,
+                    live_from: last.seq + 1,
+                };
+                spawn_stream(mcp, rq, session, rx, None, gen, Some(start));
+            }
+            Err(e) => {
+                session.detach_stream(gen);
+                refuse(rq, e);
+            }
+        }
+        return;
+    }
+    let resumed = session.replay().resume(after);
+    let r = match resumed {
+        Ok(r) => r,
+        Err(e) => return refuse(rq, e),
+    };
+    let Ok(mut stream) = EventStream::open(rq, 200, &[(SESSION_HEADER, session.id.clone())]) else {
+        return;
+    };
+    log::debug!(
+        "mcp http: session {} resumes stream {} after event {after}",
+        session.id,
+        after.stream
+    );
+    let id = |seq| EventId {
+        stream: after.stream,
+        seq,
+    };
+    let mut sent = if primes(&session) {
+        stream.prime(&after.to_string(), RETRY_MS)
+    } else {
+        Ok(())
+    };
+    for (seq, text) in &r.missed {
+        if sent.is_err() {
+            return;
+        }
+        sent = stream.event_with_id(&id(*seq).to_string(), "message", text);
+    }
+    if let Some(follow) = r.follow {
+        loop {
+            sent = match follow.recv_timeout(KEEPALIVE) {
+                Ok((seq, text)) => stream.event_with_id(&id(seq).to_string(), "message", &text),
+                Err(RecvTimeoutError::Timeout) => stream.ping(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if sent.is_err() {
+                return;
+            }
+        }
+    }
+    if sent.is_ok() {
+        stream.finish();
+    }
 }
 
 fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
@@ -581,13 +770,23 @@ fn streamable_get(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
             "Not Acceptable: GET needs Accept: text/event-stream",
         );
     }
+    // MCP 2025-03-26 and later, "Resumability and Redelivery" (the modern revision has none:
+    // its GET was refused above).
+    if let Some(last) = header(&rq, "Last-Event-ID").map(str::to_owned) {
+        return streamable_resume(mcp, rq, &last);
+    }
     let Ok((session, rq)) = streamable_session(mcp, rq) else {
         return;
     };
     let (tx, rx) = bounded(OUTBOX_CAPACITY);
-    let gen = session.attach(tx);
+    let (gen, last) = session.attach_resumable(tx);
     session.keep_drain(rx.clone());
-    spawn_stream(mcp, rq, session, rx, None, gen);
+    let start = GetStream {
+        prime: last,
+        missed: Vec::new(),
+        live_from: last.seq + 1,
+    };
+    spawn_stream(mcp, rq, session, rx, None, gen, Some(start));
 }
 
 fn streamable_delete(mcp: &Arc<Mcp>, rq: tiny_http::Request) {
@@ -613,12 +812,13 @@ fn names_stateless_version(rq: &tiny_http::Request) -> bool {
     header(rq, "MCP-Protocol-Version").is_some_and(|v| version::is_modern(v.trim()))
 }
 
-/// Whether a POST to `/mcp` takes the stateless path: its header or its body's `_meta` names a
-/// modern revision.
+/// Whether a POST to `/mcp` takes the stateless path: its header names a modern revision, or
+/// its body's `_meta` names a revision that is not a legacy one we speak (a modern one, or one
+/// we do not know: answered -32022 there, with the request's id).
 fn is_stateless(rq: &tiny_http::Request, incoming: &Incoming) -> bool {
     names_stateless_version(rq)
         || matches!(incoming, Incoming::Single(Message::Request(req))
-            if modern::named_version(req).is_some_and(version::is_modern))
+            if modern::named_version(req).is_some_and(|v| !version::is_supported(v)))
 }
 
 /// A modern GET or DELETE: there are no sessions nor server streams in this revision.
@@ -768,6 +968,12 @@ fn stateless_post(mcp: &Arc<Mcp>, rq: tiny_http::Request, incoming: Incoming) {
     };
     if let Err(e) = check_stateless_headers(&rq, &req) {
         return stateless_answer(rq, Response::err(Some(req.id), e));
+    }
+    if let Err(e) = modern::check_request(&req) {
+        // A request without its envelope is malformed: 400 (a revision we do not speak, named
+        // in both the header and the body, was refused above).
+        let body = Message::Response(Response::err(Some(req.id), e)).to_text();
+        return respond(rq, 400, "application/json", body.into_bytes(), &[]);
     }
     if req.method == "subscriptions/listen" {
         return listen_stream(mcp, rq, req);

@@ -66,6 +66,13 @@ impl EventStream {
         self.write_raw(&text)
     }
 
+    /// Writes a priming event: an `id`, the client's reconnection delay (`retry`, in ms) and
+    /// empty data, which a client does not take for a message but remembers the id of.
+    pub fn prime(&mut self, id: &str, retry_ms: u64) -> io::Result<()> {
+        let id = id.replace(['\n', '\r'], "");
+        self.write_raw(&format!("id: {id}\nretry: {retry_ms}\ndata: \n\n"))
+    }
+
     /// Writes a keep-alive comment.
     pub fn ping(&mut self) -> io::Result<()> {
         self.write_raw(&sse::comment("ping"))

@@ -19,6 +19,7 @@ pub mod bridge;
 pub mod external;
 pub mod modern;
 pub mod prompts;
+pub mod replay;
 pub mod resources;
 mod sessions;
 pub mod stdio;
@@ -601,7 +602,7 @@ impl Mcp {
         match method {
             "initialize" => return Err(modern::initialize_refused()),
             "server/discover" => {
-                modern::check_discover(params)?;
+                modern::envelope(params)?;
                 return Ok(self.discover());
             }
             m if modern::REMOVED.contains(&m) => return Err(RpcError::method_not_found(m)),
@@ -1227,7 +1228,8 @@ mod tests {
             tools::TOOLS[..2].iter().map(|t| t.name).collect::<Vec<_>>()
         );
         assert!(tools["tools"][0]["outputSchema"].is_object());
-        // Now modern: initialize is refused, removed methods are gone, the envelope is needed.
+        // Now modern: initialize is not a method (-32601, naming our revisions), removed
+        // methods are gone, the envelope is needed.
         let e = outcome(
             &mcp,
             &s,
@@ -1236,7 +1238,7 @@ mod tests {
             json!({"protocolVersion": "2025-11-25"}),
         )
         .unwrap_err();
-        assert_eq!(e.code, modern::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(e.code, jsonrpc::METHOD_NOT_FOUND);
         assert_eq!(
             e.data.unwrap()["supported"],
             json!(version::all_supported())
@@ -1281,7 +1283,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read["ttlMs"], 0);
-        let d = outcome(&mcp, &s, 8, "server/discover", Value::Null).unwrap();
+        // `server/discover` needs the envelope too.
+        let e = outcome(&mcp, &s, 8, "server/discover", Value::Null).unwrap_err();
+        assert_eq!(e.code, jsonrpc::INVALID_PARAMS);
+        let d = outcome(&mcp, &s, 8, "server/discover", json!({"_meta": envelope()})).unwrap();
         assert_eq!(d["supportedVersions"], json!(version::all_supported()));
         // Log messages reach listen streams whose request names a level in `_meta`.
         assert_eq!(d["capabilities"]["logging"], json!({}));

@@ -8,8 +8,9 @@
 //! The rules (MCP specification, revision 2026-07-28): there is no `initialize`; every request
 //! carries `io.modelcontextprotocol/protocolVersion` and `…/clientCapabilities` (and optionally
 //! `…/clientInfo`) in `params._meta`; a missing key is -32602 naming it, a revision the server
-//! does not speak is -32022 with `data.supported`. `ping`, `logging/setLevel`,
-//! `resources/subscribe` and `resources/unsubscribe` are gone (-32601); notifications outside a
+//! does not speak is -32022 with `data.supported` and `data.requested`; `server/discover` needs
+//! the envelope as every request does. `initialize`, `ping`, `logging/setLevel`,
+//! `resources/subscribe` and `resources/unsubscribe` are not methods of it (-32601); notifications outside a
 //! request's own progress reach the client only on `subscriptions/listen` streams, and only those
 //! it opted into: the kinds its filter names, `notifications/message` at or above the
 //! `io.modelcontextprotocol/logLevel` of the listen request's `_meta` (none without it), and our
@@ -22,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::resources;
 use super::version;
-use crate::jsonrpc::{Request, RequestId, RpcError, INVALID_PARAMS};
+use crate::jsonrpc::{Request, RequestId, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND};
 
 /// Request `_meta` key: the revision of this request.
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
@@ -80,12 +81,13 @@ pub fn unsupported_version(requested: &Value) -> RpcError {
     .with_data(json!({"supported": version::all_supported(), "requested": requested}))
 }
 
-/// `initialize` on a connection already in the modern era: -32022, listing our revisions.
+/// `initialize` in the modern era: the revision has no such method, so -32601 (over HTTP: 404),
+/// with our revisions in `data.supported` so that a client learns which to use.
 pub fn initialize_refused() -> RpcError {
     RpcError::new(
-        UNSUPPORTED_PROTOCOL_VERSION,
-        "this connection speaks the stateless revision 2026-07-28: initialize is not part of it \
-         (send the envelope in params._meta instead)",
+        METHOD_NOT_FOUND,
+        "method not found: initialize (the stateless revision 2026-07-28 has no handshake: \
+         send the envelope in params._meta instead)",
     )
     .with_data(json!({"supported": version::all_supported()}))
 }
@@ -145,12 +147,17 @@ fn requested_version(meta: &Map<String, Value>) -> Result<&'static str, RpcError
         .ok_or_else(|| unsupported_version(requested))
 }
 
-/// `server/discover` checks the revision when its `_meta` names one, and needs no more: a
-/// client probing for the era learns our revisions from it either way.
-pub fn check_discover(params: &Map<String, Value>) -> Result<(), RpcError> {
-    match params.get("_meta").and_then(Value::as_object) {
-        Some(meta) if meta.contains_key(PROTOCOL_VERSION_KEY) => requested_version(meta).map(drop),
-        _ => Ok(()),
+/// The envelope check a modern request goes through before it is handled: every method but
+/// `initialize` and the removed ones (answered -32601 whatever they carry). `server/discover`
+/// needs the envelope too (its params are `RequestParams`).
+pub fn check_request(req: &Request) -> Result<(), RpcError> {
+    if req.method == "initialize" || REMOVED.contains(&req.method.as_str()) {
+        return Ok(());
+    }
+    match &req.params {
+        Value::Object(params) => envelope(params).map(drop),
+        Value::Null => envelope(&Map::new()).map(drop),
+        _ => Err(RpcError::new(INVALID_PARAMS, "params must be an object")),
     }
 }
 
@@ -361,13 +368,28 @@ mod tests {
     }
 
     #[test]
-    fn discover_checks_a_named_revision_only() {
-        assert!(check_discover(&params(json!({}))).is_ok());
-        assert!(check_discover(&env(json!("2026-07-28"))).is_ok());
-        assert_eq!(
-            check_discover(&env(json!("2030-01-01"))).unwrap_err().code,
-            UNSUPPORTED_PROTOCOL_VERSION
-        );
+    fn discover_needs_the_envelope_and_initialize_is_not_a_method() {
+        let req = |method: &str, params: Value| Request {
+            id: RequestId::Num(1),
+            method: method.into(),
+            params,
+        };
+        let e = check_request(&req("server/discover", json!({}))).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+        let e = check_request(&req("server/discover", Value::Null)).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+        let good = Value::Object(env(json!("2026-07-28")));
+        assert!(check_request(&req("server/discover", good)).is_ok());
+        let bad = Value::Object(env(json!("2030-01-01")));
+        let e = check_request(&req("server/discover", bad)).unwrap_err();
+        assert_eq!(e.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert!(check_request(&req("ping", json!({}))).is_ok());
+        assert!(check_request(&req("initialize", json!({}))).is_ok());
+        let e = check_request(&req("tools/list", json!([1]))).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+        let e = initialize_refused();
+        assert_eq!(e.code, METHOD_NOT_FOUND);
+        assert_eq!(e.data.unwrap()["supported"][0], "2026-07-28");
     }
 
     #[test]

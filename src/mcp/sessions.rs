@@ -129,6 +129,9 @@ pub struct Session {
     last_active: AtomicU64,
     last_use: AtomicU64,
     state: Mutex<SessionState>,
+    /// Streamable HTTP (legacy era): the messages its streams carried, for a client that
+    /// resumes one with `Last-Event-ID`.
+    replay: Mutex<super::replay::Replay>,
 }
 
 /// A use of a session (a request being handled, or an open stream): the session counts as busy
@@ -203,20 +206,51 @@ impl Session {
             return false;
         }
         let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        match outbox
-            .as_ref()
-            .map(|tx| tx.try_send(Outgoing::Message(text)))
-        {
-            Some(Ok(())) => {
+        let Some(tx) = outbox.as_ref() else {
+            // Streamable HTTP with no GET stream connected right now: once one was opened, the
+            // message is kept for the client's reconnection (`Last-Event-ID`).
+            if self.transport == Transport::Http {
+                let mut replay = self.replay();
+                if replay.has_standalone() {
+                    replay.record(super::replay::STANDALONE, &text);
+                    return true;
+                }
+            }
+            return false;
+        };
+        // Streamable HTTP: what goes to the GET stream is kept for a reconnection, numbered in
+        // the order it is queued (under the outbox's lock, as `attach_resumable` reads it).
+        let keep = (self.transport == Transport::Http).then(|| text.clone());
+        match tx.try_send(Outgoing::Message(text)) {
+            Ok(()) => {
                 self.queued.fetch_add(len, Ordering::Relaxed);
+                if let Some(text) = keep {
+                    self.replay().record(super::replay::STANDALONE, &text);
+                }
                 true
             }
-            Some(Err(TrySendError::Full(_))) => {
+            Err(TrySendError::Full(_)) => {
                 self.overflowed.store(true, Ordering::Relaxed);
                 false
             }
-            Some(Err(TrySendError::Disconnected(_))) | None => false,
+            Err(TrySendError::Disconnected(_)) => false,
         }
+    }
+
+    /// The kept messages of this session's streams (Streamable HTTP, legacy era).
+    pub fn replay(&self) -> MutexGuard<'_, super::replay::Replay> {
+        self.replay.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Directs out-of-band messages to `tx`, a Streamable HTTP GET stream (as
+    /// [`Session::attach`]); from then on they are also kept for a reconnection. Returns the
+    /// stream's generation and the id of the last message kept before it: the messages `tx`
+    /// gets are the ones numbered after it, in order.
+    pub fn attach_resumable(&self, tx: Sender<Outgoing>) -> (u64, super::replay::EventId) {
+        let mut outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+        *outbox = Some(tx);
+        let last = self.replay().open_standalone();
+        (self.stream_gen.fetch_add(1, Ordering::Relaxed) + 1, last)
     }
 
     /// Directs out-of-band messages to `tx` (a stream opened), replacing any earlier one;
@@ -508,6 +542,7 @@ impl Mcp {
             last_active: AtomicU64::new(now_ms()),
             last_use: AtomicU64::new(next_use()),
             state: Mutex::new(SessionState::default()),
+            replay: Mutex::new(super::replay::Replay::default()),
         })
     }
 

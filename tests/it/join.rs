@@ -262,9 +262,12 @@ fn a_modern_client_joins_through_the_bridge() {
         params["_meta"] = env.clone();
         params
     };
-    // The probe a modern client starts with, without an envelope.
-    let d = agent.request("server/discover", json!({}));
+    // The probe a modern client starts with (with the envelope, as every request).
+    let d = agent.request("server/discover", with_env(json!({})));
     assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28", "{d}");
+    // Without it: the server's error, relayed.
+    let bare = agent.request("server/discover", json!({}));
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
     let tools = agent.request("tools/list", with_env(json!({})));
     assert_eq!(tools["result"]["resultType"], "complete", "{tools}");
     assert!(tools["result"]["tools"].as_array().unwrap().len() > 10);

@@ -29,6 +29,9 @@ use crate::support::{
 struct Ev {
     name: String,
     data: String,
+    /// The event's `id` and `retry` fields, if it had them.
+    id: Option<String>,
+    retry: Option<String>,
     at: Instant,
 }
 
@@ -122,6 +125,7 @@ impl Sse {
         let (tx, rx) = bounded(capacity);
         std::thread::spawn(move || {
             let (mut name, mut data) = (String::new(), Vec::<String>::new());
+            let (mut id, mut retry) = (None::<String>, None::<String>);
             let mut line = String::new();
             loop {
                 line.clear();
@@ -130,10 +134,12 @@ impl Sse {
                 }
                 let l = line.trim_end_matches(['\r', '\n']);
                 if l.is_empty() {
-                    if !(name.is_empty() && data.is_empty()) {
+                    if !(name.is_empty() && data.is_empty() && id.is_none() && retry.is_none()) {
                         let ev = Ev {
                             name: std::mem::take(&mut name),
                             data: data.join("\n"),
+                            id: id.take(),
+                            retry: retry.take(),
                             at: Instant::now(),
                         };
                         data.clear();
@@ -145,10 +151,16 @@ impl Sse {
                     name = v.trim_start().to_owned();
                 } else if let Some(v) = l.strip_prefix("data:") {
                     data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                } else if let Some(v) = l.strip_prefix("id:") {
+                    id = Some(v.trim_start().to_owned());
+                } else if let Some(v) = l.strip_prefix("retry:") {
+                    retry = Some(v.trim_start().to_owned());
                 } else if comments && l.starts_with(':') {
                     let ev = Ev {
                         name: ":".into(),
                         data: l.to_owned(),
+                        id: None,
+                        retry: None,
                         at: Instant::now(),
                     };
                     if tx.send(ev).is_err() {
@@ -186,6 +198,8 @@ impl Sse {
         let until = Instant::now() + within;
         loop {
             match self.next_event(until) {
+                // A priming event (an id, empty data): no message, as for an EventSource.
+                Ok(ev) if ev.data.is_empty() && ev.name.is_empty() => {}
                 Ok(ev) => {
                     assert_eq!(ev.name, "message", "unexpected event {ev:?}");
                     let m: Value = serde_json::from_str(&ev.data)
@@ -1147,7 +1161,7 @@ fn stateless_requests_are_served_beside_legacy_sessions() {
     let d = modern_post(
         port,
         &modern_headers("server/discover", None),
-        &rpc(1, "server/discover", json!({})),
+        &modern_rpc(1, "server/discover", json!({})),
     );
     assert_eq!(d.status, 200, "{}", d.text());
     assert!(d.header("Mcp-Session-Id").is_none(), "no session minted");
@@ -1531,4 +1545,301 @@ fn a_modern_and_a_legacy_client_drive_one_debugging_session_at_once() {
     assert_eq!(action["action"]["action"], "continue", "{action}");
     let seen = legacy_call(4, "breakpoint_list_paused", json!({}));
     assert_eq!(seen["paused"], json!([]), "{seen}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defects found by the official conformance suite: the envelope's errors answered 200 (and
+// `server/discover` served without one), a revision of neither era answered -32600 as a
+// legacy server would, `initialize` in the stateless revision answered -32022, and legacy event
+// streams carried no priming event, event ids nor `retry`, and could not be resumed.
+
+#[test]
+fn stateless_envelope_errors_are_400_with_the_request_id() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let mut no_caps = envelope();
+    no_caps
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    let mut no_version = envelope();
+    no_version
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/protocolVersion");
+    for (id, method, params) in [
+        (101, "server/discover", json!({})),
+        (102, "server/discover", json!({"_meta": no_version})),
+        (104, "server/discover", json!({"_meta": no_caps.clone()})),
+        (105, "tools/list", json!({"_meta": no_caps})),
+    ] {
+        let r = modern_post(
+            port,
+            &modern_headers(method, None),
+            &rpc(id, method, params),
+        );
+        let e = assert_rpc_error(&r, 400, -32602);
+        assert_eq!(e["id"], id, "{e}");
+        assert!(e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("io.modelcontextprotocol/"));
+    }
+    // With the envelope (clientInfo is optional), discover is served.
+    let mut no_info = envelope();
+    no_info
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientInfo");
+    let r = modern_post(
+        port,
+        &modern_headers("server/discover", None),
+        &rpc(106, "server/discover", json!({"_meta": no_info})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["result"]["supportedVersions"][0], MODERN);
+}
+
+#[test]
+fn a_revision_of_neither_era_is_32022_naming_it_with_the_request_id() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    for (id, bad) in [(301, "v999.0.0"), (302, "2099-01-01")] {
+        // Named in the header and in the body, as a client of the modern era sends it.
+        let mut body = modern_rpc(id, "server/discover", json!({}));
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(bad);
+        let h = [
+            JSON,
+            ACCEPT,
+            ("MCP-Protocol-Version", bad),
+            ("Mcp-Method", "server/discover"),
+        ];
+        let e = assert_rpc_error(&modern_post(port, &h, &body), 400, -32022);
+        assert_eq!(e["id"], id, "{e}");
+        assert_eq!(e["error"]["data"]["requested"], bad, "{e}");
+        assert_eq!(e["error"]["data"]["supported"][0], MODERN, "{e}");
+        // In the header only (a legacy request): the same error.
+        let sid = streamable_session(port, "2025-11-25");
+        let h = [
+            JSON,
+            ACCEPT,
+            ("MCP-Protocol-Version", bad),
+            ("Mcp-Session-Id", &sid),
+        ];
+        let r = modern_post(port, &h, &rpc(id + 10, "tools/list", json!({})));
+        let e = assert_rpc_error(&r, 400, -32022);
+        assert_eq!(e["id"], id + 10, "{e}");
+        assert_eq!(e["error"]["data"]["requested"], bad, "{e}");
+        assert!(e["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")));
+    }
+}
+
+#[test]
+fn initialize_in_the_stateless_revision_is_404_method_not_found() {
+    let s = Server::start(&[]);
+    let body = modern_rpc(500, "initialize", json!({}));
+    let r = modern_post(s.port, &modern_headers("initialize", None), &body);
+    let e = assert_rpc_error(&r, 404, -32601);
+    assert_eq!(e["id"], 500);
+    assert_eq!(e["error"]["data"]["supported"][0], MODERN, "{e}");
+}
+
+/// A POST answered on its own event stream (`Accept: text/event-stream` only).
+fn sse_post(port: u16, sid: &str, body: &Value) -> Sse {
+    let r = Sse::open(
+        port,
+        "POST",
+        "/mcp",
+        &[
+            JSON,
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", sid),
+        ],
+        Some(&body.to_string()),
+        256,
+    );
+    assert_eq!(r.status, 200);
+    r
+}
+
+/// A GET resuming after `last` (`Last-Event-ID`).
+fn resume_stream(port: u16, sid: &str, last: &str) -> Sse {
+    Sse::open(
+        port,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", sid),
+            ("Last-Event-ID", last),
+        ],
+        None,
+        256,
+    )
+}
+
+/// The `<stream>-<seq>` parts of an event id.
+fn id_parts(id: &str) -> (u64, u64) {
+    let (a, b) = id.split_once('-').expect("an id <stream>-<seq>");
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+#[test]
+fn a_legacy_sse_reply_is_primed_and_resumed_after_a_lost_connection() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let sid = streamable_session(port, "2025-11-25");
+    let call = rpc(
+        7,
+        "tools/call",
+        json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 2},
+               "_meta": {"progressToken": "p"}}),
+    );
+    let reply = sse_post(port, &sid, &call);
+    let until = Instant::now() + deadline();
+    let prime = reply.next_event(until).expect("a priming event");
+    assert_eq!(prime.data, "", "{prime:?}");
+    assert_eq!(prime.retry.as_deref(), Some("1000"), "{prime:?}");
+    let (stream, seq) = id_parts(prime.id.as_deref().expect("an id"));
+    assert_eq!(seq, 0, "{prime:?}");
+    let first = reply.next_event(until).expect("a progress event");
+    assert_eq!(first.name, "message");
+    let m: Value = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(m["method"], "notifications/progress", "{m}");
+    let last = first.id.clone().expect("an id");
+    assert_eq!(id_parts(&last), (stream, 1));
+    // The connection is lost mid-request; the request goes on.
+    drop(reply);
+    let resumed = resume_stream(port, &sid, &last);
+    assert_eq!(resumed.status, 200);
+    let mut seqs = vec![];
+    let result = loop {
+        let ev = resumed.next_event(until).expect("the rest of the stream");
+        if ev.data.is_empty() {
+            continue; // its priming event
+        }
+        let (st, seq) = id_parts(ev.id.as_deref().expect("an id"));
+        assert_eq!(st, stream, "only that stream's messages: {ev:?}");
+        seqs.push(seq);
+        let m: Value = serde_json::from_str(&ev.data).unwrap();
+        if m.get("id").is_some() {
+            break m;
+        }
+        assert_eq!(m["method"], "notifications/progress", "{m}");
+    };
+    assert_eq!(result["id"], 7, "{result}");
+    assert_eq!(tool_json(&result["result"])["paused"], false, "{result}");
+    assert_eq!(seqs[0], 2, "nothing before the id given, nothing skipped");
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    assert!(resumed.ended(deadline()), "it ends with the request");
+    // Resuming again from the start of that stream replays all of it (the request is over).
+    let mut again = resume_stream(port, &sid, &format!("{stream}-0"));
+    let m = again.message(deadline(), |m| m["id"] == 7);
+    assert_eq!(m["result"], result["result"]);
+    assert!(again.ended(deadline()));
+}
+
+#[test]
+fn the_get_stream_keeps_what_its_client_missed_while_away() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let sid = streamable_session_custom(port, "2025-11-25");
+    let app = s.client();
+    add_breakpoint(&app, "add");
+    let g = get_stream(port, &sid);
+    let until = Instant::now() + deadline();
+    let prime = g.next_event(until).expect("a priming event");
+    assert_eq!(prime.data, "");
+    assert_eq!(prime.id.as_deref(), Some("0-0"), "{prime:?}");
+    let (p, _) = hit(&app, "add");
+    let paused = loop {
+        let ev = g.next_event(until).expect("the pause");
+        let m: Value = serde_json::from_str(&ev.data).unwrap();
+        if is_paused(&p)(&m) {
+            break ev;
+        }
+    };
+    let last = paused.id.clone().expect("an id");
+    assert_eq!(id_parts(&last).0, 0);
+    drop(g);
+    // While no GET stream is connected (or before the server notices it is gone).
+    resume(&app, &p);
+    let mut back = resume_stream(port, &sid, &last);
+    assert_eq!(back.status, 200);
+    let m = back.message(deadline(), |m| {
+        m["method"] == "notifications/breakpoint/execution_resumed"
+    });
+    assert_eq!(m["params"]["pause_id"], p, "{m}");
+    // It is the session's GET stream again: the next pause comes on it.
+    let (p2, _) = hit(&app, "add");
+    back.message(deadline(), is_paused(&p2));
+}
+
+#[test]
+fn resumption_refuses_ids_it_never_sent_and_streams_it_no_longer_keeps() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let sid = streamable_session(port, "2025-11-25");
+    for (last, status) in [("nonsense", 400), ("1-0", 400), ("0-0", 400)] {
+        let r = resume_stream(port, &sid, last);
+        assert_eq!(r.status, status, "{last}");
+    }
+    // Past the number of streams a session keeps, the oldest is forgotten: 410, not a gap.
+    let streams = cideldill_server::limits::MCP_REPLAY_STREAMS;
+    for i in 0..=streams {
+        let mut r = sse_post(port, &sid, &rpc(i as i64, "tools/list", json!({})));
+        r.message(deadline(), |m| m["id"] == i as i64);
+    }
+    let gone = resume_stream(port, &sid, "1-1");
+    assert_eq!(gone.status, 410);
+    let kept = resume_stream(port, &sid, &format!("{}-0", streams + 1));
+    assert_eq!(kept.status, 200);
+    // Without a session: as any GET.
+    assert_eq!(resume_stream(port, &"0".repeat(32), "1-1").status, 404);
+}
+
+#[test]
+fn older_revisions_get_event_ids_without_priming_and_the_stateless_one_neither() {
+    let s = Server::start(&[]);
+    let port = s.port;
+    let sid = streamable_session(port, "2025-03-26");
+    let reply = sse_post(port, &sid, &rpc(3, "tools/list", json!({})));
+    let ev = reply
+        .next_event(Instant::now() + deadline())
+        .expect("the answer");
+    assert!(
+        !ev.data.is_empty(),
+        "no priming event before 2025-11-25: {ev:?}"
+    );
+    assert!(ev.retry.is_none());
+    assert_eq!(id_parts(ev.id.as_deref().expect("an id")).1, 1);
+    // 2026-07-28 has no resumability: no ids, no priming.
+    let mut h = modern_headers("tools/list", None);
+    h[1] = ("Accept", "text/event-stream");
+    let body = modern_rpc(4, "tools/list", json!({}));
+    let r = Sse::open(port, "POST", "/mcp", &h, Some(&body.to_string()), 64);
+    assert_eq!(r.status, 200);
+    let ev = r
+        .next_event(Instant::now() + deadline())
+        .expect("the answer");
+    assert!(
+        !ev.data.is_empty() && ev.id.is_none() && ev.retry.is_none(),
+        "{ev:?}"
+    );
+    // And a GET with Last-Event-ID in that revision is refused as every GET is.
+    let get = http(
+        port,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            ("MCP-Protocol-Version", MODERN),
+            ("Last-Event-ID", "1-0"),
+        ],
+        None,
+    );
+    assert_eq!(get.status, 405);
 }

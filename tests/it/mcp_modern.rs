@@ -103,12 +103,13 @@ fn discover_announces_both_eras_and_fixes_the_connection_modern() {
     );
     assert!(d["ttlMs"].as_u64().unwrap() > 0);
     assert_eq!(d["cacheScope"], "private");
-    // The connection is modern now: a handshake is refused, naming what we speak.
+    // The connection is modern now: a handshake is refused (not a method of this revision),
+    // naming what we speak.
     let e = s.request(
         "initialize",
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it"}}),
     );
-    assert_eq!(e["error"]["code"], -32022, "{e}");
+    assert_eq!(e["error"]["code"], -32601, "{e}");
     assert_eq!(e["error"]["data"]["supported"][0], VERSION);
     assert!(s.junk.lock().unwrap().is_empty());
 }
@@ -234,8 +235,10 @@ fn errors_of_the_modern_era() {
     }
     let r = s.request("ping", json!({}));
     assert_eq!(r["error"]["code"], -32601, "without the envelope too");
+    // `initialize` is not a method of this revision: -32601, naming ours.
     let r = s.request("initialize", json!({"protocolVersion": "2025-11-25"}));
-    assert_eq!(r["error"]["code"], -32022);
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert_eq!(r["error"]["data"]["supported"][0], VERSION, "{r}");
     // The connection still works.
     assert_complete(&modern(&s, "prompts/list", json!({}))["result"]);
 }
@@ -377,4 +380,36 @@ fn a_listen_stream_of_a_client_that_did_not_declare_them_gets_no_custom_notifica
         "no custom notification and no log line without asking"
     );
     assert!(s.junk.lock().unwrap().is_empty());
+}
+
+// Defect: `server/discover` was served without the envelope (its params are `RequestParams`,
+// which require it), so a request missing a required key got a result.
+#[test]
+fn discover_needs_the_envelope_like_every_request() {
+    let s = McpServer::start(&[]);
+    let mut no_caps = envelope();
+    no_caps.as_object_mut().unwrap().remove(CAPS_KEY);
+    let mut no_version = envelope();
+    no_version.as_object_mut().unwrap().remove(VERSION_KEY);
+    for params in [
+        json!({}),
+        json!({"_meta": no_caps}),
+        json!({"_meta": no_version}),
+    ] {
+        let r = s.request("server/discover", params.clone());
+        assert_eq!(r["error"]["code"], -32602, "{params}: {r}");
+        assert!(r["error"]["data"]["missing"].is_array(), "{r}");
+    }
+    let r = s.request(
+        "server/discover",
+        json!({"_meta": {VERSION_KEY: "v999.0.0", CAPS_KEY: {}}}),
+    );
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert_eq!(r["error"]["data"]["requested"], "v999.0.0");
+    // clientInfo is optional.
+    let r = s.request(
+        "server/discover",
+        json!({"_meta": {VERSION_KEY: VERSION, CAPS_KEY: {}}}),
+    );
+    assert_complete(&r["result"]);
 }

@@ -668,7 +668,10 @@ fn repeated_mcp_headers_are_refused() {
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
     ];
-    let discover = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover"}).to_string();
+    let discover = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
         (
             vec![
