@@ -361,6 +361,13 @@ pub const UPSTREAM_MAX_CATALOG_BYTES: usize = 4 << 20;
 /// server's POSTs); when it does not take them, and one more would wait, that write fails and
 /// the connection is dropped as broken.
 pub const UPSTREAM_WRITE_QUEUE: usize = 256;
+/// Reconnections in a row (GET with `Last-Event-ID`) that may bring no new event before a
+/// legacy Streamable HTTP server's response stream, closed without the answer, is given up.
+pub const UPSTREAM_RESUME_ATTEMPTS: u32 = 5;
+/// Wait before such a reconnection when the server set no `retry`.
+pub const UPSTREAM_RESUME_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Longest wait before such a reconnection, whatever `retry` the server set.
+pub const UPSTREAM_RESUME_MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(60);
 
 // ---- REPL sessions (`repl.rs`) ----
 
@@ -1086,6 +1093,22 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The write fails: the call fails with `call_failed` saying the server does \
                   not read (or take) its input, and the connection is dropped (then reconnected).",
+    },
+    Limit {
+        what: "Resuming a Streamable HTTP response stream the server closed before the answer \
+               (revisions up to 2025-11-25)",
+        value: || {
+            format!(
+                "{} reconnections in a row without a new event, each after the server's \
+                 `retry` (else {}, at most {})",
+                UPSTREAM_RESUME_ATTEMPTS,
+                secs(UPSTREAM_RESUME_DELAY),
+                secs(UPSTREAM_RESUME_MAX_DELAY)
+            )
+        },
+        flag: None,
+        reached: "The call fails with `call_failed` saying the stream closed without the \
+                  answer; the call's own timeout still applies while it is resumed.",
     },
 ];
 

@@ -41,9 +41,14 @@ use ureq::{Agent, Body, RequestBuilder};
 
 use base64::Engine;
 
-use super::peer::{is_modern_message, preview, Failure, Link, Peer, MODERN_VERSION};
+use super::peer::{
+    is_modern_message, preview, Failure, Link, Peer, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use super::sse_parse::{Event, EventReader};
-use crate::limits::{UPSTREAM_ERROR_BODY, UPSTREAM_MAX_BODY};
+use crate::limits::{
+    UPSTREAM_ERROR_BODY, UPSTREAM_MAX_BODY, UPSTREAM_RESUME_ATTEMPTS, UPSTREAM_RESUME_DELAY,
+    UPSTREAM_RESUME_MAX_DELAY,
+};
 
 /// How long a blocked read waits before it looks at the stop flag again.
 const POLL: Duration = Duration::from_millis(250);
@@ -94,14 +99,14 @@ struct Shared {
 
 /// The headers of a modern request (`None` for a legacy message): the revision, the method,
 /// and `Mcp-Name` for the methods that name something (tool, resource URI, prompt).
-pub(crate) fn modern_headers(msg: &Value) -> Option<Vec<(&'static str, String)>> {
+pub(crate) fn modern_headers(msg: &Value) -> Option<Vec<(String, String)>> {
     if !is_modern_message(msg) {
         return None;
     }
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     let mut headers = vec![
-        ("MCP-Protocol-Version", MODERN_VERSION.to_owned()),
-        ("Mcp-Method", header_value(method)),
+        ("MCP-Protocol-Version".to_owned(), MODERN_VERSION.to_owned()),
+        ("Mcp-Method".to_owned(), header_value(method)),
     ];
     let named = match method {
         "tools/call" | "prompts/get" => Some("name"),
@@ -112,7 +117,7 @@ pub(crate) fn modern_headers(msg: &Value) -> Option<Vec<(&'static str, String)>>
         .and_then(|k| msg.pointer(&format!("/params/{k}")))
         .and_then(Value::as_str)
     {
-        headers.push(("Mcp-Name", header_value(name)));
+        headers.push(("Mcp-Name".to_owned(), header_value(name)));
     }
     Some(headers)
 }
@@ -149,7 +154,11 @@ impl Link for HttpLink {
         }
         let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         let method = msg.get("method").and_then(Value::as_str);
-        let modern = modern_headers(msg);
+        let mut modern = modern_headers(msg);
+        if let Some(h) = modern.as_mut() {
+            // A tools/call mirrors the parameters the tool marks with `x-mcp-header`.
+            h.extend(peer.param_headers(msg));
+        }
         if let (Some(method), Some(id)) = (method, msg.get("id").filter(|v| !v.is_null())) {
             // A modern request gets a client of its own, which `abandon` can stop alone.
             let own = modern.is_some().then(|| {
@@ -239,6 +248,10 @@ impl Link for HttpLink {
             None => false,
         }
     }
+
+    fn mirrors_tool_params(&self) -> bool {
+        true
+    }
 }
 
 impl Shared {
@@ -248,7 +261,7 @@ impl Shared {
         &self,
         peer: &Peer,
         client: &Client,
-        modern: Option<&[(&'static str, String)]>,
+        modern: Option<&[(String, String)]>,
         body: Vec<u8>,
         limit: Duration,
     ) -> (Result<Response<Body>, ureq::Error>, bool) {
@@ -272,7 +285,7 @@ impl Shared {
         match modern {
             Some(headers) => {
                 for (k, v) in headers {
-                    rq = rq.header(*k, v);
+                    rq = rq.header(k.as_str(), v);
                 }
             }
             None => {
@@ -321,7 +334,7 @@ impl Shared {
         &self,
         peer: &Arc<Peer>,
         client: &Client,
-        modern: Option<&[(&'static str, String)]>,
+        modern: Option<&[(String, String)]>,
         body: Vec<u8>,
         id: &Value,
         method: &str,
@@ -337,21 +350,36 @@ impl Shared {
         };
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
-            let (mcp_error, message) = describe_status(resp);
+            let (error, message) = describe_error(resp);
             log::debug!("upstream {}: {method} (id {id}): HTTP {message}", peer.name);
-            peer.fail(
-                id,
-                Failure::Http {
+            let failure = match error {
+                // A modern server refusing the revision: its error says which it supports.
+                Some(e)
+                    if e.get("code").and_then(Value::as_i64)
+                        == Some(UNSUPPORTED_PROTOCOL_VERSION) =>
+                {
+                    Failure::Rpc {
+                        code: UNSUPPORTED_PROTOCOL_VERSION,
+                        message: e
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        data: e.get("data").cloned(),
+                    }
+                }
+                error => Failure::Http {
                     status,
-                    mcp_error,
+                    mcp_error: error.is_some(),
                     message,
                 },
-            );
+            };
+            peer.fail(id, failure);
             return self.session_lost(peer, status, had_session);
         }
         let failure = match content_type(&resp).as_str() {
             "application/json" => self.json_answer(peer, client, resp, id),
-            "text/event-stream" => self.stream_answer(peer, client, resp, id),
+            "text/event-stream" => self.stream_answer(peer, client, resp, id, modern.is_none()),
             other => Some(Failure::Invalid(format!(
                 "HTTP {status} with {} instead of a JSON-RPC answer",
                 if other.is_empty() {
@@ -407,40 +435,153 @@ impl Shared {
         (!answered).then(|| Failure::Invalid(format!("the JSON body does not answer id {id}")))
     }
 
+    /// Reads a request's event stream until its answer. A legacy-era stream (`resumable`) that
+    /// ends or breaks without the answer after giving an event id is resumed (revision
+    /// 2025-11-25, "Resumability and Redelivery"): after the server's `retry` delay (else
+    /// [`UPSTREAM_RESUME_DELAY`], at most [`UPSTREAM_RESUME_MAX_DELAY`]) a GET with
+    /// `Last-Event-ID` asks for the rest, again as often as the server closes it, until
+    /// [`UPSTREAM_RESUME_ATTEMPTS`] reconnections in a row brought no new event or the request
+    /// is no longer awaited. The modern revision has no resumption.
     fn stream_answer(
         &self,
         peer: &Arc<Peer>,
         client: &Client,
         resp: Response<Body>,
         id: &Value,
+        resumable: bool,
     ) -> Option<Failure> {
-        let mut events = EventReader::new(resp.into_body().into_reader());
+        let mut resp = resp;
+        let mut last_id: Option<String> = None;
+        let mut retry: Option<u64> = None;
+        let mut fruitless = 0u32;
         loop {
-            match events.next_event() {
-                Ok(Some(ev)) => {
-                    if client.stopped() {
-                        return None;
-                    }
-                    if let Some(msg) = event_message(peer, &ev) {
-                        let answered = answers(&msg, id);
-                        peer.incoming(msg);
-                        if answered {
-                            // Done; the server closes the stream after the answer anyway.
+            let mut events = EventReader::new(resp.into_body().into_reader());
+            let mut why = loop {
+                match events.next_event() {
+                    Ok(Some(ev)) => {
+                        if client.stopped() {
                             return None;
                         }
+                        if let Some(msg) = event_message(peer, &ev) {
+                            let answered = answers(&msg, id);
+                            peer.incoming(msg);
+                            if answered {
+                                // Done; the server closes the stream after the answer anyway.
+                                return None;
+                            }
+                        }
                     }
+                    Ok(None) => {
+                        break "the server closed the response stream without answering".to_owned()
+                    }
+                    Err(e) => break format!("the response stream failed: {e}"),
                 }
-                Ok(None) => {
-                    return Some(Failure::Disconnected(
-                        "the server closed the response stream without answering".to_owned(),
-                    ))
-                }
-                Err(e) => {
-                    return Some(Failure::Disconnected(format!(
-                        "the response stream failed: {e}"
-                    )))
+            };
+            if client.stopped() {
+                return None;
+            }
+            if let Some(r) = events.retry {
+                retry = Some(r);
+            }
+            if let Some(seen) = events.last_id() {
+                if last_id.as_deref() != Some(seen) {
+                    last_id = Some(seen.to_owned());
+                    fruitless = 0;
                 }
             }
+            let from = match &last_id {
+                Some(from) if resumable => from.clone(),
+                _ => return Some(Failure::Disconnected(why)),
+            };
+            let delay = retry
+                .map_or(UPSTREAM_RESUME_DELAY, Duration::from_millis)
+                .min(UPSTREAM_RESUME_MAX_DELAY);
+            resp = loop {
+                if fruitless >= UPSTREAM_RESUME_ATTEMPTS {
+                    return Some(Failure::Disconnected(format!(
+                        "{why}; {fruitless} reconnections in a row (GET with Last-Event-ID) brought nothing new"
+                    )));
+                }
+                fruitless += 1;
+                if !self.pause(peer, client, id, delay) {
+                    return None;
+                }
+                log::debug!(
+                    "upstream {}: id {id}: {why}; resuming after event {from:?} (attempt {fruitless})",
+                    peer.name
+                );
+                match self.resume(peer, client, &from) {
+                    Ok(r) => break r,
+                    Err(Resumed::Retry(e)) => {
+                        why = format!("resuming the response stream failed: {e}")
+                    }
+                    Err(Resumed::Refused(e)) => {
+                        return Some(Failure::Disconnected(format!(
+                            "{why}, and resuming it was refused: {e}"
+                        )))
+                    }
+                }
+            };
+        }
+    }
+
+    /// Waits `delay` before a reconnection; false when there is no point any more (the link
+    /// closed, or nobody awaits request `id`).
+    fn pause(&self, peer: &Peer, client: &Client, id: &Value, delay: Duration) -> bool {
+        let end = Instant::now() + delay;
+        loop {
+            if client.stopped() || !peer.awaits(id) {
+                return false;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            thread::sleep(left.min(Duration::from_millis(20)));
+        }
+    }
+
+    /// One GET resuming a response stream after event `last_event_id`.
+    fn resume(
+        &self,
+        peer: &Peer,
+        client: &Client,
+        last_event_id: &str,
+    ) -> Result<Response<Body>, Resumed> {
+        let session = lock(&self.session).clone();
+        let had_session = session.is_some();
+        let rq = client
+            .agent
+            .get(&self.url)
+            .config()
+            .timeout_global(Some(EXCHANGE_LIMIT))
+            .build();
+        let mut rq = with_headers(rq, &self.headers)
+            .header("Accept", "text/event-stream")
+            .header("Last-Event-ID", last_event_id);
+        if let Some(s) = session {
+            rq = rq.header("Mcp-Session-Id", s);
+        }
+        if let Some(v) = peer.protocol_version() {
+            rq = rq.header("MCP-Protocol-Version", v);
+        }
+        let resp = rq.call().map_err(|e| Resumed::Retry(client.describe(&e)))?;
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            let (_, message) = describe_status(resp);
+            self.session_lost(peer, status, had_session);
+            return Err(Resumed::Refused(format!("HTTP {message}")));
+        }
+        match content_type(&resp).as_str() {
+            "text/event-stream" => Ok(resp),
+            other => Err(Resumed::Refused(format!(
+                "HTTP {status} with {} instead of an event stream",
+                if other.is_empty() {
+                    "no content type".to_owned()
+                } else {
+                    format!("content type {other}")
+                }
+            ))),
         }
     }
 
@@ -523,6 +664,14 @@ impl Shared {
     }
 }
 
+/// Why a GET resuming a response stream gave no stream.
+enum Resumed {
+    /// It did not get through (connection refused, reset): worth another attempt.
+    Retry(String),
+    /// The server answered with an error or no event stream: it does not resume streams.
+    Refused(String),
+}
+
 /// Whether `msg` (a message or batch) is the response to request `id`.
 fn answers(msg: &Value, id: &Value) -> bool {
     match msg {
@@ -578,16 +727,20 @@ pub(super) fn with_headers<B>(
     mut rq: RequestBuilder<B>,
     headers: &[(String, String)],
 ) -> RequestBuilder<B> {
-    const OURS: [&str; 6] = [
+    const OURS: [&str; 7] = [
         "accept",
         "content-type",
         "mcp-session-id",
         "mcp-protocol-version",
         "mcp-method",
         "mcp-name",
+        "last-event-id",
     ];
     for (k, v) in headers {
-        if !OURS.iter().any(|o| k.eq_ignore_ascii_case(o)) {
+        let param = k
+            .get(..super::params::HEADER_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(super::params::HEADER_PREFIX));
+        if !param && !OURS.iter().any(|o| k.eq_ignore_ascii_case(o)) {
             rq = rq.header(k, v);
         }
     }
@@ -620,6 +773,12 @@ pub(crate) fn drain(resp: Response<Body>) {
 /// Describes a response that is not a success: whether its body is a JSON-RPC error, and
 /// `404 Not Found: <the error message or a body preview>`.
 pub(crate) fn describe_status(resp: Response<Body>) -> (bool, String) {
+    let (error, message) = describe_error(resp);
+    (error.is_some(), message)
+}
+
+/// [`describe_status`] with the JSON-RPC error object itself, when the body is one.
+pub(crate) fn describe_error(resp: Response<Body>) -> (Option<Value>, String) {
     let status = resp.status();
     let mut head = format!(
         "{} {}",
@@ -647,13 +806,11 @@ pub(crate) fn describe_status(resp: Response<Body>) -> (bool, String) {
     match error {
         Some(e) => {
             let message = e.get("message").and_then(Value::as_str).unwrap_or("");
-            (
-                true,
-                format!("{head}: {}", preview(&format!("{} {message}", e["code"]))),
-            )
+            let described = format!("{head}: {}", preview(&format!("{} {message}", e["code"])));
+            (Some(e), described)
         }
-        None if text.is_empty() => (false, head),
-        None => (false, format!("{head}: {}", preview(text))),
+        None if text.is_empty() => (None, head),
+        None => (None, format!("{head}: {}", preview(text))),
     }
 }
 
@@ -1304,6 +1461,265 @@ pub(crate) mod tests {
         );
         let methods: Vec<String> = seen.try_iter().map(|s: Seen| s.1).collect();
         assert_eq!(methods[..2], ["server/discover", "initialize"]);
+    }
+
+    /// A legacy Streamable HTTP server for resumption tests: `initialize` hands out session
+    /// `s-r`; a GET without `Last-Event-ID` (the server's own stream) is refused with 405;
+    /// `tools/call` opens a stream with a priming event (`id: e-1`, `retry: RETRY`) and closes
+    /// it; a GET with `Last-Event-ID` goes to `resumed`, which gets the request's id too.
+    fn resuming_server(
+        retry_ms: u64,
+        resumed: impl Fn(tiny_http::Request, String, Value) + Send + Sync + 'static,
+    ) -> Server {
+        let call_id = Arc::new(Mutex::new(Value::Null));
+        Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            if rq.method() == &tiny_http::Method::Get {
+                return match header(&rq, "Last-Event-ID") {
+                    Some(last) => {
+                        assert_eq!(header(&rq, "Mcp-Session-Id").as_deref(), Some("s-r"));
+                        assert_eq!(header(&rq, "Accept").as_deref(), Some("text/event-stream"));
+                        let id = lock(&call_id).clone();
+                        resumed(rq, last, id)
+                    }
+                    None => reply(rq, 405, "", &[]),
+                };
+            }
+            match msg["method"].as_str() {
+                Some("initialize") => {
+                    json_reply(rq, init_result(&msg["id"]), &[("Mcp-Session-Id", "s-r")])
+                }
+                Some("tools/call") => {
+                    *lock(&call_id) = msg["id"].clone();
+                    let mut s = Stream::open(rq, &[]);
+                    s.raw(&format!("id: e-1\nretry: {retry_ms}\ndata: \n\n"));
+                    s.finish();
+                }
+                _ => reply(rq, 202, "", &[]),
+            }
+        })
+    }
+
+    // The response stream of a call closes after its priming event: the client waits the
+    // server's retry delay, resumes with GET and Last-Event-ID, and gets the answer there.
+    #[test]
+    fn a_closed_response_stream_is_resumed_after_the_retry_delay() {
+        let (got_tx, got) = unbounded::<(String, Instant)>();
+        let server = resuming_server(300, move |rq, last, id| {
+            let _ = got_tx.send((last, Instant::now()));
+            let mut s = Stream::open(rq, &[]);
+            s.raw("id: e-2\n");
+            s.event(None, &result(&id, json!({"resumed": true})).to_string());
+            // Held open: the client ends it once answered.
+            while s.raw(": wait\n\n") {
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        p.initialize(WAIT).unwrap();
+        let t0 = Instant::now();
+        let r = p.request("tools/call", json!({"name": "long"}), WAIT);
+        assert_eq!(r, Ok(json!({"resumed": true})));
+        let (last, at) = got.recv_timeout(WAIT).unwrap();
+        assert_eq!(last, "e-1");
+        assert!(at - t0 >= Duration::from_millis(300), "{:?}", at - t0);
+        assert!(got.try_recv().is_err(), "one reconnection");
+    }
+
+    // Reconnections that bring nothing new are bounded; a server that refuses the GET fails
+    // the call at once; the modern era never resumes.
+    #[test]
+    fn resumption_is_bounded_and_needs_a_server_that_offers_it() {
+        let (gets_tx, gets) = unbounded::<String>();
+        let server = resuming_server(10, move |rq, last, _| {
+            let _ = gets_tx.send(last);
+            let mut s = Stream::open(rq, &[]);
+            s.raw(": nothing new\n\n");
+            s.finish();
+        });
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        p.initialize(WAIT).unwrap();
+        let r = p.request("tools/call", json!({"name": "long"}), WAIT);
+        assert_eq!(
+            r,
+            Err(Failure::Disconnected(format!(
+                "the server closed the response stream without answering; \
+                 {UPSTREAM_RESUME_ATTEMPTS} reconnections in a row (GET with Last-Event-ID) \
+                 brought nothing new"
+            )))
+        );
+        let all: Vec<String> = gets.try_iter().collect();
+        assert_eq!(
+            all,
+            vec!["e-1".to_owned(); UPSTREAM_RESUME_ATTEMPTS as usize]
+        );
+
+        let server = resuming_server(10, |rq, _, _| reply(rq, 405, "", &[]));
+        let (p, _) = peer();
+        connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+        p.initialize(WAIT).unwrap();
+        let r = p.request("tools/call", json!({"name": "long"}), WAIT);
+        assert_eq!(
+            r,
+            Err(Failure::Disconnected(
+                "the server closed the response stream without answering, and resuming it \
+                 was refused: HTTP 405 Method Not Allowed"
+                    .into()
+            ))
+        );
+    }
+
+    // server/discover refused with -32022 naming the modern revision is asked once more (and
+    // the modern era chosen); refused again, or naming only legacy revisions, initialize
+    // follows.
+    #[test]
+    fn a_discover_refused_for_its_version_is_retried_with_a_listed_one() {
+        use crate::upstream::peer::Era;
+        let refuse = |supported: Value| {
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": supported, "requested": "2026-07-28"}}})
+            .to_string()
+        };
+        for (supported, refusals, era) in [
+            (json!([MODERN_VERSION]), 1, Era::Modern),
+            (json!([MODERN_VERSION]), 2, Era::Legacy),
+            (json!(["2025-11-25"]), 1, Era::Legacy),
+        ] {
+            let (seen_tx, seen) = unbounded();
+            let body_text = refuse(supported.clone());
+            let count = Arc::new(Mutex::new(0));
+            let server = Server::start(move |mut rq| {
+                let msg = record(&mut rq, &seen_tx);
+                match (rq.method(), msg["method"].as_str()) {
+                    (tiny_http::Method::Get, _) => reply(rq, 405, "", &[]),
+                    (_, Some("server/discover")) => {
+                        let n = {
+                            let mut c = lock(&count);
+                            *c += 1;
+                            *c
+                        };
+                        if n <= refusals {
+                            reply(rq, 400, &body_text, &[("Content-Type", "application/json")])
+                        } else {
+                            json_reply(
+                                rq,
+                                result(
+                                    &msg["id"],
+                                    json!({"supportedVersions": [MODERN_VERSION],
+                                        "capabilities": {}, "resultType": "complete"}),
+                                ),
+                                &[],
+                            )
+                        }
+                    }
+                    (_, Some("initialize")) => json_reply(rq, init_result(&msg["id"]), &[]),
+                    _ => reply(rq, 202, "", &[]),
+                }
+            });
+            let (p, _) = peer();
+            connect(&p, &format!("{}/mcp", server.base), &[], WAIT).unwrap();
+            let init = p.handshake(WAIT).unwrap();
+            assert_eq!(init.era, era, "{supported} refused {refusals} times");
+            let methods: Vec<(String, Option<String>)> = seen
+                .try_iter()
+                .filter(|s: &Seen| s.0 == "POST")
+                .map(|s| (s.1, s.3))
+                .take(3)
+                .collect();
+            let m = |x: &str, v: Option<&str>| (x.to_owned(), v.map(str::to_owned));
+            let expected = match (refusals, era) {
+                (1, Era::Modern) => vec![
+                    m("server/discover", Some(MODERN_VERSION)),
+                    m("server/discover", Some(MODERN_VERSION)),
+                ],
+                (2, _) => vec![
+                    m("server/discover", Some(MODERN_VERSION)),
+                    m("server/discover", Some(MODERN_VERSION)),
+                    m("initialize", None),
+                ],
+                _ => vec![
+                    m("server/discover", Some(MODERN_VERSION)),
+                    m("initialize", None),
+                    m("notifications/initialized", Some("2025-06-18")),
+                ],
+            };
+            assert_eq!(methods, expected, "{supported} refused {refusals} times");
+        }
+    }
+
+    // A modern tools/call carries the Mcp-Param-* headers of the tool's annotations, and the
+    // configured headers cannot add or override them.
+    #[test]
+    fn a_modern_call_mirrors_annotated_parameters() {
+        use crate::upstream::params::bindings;
+        let (seen_tx, seen) = unbounded::<Vec<(String, String)>>();
+        let server = Server::start(move |mut rq| {
+            let msg: Value = serde_json::from_str(&body(&mut rq)).unwrap_or(Value::Null);
+            let params: Vec<(String, String)> = rq
+                .headers()
+                .iter()
+                .filter(|h| {
+                    h.field
+                        .as_str()
+                        .as_str()
+                        .to_ascii_lowercase()
+                        .starts_with("mcp-param-")
+                })
+                .map(|h| (h.field.as_str().to_string(), h.value.to_string()))
+                .collect();
+            let id = msg["id"].clone();
+            match msg["method"].as_str() {
+                Some("server/discover") => json_reply(
+                    rq,
+                    result(
+                        &id,
+                        json!({"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}},
+                            "resultType": "complete"}),
+                    ),
+                    &[],
+                ),
+                _ => {
+                    let _ = seen_tx.send(params);
+                    json_reply(rq, result(&id, json!({"content": []})), &[])
+                }
+            }
+        });
+        let (p, _) = peer();
+        let configured = [("mcp-param-region".to_owned(), "forged".to_owned())];
+        connect(&p, &format!("{}/mcp", server.base), &configured, WAIT).unwrap();
+        p.handshake(WAIT).unwrap();
+        assert!(p.mirrors_tool_params());
+        let schema = json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"}}});
+        p.set_param_bindings(HashMap::from([(
+            "t".to_owned(),
+            bindings(&schema).unwrap(),
+        )]));
+        let call = |name: &str, args: Value| {
+            p.request("tools/call", json!({"name": name, "arguments": args}), WAIT)
+                .unwrap();
+            seen.recv_timeout(WAIT).unwrap()
+        };
+        let h = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            call("t", json!({"region": "Zürich", "n": 42})),
+            vec![
+                // Header names travel in lower case (they are case-insensitive).
+                h("mcp-param-region", "=?base64?WsO8cmljaA==?="),
+                h("mcp-param-n", "42")
+            ]
+        );
+        assert_eq!(
+            call("t", json!({"region": null})),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(
+            call("other", json!({"region": "x"})),
+            Vec::<(String, String)>::new()
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! dropped; anything that finishes for an older generation (a slow connect, a late notice) is
 //! discarded instead of overwriting newer state.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -26,6 +26,7 @@ use super::names::{
     catalog_name, check_display_name, check_resource_uri, check_tool_name, validate_server_name,
     Catalog, ExternalNameError, ResolveError,
 };
+use super::params::{self, Binding};
 use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
 use crate::error::ApiError;
@@ -110,11 +111,14 @@ struct Skipped {
     duplicate: usize,
     /// Past [`UPSTREAM_MAX_TOOLS`] or [`UPSTREAM_MAX_CATALOG_BYTES`].
     over_limit: usize,
+    /// A modern Streamable HTTP server's tool whose `x-mcp-header` annotations break the
+    /// rules (see [`super::params`]).
+    invalid_header: usize,
 }
 
 impl Skipped {
     fn total(&self) -> usize {
-        self.invalid_name + self.duplicate + self.over_limit
+        self.invalid_name + self.duplicate + self.over_limit + self.invalid_header
     }
 }
 
@@ -197,6 +201,10 @@ fn list_bounded(
     let mut skipped = Skipped::default();
     let mut full = false;
     let mut logged = 0usize;
+    // A modern Streamable HTTP connection mirrors annotated tool parameters into headers and
+    // leaves out the tools whose annotations are invalid.
+    let headers = matches!(kind, Kind::Tools) && peer.mirrors_tool_params();
+    let mut bindings: HashMap<String, Vec<Binding>> = HashMap::new();
     let mut note = |why: String| {
         logged += 1;
         if logged <= SKIP_LOG_LINES {
@@ -221,6 +229,20 @@ fn list_bounded(
             note(format!("a second one of {id:?} (the first is kept)"));
             return true;
         }
+        let annotated = if headers {
+            match params::bindings(item.get("inputSchema").unwrap_or(&Value::Null)) {
+                Ok(b) => b,
+                Err(why) => {
+                    skipped.invalid_header += 1;
+                    note(format!(
+                        "the tool {id:?} has an invalid x-mcp-header: {why}"
+                    ));
+                    return true;
+                }
+            }
+        } else {
+            Vec::new()
+        };
         let size = serde_json::to_vec(&item).map_or(usize::MAX, |v| v.len());
         if items.len() >= kind.max() || bytes.saturating_add(size) > UPSTREAM_MAX_CATALOG_BYTES {
             full = true;
@@ -228,16 +250,24 @@ fn list_bounded(
             return false;
         }
         seen.insert(id.to_owned());
+        if !annotated.is_empty() {
+            bindings.insert(id.to_owned(), annotated);
+        }
         bytes += size;
         items.push(item);
         true
     })?;
+    if headers {
+        peer.set_param_bindings(bindings);
+    }
     if skipped.total() > 0 {
         log::warn!(
-            "upstream {name}: kept {} {what} ({bytes} bytes); skipped {} invalid, {} duplicates \
-             and {} past the limits ({} {what}, {UPSTREAM_MAX_CATALOG_BYTES} bytes)",
+            "upstream {name}: kept {} {what} ({bytes} bytes); skipped {} invalid, {} with invalid \
+             x-mcp-header annotations, {} duplicates and {} past the limits ({} {what}, \
+             {UPSTREAM_MAX_CATALOG_BYTES} bytes)",
             items.len(),
             skipped.invalid_name,
+            skipped.invalid_header,
             skipped.duplicate,
             skipped.over_limit,
             kind.max()
@@ -247,6 +277,14 @@ fn list_bounded(
         tools: items,
         skipped,
     })
+}
+
+/// Whether a Streamable HTTP refusal of this status (without a JSON-RPC error body) sends a
+/// URL given without a transport to legacy HTTP+SSE: 400, 404 and 405, as the MCP
+/// specification's backwards-compatibility rule says. Any other status (401 asking for
+/// authorization, 403, 429…) is the answer of a Streamable HTTP server and fails as it is.
+fn falls_back_to_sse(status: u16) -> bool {
+    matches!(status, 400 | 404 | 405)
 }
 
 /// [`list_bounded`] for tools.
@@ -668,6 +706,7 @@ impl Manager {
                     "invalid_name": slot.skipped.invalid_name,
                     "duplicate": slot.skipped.duplicate,
                     "over_limit": slot.skipped.over_limit,
+                    "invalid_header": slot.skipped.invalid_header,
                 },
             });
             match &slot.config.transport {
@@ -1234,7 +1273,7 @@ fn establish(
                     status,
                     mcp_error: false,
                     message,
-                }) if auto && (400..500).contains(&status) => {
+                }) if auto && falls_back_to_sse(status) => {
                     peer.shutdown("falling back to legacy SSE");
                     log::info!(
                         "upstream {name}: Streamable HTTP refused (HTTP {status}: {message}); trying legacy HTTP+SSE"
@@ -1621,6 +1660,16 @@ mod tests {
                 cwd: None,
             },
         )
+    }
+
+    #[test]
+    fn only_400_404_and_405_fall_back_to_legacy_sse() {
+        for status in [400, 404, 405] {
+            assert!(falls_back_to_sse(status), "{status}");
+        }
+        for status in [401, 403, 406, 415, 429, 500, 502] {
+            assert!(!falls_back_to_sse(status), "{status}");
+        }
     }
 
     // A new manager knows no server and no tool and holds no thread; the first server wakes

@@ -7,6 +7,8 @@
 //!   for which file is read and how inline servers merge over it.
 //! - [`names`]: server-name validation, tool glob filters and the catalog resolver.
 //! - [`peer`]: one JSON-RPC conversation over any transport ([`peer::Link`]).
+//! - [`params`]: tool parameters a modern Streamable HTTP server wants mirrored into
+//!   `Mcp-Param-*` headers (`x-mcp-header`), and which annotations make a tool invalid.
 //! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; `crate::sys`: process-group
 //!   signals, the crate's one `unsafe` module.
 //! - [`manager`]: the servers, their statuses, routing, health and reconnection.
@@ -18,6 +20,7 @@ pub mod config;
 pub mod http;
 pub mod manager;
 pub mod names;
+pub mod params;
 pub mod peer;
 pub mod sse;
 pub mod sse_parse;

@@ -27,6 +27,7 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
+use super::params::{self, Binding};
 use crate::jsonrpc::METHOD_NOT_FOUND;
 use crate::limits::UPSTREAM_MAX_PAGES;
 
@@ -156,6 +157,25 @@ pub fn probe_verdict(reply: &Result<Value, Failure>) -> Result<Initialized, Stri
     })
 }
 
+/// The revision to probe with again when `server/discover` was refused with -32022
+/// (unsupported protocol version) and the error's `data.supported` lists one we speak in the
+/// modern era; `None` otherwise.
+pub fn retry_version(reply: &Result<Value, Failure>) -> Option<&'static str> {
+    let Err(Failure::Rpc {
+        code: UNSUPPORTED_PROTOCOL_VERSION,
+        data: Some(data),
+        ..
+    }) = reply
+    else {
+        return None;
+    };
+    let supported = data.get("supported").and_then(Value::as_array)?;
+    supported
+        .iter()
+        .any(|v| v == MODERN_VERSION)
+        .then_some(MODERN_VERSION)
+}
+
 /// A result asking for input we cannot give (`resultType: "input_required"`): what was asked
 /// for (`sampling`, `elicitation`, `roots`, or the request's method or key).
 pub fn input_required(result: &Value) -> Option<Vec<String>> {
@@ -268,6 +288,12 @@ pub trait Link: Send + Sync {
     fn abandon(&self, _id: &Value) -> bool {
         false
     }
+
+    /// Whether a modern connection over this transport mirrors tool parameters into headers
+    /// (Streamable HTTP); the others ignore `x-mcp-header`.
+    fn mirrors_tool_params(&self) -> bool {
+        false
+    }
 }
 
 /// What a peer tells its owner.
@@ -312,6 +338,8 @@ pub struct Peer {
     listen: Mutex<Option<(i64, Sender<()>)>>,
     /// Requests of the server refused so far (see [`REFUSALS_LOGGED`]).
     refused: AtomicU64,
+    /// Tools whose calls carry `Mcp-Param-*` headers, and where each value comes from.
+    param_bindings: Mutex<HashMap<String, Vec<Binding>>>,
 }
 
 /// Refusals of the server's requests logged at info per connection; the rest at debug.
@@ -333,6 +361,7 @@ impl Peer {
             progress: Mutex::new(HashMap::new()),
             listen: Mutex::new(None),
             refused: AtomicU64::new(0),
+            param_bindings: Mutex::new(HashMap::new()),
         })
     }
 
@@ -591,14 +620,30 @@ impl Peer {
 
     /// Probes with `server/discover` (with the modern envelope; never cancelled). Chooses the
     /// modern era when [`probe_verdict`] says so; otherwise tells why not.
+    ///
+    /// A probe refused with -32022 (unsupported protocol version) whose `supported` list names
+    /// a revision we speak is sent once more with it ([`retry_version`]); a list naming none
+    /// falls back to `initialize`.
     pub fn discover(self: &Arc<Self>, timeout: Duration) -> Result<Initialized, String> {
-        let reply = self.request_inner(
-            "server/discover",
-            with_envelope(json!({})),
-            timeout,
-            None,
-            false,
-        );
+        let deadline = std::time::Instant::now() + timeout;
+        let probe = |timeout| {
+            self.request_inner(
+                "server/discover",
+                with_envelope(json!({})),
+                timeout,
+                None,
+                false,
+            )
+        };
+        let mut reply = probe(timeout);
+        if let Some(version) = retry_version(&reply) {
+            log::info!(
+                "upstream {}: server/discover was refused as of an unsupported version; the \
+                 server lists {version}, asking again",
+                self.name
+            );
+            reply = probe(deadline.saturating_duration_since(std::time::Instant::now()));
+        }
         let init = probe_verdict(&reply)?;
         self.modern.store(true, Ordering::SeqCst);
         let _ = self.version.set(MODERN_VERSION.to_owned());
@@ -886,6 +931,40 @@ impl Peer {
         }
     }
 
+    /// Whether request `id` still waits for its answer (a transport stops resuming a stream
+    /// for a request given up).
+    pub fn awaits(&self, id: &Value) -> bool {
+        id.as_i64()
+            .is_some_and(|n| lock(&self.pending).contains_key(&n))
+    }
+
+    /// Whether tools' `x-mcp-header` annotations matter on this connection: a modern one over
+    /// a transport that mirrors them ([`Link::mirrors_tool_params`]).
+    pub fn mirrors_tool_params(&self) -> bool {
+        self.era() == Era::Modern && self.link.get().is_some_and(|l| l.mirrors_tool_params())
+    }
+
+    /// Replaces the table of tools whose calls carry `Mcp-Param-*` headers (tool name to its
+    /// annotations; see [`super::params`]).
+    pub fn set_param_bindings(&self, table: HashMap<String, Vec<Binding>>) {
+        *lock(&self.param_bindings) = table;
+    }
+
+    /// The `Mcp-Param-*` headers of `msg` when it is a `tools/call` of a tool with annotations.
+    pub fn param_headers(&self, msg: &Value) -> Vec<(String, String)> {
+        if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return Vec::new();
+        }
+        let Some(name) = msg.pointer("/params/name").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        let table = lock(&self.param_bindings);
+        match table.get(name) {
+            Some(b) => params::headers(b, msg.pointer("/params/arguments").unwrap_or(&Value::Null)),
+            None => Vec::new(),
+        }
+    }
+
     fn answer_request(self: &Arc<Self>, method: &str, id: Value) {
         if self.is_closed() {
             // Nobody to answer any more (a server flooding requests after we dropped it).
@@ -1114,6 +1193,41 @@ pub fn preview(text: &str) -> String {
 mod tests {
     use super::*;
     use std::thread;
+
+    #[test]
+    fn a_version_refusal_naming_the_modern_revision_is_retried() {
+        let refused = |data: Value| {
+            Err(Failure::Rpc {
+                code: UNSUPPORTED_PROTOCOL_VERSION,
+                message: "Unsupported protocol version".into(),
+                data: Some(data),
+            })
+        };
+        assert_eq!(
+            retry_version(&refused(
+                json!({"supported": ["2027-01-01", MODERN_VERSION]})
+            )),
+            Some(MODERN_VERSION)
+        );
+        for no in [
+            refused(json!({"supported": ["2025-11-25"]})),
+            refused(json!({"supported": MODERN_VERSION})),
+            refused(json!({})),
+            Err(Failure::Rpc {
+                code: -32600,
+                message: String::new(),
+                data: Some(json!({"supported": [MODERN_VERSION]})),
+            }),
+            Err(Failure::Http {
+                status: 400,
+                mcp_error: true,
+                message: String::new(),
+            }),
+            Ok(json!({"supportedVersions": [MODERN_VERSION]})),
+        ] {
+            assert_eq!(retry_version(&no), None, "{no:?}");
+        }
+    }
 
     /// A link that records what is sent and lets the test answer.
     struct Loop {

@@ -50,6 +50,12 @@ impl<R: Read> EventReader<R> {
         }
     }
 
+    /// The last event id the stream set (also by an event without data), if any: where a
+    /// reconnection resumes (`Last-Event-ID`).
+    pub fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
     /// The next event, or `None` at the end of the stream (an unfinished event is dropped, as
     /// the standard says).
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
@@ -327,6 +333,9 @@ mod tests {
         let mut r = EventReader::new(&b"retry: 1500\nretry: x\nid: a\0b\ndata:\n\n"[..]);
         assert_eq!(r.next_event().unwrap(), Some(ev("message", "", None)));
         assert_eq!(r.retry, Some(1500));
+        let mut r = EventReader::new(&b"id: p-1\nretry: 500\n\n: bye\n"[..]);
+        assert_eq!(r.next_event().unwrap(), None);
+        assert_eq!((r.last_id(), r.retry), (Some("p-1"), Some(500)));
     }
 
     #[test]
