@@ -1376,7 +1376,13 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
             live.peer.shutdown("superseded");
             Err(superseded(name))
         }
-        (Err(why), Some(slot)) => {
+        (Err(mut why), Some(slot)) => {
+            if inner.auth.describe(name)["state"] == "required" {
+                why.push_str(&format!(
+                    " (the server needs authorization: Authorize on the MCP servers page, or \
+                     POST /api/mcp-clients/{name}/authorize)"
+                ));
+            }
             if std::mem::replace(&mut slot.status, Status::Error) != Status::Error {
                 inner.status_changed(name, Status::Error);
             }

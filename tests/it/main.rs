@@ -41,4 +41,5 @@ mod ui_calls;
 mod ui_pages;
 mod ui_tree;
 mod upstream;
+mod upstream_auth;
 mod upstream_modern;
