@@ -1173,6 +1173,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn oauth_entries_are_parsed_and_checked() {
+        let s = one(r#"{"url": "http://h/mcp", "oauth": {"client_id": "id", "client_secret": "sec", "scope": "a b"}}"#)
+            .unwrap();
+        let o = s.oauth.unwrap();
+        assert_eq!(o.client_id.as_deref(), Some("id"));
+        assert_eq!(o.client_secret.as_deref(), Some("sec"));
+        assert_eq!(o.scope.as_deref(), Some("a b"));
+        assert_eq!(one(r#"{"url": "http://h/mcp"}"#).unwrap().oauth, None);
+        assert_eq!(
+            one(r#"{"url": "http://h", "oauth": {}}"#).unwrap().oauth,
+            Some(OAuthConfig::default())
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": "x"}"#),
+            "servers.s.oauth: expected an object, got \"x\""
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": {"client_secret": "s"}}"#),
+            "servers.s.oauth.client_id: required with \"client_secret\""
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": {"scope": 3}}"#),
+            "servers.s.oauth.scope: expected a string, got 3"
+        );
+        assert!(
+            one_err(r#"{"url": "http://h", "oauth": {"client_metadata_url": "ftp://x"}}"#)
+                .contains("expected an http:// or https:// URL")
+        );
+    }
+
     fn stdio(command: &str, args: &[&str]) -> Transport {
         Transport::Stdio {
             command: command.into(),
