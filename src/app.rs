@@ -254,6 +254,24 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
             })?;
         Ok(watch_tx)
     }));
+    // MCP authorization of HTTP upstream servers: the browser comes back to this server's own
+    // callback page; tokens are kept in the data directory (in memory only with --memory).
+    let callback_host = match shared.config.host.as_str() {
+        "0.0.0.0" | "" => "127.0.0.1".to_owned(),
+        "::" | "[::]" => "[::1]".to_owned(),
+        h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        h => h.to_owned(),
+    };
+    let token_file = match shared.config.database {
+        crate::config::Database::Memory => None,
+        crate::config::Database::File(_) => {
+            Some(shared.config.home.join(upstream::auth::TOKEN_FILE))
+        }
+    };
+    shared.upstream.auth().configure(
+        format!("http://{callback_host}:{port}/oauth/callback"),
+        token_file,
+    );
     shared
         .upstream
         .add_startup(upstream_servers.unwrap_or_default())

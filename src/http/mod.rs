@@ -681,7 +681,11 @@ fn join_proof(shared: &Shared, req: &Req, reply: &mut Reply) {
 fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
     let started = Instant::now();
     let head = Head::of(&rq);
-    let (method, url) = (head.method.clone(), head.url.clone());
+    let (method, mut url) = (head.method.clone(), head.url.clone());
+    if head.path == "/oauth/callback" && url.contains('?') {
+        // The authorization code and state stay out of the log.
+        url = "/oauth/callback?…".to_owned();
+    }
     let ms = || started.elapsed().as_secs_f64() * 1e3;
     match decide(shared, mcp.is_some(), policy, &head) {
         Decision::Answer(reply) => {

@@ -52,7 +52,14 @@ fn settle(ctx: &Ctx) {
 
 pub fn list_servers(ctx: &Ctx, _args: &Args) -> Result<Value, ApiError> {
     settle(ctx);
-    let clients = api::clients(ctx.shared())?;
+    let mut clients = api::clients(ctx.shared())?;
+    // Each server's authorization state, flat, as the REST listing's `auth.state`.
+    if let Some(servers) = clients["clients"].as_object_mut() {
+        for s in servers.values_mut() {
+            let state = s.pointer("/auth/state").cloned().unwrap_or(json!("none"));
+            s["auth_state"] = state;
+        }
+    }
     Ok(json!({"servers": clients["clients"]}))
 }
 

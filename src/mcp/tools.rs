@@ -632,7 +632,9 @@ again to keep waiting. Use it after starting or resuming the program instead of 
         name: "external_list_servers",
         title: "List external MCP servers",
         description: "List the external MCP servers this debugger is connected to (filesystem, git, databases...) with \
-their status (connecting, connected, disconnected, error, failed), transport, tool names and last error. Use it first when \
+their status (connecting, connected, disconnected, error, failed), transport, tool names, last error and auth_state (none, \
+required, authorizing, authorized, error: required means a person must authorize the server on the debugger's web UI page \
+/mcp-servers before it can be used). Use it first when \
 you want to use external tools, or when an external_* call says a server is not connected. An empty list means \
 no server is connected yet (a user connects them on the debugger's web UI or with its --mcp-client flags).",
         input_schema: no_args,
@@ -640,7 +642,9 @@ no server is connected yet (a user connects them on the debugger's web UI or wit
             "servers": {"type": "object", "additionalProperties": {"type": "object", "required": ["status", "tools"], "properties": {
                 "status": {"enum": ["connecting", "connected", "disconnected", "error", "failed"]},
                 "tools": {"type": "array", "items": {"type": "string"}}, "tool_count": {"type": "integer"},
-                "error": {"type": ["string", "null"]}, "transport": {"type": "string"}}}}}}),
+                "error": {"type": ["string", "null"]}, "transport": {"type": "string"},
+                "auth_state": {"enum": ["none", "required", "authorizing", "authorized", "error"]},
+                "auth": {"type": "object", "properties": {"state": {"type": "string"}, "message": {"type": "string"}, "scopes": {"type": "array", "items": {"type": "string"}}}}}}}}}),
         read_only: true,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,

@@ -267,6 +267,29 @@ pub fn disconnect(shared: &Shared, name: &str) -> Result<Value, ApiError> {
 }
 
 /// `POST /api/mcp-clients/<name>/reconnect`.
+/// `POST /api/mcp-clients/{name}/authorize`: starts an MCP authorization.
+pub fn authorize(shared: &Shared, name: &str) -> Result<Value, ApiError> {
+    let url = manager(shared).authorize(name)?;
+    Ok(json!({"name": name, "authorization_url": url}))
+}
+
+/// `GET /oauth/callback`: finishes an authorization and reconnects its server. The server's
+/// name, or why it failed.
+pub fn authorization_callback(
+    shared: &Shared,
+    query: &[(String, String)],
+) -> Result<String, String> {
+    let m = manager(shared);
+    let name = m.auth().finish(query)?;
+    if let Err(e) = m.reconnect(&name) {
+        return Err(format!(
+            "authorized, but reconnecting {name:?} failed: {}",
+            e.message()
+        ));
+    }
+    Ok(name)
+}
+
 pub fn reconnect(shared: &Shared, name: &str) -> Result<Value, ApiError> {
     let tools = manager(shared).reconnect(name)?;
     Ok(json!({"status": "ok", "name": name, "tools": tools}))

@@ -126,6 +126,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/repl/",
     "/repls",
     "/mcp-servers",
+    "/oauth/callback",
     "/call-tree",
     "/call-tree/",
     "/callstack/",
@@ -175,6 +176,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/functions" | "/functions/" => Ok(lists::functions(shared, query)),
         "/com-errors" | "/com-errors/" => Ok(lists::com_errors(shared)),
         "/mcp-servers" | "/mcp-servers/" => Ok(servers::page(shared)),
+        "/oauth/callback" => Ok(servers::callback(shared, query)),
         "/repls" | "/repls/" => Ok(repl::sessions(shared, query)),
         p if p.starts_with("/repl/") => {
             repl::session(shared, &percent_decode(&p["/repl/".len()..]))

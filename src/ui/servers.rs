@@ -100,6 +100,32 @@ fn servers(shared: &Shared, clients: &Value) -> Html {
         if let Some(e) = s.get("error").and_then(Value::as_str) {
             html!(out, "<p class=\"error-text\">{}</p>", e);
         }
+        let auth_state = s
+            .pointer("/auth/state")
+            .and_then(Value::as_str)
+            .unwrap_or("none");
+        if auth_state != "none" {
+            let scopes: Vec<&str> = s
+                .pointer("/auth/scopes")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            html!(
+                out,
+                "<p class=\"auth\">Authorization: <span class=\"badge auth-{}\">{}</span>{}{}</p>",
+                auth_state,
+                auth_state,
+                if scopes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · scopes {}", scopes.join(" "))
+                },
+                s.pointer("/auth/message")
+                    .and_then(Value::as_str)
+                    .map(|m| format!(" · {m}"))
+                    .unwrap_or_default(),
+            );
+        }
         if let Some(secs) = s.get("next_retry_in_s").and_then(Value::as_f64) {
             html!(out, "<p class=\"hint\">Retrying in {:.0} s.</p>", secs);
         }
@@ -142,10 +168,29 @@ fn servers(shared: &Shared, clients: &Value) -> Html {
         } else {
             Html::new()
         };
+        // Authorizing opens the authorization server's page in this tab; its callback page
+        // links back here.
+        let authorize = if s.get("url").is_some() && auth_state != "none" {
+            let class = if matches!(auth_state, "required" | "error" | "authorizing") {
+                Html::new()
+            } else {
+                Html::lit(" class=\"quiet\"")
+            };
+            markup!(
+                "<form class=\"inline\" data-api=\"/api/mcp-clients/{}/authorize\" \
+                 data-then=\"open:authorization_url\" data-busy=\"Discovering…\">\
+                 <button type=\"submit\"{}>Authorize</button></form>",
+                seg,
+                class
+            )
+        } else {
+            Html::new()
+        };
         html!(
             out,
-            "<div class=\"actions\"><form class=\"inline\" data-api=\"/api/mcp-clients/{}/reconnect\">\
+            "<div class=\"actions\">{}<form class=\"inline\" data-api=\"/api/mcp-clients/{}/reconnect\">\
              <button type=\"submit\"{}>Reconnect</button></form>{}</div><p class=\"error\" role=\"alert\"></p>",
+            authorize,
             seg,
             reconnect_class,
             disconnect
@@ -228,6 +273,27 @@ fn skeleton(schema: &Value) -> String {
         }
     }
     serde_json::to_string_pretty(&Value::Object(args)).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// `GET /oauth/callback`: where an authorization server sends the browser back. Finishes the
+/// authorization (see `crate::upstream::auth`) and says how it went.
+pub fn callback(shared: &Shared, query: &[(String, String)]) -> View {
+    let mut out = Html::lit("<div class=\"bar\"><h1>MCP server authorization</h1></div>");
+    match service::external::authorization_callback(shared, query) {
+        Ok(name) => html!(
+            out,
+            "<section class=\"card\"><p class=\"ok\">Authorized: <span class=\"fn\">{}</span> \
+             is connected with its new token.</p><p><a href=\"/mcp-servers\">Back to the MCP servers</a></p></section>",
+            name
+        ),
+        Err(why) => html!(
+            out,
+            "<section class=\"card\"><p class=\"error-text\">Authorization failed: {}</p>\
+             <p><a href=\"/mcp-servers\">Back to the MCP servers</a> (Authorize starts again)</p></section>",
+            why
+        ),
+    }
+    View::new("MCP server authorization", "/oauth/callback", out)
 }
 
 #[cfg(test)]

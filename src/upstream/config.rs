@@ -154,6 +154,19 @@ pub struct ServerConfig {
     pub allowed_tools: Vec<String>,
     /// Glob patterns; deny wins over allow.
     pub denied_tools: Vec<String>,
+    /// MCP authorization settings of an HTTP server (`"oauth": {…}`); `None` when not given.
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// An HTTP server's `"oauth"` entry: pre-registered client credentials, the scope to ask for,
+/// and the URL of a client ID metadata document to use as the client id where the
+/// authorization server accepts one. Every field is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub scope: Option<String>,
+    pub client_metadata_url: Option<String>,
 }
 
 impl ServerConfig {
@@ -166,6 +179,7 @@ impl ServerConfig {
             auto_reconnect: DEFAULT_AUTO_RECONNECT,
             allowed_tools: Vec::new(),
             denied_tools: Vec::new(),
+            oauth: None,
         }
     }
 
@@ -696,7 +710,50 @@ impl Entry<'_> {
             auto_reconnect: self.auto_reconnect()?,
             allowed_tools: self.patterns("allowed_tools")?,
             denied_tools: self.patterns("denied_tools")?,
+            oauth: self.oauth()?,
         })
+    }
+
+    /// The `"oauth"` object: strings (with `${VAR}` expansion), each optional.
+    fn oauth(&self) -> Result<Option<OAuthConfig>, ConfigError> {
+        let obj = match self.obj.get("oauth") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(o)) => o,
+            Some(v) => {
+                return Err(ConfigError::Invalid {
+                    path: self.path("oauth"),
+                    expected: "an object",
+                    got: show(v),
+                })
+            }
+        };
+        let inner = Entry {
+            prefix: self.path("oauth"),
+            obj,
+            env: self.env,
+        };
+        let oauth = OAuthConfig {
+            client_id: inner.nonempty_expanded("client_id")?,
+            client_secret: inner.nonempty_expanded("client_secret")?,
+            scope: inner.nonempty_expanded("scope")?,
+            client_metadata_url: inner.nonempty_expanded("client_metadata_url")?,
+        };
+        if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+            return Err(ConfigError::Missing {
+                path: inner.path("client_id"),
+                message: "required with \"client_secret\"".to_owned(),
+            });
+        }
+        if let Some(u) = &oauth.client_metadata_url {
+            if !is_http_url(u) {
+                return Err(ConfigError::Invalid {
+                    path: inner.path("client_metadata_url"),
+                    expected: "an http:// or https:// URL",
+                    got: show(&Value::String(u.clone())),
+                });
+            }
+        }
+        Ok(Some(oauth))
     }
 }
 
@@ -1114,6 +1171,37 @@ mod tests {
             Ok(s) => format!("unexpectedly parsed: {s:?}"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn oauth_entries_are_parsed_and_checked() {
+        let s = one(r#"{"url": "http://h/mcp", "oauth": {"client_id": "id", "client_secret": "sec", "scope": "a b"}}"#)
+            .unwrap();
+        let o = s.oauth.unwrap();
+        assert_eq!(o.client_id.as_deref(), Some("id"));
+        assert_eq!(o.client_secret.as_deref(), Some("sec"));
+        assert_eq!(o.scope.as_deref(), Some("a b"));
+        assert_eq!(one(r#"{"url": "http://h/mcp"}"#).unwrap().oauth, None);
+        assert_eq!(
+            one(r#"{"url": "http://h", "oauth": {}}"#).unwrap().oauth,
+            Some(OAuthConfig::default())
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": "x"}"#),
+            "servers.s.oauth: expected an object, got \"x\""
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": {"client_secret": "s"}}"#),
+            "servers.s.oauth.client_id: required with \"client_secret\""
+        );
+        assert_eq!(
+            one_err(r#"{"url": "http://h", "oauth": {"scope": 3}}"#),
+            "servers.s.oauth.scope: expected a string, got 3"
+        );
+        assert!(
+            one_err(r#"{"url": "http://h", "oauth": {"client_metadata_url": "ftp://x"}}"#)
+                .contains("expected an http:// or https:// URL")
+        );
     }
 
     fn stdio(command: &str, args: &[&str]) -> Transport {

@@ -41,6 +41,7 @@ use ureq::{Agent, Body, RequestBuilder};
 
 use base64::Engine;
 
+use super::auth::ServerAuth;
 use super::peer::{
     is_modern_message, preview, Failure, Link, Peer, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
@@ -68,8 +69,21 @@ pub fn connect(
     headers: &[(String, String)],
     connect_timeout: Duration,
 ) -> Result<(), String> {
+    connect_authorized(peer, url, headers, None, connect_timeout)
+}
+
+/// [`connect`] with MCP authorization: every request carries the server's bearer token, and a
+/// 401 or 403 answer goes to `auth` (see [`super::auth`]).
+pub fn connect_authorized(
+    peer: &Arc<Peer>,
+    url: &str,
+    headers: &[(String, String)],
+    auth: Option<Arc<ServerAuth>>,
+    connect_timeout: Duration,
+) -> Result<(), String> {
     check_url(url)?;
     let shared = Shared {
+        auth,
         peer: Arc::downgrade(peer),
         url: url.to_owned(),
         headers: headers.to_vec(),
@@ -86,6 +100,8 @@ pub fn connect(
 struct HttpLink(Arc<Shared>);
 
 struct Shared {
+    /// The server's authorization, if it is reached over HTTP at all.
+    auth: Option<Arc<ServerAuth>>,
     peer: Weak<Peer>,
     url: String,
     headers: Vec<(String, String)>,
@@ -212,6 +228,9 @@ impl Link for HttpLink {
             .timeout_global(Some(Duration::from_secs(2)))
             .build()
             .header("Mcp-Session-Id", session);
+        if let Some(t) = s.auth.as_ref().and_then(|a| a.bearer()) {
+            rq = rq.header("Authorization", format!("Bearer {t}"));
+        }
         let name = match s.peer.upgrade() {
             Some(p) => {
                 if let Some(v) = p.protocol_version() {
@@ -265,6 +284,18 @@ impl Shared {
         body: Vec<u8>,
         limit: Duration,
     ) -> (Result<Response<Body>, ureq::Error>, bool) {
+        self.post_once(peer, client, modern, body, limit, false)
+    }
+
+    fn post_once(
+        &self,
+        peer: &Peer,
+        client: &Client,
+        modern: Option<&[(String, String)]>,
+        body: Vec<u8>,
+        limit: Duration,
+        retried: bool,
+    ) -> (Result<Response<Body>, ureq::Error>, bool) {
         let session = match modern {
             Some(_) => None,
             None => lock(&self.session).clone(),
@@ -294,7 +325,27 @@ impl Shared {
                 }
             }
         }
-        let result = rq.send(body);
+        let token = self.auth.as_ref().and_then(|a| a.bearer());
+        if let Some(t) = &token {
+            rq = rq.header("Authorization", format!("Bearer {t}"));
+        }
+        let result = rq.send(&body[..]);
+        if let (Some(auth), Ok(resp)) = (&self.auth, &result) {
+            let status = resp.status().as_u16();
+            if matches!(status, 401 | 403) {
+                let challenge = resp
+                    .headers()
+                    .get("www-authenticate")
+                    .and_then(|v| v.to_str().ok());
+                // Sent once more when the token was refreshed; a second refusal stands.
+                if auth.challenged(status, challenge, token.as_deref()) && !retried {
+                    if let Ok(resp) = result {
+                        drain(resp);
+                    }
+                    return self.post_once(peer, client, modern, body, limit, true);
+                }
+            }
+        }
         if let (Ok(resp), None) = (&result, modern) {
             self.remember_session(peer, resp);
         }
@@ -613,6 +664,9 @@ impl Shared {
         let session = lock(&self.session).clone();
         let mut rq = with_headers(self.client.agent.get(&self.url), &self.headers)
             .header("Accept", "text/event-stream");
+        if let Some(t) = self.auth.as_ref().and_then(|a| a.bearer()) {
+            rq = rq.header("Authorization", format!("Bearer {t}"));
+        }
         if let Some(id) = session {
             rq = rq.header("Mcp-Session-Id", id);
         }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
+use super::auth::Auth;
 use super::config::{ServerConfig, Timing, Transport, TransportKind};
 use super::names::{
     catalog_name, check_display_name, check_resource_uri, check_tool_name, validate_server_name,
@@ -371,6 +372,8 @@ impl Inner {
 
 struct Inner {
     timing: Timing,
+    /// Every HTTP server's MCP authorization.
+    auth: Arc<Auth>,
     /// Who wants to hear of status changes (see [`Manager::watch`]).
     watchers: Mutex<Vec<Sender<(String, Status)>>>,
     servers: Mutex<BTreeMap<String, Slot>>,
@@ -457,6 +460,7 @@ impl Manager {
         Arc::new(Manager {
             inner: Arc::new(Inner {
                 timing,
+                auth: Auth::new(),
                 servers: Mutex::new(BTreeMap::new()),
                 events: tx,
                 watchers: Mutex::new(Vec::new()),
@@ -702,6 +706,7 @@ impl Manager {
                 "timeout_s": slot.config.timeout.as_secs_f64(),
                 "reconnect_attempts": slot.attempts,
                 "skipped_tools": slot.skipped.total(),
+                "auth": self.inner.auth.describe(name),
                 "skipped_tools_by_reason": {
                     "invalid_name": slot.skipped.invalid_name,
                     "duplicate": slot.skipped.duplicate,
@@ -734,6 +739,21 @@ impl Manager {
             out.insert(name.clone(), s);
         }
         Value::Object(out)
+    }
+
+    /// MCP authorization of the HTTP servers (see [`super::auth`]).
+    pub fn auth(&self) -> &Arc<Auth> {
+        &self.inner.auth
+    }
+
+    /// Starts authorizing server `name` (`POST /api/mcp-clients/{name}/authorize`): the URL
+    /// the person opens in a browser.
+    pub fn authorize(&self, name: &str) -> Result<String, ApiError> {
+        let config = lock(&self.inner.servers)
+            .get(name)
+            .map(|s| s.config.clone())
+            .ok_or_else(|| server_not_found(name))?;
+        self.inner.auth.start(&config)
     }
 
     /// The catalog: every visible tool of every connected server (or of `server`).
@@ -1261,7 +1281,8 @@ fn establish(
         Transport::Http { url, headers } | Transport::Auto { url, headers } => {
             let auto = matches!(config.transport, Transport::Auto { .. });
             let peer = new_peer();
-            let first = super::http::connect(&peer, url, headers, remaining())
+            let auth = inner.auth.server(config);
+            let first = super::http::connect_authorized(&peer, url, headers, auth, remaining())
                 .map_err(Failure::Disconnected)
                 .and_then(|()| peer.handshake(remaining()));
             match first {
@@ -1394,7 +1415,13 @@ fn connect_slot(inner: &Arc<Inner>, name: &str, gen: u64) -> Result<Vec<String>,
             live.peer.shutdown("superseded");
             Err(superseded(name))
         }
-        (Err(why), Some(slot)) => {
+        (Err(mut why), Some(slot)) => {
+            if inner.auth.describe(name)["state"] == "required" {
+                why.push_str(&format!(
+                    " (the server needs authorization: Authorize on the MCP servers page, or \
+                     POST /api/mcp-clients/{name}/authorize)"
+                ));
+            }
             if std::mem::replace(&mut slot.status, Status::Error) != Status::Error {
                 inner.status_changed(name, Status::Error);
             }

@@ -16,6 +16,7 @@
 //! Nothing here knows the server's state: `crate::service::external` holds the operations the
 //! REST API and the `external_*` MCP tools share (calls recorded into the state and the store).
 
+pub mod auth;
 pub mod config;
 pub mod http;
 pub mod manager;

@@ -41,5 +41,6 @@ mod ui_calls;
 mod ui_pages;
 mod ui_tree;
 mod upstream;
+mod upstream_auth;
 mod upstream_http;
 mod upstream_modern;

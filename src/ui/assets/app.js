@@ -531,7 +531,8 @@ document.addEventListener("click", (ev) => {
 // --- forms that call the REST API: <form data-api="/api/..." data-method="POST|DELETE"> ---
 // The body is a JSON object of the form's named fields (a field with data-json is parsed as
 // JSON; an empty one with data-optional is left out). data-then: "refresh" (refetch the live
-// regions), "go:/path/{field}" (open a page named by a field of the answer), or "show:<id>"
+// regions), "go:/path/{field}" (open a page named by a field of the answer), "open:<field>"
+// (open the http(s) URL a field of the answer holds), or "show:<id>"
 // (write the answer into that element). A refusal naming a field marks it (aria-invalid, the
 // cursor at the mistake); in a form with data-check, the error beside it is the server's
 // rendering of that field's mistake (/breakpoints/check), its position marked in the text.
@@ -599,7 +600,11 @@ async function submitForm(form) {
   buttons.forEach((b) => { b.disabled = false; });
   form.classList.remove("busy");
   const then = form.dataset.then || "refresh";
-  if (then.startsWith("go:")) {
+  if (then.startsWith("open:")) {
+    // A URL the answer names (an authorization server's page): http(s) only.
+    const url = String(data[then.slice(5)] || "");
+    if (/^https?:\/\//i.test(url)) location.href = url;
+  } else if (then.startsWith("go:")) {
     location.href = then.slice(3).replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data[k]));
   } else if (then.startsWith("show:")) {
     const out = document.getElementById(then.slice(5));
