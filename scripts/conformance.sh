@@ -75,15 +75,12 @@ server | client) SIDE=$1 ;;
 esac
 
 # ---------------------------------------------------------------------------------------
-# Known failures: scenarios that fail today and the issue section ("MCP by the book") that
-# fixes them. One line each: <role> <revision> <scenario> <why>. Remove a line with its fix.
+# Known failures: scenarios that fail today, each with why: a defect of ours names the issue
+# section that fixes it; a quirk of a suite version (it fails against the suite's own rules,
+# found by reading the scenario and the RFC it cites) says so. One line each: <role>
+# <revision> <scenario> <why>. Remove a line with its fix.
 KNOWN_FAILURES='
-server 2026-07-28 server-stateless section 1: a request missing required _meta keys gets -32602 with HTTP 200 (not 400); an unsupported version gets -32600 with id null (not -32022 with data.supported/requested and the id); initialize in the stateless revision gets 400/-32022 (not 404/-32601)
-client 2025-11-25 sse-retry section 2: a closed tools/call event stream fails the call at once (no reconnect honouring retry with GET and Last-Event-ID)
-client 2026-07-28 request-metadata section 2: a -32022 answer to server/discover makes the client fall back to initialize instead of retrying with a listed version
-client 2026-07-28 http-custom-headers section 2: x-mcp-header parameters are not mirrored as Mcp-Param-* headers
-client 2026-07-28 http-invalid-tool-headers section 2: tools with invalid x-mcp-header annotations are not excluded from the catalog
-client * auth/ section 3: no MCP authorization (OAuth 2.1) in the client yet
+client 2025-11-25 auth/2025-03-26-oauth-metadata-backcompat suite quirk of 0.1.16: its authorization server serves metadata at the root well-known path naming the issuer <origin>/oauth, which RFC 8414 section 3.3 tells a client to refuse (later suites name the bare origin)
 '
 
 # Scenarios not run, and why. Prints the reason, or nothing when the scenario runs.

@@ -922,6 +922,7 @@ impl Auth {
         };
         let body = json!({
             "client_name": "CID el Dill server",
+            "application_type": application_type(redirect_uri),
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
@@ -1332,6 +1333,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The `application_type` a dynamic registration names (required since SEP-837): `native` for
+/// a client whose redirect lands on a loopback address (this server, run on the person's own
+/// machine, as OAuth for native apps, RFC 8252, describes), `web` for one served from another
+/// host.
+pub fn application_type(redirect_uri: &str) -> &'static str {
+    let rest = redirect_uri
+        .split_once("://")
+        .map_or(redirect_uri, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        "native"
+    } else {
+        "web"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1488,5 +1515,24 @@ mod tests {
         .unwrap_err()
         .contains("DPoP"));
         assert!(parse_token_response(200, "{\"access_token\":\"a\\nb\"}", 0.0, None).is_err());
+    }
+
+    #[test]
+    fn a_loopback_redirect_registers_a_native_application_and_any_other_a_web_one() {
+        for uri in [
+            "http://127.0.0.1:5174/oauth/callback",
+            "http://localhost:8080/oauth/callback",
+            "http://[::1]:9/oauth/callback",
+            "http://127.0.0.2/oauth/callback?x=1",
+        ] {
+            assert_eq!(application_type(uri), "native", "{uri}");
+        }
+        for uri in [
+            "https://debug.example.com/oauth/callback",
+            "http://192.168.1.5:5174/oauth/callback",
+            "http://localhost.example.com/cb",
+        ] {
+            assert_eq!(application_type(uri), "web", "{uri}");
+        }
     }
 }
