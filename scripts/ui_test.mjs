@@ -2057,6 +2057,42 @@ check("mcp servers: call an external tool from the page, disconnect and reconnec
   assert(/1 external MCP server/.test(await page.locator("#status").textContent()), "the status line counts the server");
 });
 
+check("mcp servers: a server that needs authorization is authorized from the page, then its tool is called there", async (t) => {
+  // A protected MCP server with its own authorization server (PKCE, resource, registration).
+  const fx = track(spawn("python3", [path.join(ROOT, "tests/fixtures/oauth_mcp_server.py")],
+    { stdio: ["pipe", "pipe", "ignore"] }));
+  t.onCleanup(() => stop(fx));
+  const port = await new Promise((resolve, reject) => {
+    let out = "";
+    fx.stdout.on("data", (d) => {
+      out += d;
+      const line = out.split("\n")[0];
+      if (out.includes("\n")) resolve(Number(line.trim()));
+    });
+    fx.on("exit", () => reject(new Error("the authorization fixture exited")));
+  });
+  const server = await t.server({ args: ["--mcp-client", `prot:http://127.0.0.1:${port}/mcp`, "--mcp-connect-timeout-s", "5"] });
+  await waitFor(async () => (await server.api("GET", "/api/mcp-clients")).clients.prot?.auth?.state === "required",
+    { what: "the server to say it needs authorizing" });
+  const page = await t.page(server, "/mcp-servers");
+  await pageLive(page);
+  await t.shot(page, "mcp-servers-needs-authorization");
+  await page.getByRole("button", { name: "Authorize" }).click();
+  // The authorization server approves at once and sends the browser to our callback page.
+  await page.waitForURL(/\/oauth\/callback/);
+  await page.locator("main", { hasText: "Authorized" }).waitFor();
+  await t.shot(page, "oauth-callback");
+  await page.getByRole("link", { name: /Back to the MCP servers/ }).click();
+  await page.waitForURL(/\/mcp-servers/);
+  await page.locator(".badge", { hasText: /^connected$/ }).waitFor();
+  const tool = page.locator("details.tool").filter({ has: page.locator("summary code", { hasText: /^whoami$/ }) });
+  await tool.locator("summary").first().click();
+  await tool.locator('textarea[name="arguments"]').fill("{}");
+  await tool.getByRole("button", { name: "Call" }).click();
+  await tool.locator("pre[id^=tool-result]", { hasText: "whoami with scope mcp:read" }).waitFor();
+  await t.shot(page, "mcp-servers-authorized");
+});
+
 check("calls: filter, search and export the calls of the finished demo", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });

@@ -191,6 +191,31 @@ fn a_protected_server_is_authorized_in_the_browser_refreshed_stepped_up_and_kept
         "{}",
         r.text()
     );
+    // An agent joining over MCP sees the server authorized and calls its tool too.
+    let agent = crate::mcp_support::McpServer::beside(&s, &[]);
+    let init = agent.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "host", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    agent.notify("notifications/initialized", json!({}));
+    let servers = agent.call_ok("external_list_servers", json!({}));
+    assert!(
+        servers
+            .to_string()
+            .contains("\"auth_state\":\"authorized\""),
+        "{servers}"
+    );
+    let out = agent.call_ok(
+        "external_call_tool",
+        json!({"tool": "prot/whoami", "arguments": {}}),
+    );
+    assert!(
+        out.to_string().contains("whoami with scope mcp:read"),
+        "{out}"
+    );
+    drop(agent);
 
     // The same callback again is refused: a state is used once.
     let again = http(c.port, "GET", &callback, &[], None);
