@@ -413,7 +413,7 @@ fn hostile_tool_names_are_skipped_and_counted() {
     assert_eq!(status["skipped_tools"], 7, "{status}");
     assert_eq!(
         status["skipped_tools_by_reason"],
-        json!({"invalid_name": 6, "duplicate": 1, "over_limit": 0}),
+        json!({"invalid_name": 6, "duplicate": 1, "over_limit": 0, "invalid_header": 0}),
         "{status}"
     );
     let page = c.get("/mcp-servers").text();
