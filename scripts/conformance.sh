@@ -127,30 +127,17 @@ FAILED=0
 XFAILED=0
 SKIPPED=0
 
+. "$ROOT/scripts/lib.sh"
+
 # Stops processes started by this run (servers whose CIDELDILL_HOME lies inside $TMP, and the
 # reference server, whose environment carries CONFORMANCE_REFERENCE_RUN=$TMP).
-sweep() {
-    [ -d /proc ] || return 0
-    for d in /proc/[0-9]*; do
-        pid=${d#/proc/}
-        [ "$pid" = "$$" ] && continue
-        [ "$pid" = "${SWEEP_KEEP:-}" ] && continue
-        if { tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qE "^(CIDELDILL_HOME=$TMP/|CONFORMANCE_REFERENCE_RUN=$TMP\$)"; then
-            kill "$pid" 2>/dev/null || true
-        fi
-    done
-}
+sweep() { sweep_env E "^(CIDELDILL_HOME=$TMP/|CONFORMANCE_REFERENCE_RUN=$TMP\$)"; }
 cleanup() {
     SWEEP_KEEP=
     sweep
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+on_exit cleanup
 xfail() { XFAILED=$((XFAILED + 1)); echo "XFAIL $*"; }
 skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP $*"; }
 finish() {

@@ -86,30 +86,17 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-interop.XXXXXX")
 PASSED=0
 FAILED=0
 
+. "$ROOT/scripts/lib.sh"
+
 # Stops processes started by this run that outlived their parent: servers and demos whose
 # CIDELDILL_HOME lies inside $TMP (only this run uses that directory).
-sweep() {
-    [ -d /proc ] || return 0
-    for d in /proc/[0-9]*; do
-        pid=${d#/proc/}
-        [ "$pid" = "$$" ] && continue
-        [ "$pid" = "${SWEEP_KEEP:-}" ] && continue
-        if { tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qF "CIDELDILL_HOME=$TMP/"; then
-            kill "$pid" 2>/dev/null || true
-        fi
-    done
-}
+sweep() { sweep_env F "CIDELDILL_HOME=$TMP/"; }
 cleanup() {
     SWEEP_KEEP=
     sweep
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+on_exit cleanup
 
 # start_http_server <dir>: starts `$BIN --mcp-sse --memory --port 0` in the background with
 # its home and port file in <dir>; sets HTTP_PID and HTTP_PORT (fails after 15 s without a port).

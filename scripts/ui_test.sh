@@ -44,25 +44,16 @@ AXE=4.14.1
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cideldill-ui.XXXXXX")
 
+. "$ROOT/scripts/lib.sh"
+
 # Stops processes started by this run that outlived it: everything whose environment carries
 # CIDELDILL_UI_TMP=$TMP (node, the servers, the demos and the browser inherit it).
-sweep() {
-    [ -d /proc ] || return 0
-    for d in /proc/[0-9]*; do
-        pid=${d#/proc/}
-        [ "$pid" = "$$" ] && continue
-        if { tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qxF "CIDELDILL_UI_TMP=$TMP"; then
-            kill -9 "$pid" 2>/dev/null || true
-        fi
-    done
-}
+sweep() { SWEEP_SIGNAL=KILL sweep_env xF "CIDELDILL_UI_TMP=$TMP"; }
 cleanup() {
     sweep
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+on_exit cleanup
 
 # Prints the closing line for a run that could not start, and fails.
 give_up() {
