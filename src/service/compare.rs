@@ -302,9 +302,11 @@ fn shown(shared: &Shared, call: &Call) -> ComparedCall {
     }
 }
 
-fn run_id<'a>(value: Option<&'a str>, field: &str) -> Result<&'a str, ApiError> {
+/// A run id as asked; a space stands for the `+` of a process key (a query string's `+` that
+/// was not percent-encoded reads as a space, and keys hold no spaces).
+fn run_id(value: Option<&str>, field: &str) -> Result<String, ApiError> {
     match value.map(str::trim) {
-        Some(v) if !v.is_empty() => Ok(v),
+        Some(v) if !v.is_empty() => Ok(v.replace(' ', "+")),
         _ => Err(ApiError::bad_request(
             "missing_parameter",
             format!("{field} must name a run (a process key such as 1795311683.500000+4242)"),
@@ -323,7 +325,7 @@ pub fn compare_runs(
     limit: usize,
 ) -> Result<RunComparison, ApiError> {
     let (ka, kb) = (run_id(a, "a")?, run_id(b, "b")?);
-    let side = |key: &str, field: &str| {
+    let side = |key: &String, field: &str| {
         run_calls(shared, key).ok_or_else(|| {
             ApiError::not_found(
                 "run_not_found",
@@ -334,8 +336,8 @@ pub fn compare_runs(
             .with("parameter", field)
         })
     };
-    let (side_a, calls_a) = side(ka, "a")?;
-    let (side_b, calls_b) = side(kb, "b")?;
+    let (side_a, calls_a) = side(&ka, "a")?;
+    let (side_b, calls_b) = side(&kb, "b")?;
     let key = |c: &Call| (c.method.clone(), c.depth);
     let keys_a: Vec<(String, u32)> = calls_a.iter().map(key).collect();
     let keys_b: Vec<(String, u32)> = calls_b.iter().map(key).collect();

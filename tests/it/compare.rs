@@ -178,3 +178,45 @@ fn two_runs_are_compared_over_mcp() {
     let e = s.call_err("breakpoint_compare_runs", json!({"a": key(41)}));
     assert_eq!(e["error"], "missing_parameter");
 }
+
+fn html(c: &Client, path: &str) -> String {
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/html\r\nConnection: close\r\n\r\n",
+        c.port
+    );
+    let r = c.raw(req.as_bytes());
+    assert_eq!(r.status, 200, "GET {path}");
+    assert_eq!(r.header("Content-Type"), Some("text/html; charset=utf-8"));
+    r.text()
+}
+
+#[test]
+fn the_compare_page_shows_the_runs_side_by_side() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    // The form lists both runs.
+    let page = html(&c, "/runs/compare");
+    assert!(page.contains(&format!("value=\"{}\"", key(41))), "{page}");
+    assert!(page.contains(&format!("value=\"{}\"", key(42))));
+    // A `+` left unencoded in the address reads as a space: it still names the run.
+    let page = html(&c, &format!("/runs/compare?a={}&b={}", key(41), key(42)));
+    assert!(
+        page.contains("First divergence: <a href=\"#pair-1\">pair 2, add</a> (different arguments, different result)"),
+        "{page}"
+    );
+    assert!(page.contains("id=\"pair-2\" class=\"diff only\""));
+    assert!(page.contains("only in run B"));
+    // The changed argument is marked with a sign and links to its object.
+    let b_arg = item(&json!(5), 0)["cid"].as_str().unwrap().to_owned();
+    assert!(
+        page.contains(&format!("href=\"/object/{b_arg}\"")),
+        "{page}"
+    );
+    assert!(page.contains("class=\"value changed\">5</code>"), "{page}");
+    assert!(page.contains("<option value=\"1795311683.500000+41\" selected>"));
+    // An unknown run is said so on the page.
+    let page = html(&c, &format!("/runs/compare?a=nope&b={}", key(41)));
+    assert!(page.contains("role=\"alert\">no run nope"), "{page}");
+}
