@@ -28,6 +28,14 @@ fn href(a: &str, b: &str, offset: usize) -> String {
     h
 }
 
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn words(marks: &[Mark]) -> String {
     marks
         .iter()
@@ -68,12 +76,12 @@ fn picker(shared: &Shared, a: &str, b: &str) -> Html {
             };
             html!(
                 out,
-                "<option value=\"{}\"{}>{} · pid {} · {} records · {}</option>",
+                "<option value=\"{}\"{}>{} · pid {} · {} · {}</option>",
                 p.key,
                 selected,
                 program,
                 p.pid,
-                p.records,
+                plural(p.records, "record"),
                 p.key
             );
         }
@@ -195,16 +203,16 @@ fn row(p: &AlignedPair, c: &RunComparison) -> Html {
 fn comparison(c: &RunComparison) -> Html {
     let n = &c.counts;
     let mut out = markup!(
-        "<p class=\"runs\">Run A <a href=\"{}\">{}</a> ({} calls) · Run B <a href=\"{}\">{}</a> ({} calls)</p>\
-         <p class=\"counts\">{} pairs: {} same, {} with different arguments, {} with a different result, \
+        "<p class=\"runs\">Run A <a href=\"{}\">{}</a> ({}) · Run B <a href=\"{}\">{}</a> ({})</p>\
+         <p class=\"counts\">{}: {} same, {} with different arguments, {} with a different result, \
          {} with a different exception, {} only in run A, {} only in run B.</p>",
         call_tree_href(&c.a.run_id, None),
         c.a.run_id,
-        c.a.calls,
+        plural(c.a.calls, "call"),
         call_tree_href(&c.b.run_id, None),
         c.b.run_id,
-        c.b.calls,
-        c.total_pairs,
+        plural(c.b.calls, "call"),
+        plural(c.total_pairs, "pair"),
         n.same,
         n.different_arguments,
         n.different_result,
@@ -274,11 +282,13 @@ fn comparison(c: &RunComparison) -> Html {
             href(&c.a.run_id, &c.b.run_id, end)
         );
     }
-    html!(
-        out,
-        "<nav class=\"pager\" aria-label=\"Pairs\">{}</nav>",
-        pager
-    );
+    if c.offset > 0 || end < c.total_pairs {
+        html!(
+            out,
+            "<nav class=\"pager\" aria-label=\"Pairs\">{}</nav>",
+            pager
+        );
+    }
     out
 }
 
