@@ -396,3 +396,89 @@ pub fn compare_runs(
         pairs,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::testing::{complete, complete_body, shared, start, start_body};
+    use serde_json::json;
+
+    /// A root call of process `pid` at `at`, returning `result` or raising `raised`.
+    fn call(s: &Shared, pid: i64, method: &str, arg: i64, at: f64, raised: Option<&str>) {
+        let mut b = start_body(method, &[json!(arg)]);
+        b.insert("process_pid".into(), json!(pid));
+        b.insert(
+            "call_site".into(),
+            json!({"timestamp": at, "stack_trace": []}),
+        );
+        let id = start(s, &b).unwrap()["call_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut done = complete_body(&id, &json!(arg * 2));
+        done.insert("process_pid".into(), json!(pid));
+        done.insert("timestamp".into(), json!(at + 0.5));
+        if let Some(kind) = raised {
+            done.insert("status".into(), json!("exception"));
+            done.remove("result_cid");
+            done.remove("result_data");
+            done.insert("exception_type".into(), json!(kind));
+            done.insert("exception_message".into(), json!("bad"));
+        }
+        complete(s, &done).unwrap();
+    }
+
+    fn key(pid: i64) -> String {
+        format!("1795311683.500000+{pid}")
+    }
+
+    #[test]
+    fn a_different_exception_and_a_missing_call_are_marked() {
+        let s = shared();
+        call(&s, 1, "f", 1, 10.0, None);
+        call(&s, 1, "g", 2, 11.0, Some("ValueError"));
+        call(&s, 1, "h", 3, 12.0, None);
+        call(&s, 2, "f", 1, 10.0, None);
+        call(&s, 2, "g", 2, 11.0, Some("KeyError"));
+        let c = compare_runs(&s, Some(&key(1)), Some(&key(2)), 0, 10).unwrap();
+        let marks: Vec<&[Mark]> = c.pairs.iter().map(|p| p.marks.as_slice()).collect();
+        assert_eq!(
+            marks,
+            [
+                &[Mark::Same][..],
+                &[Mark::DifferentException],
+                &[Mark::OnlyInA]
+            ]
+        );
+        let d = c.first_divergence.unwrap();
+        assert_eq!((d.index, d.function.as_str()), (1, "g"));
+        let shown = c.pairs[1].b.as_ref().unwrap();
+        assert!(shown.result.is_none() && shown.exception.is_some());
+        assert!(c.pairs[2].b.is_none());
+        // A space for the `+` names the same run; a blank or unknown one is refused.
+        assert!(compare_runs(&s, Some(&key(1).replace('+', " ")), Some(&key(1)), 0, 1).is_ok());
+        let e = compare_runs(&s, Some(" "), Some(&key(1)), 0, 1).unwrap_err();
+        assert_eq!(e.code(), "missing_parameter");
+        let e = compare_runs(&s, Some(&key(1)), Some("9+9"), 0, 1).unwrap_err();
+        assert_eq!(e.code(), "run_not_found");
+    }
+
+    #[test]
+    fn long_runs_are_cut_to_the_limit_and_say_so() {
+        let s = shared();
+        for i in 0..=MAX_COMPARE_CALLS {
+            call(&s, 1, "f", 1, 10.0 + i as f64, None);
+        }
+        call(&s, 2, "f", 1, 10.0, None);
+        let c = compare_runs(&s, Some(&key(1)), Some(&key(2)), 0, 5).unwrap();
+        assert!(c.truncated);
+        assert_eq!(
+            (c.a.calls, c.a.compared),
+            (MAX_COMPARE_CALLS + 1, MAX_COMPARE_CALLS)
+        );
+        assert_eq!(c.total_pairs, MAX_COMPARE_CALLS);
+        assert_eq!(c.counts.same, 1);
+        assert_eq!(c.counts.only_in_a, MAX_COMPARE_CALLS - 1);
+        assert_eq!(c.pairs.len(), 5);
+    }
+}

@@ -220,3 +220,24 @@ fn the_compare_page_shows_the_runs_side_by_side() {
     let page = html(&c, &format!("/runs/compare?a=nope&b={}", key(41)));
     assert!(page.contains("role=\"alert\">no run nope"), "{page}");
 }
+
+#[test]
+fn runs_in_a_database_file_are_compared_after_a_restart() {
+    let home = crate::support::TempDir::new("compare-db");
+    let db = home.path().join("runs.db");
+    let db = db.to_str().unwrap().to_owned();
+    let path = format!(
+        "/api/runs/compare?a={}&b={}",
+        key(41).replace('+', "%2B"),
+        key(42).replace('+', "%2B")
+    );
+    let mut server = Server::start_in(home.path(), &["--db", &db]);
+    let c = server.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    check(&c.get_ok(&path));
+    server.signal_and_wait("-KILL");
+    // Read back from the file by the index built when it opens.
+    let server = Server::start_in(home.path(), &["--db", &db]);
+    check(&server.client().get_ok(&path));
+}
