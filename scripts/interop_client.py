@@ -81,7 +81,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_get_default_behavior", "breakpoint_set_default_behavior",
     "breakpoint_list_paused", "breakpoint_continue", "breakpoint_list_functions",
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
-    "breakpoint_wait_for_pause", "breakpoint_continue_all",
+    "breakpoint_wait_for_pause", "breakpoint_continue_all", "breakpoint_compare_runs",
     "breakpoint_set_enabled", "breakpoint_set_pausing",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.

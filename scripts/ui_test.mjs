@@ -2250,6 +2250,60 @@ check("source: the call site of a card opens its call stack, and a frame its sou
   await t.shot(history, "breakpoint-history");
 });
 
+/** A JSON item of `value`, with its data (the CID is the SHA-512 of the data). */
+async function jsonItem(value) {
+  const data = JSON.stringify(value);
+  return { cid: await sha512(data), data, serialization_format: "json" };
+}
+
+/** Records a completed call of `method(...args)` in the run (process) `proc`. */
+async function recordCall(server, proc, method, args, at = Date.now() / 1000) {
+  const who = { process_pid: proc.process_pid, process_start_time: proc.process_start_time };
+  const started = await server.api("POST", "/api/call/start", { method_name: method, args: await Promise.all(args.map(jsonItem)),
+    kwargs: {}, call_site: { timestamp: at, stack_trace: [] }, ...who });
+  await server.api("POST", "/api/call/complete", { call_id: started.call_id, timestamp: at + 0.001, status: "success", ...who });
+}
+
+check("compare runs: two runs of the demo side by side, the divergence marked, a value's object opened", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  for (let i = 0; i < 2; i++) {
+    const demo = t.demo(server);
+    await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+    await demo.waitForExit();
+  }
+  const adds = (await server.api("GET", "/api/call-records?function=add&limit=10")).calls;
+  const runs = [...new Map(adds.map((r) => [r.process_key, r])).values()]
+    .sort((x, y) => x.process_start_time - y.process_start_time);
+  assert(runs.length === 2, `two runs of the demo, not ${runs.length}`);
+  // The demo cannot vary its calls: each run gets one more greet through the API, with a
+  // different argument, and the second run an extra call before it.
+  await recordCall(server, runs[0], "greet", ["world"]);
+  await recordCall(server, runs[1], "log", ["extra"]);
+  await recordCall(server, runs[1], "greet", ["there"]);
+  const page = await t.page(server, "/call-tree");
+  await page.locator("a", { hasText: "Compare two runs" }).click();
+  await page.waitForURL(/\/runs\/compare/);
+  await page.selectOption('select[name="a"]', runs[0].process_key);
+  await page.selectOption('select[name="b"]', runs[1].process_key);
+  await page.locator("form.compare-pick button").click();
+  await page.waitForURL(/[?&]b=/);
+  await page.locator(".first-divergence a").waitFor();
+  await page.locator("table.compare tr.diff", { hasText: "only in run B" }).filter({ hasText: "log" }).waitFor();
+  const changed = page.locator("table.compare tr.diff", { hasText: "different arguments" }).filter({ hasText: "there" });
+  await changed.waitFor();
+  assert(await changed.locator(".diff-sign").count() === 1, "the pair carries a sign beside its word");
+  assert(await changed.locator("code.value.changed").count() === 2, "both sides' changed argument are marked");
+  const same = await page.locator("table.compare tr.same", { hasText: "summarize" }).count();
+  assert(same === 1, `the demo's own calls pair up: summarize is same (${same})`);
+  await t.shot(page, "compare-runs");
+  await page.locator(".first-divergence a").click();
+  await changed.locator("a.obj").last().click();
+  await page.waitForURL(/\/object\//);
+  await page.locator("main", { hasText: "there" }).waitFor();
+  await t.shot(page, "compare-runs-object");
+});
+
 // ---------------------------------------------------------------------------------------
 // Checks: every page, for everyone
 
@@ -2275,12 +2329,18 @@ async function everyPage(t) {
   const cid = paused.map((p) => p.call_data.args?.[0]?.cid).find(Boolean);
   assert(cid, `no paused call's argument has a CID: ${JSON.stringify(paused).slice(0, 300)}`);
   await processes.close();
+  const runA = { process_pid: 5001, process_start_time: 1795311683.5 };
+  const runB = { process_pid: 5002, process_start_time: 1795311683.5 };
+  await recordCall(server, runA, "load", ["a.csv"]);
+  await recordCall(server, runB, "load", ["b.csv"]);
+  await recordCall(server, runB, "retry", []);
+  const compare = `/runs/compare?a=${encodeURIComponent("1795311683.500000+5001")}&b=${encodeURIComponent("1795311683.500000+5002")}`;
   return {
     paused: "/", breakpoints: "/breakpoints", calls: "/calls", "call-tree": "/call-tree", process: tree,
     repls: "/repls", repl: `/repl/${encodeURIComponent(session)}`, "mcp-servers": "/mcp-servers",
     functions: "/functions", errors: "/com-errors", objects: "/objects", object: `/object/${cid}`,
     callstack: site, frame: `/frame/${encodeURIComponent(id)}/0`, history: "/breakpoint/add/history",
-    "repl-help": "/repl-help", "not-found": "/nope",
+    "repl-help": "/repl-help", compare, "not-found": "/nope",
   };
 }
 

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod intern;
 pub mod limits;
 
+pub mod align;
 pub mod breakpoints;
 pub mod calls;
 pub mod condition;

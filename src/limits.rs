@@ -241,6 +241,11 @@ pub const TREE_WINDOW: usize = 200;
 pub const MAX_TREE_COLLAPSED: usize = 100;
 /// Processes the call-tree index lists (the most recently active; the page says so).
 pub const MAX_PROCESSES_LISTED: usize = 500;
+/// Calls of each run a comparison aligns (the first ones in call-tree order); the alignment's
+/// table holds at most this squared (about 2 MB), so it answers within a fraction of a second.
+pub const MAX_COMPARE_CALLS: usize = 1000;
+/// Aligned pairs the web UI's comparison of two runs shows at a time.
+pub const COMPARE_PAGE_PAIRS: usize = 200;
 /// Largest `limit` (page size) of a REST or MCP listing; a larger one is refused.
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
@@ -785,6 +790,18 @@ pub const TABLE: &[Limit] = &[
         value: || count(MAX_PROCESSES_LISTED as u64),
         flag: None,
         reached: "The most recently active are listed, and the page says how many more there are.",
+    },
+    Limit {
+        what: "Calls of each run a comparison of two runs aligns",
+        value: || count(MAX_COMPARE_CALLS as u64),
+        flag: None,
+        reached: "The first ones (in call-tree order) are compared; the answer says truncated and how many calls each run has.",
+    },
+    Limit {
+        what: "Aligned pairs the comparison page shows at a time",
+        value: || count(COMPARE_PAGE_PAIRS as u64),
+        flag: None,
+        reached: "The page links to the earlier and later pairs.",
     },
     // Stored values and the pages that show them.
     Limit {

@@ -399,7 +399,7 @@ pub trait Render {
 }
 
 /// Renders nothing (for the stored form, which leaves rendered values out).
-struct Unrendered;
+pub struct Unrendered;
 
 impl Render for Unrendered {
     fn item(&self, _: &Item) -> Value {

@@ -301,6 +301,32 @@ fn call_records_out() -> Value {
         "client_events_hidden": {"type": "integer", "minimum": 0}}})
 }
 
+fn compare_runs_out() -> Value {
+    let marks = json!({"type": "array", "items": {"enum": ["same", "different_arguments", "different_result", "different_exception", "only_in_a", "only_in_b"]}});
+    let value = json!({"type": "object", "required": ["cid", "shown"], "properties": {
+        "name": {"type": ["string", "null"]}, "cid": {"type": ["string", "null"]}, "shown": {}}});
+    let call = json!({"anyOf": [{"type": "null"}, {"type": "object",
+        "required": ["call_id", "function", "depth", "status", "args", "result", "exception"], "properties": {
+        "call_id": {"type": "string"}, "function": {"type": "string"}, "depth": {"type": "integer", "minimum": 0},
+        "status": {"type": "string"}, "args": {"type": "array", "items": value},
+        "result": {"anyOf": [{"type": "null"}, value]}, "exception": {"anyOf": [{"type": "null"}, value]}}}]});
+    let side = json!({"type": "object", "required": ["run_id", "calls", "compared"], "properties": {
+        "run_id": {"type": "string"}, "script": {"type": ["string", "null"]}, "page_url": {"type": ["string", "null"]},
+        "calls": {"type": "integer", "minimum": 0}, "compared": {"type": "integer", "minimum": 0}}});
+    let count = json!({"type": "integer", "minimum": 0});
+    json!({"type": "object",
+        "required": ["a", "b", "truncated", "total_pairs", "offset", "limit", "counts", "first_divergence", "pairs"],
+        "properties": {
+        "a": side, "b": side, "truncated": {"type": "boolean"}, "total_pairs": count, "offset": count, "limit": count,
+        "counts": {"type": "object", "required": ["same", "different_arguments", "different_result", "different_exception", "only_in_a", "only_in_b"],
+            "properties": {"same": count, "different_arguments": count, "different_result": count,
+            "different_exception": count, "only_in_a": count, "only_in_b": count}},
+        "first_divergence": {"anyOf": [{"type": "null"}, {"type": "object", "required": ["index", "function", "marks"],
+            "properties": {"index": count, "function": {"type": "string"}, "marks": marks}}]},
+        "pairs": {"type": "array", "items": {"type": "object", "required": ["index", "function", "marks", "a", "b"], "properties": {
+            "index": count, "function": {"type": "string"}, "marks": marks, "a": call, "b": call}}}}})
+}
+
 /// Every tool, in the order of the reference in docs/mcp.md.
 pub static TOOLS: &[Tool] = &[
     Tool {
@@ -568,6 +594,28 @@ The filters are those of GET /api/call-records; a process or search filter reads
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_get_call_records,
+    },
+    Tool {
+        name: "breakpoint_compare_runs",
+        title: "Compare two runs",
+        description: "Compare two runs of the program side by side. A run is what one process recorded; its id is the \
+process_key (from the process_key of breakpoint_get_call_records' records). The calls of each run, in call-tree order \
+without the client's own events, are aligned by function and depth, so an inserted or missing call shifts nothing else; \
+each aligned pair is marked same, different_arguments, different_result, different_exception (one or several), \
+only_in_a or only_in_b, comparing the CIDs of the stored values. first_divergence names the first pair that is not \
+same; counts covers every pair; pairs is one page (offset, limit). Use it to find where a failing run departs from a \
+good one; open a value with breakpoint_inspect_object and its cid. At most 1,000 calls of each run are compared \
+(truncated says when a run has more).",
+        input_schema: || json!({"type": "object", "required": ["a", "b"], "properties": {
+            "a": {"type": "string", "description": "The first run's process_key.", "examples": ["1795311683.500000+4242"]},
+            "b": {"type": "string", "description": "The second run's process_key.", "examples": ["1795311690.250000+4250"]},
+            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Aligned pairs to skip."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many aligned pairs."}}}),
+        output_schema: compare_runs_out,
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_compare_runs,
     },
     Tool {
         name: "breakpoint_repl_eval",
@@ -954,6 +1002,15 @@ fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError
     Ok(out)
 }
 
+fn breakpoint_compare_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
+    let a = required(args, "a")?;
+    let b = required(args, "b")?;
+    let c = service::compare_runs(ctx.shared(), Some(a), Some(b), offset, limit)?;
+    serde_json::to_value(c).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
+}
+
 fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let pause_id = required(args, "pause_id")?;
     let expression = match str_arg(args, "expression") {
@@ -1166,10 +1223,10 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            23,
+            24,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
-             the two switches (breakpoint_set_enabled, breakpoint_set_pausing) and the 5 \
-             external_* proxies"
+             the two switches (breakpoint_set_enabled, breakpoint_set_pausing), \
+             breakpoint_compare_runs and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

@@ -10,6 +10,7 @@
 
 mod breakpoints;
 mod calls;
+mod compare;
 pub mod external;
 mod fields;
 mod gate;
@@ -25,6 +26,7 @@ pub(crate) mod testing;
 
 pub use breakpoints::*;
 pub use calls::*;
+pub use compare::*;
 pub use origins::*;
 pub use pauses::*;
 pub use processes::*;

@@ -62,7 +62,7 @@ pub fn processes(shared: &Shared) -> ProcessListing {
 }
 
 /// A record read back, by where the index says it is kept.
-fn read(shared: &Shared, loc: u64, scratch: &mut Interner) -> Option<Record> {
+pub(super) fn read(shared: &Shared, loc: u64, scratch: &mut Interner) -> Option<Record> {
     if shared.store.is_durable() {
         match shared.store.read_record(loc) {
             Ok((_, v)) => Some(Record::from_disk(scratch, v)),
@@ -81,7 +81,7 @@ fn read(shared: &Shared, loc: u64, scratch: &mut Interner) -> Option<Record> {
     }
 }
 
-fn call_id(r: &Record) -> String {
+pub(super) fn call_id(r: &Record) -> String {
     let text = |v: Value| match v {
         Value::String(s) => s,
         other => other.to_string(),

@@ -10,6 +10,7 @@
 
 mod breakpoints;
 mod calls;
+mod compare;
 mod compat;
 mod highlight;
 pub use compat::ApiRow;
@@ -129,6 +130,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/oauth/callback",
     "/call-tree",
     "/call-tree/",
+    "/runs/compare",
     "/callstack/",
     "/frame/",
     // The original server's addresses (see `compat`).
@@ -164,6 +166,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
     let answer: Answer = match path {
         "/" => Ok(paused::page(shared, query)),
         "/call-tree" => Ok(tree::processes(shared, query)),
+        "/runs/compare" | "/runs/compare/" => Ok(compare::page(shared, query)),
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
         p if p.starts_with("/callstack/") => source::callstack(shared, p),
         p if p.starts_with("/frame/") => match compat::frame_of_process(shared, p) {

@@ -76,6 +76,7 @@ pub fn processes(shared: &Shared, query: &[(String, String)]) -> View {
              <form class=\"filter\" method=\"get\" action=\"/call-tree\">\
              <input type=\"search\" name=\"filter\" value=\"{}\" placeholder=\"Filter by program, PID or key\" \
              aria-label=\"Filter processes\" data-filter=\"process-rows\"><button type=\"submit\">Filter</button></form>\
+             <p class=\"compare-link\"><a href=\"/runs/compare\">Compare two runs</a> side by side</p>\
              <div id=\"process-list\" data-live>{}</div>",
             filter,
             process_table(shared, filter)

@@ -10,6 +10,7 @@ mod pickle_builder;
 
 mod call_protocol;
 mod cli;
+mod compare;
 mod conditions;
 mod debug_client;
 mod demo;

@@ -371,6 +371,17 @@ fn every_tool_result_matches_its_output_schema() {
         "{r}"
     );
     covered.insert("breakpoint_repl_eval");
+    // A run compared with itself: the completed call's process.
+    let key = http.get_ok("/api/call-records")["calls"][0]["process_key"].clone();
+    let r = s.call_ok("breakpoint_compare_runs", json!({"a": key, "b": key}));
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == "breakpoint_compare_runs")
+        .unwrap();
+    let errors = schema::validate(&(tool.output_schema)(), &r);
+    assert!(errors.is_empty(), "{r} {errors:?}");
+    assert_eq!(r["counts"]["same"], 1, "{r}");
+    covered.insert("breakpoint_compare_runs");
     // The external_* proxies need external servers: tests/it/upstream.rs checks their schemas.
     let own = TOOLS
         .iter()

@@ -1,0 +1,243 @@
+//! Comparing two runs over REST and MCP: two programs' calls posted over the client protocol
+//! (the second run passes one argument differently and makes one extra call), aligned so that
+//! the extra call shifts nothing else, with the first divergence named.
+
+use serde_json::{json, Value};
+
+use crate::mcp_support::McpServer;
+use crate::support::{item, Client, Server};
+
+const START: f64 = 1795311683.5;
+
+fn key(pid: i64) -> String {
+    format!("{START:.6}+{pid}")
+}
+
+fn frame(line: u64, function: &str) -> Value {
+    json!({"filename": "/srv/app.py", "lineno": line, "function": function})
+}
+
+/// One call of process `pid`, started at `at` with `stack`; completed by `finish`.
+fn begin(c: &Client, pid: i64, method: &str, args: &[Value], at: f64, stack: Value) -> String {
+    let items: Vec<Value> = args
+        .iter()
+        .enumerate()
+        .map(|(i, v)| item(v, 100 + i as u64))
+        .collect();
+    let r = c.post_ok(
+        "/api/call/start",
+        &json!({"method_name": method, "args": items, "kwargs": {},
+                "call_site": {"timestamp": at, "stack_trace": stack},
+                "process_pid": pid, "process_start_time": START}),
+    );
+    r["call_id"].as_str().unwrap().to_owned()
+}
+
+fn finish(c: &Client, pid: i64, call_id: &str, result: &Value, at: f64) {
+    let r = item(result, 9);
+    c.post_ok(
+        "/api/call/complete",
+        &json!({"call_id": call_id, "timestamp": at, "status": "success",
+                "process_pid": pid, "process_start_time": START,
+                "result_cid": r["cid"], "result_data": r["data"]}),
+    );
+}
+
+/// A run: main() calls add(1, y), then (when `extra`) log("x"), then mul(3, 4).
+fn run(c: &Client, pid: i64, y: i64, extra: bool) {
+    let t = 100.0 * pid as f64;
+    let main = begin(c, pid, "main", &[], t, json!([frame(20, "<module>")]));
+    let inner = || json!([frame(3, "main"), frame(20, "<module>")]);
+    let add = begin(c, pid, "add", &[json!(1), json!(y)], t + 1.0, inner());
+    finish(c, pid, &add, &json!(1 + y), t + 1.5);
+    if extra {
+        let log = begin(c, pid, "log", &[json!("x")], t + 2.0, inner());
+        finish(c, pid, &log, &Value::Null, t + 2.5);
+    }
+    let mul = begin(c, pid, "mul", &[json!(3), json!(4)], t + 3.0, inner());
+    finish(c, pid, &mul, &json!(12), t + 3.5);
+    finish(c, pid, &main, &json!(0), t + 4.0);
+}
+
+fn marks(pair: &Value) -> Vec<&str> {
+    pair["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect()
+}
+
+/// What both faces answer for the two runs.
+fn check(r: &Value) {
+    assert_eq!(r["truncated"], false, "{r}");
+    assert_eq!(
+        (r["a"]["calls"].as_u64(), r["b"]["calls"].as_u64()),
+        (Some(3), Some(4))
+    );
+    let pairs = r["pairs"].as_array().unwrap();
+    let functions: Vec<&str> = pairs
+        .iter()
+        .map(|p| p["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(functions, ["main", "add", "log", "mul"], "{r}");
+    assert_eq!(marks(&pairs[0]), ["same"]);
+    assert_eq!(
+        marks(&pairs[1]),
+        ["different_arguments", "different_result"]
+    );
+    assert_eq!(marks(&pairs[2]), ["only_in_b"]);
+    assert!(pairs[2]["a"].is_null() && pairs[2]["b"]["function"] == "log");
+    assert_eq!(marks(&pairs[3]), ["same"], "the extra call shifts nothing");
+    assert_eq!(pairs[3]["a"]["depth"], 1);
+    // The changed argument: the same first one, a different second one (another CID).
+    let (a, b) = (&pairs[1]["a"]["args"], &pairs[1]["b"]["args"]);
+    assert_eq!(a[0]["cid"], b[0]["cid"]);
+    assert_ne!(a[1]["cid"], b[1]["cid"]);
+    assert_eq!(
+        (a[1]["shown"].as_str(), b[1]["shown"].as_str()),
+        (Some("2"), Some("5"))
+    );
+    assert_eq!(pairs[1]["b"]["result"]["shown"], "6");
+    assert_eq!(
+        r["first_divergence"],
+        json!({"index": 1, "function": "add", "marks": ["different_arguments", "different_result"]})
+    );
+    assert_eq!(
+        r["counts"],
+        json!({"same": 2, "different_arguments": 1, "different_result": 1,
+               "different_exception": 0, "only_in_a": 0, "only_in_b": 1})
+    );
+    assert_eq!(r["total_pairs"], 4);
+}
+
+#[test]
+fn two_runs_are_aligned_and_their_first_divergence_named_over_rest() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    let path = |extra: &str| {
+        format!(
+            "/api/runs/compare?a={}&b={}{extra}",
+            key(41).replace('+', "%2B"),
+            key(42).replace('+', "%2B")
+        )
+    };
+    check(&c.get_ok(&path("")));
+    // A page of the pairs; the counts and the first divergence still cover all.
+    let page = c.get_ok(&path("&offset=2&limit=1"));
+    assert_eq!(page["pairs"].as_array().unwrap().len(), 1);
+    assert_eq!(page["pairs"][0]["function"], "log");
+    assert_eq!(page["pairs"][0]["index"], 2);
+    assert_eq!(page["first_divergence"]["index"], 1);
+    // A run compared with itself is the same throughout.
+    let same = c.get_ok(&format!(
+        "/api/runs/compare?a={0}&b={0}",
+        key(42).replace('+', "%2B")
+    ));
+    assert!(same["first_divergence"].is_null());
+    assert_eq!(same["counts"]["same"], 4);
+    // Bad input: named.
+    let r = c.get(&format!(
+        "/api/runs/compare?a={}",
+        key(41).replace('+', "%2B")
+    ));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["parameter"], "b");
+    let r = c.get(&format!(
+        "/api/runs/compare?a=nope&b={}",
+        key(41).replace('+', "%2B")
+    ));
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        (r.json()["error"].as_str(), r.json()["parameter"].as_str()),
+        (Some("run_not_found"), Some("a"))
+    );
+    let r = c.get(&path("&limit=0x"));
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn two_runs_are_compared_over_mcp() {
+    let s = McpServer::initialized("2025-11-25");
+    let c = s.http();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    let r = s.call_ok(
+        "breakpoint_compare_runs",
+        json!({"a": key(41), "b": key(42)}),
+    );
+    check(&r);
+    let e = s.call_err(
+        "breakpoint_compare_runs",
+        json!({"a": key(41), "b": "nope"}),
+    );
+    assert_eq!(e["error"], "run_not_found");
+    assert_eq!(e["parameter"], "b");
+    let e = s.call_err("breakpoint_compare_runs", json!({"a": key(41)}));
+    assert_eq!(e["error"], "missing_parameter");
+}
+
+fn html(c: &Client, path: &str) -> String {
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/html\r\nConnection: close\r\n\r\n",
+        c.port
+    );
+    let r = c.raw(req.as_bytes());
+    assert_eq!(r.status, 200, "GET {path}");
+    assert_eq!(r.header("Content-Type"), Some("text/html; charset=utf-8"));
+    r.text()
+}
+
+#[test]
+fn the_compare_page_shows_the_runs_side_by_side() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    // The form lists both runs.
+    let page = html(&c, "/runs/compare");
+    assert!(page.contains(&format!("value=\"{}\"", key(41))), "{page}");
+    assert!(page.contains(&format!("value=\"{}\"", key(42))));
+    // A `+` left unencoded in the address reads as a space: it still names the run.
+    let page = html(&c, &format!("/runs/compare?a={}&b={}", key(41), key(42)));
+    assert!(
+        page.contains("First divergence: <a href=\"#pair-1\">pair 2, add</a> (different arguments, different result)"),
+        "{page}"
+    );
+    assert!(page.contains("id=\"pair-2\" class=\"diff only\""));
+    assert!(page.contains("only in run B"));
+    // The changed argument is marked with a sign and links to its object.
+    let b_arg = item(&json!(5), 0)["cid"].as_str().unwrap().to_owned();
+    assert!(
+        page.contains(&format!("href=\"/object/{b_arg}\"")),
+        "{page}"
+    );
+    assert!(page.contains("class=\"value changed\">5</code>"), "{page}");
+    assert!(page.contains("<option value=\"1795311683.500000+41\" selected>"));
+    // An unknown run is said so on the page.
+    let page = html(&c, &format!("/runs/compare?a=nope&b={}", key(41)));
+    assert!(page.contains("role=\"alert\">no run nope"), "{page}");
+}
+
+#[test]
+fn runs_in_a_database_file_are_compared_after_a_restart() {
+    let home = crate::support::TempDir::new("compare-db");
+    let db = home.path().join("runs.db");
+    let db = db.to_str().unwrap().to_owned();
+    let path = format!(
+        "/api/runs/compare?a={}&b={}",
+        key(41).replace('+', "%2B"),
+        key(42).replace('+', "%2B")
+    );
+    let mut server = Server::start_in(home.path(), &["--db", &db]);
+    let c = server.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    check(&c.get_ok(&path));
+    server.signal_and_wait("-KILL");
+    // Read back from the file by the index built when it opens.
+    let server = Server::start_in(home.path(), &["--db", &db]);
+    check(&server.client().get_ok(&path));
+}
