@@ -245,6 +245,10 @@ pub const MAX_PROCESSES_LISTED: usize = 500;
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
 pub const UI_MAX_PAGE_LIMIT: usize = 500;
+/// Longest label of a run, in characters (one line).
+pub const MAX_RUN_LABEL_CHARS: usize = 200;
+/// Longest notes of a run, in characters.
+pub const MAX_RUN_NOTES_CHARS: usize = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // The event stream `GET /api/events` (`events`, `http/events.rs`).
@@ -785,6 +789,18 @@ pub const TABLE: &[Limit] = &[
         value: || count(MAX_PROCESSES_LISTED as u64),
         flag: None,
         reached: "The most recently active are listed, and the page says how many more there are.",
+    },
+    Limit {
+        what: "A run's label; its notes (characters)",
+        value: || {
+            format!(
+                "{}; {}",
+                count(MAX_RUN_LABEL_CHARS as u64),
+                count(MAX_RUN_NOTES_CHARS as u64)
+            )
+        },
+        flag: None,
+        reached: "400 `invalid_label` or `invalid_notes` naming the limit (REST and MCP); a label is one line.",
     },
     // Stored values and the pages that show them.
     Limit {

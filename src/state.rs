@@ -28,6 +28,8 @@ pub struct State {
     pub logbook: Logbook,
     /// Browser origins granted, pending and denied (the browser-client endpoints).
     pub origins: crate::origins::Origins,
+    /// The labels and notes of runs.
+    pub runs: crate::runs::RunNotes,
     next_seq: u64,
     pending_events: Vec<Event>,
 }

@@ -570,6 +570,47 @@ The filters are those of GET /api/call-records; a process or search filter reads
         handler: breakpoint_get_call_records,
     },
     Tool {
+        name: "breakpoint_list_runs",
+        title: "List runs",
+        description: "List the runs, newest first. A run is what one process of the program recorded from its first \
+call to its last; run_id is its process key (pass it as process to breakpoint_get_call_records for its calls). Each has \
+its program (script name), pid, start and end (seconds since the epoch), calls, events, exceptions, and the label and \
+notes a person or agent gave it (breakpoint_label_run). Use it to find a run again (a baseline, a failing one) before \
+comparing or inspecting it.",
+        input_schema: || json!({"type": "object", "properties": {
+            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Runs to skip."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many runs."}}}),
+        output_schema: || json!({"type": "object", "required": ["runs", "total", "offset", "limit"], "properties": {
+            "runs": {"type": "array", "items": {"type": "object", "required": ["run_id", "program", "pid", "start", "end", "calls", "events", "exceptions", "label", "notes"], "properties": {
+                "run_id": {"type": "string"}, "program": {"type": ["string", "null"]}, "page_url": {"type": ["string", "null"]},
+                "pid": {"type": "integer"}, "start": {"type": "number"}, "end": {"type": "number"},
+                "calls": {"type": "integer", "minimum": 0}, "events": {"type": "integer", "minimum": 0},
+                "exceptions": {"type": "integer", "minimum": 0}, "label": {"type": "string"}, "notes": {"type": "string"}}}},
+            "total": {"type": "integer", "minimum": 0}, "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 0}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_list_runs,
+    },
+    Tool {
+        name: "breakpoint_label_run",
+        title: "Label a run or write notes on it",
+        description: "Give a run (run_id from breakpoint_list_runs) a label, notes, or both; an argument left out \
+stays as it is and \"\" clears it. A label is one line of at most 200 characters, notes at most 10,000. They are kept \
+with the database and shown in the web UI's Runs page and the run's call tree.",
+        input_schema: || json!({"type": "object", "required": ["run_id"], "properties": {
+            "run_id": {"type": "string", "description": "The run's id (its process key).", "examples": ["1795311683.7211661+16759"]},
+            "label": {"type": "string", "description": "One line; \"\" clears it.", "examples": ["baseline"]},
+            "notes": {"type": "string", "description": "Free text; \"\" clears it.", "examples": ["before the cache fix"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "run_id", "label", "notes"], "properties": {
+            "status": {"const": "ok"}, "run_id": {"type": "string"}, "label": {"type": "string"}, "notes": {"type": "string"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_label_run,
+    },
+    Tool {
         name: "breakpoint_repl_eval",
         title: "Evaluate Python in a paused call",
         description: "Evaluate a Python expression or statement inside the paused program (names available: args, \
@@ -925,6 +966,32 @@ fn breakpoint_list_functions(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
     }))
 }
 
+fn breakpoint_list_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let number = |k: &str, default: u64| args.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let limit = usize::try_from(number("limit", 100)).unwrap_or(MAX_PAGE_LIMIT);
+    let offset = usize::try_from(number("offset", 0)).unwrap_or(usize::MAX);
+    out(service::runs(ctx.shared(), offset, limit))
+}
+
+fn breakpoint_label_run(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let run_id = required(args, "run_id")?;
+    let label = str_arg(args, "label");
+    let notes = str_arg(args, "notes");
+    if label.is_none() && notes.is_none() {
+        return Err(tool_error(
+            "missing_parameter",
+            "give label, notes or both",
+            "Pass label and/or notes (\"\" clears one).",
+        ));
+    }
+    out(
+        service::label_run(ctx.shared(), run_id, label, notes).map_err(|e| match e.code() {
+            "run_not_found" => e.with_hint("Call breakpoint_list_runs for the run ids."),
+            _ => e,
+        })?,
+    )
+}
+
 fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize;
     // The REST filters, named as there but for the function.
@@ -1166,10 +1233,10 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            23,
+            25,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
-             the two switches (breakpoint_set_enabled, breakpoint_set_pausing) and the 5 \
-             external_* proxies"
+             the two switches (breakpoint_set_enabled, breakpoint_set_pausing), the two of \
+             runs (breakpoint_list_runs, breakpoint_label_run) and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

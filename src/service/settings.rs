@@ -200,6 +200,8 @@ pub struct SettingsLoader {
     global: Option<Global>,
     /// The master switch, from the last record that has it (older records do not).
     pausing: Option<bool>,
+    /// The labels and notes of runs, from their records (`RUN_KEY`).
+    runs: Vec<(String, crate::runs::RunMeta)>,
     records: usize,
     warnings: Vec<String>,
 }
@@ -220,6 +222,22 @@ impl SettingsLoader {
                 ));
                 return;
             }
+        }
+        if let Some(run) = m.get(RUN_KEY) {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            match run.as_str() {
+                Some(run) => self.runs.push((
+                    run.to_owned(),
+                    crate::runs::RunMeta {
+                        label: text("label"),
+                        notes: text("notes"),
+                    },
+                )),
+                None => self
+                    .warnings
+                    .push(format!("a run record whose run {run} is not text, skipped")),
+            }
+            return;
         }
         if let Some(list) = m.get(ORIGINS_KEY) {
             let origins = list
@@ -297,6 +315,13 @@ impl SettingsLoader {
         self.granted_origins.as_deref().unwrap_or_default()
     }
 
+    /// Restores the labels and notes of runs (the last record of each run holds both).
+    pub fn restore_runs(&self, runs: &mut crate::runs::RunNotes) {
+        for (run, meta) in &self.runs {
+            runs.set(run, meta.clone());
+        }
+    }
+
     pub fn restore(self, breakpoints: &mut Breakpoints, path: &Path) {
         for w in &self.warnings {
             log::warn!("database {}: settings: {w}", path.display());
@@ -333,6 +358,47 @@ impl SettingsLoader {
 /// written before grants have no such record; a server of that time skips it harmlessly (a
 /// version-1 record that changes no breakpoint).
 const ORIGINS_KEY: &str = "granted_origins";
+
+/// The key of a settings record that holds a run's label and notes (both, whole):
+/// `{"settings": 1, "run": "<process key>", "label": "...", "notes": "..."}`. A server that
+/// predates it reads it as a version-1 record that changes no breakpoint.
+const RUN_KEY: &str = "run";
+
+/// Writes a run's label and notes (with a database file) before the change is acknowledged;
+/// a failed write undoes it (`storage_error`).
+pub(crate) fn persisted_run(
+    shared: &Shared,
+    run: &str,
+    change: impl FnOnce(&mut crate::runs::RunMeta),
+) -> Result<crate::runs::RunMeta, ApiError> {
+    let _order = shared.settings_writer();
+    let mut st = shared.lock();
+    let before = st.runs.get(run);
+    let mut after = before.clone();
+    change(&mut after);
+    st.runs.set(run, after.clone());
+    drop(st);
+    if !shared.store.is_durable() || before == after {
+        return Ok(after);
+    }
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(RUN_KEY.into(), json!(run));
+    record.insert("label".into(), json!(after.label));
+    record.insert("notes".into(), json!(after.notes));
+    let record = Value::Object(record);
+    match shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
+    {
+        Ok(_) => Ok(after),
+        Err(err) => {
+            log::error!("writing the label of run {run} failed: {err}; the change is undone");
+            shared.lock().runs.set(run, before);
+            Err(ApiError::storage(&err))
+        }
+    }
+}
 
 /// Changes the browser-origin grants and writes them (when they changed, with a database file)
 /// before the change is acknowledged; a failed write undoes the change (`storage_error`).

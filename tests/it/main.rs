@@ -34,6 +34,7 @@ mod render_limits;
 mod repl_gone;
 mod resolution;
 mod rest_api;
+mod runs;
 mod switches;
 mod tidy;
 mod trust;

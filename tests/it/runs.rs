@@ -1,0 +1,215 @@
+//! Runs (what one process recorded): the listing, labels and notes, through REST and MCP, and
+//! across a restart with a database file.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::mcp_support::McpServer;
+use crate::support::{call_start_body, complete_body, item, Client, Server, TempDir};
+
+/// Records one call of `method` by the process `pid` started at `started`, at `at`; `raise`
+/// makes it an exception. Answers the run id (the process key).
+fn call(c: &Client, pid: i64, started: f64, method: &str, at: f64, raise: bool) -> String {
+    let mut body = call_start_body(method, vec![item(&json!(1), 2)], json!({}));
+    body["process_pid"] = json!(pid);
+    body["process_start_time"] = json!(started);
+    body["call_site"]["timestamp"] = json!(at);
+    let start = c.post_ok("/api/call/start", &body);
+    assert_eq!(start["action"], "continue", "{start}");
+    let id = start["call_id"].as_str().unwrap().to_owned();
+    let mut done = complete_body(&id, &json!(2));
+    done["process_pid"] = json!(pid);
+    done["process_start_time"] = json!(started);
+    done["timestamp"] = json!(at + 0.5);
+    if raise {
+        done["status"] = json!("exception");
+        done["exception"] = json!("ValueError('x')");
+        let e = item(&json!("ValueError('x')"), 11);
+        done["exception_cid"] = e["cid"].clone();
+        done["exception_data"] = e["data"].clone();
+    }
+    c.post_ok("/api/call/complete", &done);
+    let runs = c.get_ok("/api/runs");
+    runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pid"] == pid)
+        .map(|r| r["run_id"].as_str().unwrap().to_owned())
+        .expect("the run is listed")
+}
+
+fn url(run: &str) -> String {
+    run.replace('+', "%2B")
+}
+
+/// Two runs: an older one of pid 100 (two calls, one raising) and a newer one of pid 200.
+fn two_runs(c: &Client) -> (String, String) {
+    let old = call(c, 100, 1000.0, "load", 1001.0, false);
+    call(c, 100, 1000.0, "parse", 1002.0, true);
+    let new = call(c, 200, 2000.0, "load", 2001.0, false);
+    (old, new)
+}
+
+#[test]
+fn runs_are_listed_newest_first_with_counts_and_pages() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let (old, new) = two_runs(&c);
+    let all = c.get_ok("/api/runs");
+    assert_eq!(all["total"], 2, "{all}");
+    let runs = all["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["run_id"], new.as_str());
+    assert_eq!(runs[1]["run_id"], old.as_str());
+    let r = &runs[1];
+    assert_eq!(r["pid"], 100);
+    assert_eq!(r["program"], "app.py");
+    assert_eq!(r["calls"], 2);
+    assert_eq!(r["events"], 0);
+    assert_eq!(r["exceptions"], 1, "{r}");
+    assert_eq!(r["start"], 1001.0);
+    assert_eq!(r["end"], 1002.5);
+    assert_eq!(r["label"], "");
+    assert_eq!(r["notes"], "");
+    let page = c.get_ok("/api/runs?offset=1&limit=1");
+    assert_eq!(page["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(page["runs"][0]["run_id"], old.as_str());
+    assert_eq!(
+        (page["offset"].clone(), page["limit"].clone()),
+        (json!(1), json!(1))
+    );
+    let e = c.get("/api/runs?limit=1001");
+    assert_eq!(e.status, 400);
+    assert_eq!(e.json()["error"], "invalid_limit");
+}
+
+#[test]
+fn labels_and_notes_are_set_cleared_and_checked() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let (old, _) = two_runs(&c);
+    let path = |what: &str| format!("/api/runs/{}/{what}", url(&old));
+    assert_eq!(
+        c.post_ok(&path("label"), &json!({"label": "  baseline "})),
+        json!({"status": "ok", "run_id": old, "label": "baseline", "notes": ""})
+    );
+    let set = c.post_ok(&path("notes"), &json!({"notes": "before the fix\nslow"}));
+    assert_eq!(set["label"], "baseline");
+    assert_eq!(set["notes"], "before the fix\nslow");
+    let listed = c.get_ok("/api/runs");
+    assert_eq!(listed["runs"][1]["label"], "baseline");
+    assert_eq!(listed["runs"][1]["notes"], "before the fix\nslow");
+    assert_eq!(listed["runs"][0]["label"], "");
+    // Clearing.
+    let cleared = c.post_ok(&path("label"), &json!({"label": ""}));
+    assert_eq!(cleared["label"], "");
+    assert_eq!(cleared["notes"], "before the fix\nslow");
+    // Bad bodies and unknown runs.
+    let e = c.post_err(&path("label"), &json!({"name": "x"}), 400);
+    assert_eq!(
+        (e["error"].as_str(), e["field"].as_str()),
+        (Some("missing_label"), Some("label"))
+    );
+    let e = c.post_err(&path("label"), &json!({"label": 3}), 400);
+    assert_eq!(e["error"], "missing_label");
+    let e = c.post_err(&path("label"), &json!({"label": "a\nb"}), 400);
+    assert_eq!(e["error"], "invalid_label", "{e}");
+    let e = c.post_err(&path("label"), &json!({"label": "x".repeat(201)}), 400);
+    assert_eq!(e["error"], "invalid_label");
+    assert!(e["message"].as_str().unwrap().contains("200"), "{e}");
+    let e = c.post_err(&path("notes"), &json!({"notes": "x".repeat(10_001)}), 400);
+    assert_eq!(
+        (e["error"].as_str(), e["field"].as_str()),
+        (Some("invalid_notes"), Some("notes"))
+    );
+    let e = c.post_err("/api/runs/1.0%2B999/label", &json!({"label": "x"}), 404);
+    assert_eq!(e["error"], "run_not_found");
+    let e = c.post_err("/api/runs/1.0%2B999/notes", &json!({"notes": "x"}), 404);
+    assert_eq!(e["run_id"], "1.0+999");
+}
+
+fn db_arg(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn labels_and_notes_survive_a_restart_with_a_database() {
+    let home = TempDir::new("runs-db");
+    let db = home.path().join("runs.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    let (old, new) = two_runs(&c);
+    c.post_ok(
+        &format!("/api/runs/{}/label", url(&old)),
+        &json!({"label": "first"}),
+    );
+    c.post_ok(
+        &format!("/api/runs/{}/label", url(&old)),
+        &json!({"label": "baseline"}),
+    );
+    c.post_ok(
+        &format!("/api/runs/{}/notes", url(&old)),
+        &json!({"notes": "kept"}),
+    );
+    c.post_ok(
+        &format!("/api/runs/{}/label", url(&new)),
+        &json!({"label": "gone"}),
+    );
+    c.post_ok(
+        &format!("/api/runs/{}/label", url(&new)),
+        &json!({"label": ""}),
+    );
+    // Acknowledged means on disk: a kill -9 loses nothing.
+    server.signal_and_wait("-KILL");
+    let server = Server::start_in(home.path(), &args);
+    let runs = server.client().get_ok("/api/runs");
+    assert_eq!(runs["runs"][1]["run_id"], old.as_str());
+    assert_eq!(runs["runs"][1]["label"], "baseline");
+    assert_eq!(runs["runs"][1]["notes"], "kept");
+    assert_eq!(runs["runs"][0]["label"], "", "{runs}");
+    assert_eq!(runs["runs"][0]["notes"], "");
+    // The breakpoint settings are untouched by the run records.
+    let bps = server.client().get_ok("/api/breakpoints");
+    assert_eq!(bps["pausing"], true);
+}
+
+#[test]
+fn mcp_lists_and_labels_runs() {
+    let s = McpServer::initialized("2025-11-25");
+    let c = s.http();
+    let (old, new) = two_runs(&c);
+    let listed = s.call_ok("breakpoint_list_runs", json!({"limit": 1}));
+    assert_eq!(listed["total"], 2);
+    assert_eq!(listed["runs"][0]["run_id"], new.as_str());
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 1);
+    let listed = s.call_ok("breakpoint_list_runs", json!({"offset": 1}));
+    assert_eq!(listed["runs"][0]["exceptions"], 1);
+    let set = s.call_ok(
+        "breakpoint_label_run",
+        json!({"run_id": old, "label": "baseline", "notes": "n"}),
+    );
+    assert_eq!(
+        set,
+        json!({"status": "ok", "run_id": old, "label": "baseline", "notes": "n"})
+    );
+    let set = s.call_ok("breakpoint_label_run", json!({"run_id": old, "notes": ""}));
+    assert_eq!(
+        (set["label"].as_str(), set["notes"].as_str()),
+        (Some("baseline"), Some(""))
+    );
+    assert_eq!(c.get_ok("/api/runs")["runs"][1]["label"], "baseline");
+    let e = s.call_err(
+        "breakpoint_label_run",
+        json!({"run_id": "1+2", "label": "x"}),
+    );
+    assert!(e.to_string().contains("run_not_found"), "{e}");
+    let e = s.call_err("breakpoint_label_run", json!({"run_id": old}));
+    assert!(e.to_string().contains("missing_parameter"), "{e}");
+    let e = s.call_err(
+        "breakpoint_label_run",
+        json!({"run_id": old, "label": "x".repeat(201)}),
+    );
+    assert!(e.to_string().contains("invalid_label"), "{e}");
+}
