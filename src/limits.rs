@@ -245,6 +245,9 @@ pub const MAX_PROCESSES_LISTED: usize = 500;
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
 pub const UI_MAX_PAGE_LIMIT: usize = 500;
+/// Breakpoints one request may add (`POST /api/breakpoints` with a list, `breakpoint_add`
+/// with `breakpoints`).
+pub const MAX_BREAKPOINTS_PER_REQUEST: usize = 1000;
 /// Longest label of a run, in characters (one line).
 pub const MAX_RUN_LABEL_CHARS: usize = 200;
 /// Longest notes of a run, in characters.
@@ -789,6 +792,12 @@ pub const TABLE: &[Limit] = &[
         value: || count(MAX_PROCESSES_LISTED as u64),
         flag: None,
         reached: "The most recently active are listed, and the page says how many more there are.",
+    },
+    Limit {
+        what: "Breakpoints added by one request (a list)",
+        value: || count(MAX_BREAKPOINTS_PER_REQUEST as u64),
+        flag: None,
+        reached: "400 `invalid_breakpoints` (REST and MCP); none is added.",
     },
     Limit {
         what: "A run's label; its notes (characters)",

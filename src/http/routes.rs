@@ -52,7 +52,7 @@ const PAGE: &[(&str, &str)] = &[
 /// that would also match them.
 pub static ROUTES: &[Route] = &[
     Route { method: "GET", path: "/api/breakpoints", access: Guarded, summary: "List breakpoints with their before/after behaviors, replacements, conditions, hit conditions, log messages, one-shot flags, hit counts and switches (breakpoint_enabled), and the master switch (pausing).", query: &[], handler: |s, _| wire(service::breakpoints(s)) },
-    Route { method: "POST", path: "/api/breakpoints", access: Guarded, summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?, keep_signature?, condition?, hit_condition?, log_message?, one_shot?, reset_hits?}; without signature the registered one is erased, unless keep_signature is true. Options left out stay as they are; \"\" or null clears one. A request that sets options is answered with the breakpoint, its options and hit_count (otherwise exactly {status, function_name}); a condition or log message that does not parse is 400 with its position.", query: &[], handler: |s, r| wire(service::breakpoint_add(s, &r.json()?)?) },
+    Route { method: "POST", path: "/api/breakpoints", access: Guarded, summary: "Add a breakpoint (idempotent) and register the function: {function_name, signature?, behavior?, keep_signature?, condition?, hit_condition?, log_message?, one_shot?, reset_hits?}; without signature the registered one is erased, unless keep_signature is true. Options left out stay as they are; \"\" or null clears one. A request that sets options is answered with the breakpoint, its options and hit_count (otherwise exactly {status, function_name}); a condition or log message that does not parse is 400 with its position. A JSON array of such bodies (1 to 1000) adds each in order and answers an array with one entry per item: what the single form answers, or its error object {error, message, index}.", query: &[], handler: breakpoints_add },
     Route { method: "DELETE", path: "/api/breakpoints/{name}", access: Guarded, summary: "Remove a breakpoint with its behaviors and replacement (ok for unknown names).", query: &[], handler: |s, r| wire(service::breakpoint_remove(s, r.param(0))?) },
     Route { method: "POST", path: "/api/breakpoints/{name}/behavior", access: Guarded, summary: "Set the before-behavior: {behavior: stop|go|yield} (continue = go).", query: &[], handler: |s, r| wire(service::breakpoint_set_behavior(s, r.param(0), &r.json()?)?) },
     Route { method: "POST", path: "/api/breakpoints/{name}/after_behavior", access: Guarded, summary: "Set the after-behavior: {behavior: stop|go|exception|stop_exception|yield}.", query: &[], handler: |s, r| wire(service::breakpoint_set_after_behavior(s, r.param(0), &r.json()?)?) },
@@ -117,6 +117,24 @@ pub static ROUTES: &[Route] = &[
 /// A typed result of `service` in its wire shape.
 fn wire<T: Serialize>(result: T) -> Result<Value, ApiError> {
     serde_json::to_value(result).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
+}
+
+/// `POST /api/breakpoints`: one breakpoint (an object), or a list of them (an array).
+fn breakpoints_add(s: &Shared, r: &Req) -> Result<Value, ApiError> {
+    if r.body.trim_ascii_start().first() == Some(&b'[') {
+        return match super::parse_json_tolerant(&r.body) {
+            Ok(Value::Array(items)) => wire(service::breakpoints_add(s, &items)?),
+            Ok(_) => Err(ApiError::bad_request(
+                "invalid_json",
+                "request body is not valid JSON",
+            )),
+            Err(e) => Err(ApiError::bad_request(
+                "invalid_json",
+                format!("request body is not valid JSON: {e}"),
+            )),
+        };
+    }
+    wire(service::breakpoint_add(s, &r.json()?)?)
 }
 
 fn number(r: &Req, key: &str, default: usize, max: usize) -> Result<usize, ApiError> {

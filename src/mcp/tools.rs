@@ -16,7 +16,7 @@ use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
-use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
+use crate::limits::{MAX_BLOCK_S, MAX_BREAKPOINTS_PER_REQUEST, MAX_PAGE_LIMIT};
 use crate::pretty;
 use crate::records::ClientEvents;
 use crate::resolution::Actor;
@@ -335,9 +335,14 @@ for which it does not hold run without waiting, before and after. A condition th
 decided when the call returns (it then pauses after the call). hit_condition pauses only on the Nth counted call ('5'), \
 after it ('>5') or on every Nth ('%5'). log_message turns the breakpoint into a logpoint: each hit writes a line \
 (notifications/breakpoint/log, call records, web UI) and the program never waits. Options left out stay as they are; \
-pass \"\" to clear one. A condition that does not parse is an error naming the column of the mistake.",
-        input_schema: || json!({"type": "object", "required": ["function_name"], "properties": {
-            "function_name": {"type": "string", "description": "Function name to break on.", "examples": ["add"]},
+pass \"\" to clear one. A condition that does not parse is an error naming the column of the mistake. To add \
+several at once, pass breakpoints: a list of such argument objects (1 to 1000); the answer then has results, one per \
+item in order: the breakpoint as a single add answers it, or an error object with its index.",
+        input_schema: || json!({"type": "object", "properties": {
+            "function_name": {"type": "string", "description": "Function name to break on (required unless breakpoints is given).", "examples": ["add"]},
+            "breakpoints": {"type": "array", "minItems": 1, "maxItems": MAX_BREAKPOINTS_PER_REQUEST, "description": "Several breakpoints at once: each item takes the arguments of a single add (function_name, behavior, condition, ...).",
+                "items": {"type": "object", "required": ["function_name"], "properties": {"function_name": {"type": "string"}}},
+                "examples": [[{"function_name": "load"}, {"function_name": "save", "condition": "args[0] > 1"}]]},
             "behavior": {"type": "string", "description": "stop, go or yield (default yield).", "examples": ["stop"]},
             "condition": {"type": "string", "description": "Pause only when this holds. Python-like: args[i], \
 kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not in, is None, and/or/not, + - * / // %, \
@@ -349,11 +354,14 @@ kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not
 ({{ and }} are literal braces). \"\" clears it.", "examples": ["scale={kwargs['scale']} -> {result}"]},
             "one_shot": {"type": "boolean", "description": "After its first pause, the breakpoint switches to go before and after (it stays listed)."},
             "reset_hits": {"type": "boolean", "description": "Start the hit count again from 0."}}}),
-        output_schema: || json!({"type": "object", "required": ["status", "function_name", "condition", "hit_condition", "log_message", "one_shot", "hit_count"], "properties": {
+        output_schema: || json!({"type": "object",
+            "anyOf": [{"required": ["status", "function_name", "condition", "hit_condition", "log_message", "one_shot", "hit_count"]}, {"required": ["results"]}],
+            "properties": {
             "status": {"const": "ok"}, "function_name": {"type": "string"},
             "condition": {"type": ["string", "null"]}, "hit_condition": {"type": ["string", "null"]},
             "log_message": {"type": ["string", "null"]}, "one_shot": {"type": "boolean"},
-            "hit_count": {"type": "integer", "minimum": 0}}}),
+            "hit_count": {"type": "integer", "minimum": 0},
+            "results": {"type": "array", "items": {"type": "object", "anyOf": [{"required": ["status", "function_name"]}, {"required": ["error", "message", "index"]}]}}}}),
         read_only: false,
         idempotent: true,
         max_block_s: 0.0,
@@ -813,6 +821,37 @@ fn breakpoint_not_found(name: &str) -> ApiError {
 }
 
 fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let Some(list) = args.get("breakpoints") else {
+        return add_one(ctx, args);
+    };
+    let items = list.as_array().map(Vec::as_slice).unwrap_or_default();
+    service::check_bulk_len(items.len())?;
+    let results: Vec<Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let done = match item {
+                Value::Object(one) => add_one(ctx, one),
+                _ => Err(tool_error(
+                    "invalid_arguments",
+                    "each item of breakpoints must be an object",
+                    "Give each item the arguments of a single breakpoint_add.",
+                )),
+            };
+            done.unwrap_or_else(|e| {
+                let mut v = e.to_json();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("index".into(), json!(i));
+                }
+                v
+            })
+        })
+        .collect();
+    Ok(json!({"results": results}))
+}
+
+/// One breakpoint of `breakpoint_add`.
+fn add_one(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let behavior = match str_arg(args, "behavior") {
         None => None,

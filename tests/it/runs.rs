@@ -1,5 +1,5 @@
 //! Runs (what one process recorded): the listing, labels and notes, through REST and MCP, and
-//! across a restart with a database file.
+//! across a restart with a database file; breakpoints added in bulk.
 
 use std::path::Path;
 
@@ -212,4 +212,93 @@ fn mcp_lists_and_labels_runs() {
         json!({"run_id": old, "label": "x".repeat(201)}),
     );
     assert!(e.to_string().contains("invalid_label"), "{e}");
+}
+
+#[test]
+fn breakpoints_are_added_in_bulk_over_rest_each_answered_in_order() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let r = c.request(
+        "POST",
+        "/api/breakpoints",
+        Some(
+            json!([{"function_name": "a"},
+                   {"function_name": "b", "behavior": "go", "condition": "args[0] > 1"},
+                   {"function_name": "c", "condition": "args[0] >"},
+                   "d",
+                   {"function_name": "e", "hit_condition": "%2"}])
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    let out = out.as_array().unwrap();
+    assert_eq!(out.len(), 5);
+    assert_eq!(out[0], json!({"status": "ok", "function_name": "a"}));
+    assert_eq!(out[1]["status"], "ok");
+    assert_eq!(out[1]["condition"], "args[0] > 1");
+    assert_eq!(out[2]["index"], 2);
+    assert!(out[2]["error"].is_string(), "{}", out[2]);
+    assert_eq!(
+        (out[3]["error"].as_str(), out[3]["index"].as_u64()),
+        (Some("invalid_body"), Some(3))
+    );
+    assert_eq!(out[4]["hit_condition"], "%2");
+    let listed = c.get_ok("/api/breakpoints");
+    assert_eq!(listed["breakpoints"], json!(["a", "b", "e"]));
+    assert_eq!(listed["breakpoint_behaviors"]["b"], "go");
+    // The single form is unchanged.
+    assert_eq!(
+        c.post_ok("/api/breakpoints", &json!({"function_name": "f"})),
+        json!({"status": "ok", "function_name": "f"})
+    );
+    // An empty or oversized list, and a broken one, are refused whole.
+    let e = c.request("POST", "/api/breakpoints", Some(b"[]"));
+    assert_eq!(e.status, 400);
+    assert_eq!(e.json()["error"], "invalid_breakpoints");
+    let many: Vec<_> = (0..1001)
+        .map(|i| json!({"function_name": format!("g{i}")}))
+        .collect();
+    let e = c.request(
+        "POST",
+        "/api/breakpoints",
+        Some(json!(many).to_string().as_bytes()),
+    );
+    assert_eq!(e.status, 400);
+    assert_eq!(e.json()["field"], "breakpoints");
+    let e = c.request("POST", "/api/breakpoints", Some(b"[{\"function_name\": "));
+    assert_eq!(e.status, 400);
+    assert_eq!(e.json()["error"], "invalid_json");
+    assert_eq!(
+        c.get_ok("/api/breakpoints")["breakpoints"],
+        json!(["a", "b", "e", "f"])
+    );
+}
+
+#[test]
+fn breakpoints_are_added_in_bulk_over_mcp() {
+    let s = McpServer::initialized("2025-11-25");
+    let out = s.call_ok(
+        "breakpoint_add",
+        json!({"breakpoints": [{"function_name": "a", "behavior": "go"},
+                               {"function_name": "b", "condition": "args[0] >"},
+                               {"function_name": "c", "log_message": "x={args[0]}"}]}),
+    );
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["function_name"], "a");
+    assert_eq!(results[1]["index"], 1);
+    assert!(results[1]["error"].is_string());
+    assert_eq!(results[2]["log_message"], "x={args[0]}");
+    let listed = s.call_ok("breakpoint_list_breakpoints", json!({}));
+    assert_eq!(listed["breakpoints"], json!(["a", "c"]));
+    assert_eq!(listed["behaviors"]["a"], "go");
+    // The single form still answers as before; neither form is an error.
+    let one = s.call_ok("breakpoint_add", json!({"function_name": "d"}));
+    assert_eq!(one["function_name"], "d");
+    let e = s.call_err("breakpoint_add", json!({}));
+    assert!(e.to_string().contains("function_name"), "{e}");
+    let e = s.call_err("breakpoint_add", json!({"breakpoints": []}));
+    assert!(e.to_string().contains("breakpoints"), "{e}");
 }
