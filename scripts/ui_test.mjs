@@ -2250,6 +2250,36 @@ check("source: the call site of a card opens its call stack, and a frame its sou
   await t.shot(history, "breakpoint-history");
 });
 
+check("runs: label a run, add notes, see them on its call tree", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  for (let i = 0; i < 2; i++) {
+    const demo = t.demo(server);
+    await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  }
+  await waitFor(async () => (await server.api("GET", "/api/runs")).total === 2, { what: "two runs" });
+  const page = await t.page(server, "/runs");
+  const rows = page.locator("table.runs tbody tr");
+  await rows.nth(1).waitFor();
+  const runId = await rows.first().getAttribute("data-run");
+  const row = page.locator(`tr[data-run="${runId}"]`);
+  await row.locator('input[name="label"]').fill("baseline");
+  await row.getByRole("button", { name: "Save label" }).click();
+  await row.locator(".badge.run-label", { hasText: "baseline" }).waitFor();
+  await row.locator('textarea[name="notes"]').fill("before the fix\nsecond line");
+  await row.getByRole("button", { name: "Save notes" }).click();
+  await waitFor(async () => (await server.api("GET", "/api/runs")).runs[0].notes === "before the fix\nsecond line",
+    { what: "the notes to be saved" });
+  await page.reload();
+  assert(await row.locator('textarea[name="notes"]').inputValue() === "before the fix\nsecond line", "the notes are not shown");
+  await t.shot(page, "runs");
+  await row.locator("a").first().click();
+  await page.waitForURL(/\/call-tree\/.+/);
+  await page.locator(".run-meta .badge.run-label", { hasText: "baseline" }).waitFor();
+  await page.locator(".run-meta .run-notes", { hasText: "second line" }).waitFor();
+  await t.shot(page, "call-tree-run-label");
+});
+
 // ---------------------------------------------------------------------------------------
 // Checks: every page, for everyone
 
@@ -2280,7 +2310,7 @@ async function everyPage(t) {
     repls: "/repls", repl: `/repl/${encodeURIComponent(session)}`, "mcp-servers": "/mcp-servers",
     functions: "/functions", errors: "/com-errors", objects: "/objects", object: `/object/${cid}`,
     callstack: site, frame: `/frame/${encodeURIComponent(id)}/0`, history: "/breakpoint/add/history",
-    "repl-help": "/repl-help", "not-found": "/nope",
+    "repl-help": "/repl-help", "not-found": "/nope", runs: "/runs",
   };
 }
 

@@ -77,7 +77,7 @@ pub struct Proc {
     pub first_at: f64,
     pub last_at: f64,
     pub client_events: usize,
-    /// Calls (records that are not events) and records that raised or report an exception.
+    /// Calls (records that are not events), and the calls that raised.
     pub calls: usize,
     pub raised: usize,
     pub entries: Vec<Entry>,
@@ -249,7 +249,7 @@ impl ProcessIndex {
         if flags & EVENT == 0 {
             p.calls += 1;
         }
-        if flags & RAISED != 0 {
+        if flags & (RAISED | EVENT) == RAISED {
             p.raised += 1;
         }
         p.entries.push(Entry {
@@ -271,7 +271,11 @@ impl ProcessIndex {
                 p.entries.retain(|e| e.loc >= loc);
                 p.client_events = p.entries.iter().filter(|e| e.is(CLIENT)).count();
                 p.calls = p.entries.iter().filter(|e| !e.is(EVENT)).count();
-                p.raised = p.entries.iter().filter(|e| e.is(RAISED)).count();
+                p.raised = p
+                    .entries
+                    .iter()
+                    .filter(|e| e.is(RAISED) && !e.is(EVENT))
+                    .count();
                 p.shape = None;
             }
         }

@@ -582,17 +582,19 @@ The filters are those of GET /api/call-records; a process or search filter reads
         title: "List runs",
         description: "List the runs, newest first. A run is what one process of the program recorded from its first \
 call to its last; run_id is its process key (pass it as process to breakpoint_get_call_records for its calls). Each has \
-its program (script name), pid, start and end (seconds since the epoch), calls, events, exceptions, and the label and \
+its program (script name), pid, start and end (seconds since the epoch), calls, events, client_events (the client's \
+own), exceptions (calls that raised), and the label and \
 notes a person or agent gave it (breakpoint_label_run). Use it to find a run again (a baseline, a failing one) before \
 comparing or inspecting it.",
         input_schema: || json!({"type": "object", "properties": {
             "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Runs to skip."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many runs."}}}),
         output_schema: || json!({"type": "object", "required": ["runs", "total", "offset", "limit"], "properties": {
-            "runs": {"type": "array", "items": {"type": "object", "required": ["run_id", "program", "pid", "start", "end", "calls", "events", "exceptions", "label", "notes"], "properties": {
+            "runs": {"type": "array", "items": {"type": "object", "required": ["run_id", "program", "pid", "start", "end", "calls", "events", "client_events", "exceptions", "label", "notes"], "properties": {
                 "run_id": {"type": "string"}, "program": {"type": ["string", "null"]}, "page_url": {"type": ["string", "null"]},
                 "pid": {"type": "integer"}, "start": {"type": "number"}, "end": {"type": "number"},
                 "calls": {"type": "integer", "minimum": 0}, "events": {"type": "integer", "minimum": 0},
+                "client_events": {"type": "integer", "minimum": 0},
                 "exceptions": {"type": "integer", "minimum": 0}, "label": {"type": "string"}, "notes": {"type": "string"}}}},
             "total": {"type": "integer", "minimum": 0}, "offset": {"type": "integer", "minimum": 0},
             "limit": {"type": "integer", "minimum": 0}}}),

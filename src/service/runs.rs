@@ -26,7 +26,10 @@ pub struct Run {
     pub start: f64,
     pub end: f64,
     pub calls: usize,
+    /// Events the program sent, and the client's own events (registrations, probes).
     pub events: usize,
+    pub client_events: usize,
+    /// Calls that raised.
     pub exceptions: usize,
     pub label: String,
     pub notes: String,
@@ -61,7 +64,8 @@ pub fn runs(shared: &Shared, offset: usize, limit: usize) -> RunListing {
                 start: p.first_at,
                 end: p.last_at,
                 calls: p.calls,
-                events: p.records - p.calls,
+                events: p.records - p.calls - p.client_events,
+                client_events: p.client_events,
                 exceptions: p.raised,
                 label: meta.label,
                 notes: meta.notes,

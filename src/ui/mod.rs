@@ -18,6 +18,7 @@ pub(crate) mod markup;
 mod object;
 mod paused;
 mod repl;
+mod runs;
 mod servers;
 mod source;
 mod tree;
@@ -107,6 +108,7 @@ const NAV: &[(&str, &str)] = &[
     ("/breakpoints", "Breakpoints"),
     ("/calls", "Calls"),
     ("/call-tree", "Call tree"),
+    ("/runs", "Runs"),
     ("/repls", "REPL"),
     ("/mcp-servers", "MCP servers"),
     ("/functions", "Functions"),
@@ -129,6 +131,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/oauth/callback",
     "/call-tree",
     "/call-tree/",
+    "/runs",
     "/callstack/",
     "/frame/",
     // The original server's addresses (see `compat`).
@@ -171,6 +174,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             None => source::frame(shared, p),
         },
         "/calls" | "/calls/" => Ok(calls::page(shared, query)),
+        "/runs" | "/runs/" => Ok(runs::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/breakpoints/check" => Ok(breakpoints::check(query)),
         "/functions" | "/functions/" => Ok(lists::functions(shared, query)),

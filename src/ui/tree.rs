@@ -375,10 +375,11 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     let p = &w.process;
     let mut main = markup!(
         "<div class=\"bar\" data-process=\"{}\"><h1>Call tree <span class=\"prog\" title=\"process {}\">{}</span></h1>\
-         <a href=\"/call-tree\">All processes</a></div>",
+         <a href=\"/call-tree\">All processes</a></div>{}",
         p.key,
         p.key,
-        program(p)
+        program(p),
+        super::runs::summary(shared, &key)
     );
     html!(
         main,

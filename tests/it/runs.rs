@@ -57,6 +57,14 @@ fn runs_are_listed_newest_first_with_counts_and_pages() {
     let s = Server::start(&[]);
     let c = s.client();
     let (old, new) = two_runs(&c);
+    for (id, method) in [("e1", "tick"), ("e2", "with_debug.register")] {
+        c.post_ok(
+            "/api/call/event",
+            &json!({"method_name": method, "status": "ok", "timestamp": 1001.5,
+                    "process_pid": 100, "process_start_time": 1000.0,
+                    "event_id": id, "call_site": {"stack_trace": []}}),
+        );
+    }
     let all = c.get_ok("/api/runs");
     assert_eq!(all["total"], 2, "{all}");
     let runs = all["runs"].as_array().unwrap();
@@ -66,7 +74,8 @@ fn runs_are_listed_newest_first_with_counts_and_pages() {
     assert_eq!(r["pid"], 100);
     assert_eq!(r["program"], "app.py");
     assert_eq!(r["calls"], 2);
-    assert_eq!(r["events"], 0);
+    assert_eq!(r["events"], 1);
+    assert_eq!(r["client_events"], 1);
     assert_eq!(r["exceptions"], 1, "{r}");
     assert_eq!(r["start"], 1001.0);
     assert_eq!(r["end"], 1002.5);
@@ -301,4 +310,49 @@ fn breakpoints_are_added_in_bulk_over_mcp() {
     assert!(e.to_string().contains("function_name"), "{e}");
     let e = s.call_err("breakpoint_add", json!({"breakpoints": []}));
     assert!(e.to_string().contains("breakpoints"), "{e}");
+}
+
+#[test]
+fn the_runs_page_lists_runs_with_their_forms_and_the_call_tree_shows_label_and_notes() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let empty = c.get("/runs");
+    assert_eq!(empty.status, 200);
+    assert!(empty.text().contains("No runs recorded yet"));
+    let (old, new) = two_runs(&c);
+    c.post_ok(
+        &format!("/api/runs/{}/label", url(&old)),
+        &json!({"label": "<b>baseline</b>"}),
+    );
+    c.post_ok(
+        &format!("/api/runs/{}/notes", url(&old)),
+        &json!({"notes": "before & after"}),
+    );
+    let page = c.get("/runs").text();
+    assert!(page.contains("<a href=\"/runs\""), "in the navigation");
+    let at_new = page
+        .find(&format!("data-run=\"{new}\""))
+        .expect("newer run");
+    let at_old = page
+        .find(&format!("data-run=\"{old}\""))
+        .expect("older run");
+    assert!(at_new < at_old, "newest first");
+    let enc = url(&old);
+    assert!(
+        page.contains(&format!("data-api=\"/api/runs/{enc}/label\"")),
+        "{page}"
+    );
+    assert!(page.contains(&format!("data-api=\"/api/runs/{enc}/notes\"")));
+    assert!(page.contains(&format!("href=\"/call-tree/{enc}\"")));
+    assert!(
+        page.contains("value=\"&lt;b&gt;baseline&lt;/b&gt;\""),
+        "escaped"
+    );
+    assert!(page.contains(">before &amp; after</textarea>"));
+    assert!(!page.contains("<b>baseline"));
+    let tree = c.get(&format!("/call-tree/{enc}")).text();
+    assert!(tree.contains("<span class=\"badge run-label\">&lt;b&gt;baseline&lt;/b&gt;</span>"));
+    assert!(tree.contains("<p class=\"run-notes\">before &amp; after</p>"));
+    let other = c.get(&format!("/call-tree/{}", url(&new))).text();
+    assert!(!other.contains("run-notes"));
 }
