@@ -49,9 +49,10 @@ fn table(shared: &Shared, offset: usize) -> Html {
         );
     }
     let mut out = Html::lit(
-        "<table class=\"list runs\"><thead><tr><th>Run</th><th>PID</th><th>Started</th>\
-         <th>Last call</th><th class=\"num\">Calls</th><th class=\"num\">Exceptions</th>\
-         <th>Label</th><th>Notes</th></tr></thead><tbody>",
+        "<table class=\"list grid runs\"><thead><tr><th scope=\"col\">Run</th><th scope=\"col\">PID</th>\
+         <th scope=\"col\">Started</th><th scope=\"col\">Last call</th><th scope=\"col\" class=\"num\">Calls</th>\
+         <th scope=\"col\" class=\"num\">Exceptions</th><th scope=\"col\">Label</th><th scope=\"col\">Notes</th>\
+         </tr></thead><tbody>",
     );
     for r in &listing.runs {
         let api = format!("/api/runs/{}", encode_segment(&r.run_id));
@@ -63,12 +64,13 @@ fn table(shared: &Shared, offset: usize) -> Html {
         };
         html!(
             out,
-            "<tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td><form class=\"run-edit\" data-api=\"{}/label\"><input name=\"label\" value=\"{}\" \
+            "<tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}</td><td data-label=\"PID\">{}</td>\
+             <td data-label=\"Started\">{}</td><td data-label=\"Last call\">{}</td>\
+             <td class=\"num\" data-label=\"Calls\">{}</td><td class=\"num\" data-label=\"Exceptions\">{}</td>\
+             <td data-label=\"Label\"><form class=\"run-edit\" data-api=\"{}/label\"><input name=\"label\" value=\"{}\" \
              maxlength=\"200\" aria-label=\"Label of the run of {} (pid {})\">\
              <button type=\"submit\">Save label</button><span class=\"error\" role=\"alert\"></span></form></td>\
-             <td><form class=\"run-edit\" data-api=\"{}/notes\"><textarea name=\"notes\" rows=\"2\" \
+             <td data-label=\"Notes\"><form class=\"run-edit\" data-api=\"{}/notes\"><textarea name=\"notes\" rows=\"2\" \
              aria-label=\"Notes on the run of {} (pid {})\">{}</textarea>\
              <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td></tr>",
             r.run_id,
