@@ -252,6 +252,8 @@ pub const MAX_BREAKPOINTS_PER_REQUEST: usize = 1000;
 pub const MAX_RUN_LABEL_CHARS: usize = 200;
 /// Longest notes of a run, in characters.
 pub const MAX_RUN_NOTES_CHARS: usize = 10_000;
+/// Longest note on a call record, in characters.
+pub const MAX_RECORD_NOTE_CHARS: usize = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // The event stream `GET /api/events` (`events`, `http/events.rs`).
@@ -810,6 +812,12 @@ pub const TABLE: &[Limit] = &[
         },
         flag: None,
         reached: "400 `invalid_label` or `invalid_notes` naming the limit (REST and MCP); a label is one line.",
+    },
+    Limit {
+        what: "A note on a call record (characters)",
+        value: || count(MAX_RECORD_NOTE_CHARS as u64),
+        flag: None,
+        reached: "400 `invalid_note` naming the limit.",
     },
     // Stored values and the pages that show them.
     Limit {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::limits::{MAX_RUN_LABEL_CHARS, MAX_RUN_NOTES_CHARS};
+use crate::limits::{MAX_RECORD_NOTE_CHARS, MAX_RUN_LABEL_CHARS, MAX_RUN_NOTES_CHARS};
 
 /// The label and notes of one run ("" when none).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,6 +54,44 @@ pub fn check_notes(notes: &str) -> Result<String, TooLong> {
         });
     }
     Ok(notes.to_owned())
+}
+
+/// Checks a call record's note (at most `MAX_RECORD_NOTE_CHARS`); blank space around it is
+/// dropped.
+pub fn check_note(note: &str) -> Result<String, TooLong> {
+    let note = note.trim();
+    if note.chars().count() > MAX_RECORD_NOTE_CHARS {
+        return Err(TooLong {
+            field: "note",
+            max: MAX_RECORD_NOTE_CHARS,
+        });
+    }
+    Ok(note.to_owned())
+}
+
+/// The notes on call records, by call id.
+#[derive(Debug, Default)]
+pub struct RecordNotes {
+    by_call: HashMap<String, String>,
+}
+
+impl RecordNotes {
+    pub fn get(&self, call_id: &str) -> Option<&str> {
+        self.by_call.get(call_id).map(String::as_str)
+    }
+
+    /// Sets a record's note; "" removes it. Answers the note it had.
+    pub fn set(&mut self, call_id: &str, note: String) -> Option<String> {
+        if note.is_empty() {
+            self.by_call.remove(call_id)
+        } else {
+            self.by_call.insert(call_id.to_owned(), note)
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_call.is_empty()
+    }
 }
 
 impl RunNotes {
@@ -107,6 +145,22 @@ mod tests {
             },
         );
         assert_eq!(n.get("3+4").notes, "slow");
+    }
+
+    #[test]
+    fn record_notes_are_set_and_removed() {
+        let mut n = RecordNotes::default();
+        assert_eq!(n.set("c1", "slow".into()), None);
+        assert_eq!(n.get("c1"), Some("slow"));
+        assert_eq!(n.set("c1", String::new()).as_deref(), Some("slow"));
+        assert!(n.is_empty());
+        assert_eq!(
+            check_note(&"x".repeat(MAX_RECORD_NOTE_CHARS + 1))
+                .unwrap_err()
+                .field,
+            "note"
+        );
+        assert_eq!(check_note(" a\nb ").as_deref(), Ok("a\nb"));
     }
 
     #[test]

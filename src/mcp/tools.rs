@@ -361,7 +361,7 @@ kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not
             "condition": {"type": ["string", "null"]}, "hit_condition": {"type": ["string", "null"]},
             "log_message": {"type": ["string", "null"]}, "one_shot": {"type": "boolean"},
             "hit_count": {"type": "integer", "minimum": 0},
-            "results": {"type": "array", "items": {"type": "object", "anyOf": [{"required": ["status", "function_name"]}, {"required": ["error", "message", "index"]}]}}}}),
+            "results": {"type": "array", "items": {"type": "object", "anyOf": [{"required": ["status", "function_name"]}, {"required": ["error", "index"]}]}}}}),
         read_only: false,
         idempotent: true,
         max_block_s: 0.0,

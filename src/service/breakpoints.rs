@@ -483,9 +483,17 @@ pub enum Added {
 /// stay as they are: the client re-registers with the name alone).
 /// `POST /api/breakpoints` with a JSON array: each item is the body of a single add, done in
 /// order; the answer has one entry per item, what the single add answers or its error object
-/// (with `index`). At most `MAX_BREAKPOINTS_PER_REQUEST` items.
+/// (with `index`). At most `MAX_BREAKPOINTS_PER_REQUEST` items; a list with an item that is
+/// not an object is refused whole (400 `invalid_body`), nothing added.
 pub fn breakpoints_add(shared: &Shared, items: &[Value]) -> Result<Vec<Value>, ApiError> {
     check_bulk_len(items.len())?;
+    if let Some(i) = items.iter().position(|v| !v.is_object()) {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            format!("item {i} of the list is not a JSON object (the body of one breakpoint)"),
+        )
+        .with("index", i));
+    }
     Ok(items
         .iter()
         .enumerate()
@@ -494,10 +502,7 @@ pub fn breakpoints_add(shared: &Shared, items: &[Value]) -> Result<Vec<Value>, A
                 Value::Object(body) => breakpoint_add(shared, body).and_then(|a| {
                     serde_json::to_value(a).map_err(|e| ApiError::internal(e.to_string()))
                 }),
-                _ => Err(ApiError::bad_request(
-                    "invalid_body",
-                    "each item must be a JSON object, the body of a single breakpoint",
-                )),
+                _ => Err(ApiError::bad_request("invalid_body", "not a JSON object")),
             };
             done.unwrap_or_else(|e| {
                 let mut v = e.to_json();

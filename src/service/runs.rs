@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::settings::persisted_run;
+use super::settings::{persisted_note, persisted_run};
 use super::Obj;
 use crate::error::ApiError;
 use crate::limits::MAX_PAGE_LIMIT;
@@ -153,6 +153,37 @@ fn text_field<'a>(body: &'a Obj, key: &str) -> Result<&'a str, ApiError> {
         )
         .with("field", key.to_owned())),
     }
+}
+
+/// A call record's note after a change.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Noted {
+    pub status: super::Ack,
+    pub call_id: String,
+    pub note: String,
+}
+
+/// Sets (or, with "", removes) the note on the call record `call_id`.
+pub fn set_record_note(shared: &Shared, call_id: &str, note: &str) -> Result<Noted, ApiError> {
+    let note = crate::runs::check_note(note).map_err(refused)?;
+    if super::find_record(shared, call_id).is_none() {
+        return Err(ApiError::not_found(
+            "record_not_found",
+            format!("no call record with call id {call_id:?}"),
+        )
+        .with("call_id", call_id.to_owned()));
+    }
+    persisted_note(shared, call_id, note.clone())?;
+    Ok(Noted {
+        status: super::Ack::Ok,
+        call_id: call_id.to_owned(),
+        note,
+    })
+}
+
+/// `POST /api/call-records/<call_id>/note`: `{"note": text}`.
+pub fn rest_record_note(shared: &Shared, call_id: &str, body: &Obj) -> Result<Noted, ApiError> {
+    set_record_note(shared, call_id, text_field(body, "note")?)
 }
 
 /// `POST /api/runs/<run_id>/label`: `{"label": text}`.

@@ -202,6 +202,8 @@ pub struct SettingsLoader {
     pausing: Option<bool>,
     /// The labels and notes of runs, from their records (`RUN_KEY`).
     runs: Vec<(String, crate::runs::RunMeta)>,
+    /// The notes on call records, from their records (`NOTE_KEY`), in order.
+    notes: Vec<(String, String)>,
     records: usize,
     warnings: Vec<String>,
 }
@@ -222,6 +224,16 @@ impl SettingsLoader {
                 ));
                 return;
             }
+        }
+        if let Some(id) = m.get(NOTE_KEY) {
+            let note = m.get("note").and_then(Value::as_str).unwrap_or("");
+            match id.as_str() {
+                Some(id) => self.notes.push((id.to_owned(), note.to_owned())),
+                None => self.warnings.push(format!(
+                    "a record note whose call id {id} is not text, skipped"
+                )),
+            }
+            return;
         }
         if let Some(run) = m.get(RUN_KEY) {
             let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
@@ -322,6 +334,13 @@ impl SettingsLoader {
         }
     }
 
+    /// Restores the notes on call records (the last record of each call holds its note).
+    pub fn restore_notes(&self, notes: &mut crate::runs::RecordNotes) {
+        for (id, note) in &self.notes {
+            notes.set(id, note.clone());
+        }
+    }
+
     pub fn restore(self, breakpoints: &mut Breakpoints, path: &Path) {
         for w in &self.warnings {
             log::warn!("database {}: settings: {w}", path.display());
@@ -363,6 +382,42 @@ const ORIGINS_KEY: &str = "granted_origins";
 /// `{"settings": 1, "run": "<process key>", "label": "...", "notes": "..."}`. A server that
 /// predates it reads it as a version-1 record that changes no breakpoint.
 const RUN_KEY: &str = "run";
+
+/// The key of a settings record that holds the note on a call record (whole; "" removed it):
+/// `{"settings": 1, "record_note": "<call id>", "note": "..."}`.
+const NOTE_KEY: &str = "record_note";
+
+/// Sets the note on a call record and writes it (with a database file) before the change is
+/// acknowledged; a failed write undoes it (`storage_error`).
+pub(crate) fn persisted_note(shared: &Shared, call_id: &str, note: String) -> Result<(), ApiError> {
+    let _order = shared.settings_writer();
+    let notes = || {
+        shared
+            .record_notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    };
+    let before = notes().set(call_id, note.clone());
+    if !shared.store.is_durable() || before.as_deref().unwrap_or("") == note {
+        return Ok(());
+    }
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(NOTE_KEY.into(), json!(call_id));
+    record.insert("note".into(), json!(note));
+    let record = Value::Object(record);
+    match shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
+    {
+        Ok(_) => Ok(()),
+        Err(err) => {
+            log::error!("writing the note on call {call_id} failed: {err}; the change is undone");
+            notes().set(call_id, before.unwrap_or_default());
+            Err(ApiError::storage(&err))
+        }
+    }
+}
 
 /// Writes a run's label and notes (with a database file) before the change is acknowledged;
 /// a failed write undoes it (`storage_error`).

@@ -666,6 +666,17 @@ fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
             line
         );
     }
+    if let Some(id) = sel.get("call_id").and_then(Value::as_str) {
+        let note = sel.get("note").and_then(Value::as_str).unwrap_or("");
+        html!(
+            out,
+            "<h3>Note</h3><form class=\"note-edit\" data-api=\"/api/call-records/{}/note\">\
+             <textarea name=\"note\" rows=\"2\" aria-label=\"Note on this call\">{}</textarea>\
+             <button type=\"submit\">Save note</button><span class=\"error\" role=\"alert\"></span></form>",
+            crate::urlenc::encode_segment(id),
+            note
+        );
+    }
     stack(&mut out, r, &s.stack);
     out
 }

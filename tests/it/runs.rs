@@ -234,7 +234,7 @@ fn breakpoints_are_added_in_bulk_over_rest_each_answered_in_order() {
             json!([{"function_name": "a"},
                    {"function_name": "b", "behavior": "go", "condition": "args[0] > 1"},
                    {"function_name": "c", "condition": "args[0] >"},
-                   "d",
+                   {"function_name": ""},
                    {"function_name": "e", "hit_condition": "%2"}])
             .to_string()
             .as_bytes(),
@@ -249,10 +249,8 @@ fn breakpoints_are_added_in_bulk_over_rest_each_answered_in_order() {
     assert_eq!(out[1]["condition"], "args[0] > 1");
     assert_eq!(out[2]["index"], 2);
     assert!(out[2]["error"].is_string(), "{}", out[2]);
-    assert_eq!(
-        (out[3]["error"].as_str(), out[3]["index"].as_u64()),
-        (Some("invalid_body"), Some(3))
-    );
+    assert_eq!(out[3]["index"], 3);
+    assert!(out[3]["error"].is_string(), "{}", out[3]);
     assert_eq!(out[4]["hit_condition"], "%2");
     let listed = c.get_ok("/api/breakpoints");
     assert_eq!(listed["breakpoints"], json!(["a", "b", "e"]));
@@ -276,6 +274,17 @@ fn breakpoints_are_added_in_bulk_over_rest_each_answered_in_order() {
     );
     assert_eq!(e.status, 400);
     assert_eq!(e.json()["field"], "breakpoints");
+    let e = c.request(
+        "POST",
+        "/api/breakpoints",
+        Some(b"[{\"function_name\": \"x\"}, 2]"),
+    );
+    assert_eq!(e.status, 400);
+    let body = e.json();
+    assert_eq!(
+        (body["error"].as_str(), body["index"].as_u64()),
+        (Some("invalid_body"), Some(1))
+    );
     let e = c.request("POST", "/api/breakpoints", Some(b"[{\"function_name\": "));
     assert_eq!(e.status, 400);
     assert_eq!(e.json()["error"], "invalid_json");
@@ -355,4 +364,111 @@ fn the_runs_page_lists_runs_with_their_forms_and_the_call_tree_shows_label_and_n
     assert!(tree.contains("<p class=\"run-notes\">before &amp; after</p>"));
     let other = c.get(&format!("/call-tree/{}", url(&new))).text();
     assert!(!other.contains("run-notes"));
+}
+
+/// Records one call of pid 100 and answers its call id.
+fn one_call_id(c: &Client, at: f64) -> String {
+    call(c, 100, 1000.0, "load", at, false);
+    c.get_ok("/api/call-records?limit=1")["calls"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_note_on_a_call_record_is_shown_searched_exported_and_checked() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let id = one_call_id(&c, 1001.0);
+    let other = one_call_id(&c, 1002.0);
+    let note = format!("/api/call-records/{id}/note");
+    assert_eq!(
+        c.post_ok(&note, &json!({"note": " the slow <one> "})),
+        json!({"status": "ok", "call_id": id, "note": "the slow <one>"})
+    );
+    let page = c.get_ok("/api/call-records");
+    let calls = page["calls"].as_array().unwrap();
+    let noted = calls.iter().find(|r| r["call_id"] == id.as_str()).unwrap();
+    assert_eq!(noted["note"], "the slow <one>");
+    let plain = calls
+        .iter()
+        .find(|r| r["call_id"] == other.as_str())
+        .unwrap();
+    assert!(plain.get("note").is_none(), "{plain}");
+    // Searchable.
+    let found = c.get_ok("/api/call-records?search=SLOW%20%3Cone");
+    assert_eq!(found["calls"].as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found["calls"][0]["call_id"], id.as_str());
+    // Exported.
+    let lines = c.get("/api/call-records?format=jsonl").text();
+    let line = lines.lines().find(|l| l.contains(&id)).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(line).unwrap()["note"],
+        "the slow <one>"
+    );
+    // The Calls page and the call tree's details show it, escaped.
+    let calls_page = c.get("/calls").text();
+    assert!(
+        calls_page.contains("<span class=\"label\">Note</span> the slow &lt;one&gt;</p>"),
+        "{calls_page}"
+    );
+    let runs = c.get_ok("/api/runs");
+    let run = url(runs["runs"][0]["run_id"].as_str().unwrap());
+    let tree = c.get(&format!("/call-tree/{run}?selected={id}")).text();
+    assert!(
+        tree.contains(&format!("data-api=\"/api/call-records/{id}/note\"")),
+        "{tree}"
+    );
+    assert!(tree.contains(">the slow &lt;one&gt;</textarea>"));
+    // Removed with "".
+    c.post_ok(&note, &json!({"note": ""}));
+    assert!(c.get_ok("/api/call-records")["calls"][0]
+        .get("note")
+        .is_none());
+    // Errors.
+    let e = c.post_err(&note, &json!({"text": "x"}), 400);
+    assert_eq!(
+        (e["error"].as_str(), e["field"].as_str()),
+        (Some("missing_note"), Some("note"))
+    );
+    let e = c.post_err(&note, &json!({"note": "x".repeat(10_001)}), 400);
+    assert_eq!(e["error"], "invalid_note");
+    let e = c.post_err("/api/call-records/nope/note", &json!({"note": "x"}), 404);
+    assert_eq!(e["error"], "record_not_found");
+}
+
+#[test]
+fn notes_on_records_survive_a_restart_with_a_database() {
+    let home = TempDir::new("notes-db");
+    let db = home.path().join("notes.db");
+    let args = ["--db", &db_arg(&db)];
+    let mut server = Server::start_in(home.path(), &args);
+    let c = server.client();
+    let id = one_call_id(&c, 1001.0);
+    let other = one_call_id(&c, 1002.0);
+    c.post_ok(
+        &format!("/api/call-records/{id}/note"),
+        &json!({"note": "first"}),
+    );
+    c.post_ok(
+        &format!("/api/call-records/{id}/note"),
+        &json!({"note": "kept"}),
+    );
+    c.post_ok(
+        &format!("/api/call-records/{other}/note"),
+        &json!({"note": "gone"}),
+    );
+    c.post_ok(
+        &format!("/api/call-records/{other}/note"),
+        &json!({"note": ""}),
+    );
+    server.signal_and_wait("-KILL");
+    let server = Server::start_in(home.path(), &args);
+    let page = server.client().get_ok("/api/call-records");
+    let calls = page["calls"].as_array().unwrap();
+    let find = |want: &str| calls.iter().find(|r| r["call_id"] == want).unwrap().clone();
+    assert_eq!(find(&id)["note"], "kept");
+    assert!(find(&other).get("note").is_none());
+    let found = server.client().get_ok("/api/call-records?search=kept");
+    assert_eq!(found["calls"][0]["call_id"], id.as_str());
 }
