@@ -2250,7 +2250,7 @@ check("source: the call site of a card opens its call stack, and a frame its sou
   await t.shot(history, "breakpoint-history");
 });
 
-check("runs: label a run, add notes, see them on its call tree", async (t) => {
+check("runs: label a run, add notes, see them on its call tree, note a call", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });
   for (let i = 0; i < 2; i++) {
@@ -2277,7 +2277,17 @@ check("runs: label a run, add notes, see them on its call tree", async (t) => {
   await page.waitForURL(/\/call-tree\/.+/);
   await page.locator(".run-meta .badge.run-label", { hasText: "baseline" }).waitFor();
   await page.locator(".run-meta .run-notes", { hasText: "second line" }).waitFor();
+  // A note on one call, from its details, shown on the Calls page and found by its search.
+  await page.locator("ul.tree a.call", { hasText: /^divide\b/ }).first().click();
+  const noteForm = page.locator(".details form.note-edit");
+  await noteForm.locator("textarea").fill("divides by zero on purpose");
+  await noteForm.getByRole("button", { name: "Save note" }).click();
+  await waitFor(async () => (await server.api("GET", "/api/call-records?search=on%20purpose")).calls.length === 1,
+    { what: "the note to be saved" });
   await t.shot(page, "call-tree-run-label");
+  const calls = await t.page(server, "/calls?search=on+purpose");
+  await calls.locator(".record-note", { hasText: "divides by zero on purpose" }).waitFor();
+  await t.shot(calls, "calls-record-note");
 });
 
 // ---------------------------------------------------------------------------------------
