@@ -553,6 +553,28 @@ fn write(
 mod tests {
     use super::*;
 
+    #[test]
+    fn run_and_note_records_are_replayed_in_order_and_change_no_breakpoint() {
+        let mut l = SettingsLoader::default();
+        l.add(&json!({"settings": 1, "run": "1.5+7", "label": "a", "notes": ""}));
+        l.add(&json!({"settings": 1, "record_note": "c1", "note": "slow"}));
+        l.add(&json!({"settings": 1, "run": "1.5+7", "label": "b", "notes": "n"}));
+        l.add(&json!({"settings": 1, "record_note": "c2", "note": "x"}));
+        l.add(&json!({"settings": 1, "record_note": "c2", "note": ""}));
+        l.add(&json!({"settings": 1, "run": 3, "label": "bad"}));
+        assert!(l.settings().is_none(), "no breakpoint settings");
+        assert_eq!(l.warnings.len(), 1);
+        let mut runs = crate::runs::RunNotes::default();
+        l.restore_runs(&mut runs);
+        assert_eq!(runs.get("1.5+7").label, "b");
+        assert_eq!(runs.get("1.5+7").notes, "n");
+        assert_eq!(runs.len(), 1);
+        let mut notes = crate::runs::RecordNotes::default();
+        l.restore_notes(&mut notes);
+        assert_eq!(notes.get("c1"), Some("slow"));
+        assert_eq!(notes.get("c2"), None);
+    }
+
     fn two_breakpoints() -> Breakpoints {
         let mut bp = Breakpoints::default();
         bp.add("f");
