@@ -83,6 +83,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause", "breakpoint_continue_all", "breakpoint_compare_runs",
     "breakpoint_set_enabled", "breakpoint_set_pausing",
+    "breakpoint_list_runs", "breakpoint_label_run",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {

@@ -2304,6 +2304,46 @@ check("compare runs: two runs of the demo side by side, the divergence marked, a
   await t.shot(page, "compare-runs-object");
 });
 
+check("runs: label a run, add notes, see them on its call tree, note a call", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  for (let i = 0; i < 2; i++) {
+    const demo = t.demo(server);
+    await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  }
+  await waitFor(async () => (await server.api("GET", "/api/runs")).total === 2, { what: "two runs" });
+  const page = await t.page(server, "/runs");
+  const rows = page.locator("table.runs tbody tr");
+  await rows.nth(1).waitFor();
+  const runId = await rows.first().getAttribute("data-run");
+  const row = page.locator(`tr[data-run="${runId}"]`);
+  await row.locator('input[name="label"]').fill("baseline");
+  await row.getByRole("button", { name: "Save label" }).click();
+  await row.locator(".badge.run-label", { hasText: "baseline" }).waitFor();
+  await row.locator('textarea[name="notes"]').fill("before the fix\nsecond line");
+  await row.getByRole("button", { name: "Save notes" }).click();
+  await waitFor(async () => (await server.api("GET", "/api/runs")).runs[0].notes === "before the fix\nsecond line",
+    { what: "the notes to be saved" });
+  await page.reload();
+  assert(await row.locator('textarea[name="notes"]').inputValue() === "before the fix\nsecond line", "the notes are not shown");
+  await t.shot(page, "runs");
+  await row.locator("a").first().click();
+  await page.waitForURL(/\/call-tree\/.+/);
+  await page.locator(".run-meta .badge.run-label", { hasText: "baseline" }).waitFor();
+  await page.locator(".run-meta .run-notes", { hasText: "second line" }).waitFor();
+  // A note on one call, from its details, shown on the Calls page and found by its search.
+  await page.locator("ul.tree a.call", { hasText: /^divide\b/ }).first().click();
+  const noteForm = page.locator(".details form.note-edit");
+  await noteForm.locator("textarea").fill("divides by zero on purpose");
+  await noteForm.getByRole("button", { name: "Save note" }).click();
+  await waitFor(async () => (await server.api("GET", "/api/call-records?search=on%20purpose")).calls.length === 1,
+    { what: "the note to be saved" });
+  await t.shot(page, "call-tree-run-label");
+  const calls = await t.page(server, "/calls?search=on+purpose");
+  await calls.locator(".record-note", { hasText: "divides by zero on purpose" }).waitFor();
+  await t.shot(calls, "calls-record-note");
+});
+
 // ---------------------------------------------------------------------------------------
 // Checks: every page, for everyone
 
@@ -2340,7 +2380,7 @@ async function everyPage(t) {
     repls: "/repls", repl: `/repl/${encodeURIComponent(session)}`, "mcp-servers": "/mcp-servers",
     functions: "/functions", errors: "/com-errors", objects: "/objects", object: `/object/${cid}`,
     callstack: site, frame: `/frame/${encodeURIComponent(id)}/0`, history: "/breakpoint/add/history",
-    "repl-help": "/repl-help", compare, "not-found": "/nope",
+    "repl-help": "/repl-help", compare, "not-found": "/nope", runs: "/runs",
   };
 }
 

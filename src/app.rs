@@ -119,6 +119,8 @@ fn open_database(
         );
     }
     state.origins.restore(settings.granted_origins());
+    settings.restore_runs(&mut state.runs);
+    settings.restore_notes(&mut state.record_notes);
     settings.restore(&mut state.breakpoints, path);
     // The call trees of the processes read back, before the first page asks for one.
     processes.compute_shapes();

@@ -27,6 +27,7 @@ pub mod port_file;
 pub mod pretty;
 pub mod process_index;
 pub mod render;
+pub mod runs;
 pub mod schema;
 pub mod store;
 pub mod sys;

@@ -250,6 +250,15 @@ pub const COMPARE_PAGE_PAIRS: usize = 200;
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
 pub const UI_MAX_PAGE_LIMIT: usize = 500;
+/// Breakpoints one request may add (`POST /api/breakpoints` with a list, `breakpoint_add`
+/// with `breakpoints`).
+pub const MAX_BREAKPOINTS_PER_REQUEST: usize = 1000;
+/// Longest label of a run, in characters (one line).
+pub const MAX_RUN_LABEL_CHARS: usize = 200;
+/// Longest notes of a run, in characters.
+pub const MAX_RUN_NOTES_CHARS: usize = 10_000;
+/// Longest note on a call record, in characters.
+pub const MAX_RECORD_NOTE_CHARS: usize = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // The event stream `GET /api/events` (`events`, `http/events.rs`).
@@ -802,6 +811,30 @@ pub const TABLE: &[Limit] = &[
         value: || count(COMPARE_PAGE_PAIRS as u64),
         flag: None,
         reached: "The page links to the earlier and later pairs.",
+    },
+    Limit {
+        what: "Breakpoints added by one request (a list)",
+        value: || count(MAX_BREAKPOINTS_PER_REQUEST as u64),
+        flag: None,
+        reached: "400 `invalid_breakpoints` (REST and MCP); none is added.",
+    },
+    Limit {
+        what: "A run's label; its notes (characters)",
+        value: || {
+            format!(
+                "{}; {}",
+                count(MAX_RUN_LABEL_CHARS as u64),
+                count(MAX_RUN_NOTES_CHARS as u64)
+            )
+        },
+        flag: None,
+        reached: "400 `invalid_label` or `invalid_notes` naming the limit (REST and MCP); a label is one line.",
+    },
+    Limit {
+        what: "A note on a call record (characters)",
+        value: || count(MAX_RECORD_NOTE_CHARS as u64),
+        flag: None,
+        reached: "400 `invalid_note` naming the limit.",
     },
     // Stored values and the pages that show them.
     Limit {

@@ -77,6 +77,9 @@ pub struct Proc {
     pub first_at: f64,
     pub last_at: f64,
     pub client_events: usize,
+    /// Calls (records that are not events), and the calls that raised.
+    pub calls: usize,
+    pub raised: usize,
     pub entries: Vec<Entry>,
     shape: Option<Arc<Shape>>,
 }
@@ -94,6 +97,8 @@ pub struct Summary {
     pub last_at: f64,
     pub records: usize,
     pub client_events: usize,
+    pub calls: usize,
+    pub raised: usize,
 }
 
 impl Proc {
@@ -109,6 +114,8 @@ impl Proc {
             last_at: self.last_at,
             records: self.entries.len(),
             client_events: self.client_events,
+            calls: self.calls,
+            raised: self.raised,
         }
     }
 }
@@ -215,6 +222,8 @@ impl ProcessIndex {
                     first_at: start,
                     last_at: end,
                     client_events: 0,
+                    calls: 0,
+                    raised: 0,
                     entries: Vec::new(),
                     shape: None,
                 });
@@ -237,6 +246,12 @@ impl ProcessIndex {
         if flags & CLIENT != 0 {
             p.client_events += 1;
         }
+        if flags & EVENT == 0 {
+            p.calls += 1;
+        }
+        if flags & (RAISED | EVENT) == RAISED {
+            p.raised += 1;
+        }
         p.entries.push(Entry {
             loc,
             start,
@@ -255,6 +270,12 @@ impl ProcessIndex {
             if p.entries.first().is_some_and(|e| e.loc < loc) {
                 p.entries.retain(|e| e.loc >= loc);
                 p.client_events = p.entries.iter().filter(|e| e.is(CLIENT)).count();
+                p.calls = p.entries.iter().filter(|e| !e.is(EVENT)).count();
+                p.raised = p
+                    .entries
+                    .iter()
+                    .filter(|e| e.is(RAISED) && !e.is(EVENT))
+                    .count();
                 p.shape = None;
             }
         }

@@ -396,6 +396,10 @@ pub trait Render {
     fn item(&self, item: &Item) -> Value;
     /// The display value of a CID field (`<prefix>_cid`) read as `hint`; null without one.
     fn cid(&self, cid: &Val, hint: Hint) -> Value;
+    /// The note a person wrote on the record with this call id, if any.
+    fn note(&self, _call_id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Renders nothing (for the stored form, which leaves rendered values out).
@@ -1140,10 +1144,28 @@ impl Record {
     }
 
     pub fn to_json(&self, render: &dyn Render) -> Value {
-        match self {
+        let mut out = match self {
             Record::Call(c) => Value::Object(c.to_json(render)),
             Record::Event(e) => Value::Object(e.to_json()),
             Record::Other(v) => (**v).clone(),
+        };
+        if let Some(note) = self.note(render) {
+            if let Some(m) = out.as_object_mut() {
+                m.insert("note".into(), Value::String(note));
+            }
+        }
+        out
+    }
+
+    /// The note a person wrote on it (external calls have none).
+    pub fn note(&self, render: &dyn Render) -> Option<String> {
+        match self {
+            Record::Call(c) => render.note(&c.call_id.to_string()),
+            Record::Event(e) => match e.call_id.to_value() {
+                Value::String(id) => render.note(&id),
+                _ => None,
+            },
+            Record::Other(_) => None,
         }
     }
 

@@ -74,6 +74,8 @@ impl RenderCache {
 pub struct StoreRender<'a> {
     pub store: &'a Store,
     pub cache: &'a Mutex<RenderCache>,
+    /// The notes on call records (a leaf lock), if the records shown may have some.
+    pub notes: Option<&'a Mutex<crate::runs::RecordNotes>>,
 }
 
 impl StoreRender<'_> {
@@ -184,6 +186,10 @@ impl<R: Render> Render for Limited<R> {
     fn cid(&self, cid: &Val, hint: Hint) -> Value {
         self.charge(self.inner.cid(cid, hint))
     }
+
+    fn note(&self, call_id: &str) -> Option<String> {
+        self.inner.note(call_id)
+    }
 }
 
 impl<R: Render + ?Sized> Render for &R {
@@ -193,6 +199,10 @@ impl<R: Render + ?Sized> Render for &R {
 
     fn cid(&self, cid: &Val, hint: Hint) -> Value {
         (**self).cid(cid, hint)
+    }
+
+    fn note(&self, call_id: &str) -> Option<String> {
+        (**self).note(call_id)
     }
 }
 
@@ -213,9 +223,18 @@ impl Render for Scanning<'_> {
             other => self.0.cid(other, hint),
         }
     }
+
+    fn note(&self, call_id: &str) -> Option<String> {
+        self.0.note(call_id)
+    }
 }
 
 impl Render for StoreRender<'_> {
+    fn note(&self, call_id: &str) -> Option<String> {
+        let notes = self.notes?.lock().unwrap_or_else(|e| e.into_inner());
+        notes.get(call_id).map(str::to_owned)
+    }
+
     fn item(&self, item: &Item) -> Value {
         match item {
             Item::Std { cid, format, .. } => self.cached(cid, *format),
@@ -249,6 +268,7 @@ mod tests {
         let r = StoreRender {
             store: &store,
             cache: &cache,
+            notes: None,
         };
         let cid = cid_value(b"[1, 2]");
         assert_eq!(
@@ -316,6 +336,7 @@ mod tests {
         let r = StoreRender {
             store: &store,
             cache: &cache,
+            notes: None,
         };
         let cid = Cid::parse(&cid).expect("a CID");
         let value = r.cid(&Val::Cid(cid), Hint::Absent);
@@ -343,6 +364,7 @@ mod tests {
         let r = StoreRender {
             store: &store,
             cache: &cache,
+            notes: None,
         };
         assert_eq!(r.json_item(&json!({"cid": cid})), json!({"a": [1, 2]}));
         assert_eq!(r.json_item(&json!({})), json!("<missing cid>"));
@@ -354,12 +376,14 @@ mod tests {
         let r = StoreRender {
             store: &store,
             cache: &cache,
+            notes: None,
         };
         assert_eq!(r.json_item(&json!({"cid": cid})), json!("2"));
         let (store, cid) = store_with(b"1", None);
         let r = StoreRender {
             store: &store,
             cache: &cache,
+            notes: None,
         };
         assert_eq!(
             r.json_cid(Some(&json!(cid)), Some(&json!("yaml"))),

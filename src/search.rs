@@ -47,9 +47,14 @@ impl TextSearch {
         }
     }
 
-    /// Whether the text occurs in what is shown of the record.
+    /// Whether the text occurs in what is shown of the record, or in its note.
     pub fn matches(&mut self, r: &Record, render: &dyn Render) -> bool {
         if self.needle.is_empty() {
+            return true;
+        }
+        if r.note(render)
+            .is_some_and(|n| n.to_lowercase().contains(&self.needle))
+        {
             return true;
         }
         match r {

@@ -28,6 +28,10 @@ pub struct State {
     pub logbook: Logbook,
     /// Browser origins granted, pending and denied (the browser-client endpoints).
     pub origins: crate::origins::Origins,
+    /// The labels and notes of runs.
+    pub runs: crate::runs::RunNotes,
+    /// The notes on call records read from the database, until `Shared` takes them.
+    pub record_notes: crate::runs::RecordNotes,
     next_seq: u64,
     pending_events: Vec<Event>,
 }
@@ -74,6 +78,8 @@ pub struct Shared {
     /// The processes that recorded calls, with their records in light form (a leaf lock; see
     /// `process_index.rs`).
     pub processes: Mutex<crate::process_index::ProcessIndex>,
+    /// The notes on call records (a leaf lock, taken while rendering records).
+    pub record_notes: Mutex<crate::runs::RecordNotes>,
 }
 
 impl Shared {
@@ -81,7 +87,13 @@ impl Shared {
         Shared::with_interner(config, store, state, Interner::default())
     }
 
-    pub fn with_interner(config: Config, store: Store, state: State, interner: Interner) -> Shared {
+    pub fn with_interner(
+        config: Config,
+        store: Store,
+        mut state: State,
+        interner: Interner,
+    ) -> Shared {
+        let record_notes = std::mem::take(&mut state.record_notes);
         // What the database holds: the settings restored from it (or none, which reads as
         // these defaults).
         let written = state.breakpoints.settings();
@@ -99,6 +111,7 @@ impl Shared {
             state: Mutex::new(state),
             settings_writer: Mutex::new(Some(written)),
             processes: Mutex::new(crate::process_index::ProcessIndex::default()),
+            record_notes: Mutex::new(record_notes),
         }
     }
 
@@ -125,6 +138,7 @@ impl Shared {
         StoreRender {
             store: &self.store,
             cache: &self.renders,
+            notes: Some(&self.record_notes),
         }
     }
 

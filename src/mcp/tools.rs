@@ -16,7 +16,7 @@ use crate::breakpoints::{After, Before, Global};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::jsonrpc::RpcError;
-use crate::limits::{MAX_BLOCK_S, MAX_PAGE_LIMIT};
+use crate::limits::{MAX_BLOCK_S, MAX_BREAKPOINTS_PER_REQUEST, MAX_PAGE_LIMIT};
 use crate::pretty;
 use crate::records::ClientEvents;
 use crate::resolution::Actor;
@@ -361,9 +361,14 @@ for which it does not hold run without waiting, before and after. A condition th
 decided when the call returns (it then pauses after the call). hit_condition pauses only on the Nth counted call ('5'), \
 after it ('>5') or on every Nth ('%5'). log_message turns the breakpoint into a logpoint: each hit writes a line \
 (notifications/breakpoint/log, call records, web UI) and the program never waits. Options left out stay as they are; \
-pass \"\" to clear one. A condition that does not parse is an error naming the column of the mistake.",
-        input_schema: || json!({"type": "object", "required": ["function_name"], "properties": {
-            "function_name": {"type": "string", "description": "Function name to break on.", "examples": ["add"]},
+pass \"\" to clear one. A condition that does not parse is an error naming the column of the mistake. To add \
+several at once, pass breakpoints: a list of such argument objects (1 to 1000); the answer then has results, one per \
+item in order: the breakpoint as a single add answers it, or an error object with its index.",
+        input_schema: || json!({"type": "object", "properties": {
+            "function_name": {"type": "string", "description": "Function name to break on (required unless breakpoints is given).", "examples": ["add"]},
+            "breakpoints": {"type": "array", "minItems": 1, "maxItems": MAX_BREAKPOINTS_PER_REQUEST, "description": "Several breakpoints at once: each item takes the arguments of a single add (function_name, behavior, condition, ...).",
+                "items": {"type": "object", "required": ["function_name"], "properties": {"function_name": {"type": "string"}}},
+                "examples": [[{"function_name": "load"}, {"function_name": "save", "condition": "args[0] > 1"}]]},
             "behavior": {"type": "string", "description": "stop, go or yield (default yield).", "examples": ["stop"]},
             "condition": {"type": "string", "description": "Pause only when this holds. Python-like: args[i], \
 kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not in, is None, and/or/not, + - * / // %, \
@@ -375,11 +380,14 @@ kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not
 ({{ and }} are literal braces). \"\" clears it.", "examples": ["scale={kwargs['scale']} -> {result}"]},
             "one_shot": {"type": "boolean", "description": "After its first pause, the breakpoint switches to go before and after (it stays listed)."},
             "reset_hits": {"type": "boolean", "description": "Start the hit count again from 0."}}}),
-        output_schema: || json!({"type": "object", "required": ["status", "function_name", "condition", "hit_condition", "log_message", "one_shot", "hit_count"], "properties": {
+        output_schema: || json!({"type": "object",
+            "anyOf": [{"required": ["status", "function_name", "condition", "hit_condition", "log_message", "one_shot", "hit_count"]}, {"required": ["results"]}],
+            "properties": {
             "status": {"const": "ok"}, "function_name": {"type": "string"},
             "condition": {"type": ["string", "null"]}, "hit_condition": {"type": ["string", "null"]},
             "log_message": {"type": ["string", "null"]}, "one_shot": {"type": "boolean"},
-            "hit_count": {"type": "integer", "minimum": 0}}}),
+            "hit_count": {"type": "integer", "minimum": 0},
+            "results": {"type": "array", "items": {"type": "object", "anyOf": [{"required": ["status", "function_name"]}, {"required": ["error", "index"]}]}}}}),
         read_only: false,
         idempotent: true,
         max_block_s: 0.0,
@@ -618,6 +626,49 @@ good one; open a value with breakpoint_inspect_object and its cid. At most 1,000
         handler: breakpoint_compare_runs,
     },
     Tool {
+        name: "breakpoint_list_runs",
+        title: "List runs",
+        description: "List the runs, newest first. A run is what one process of the program recorded from its first \
+call to its last; run_id is its process key (pass it as process to breakpoint_get_call_records for its calls). Each has \
+its program (script name), pid, start and end (seconds since the epoch), calls, events, client_events (the client's \
+own), exceptions (calls that raised), and the label and \
+notes a person or agent gave it (breakpoint_label_run). Use it to find a run again (a baseline, a failing one) before \
+comparing or inspecting it.",
+        input_schema: || json!({"type": "object", "properties": {
+            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Runs to skip."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many runs."}}}),
+        output_schema: || json!({"type": "object", "required": ["runs", "total", "offset", "limit"], "properties": {
+            "runs": {"type": "array", "items": {"type": "object", "required": ["run_id", "program", "pid", "start", "end", "calls", "events", "client_events", "exceptions", "label", "notes"], "properties": {
+                "run_id": {"type": "string"}, "program": {"type": ["string", "null"]}, "page_url": {"type": ["string", "null"]},
+                "pid": {"type": "integer"}, "start": {"type": "number"}, "end": {"type": "number"},
+                "calls": {"type": "integer", "minimum": 0}, "events": {"type": "integer", "minimum": 0},
+                "client_events": {"type": "integer", "minimum": 0},
+                "exceptions": {"type": "integer", "minimum": 0}, "label": {"type": "string"}, "notes": {"type": "string"}}}},
+            "total": {"type": "integer", "minimum": 0}, "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 0}}}),
+        read_only: true,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_list_runs,
+    },
+    Tool {
+        name: "breakpoint_label_run",
+        title: "Label a run or write notes on it",
+        description: "Give a run (run_id from breakpoint_list_runs) a label, notes, or both; an argument left out \
+stays as it is and \"\" clears it. A label is one line of at most 200 characters, notes at most 10,000. They are kept \
+with the database and shown in the web UI's Runs page and the run's call tree.",
+        input_schema: || json!({"type": "object", "required": ["run_id"], "properties": {
+            "run_id": {"type": "string", "description": "The run's id (its process key).", "examples": ["1795311683.7211661+16759"]},
+            "label": {"type": "string", "description": "One line; \"\" clears it.", "examples": ["baseline"]},
+            "notes": {"type": "string", "description": "Free text; \"\" clears it.", "examples": ["before the cache fix"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "run_id", "label", "notes"], "properties": {
+            "status": {"const": "ok"}, "run_id": {"type": "string"}, "label": {"type": "string"}, "notes": {"type": "string"}}}),
+        read_only: false,
+        idempotent: true,
+        max_block_s: 0.0,
+        handler: breakpoint_label_run,
+    },
+    Tool {
         name: "breakpoint_repl_eval",
         title: "Evaluate Python in a paused call",
         description: "Evaluate a Python expression or statement inside the paused program (names available: args, \
@@ -820,6 +871,37 @@ fn breakpoint_not_found(name: &str) -> ApiError {
 }
 
 fn breakpoint_add(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let Some(list) = args.get("breakpoints") else {
+        return add_one(ctx, args);
+    };
+    let items = list.as_array().map(Vec::as_slice).unwrap_or_default();
+    service::check_bulk_len(items.len())?;
+    let results: Vec<Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let done = match item {
+                Value::Object(one) => add_one(ctx, one),
+                _ => Err(tool_error(
+                    "invalid_arguments",
+                    "each item of breakpoints must be an object",
+                    "Give each item the arguments of a single breakpoint_add.",
+                )),
+            };
+            done.unwrap_or_else(|e| {
+                let mut v = e.to_json();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("index".into(), json!(i));
+                }
+                v
+            })
+        })
+        .collect();
+    Ok(json!({"results": results}))
+}
+
+/// One breakpoint of `breakpoint_add`.
+fn add_one(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let name = required(args, "function_name")?;
     let behavior = match str_arg(args, "behavior") {
         None => None,
@@ -971,6 +1053,32 @@ fn breakpoint_list_functions(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> 
         "metadata": l.function_metadata,
         "total": l.total,
     }))
+}
+
+fn breakpoint_list_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let number = |k: &str, default: u64| args.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let limit = usize::try_from(number("limit", 100)).unwrap_or(MAX_PAGE_LIMIT);
+    let offset = usize::try_from(number("offset", 0)).unwrap_or(usize::MAX);
+    out(service::runs(ctx.shared(), offset, limit))
+}
+
+fn breakpoint_label_run(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let run_id = required(args, "run_id")?;
+    let label = str_arg(args, "label");
+    let notes = str_arg(args, "notes");
+    if label.is_none() && notes.is_none() {
+        return Err(tool_error(
+            "missing_parameter",
+            "give label, notes or both",
+            "Pass label and/or notes (\"\" clears one).",
+        ));
+    }
+    out(
+        service::label_run(ctx.shared(), run_id, label, notes).map_err(|e| match e.code() {
+            "run_not_found" => e.with_hint("Call breakpoint_list_runs for the run ids."),
+            _ => e,
+        })?,
+    )
 }
 
 fn breakpoint_get_call_records(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
@@ -1223,10 +1331,11 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            24,
+            26,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
              the two switches (breakpoint_set_enabled, breakpoint_set_pausing), \
-             breakpoint_compare_runs and the 5 external_* proxies"
+             breakpoint_compare_runs, the two of runs (breakpoint_list_runs, breakpoint_label_run) \
+             and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

@@ -481,6 +481,53 @@ pub enum Added {
 /// `POST /api/breakpoints`: `{function_name, signature?, behavior?, keep_signature?}` and the
 /// options `condition`, `hit_condition`, `log_message`, `one_shot`, `reset_hits` (absent ones
 /// stay as they are: the client re-registers with the name alone).
+/// `POST /api/breakpoints` with a JSON array: each item is the body of a single add, done in
+/// order; the answer has one entry per item, what the single add answers or its error object
+/// (with `index`). At most `MAX_BREAKPOINTS_PER_REQUEST` items; a list with an item that is
+/// not an object is refused whole (400 `invalid_body`), nothing added.
+pub fn breakpoints_add(shared: &Shared, items: &[Value]) -> Result<Vec<Value>, ApiError> {
+    check_bulk_len(items.len())?;
+    if let Some(i) = items.iter().position(|v| !v.is_object()) {
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            format!("item {i} of the list is not a JSON object (the body of one breakpoint)"),
+        )
+        .with("index", i));
+    }
+    Ok(items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let done = match item {
+                Value::Object(body) => breakpoint_add(shared, body).and_then(|a| {
+                    serde_json::to_value(a).map_err(|e| ApiError::internal(e.to_string()))
+                }),
+                _ => Err(ApiError::bad_request("invalid_body", "not a JSON object")),
+            };
+            done.unwrap_or_else(|e| {
+                let mut v = e.to_json();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("index".into(), json!(i));
+                }
+                v
+            })
+        })
+        .collect())
+}
+
+/// Refuses an empty list or one longer than `MAX_BREAKPOINTS_PER_REQUEST`.
+pub fn check_bulk_len(n: usize) -> Result<(), ApiError> {
+    let max = crate::limits::MAX_BREAKPOINTS_PER_REQUEST;
+    if n == 0 || n > max {
+        return Err(ApiError::bad_request(
+            "invalid_breakpoints",
+            format!("a list of breakpoints holds 1 to {max} items, not {n}"),
+        )
+        .with("field", "breakpoints"));
+    }
+    Ok(())
+}
+
 pub fn breakpoint_add(shared: &Shared, body: &Obj) -> Result<Added, ApiError> {
     let name = match str_field(body, "function_name") {
         Some(n) if !n.is_empty() => n,

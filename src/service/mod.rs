@@ -19,6 +19,7 @@ mod pauses;
 mod processes;
 mod records;
 mod repl;
+mod runs;
 mod settings;
 
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use pauses::*;
 pub use processes::*;
 pub use records::*;
 pub use repl::*;
+pub use runs::*;
 pub use settings::SettingsLoader;
 
 use std::borrow::Cow;

@@ -200,6 +200,10 @@ pub struct SettingsLoader {
     global: Option<Global>,
     /// The master switch, from the last record that has it (older records do not).
     pausing: Option<bool>,
+    /// The labels and notes of runs, from their records (`RUN_KEY`).
+    runs: Vec<(String, crate::runs::RunMeta)>,
+    /// The notes on call records, from their records (`NOTE_KEY`), in order.
+    notes: Vec<(String, String)>,
     records: usize,
     warnings: Vec<String>,
 }
@@ -220,6 +224,32 @@ impl SettingsLoader {
                 ));
                 return;
             }
+        }
+        if let Some(id) = m.get(NOTE_KEY) {
+            let note = m.get("note").and_then(Value::as_str).unwrap_or("");
+            match id.as_str() {
+                Some(id) => self.notes.push((id.to_owned(), note.to_owned())),
+                None => self.warnings.push(format!(
+                    "a record note whose call id {id} is not text, skipped"
+                )),
+            }
+            return;
+        }
+        if let Some(run) = m.get(RUN_KEY) {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            match run.as_str() {
+                Some(run) => self.runs.push((
+                    run.to_owned(),
+                    crate::runs::RunMeta {
+                        label: text("label"),
+                        notes: text("notes"),
+                    },
+                )),
+                None => self
+                    .warnings
+                    .push(format!("a run record whose run {run} is not text, skipped")),
+            }
+            return;
         }
         if let Some(list) = m.get(ORIGINS_KEY) {
             let origins = list
@@ -297,6 +327,20 @@ impl SettingsLoader {
         self.granted_origins.as_deref().unwrap_or_default()
     }
 
+    /// Restores the labels and notes of runs (the last record of each run holds both).
+    pub fn restore_runs(&self, runs: &mut crate::runs::RunNotes) {
+        for (run, meta) in &self.runs {
+            runs.set(run, meta.clone());
+        }
+    }
+
+    /// Restores the notes on call records (the last record of each call holds its note).
+    pub fn restore_notes(&self, notes: &mut crate::runs::RecordNotes) {
+        for (id, note) in &self.notes {
+            notes.set(id, note.clone());
+        }
+    }
+
     pub fn restore(self, breakpoints: &mut Breakpoints, path: &Path) {
         for w in &self.warnings {
             log::warn!("database {}: settings: {w}", path.display());
@@ -333,6 +377,83 @@ impl SettingsLoader {
 /// written before grants have no such record; a server of that time skips it harmlessly (a
 /// version-1 record that changes no breakpoint).
 const ORIGINS_KEY: &str = "granted_origins";
+
+/// The key of a settings record that holds a run's label and notes (both, whole):
+/// `{"settings": 1, "run": "<process key>", "label": "...", "notes": "..."}`. A server that
+/// predates it reads it as a version-1 record that changes no breakpoint.
+const RUN_KEY: &str = "run";
+
+/// The key of a settings record that holds the note on a call record (whole; "" removed it):
+/// `{"settings": 1, "record_note": "<call id>", "note": "..."}`.
+const NOTE_KEY: &str = "record_note";
+
+/// Sets the note on a call record and writes it (with a database file) before the change is
+/// acknowledged; a failed write undoes it (`storage_error`).
+pub(crate) fn persisted_note(shared: &Shared, call_id: &str, note: String) -> Result<(), ApiError> {
+    let _order = shared.settings_writer();
+    let notes = || {
+        shared
+            .record_notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    };
+    let before = notes().set(call_id, note.clone());
+    if !shared.store.is_durable() || before.as_deref().unwrap_or("") == note {
+        return Ok(());
+    }
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(NOTE_KEY.into(), json!(call_id));
+    record.insert("note".into(), json!(note));
+    let record = Value::Object(record);
+    match shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
+    {
+        Ok(_) => Ok(()),
+        Err(err) => {
+            log::error!("writing the note on call {call_id} failed: {err}; the change is undone");
+            notes().set(call_id, before.unwrap_or_default());
+            Err(ApiError::storage(&err))
+        }
+    }
+}
+
+/// Writes a run's label and notes (with a database file) before the change is acknowledged;
+/// a failed write undoes it (`storage_error`).
+pub(crate) fn persisted_run(
+    shared: &Shared,
+    run: &str,
+    change: impl FnOnce(&mut crate::runs::RunMeta),
+) -> Result<crate::runs::RunMeta, ApiError> {
+    let _order = shared.settings_writer();
+    let mut st = shared.lock();
+    let before = st.runs.get(run);
+    let mut after = before.clone();
+    change(&mut after);
+    st.runs.set(run, after.clone());
+    drop(st);
+    if !shared.store.is_durable() || before == after {
+        return Ok(after);
+    }
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(RUN_KEY.into(), json!(run));
+    record.insert("label".into(), json!(after.label));
+    record.insert("notes".into(), json!(after.notes));
+    let record = Value::Object(record);
+    match shared
+        .store
+        .append_records(&[(RecordKind::Settings, &record, IndexKey::default())])
+    {
+        Ok(_) => Ok(after),
+        Err(err) => {
+            log::error!("writing the label of run {run} failed: {err}; the change is undone");
+            shared.lock().runs.set(run, before);
+            Err(ApiError::storage(&err))
+        }
+    }
+}
 
 /// Changes the browser-origin grants and writes them (when they changed, with a database file)
 /// before the change is acknowledged; a failed write undoes the change (`storage_error`).
@@ -431,6 +552,28 @@ fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_and_note_records_are_replayed_in_order_and_change_no_breakpoint() {
+        let mut l = SettingsLoader::default();
+        l.add(&json!({"settings": 1, "run": "1.5+7", "label": "a", "notes": ""}));
+        l.add(&json!({"settings": 1, "record_note": "c1", "note": "slow"}));
+        l.add(&json!({"settings": 1, "run": "1.5+7", "label": "b", "notes": "n"}));
+        l.add(&json!({"settings": 1, "record_note": "c2", "note": "x"}));
+        l.add(&json!({"settings": 1, "record_note": "c2", "note": ""}));
+        l.add(&json!({"settings": 1, "run": 3, "label": "bad"}));
+        assert!(l.settings().is_none(), "no breakpoint settings");
+        assert_eq!(l.warnings.len(), 1);
+        let mut runs = crate::runs::RunNotes::default();
+        l.restore_runs(&mut runs);
+        assert_eq!(runs.get("1.5+7").label, "b");
+        assert_eq!(runs.get("1.5+7").notes, "n");
+        assert_eq!(runs.len(), 1);
+        let mut notes = crate::runs::RecordNotes::default();
+        l.restore_notes(&mut notes);
+        assert_eq!(notes.get("c1"), Some("slow"));
+        assert_eq!(notes.get("c2"), None);
+    }
 
     fn two_breakpoints() -> Breakpoints {
         let mut bp = Breakpoints::default();

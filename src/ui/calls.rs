@@ -558,6 +558,13 @@ fn row(
             line
         );
     }
+    if let Some(note) = text("note") {
+        html!(
+            out,
+            "<p class=\"record-note\"><span class=\"label\">Note</span> {}</p>",
+            note
+        );
+    }
     out.push_lit("</td></tr>");
 }
 

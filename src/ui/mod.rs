@@ -19,6 +19,7 @@ pub(crate) mod markup;
 mod object;
 mod paused;
 mod repl;
+mod runs;
 mod servers;
 mod source;
 mod tree;
@@ -108,6 +109,7 @@ const NAV: &[(&str, &str)] = &[
     ("/breakpoints", "Breakpoints"),
     ("/calls", "Calls"),
     ("/call-tree", "Call tree"),
+    ("/runs", "Runs"),
     ("/repls", "REPL"),
     ("/mcp-servers", "MCP servers"),
     ("/functions", "Functions"),
@@ -131,6 +133,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/call-tree",
     "/call-tree/",
     "/runs/compare",
+    "/runs",
     "/callstack/",
     "/frame/",
     // The original server's addresses (see `compat`).
@@ -174,6 +177,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
             None => source::frame(shared, p),
         },
         "/calls" | "/calls/" => Ok(calls::page(shared, query)),
+        "/runs" | "/runs/" => Ok(runs::page(shared, query)),
         "/breakpoints" | "/breakpoints/" => Ok(breakpoints::page(shared)),
         "/breakpoints/check" => Ok(breakpoints::check(query)),
         "/functions" | "/functions/" => Ok(lists::functions(shared, query)),

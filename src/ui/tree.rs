@@ -376,10 +376,11 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     let p = &w.process;
     let mut main = markup!(
         "<div class=\"bar\" data-process=\"{}\"><h1>Call tree <span class=\"prog\" title=\"process {}\">{}</span></h1>\
-         <a href=\"/call-tree\">All processes</a></div>",
+         <a href=\"/call-tree\">All processes</a></div>{}",
         p.key,
         p.key,
-        program(p)
+        program(p),
+        super::runs::summary(shared, &key)
     );
     html!(
         main,
@@ -664,6 +665,17 @@ fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
             out,
             "<h3>Log</h3><p class=\"logline\"><code>{}</code></p>",
             line
+        );
+    }
+    if let Some(id) = sel.get("call_id").and_then(Value::as_str) {
+        let note = sel.get("note").and_then(Value::as_str).unwrap_or("");
+        html!(
+            out,
+            "<h3>Note</h3><form class=\"note-edit\" data-api=\"/api/call-records/{}/note\">\
+             <textarea name=\"note\" rows=\"2\" aria-label=\"Note on this call\">{}</textarea>\
+             <button type=\"submit\">Save note</button><span class=\"error\" role=\"alert\"></span></form>",
+            crate::urlenc::encode_segment(id),
+            note
         );
     }
     stack(&mut out, r, &s.stack);

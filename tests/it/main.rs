@@ -35,6 +35,7 @@ mod render_limits;
 mod repl_gone;
 mod resolution;
 mod rest_api;
+mod runs;
 mod switches;
 mod tidy;
 mod trust;

@@ -280,8 +280,21 @@ fn every_tool_result_matches_its_output_schema() {
         "/api/call/start",
         &call_start_body("other", vec![corrupt.clone()], json!({})),
     );
+    // A run: one event recorded.
+    http.post_ok(
+        "/api/call/event",
+        &json!({"method_name": "tick", "status": "ok", "timestamp": 201.0,
+                "process_pid": 16759, "process_start_time": 1795311683.721166,
+                "event_id": "ev-1", "call_site": {"stack_trace": []}}),
+    );
+    let run = s.call_ok("breakpoint_list_runs", json!({}))["runs"][0]["run_id"].clone();
     let calls: Vec<(&str, Value)> = vec![
         ("breakpoint_list_breakpoints", json!({})),
+        ("breakpoint_list_runs", json!({})),
+        (
+            "breakpoint_label_run",
+            json!({"run_id": run, "label": "l", "notes": "n"}),
+        ),
         // The answers the original gives as results: an unknown pause, an unknown CID.
         ("breakpoint_continue", json!({"pause_id": "nope"})),
         ("breakpoint_inspect_object", json!({"cid": "0".repeat(128)})),

@@ -1,0 +1,139 @@
+//! `/runs`: every run (what one process recorded), newest first, with its label and notes
+//! editable in place (forms that call `POST /api/runs/<id>/label` and `/notes`), each linking
+//! to its call tree.
+
+use super::markup::{html, markup};
+use super::tree::call_tree_href;
+use super::{param, time, Html, View};
+use crate::service;
+use crate::state::Shared;
+use crate::urlenc::encode_segment;
+
+/// Runs shown on one page.
+const PER_PAGE: usize = 100;
+
+/// `/runs`.
+pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
+    let offset = param(query, "offset")
+        .and_then(|o| o.parse().ok())
+        .unwrap_or(0);
+    View::new(
+        "Runs",
+        "/runs",
+        markup!(
+            "<div class=\"bar\"><h1>Runs</h1></div>\
+             <p class=\"meta\">A run is what one process of the program recorded, from its first \
+             call to its last. Label the ones to find again; notes say what they were.</p>\
+             <div id=\"run-list\" data-live>{}</div>",
+            table(shared, offset)
+        ),
+    )
+}
+
+/// What names a run's program for a person.
+fn program(r: &service::Run) -> String {
+    match (&r.program, &r.page_url) {
+        (_, Some(url)) => format!("JS {url}"),
+        (Some(script), None) => script.clone(),
+        (None, None) => "(unknown program)".to_owned(),
+    }
+}
+
+fn table(shared: &Shared, offset: usize) -> Html {
+    let listing = service::runs(shared, offset, PER_PAGE);
+    if listing.total == 0 {
+        return Html::lit(
+            "<section class=\"empty\"><h2>No runs recorded yet</h2><p>Each run of an \
+             instrumented program appears here as soon as one of its calls completes.</p>\
+             </section>",
+        );
+    }
+    let mut out = Html::lit(
+        "<table class=\"list grid runs\"><thead><tr><th scope=\"col\">Run</th><th scope=\"col\">PID</th>\
+         <th scope=\"col\">Started</th><th scope=\"col\">Last call</th><th scope=\"col\" class=\"num\">Calls</th>\
+         <th scope=\"col\" class=\"num\">Exceptions</th><th scope=\"col\">Label</th><th scope=\"col\">Notes</th>\
+         </tr></thead><tbody>",
+    );
+    for r in &listing.runs {
+        let api = format!("/api/runs/{}", encode_segment(&r.run_id));
+        let name = program(r);
+        let label = if r.label.is_empty() {
+            Html::new()
+        } else {
+            markup!(" <span class=\"badge run-label\">{}</span>", r.label)
+        };
+        html!(
+            out,
+            "<tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}</td><td data-label=\"PID\">{}</td>\
+             <td data-label=\"Started\">{}</td><td data-label=\"Last call\">{}</td>\
+             <td class=\"num\" data-label=\"Calls\">{}</td><td class=\"num\" data-label=\"Exceptions\">{}</td>\
+             <td data-label=\"Label\"><form class=\"run-edit\" data-api=\"{}/label\"><input name=\"label\" value=\"{}\" \
+             maxlength=\"200\" aria-label=\"Label of the run of {} (pid {})\">\
+             <button type=\"submit\">Save label</button><span class=\"error\" role=\"alert\"></span></form></td>\
+             <td data-label=\"Notes\"><form class=\"run-edit\" data-api=\"{}/notes\"><textarea name=\"notes\" rows=\"2\" \
+             aria-label=\"Notes on the run of {} (pid {})\">{}</textarea>\
+             <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td></tr>",
+            r.run_id,
+            call_tree_href(&r.run_id, None),
+            r.run_id,
+            name,
+            label,
+            r.pid,
+            time(r.start),
+            time(r.end),
+            r.calls,
+            r.exceptions,
+            api,
+            r.label,
+            name,
+            r.pid,
+            api,
+            name,
+            r.pid,
+            r.notes,
+        );
+    }
+    out.push_lit("</tbody></table>");
+    let shown_to = offset + listing.runs.len();
+    if offset > 0 || shown_to < listing.total {
+        html!(
+            out,
+            "<nav class=\"pager\" aria-label=\"More runs\"><span>runs {}–{} of {}</span>",
+            (offset + 1).min(listing.total),
+            shown_to,
+            listing.total
+        );
+        if offset > 0 {
+            html!(
+                out,
+                " <a href=\"/runs?offset={}\">Newer runs</a>",
+                offset.saturating_sub(PER_PAGE)
+            );
+        }
+        if shown_to < listing.total {
+            html!(out, " <a href=\"/runs?offset={}\">Older runs</a>", shown_to);
+        }
+        out.push_lit("</nav>");
+    }
+    out
+}
+
+/// The label and notes of a run, for its call tree page (nothing when it has none).
+pub fn summary(shared: &Shared, run_id: &str) -> Html {
+    let Some(meta) = service::run_meta(shared, run_id) else {
+        return Html::new();
+    };
+    let mut out = Html::lit("<div class=\"run-meta\" id=\"run-meta\">");
+    if !meta.label.is_empty() {
+        html!(
+            out,
+            "<p><span class=\"badge run-label\">{}</span></p>",
+            meta.label
+        );
+    }
+    if !meta.notes.is_empty() {
+        html!(out, "<p class=\"run-notes\">{}</p>", meta.notes);
+    }
+    out.push_lit("<p><a href=\"/runs\">Label or notes on the Runs page</a></p></div>");
+    out
+}
