@@ -28,6 +28,8 @@ pub struct State {
     pub logbook: Logbook,
     /// Browser origins granted, pending and denied (the browser-client endpoints).
     pub origins: crate::origins::Origins,
+    /// Replays whose evaluation runs in a program, by process key (`service::replay`).
+    pub replays: std::collections::HashMap<String, crate::replay::Active>,
     next_seq: u64,
     pending_events: Vec<Event>,
 }

@@ -18,6 +18,7 @@ mod pauses;
 mod processes;
 mod records;
 mod repl;
+mod replay;
 mod settings;
 
 #[cfg(test)]
@@ -30,6 +31,7 @@ pub use pauses::*;
 pub use processes::*;
 pub use records::*;
 pub use repl::*;
+pub use replay::*;
 pub use settings::SettingsLoader;
 
 use std::borrow::Cow;
