@@ -82,7 +82,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_list_paused", "breakpoint_continue", "breakpoint_list_functions",
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause", "breakpoint_continue_all",
-    "breakpoint_set_enabled", "breakpoint_set_pausing",
+    "breakpoint_set_enabled", "breakpoint_set_pausing", "breakpoint_replay_call",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {
