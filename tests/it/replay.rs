@@ -8,7 +8,7 @@ use std::process::Child;
 use serde_json::{json, Value};
 
 use crate::demo::{demo, output};
-use crate::support::{wait_for, Client, Server};
+use crate::support::{wait_for, Client, Server, TempDir};
 
 /// The first pause of `resize` whose first argument is shown as `x`, before or after its call.
 fn pause_of(c: &Client, x: &str, after: bool) -> String {
@@ -191,4 +191,62 @@ fn a_recorded_call_is_replayed_in_the_live_program_as_recorded_and_edited() {
     // The program is gone: nothing can run a replay now.
     let r = c.post(&format!("/api/call-records/{r0}/replay"), &json!({}));
     assert_eq!(r.status, 409);
+}
+
+#[test]
+fn a_replayed_call_is_on_disk_when_acknowledged_and_names_its_source_after_a_restart() {
+    let home = TempDir::new("replay-db");
+    let db = home.path().join("runs.db");
+    let db = db.to_str().unwrap();
+    let mut server = Server::start_in(home.path(), &["--db", db]);
+    let c = server.client();
+    let mut child = demo(&server, &["--items", "2"]);
+    resume(&c, &pause_of(&c, "0", false), json!({"action": "continue"}));
+    resume(&c, &pause_of(&c, "0", true), json!({"action": "continue"}));
+    pause_of(&c, "1", false);
+    let r0 = record_of(&c, "0");
+    let replayed = c.post_ok(
+        &format!("/api/call-records/{r0}/replay"),
+        &json!({"args": [4]}),
+    );
+    let new_id = replayed["record_id"].as_str().unwrap().to_owned();
+    let run = replayed["run_id"].as_str().unwrap().to_owned();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.signal_and_wait("-KILL");
+
+    let server = Server::start_in(home.path(), &["--db", db]);
+    let c = server.client();
+    let page = c.get_ok("/api/call-records?function=resize");
+    let record = page["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["call_id"] == new_id.as_str())
+        .unwrap_or_else(|| panic!("the replayed call is kept: {page}"))
+        .clone();
+    assert_eq!(record["replay_of"], r0.as_str());
+    assert_eq!(record["pretty_result"], "8");
+    // Its call tree details still compare it with its source, read back from the file.
+    let html = c.get(&format!(
+        "/call-tree/{}?selected={}",
+        urlencode(&run),
+        urlencode(&new_id)
+    ));
+    let text = String::from_utf8_lossy(&html.body).into_owned();
+    assert!(text.contains("Replay of"), "{text}");
+    assert!(text.contains("Compared with the recorded call"), "{text}");
+    // The program is gone with the old server: nothing can replay now.
+    let r = c.post(&format!("/api/call-records/{r0}/replay"), &json!({}));
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["error"], "no_live_program");
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
