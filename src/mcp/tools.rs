@@ -1002,7 +1002,37 @@ fn breakpoint_replay_call(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
             body.insert(key.into(), v.clone());
         }
     }
-    let replayed = service::replay_call(ctx.shared(), call_id, &body, timeout)?;
+    let shared = ctx.shared();
+    let started = service::replay_start(shared, call_id, &body)?;
+    let deadline = Instant::now() + timeout;
+    // As breakpoint_repl_eval: a second at a time, so that a program that stops polling ends
+    // the wait (410 program_gone) and a cancelled request gives the replay up.
+    let evaluated = loop {
+        let step = deadline.min(Instant::now() + Duration::from_secs(1));
+        match ctx.wait(
+            &started.pending.outcome,
+            step,
+            timeout,
+            "waiting for the program to replay the call",
+        ) {
+            Some(Ok(outcome)) => {
+                break service::repl_eval_finish(shared, &started.pending, Some(outcome), timeout)
+            }
+            Some(Err(())) => {
+                service::replay_abandon(shared, started);
+                return Err(cancelled());
+            }
+            None if Instant::now() >= deadline || Instant::now() < step => {
+                break service::repl_eval_finish(shared, &started.pending, None, timeout)
+            }
+            None => {
+                if let Some(ended) = service::repl_eval_if_gone(shared, &started.pending) {
+                    break ended;
+                }
+            }
+        }
+    };
+    let replayed = service::replay_finish(shared, started, evaluated)?;
     serde_json::to_value(replayed).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
 }
 

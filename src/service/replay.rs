@@ -245,6 +245,57 @@ pub fn replay_call(
     body: &Obj,
     timeout: Duration,
 ) -> Result<Replayed, ApiError> {
+    let started = replay_start(shared, record_id, body)?;
+    let deadline = std::time::Instant::now() + timeout;
+    let received = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break None;
+        }
+        match started
+            .pending
+            .outcome
+            .recv_timeout(left.min(super::GONE_CHECK))
+        {
+            Ok(outcome) => break Some(outcome),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                if let Some(ended) = super::repl_eval_if_gone(shared, &started.pending) {
+                    return replay_finish(shared, started, ended);
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break None,
+        }
+    };
+    let evaluated = super::repl_eval_finish(shared, &started.pending, received, timeout);
+    replay_finish(shared, started, evaluated)
+}
+
+/// A replay sent to its program: wait on `pending.outcome`, then hand what arrived to
+/// [`replay_finish`] (or [`replay_abandon`] it). While it lives, the program's calls run
+/// without pausing.
+pub struct ReplayStarted<'a> {
+    pub pending: super::PendingEval,
+    mark: Mark<'a>,
+    source: Value,
+    source_id: String,
+    function: String,
+    pause_id: String,
+    expression: String,
+}
+
+/// Gives up a replay (its requester cancelled): the evaluation leaves the queue, the session
+/// closes, and the program's calls pause again as their breakpoints say.
+pub fn replay_abandon(shared: &Shared, started: ReplayStarted) {
+    super::repl_eval_abandon(shared, &started.pending);
+    let _ = super::repl_close(shared, &started.pending.session_id);
+}
+
+/// Checks a replay and sends it to a live paused call of its program (see [`replay_call`]).
+pub fn replay_start<'a>(
+    shared: &'a Shared,
+    record_id: &str,
+    body: &Obj,
+) -> Result<ReplayStarted<'a>, ApiError> {
     let e = edits(body)?;
     let Some(source) = super::find_record(shared, record_id) else {
         return Err(ApiError::not_found(
@@ -307,8 +358,41 @@ pub fn replay_call(
         run: run_id.clone(),
     };
     let session = super::start_session(shared, &pause_id)?.session_id;
-    let evaluated = super::repl_eval(shared, &session, Some(&json!(expression)), timeout);
-    let _ = super::repl_close(shared, &session);
+    let pending = match super::repl_eval_start(shared, &session, Some(&json!(expression))) {
+        Ok(p) => p,
+        Err(err) => {
+            let _ = super::repl_close(shared, &session);
+            return Err(err);
+        }
+    };
+    Ok(ReplayStarted {
+        pending,
+        mark,
+        source,
+        source_id: record_id.to_owned(),
+        function,
+        pause_id,
+        expression,
+    })
+}
+
+/// The answer of a replay whose evaluation ended (`evaluated`: as `repl_eval_finish` gives it).
+pub fn replay_finish(
+    shared: &Shared,
+    started: ReplayStarted,
+    evaluated: Result<super::EvalResult, ApiError>,
+) -> Result<Replayed, ApiError> {
+    let ReplayStarted {
+        pending,
+        mark,
+        source,
+        source_id,
+        function,
+        pause_id,
+        expression,
+    } = started;
+    let _ = super::repl_close(shared, &pending.session_id);
+    let run_id = mark.run.clone();
     let started = shared
         .lock()
         .replays
@@ -334,7 +418,7 @@ pub fn replay_call(
     };
     let differences = compare(&source, &record);
     Ok(Replayed {
-        source_id: record_id.to_owned(),
+        source_id,
         function,
         run_id,
         pause_id,

@@ -8,7 +8,9 @@ use std::process::Child;
 use serde_json::{json, Value};
 
 use crate::demo::{demo, output};
-use crate::support::{wait_for, Client, Server, TempDir};
+use crate::support::{
+    call_start_body, complete_body, item, pause_id, wait_for, Client, Server, TempDir,
+};
 
 /// The first pause of `resize` whose first argument is shown as `x`, before or after its call.
 fn pause_of(c: &Client, x: &str, after: bool) -> String {
@@ -249,4 +251,72 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[test]
+fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do_not_pause() {
+    let server = Server::start(&[]);
+    let c = server.client();
+    // A call of g recorded, then the program paused in a call of f (same process), which
+    // has a breakpoint.
+    let g = c.post_ok(
+        "/api/call/start",
+        &call_start_body("g", vec![item(&json!(1), 1)], json!({})),
+    );
+    let g_id = g["call_id"].as_str().unwrap().to_owned();
+    c.post_ok("/api/call/complete", &complete_body(&g_id, &json!(2)));
+    c.post_ok("/api/breakpoints", &json!({"function_name": "f"}));
+    let f = c.post_ok(
+        "/api/call/start",
+        &call_start_body("f", vec![item(&json!(1), 1)], json!({})),
+    );
+    let pause = pause_id(&f);
+    // The program: evaluates the replay, makes a call of f meanwhile (which must not pause:
+    // the program is paused itself), and cannot see g.
+    let http = server.client();
+    let p = pause.clone();
+    let program = std::thread::spawn(move || {
+        let req = wait_for("the replay's eval", || {
+            let r = http.get_ok(&format!("/api/poll-repl/{p}"));
+            r["eval_id"].is_string().then_some(r)
+        });
+        assert_eq!(req["expr"], "g(1)");
+        let nested = http.post_ok(
+            "/api/call/start",
+            &call_start_body("f", vec![item(&json!(5), 5)], json!({})),
+        );
+        assert_eq!(nested["action"], "continue", "{nested}");
+        let id = nested["call_id"].as_str().unwrap();
+        let done = http.post_ok("/api/call/complete", &complete_body(id, &json!(0)));
+        assert!(
+            done.get("action").is_none() || done["action"].is_null(),
+            "no after-pause: {done}"
+        );
+        http.post_ok(
+            "/api/call/repl-result",
+            &json!({"eval_id": req["eval_id"], "pause_id": p, "session_id": req["session_id"],
+                    "result": "", "stdout": "", "error": "NameError: name 'g' is not defined"}),
+        );
+    });
+    let r = c.post(&format!("/api/call-records/{g_id}/replay"), &json!({}));
+    program.join().unwrap();
+    assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
+    let body = r.json();
+    assert_eq!(body["error"], "replay_not_run");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("NameError"), "{message}");
+    assert!(message.contains("breakpoint on it"), "{message}");
+    // Once the replay ended, calls pause again as their breakpoints say.
+    let again = c.post_ok(
+        "/api/call/start",
+        &call_start_body("f", vec![item(&json!(6), 6)], json!({})),
+    );
+    assert_eq!(again["action"], "poll", "{again}");
+    // An argument given as a stored object the server does not hold is refused, named.
+    let bad = c.post(
+        &format!("/api/call-records/{g_id}/replay"),
+        &json!({"args": [{"cid": "0".repeat(128)}]}),
+    );
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.json()["argument"], "args[0]");
 }
