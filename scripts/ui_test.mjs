@@ -2280,6 +2280,13 @@ check("replay: a recorded call is replayed from the call tree's details, with ed
   await page.locator("form.replay").getByRole("button", { name: "Replay" }).click();
   await page.locator("#tree-details p.same").waitFor();
   await t.shot(page, "replay-same");
+  // From the Calls page: a row's Replay, with the recorded arguments, opens the new call too.
+  const calls = await t.page(server, "/calls?function=resize");
+  const row = calls.locator(`tr[data-call-id="${record.call_id}"]`);
+  await t.shot(calls, "replay-calls-rows");
+  await row.locator("form.row-replay").getByRole("button", { name: "Replay" }).click();
+  await calls.waitForURL(/\/call-tree\//);
+  await calls.locator("#tree-details p.same").waitFor();
   // Nothing is left paused but the program's own call.
   const left = (await server.api("GET", "/api/paused")).paused;
   assert(left.length === 1, `pauses left: ${left.length}`);

@@ -116,9 +116,7 @@ impl Actor {
             Actor::Condition => "the breakpoint's condition",
             Actor::Logpoint => "a logpoint",
             Actor::PauseLimit => "the pause limit of its page's origin",
-            Actor::Replay => {
-                "a replay (calls made while the server replays a call run without pausing)"
-            }
+            Actor::Replay => "a replay",
         }
     }
 }
