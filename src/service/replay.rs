@@ -319,6 +319,19 @@ pub fn replay_start<'a>(
             format!("record {record_id} is not a call of a function of the program"),
         ));
     }
+    // A web page's call runs as JavaScript, and only Python programs evaluate a replay: its
+    // record never becomes a call in a program.
+    let from_page = ["origin", "page_url"]
+        .iter()
+        .any(|k| source.get(*k).is_some_and(|v| !v.is_null()));
+    if from_page {
+        return Err(ApiError::bad_request(
+            "not_replayable",
+            format!(
+                "record {record_id} is a web page's call: only calls of Python programs can be replayed"
+            ),
+        ));
+    }
     let literals = arguments(shared, &source, &e)?;
     let run = e.into_run.unwrap_or(&source_run).to_owned();
     let Some((pause_id, run_id, paused_fn)) =

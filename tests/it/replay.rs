@@ -319,4 +319,13 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
     );
     assert_eq!(bad.status, 400);
     assert_eq!(bad.json()["argument"], "args[0]");
+    // A web page's call (it runs as JavaScript) is never sent to a Python program.
+    let mut body = call_start_body("h", vec![item(&json!(1), 1)], json!({}));
+    body["page_url"] = json!("http://localhost:8000/");
+    let h = c.post_ok("/api/call/start", &body);
+    let h_id = h["call_id"].as_str().unwrap().to_owned();
+    c.post_ok("/api/call/complete", &complete_body(&h_id, &json!(1)));
+    let page = c.post(&format!("/api/call-records/{h_id}/replay"), &json!({}));
+    assert_eq!(page.status, 400);
+    assert_eq!(page.json()["error"], "not_replayable");
 }
