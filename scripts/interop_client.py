@@ -82,8 +82,8 @@ BREAKPOINT_TOOLS = {
     "breakpoint_list_paused", "breakpoint_continue", "breakpoint_list_functions",
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause", "breakpoint_continue_all", "breakpoint_compare_runs",
-    "breakpoint_set_enabled", "breakpoint_set_pausing",
-    "breakpoint_list_runs", "breakpoint_label_run",
+    "breakpoint_set_enabled", "breakpoint_set_pausing", "breakpoint_list_runs",
+    "breakpoint_label_run", "breakpoint_replay_call",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {

@@ -2344,6 +2344,48 @@ check("runs: label a run, add notes, see them on its call tree, note a call", as
   await t.shot(calls, "calls-record-note");
 });
 
+check("replay: a recorded call is replayed from the call tree's details, with edited arguments", async (t) => {
+  const server = await t.server();
+  t.demo(server, { args: ["--items", "3"] });
+  // resize(0) runs as is; the program then pauses before resize(1), and replays go through it.
+  await resume(server, await pauseOf(server, "resize", "before"));
+  await resume(server, await pauseOf(server, "resize", "after"));
+  await waitFor(async () => (await server.api("GET", "/api/paused")).paused.find((p) =>
+    p.call_data.method_name === "resize" && p.when === "before" && p.call_data.pretty_args[0] === "1"),
+  { what: "the pause before resize(1)" });
+  const record = (await server.api("GET", "/api/call-records?function=resize")).calls[0];
+  assert(record.pretty_args[0] === "0", `the record of resize(0) first: ${JSON.stringify(record.pretty_args)}`);
+  const tree = `/call-tree/${encodeURIComponent(record.process_key)}?selected=${encodeURIComponent(record.call_id)}`;
+  const page = await t.page(server, tree);
+  await page.locator("form.replay input[name=args]").fill("[7]");
+  await page.locator("form.replay").getByRole("button", { name: "Replay" }).click();
+  // The page opens the new call: it names the call it replays and what differs.
+  await page.waitForURL((u) => u.searchParams.get("selected") && u.searchParams.get("selected") !== record.call_id);
+  const table = page.locator("#tree-details table.differences");
+  await table.waitFor();
+  const text = (await table.innerText()).replace(/\s+/g, " ");
+  assert(/args\[0\] 0 7/.test(text) && /result 0 14/.test(text), `the differences: ${text}`);
+  const facts = await page.locator("#tree-details dl.facts").innerText();
+  assert(/Replay of/.test(facts) && facts.includes(record.call_id), `the replayed call names its source: ${facts}`);
+  assert(/14/.test(await page.locator("#tree-details").innerText()), "the replay's result is shown");
+  await t.shot(page, "replay-edited");
+  // The recorded arguments again, from the source's details: the same outcome, said so.
+  await page.goto(server.url + tree);
+  await page.locator("form.replay").getByRole("button", { name: "Replay" }).click();
+  await page.locator("#tree-details p.same").waitFor();
+  await t.shot(page, "replay-same");
+  // From the Calls page: a row's Replay, with the recorded arguments, opens the new call too.
+  const calls = await t.page(server, "/calls?function=resize");
+  const row = calls.locator(`tr[data-call-id="${record.call_id}"]`);
+  await t.shot(calls, "replay-calls-rows");
+  await row.locator("form.row-replay").getByRole("button", { name: "Replay" }).click();
+  await calls.waitForURL(/\/call-tree\//);
+  await calls.locator("#tree-details p.same").waitFor();
+  // Nothing is left paused but the program's own call.
+  const left = (await server.api("GET", "/api/paused")).paused;
+  assert(left.length === 1, `pauses left: ${left.length}`);
+});
+
 // ---------------------------------------------------------------------------------------
 // Checks: every page, for everyone
 

@@ -14,6 +14,7 @@ pub mod calls;
 pub mod condition;
 pub mod records;
 pub mod repl;
+pub mod replay;
 pub mod resolution;
 pub mod search;
 

@@ -390,6 +390,15 @@ pub const UPSTREAM_RESUME_MAX_DELAY: std::time::Duration = std::time::Duration::
 /// never dropped.
 pub const MAX_CLOSED_REPL_SESSIONS: usize = 1_000;
 
+// ---- Replays (`replay.rs`, `service/replay.rs`) ----
+
+/// How deeply nested an argument of a replay may be (lists, dicts, tuples in one another) for
+/// the server to write it as a Python literal; deeper is refused (400 naming the argument).
+pub const MAX_REPLAY_LITERAL_DEPTH: usize = 32;
+/// Calls one `POST /api/runs/<run_id>/replay` replays at most (given or taken from the run,
+/// oldest first); more given are refused (400 `too_many_calls`).
+pub const MAX_REPLAY_SEQUENCE: usize = 100;
+
 // ---- Programs that stop polling (`calls.rs`, `service/pauses.rs`) ----
 
 /// A paused program polls its pause every `--poll-interval-ms` (100 ms by default, protocol doc
@@ -676,6 +685,19 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The session closed longest ago is forgotten (its id answers 404 \
                   `session_not_found`); open sessions are never dropped.",
+    },
+    Limit {
+        what: "Nesting of a replayed argument written as a Python literal",
+        value: || count(MAX_REPLAY_LITERAL_DEPTH as u64),
+        flag: None,
+        reached: "400 `invalid_args` or `invalid_kwargs`, naming the argument.",
+    },
+    Limit {
+        what: "Calls replayed by one replay sequence (`POST /api/runs/<run_id>/replay`)",
+        value: || count(MAX_REPLAY_SEQUENCE as u64),
+        flag: None,
+        reached: "Given `call_ids`: 400 `too_many_calls`. Taken from the run: its first ones \
+                  are replayed, and `truncated` is true.",
     },
     Limit {
         what: "Condition or log message of a breakpoint",

@@ -537,6 +537,8 @@ pub struct Notes {
     /// The browser origin (the `Origin` header) of the page that reported the call; none for
     /// programs (the Python client sends no `Origin`).
     pub origin: Option<Sym>,
+    /// A replayed call: the call id of the record it replays.
+    pub replay_of: Option<Sym>,
 }
 
 impl Notes {
@@ -545,6 +547,7 @@ impl Notes {
             + self.log.as_ref().map_or(0, String::len)
             + self.resolution.as_ref().map_or(0, Resolution::weight)
             + self.origin.as_ref().map_or(0, |o| o.len())
+            + self.replay_of.as_ref().map_or(0, |o| o.len())
     }
 }
 
@@ -661,6 +664,15 @@ impl CallRecord {
         }
     }
 
+    /// The call id of the record this call replays (a replayed call only).
+    pub fn replay_of(&self) -> Option<&str> {
+        self.notes.as_ref()?.replay_of.as_deref()
+    }
+
+    pub fn set_replay_of(&mut self, source: &str) {
+        self.notes.get_or_insert_with(Box::default).replay_of = Some(Sym::new(source));
+    }
+
     /// The call data (protocol doc §2.5 step 7) without item payloads.
     pub fn call_data(&self, render: &dyn Render) -> Obj {
         let mut m = Obj::new();
@@ -721,6 +733,9 @@ impl CallRecord {
         }
         if let Some(r) = self.resolution() {
             m.insert("resolution".into(), r.to_json(Some(render)));
+        }
+        if let Some(source) = self.replay_of() {
+            m.insert("replay_of".into(), json!(source));
         }
         m
     }
@@ -870,6 +885,7 @@ impl CallRecord {
                 .get("resolution")
                 .and_then(|r| Resolution::from_json(interner, r)),
             origin: m.get("origin").and_then(Value::as_str).map(Sym::new),
+            replay_of: m.get("replay_of").and_then(Value::as_str).map(Sym::new),
         };
         let notes = (notes != Notes::default()).then(|| Box::new(notes));
         Some(CallRecord {

@@ -69,10 +69,13 @@ pub enum Actor {
     /// The pause limit of a browser origin (`limits::MAX_PAUSES_PER_ORIGIN`): the page that
     /// reported the call already had that many paused calls, so it ran without pausing.
     PauseLimit,
+    /// A replay: the program was running a replayed call for the server (in the REPL relay of
+    /// a paused call), and calls it makes meanwhile run without pausing.
+    Replay,
 }
 
 impl Actor {
-    pub const ALL: [Actor; 8] = [
+    pub const ALL: [Actor; 9] = [
         Actor::WebUi,
         Actor::Rest,
         Actor::Mcp,
@@ -81,6 +84,7 @@ impl Actor {
         Actor::Condition,
         Actor::Logpoint,
         Actor::PauseLimit,
+        Actor::Replay,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -93,6 +97,7 @@ impl Actor {
             Actor::Condition => "condition",
             Actor::Logpoint => "logpoint",
             Actor::PauseLimit => "pause_limit",
+            Actor::Replay => "replay",
         }
     }
 
@@ -111,6 +116,7 @@ impl Actor {
             Actor::Condition => "the breakpoint's condition",
             Actor::Logpoint => "a logpoint",
             Actor::PauseLimit => "the pause limit of its page's origin",
+            Actor::Replay => "a replay",
         }
     }
 }

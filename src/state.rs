@@ -32,6 +32,8 @@ pub struct State {
     pub runs: crate::runs::RunNotes,
     /// The notes on call records read from the database, until `Shared` takes them.
     pub record_notes: crate::runs::RecordNotes,
+    /// Replays whose evaluation runs in a program, by process key (`service::replay`).
+    pub replays: std::collections::HashMap<String, crate::replay::Active>,
     next_seq: u64,
     pending_events: Vec<Event>,
 }

@@ -69,6 +69,13 @@ fn hint_for(code: &str) -> &'static str {
         "invalid_payload" => "modified_args must be a list and modified_kwargs an object of plain JSON values or items.",
         "invalid_source" => "source is program or mcp_client; omit it for records of every source.",
         "invalid_client_events" => "client_events is hide (the default), show or only.",
+        "no_live_program" | "replay_not_run" => {
+            "Pause a call of that program (breakpoint_add on the function, then breakpoint_wait_for_pause), \
+             then replay while it is paused."
+        }
+        "invalid_args" | "invalid_kwargs" => {
+            "Give arguments as JSON values; a stored object that is not a plain value (an instance) cannot be replayed."
+        }
         _ => external::hint_for(code)
             .unwrap_or("Check the arguments against the tool's input schema."),
     }
@@ -689,6 +696,33 @@ program answers or timeout_s (default 30, at most 55).",
         handler: breakpoint_repl_eval,
     },
     Tool {
+        name: "breakpoint_replay_call",
+        title: "Replay a recorded call in the live program",
+        description: "Call the function of a recorded call again, in a live program of its run (never on the server), \
+with the recorded arguments or edited ones (args, kwargs: JSON values, or {\"cid\": ...} of a stored plain value). \
+The program must have a paused call that still polls, preferably of the same function (e.g. pause it with \
+breakpoint_add on that function): the call is sent through that pause's REPL relay, and calls it makes meanwhile run \
+without pausing. Answers the new record (replay_of names the source), its status, result or exception, and what \
+differs from the source (differences, same). Blocks until the program answers or timeout_s (default 30, at most 55).",
+        input_schema: || json!({"type": "object", "required": ["call_id"], "properties": {
+            "call_id": {"type": "string", "description": "The record to replay (call_id from breakpoint_get_call_records)."},
+            "args": {"type": "array", "description": "Positional arguments instead of the recorded ones: JSON values, or {\"cid\": ...} of a stored object.", "examples": [[10]]},
+            "kwargs": {"type": "object", "description": "Keyword arguments instead of the recorded ones.", "examples": [{"y": 20}]},
+            "into_run": {"type": "string", "description": "Replay in this run (process_key) instead of the record's own."},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 55, "default": 30}}}),
+        output_schema: || json!({"type": "object", "required": ["source_id", "function", "run_id", "pause_id", "expression", "record_id", "status", "differences", "same"], "properties": {
+            "source_id": {"type": "string"}, "function": {"type": "string"}, "run_id": {"type": "string"},
+            "pause_id": {"type": "string"}, "expression": {"type": "string"}, "record_id": {"type": "string"},
+            "status": {"type": "string"}, "result": {}, "exception": {},
+            "differences": {"type": "array", "items": {"type": "object", "required": ["part"], "properties": {
+                "part": {"type": "string"}, "source": {}, "replay": {}}}},
+            "same": {"type": "boolean"}, "record": {"type": "object"}}}),
+        read_only: false,
+        idempotent: false,
+        max_block_s: MAX_BLOCK_S,
+        handler: breakpoint_replay_call,
+    },
+    Tool {
         name: "breakpoint_inspect_object",
         title: "Inspect a stored object",
         description: "Show a stored argument, result or exception by its CID (from the items of breakpoint_list_paused \
@@ -1119,6 +1153,54 @@ fn breakpoint_compare_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     serde_json::to_value(c).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
 }
 
+fn breakpoint_replay_call(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let call_id = required(args, "call_id")?;
+    let timeout = Duration::from_secs_f64(
+        args.get("timeout_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(30.0)
+            .clamp(0.001, MAX_BLOCK_S),
+    );
+    let mut body = serde_json::Map::new();
+    for key in ["args", "kwargs", "into_run"] {
+        if let Some(v) = args.get(key) {
+            body.insert(key.into(), v.clone());
+        }
+    }
+    let shared = ctx.shared();
+    let started = service::replay_start(shared, call_id, &body)?;
+    let deadline = Instant::now() + timeout;
+    // As breakpoint_repl_eval: a second at a time, so that a program that stops polling ends
+    // the wait (410 program_gone) and a cancelled request gives the replay up.
+    let evaluated = loop {
+        let step = deadline.min(Instant::now() + Duration::from_secs(1));
+        match ctx.wait(
+            &started.pending.outcome,
+            step,
+            timeout,
+            "waiting for the program to replay the call",
+        ) {
+            Some(Ok(outcome)) => {
+                break service::repl_eval_finish(shared, &started.pending, Some(outcome), timeout)
+            }
+            Some(Err(())) => {
+                service::replay_abandon(shared, started);
+                return Err(cancelled());
+            }
+            None if Instant::now() >= deadline || Instant::now() < step => {
+                break service::repl_eval_finish(shared, &started.pending, None, timeout)
+            }
+            None => {
+                if let Some(ended) = service::repl_eval_if_gone(shared, &started.pending) {
+                    break ended;
+                }
+            }
+        }
+    };
+    let replayed = service::replay_finish(shared, started, evaluated)?;
+    serde_json::to_value(replayed).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
+}
+
 fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let pause_id = required(args, "pause_id")?;
     let expression = match str_arg(args, "expression") {
@@ -1331,11 +1413,11 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            26,
+            27,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
              the two switches (breakpoint_set_enabled, breakpoint_set_pausing), \
-             breakpoint_compare_runs, the two of runs (breakpoint_list_runs, breakpoint_label_run) \
-             and the 5 external_* proxies"
+             breakpoint_compare_runs, the two of runs (breakpoint_list_runs, breakpoint_label_run), \
+             breakpoint_replay_call and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

@@ -22,7 +22,7 @@
 
 #[cfg(test)]
 mod amplify_tests;
-mod bigint;
+pub mod bigint;
 pub mod budget;
 // The short forms are for the integration tests, which include this file by path.
 #[cfg(test)]

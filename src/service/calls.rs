@@ -263,6 +263,18 @@ pub fn call_start_from(
     let mut st = shared.lock();
     call.call_id = st.calls.next_call_id(now);
     let call_id = call.call_id.to_string();
+    // The program runs a replay for the server, in the REPL relay of one of its paused calls:
+    // its calls run now without pausing (a pause would wait on the paused program itself),
+    // and the first call of the replayed function is the replayed call.
+    if let Some(active) = st.replays.get_mut(&call.process.key()) {
+        if active.call_id.is_none() && active.function == method_name {
+            active.call_id = Some(call_id.clone());
+            call.set_replay_of(&active.source);
+        }
+        call.set_resolution(Resolution::new(Action::Continue, Actor::Replay, now));
+        st.calls.open_gated(call, Gate::Missed);
+        return Ok(json!({"call_id": call_id, "action": "continue"}));
+    }
     let mut decision = decide_start(&mut st, &method_name, &plan, verdict.as_ref());
     limit_pause(&mut st, &mut decision, &call);
     if let Some(line) = decision.log {

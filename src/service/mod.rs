@@ -19,6 +19,7 @@ mod pauses;
 mod processes;
 mod records;
 mod repl;
+mod replay;
 mod runs;
 mod settings;
 
@@ -33,6 +34,7 @@ pub use pauses::*;
 pub use processes::*;
 pub use records::*;
 pub use repl::*;
+pub use replay::*;
 pub use runs::*;
 pub use settings::SettingsLoader;
 

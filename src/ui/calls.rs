@@ -551,6 +551,25 @@ fn row(
     out.push_lit("</td><td>");
     outcome(out, m, client);
     out.push(&super::resolution_html(function, m));
+    if let Some(source) = text("replay_of") {
+        html!(
+            out,
+            "<p class=\"meta\">Replay of <code class=\"id\">{}</code></p>",
+            source
+        );
+    }
+    // A program's call (not an event) can be called again in its live program.
+    if !external && !client && m.contains_key("args") && !m.contains_key("event_type") {
+        html!(
+            out,
+            "<form class=\"row-replay\" data-api=\"/api/call-records/{}/replay\" \
+             data-then=\"go:/call-tree/{{run_id}}?selected={{record_id}}\" data-busy=\"Replaying…\">\
+             <button type=\"submit\" class=\"quiet\" title=\"Call it again with the recorded \
+             arguments in its live program (a call of that program must be paused)\">Replay</button>\
+             <span class=\"error\" role=\"alert\"></span></form>",
+            crate::urlenc::encode_segment(call_id.as_ref())
+        );
+    }
     if let Some(line) = text("log") {
         html!(
             out,

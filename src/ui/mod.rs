@@ -500,7 +500,11 @@ pub fn resolution_html(method: &str, record: &serde_json::Map<String, Value>) ->
         verb,
     );
     let how = match by {
-        Actor::Breakpoint | Actor::Condition | Actor::Logpoint | Actor::PauseLimit => "by",
+        Actor::Breakpoint
+        | Actor::Condition
+        | Actor::Logpoint
+        | Actor::PauseLimit
+        | Actor::Replay => "by",
         _ => "through",
     };
     html!(out, "{} {}", how, by.describe());

@@ -367,6 +367,13 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
     let Some(w) = service::process_tree(shared, &key, &ask) else {
         return Err(path.to_owned());
     };
+    // A replayed call is compared with the call it replays.
+    let replay = w.selected.as_ref().and_then(|s| {
+        let source_id = s.record.get("replay_of")?.as_str()?;
+        let source = service::find_record(shared, source_id)?;
+        let differences = service::compare(&source, &s.record);
+        Some(differences)
+    });
     let addr = Addr {
         key: &key,
         filter,
@@ -405,7 +412,7 @@ pub fn process(shared: &Shared, path: &str, query: &[(String, String)]) -> Answe
          <aside class=\"details\" id=\"tree-details\" data-live>{}</aside></div>",
         stepper(&addr, &w),
         nodes(&addr, &w, selected_id),
-        details(&addr, &w, selected_id),
+        details(&addr, &w, selected_id, replay.as_deref()),
     );
     Ok(View::new(
         format!("Call tree {} ({})", program(p), p.pid),
@@ -581,7 +588,12 @@ fn value_html(v: &Value, class: &str) -> Html {
     value_html_classed(&shown(v), class)
 }
 
-fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
+fn details(
+    addr: &Addr,
+    w: &TreeWindow,
+    selected_id: Option<&str>,
+    replay: Option<&[service::Difference]>,
+) -> Html {
     let Some(s) = &w.selected else {
         return match selected_id {
             Some(id) => markup!(
@@ -637,6 +649,14 @@ fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
     if s.children > 0 {
         html!(out, "<dt>Calls made</dt><dd>{}</dd>", s.children);
     }
+    if let Some(source) = sel.get("replay_of").and_then(Value::as_str) {
+        html!(
+            out,
+            "<dt>Replay of</dt><dd><a data-swap href=\"{}\"><code>{}</code></a></dd>",
+            addr.select(source),
+            source
+        );
+    }
     if let Some(sessions) = sel.get("repl_sessions").and_then(Value::as_array) {
         if !sessions.is_empty() {
             out.push_lit("<dt>REPL</dt><dd>");
@@ -678,8 +698,65 @@ fn details(addr: &Addr, w: &TreeWindow, selected_id: Option<&str>) -> Html {
             note
         );
     }
+    if let (Some(differences), Some(source)) =
+        (replay, sel.get("replay_of").and_then(Value::as_str))
+    {
+        compared(&mut out, addr, source, differences);
+    }
+    if !r.event && !r.client {
+        replay_form(&mut out, &r.call_id);
+    }
     stack(&mut out, r, &s.stack);
     out
+}
+
+/// What differs between a replayed call and the call it replays.
+fn compared(out: &mut Html, addr: &Addr, source: &str, differences: &[service::Difference]) {
+    out.push_lit("<h3>Compared with the recorded call</h3>");
+    if differences.is_empty() {
+        html!(
+            out,
+            "<p class=\"same\">Same arguments, outcome and result as <a data-swap href=\"{}\"><code>{}</code></a>.</p>",
+            addr.select(source),
+            source
+        );
+        return;
+    }
+    html!(
+        out,
+        "<table class=\"differences\"><thead><tr><th scope=\"col\">Differs</th>\
+         <th scope=\"col\">Recorded (<a data-swap href=\"{}\">call</a>)</th><th scope=\"col\">Replayed</th></tr></thead><tbody>",
+        addr.select(source)
+    );
+    for d in differences {
+        html!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td></tr>",
+            d.part,
+            value_html(&d.source, ""),
+            value_html(&d.replay, "")
+        );
+    }
+    out.push_lit("</tbody></table>");
+}
+
+/// Replays the call in its live program (`POST /api/call-records/<id>/replay`), with the
+/// recorded arguments or edited ones; the page then shows the new call, compared with this one.
+fn replay_form(out: &mut Html, call_id: &str) {
+    html!(
+        out,
+        "<h3>Replay</h3><form class=\"replay\" data-api=\"/api/call-records/{}/replay\" \
+         data-then=\"go:/call-tree/{{run_id}}?selected={{record_id}}\" data-busy=\"Replaying…\">\
+         <p class=\"hint\">Calls the function again in the live program, never on the server: \
+         a call of this program must be paused (e.g. by a breakpoint on this function). Leave \
+         the arguments empty to use the recorded ones.</p>\
+         <label>Arguments (JSON list) <input name=\"args\" data-json data-optional \
+         placeholder=\"recorded, e.g. [7]\"></label> \
+         <label>Keyword arguments (JSON object) <input name=\"kwargs\" data-json data-optional \
+         placeholder='recorded, e.g. {{\"scale\": 3}}'></label> \
+         <button type=\"submit\">Replay</button><p class=\"error\" role=\"alert\"></p></form>",
+        encode_segment(call_id)
+    );
 }
 
 fn arguments(out: &mut Html, sel: &Value) {

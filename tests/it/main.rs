@@ -33,6 +33,7 @@ mod readme_snippets;
 mod readme_walkthrough;
 mod render_limits;
 mod repl_gone;
+mod replay;
 mod resolution;
 mod rest_api;
 mod runs;

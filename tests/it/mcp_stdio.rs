@@ -397,6 +397,46 @@ fn every_tool_result_matches_its_output_schema() {
     assert!(r["total_pairs"].as_u64().unwrap() >= 1, "{r}");
     assert_eq!(r["counts"]["same"], r["total_pairs"], "{r}");
     covered.insert("breakpoint_compare_runs");
+    // A replay of the completed add(2, y=3) through the same pause: the simulated program
+    // answers the eval by calling add again, which the server runs without pausing.
+    let http = s.http();
+    let program = std::thread::spawn(move || {
+        // Whichever pause of the program carries it (both paused calls are of add).
+        let req = wait_for("the replay's eval", || {
+            let paused = http.get_ok("/api/paused")["paused"].clone();
+            paused.as_array()?.iter().find_map(|p| {
+                let id = p["id"].as_str()?;
+                let r = http.get_ok(&format!("/api/poll-repl/{id}"));
+                r["eval_id"].is_string().then_some(r)
+            })
+        });
+        assert_eq!(req["expr"], "self(2, y=3)");
+        let start = http.post_ok(
+            "/api/call/start",
+            &call_start_body(
+                "add",
+                vec![item(&json!(2), 2)],
+                json!({"y": item(&json!(3), 3)}),
+            ),
+        );
+        assert_eq!(start["action"], "continue", "{start}");
+        let id = start["call_id"].as_str().unwrap();
+        http.post_ok("/api/call/complete", &complete_body(id, &json!(5)));
+        http.post_ok("/api/call/repl-result", &json!({"eval_id": req["eval_id"], "pause_id": req["pause_id"], "session_id": req["session_id"], "result": "5", "stdout": "", "error": null}));
+    });
+    let r = s.call("breakpoint_replay_call", json!({"call_id": call_id}));
+    program.join().unwrap();
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["same"], true, "{r}");
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == "breakpoint_replay_call")
+        .unwrap();
+    assert!(
+        schema::validate(&(tool.output_schema)(), &r["structuredContent"]).is_empty(),
+        "{r}"
+    );
+    covered.insert("breakpoint_replay_call");
     // The external_* proxies need external servers: tests/it/upstream.rs checks their schemas.
     let own = TOOLS
         .iter()
