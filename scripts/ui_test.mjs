@@ -1785,6 +1785,8 @@ check("breakpoints: a switched-off breakpoint lets the demo's call run; the mast
   await divide.click();
   await waitFor(async () => (await server.api("GET", "/api/breakpoints")).breakpoint_enabled.divide === true,
     { what: "divide to be switched on" });
+  // The page shows it (its refresh has landed) before the next switch is pressed.
+  await page.locator('tbody.bp.off tr[data-breakpoint="divide"]').waitFor({ state: "detached" });
   const master = page.getByRole("switch", { name: "Pause at breakpoints" });
   await master.focus();
   await page.keyboard.press("Space");

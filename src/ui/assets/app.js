@@ -34,6 +34,23 @@ function busy(region, fresh, carrying) {
   return !a.id || fresh.querySelector("#" + CSS.escape(a.id)) !== null;
 }
 
+// A key or pointer button held down on an element of the page: that element must stay until
+// it is released (a switch toggles on the key's release, a button on the pointer's), so a part
+// holding the focus then waits; the release lets the waiting refresh run.
+let held = 0;
+addEventListener("keydown", () => { held |= 1; }, true);
+addEventListener("pointerdown", () => { held |= 2; }, true);
+const released = (bit) => () => { held &= ~bit; if (pending && !held) setTimeout(schedule, 0); };
+addEventListener("keyup", released(1), true);
+addEventListener("pointerup", released(2), true);
+addEventListener("pointercancel", released(2), true);
+addEventListener("blur", () => { held = 0; if (pending) setTimeout(schedule, 0); });
+
+function pressing(part) {
+  const a = document.activeElement;
+  return held !== 0 && !!a && a !== document.body && part.contains(a);
+}
+
 // The forms of a part of the page, by where they send (API path and method).
 function formsOf(root) {
   const forms = new Map();
@@ -138,7 +155,8 @@ function settleTimes(root) {
 // while its field has the focus (the focus carries over in a data-carry region).
 function update(region, fresh, saved) {
   const carrying = region.dataset.carry !== undefined;
-  const mustWait = (part, twin) => !(saved && carrying && part.contains(saved)) && busy(part, twin, carrying);
+  const mustWait = (part, twin) => pressing(part) ||
+    (!(saved && carrying && part.contains(saved)) && busy(part, twin, carrying));
   if (region.dataset.keyed === undefined) {
     if (mustWait(region, fresh)) return false;
     if (!carrying) { morphChildren(region, fresh); return true; }
