@@ -865,6 +865,50 @@ class Runner:
 
         await self.tool("breakpoint_get_call_records", {"function_name": "add", "limit": 10},
                         check=lambda d: need(d["total_count"] >= 1 and d["calls"][0]["method_name"] == "add", short(d)))
+
+        # --- runs: this program's run listed, labelled, compared with itself
+        run_id = f"{START_TIME:.6f}+{PID}"
+        await self.tool("breakpoint_list_runs", {},
+                        check=lambda d: need(any(r["run_id"] == run_id for r in d["runs"]), short(d)))
+        await self.tool("breakpoint_label_run", {"run_id": run_id, "label": "interop", "notes": "from the SDK"},
+                        check=lambda d: need(d.get("label") == "interop" and d.get("notes") == "from the SDK", short(d)))
+        await self.tool("breakpoint_compare_runs", {"a": run_id, "b": run_id},
+                        check=lambda d: need(d["total_pairs"] >= 1 and d["counts"]["same"] == d["total_pairs"]
+                                             and d["first_divergence"] is None, short(d)))
+
+        # --- replay: the completed add(2, y=3) again, through a new pause of add that the
+        # "program" answers by making the call (which the server lets run) and reporting it
+        again = await anyio.to_thread.run_sync(
+            lambda: http.request("POST", "/api/call/start", call_start_body("add", [2], {"y": 3})))
+        if again.get("action") != "poll":
+            rep.fail("a second add pauses (for the replay)", f"answer {again}")
+        else:
+            replay_pause = again["poll_url"].rsplit("/", 1)[-1]
+
+            def replay_program() -> None:
+                until = time.time() + 20
+                while time.time() < until:
+                    req = http.request("GET", f"/api/poll-repl/{replay_pause}")
+                    if req and req.get("eval_id"):
+                        started = http.request("POST", "/api/call/start", call_start_body("add", [2], {"y": 3}))
+                        r = item(5, 9)
+                        http.request("POST", "/api/call/complete", {
+                            "call_id": started["call_id"], "timestamp": time.time(), "status": "success",
+                            "process_pid": PID, "process_start_time": START_TIME,
+                            "result_cid": r["cid"], "result_client_ref": 9, "result_data": r["data"]})
+                        http.request("POST", "/api/call/repl-result", {
+                            "eval_id": req["eval_id"], "pause_id": replay_pause, "session_id": req["session_id"],
+                            "result": "5", "stdout": "", "error": None, "result_cid": None, "result_data": None})
+                        return
+                    time.sleep(0.05)
+            program = threading.Thread(target=replay_program, daemon=True)
+            program.start()
+            await self.tool("breakpoint_replay_call", {"call_id": call_id, "timeout_s": 15},
+                            check=lambda d: need(d.get("same") is True and d.get("record_id"), short(d)))
+            await anyio.to_thread.run_sync(program.join, 5)
+            await self.tool("breakpoint_continue", {"pause_id": replay_pause, "action": "continue"},
+                            check=lambda d: need(d.get("status") == "ok", str(d)),
+                            label="breakpoint_continue (the replay's pause)")
         await self.tool("breakpoint_remove", {"function_name": "add"},
                         check=lambda d: need(d.get("status") == "ok", str(d)))
 
