@@ -21,8 +21,8 @@ What it does
                              resize(i, label="item-00i", scale=2): try a conditional
                              breakpoint or a logpoint on it
 
-    The wire traffic follows the real client (see ARCHITECTURE.md, appendix "the wire
-    protocol", sections 0 to 3): GET /api/breakpoints; per wrapped function POST
+    The wire traffic follows the real client (see docs/protocol.md, the wire protocol,
+    sections 0 to 3): GET /api/breakpoints; per wrapped function POST
     /api/breakpoints, POST /api/functions and a `with_debug.register` event; per call the
     spurious `__getattr__('_cideldill_alias_name')` event, POST /api/call/start (CID items,
     data sent only the first time, `cid_not_found` resend), polling of /api/poll/<id> and
@@ -166,7 +166,7 @@ class SetupError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Server URL (ARCHITECTURE.md, the wire protocol, §6)
+# Server URL (docs/protocol.md, §6)
 # ---------------------------------------------------------------------------
 
 
@@ -211,7 +211,7 @@ def resolve_server_url(cli_url: Optional[str]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Placeholders for objects that cannot be pickled (ARCHITECTURE.md, the wire protocol, §4.4)
+# Placeholders for objects that cannot be pickled (docs/protocol.md, §4.4)
 # ---------------------------------------------------------------------------
 
 
@@ -401,7 +401,7 @@ def _iter_attributes(obj: Any):
 
 
 # ---------------------------------------------------------------------------
-# Serialization with CID deduplication (ARCHITECTURE.md, the wire protocol, §3)
+# Serialization with CID deduplication (docs/protocol.md, §3)
 # ---------------------------------------------------------------------------
 
 
@@ -591,7 +591,7 @@ def exception_type_name(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------
-# REPL evaluation inside a paused call (ARCHITECTURE.md, the wire protocol, §2.7 and §2.8)
+# REPL evaluation inside a paused call (docs/protocol.md, §2.7 and §2.8)
 # ---------------------------------------------------------------------------
 
 
@@ -684,7 +684,7 @@ class PauseContext:
 
 
 # ---------------------------------------------------------------------------
-# HTTP client (ARCHITECTURE.md, the wire protocol, §1.1 and §2)
+# HTTP client (docs/protocol.md, §1.1 and §2)
 # ---------------------------------------------------------------------------
 
 
@@ -1232,7 +1232,7 @@ def exit_with_server_failure(summary: str, server_url: Optional[str],
 
 
 # ---------------------------------------------------------------------------
-# The proxy: what `with_debug(fn)` returns (ARCHITECTURE.md, the wire protocol, §0 and §2.11)
+# The proxy: what `with_debug(fn)` returns (docs/protocol.md, §0 and §2.11)
 # ---------------------------------------------------------------------------
 
 
@@ -1272,7 +1272,7 @@ class DebugProxy:
         client = self._client
         self.last = None
         # The real proxy looks up `_cideldill_alias_name` on itself first; the failed
-        # lookup is reported as an event on every call (ARCHITECTURE.md, the wire protocol, §0, step 3).
+        # lookup is reported as an event on every call (docs/protocol.md, §0, step 3).
         attribute = "_cideldill_alias_name"
         client.record_event(
             method_name=f"__getattr__({attribute!r})",

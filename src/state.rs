@@ -16,7 +16,7 @@ use crate::repl::Repl;
 use crate::store::Store;
 use crate::upstream::manager::Manager;
 
-/// All domain data, guarded by one mutex (see ARCHITECTURE.md, "State and locking").
+/// All domain data, guarded by one mutex (see ARCHITECTURE.md, "Threads and the one lock").
 #[derive(Default)]
 pub struct State {
     pub breakpoints: Breakpoints,
