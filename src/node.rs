@@ -25,7 +25,14 @@ pub enum Node<'a> {
 }
 
 /// How serde_json hands a number over with its `arbitrary_precision` feature: a one-entry map
-/// with this key and the number's text.
+/// with this key and the number's text. The key is private to serde_json (`number::TOKEN`,
+/// `pub(crate)`), and no public API recognises it: `Number`'s and `Value`'s own visitors
+/// compare against it inside the crate, and `Number::from_string_unchecked` is hidden and
+/// "not public API". The alternatives cost more than they save: deserializing into `Value`
+/// is the allocation this module exists to avoid, and learning the key at run time from
+/// `Number`'s `Serialize` relies on the same private encoding. So the key is written here and
+/// `serde_jsons_private_number_token_is_still_the_one_node_reads` fails the build's tests if a
+/// serde_json release changes it.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Objects with more keys than this find duplicate keys through a hash map.
@@ -292,6 +299,34 @@ mod tests {
             assert!(node.same_as(&value));
             assert_eq!(node.get("k1").and_then(Node::as_str), Some("again"));
         }
+    }
+
+    #[test]
+    fn serde_jsons_private_number_token_is_still_the_one_node_reads() {
+        // If serde_json renamed its number token, numbers would arrive as one-entry objects.
+        let wide = "123456789012345678901234567890";
+        for text in [
+            wide.to_owned(),
+            format!("[{wide}]"),
+            format!("{{\"n\": {wide}}}"),
+        ] {
+            let node = Node::parse(text.as_bytes()).unwrap();
+            let num = match &node {
+                Node::Arr(items) => &items[0],
+                Node::Obj(entries) => &entries[0].1,
+                n => n,
+            };
+            assert!(
+                matches!(num, Node::Num(n) if n.to_string() == wide),
+                "{text}: {num:?}"
+            );
+        }
+        let float = Node::parse(b"-0.5e3").unwrap();
+        assert!(matches!(float, Node::Num(_)), "{float:?}");
+        assert_eq!(
+            float.to_value(),
+            serde_json::from_str::<Value>("-0.5e3").unwrap()
+        );
     }
 
     #[test]
