@@ -281,18 +281,31 @@ fn docs_flags_have_the_groups_of_help() {
                 .push(flag);
         }
     }
-    let expected: Vec<(String, Vec<String>)> = cideldill_server::config::FLAG_GROUPS
+    let expected: Vec<(String, Vec<String>)> = cideldill_server::config::FLAGS
         .iter()
-        .map(|(title, flags)| {
+        .map(|group| {
             (
-                title.to_string(),
-                flags.iter().map(|f| f.to_string()).collect(),
+                group.title.to_string(),
+                group.flags.iter().map(|f| f.name.to_string()).collect(),
             )
         })
         .collect();
     assert_eq!(
         groups, expected,
-        "docs/flags.md must have the groups of config::FLAG_GROUPS, in order"
+        "docs/flags.md must have the groups of config::FLAGS, in order"
+    );
+}
+
+#[test]
+fn docs_flags_tables_match_the_flag_table() {
+    let doc = std::fs::read_to_string(root().join("docs/flags.md")).unwrap();
+    let section = between(&doc, "<!-- flags:start -->", "<!-- flags:end -->");
+    let expected = cideldill_server::config::flags_markdown();
+    assert_eq!(
+        section,
+        expected.trim(),
+        "docs/flags.md's flag tables are out of date; replace the block between the markers with:\n{}\n(end of block)",
+        expected.trim()
     );
 }
 
