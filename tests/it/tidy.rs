@@ -504,11 +504,16 @@ fn the_web_uis_scripts_listen_for_every_event_the_server_sends() {
     }
 }
 
-/// Every file under `dir`, recursively, as paths relative to the repository root with `/`.
+/// Every file under `dir`, recursively, as paths relative to the repository root with `/`;
+/// not what tools leave beside the sources (hidden files, Python's `__pycache__`, `node_modules`).
 fn all_files(dir: &str, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(root().join(dir)).unwrap() {
         let entry = entry.unwrap();
-        let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        if file_name.starts_with('.') || file_name == "__pycache__" || file_name == "node_modules" {
+            continue;
+        }
+        let name = format!("{dir}/{file_name}");
         if entry.file_type().unwrap().is_dir() {
             all_files(&name, out);
         } else {
