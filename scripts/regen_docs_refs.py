@@ -16,12 +16,16 @@ BLOCKS = {
 
 
 def expected_table(test):
-    out = subprocess.run(
+    run = subprocess.run(
         ["cargo", "test", "--quiet", "--test", "it", test, "--", "--exact", f"tidy::{test}"],
         cwd=ROOT, capture_output=True, text=True,
-    ).stdout
+    )
+    out = run.stdout
     marker = "replace the block between the markers with:\n"
     if marker not in out:
+        if run.returncode != 0:
+            # The test failed for another reason (a document without its markers, a build error).
+            raise SystemExit(f"tidy::{test} failed:\n{out[-2000:]}{run.stderr[-2000:]}")
         return None
     text = out.split(marker, 1)[1]
     if "\n(end of block)\n" in text:
