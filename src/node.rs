@@ -38,6 +38,18 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 /// Objects with more keys than this find duplicate keys through a hash map.
 const LINEAR_KEYS: usize = 16;
 
+/// The strings of a JSON array, in order (other items skipped; no array: none).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl<'a> Node<'a> {
     /// Parses JSON text; strings without escapes borrow from it.
     pub fn parse(text: &'a [u8]) -> Result<Node<'a>, serde_json::Error> {

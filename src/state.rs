@@ -163,6 +163,7 @@ impl Shared {
     /// can panic, so the server keeps serving.
     pub fn lock(&self) -> StateGuard<'_> {
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        crate::lock_rule::locked();
         StateGuard {
             guard: Some(guard),
             bus: &self.bus,
@@ -195,7 +196,9 @@ impl Drop for StateGuard<'_> {
             Some(g) => std::mem::take(&mut g.pending_events),
             None => Vec::new(),
         };
-        drop(self.guard.take());
+        if self.guard.take().is_some() {
+            crate::lock_rule::unlocked();
+        }
         self.bus.publish(events);
     }
 }
