@@ -182,7 +182,7 @@ fn arguments(shared: &Shared, source: &Value, e: &Edits) -> Result<Vec<String>, 
 /// A paused call to replay through: `(pause_id, run_id, its function)`. Live (polling, not
 /// resumed) pauses of Python programs only (a web page evaluates JavaScript); a pause of the
 /// same run and the same function first, then of the same run, then (no `into_run` given) of
-/// the function in another run.
+/// the function in another run, then of another run that recorded calls of the function.
 fn choose_pause(
     shared: &Shared,
     function: &str,
@@ -191,26 +191,70 @@ fn choose_pause(
 ) -> Option<(String, String, String)> {
     let gone_after = super::gone_after_s(shared);
     let now = ids::now();
-    let st = shared.lock();
-    let live: Vec<_> = st
-        .calls
-        .paused()
-        .iter()
-        .filter(|p| !p.is_gone(now, gone_after) && !st.calls.has_action(&p.id))
-        .filter(|p| p.call.origin().is_none() && p.call.page_url.as_str().is_none())
-        .map(|p| {
-            (
-                p.id.clone(),
-                p.call.process.key(),
-                p.method_name().to_owned(),
-            )
-        })
-        .collect();
+    let live: Vec<(String, String, String)> = {
+        let st = shared.lock();
+        st.calls
+            .paused()
+            .iter()
+            .filter(|p| !p.is_gone(now, gone_after) && !st.calls.has_action(&p.id))
+            .filter(|p| p.call.origin().is_none() && p.call.page_url.as_str().is_none())
+            .map(|p| {
+                (
+                    p.id.clone(),
+                    p.call.process.key(),
+                    p.method_name().to_owned(),
+                )
+            })
+            .collect()
+    };
     let pick = |ok: &dyn Fn(&(String, String, String)) -> bool| live.iter().find(|p| ok(p));
-    pick(&|p| p.1 == run && p.2 == function)
+    let found = pick(&|p| p.1 == run && p.2 == function)
         .or_else(|| pick(&|p| p.1 == run))
-        .or_else(|| (!run_given).then(|| pick(&|p| p.2 == function)).flatten())
+        .or_else(|| (!run_given).then(|| pick(&|p| p.2 == function)).flatten());
+    if found.is_some() || run_given {
+        return found.cloned();
+    }
+    // Another live program that recorded calls of the function has it registered.
+    live.iter()
+        .find(|p| {
+            let filter = super::record_filter(
+                |k| match k {
+                    "process" => Some(p.1.as_str()),
+                    "function" => Some(function),
+                    "source" => Some("program"),
+                    _ => None,
+                },
+                ClientEvents::Hide,
+            );
+            filter.is_ok_and(|f| super::call_records(shared, &f, 0, 1).total_count > 0)
+        })
         .cloned()
+}
+
+/// The expression that calls `function` with `literals` from a pause of `paused_fn`. In a
+/// pause of the same function, `self` is its wrapper (the client's proxy) and is called.
+/// From a pause of another function, the REPL evaluates in the client's proxy frame, where the
+/// program's names are not seen: the function is found in the client's function registry
+/// (`cideldill_client.function_registry`, where `with_debug` registers every wrapped
+/// function by name) and called through `cideldill_client.debug_call` under its recorded
+/// name, so that the call is reported and recorded like the wrapped one.
+pub fn replay_expression(function: &str, paused_fn: &str, literals: &[String]) -> String {
+    if paused_fn == function {
+        return format!("self({})", literals.join(", "));
+    }
+    let name = replay::py_str(function);
+    let mut parts = vec![
+        name.clone(),
+        format!(
+            "__import__(\"cideldill_client.function_registry\", fromlist=[\"get_function\"])\
+             .get_function({name})"
+        ),
+    ];
+    parts.extend(literals.iter().cloned());
+    format!(
+        "__import__(\"cideldill_client\").debug_call({})",
+        parts.join(", ")
+    )
 }
 
 /// Removes the replay's mark when the replay ends, however it ends.
@@ -339,16 +383,7 @@ pub fn replay_start<'a>(
     else {
         return Err(no_program(&function, &run));
     };
-    // In the paused call of the same function, `self` is its wrapper (the client's proxy);
-    // elsewhere the function is called by its name, as the paused frame sees it.
-    let callee = if paused_fn == function {
-        "self".to_owned()
-    } else if function.split('.').all(replay::is_identifier) {
-        function.clone()
-    } else {
-        return Err(no_program(&function, &run));
-    };
-    let expression = format!("{callee}({})", literals.join(", "));
+    let expression = replay_expression(&function, &paused_fn, &literals);
     {
         let mut st = shared.lock();
         if st.replays.contains_key(&run_id) {
@@ -417,8 +452,11 @@ pub fn replay_finish(
         return Err(ApiError::conflict(
             "replay_not_run",
             format!(
-                "the program did not call {function} (it answered: {}); pause a call of \
-                 {function} itself, e.g. with a breakpoint on it, then replay",
+                "the program did not call {function} (it answered: {}). From a pause of another \
+                 function, the program reaches {function} only through the client's function \
+                 registry (functions wrapped with with_debug or called with debug_call); a \
+                 method of a wrapped object is reached only from a pause of that method: pause \
+                 a call of {function} itself, e.g. with a breakpoint on it, then replay",
                 evaluated.output
             ),
         ));
@@ -585,6 +623,21 @@ pub fn replay_run(
     body: &Obj,
     timeout: Duration,
 ) -> Result<ReplayedRun, ApiError> {
+    replay_run_with(shared, run_id, body, |id, into| {
+        Ok(replay_call(shared, id, into, timeout))
+    })
+}
+
+/// A replay sequence whose calls `one` replays (the record id, and the body to replay it
+/// with): `Ok(Ok(..))` a replayed call, `Ok(Err(..))` a call that could not be replayed (the
+/// sequence stops there and reports it), `Err(..)` ends the whole sequence with that error
+/// (e.g. its request was cancelled).
+pub fn replay_run_with(
+    shared: &Shared,
+    run_id: &str,
+    body: &Obj,
+    mut one: impl FnMut(&str, &Obj) -> Result<Result<Replayed, ApiError>, ApiError>,
+) -> Result<ReplayedRun, ApiError> {
     let e = edits(body)?;
     if e.args.is_some() || e.kwargs.is_some() {
         return Err(ApiError::bad_request(
@@ -640,7 +693,7 @@ pub fn replay_run(
         truncated,
     };
     for id in ids {
-        match replay_call(shared, &id, &into, timeout) {
+        match one(&id, &into)? {
             Ok(r) => {
                 out.replayed.push(Step {
                     source_id: id,
@@ -664,4 +717,25 @@ pub fn replay_run(
     }
     out.completed = true;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_function_is_called_as_self_another_through_the_client_registry() {
+        let lits = vec!["2".to_owned(), "y=3".to_owned()];
+        assert_eq!(replay_expression("add", "add", &lits), "self(2, y=3)");
+        assert_eq!(
+            replay_expression("add", "divide", &lits),
+            "__import__(\"cideldill_client\").debug_call(\"add\", \
+             __import__(\"cideldill_client.function_registry\", fromlist=[\"get_function\"])\
+             .get_function(\"add\"), 2, y=3)"
+        );
+        // Any recorded name is written as a string literal, never as code.
+        let odd = replay_expression("a\"b).x", "divide", &[]);
+        assert!(odd.contains(r#"debug_call("a\"b).x", "#), "{odd}");
+        assert!(odd.ends_with(r#".get_function("a\"b).x"))"#), "{odd}");
+    }
 }
