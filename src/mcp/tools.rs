@@ -736,8 +736,8 @@ timeout_s (default 30, at most 55) for the whole sequence; the calls left then a
             "call_ids": {"type": "array", "items": {"type": "string"}, "description": "Only these records, in this order (default: the run's program calls, oldest first)."},
             "into_run": {"type": "string", "description": "Replay in this run (process_key) instead of run_id."},
             "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 55, "default": 30}}}),
-        output_schema: || json!({"type": "object", "required": ["run_id", "replayed", "completed", "truncated"], "properties": {
-            "run_id": {"type": "string"},
+        output_schema: || json!({"type": "object", "required": ["report_id", "run_id", "into_run", "replayed", "completed", "truncated"], "properties": {
+            "report_id": {"type": "string"}, "run_id": {"type": "string"}, "into_run": {"type": "string"},
             "replayed": {"type": "array", "items": {"type": "object", "required": ["source_id", "record_id", "same"], "properties": {
                 "source_id": {"type": "string"}, "record_id": {"type": "string"}, "same": {"type": "boolean"}}}},
             "completed": {"type": "boolean"},

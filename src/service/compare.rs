@@ -81,6 +81,8 @@ pub struct ComparedCall {
     pub function: String,
     pub depth: u32,
     pub status: String,
+    /// The function's signature as the program sent it (names the positional arguments).
+    pub signature: Option<String>,
     pub args: Vec<ComparedValue>,
     pub result: Option<ComparedValue>,
     pub exception: Option<ComparedValue>,
@@ -296,6 +298,7 @@ fn shown(shared: &Shared, call: &Call) -> ComparedCall {
         function: call.method.clone(),
         depth: call.depth,
         status,
+        signature: text(wire.get("signature")),
         args,
         result,
         exception,

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::Obj;
@@ -22,7 +22,7 @@ use crate::state::Shared;
 use crate::store::Format;
 
 /// What differs between the source record and its replay.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Difference {
     /// `args[0]`, `kwargs.y`, `status`, `result`, `exception`.
     pub part: String,
@@ -33,7 +33,7 @@ pub struct Difference {
 }
 
 /// One replayed call.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Replayed {
     /// The record replayed.
     pub source_id: String,
@@ -562,7 +562,7 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
 }
 
 /// One step of a replay sequence, in brief.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Step {
     pub source_id: String,
     pub record_id: String,
@@ -570,9 +570,14 @@ pub struct Step {
 }
 
 /// A replay sequence: the calls replayed in order up to the first divergence.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ReplayedRun {
+    /// This report's id: the web UI shows it at `/runs/replayed/<report_id>` while it is among
+    /// the newest (`limits::MAX_REPLAY_REPORTS`).
+    pub report_id: String,
     pub run_id: String,
+    /// The run the calls were replayed in (`into_run`, or the run itself).
+    pub into_run: String,
     /// The calls replayed the same, in order (the diverging one last, when one diverged).
     pub replayed: Vec<Step>,
     /// Every selected call was replayed and none diverged.
@@ -682,16 +687,20 @@ pub fn replay_run_with(
             format!("run {run_id} has no recorded calls to replay"),
         ));
     }
+    let into_run = e.into_run.unwrap_or(run_id).to_owned();
     let mut into = Obj::new();
-    into.insert("into_run".into(), json!(e.into_run.unwrap_or(run_id)));
+    into.insert("into_run".into(), json!(into_run));
     let mut out = ReplayedRun {
+        report_id: ids::uuid4(),
         run_id: run_id.to_owned(),
+        into_run,
         replayed: Vec::new(),
         completed: false,
         divergence: None,
         stopped: None,
         truncated,
     };
+    let n = ids.len();
     for id in ids {
         match one(&id, &into)? {
             Ok(r) => {
@@ -702,7 +711,7 @@ pub fn replay_run_with(
                 });
                 if !r.same {
                     out.divergence = Some(r);
-                    return Ok(out);
+                    break;
                 }
             }
             Err(err) => {
@@ -711,12 +720,24 @@ pub fn replay_run_with(
                     "error": err.body.get("error"),
                     "message": err.body.get("message"),
                 }));
-                return Ok(out);
+                break;
             }
         }
     }
-    out.completed = true;
+    out.completed = out.divergence.is_none() && out.stopped.is_none() && out.replayed.len() == n;
+    if let Ok(kept) = serde_json::to_value(&out) {
+        shared
+            .lock()
+            .replay_reports
+            .keep(out.report_id.clone(), kept);
+    }
     Ok(out)
+}
+
+/// A kept replay sequence report (`None` when unknown or forgotten).
+pub fn replay_report(shared: &Shared, report_id: &str) -> Option<ReplayedRun> {
+    let kept = shared.lock().replay_reports.get(report_id)?;
+    serde_json::from_value(kept).ok()
 }
 
 #[cfg(test)]

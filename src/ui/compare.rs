@@ -143,10 +143,16 @@ fn side(c: Option<&ComparedCall>, other: Option<&ComparedCall>, marks: &[Mark], 
         out.push_lit("<span class=\"muted\">()</span>");
     } else {
         out.push_lit("<dl class=\"args\">");
+        // Positional arguments named from the signature, as in the call tree.
+        let names = c
+            .signature
+            .as_deref()
+            .map(super::paused::positional_names)
+            .unwrap_or_default();
         for (i, a) in c.args.iter().enumerate() {
             let label = match &a.name {
                 Some(n) => n.clone(),
-                None => format!("arg {i}"),
+                None => names.get(i).cloned().unwrap_or_else(|| format!("arg {i}")),
             };
             let what = format!("{} {label}", c.function);
             html!(

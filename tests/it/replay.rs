@@ -447,6 +447,16 @@ fn calls_of_other_functions_are_replayed_through_the_client_registry_also_as_an_
     assert_eq!(seq["stopped"]["error"], "invalid_args", "{seq}");
     let summarize = newest(&c, "summarize", None);
     assert_eq!(seq["stopped"]["source_id"], summarize["call_id"], "{seq}");
+    // The web UI's report of that sequence.
+    let report = c.get(&format!(
+        "/runs/replayed/{}",
+        seq["report_id"].as_str().unwrap()
+    ));
+    assert_eq!(report.status, 200);
+    let text = report.text();
+    assert!(text.contains("Stopped after 2 calls"), "{text}");
+    assert!(text.contains("<code>invalid_args</code>"), "{text}");
+    assert_eq!(c.get("/runs/replayed/nope").status, 404);
     // A function the program did not register (a name no wrapped callable has) is refused
     // with what to do.
     let mut body = call_start_body("nowhere", vec![item(&json!(1), 1)], json!({}));
