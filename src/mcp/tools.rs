@@ -617,7 +617,7 @@ The filters are those of GET /api/call-records; a process or search filter reads
 process_key (from the process_key of breakpoint_get_call_records' records). The calls of each run, in call-tree order \
 without the client's own events, are aligned by function and depth, so an inserted or missing call shifts nothing else; \
 each aligned pair is marked same, different_arguments, different_result, different_exception (one or several), \
-only_in_a or only_in_b, comparing the CIDs of the stored values. first_divergence names the first pair that is not \
+only_in_a or only_in_b, comparing the CIDs of the stored values (placeholders of unpicklable objects with their memory addresses left out). first_divergence names the first pair that is not \
 same; counts covers every pair; pairs is one page (offset, limit). Use it to find where a failing run departs from a \
 good one; open a value with breakpoint_inspect_object and its cid. At most 1,000 calls of each run are compared \
 (truncated says when a run has more).",

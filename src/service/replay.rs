@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::ids;
 use crate::limits::MAX_REPLAY_SEQUENCE;
 use crate::pickle;
+use crate::pretty::placeholder_key;
 use crate::records::{is_client_event, ClientEvents};
 use crate::replay::{self, Active};
 use crate::state::Shared;
@@ -489,13 +490,20 @@ pub fn replay_finish(
 pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
     let mut out = Vec::new();
     let cid = |v: Option<&Value>| v.and_then(|i| i.get("cid")).cloned();
+    // Two placeholders (objects the client could not pickle) alike but for their addresses
+    // are the same (`pretty::placeholder_key`).
+    let alike = |x: Option<&Value>, y: Option<&Value>| {
+        let key = |v: Option<&Value>| v.and_then(placeholder_key);
+        key(x).is_some() && key(x) == key(y)
+    };
     let empty = Vec::new();
     let (aa, ba) = (
         a.get("args").and_then(Value::as_array).unwrap_or(&empty),
         b.get("args").and_then(Value::as_array).unwrap_or(&empty),
     );
     for i in 0..aa.len().max(ba.len()) {
-        if cid(aa.get(i)) != cid(ba.get(i)) {
+        let shown = |r: &Value| r.pointer(&format!("/pretty_args/{i}")).cloned();
+        if cid(aa.get(i)) != cid(ba.get(i)) && !alike(shown(a).as_ref(), shown(b).as_ref()) {
             let at = |r: &Value| {
                 r.pointer(&format!("/pretty_args/{i}"))
                     .cloned()
@@ -521,7 +529,8 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
     names.sort();
     names.dedup();
     for k in names {
-        if cid(ak.get(k)) != cid(bk.get(k)) {
+        let shown = |r: &Value| r.get("pretty_kwargs").and_then(|p| p.get(k)).cloned();
+        if cid(ak.get(k)) != cid(bk.get(k)) && !alike(shown(a).as_ref(), shown(b).as_ref()) {
             let at = |r: &Value| {
                 r.get("pretty_kwargs")
                     .and_then(|p| p.get(k))
@@ -543,7 +552,9 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
             replay: field(b, "status"),
         });
     }
-    if field(a, "result_cid") != field(b, "result_cid") {
+    if field(a, "result_cid") != field(b, "result_cid")
+        && !alike(a.get("pretty_result"), b.get("pretty_result"))
+    {
         out.push(Difference {
             part: "result".into(),
             source: field(a, "pretty_result"),
@@ -743,6 +754,29 @@ pub fn replay_report(shared: &Shared, report_id: &str) -> Option<ReplayedRun> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_alike_but_for_their_addresses_are_no_difference() {
+        let ph = |id: &str| json!({"__cideldill_placeholder__": true, "object_id": id, "repr_text": format!("<C at {id}>")});
+        let rec = |cid: &str, id: &str, arg: i64| {
+            json!({"args": [{"cid": format!("c{arg}")}], "pretty_args": [arg.to_string()],
+                   "status": "success", "result_cid": cid, "pretty_result": ph(id)})
+        };
+        assert_eq!(
+            compare(
+                &rec("a", "0x7f0000000001", 1),
+                &rec("b", "0x7f0000000002", 1)
+            ),
+            vec![]
+        );
+        // A plain value that differs still does.
+        let d = compare(
+            &rec("a", "0x7f0000000001", 1),
+            &rec("b", "0x7f0000000002", 2),
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].part, "args[0]");
+    }
 
     #[test]
     fn the_same_function_is_called_as_self_another_through_the_client_registry() {
