@@ -268,4 +268,14 @@ fn two_runs_of_the_unchanged_demo_compare_as_the_same() {
     // The five calls and the two pickle_error events describe's argument makes the client send
     // (their object_id is the object's address).
     assert_eq!(r["total_pairs"], 7, "{r}");
+    // The page: arguments named from the signature, and no value marked as differing.
+    let page = c
+        .get(&format!("/runs/compare?a={}&b={}", keys[0], keys[1]))
+        .text();
+    assert!(
+        page.contains("<dt>x</dt>") && page.contains("<dt>channel</dt>"),
+        "{page}"
+    );
+    assert!(!page.contains("arg 0"), "{page}");
+    assert!(!page.contains("diff-mark"), "{page}");
 }
