@@ -739,7 +739,7 @@ timeout_s (default 30, at most 55) for the whole sequence; the calls left then a
         output_schema: || json!({"type": "object", "required": ["report_id", "run_id", "into_run", "replayed", "completed", "truncated"], "properties": {
             "report_id": {"type": "string"}, "run_id": {"type": "string"}, "into_run": {"type": "string"},
             "replayed": {"type": "array", "items": {"type": "object", "required": ["source_id", "record_id", "same"], "properties": {
-                "source_id": {"type": "string"}, "record_id": {"type": "string"}, "same": {"type": "boolean"}}}},
+                "source_id": {"type": "string"}, "record_id": {"type": "string"}, "function": {"type": "string"}, "same": {"type": "boolean"}}}},
             "completed": {"type": "boolean"},
             "divergence": {"type": ["object", "null"]},
             "stopped": {"type": ["object", "null"], "properties": {

@@ -577,6 +577,8 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
 pub struct Step {
     pub source_id: String,
     pub record_id: String,
+    /// The function called.
+    pub function: String,
     pub same: bool,
 }
 
@@ -718,6 +720,7 @@ pub fn replay_run_with(
                 out.replayed.push(Step {
                     source_id: id,
                     record_id: r.record_id.clone(),
+                    function: r.function.clone(),
                     same: r.same,
                 });
                 if !r.same {

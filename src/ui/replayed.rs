@@ -119,14 +119,14 @@ fn report(r: &ReplayedRun) -> Html {
     if r.completed {
         html!(
             out,
-            "<p class=\"outcome same\" id=\"replay-outcome\">All {} {} replayed the same as recorded.</p>",
+            "<p class=\"replay-summary same\" id=\"replay-outcome\">All {} {} replayed the same as recorded.</p>",
             n,
             calls(n)
         );
     } else if let Some(d) = &r.divergence {
         html!(
             out,
-            "<p class=\"outcome diverged\" id=\"replay-outcome\">Diverged at call {} of the sequence: \
+            "<p class=\"replay-summary diverged\" id=\"replay-outcome\">Diverged at call {} of the sequence: \
              <a href=\"{}\"><code>{}</code></a> replayed differently. <a href=\"{}\">Open the replay</a></p>",
             n,
             call_tree_href(&r.run_id, Some(&d.source_id)),
@@ -139,7 +139,7 @@ fn report(r: &ReplayedRun) -> Html {
         let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         html!(
             out,
-            "<p class=\"outcome stopped\" id=\"replay-outcome\">Stopped after {} {}: call \
+            "<p class=\"replay-summary stopped\" id=\"replay-outcome\">Stopped after {} {}: call \
              <a href=\"{}\"><code>{}</code></a> could not be replayed: <code>{}</code> {}</p>",
             n,
             calls(n),
@@ -157,20 +157,27 @@ fn report(r: &ReplayedRun) -> Html {
     }
     if n > 0 {
         out.push_lit(
-            "<table class=\"list replayed\"><thead><tr><th scope=\"col\" class=\"num\">#</th>\
-             <th scope=\"col\">Recorded call</th><th scope=\"col\">Replay</th>\
-             <th scope=\"col\">Compared</th></tr></thead><tbody>",
+            "<table class=\"list grid replayed\"><thead><tr><th scope=\"col\" class=\"num\">#</th>\
+             <th scope=\"col\">Function</th><th scope=\"col\">Recorded call</th>\
+             <th scope=\"col\">Replay</th><th scope=\"col\">Compared</th></tr></thead><tbody>",
         );
         for (i, s) in r.replayed.iter().enumerate() {
             html!(
                 out,
-                "<tr><td class=\"num\">{}</td><td><a href=\"{}\"><code>{}</code></a></td>\
-                 <td><a href=\"{}\"><code>{}</code></a></td><td>{}</td></tr>",
+                "<tr><td class=\"num\" data-label=\"#\">{}</td><td data-label=\"Function\"><code>{}</code></td>\
+                 <td data-label=\"Recorded call\"><a href=\"{}\" title=\"{}\" aria-label=\"call {} ({}) as recorded\">recorded</a></td>\
+                 <td data-label=\"Replay\"><a href=\"{}\" title=\"{}\" aria-label=\"call {} ({}) replayed\">replay</a></td>\
+                 <td data-label=\"Compared\">{}</td></tr>",
                 i + 1,
+                s.function,
                 call_tree_href(&r.run_id, Some(&s.source_id)),
                 s.source_id,
+                i + 1,
+                s.function,
                 call_tree_href(&r.into_run, Some(&s.record_id)),
                 s.record_id,
+                i + 1,
+                s.function,
                 if s.same { "same" } else { "differs" }
             );
         }

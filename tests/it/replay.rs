@@ -443,6 +443,8 @@ fn calls_of_other_functions_are_replayed_through_the_client_registry_also_as_an_
     let steps = seq["replayed"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "{seq}");
     assert!(steps.iter().all(|st| st["same"] == true), "{seq}");
+    assert_eq!(steps[0]["function"], "add", "{seq}");
+    assert_eq!(steps[1]["function"], "greet", "{seq}");
     assert_eq!(seq["completed"], false, "{seq}");
     assert_eq!(seq["stopped"]["error"], "invalid_args", "{seq}");
     let summarize = newest(&c, "summarize", None);
