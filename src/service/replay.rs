@@ -270,12 +270,18 @@ impl Drop for Mark<'_> {
     }
 }
 
-fn no_program(function: &str, run: &str) -> ApiError {
+fn no_program(function: &str, run: &str, run_given: bool) -> ApiError {
+    let elsewhere = if run_given {
+        ""
+    } else {
+        ", nor a program of another run that recorded calls of it"
+    };
     ApiError::conflict(
         "no_live_program",
         format!(
-            "no live program of run {run} is paused, so nothing can run {function}: pause a call \
-             of that program, e.g. with a breakpoint on {function}, then replay"
+            "no live program of run {run} is paused{elsewhere}, so nothing can run {function}: \
+             pause a call of that program (any call: e.g. with a breakpoint on {function}) while \
+             it runs, then replay"
         ),
     )
 }
@@ -382,7 +388,7 @@ pub fn replay_start<'a>(
     let Some((pause_id, run_id, paused_fn)) =
         choose_pause(shared, &function, &run, e.into_run.is_some())
     else {
-        return Err(no_program(&function, &run));
+        return Err(no_program(&function, &run, e.into_run.is_some()));
     };
     let expression = replay_expression(&function, &paused_fn, &literals);
     {
