@@ -34,6 +34,9 @@ pub struct State {
     pub record_notes: crate::runs::RecordNotes,
     /// Replays whose evaluation runs in a program, by process key (`service::replay`).
     pub replays: std::collections::HashMap<String, crate::replay::Active>,
+    /// The newest replay sequences' reports (wire shape), by report id (shown by
+    /// `/runs/replayed/<id>`).
+    pub replay_reports: crate::replay::Reports<serde_json::Value>,
     next_seq: u64,
     pending_events: Vec<Event>,
 }
