@@ -233,7 +233,8 @@ fn choose_pause(
 }
 
 /// The expression that calls `function` with `literals` from a pause of `paused_fn`. In a
-/// pause of the same function, `self` is its wrapper (the client's proxy) and is called.
+/// pause of the same function it goes through `self`, the client's proxy: called itself for a
+/// wrapped function, its attribute `name` for a method of a wrapped object.
 /// From a pause of another function, the REPL evaluates in the client's proxy frame, where the
 /// program's names are not seen: the function is found in the client's function registry
 /// (`cideldill_client.function_registry`, where `with_debug` registers every wrapped
@@ -241,7 +242,14 @@ fn choose_pause(
 /// name, so that the call is reported and recorded like the wrapped one.
 pub fn replay_expression(function: &str, paused_fn: &str, literals: &[String]) -> String {
     if paused_fn == function {
-        return format!("self({})", literals.join(", "));
+        // In the client's wrapper frame `self` is the proxy and `method` what it wraps: for a
+        // wrapped function the proxy itself is called, for a method of a wrapped object the
+        // proxy's attribute `name` (both report the call under the paused name).
+        return format!(
+            "(self if method is object.__getattribute__(self, \"_target\") else \
+             getattr(self, name))({})",
+            literals.join(", ")
+        );
     }
     let name = replay::py_str(function);
     let mut parts = vec![
@@ -790,7 +798,11 @@ mod tests {
     #[test]
     fn the_same_function_is_called_as_self_another_through_the_client_registry() {
         let lits = vec!["2".to_owned(), "y=3".to_owned()];
-        assert_eq!(replay_expression("add", "add", &lits), "self(2, y=3)");
+        assert_eq!(
+            replay_expression("add", "add", &lits),
+            "(self if method is object.__getattribute__(self, \"_target\") else \
+             getattr(self, name))(2, y=3)"
+        );
         assert_eq!(
             replay_expression("add", "divide", &lits),
             "__import__(\"cideldill_client\").debug_call(\"add\", \

@@ -410,7 +410,13 @@ fn every_tool_result_matches_its_output_schema() {
                 r["eval_id"].is_string().then_some(r)
             })
         });
-        assert_eq!(req["expr"], "self(2, y=3)");
+        assert_eq!(
+            req["expr"],
+            concat!(
+                "(self if method is object.__getattribute__(self, \"_target\") ",
+                "else getattr(self, name))(2, y=3)"
+            )
+        );
         let start = http.post_ok(
             "/api/call/start",
             &call_start_body(

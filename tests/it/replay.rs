@@ -79,7 +79,11 @@ fn a_recorded_call_is_replayed_in_the_live_program_as_recorded_and_edited() {
     assert_eq!(same["same"], true, "{same}");
     assert_eq!(same["differences"], json!([]), "{same}");
     assert_eq!(
-        same["expression"], "self(0, label=\"item-000\", scale=2)",
+        same["expression"],
+        concat!(
+            "(self if method is object.__getattribute__(self, \"_target\") ",
+            "else getattr(self, name))(0, label=\"item-000\", scale=2)"
+        ),
         "{same}"
     );
     let new_id = same["record_id"].as_str().unwrap().to_owned();
