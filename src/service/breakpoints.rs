@@ -83,9 +83,6 @@ pub struct OptionsChange {
     pub reset_hits: bool,
 }
 
-/// The option fields, in the order they are read.
-pub const OPTION_FIELDS: [&str; 4] = ["condition", "hit_condition", "log_message", "one_shot"];
-
 impl OptionsChange {
     /// Reads the option fields present in `body` (`condition`, `hit_condition`, `log_message`:
     /// a string, `""` or null to clear; `one_shot`: a bool; `reset_hits`: a bool). Errors name
@@ -435,6 +432,7 @@ pub enum Signature<'a> {
     Set(Option<&'a str>),
 }
 
+#[cfg(test)]
 /// Adds a breakpoint (idempotent) with an optional before-behavior and registers the function,
 /// in one critical section with one `BreakpointsChanged` event.
 pub fn add_breakpoint(
@@ -1028,12 +1026,11 @@ pub fn function_register(shared: &Shared, body: &Obj) -> Result<FunctionRegister
 }
 
 /// What the web UI's forms and cards show of the registry, bounded whatever its size: the
-/// first `limit` names (of `total`), and the signatures of the `wanted` functions and of at
+/// first `limit` names, and the signatures of the `wanted` functions and of at
 /// most `limit` others sharing one of theirs (the candidates to replace them).
 #[derive(Debug, Clone, Default)]
 pub struct FunctionsShown {
     pub names: Vec<String>,
-    pub total: usize,
     pub signatures: BTreeMap<String, String>,
 }
 
@@ -1062,7 +1059,6 @@ pub fn functions_shown(shared: &Shared, wanted: &[&str], limit: usize) -> Functi
     }
     FunctionsShown {
         names: f.names().take(limit).cloned().collect(),
-        total: f.len(),
         signatures,
     }
 }
@@ -1096,7 +1092,7 @@ mod tests {
             function_register(&s, &body(json!({"function_name": f, "signature": sig}))).unwrap();
         }
         let shown = functions_shown(&s, &["f00", "f01"], 5);
-        assert_eq!((shown.names.len(), shown.total), (5, 50));
+        assert_eq!(shown.names.len(), 5);
         // The wanted ones, and at most 5 others sharing one of their signatures.
         assert!(shown.signatures.contains_key("f00") && shown.signatures.contains_key("f01"));
         assert_eq!(shown.signatures.len(), 7);

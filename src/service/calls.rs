@@ -116,6 +116,7 @@ pub(crate) fn not_yours(what: &str, e: &NotYours) -> ApiError {
     )
 }
 
+#[cfg(test)]
 /// `POST /api/call/start` (protocol doc §2.5), for a request without a browser origin.
 pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
     call_start_from(shared, body, None)
@@ -481,6 +482,7 @@ fn shown_exception(shared: &Shared, body: &Obj) -> Value {
     }
 }
 
+#[cfg(test)]
 /// `POST /api/call/complete` (protocol doc §2.9), for a request without a browser origin.
 pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
     call_complete_from(shared, body, None)

@@ -30,19 +30,6 @@ pub enum Mark {
     OnlyInB,
 }
 
-impl Mark {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mark::Same => "same",
-            Mark::DifferentArguments => "different_arguments",
-            Mark::DifferentResult => "different_result",
-            Mark::DifferentException => "different_exception",
-            Mark::OnlyInA => "only_in_a",
-            Mark::OnlyInB => "only_in_b",
-        }
-    }
-}
-
 /// One run of a comparison.
 #[derive(Serialize, Debug, Clone)]
 pub struct RunSide {

@@ -358,6 +358,7 @@ pub fn modify_prefill(shared: &Shared, call: &CallRecord) -> (Value, Value) {
     (shown, items)
 }
 
+#[cfg(test)]
 /// `GET /api/poll/<id>`: ready with the stored action, or waiting (also for unknown ids).
 pub fn poll(shared: &Shared, pause_id: &str) -> Value {
     poll_from(shared, pause_id, None).unwrap_or_else(|e| e.to_json())

@@ -140,7 +140,6 @@ pub struct TreeRow {
 /// A record linked from the window (a caller, the previous or next call).
 #[derive(Debug, Clone)]
 pub struct TreeLink {
-    pub loc: u64,
     pub call_id: String,
     pub method: String,
 }
@@ -173,8 +172,6 @@ pub struct TreeWindow {
     pub later: Option<u64>,
     pub last: Option<u64>,
     pub selected: Option<TreeSelected>,
-    /// The selected call id was asked for but is not one of this process's records.
-    pub unknown_selected: bool,
     /// Previous and next call in time order (among the matches), and where the selected one
     /// is among them (from 1) of how many.
     pub prev: Option<TreeLink>,
@@ -223,7 +220,6 @@ pub fn process_tree(shared: &Shared, key: &str, ask: &TreeAsk) -> Option<TreeWin
         let e = entry(i)?;
         let r = read(shared, e.loc, scratch)?;
         Some(TreeLink {
-            loc: e.loc,
             call_id: call_id(&r),
             method: e.method.to_string(),
         })
@@ -314,7 +310,6 @@ pub fn process_tree(shared: &Shared, key: &str, ask: &TreeAsk) -> Option<TreeWin
         earlier: loc_of(plan.earlier),
         later: loc_of(plan.later),
         last: loc_of(plan.last),
-        unknown_selected: ask.selected.is_some() && selected.is_none(),
         selected,
         prev: plan.prev.and_then(|i| link(&mut scratch, i)),
         next: plan.next.and_then(|i| link(&mut scratch, i)),
@@ -623,7 +618,7 @@ mod tests {
         assert_eq!(w.prev.unwrap().call_id, c);
         assert_eq!(w.next.unwrap().call_id, "ev-1");
         let w = process_tree(&s, &p1.key, &ask(Some(&b))).unwrap();
-        assert!(w.selected.is_none() && w.unknown_selected);
+        assert!(w.selected.is_none(), "b is a call of another process");
         assert!(process_tree(&s, "nope", &ask(None)).is_none());
         assert_eq!(find_record(&s, &b).unwrap()["method_name"], "g");
         assert_eq!(find_record(&s, "ev-1").unwrap()["status"], "registered");

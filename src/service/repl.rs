@@ -351,6 +351,7 @@ pub fn repl_close(shared: &Shared, session_id: &str) -> Result<Done, ApiError> {
     }
 }
 
+#[cfg(test)]
 /// `GET /api/poll-repl/<pause_id>`: the next queued eval, or `{"eval_id": null}` (always 200).
 pub fn poll_repl(shared: &Shared, pause_id: &str) -> Value {
     poll_repl_from(shared, pause_id, None).unwrap_or_else(|e| e.to_json())
@@ -373,6 +374,7 @@ pub fn poll_repl_from(
     })
 }
 
+#[cfg(test)]
 /// `POST /api/call/repl-result` (protocol doc §2.8), for a request without a browser origin.
 pub fn repl_result(shared: &Shared, body: &Obj) -> Result<Done, ApiError> {
     repl_result_from(shared, body, None)
