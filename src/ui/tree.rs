@@ -583,8 +583,9 @@ fn stepper(addr: &Addr, w: &TreeWindow) -> Html {
     out
 }
 
-/// A program value in a `code` block (long ones fold), with more classes (a leading space).
-fn value_html(v: &Value, class: &str) -> Html {
+/// A rendered program value (JSON, shown as the language writes it) in a `code` block, as
+/// [`value_html_classed`]: long ones fold; `class` adds classes (with a leading space).
+fn shown_value_html(v: &Value, class: &str) -> Html {
     value_html_classed(&shown(v), class)
 }
 
@@ -741,8 +742,8 @@ fn compared(
             "<tr><th scope=\"row\" title=\"{}\">{}</th><td>{}</td><td>{}</td></tr>",
             d.part,
             super::replayed::difference_label(&d.part, signature),
-            value_html(&d.source, ""),
-            value_html(&d.replay, "")
+            shown_value_html(&d.source, ""),
+            shown_value_html(&d.replay, "")
         );
     }
     out.push_lit("</tbody></table>");
@@ -779,7 +780,7 @@ fn arguments(out: &mut Html, sel: &Value) {
         html!(
             out,
             "<dt>target</dt><dd>{}{}</dd>",
-            value_html(t, ""),
+            shown_value_html(t, ""),
             object_link_named(sel.get("target"), "the target")
         );
     }
@@ -795,7 +796,7 @@ fn arguments(out: &mut Html, sel: &Value) {
             out,
             "<dt>{}</dt><dd>{}{}</dd>",
             name,
-            value_html(a, ""),
+            shown_value_html(a, ""),
             object_link_named(sel.get("args").and_then(|x| x.get(i)), &name)
         );
     }
@@ -804,7 +805,7 @@ fn arguments(out: &mut Html, sel: &Value) {
             out,
             "<dt>{}</dt><dd>{}{}</dd>",
             k,
-            value_html(v, ""),
+            shown_value_html(v, ""),
             object_link_named(sel.get("kwargs").and_then(|x| x.get(k)), k)
         );
     }
@@ -829,7 +830,7 @@ fn outcome(out: &mut Html, sel: &Value, r: &TreeRow) {
             html!(
                 out,
                 "<div class=\"with-obj\">{}{}</div>",
-                value_html(e, " raised"),
+                shown_value_html(e, " raised"),
                 object_link_named(sel.get("exception_cid"), "the exception")
             );
         }
@@ -851,7 +852,7 @@ fn outcome(out: &mut Html, sel: &Value, r: &TreeRow) {
             html!(
                 out,
                 "<h3>Result</h3><div class=\"with-obj\">{}{}</div>",
-                value_html(v, ""),
+                shown_value_html(v, ""),
                 object_link_named(sel.get("result_cid"), "the result")
             );
         }
