@@ -290,6 +290,20 @@ impl ProcessIndex {
         }
     }
 
+    /// Forgets the process `key` and its records (a deleted run): answers it, with where its
+    /// records are kept. Records it notes later start it afresh. The table of stacks keeps
+    /// the stacks its records had (other processes may share them).
+    pub fn remove(&mut self, key: &str) -> Option<Proc> {
+        let at = self.by_key.remove(key)?;
+        let gone = self.procs.remove(at);
+        for i in self.by_key.values_mut() {
+            if *i > at {
+                *i -= 1;
+            }
+        }
+        Some(gone)
+    }
+
     /// Records noted in all.
     pub fn len(&self) -> usize {
         self.procs.iter().map(|p| p.entries.len()).sum()

@@ -1388,7 +1388,10 @@ impl RecordFilter<'_> {
 /// The in-memory window of call records and history entries.
 #[derive(Debug)]
 pub struct Records {
-    records: VecDeque<Record>,
+    /// `None`: a record forgotten (`forget_process`); its slot keeps the numbering.
+    records: VecDeque<Option<Record>>,
+    /// Slots of `records` that are `None`.
+    forgotten: usize,
     /// What each record keeps besides its shared parts (`Record::own_weight`), in the order
     /// of `records`.
     weights: VecDeque<u32>,
@@ -1422,6 +1425,7 @@ impl Records {
     pub fn new(max: usize, max_bytes: usize) -> Records {
         Records {
             records: VecDeque::new(),
+            forgotten: 0,
             weights: VecDeque::new(),
             parts: std::collections::HashMap::new(),
             history: VecDeque::new(),
@@ -1448,28 +1452,76 @@ impl Records {
             }
             e.0 += 1;
         });
-        self.records.push_back(record);
+        self.records.push_back(Some(record));
         self.weights.push_back(weight);
         self.bytes += weight as usize;
         while self.records.len() > self.max
             || (self.bytes > self.max_bytes && self.records.len() > 1)
         {
-            if let Some(old) = self.records.pop_front() {
-                let (parts, bytes) = (&mut self.parts, &mut self.bytes);
-                old.parts(&mut |(at, _)| {
-                    if let Some(e) = parts.get_mut(&at) {
-                        e.0 -= 1;
-                        if e.0 == 0 {
-                            *bytes -= e.1;
-                            parts.remove(&at);
-                        }
-                    }
-                });
+            match self.records.pop_front() {
+                Some(Some(old)) => self.release(&old),
+                Some(None) => self.forgotten -= 1,
+                None => {}
             }
             self.bytes -= self.weights.pop_front().unwrap_or(0) as usize;
             self.dropped_records += 1;
         }
         seq
+    }
+
+    /// Releases the shared parts a record leaving the window held.
+    fn release(&mut self, old: &Record) {
+        let (parts, bytes) = (&mut self.parts, &mut self.bytes);
+        old.parts(&mut |(at, _)| {
+            if let Some(e) = parts.get_mut(&at) {
+                e.0 -= 1;
+                if e.0 == 0 {
+                    *bytes -= e.1;
+                    parts.remove(&at);
+                }
+            }
+        });
+    }
+
+    /// Forgets every record and history entry of the process `key` in the window (their
+    /// memory is freed; the records' numbers stay with their empty slots, which leave the
+    /// window in turn): answers how many records and history entries were forgotten.
+    pub fn forget_process(&mut self, key: &str) -> (usize, usize) {
+        let mut n = 0;
+        for i in 0..self.records.len() {
+            let of_it =
+                matches!(&self.records[i], Some(r) if r.process().is_some_and(|p| p.key() == key));
+            if !of_it {
+                continue;
+            }
+            if let Some(old) = self.records[i].take() {
+                self.release(&old);
+            }
+            if let Some(w) = self.weights.get_mut(i) {
+                self.bytes -= *w as usize;
+                *w = 0;
+            }
+            self.forgotten += 1;
+            n += 1;
+        }
+        let (mut i, mut h) = (0, 0);
+        while i < self.history.len() {
+            if self.history[i].call.process.key() == key {
+                h += 1;
+                self.history.remove(i);
+                if let Some(w) = self.history_weights.remove(i) {
+                    self.history_bytes -= w as usize;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        (n, h)
+    }
+
+    /// The records in memory, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Record> {
+        self.records.iter().flatten()
     }
 
     /// Bytes the records in the window keep (as `Record::weight` estimates them).
@@ -1494,11 +1546,11 @@ impl Records {
 
     /// Records in memory.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.records.len() - self.forgotten
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
     }
 
     /// Records that fell out of the window since start.
@@ -1545,6 +1597,7 @@ impl Records {
                 .records
                 .range(first..last)
                 .rev()
+                .flatten()
                 .filter(|r| keep(r))
                 .cloned()
                 .collect(),
@@ -1570,7 +1623,13 @@ impl Records {
         let every = filter.with_client_events(ClientEvents::Show);
         let (mut total, mut left_out) = (0, 0);
         let mut page = Vec::new();
-        for r in self.records.iter().rev().filter(|r| every.matches(r)) {
+        for r in self
+            .records
+            .iter()
+            .rev()
+            .flatten()
+            .filter(|r| every.matches(r))
+        {
             if !filter.matches(r) {
                 left_out += 1;
                 continue;
@@ -1588,13 +1647,14 @@ impl Records {
         self.records
             .iter()
             .rev()
+            .flatten()
             .find(|r| r.call_id_is(call_id))
             .cloned()
     }
 
     /// The newest call record with this call id (to link a stored history entry).
     pub fn call_by_id(&self, call_id: &str) -> Option<Arc<CallRecord>> {
-        self.records.iter().rev().find_map(|r| match r {
+        self.records.iter().rev().flatten().find_map(|r| match r {
             Record::Call(c) if c.call_id.matches(call_id) => Some(c.clone()),
             _ => None,
         })
@@ -1615,14 +1675,14 @@ impl Records {
     /// The newest record, if it is a call record.
     pub fn newest_call(&self) -> Option<Arc<CallRecord>> {
         match self.records.back() {
-            Some(Record::Call(c)) => Some(c.clone()),
+            Some(Some(Record::Call(c))) => Some(c.clone()),
             _ => None,
         }
     }
 
     /// The call records in memory, oldest first (object snapshots are derived from them).
     pub fn calls(&self) -> impl DoubleEndedIterator<Item = &Arc<CallRecord>> {
-        self.records.iter().filter_map(|r| match r {
+        self.records.iter().flatten().filter_map(|r| match r {
             Record::Call(c) => Some(c),
             _ => None,
         })

@@ -228,6 +228,8 @@ const KIND_CALL_RECORD: u8 = 2;
 const KIND_HISTORY: u8 = 3;
 /// Settings records in the `.idx` file only (on disk they have `KIND_HISTORY`).
 const INDEX_KIND_SETTINGS: u8 = 4;
+/// Records forgotten (`Store::forget`), in the `.idx` file only: no listing asks for this kind.
+const INDEX_KIND_FORGOTTEN: u8 = 5;
 
 const FORMAT_NONE: u8 = 0;
 const FORMAT_DILL: u8 = 1;
@@ -422,6 +424,49 @@ impl State {
         let (_, &i) = self.index.get(digest)?;
         self.entries.get(i as usize)
     }
+
+    /// Drops the blobs named by `cids` (hex CIDs; unknown ones are ignored) from the index and,
+    /// in memory, their bytes: how many were present and their bytes.
+    fn forget(&mut self, cids: &[&str]) -> (usize, u64) {
+        let gone: std::collections::HashSet<[u8; DIGEST_LEN]> = cids
+            .iter()
+            .filter_map(|c| parse_digest(c))
+            .filter(|d| self.index.get(d).is_some())
+            .collect();
+        if gone.is_empty() {
+            return (0, 0);
+        }
+        let mut bytes = 0;
+        self.entries.retain(|e| {
+            let drop = gone.contains(e.cid.digest());
+            if drop {
+                bytes += e.size();
+            }
+            !drop
+        });
+        self.entries.shrink_to_fit();
+        let mut index = CidMap::default();
+        for (i, e) in self.entries.iter().enumerate() {
+            index.insert(e.cid.clone(), i as u32);
+        }
+        self.index = index;
+        (gone.len(), bytes)
+    }
+}
+
+/// The key of a settings record (see [`SETTINGS_KEY`]) that removes objects: `"forget_objects":
+/// [cid, ...]`. The store applies it itself, in the log's order, when the file is opened: the
+/// objects stored before it are dropped from the index (a copy stored again after it is a new
+/// object). Their bytes stay in the file (there is no compaction); no listing or read reaches
+/// them again.
+pub const FORGET_KEY: &str = "forget_objects";
+
+/// The CIDs a settings record removes ([`FORGET_KEY`]), if it is such a record.
+fn forgotten(v: &serde_json::Value) -> Vec<&str> {
+    v.get(FORGET_KEY)
+        .and_then(serde_json::Value::as_array)
+        .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// The content store. See the module documentation.
@@ -910,6 +955,72 @@ impl Store {
         Ok((page, next))
     }
 
+    /// Removes records and objects: writes `tombstone` (a settings record; with a database file,
+    /// durably, before anything changes), then drops the objects it names under
+    /// [`FORGET_KEY`] from the index (in memory, with their bytes; in a file, their bytes
+    /// stay there, unreachable) and marks the index entries of the JSON records at `offsets`
+    /// as forgotten, so no listing walks them again (the `.idx` file is rebuilt at every open;
+    /// the caller forgets the records again when it reads the tombstone back). Answers how many
+    /// objects were dropped and their bytes.
+    pub fn forget(
+        &self,
+        tombstone: &serde_json::Value,
+        offsets: &[u64],
+    ) -> io::Result<(usize, u64)> {
+        if !is_settings(tombstone) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "store: a tombstone must be a settings record",
+            ));
+        }
+        if self.durable {
+            self.append_records(&[(RecordKind::Settings, tombstone, IndexKey::default())])?;
+        }
+        let dropped = self.lock().forget(&forgotten(tombstone));
+        if let Err(e) = self.forget_records(offsets) {
+            log::error!("store index: cannot mark forgotten records: {e}");
+        }
+        Ok(dropped)
+    }
+
+    /// Marks the index entries of the JSON records at `offsets` as forgotten: listings and
+    /// walks of the index skip them. Answers how many were marked.
+    pub fn forget_records(&self, offsets: &[u64]) -> io::Result<usize> {
+        if offsets.is_empty() {
+            return Ok(0);
+        }
+        let mut sorted = offsets.to_vec();
+        sorted.sort_unstable();
+        let st = self.lock();
+        let Some(index) = st.index_file.as_ref() else {
+            return Ok(0);
+        };
+        let (file, len) = (Arc::clone(&index.file), index.len);
+        let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
+        let mut start = 0u64;
+        let mut marked = 0;
+        let whole = len - len % INDEX_ENTRY_LEN as u64;
+        while start < whole {
+            let end = (start + buf.len() as u64).min(whole);
+            let chunk = &mut buf[..(end - start) as usize];
+            file.read_exact_at(chunk, start)?;
+            let mut changed = false;
+            for e in chunk.chunks_exact_mut(INDEX_ENTRY_LEN) {
+                let (offset, kind, _) = parse_index_entry(e);
+                if kind != INDEX_KIND_FORGOTTEN && sorted.binary_search(&offset).is_ok() {
+                    e[6] = INDEX_KIND_FORGOTTEN;
+                    changed = true;
+                    marked += 1;
+                }
+            }
+            if changed {
+                file.write_all_at(chunk, start)?;
+            }
+            start = end;
+        }
+        Ok(marked)
+    }
+
     /// Metadata of every blob, in insertion order.
     pub fn list(&self) -> Vec<BlobMeta> {
         self.lock()
@@ -1185,7 +1296,12 @@ fn scan(
                     );
                 }
             }
-            Parsed::Json(kind, value) => on_json(at, kind, value)?,
+            Parsed::Json(kind, value) => {
+                if kind == RecordKind::Settings {
+                    state.forget(&forgotten(&value));
+                }
+                on_json(at, kind, value)?
+            }
         }
         pos = end;
     }

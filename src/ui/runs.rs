@@ -1,6 +1,7 @@
 //! `/runs`: every run (what one process recorded), newest first, with its label and notes
 //! editable in place (forms that call `POST /api/runs/<id>/label` and `/notes`), each linking
-//! to its call tree.
+//! to its call tree, and a Delete… disclosure whose second button (`DELETE /api/runs/<id>`)
+//! deletes the run: a confirmation step without a script dialog, reachable by keyboard.
 
 use super::markup::{html, markup};
 use super::tree::call_tree_href;
@@ -52,7 +53,7 @@ fn table(shared: &Shared, offset: usize) -> Html {
         "<table class=\"list grid runs\"><thead><tr><th scope=\"col\">Run</th><th scope=\"col\">PID</th>\
          <th scope=\"col\">Started</th><th scope=\"col\">Last call</th><th scope=\"col\" class=\"num\">Calls</th>\
          <th scope=\"col\" class=\"num\">Exceptions</th><th scope=\"col\">Label</th><th scope=\"col\">Notes</th>\
-         </tr></thead><tbody>",
+         <th scope=\"col\">Delete</th></tr></thead><tbody>",
     );
     for r in &listing.runs {
         let api = format!("/api/runs/{}", encode_segment(&r.run_id));
@@ -72,7 +73,11 @@ fn table(shared: &Shared, offset: usize) -> Html {
              <button type=\"submit\">Save label</button><span class=\"error\" role=\"alert\"></span></form></td>\
              <td data-label=\"Notes\"><form class=\"run-edit\" data-api=\"{}/notes\"><textarea name=\"notes\" rows=\"2\" \
              aria-label=\"Notes on the run of {} (pid {})\">{}</textarea>\
-             <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td></tr>",
+             <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td>\
+             <td data-label=\"Delete\"><details class=\"run-delete\"><summary>Delete…</summary>\
+             <form data-api=\"{}\" data-method=\"DELETE\"><p>Its records, label, notes and the objects only \
+             it used go for good.</p><button type=\"submit\" class=\"danger\">Really delete run {} ({} {})?</button>\
+             <span class=\"error\" role=\"alert\"></span></form></details></td></tr>",
             r.run_id,
             call_tree_href(&r.run_id, None),
             r.run_id,
@@ -91,6 +96,10 @@ fn table(shared: &Shared, offset: usize) -> Html {
             name,
             r.pid,
             r.notes,
+            api,
+            r.run_id,
+            r.calls,
+            if r.calls == 1 { "call" } else { "calls" },
         );
     }
     out.push_lit("</tbody></table>");
