@@ -1830,6 +1830,42 @@ pub fn snapshots_of(call: &CallRecord, completed: bool) -> Vec<Snapshot<'_>> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_forgotten_process_leaves_the_window_and_frees_its_bytes() {
+        let mut w = Records::new(10, usize::MAX);
+        let of = |pid: i64, id: &str| {
+            let mut c = CallRecord::for_tests("f", id);
+            c.process.pid = pid;
+            Record::Call(Arc::new(c))
+        };
+        w.push(of(1, "a"));
+        let one = w.bytes();
+        w.push(of(2, "b"));
+        w.push(of(1, "c"));
+        w.push_history(HistoryEntry::new(
+            Sym::new("h"),
+            Arc::new(CallRecord::for_tests("f", "c")),
+        ));
+        let key = Process {
+            pid: 1,
+            start_time: 1.0,
+        }
+        .key();
+        assert_eq!(w.forget_process(&key), (2, 1));
+        assert_eq!(w.len(), 1);
+        assert!(w.bytes() <= one, "{} > {one}", w.bytes());
+        assert!(w.by_call_id("a").is_none() && w.by_call_id("b").is_some());
+        assert_eq!(w.history("f", 0, 10).len(), 0);
+        // The numbering goes on; the empty slots leave the window in turn.
+        assert_eq!(w.next_seq(), 3);
+        assert_eq!(w.before(3, 3, |_| true).found.len(), 1);
+        for n in 0..10 {
+            w.push(of(2, &format!("n{n}")));
+        }
+        assert_eq!((w.len(), w.next_seq(), w.dropped()), (10, 13, 3));
+        assert_eq!(w.forget_process(&key), (0, 0));
+    }
+
     struct NoRender;
     impl Render for NoRender {
         fn item(&self, item: &Item) -> Value {

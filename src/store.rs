@@ -58,6 +58,16 @@
 //! open) they have kind 4. The file version stays 2: a version bump would make the previous
 //! server refuse the file.
 //!
+//! Deleting (a run, `service::delete_run`) appends a tombstone, a settings record that may list
+//! objects under [`FORGET_KEY`]: [`Store::forget`] writes and syncs it before anything changes,
+//! then drops those objects from the index (the memory backend frees their bytes; in the file
+//! the bytes stay, unreachable: the log is append-only and nothing compacts it) and marks the
+//! `.idx` entries of the deleted JSON records with kind 5, which no listing asks for. On open
+//! the scan applies a tombstone's [`FORGET_KEY`] where it stands in the log (an object stored
+//! again later is a new object), and the caller, which is handed the tombstone in order with
+//! the records, forgets the records before it and marks their rebuilt index entries again
+//! ([`Store::forget_records`]).
+//!
 //! On open the file is scanned from the start and every record is verified
 //! (record magic, header check, known kind/format, zero reserved bytes, body
 //! within the file, body digest, and for JSON records that the body parses).
@@ -1602,6 +1612,65 @@ mod tests {
         let store = Store::memory();
         assert!(store.path().is_none());
         check_basic_round_trip(&store);
+    }
+
+    #[test]
+    fn a_tombstone_forgets_objects_and_records_and_is_applied_again_on_open() {
+        let dir = TempDir::new("tombstone");
+        let path = dir.file("store.log");
+        let (gone, kept) = (b"only the deleted run".to_vec(), b"shared".to_vec());
+        let tomb = json!({"settings": 1, "delete_run": "1+2", FORGET_KEY: [cid_of(&gone)]});
+        let key = |seq| IndexKey {
+            seq,
+            ..IndexKey::default()
+        };
+        {
+            let (store, _) = Store::open(&path).expect("open new");
+            store
+                .put_blobs(vec![nb(&gone, None), nb(&kept, None)], 1.0)
+                .expect("put");
+            let offsets = store
+                .append_records(&[
+                    (RecordKind::CallRecord, &json!({"n": 1}), key(1)),
+                    (RecordKind::CallRecord, &json!({"n": 2}), key(2)),
+                ])
+                .expect("append");
+            // Not a settings record: refused, nothing changes.
+            assert!(store.forget(&json!({"n": 3}), &offsets[..1]).is_err());
+            assert_eq!(store.len(), 2);
+            let (n, bytes) = store.forget(&tomb, &offsets[..1]).expect("forget");
+            assert_eq!((n, bytes), (1, gone.len() as u64));
+            assert!(store.get(&cid_of(&gone)).expect("get").is_none());
+            assert_eq!(bytes_of(&store, &cid_of(&kept)), kept);
+            assert_eq!(store.list().len(), 1);
+            let (page, total) = store
+                .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+                .expect("walk");
+            assert_eq!((page, total), (vec![offsets[1]], 1));
+            // Stored again after the tombstone: a new object, kept after a reopen.
+            let again = b"stored again".to_vec();
+            let t2 = json!({"settings": 1, FORGET_KEY: [cid_of(&again)]});
+            store.put_blobs(vec![nb(&again, None)], 2.0).expect("put");
+            store.forget(&t2, &[]).expect("forget");
+            store.put_blobs(vec![nb(&again, None)], 3.0).expect("put");
+        }
+        // Reopened (as after a kill): the objects stay forgotten, the tombstone is handed
+        // back in order with the records; the caller marks their index entries again.
+        let (store, rec) = Store::open(&path).expect("reopen");
+        assert!(store.get(&cid_of(&gone)).expect("get").is_none());
+        assert_eq!(bytes_of(&store, &cid_of(&kept)), kept);
+        assert_eq!(bytes_of(&store, &cid_of(b"stored again")), b"stored again");
+        assert_eq!(rec.records.len(), 4, "{:?}", rec.records);
+        assert_eq!(rec.records[2], (RecordKind::Settings, tomb));
+        let (page, _) = store
+            .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+            .expect("walk");
+        assert_eq!(page.len(), 2);
+        assert_eq!(store.forget_records(&page[1..]).expect("mark"), 1);
+        let (after, total) = store
+            .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+            .expect("walk");
+        assert_eq!((after, total), (vec![page[0]], 1));
     }
 
     #[test]
