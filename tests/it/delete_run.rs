@@ -35,6 +35,13 @@ fn cid(v: &Value) -> String {
 /// Two runs: pid 100 calls `load("only-old")` and `load("shared")`, both returning 2; pid 200
 /// calls `load("shared")` returning 3. Answers (old, new).
 fn two_runs(c: &Client) -> (String, String) {
+    // A breakpoint that lets calls run: each completed call gets a history entry.
+    c.post_ok("/api/breakpoints", &json!({"function_name": "load"}));
+    c.post_ok("/api/breakpoints/load/behavior", &json!({"behavior": "go"}));
+    c.post_ok(
+        "/api/breakpoints/load/after_behavior",
+        &json!({"behavior": "go"}),
+    );
     let old = call(c, 100, 1000.0, "load", &json!("only-old"), &json!(2));
     call(c, 100, 1000.0, "load", &json!("shared"), &json!(2));
     let new = call(c, 200, 2000.0, "load", &json!("shared"), &json!(3));
@@ -70,6 +77,10 @@ fn only_the_new_run_is_left(c: &Client, old: &str, new: &str) {
         .collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["process_pid"], 200);
+    let history = c.get_ok("/api/breakpoints/load/history");
+    let history = history["history"].as_array().unwrap();
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["call_data"]["process_pid"], 200, "{history:?}");
     // The object only the deleted run used is gone; the shared ones stay.
     let e = c.get(&format!("/api/objects/{}", cid(&json!("only-old"))));
     assert_eq!(e.status, 404, "{}", e.text());
