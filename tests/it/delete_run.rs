@@ -269,3 +269,45 @@ fn mcp_deletes_a_run_and_marks_the_tool_destructive() {
     let e = s.call_err("breakpoint_delete_run", json!({}));
     assert!(e.to_string().contains("run_id"), "{e}");
 }
+
+#[test]
+fn the_runs_page_is_live_keyed_by_run_and_offers_a_confirmed_delete() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let empty = c.get("/runs").text();
+    assert!(
+        empty.contains("id=\"run-list\" data-live data-keyed data-carry"),
+        "{empty}"
+    );
+    assert!(
+        empty.contains(
+            "data-events=\"execution_paused execution_resumed call_completed run_deleted\""
+        ),
+        "the page refreshes on new records and deleted runs"
+    );
+    assert!(empty.contains("<tbody data-key=\"empty\">"));
+    let (old, _) = two_runs(&c);
+    let page = c.get("/runs").text();
+    assert!(
+        page.contains(&format!("<tbody data-key=\"run:{old}\">")),
+        "{page}"
+    );
+    let at = page.find(&format!("data-run=\"{old}\"")).unwrap();
+    let row = &page[at..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(
+        row.contains("<details class=\"run-delete\"><summary>Delete…</summary>"),
+        "{row}"
+    );
+    assert!(
+        row.contains(&format!(
+            "<form data-api=\"/api/runs/{}\" data-method=\"DELETE\">",
+            url(&old)
+        )),
+        "{row}"
+    );
+    assert!(
+        row.contains(&format!("Really delete run {old} (2 calls)?")),
+        "{row}"
+    );
+}
