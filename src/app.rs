@@ -105,7 +105,7 @@ fn open_database(
         RecordKind::Settings => {
             if let Some(run) = crate::service::deleted_run(&value) {
                 // A deleted run: its records so far go (the store drops its objects itself).
-                if let Some(gone) = processes.remove(run) {
+                if let Some(gone) = processes.remove(run, at) {
                     forgotten.extend(gone.entries.iter().map(|e| e.loc));
                 }
                 forgotten.extend(history_of.remove(run).unwrap_or_default());

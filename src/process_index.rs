@@ -160,12 +160,16 @@ pub struct ProcessIndex {
     frames: HashMap<(String, i64, String), u32>,
     stacks: Vec<Box<[u32]>>,
     stack_ids: HashMap<Box<[u32]>, u32>,
+    /// Deleted runs: a record of one kept below this place was recorded before its deletion
+    /// and is not noted (it reached the index only after the delete, which removed it).
+    cuts: HashMap<String, u64>,
 }
 
 impl ProcessIndex {
     /// Notes a record kept at `loc`. Records without a process (external MCP calls) are not
-    /// part of any call tree.
-    pub fn note(&mut self, record: &Record, loc: u64) {
+    /// part of any call tree. Answers false for a record of a deleted run kept before its
+    /// deletion (`remove`), which is not noted.
+    pub fn note(&mut self, record: &Record, loc: u64) -> bool {
         let (process, call_id, method, start, end, flags, site, page_url, origin) = match record {
             Record::Call(c) => {
                 let start = c.call_site.timestamp().as_f64().unwrap_or(c.seen_at);
@@ -206,8 +210,11 @@ impl ProcessIndex {
                     None,
                 )
             }
-            Record::Other(_) => return,
+            Record::Other(_) => return true,
         };
+        if self.cuts.get(&process.key()).is_some_and(|&cut| loc < cut) {
+            return false;
+        }
         let stack = site.get("stack_trace").unwrap_or(&Value::Null);
         let (stack_id, script) = self.stack_of(stack);
         let key = process.key();
@@ -261,6 +268,7 @@ impl ProcessIndex {
             stack: stack_id,
             flags,
         });
+        true
     }
 
     /// Forgets the records kept below `loc` (without a database file: the records that fell
@@ -290,10 +298,13 @@ impl ProcessIndex {
         }
     }
 
-    /// Forgets the process `key` and its records (a deleted run): answers it, with where its
-    /// records are kept. Records it notes later start it afresh. The table of stacks keeps
-    /// the stacks its records had (other processes may share them).
-    pub fn remove(&mut self, key: &str) -> Option<Proc> {
+    /// Forgets the process `key` and its records (a deleted run) kept below `cut` (the place
+    /// of the deletion: its offset in the database file, or the next sequence number of the
+    /// window): answers it, with where its records are kept. Records it notes later at `cut` or
+    /// above start it afresh; those below are not noted. The table of stacks keeps the stacks
+    /// its records had (other processes may share them).
+    pub fn remove(&mut self, key: &str, cut: u64) -> Option<Proc> {
+        self.cuts.insert(key.to_owned(), cut);
         let at = self.by_key.remove(key)?;
         let gone = self.procs.remove(at);
         for i in self.by_key.values_mut() {

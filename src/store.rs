@@ -971,26 +971,31 @@ impl Store {
     /// stay there, unreachable) and marks the index entries of the JSON records at `offsets`
     /// as forgotten, so no listing walks them again (the `.idx` file is rebuilt at every open;
     /// the caller forgets the records again when it reads the tombstone back). Answers how many
-    /// objects were dropped and their bytes.
+    /// objects were dropped, their bytes, and where the tombstone was written (`None` for the
+    /// memory backend).
     pub fn forget(
         &self,
         tombstone: &serde_json::Value,
         offsets: &[u64],
-    ) -> io::Result<(usize, u64)> {
+    ) -> io::Result<(usize, u64, Option<u64>)> {
         if !is_settings(tombstone) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "store: a tombstone must be a settings record",
             ));
         }
+        let mut at = None;
         if self.durable {
-            self.append_records(&[(RecordKind::Settings, tombstone, IndexKey::default())])?;
+            at = self
+                .append_records(&[(RecordKind::Settings, tombstone, IndexKey::default())])?
+                .first()
+                .copied();
         }
-        let dropped = self.lock().forget(&forgotten(tombstone));
+        let (n, bytes) = self.lock().forget(&forgotten(tombstone));
         if let Err(e) = self.forget_records(offsets) {
             log::error!("store index: cannot mark forgotten records: {e}");
         }
-        Ok(dropped)
+        Ok((n, bytes, at))
     }
 
     /// Marks the index entries of the JSON records at `offsets` as forgotten: listings and
@@ -1638,8 +1643,9 @@ mod tests {
             // Not a settings record: refused, nothing changes.
             assert!(store.forget(&json!({"n": 3}), &offsets[..1]).is_err());
             assert_eq!(store.len(), 2);
-            let (n, bytes) = store.forget(&tomb, &offsets[..1]).expect("forget");
+            let (n, bytes, at) = store.forget(&tomb, &offsets[..1]).expect("forget");
             assert_eq!((n, bytes), (1, gone.len() as u64));
+            assert!(at.is_some_and(|at| at > offsets[1]), "{at:?}");
             assert!(store.get(&cid_of(&gone)).expect("get").is_none());
             assert_eq!(bytes_of(&store, &cid_of(&kept)), kept);
             assert_eq!(store.list().len(), 1);

@@ -339,11 +339,14 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
     let tombstone = super::settings::tombstone(run_id, &forget);
     let mut offsets = if durable { locs.clone() } else { Vec::new() };
     offsets.extend(&history_offsets);
-    let (objects, object_bytes) = shared.store.forget(&tombstone, &offsets).map_err(|e| {
+    let (objects, object_bytes, at) = shared.store.forget(&tombstone, &offsets).map_err(|e| {
         log::error!("deleting run {run_id}: the tombstone could not be written: {e}");
         ApiError::storage(&e)
     })?;
-    let gone = shared.processes().remove(run_id);
+    // Records of the run kept before the deletion but noted in the index only after it (a
+    // completion between its write and its noting) are deleted too: the index skips them.
+    let cut = at.unwrap_or_else(|| st.records.next_seq());
+    let gone = shared.processes().remove(run_id, cut);
     let records = gone.as_ref().map_or(0, |p| p.entries.len());
     let (in_window, history_in_window) = st.records.forget_process(run_id);
     let history_entries = if durable {
