@@ -720,6 +720,31 @@ mod tests {
     }
 
     #[test]
+    fn a_removed_process_skips_records_kept_before_its_cut() {
+        let rec = |id: &str| Record::Call(Arc::new(crate::records::CallRecord::for_tests("f", id)));
+        let key = crate::records::Process {
+            pid: 1,
+            start_time: 1.0,
+        }
+        .key();
+        let mut index = ProcessIndex::default();
+        assert!(index.note(&rec("a"), 10) && index.note(&rec("b"), 20));
+        let gone = index.remove(&key, 30).expect("known");
+        assert_eq!(
+            gone.entries.iter().map(|e| e.loc).collect::<Vec<_>>(),
+            [10, 20]
+        );
+        assert!(index.get(&key).is_none() && index.is_empty());
+        // Kept before the delete, noted after it: deleted too.
+        assert!(!index.note(&rec("c"), 25));
+        assert!(index.get(&key).is_none());
+        // Recorded after the delete: the run again.
+        assert!(index.note(&rec("d"), 40));
+        assert_eq!(index.get(&key).map(|p| p.entries.len()), Some(1));
+        assert!(index.remove("9+9", 50).is_none());
+    }
+
+    #[test]
     fn the_script_is_the_outermost_frame() {
         let f = |file: &str, func: &str| serde_json::json!({"filename": file, "function": func});
         let (a, b) = (

@@ -267,9 +267,14 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
     // The objects its records name.
     let mut candidates = HashSet::new();
     let own: HashSet<u64> = locs.iter().copied().collect();
+    let mut call_ids = Vec::new();
     for &loc in &locs {
         if let Some(r) = super::processes::read(shared, loc, &mut scratch) {
-            cids_in(&r.to_disk(), &mut candidates);
+            let v = r.to_disk();
+            cids_in(&v, &mut candidates);
+            if let Some(id) = v.get("call_id").and_then(Value::as_str) {
+                call_ids.push(id.to_owned());
+            }
         }
     }
     // Its history entries in the file (few: only functions with a breakpoint have them).
@@ -360,6 +365,17 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
         run_id: run_id.to_owned(),
     });
     drop(st);
+    // The notes on its records go from memory (with a database file their settings records
+    // stay, naming calls no listing shows).
+    {
+        let mut notes = shared
+            .record_notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for id in &call_ids {
+            notes.set(id, String::new());
+        }
+    }
     log::info!(
         "deleted run {run_id}: {records} records ({in_window} in memory), {history_entries} \
          history entries, \
