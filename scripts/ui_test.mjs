@@ -2426,9 +2426,16 @@ check("runs: a run is deleted from the Runs page after a second, confirming butt
   const summary = row.locator("details.run-delete summary");
   await summary.focus();
   await page.keyboard.press("Enter");
-  const confirm = row.getByRole("button", { name: `Really delete run ${doomed.run_id} (${doomed.calls} calls)?` });
-  await confirm.waitFor();
+  await row.getByRole("button", { name: `Really delete run ${doomed.run_id} (${doomed.calls} calls)?` }).waitFor();
   assert((await server.api("GET", "/api/runs")).total === 2, "opening the confirmation deletes nothing");
+  // The run records one more call meanwhile: the row is refreshed, the confirmation stays open
+  // with the focus where it was, and counts the new call.
+  const who = { process_pid: doomed.pid, process_start_time: Number(doomed.run_id.split("+")[0]) };
+  await recordCall(server, who, "late", [1]);
+  const confirm = row.getByRole("button", { name: `Really delete run ${doomed.run_id} (${doomed.calls + 1} calls)?` });
+  await confirm.waitFor();
+  assert(await summary.evaluate((s) => s === document.activeElement && s.parentElement.open),
+    "the refreshed row keeps its confirmation open and the focus on it");
   await t.shot(page, "runs-delete-confirm");
   await page.keyboard.press("Tab");
   assert(await confirm.evaluate((b) => b === document.activeElement), "Tab reaches the confirming button");

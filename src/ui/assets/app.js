@@ -78,6 +78,10 @@ function carry(old, fresh, saved) {
   const twins = formsOf(fresh);
   const active = document.activeElement;
   let focus = null;
+  // A focused <summary> (a disclosure such as a run's Delete…) keeps the focus too.
+  const at = Array.from(old.querySelectorAll("summary")).indexOf(active);
+  const summary = at >= 0 ? fresh.querySelectorAll("summary")[at] : null;
+  if (summary) focus = { el: summary, start: null, end: null };
   for (const [key, form] of formsOf(old)) {
     const twin = twins.get(key);
     if (!twin) continue;
