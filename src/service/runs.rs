@@ -365,6 +365,9 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
         run_id: run_id.to_owned(),
     });
     drop(st);
+    // The strings, CIDs and values only its records held leave the interner now rather than
+    // when the tables next grow.
+    shared.interner().sweep();
     // The notes on its records go from memory (with a database file their settings records
     // stay, naming calls no listing shows).
     {

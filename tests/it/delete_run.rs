@@ -311,3 +311,38 @@ fn the_runs_page_is_live_keyed_by_run_and_offers_a_confirmed_delete() {
         "{row}"
     );
 }
+
+#[test]
+fn without_a_database_a_deleted_run_frees_its_memory() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    call(&c, 200, 2000.0, "keep", &json!("small"), &json!(1));
+    let before = crate::support::proc_status_kib(s.pid(), "VmRSS");
+    // 12 arguments of 1 MiB each, only this run's.
+    for n in 0..12 {
+        let big = json!(format!("{n:02}{}", "x".repeat(1 << 20)));
+        call(&c, 100, 1000.0, "load", &big, &json!(n));
+    }
+    let status = c.get_ok("/api/status");
+    assert_eq!(status["calls_in_memory"], 13, "{status}");
+    let objects = status["stored_objects"].as_u64().unwrap();
+    let full = crate::support::proc_status_kib(s.pid(), "VmRSS");
+    assert!(
+        full > before + 10 * 1024,
+        "the run holds its objects: {before} → {full} KiB"
+    );
+    let done = c.delete("/api/runs/1000.000000%2B100").json();
+    assert_eq!(done["records"], 12, "{done}");
+    assert!(done["object_bytes"].as_u64().unwrap() > 12 << 20, "{done}");
+    let status = c.get_ok("/api/status");
+    assert_eq!(status["calls_in_memory"], 1, "{status}");
+    assert_eq!(
+        status["stored_objects"].as_u64().unwrap(),
+        objects - done["objects"].as_u64().unwrap()
+    );
+    let after = crate::support::proc_status_kib(s.pid(), "VmRSS");
+    assert!(
+        after + 10 * 1024 < full,
+        "the memory is given back: {before} → {full} → {after} KiB"
+    );
+}
