@@ -98,6 +98,11 @@ fn only_the_new_run_is_left(c: &Client, old: &str, new: &str) {
         c.get(&format!("/api/objects/{}", cid(&json!(2)))).status,
         404
     );
+    let page = c.get(&format!("/object/{}", cid(&json!("only-old"))));
+    assert_eq!(page.status, 404, "the object page of a deleted object");
+    let compared = c.get(&format!("/api/runs/compare?a={}&b={}", url(old), url(new)));
+    assert_eq!(compared.status, 404, "{}", compared.text());
+    assert_eq!(compared.json()["error"], "run_not_found");
     let tree = c.get(&format!("/call-tree/{}", url(old)));
     assert_eq!(tree.status, 404, "the deleted run's call tree");
     assert_eq!(c.get(&format!("/call-tree/{}", url(new))).status, 200);
