@@ -238,11 +238,13 @@ fn paused_in(st: &crate::state::State, run_id: &str) -> Option<String> {
 }
 
 /// Deletes a run: its call records and events, its execution-history entries, its label and
-/// notes, and the stored objects no other record (kept, in flight or paused) uses. With a
-/// database file a tombstone (a settings record) is written and synced before anything
-/// changes, so the run stays deleted after a crash and restart. Refused (409 `run_paused`,
-/// naming the pause) while one of its calls is paused. A program still running may go on
-/// calling: what it records after the delete starts a new run with the same id.
+/// notes, and the stored objects no other record (kept, in flight or paused) and no REPL
+/// transcript uses. With a database file a tombstone (a settings record) is written and synced
+/// before anything changes, so the run stays deleted after a crash and restart. Refused (409
+/// `run_paused`, naming the pause) while one of its calls is paused. A program still running
+/// may go on calling: what it records after the delete starts a new run with the same id.
+/// Its records written before the tombstone but noted in the process index after it (a
+/// completion racing the delete) are deleted too (`ProcessIndex::remove`'s cut).
 pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError> {
     use std::collections::HashSet;
     let refuse_paused = |pause_id: String| {
@@ -332,6 +334,12 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
     }
     for p in st.calls.paused() {
         cids_in(&p.call.to_disk(), &mut named);
+    }
+    // REPL transcripts name the objects their answers were stored as.
+    for session in st.repl.sessions() {
+        for entry in &session.transcript {
+            cids_in(entry, &mut named);
+        }
     }
     candidates.retain(|c| !named.contains(c));
     let mut forget: Vec<String> = candidates.into_iter().collect();

@@ -351,3 +351,52 @@ fn without_a_database_a_deleted_run_frees_its_memory() {
         "the memory is given back: {before} → {full} → {after} KiB"
     );
 }
+
+#[test]
+fn an_object_a_repl_answer_names_stays() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let (old, _) = two_runs(&c);
+    // A paused call of the other run, whose REPL answer is stored as the object "only-old".
+    c.post_ok("/api/breakpoints", &json!({"function_name": "hold"}));
+    let mut body = call_start_body("hold", vec![item(&json!(1), 2)], json!({}));
+    body["process_pid"] = json!(200);
+    body["process_start_time"] = json!(2000.0);
+    let pause = pause_id(&c.post_ok("/api/call/start", &body));
+    let session = c.post_ok("/api/repl/start", &json!({"pause_id": pause}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let program = {
+        let c = s.client();
+        let pause = pause.clone();
+        std::thread::spawn(move || {
+            let req = crate::support::wait_for("an eval", || {
+                let r = c.get_ok(&format!("/api/poll-repl/{pause}"));
+                r["eval_id"].is_string().then_some(r)
+            });
+            let stored = item(&json!("only-old"), 5);
+            c.post_ok(
+                "/api/call/repl-result",
+                &json!({"eval_id": req["eval_id"], "pause_id": req["pause_id"],
+                        "session_id": req["session_id"], "result": "'only-old'", "stdout": "",
+                        "error": null, "result_cid": stored["cid"], "result_data": stored["data"]}),
+            );
+        })
+    };
+    let answer = c.post_ok(&format!("/api/repl/{session}/eval"), &json!({"expr": "x"}));
+    program.join().unwrap();
+    assert_eq!(
+        answer["result_cid"],
+        cid(&json!("only-old")).as_str(),
+        "{answer}"
+    );
+    c.post_ok(
+        &format!("/api/paused/{pause}/continue"),
+        &json!({"action": "continue"}),
+    );
+    let done = c.delete(&format!("/api/runs/{}", url(&old))).json();
+    assert_eq!(done["objects"], 1, "only the result 2: {done}");
+    let r = c.get(&format!("/api/objects/{}", cid(&json!("only-old"))));
+    assert_eq!(r.status, 200, "the transcript's object stays: {}", r.text());
+}
