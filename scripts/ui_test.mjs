@@ -2437,10 +2437,18 @@ check("runs: a run is deleted from the Runs page after a second, confirming butt
   assert(await summary.evaluate((s) => s === document.activeElement && s.parentElement.open),
     "the refreshed row keeps its confirmation open and the focus on it");
   await t.shot(page, "runs-delete-confirm");
+  // Its call tree, open in another tab, goes to the list of processes once it is deleted.
+  const tree = await t.page(server, `/call-tree/${encodeURIComponent(doomed.run_id)}`);
+  await tree.locator("ul.tree a.call").first().waitFor();
+  await page.bringToFront();
+  await summary.focus();
   await page.keyboard.press("Tab");
   assert(await confirm.evaluate((b) => b === document.activeElement), "Tab reaches the confirming button");
   await page.keyboard.press("Enter");
   await row.waitFor({ state: "detached" });
+  await tree.waitForURL((u) => u.pathname === "/call-tree");
+  assert(await tree.locator(`a[href*="${encodeURIComponent(doomed.run_id)}"]`).count() === 0,
+    "the deleted run is not listed on the call tree page");
   const left = (await server.api("GET", "/api/runs")).runs.map((r) => r.run_id);
   assert(left.length === 1 && left[0] === kept.run_id, `the other run stays: ${left}`);
   const records = await server.api("GET", `/api/call-records?process=${encodeURIComponent(doomed.run_id)}`);

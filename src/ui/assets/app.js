@@ -392,7 +392,14 @@ function concerned(msg) {
   return true;
 }
 
+// The call tree of a run that was deleted has nothing left to show: it goes to the list.
+function deletedHere(msg) {
+  if (!processShown || msg.event !== "run_deleted" || !msg.data) return false;
+  try { return JSON.parse(msg.data).run_id === processShown; } catch (_) { return false; }
+}
+
 function onStream(msg) {
+  if (deletedHere(msg)) { location.href = "/call-tree"; return; }
   if (msg.state === "live") { live.textContent = "live"; schedule(); }
   else if (msg.state === "reconnecting") { live.textContent = "reconnecting…"; }
   else if (msg.event && concerned(msg)) { schedule(); }
