@@ -306,13 +306,23 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
             if own.contains(&at) {
                 continue;
             }
-            if let Ok((_, v)) = shared.store.read_record(at) {
-                let mut named = HashSet::new();
-                cids_in(&v, &mut named);
-                candidates.retain(|c| !named.contains(c));
-                if candidates.is_empty() {
-                    break;
+            match shared.store.read_record(at) {
+                Ok((_, v)) => {
+                    let mut named = HashSet::new();
+                    cids_in(&v, &mut named);
+                    candidates.retain(|c| !named.contains(c));
                 }
+                Err(e) => {
+                    // What it names is unknown: keep every object.
+                    log::error!(
+                        "deleting run {run_id}: cannot read the record at offset {at} ({e}); \
+                         its objects are kept"
+                    );
+                    candidates.clear();
+                }
+            }
+            if candidates.is_empty() {
+                break;
             }
         }
     }
@@ -389,8 +399,7 @@ pub fn delete_run(shared: &Shared, run_id: &str) -> Result<RunDeleted, ApiError>
     }
     log::info!(
         "deleted run {run_id}: {records} records ({in_window} in memory), {history_entries} \
-         history entries, \
-         {objects} objects ({object_bytes} bytes)"
+         history entries, {objects} objects ({object_bytes} bytes)"
     );
     Ok(RunDeleted {
         status: super::Ack::Ok,
