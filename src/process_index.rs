@@ -212,7 +212,7 @@ impl ProcessIndex {
             }
             Record::Other(_) => return true,
         };
-        if self.cuts.get(&process.key()).is_some_and(|&cut| loc < cut) {
+        if !self.cuts.is_empty() && self.cuts.get(&process.key()).is_some_and(|&cut| loc < cut) {
             return false;
         }
         let stack = site.get("stack_trace").unwrap_or(&Value::Null);
