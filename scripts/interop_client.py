@@ -84,6 +84,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_wait_for_pause", "breakpoint_continue_all", "breakpoint_compare_runs",
     "breakpoint_set_enabled", "breakpoint_set_pausing", "breakpoint_list_runs",
     "breakpoint_label_run", "breakpoint_replay_call", "breakpoint_replay_run",
+    "breakpoint_delete_run",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {
@@ -916,6 +917,12 @@ class Runner:
                                                  and d.get("completed") is False, short(d)))
         await self.tool("breakpoint_remove", {"function_name": "add"},
                         check=lambda d: need(d.get("status") == "ok", str(d)))
+        # --- the run deleted at the end (nothing of it is paused any more)
+        await self.tool("breakpoint_delete_run", {"run_id": run_id},
+                        check=lambda d: need(d.get("status") == "ok" and d["records"] >= 1, short(d)))
+        await self.tool("breakpoint_list_runs", {},
+                        check=lambda d: need(all(r["run_id"] != run_id for r in d["runs"]), short(d)),
+                        label="breakpoint_list_runs (the run deleted)")
 
         missing = EXPECTED_TOOLS - self.called
         rep.check("every tool called successfully", not missing, f"not (successfully) called: {sorted(missing)}",

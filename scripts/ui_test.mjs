@@ -2389,6 +2389,75 @@ check("replay: a recorded call is replayed from the call tree's details, with ed
   assert(left.length === 1, `pauses left: ${left.length}`);
 });
 
+check("runs: a new run appears on the open Runs page without a reload", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const page = await t.page(server, "/runs");
+  await page.locator("main .empty", { hasText: "No runs recorded yet" }).waitFor();
+  let loads = 0;
+  page.on("load", () => { loads += 1; });
+  await page.evaluate(() => { window.sameDocument = "yes"; });
+  const demo = t.demo(server);
+  await demo.waitForExit();
+  const rows = page.locator("table.runs tbody tr[data-run]");
+  await rows.first().waitFor({ timeout: 10_000 });
+  const listed = (await server.api("GET", "/api/runs")).runs;
+  await page.locator("table.runs tbody tr td.num", { hasText: String(listed[0].calls) }).first().waitFor();
+  // A second run while a label is being typed into the first: the typing survives.
+  await rows.first().locator('input[name="label"]').fill("typing");
+  const again = t.demo(server);
+  await again.waitForExit();
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await waitFor(async () => await rows.count() === 2, { what: "the second run listed live" });
+  const typed = await page.locator(`tr[data-run="${listed[0].run_id}"] input[name="label"]`).inputValue();
+  assert(typed === "typing", `what was typed survives the refresh: ${typed}`);
+  assert(loads === 0, `the page was loaded again ${loads} time(s)`);
+  assert(await page.evaluate(() => window.sameDocument) === "yes", "the page was reloaded");
+  await t.shot(page, "runs-live");
+});
+
+check("runs: a run is deleted from the Runs page after a second, confirming button, by keyboard", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  for (let i = 0; i < 2; i++) await t.demo(server).waitForExit();
+  await waitFor(async () => (await server.api("GET", "/api/runs")).total === 2, { what: "two runs" });
+  const [kept, doomed] = (await server.api("GET", "/api/runs")).runs;
+  const page = await t.page(server, "/runs");
+  const row = page.locator(`tr[data-run="${doomed.run_id}"]`);
+  const summary = row.locator("details.run-delete summary");
+  await summary.focus();
+  await page.keyboard.press("Enter");
+  await row.getByRole("button", { name: `Really delete run ${doomed.run_id} (${doomed.calls} calls)?` }).waitFor();
+  assert((await server.api("GET", "/api/runs")).total === 2, "opening the confirmation deletes nothing");
+  // The run records one more call meanwhile: the row is refreshed, the confirmation stays open
+  // with the focus where it was, and counts the new call.
+  const who = { process_pid: doomed.pid, process_start_time: Number(doomed.run_id.split("+")[0]) };
+  await recordCall(server, who, "late", [1]);
+  const confirm = row.getByRole("button", { name: `Really delete run ${doomed.run_id} (${doomed.calls + 1} calls)?` });
+  await confirm.waitFor();
+  assert(await summary.evaluate((s) => s === document.activeElement && s.parentElement.open),
+    "the refreshed row keeps its confirmation open and the focus on it");
+  await t.shot(page, "runs-delete-confirm");
+  // Its call tree, open in another tab, goes to the list of processes once it is deleted.
+  const tree = await t.page(server, `/call-tree/${encodeURIComponent(doomed.run_id)}`);
+  await tree.locator("ul.tree a.call").first().waitFor();
+  await page.bringToFront();
+  await summary.focus();
+  await page.keyboard.press("Tab");
+  assert(await confirm.evaluate((b) => b === document.activeElement), "Tab reaches the confirming button");
+  await page.keyboard.press("Enter");
+  await row.waitFor({ state: "detached" });
+  await tree.waitForURL((u) => u.pathname === "/call-tree");
+  assert(await tree.locator(`a[href*="${encodeURIComponent(doomed.run_id)}"]`).count() === 0,
+    "the deleted run is not listed on the call tree page");
+  const left = (await server.api("GET", "/api/runs")).runs.map((r) => r.run_id);
+  assert(left.length === 1 && left[0] === kept.run_id, `the other run stays: ${left}`);
+  const records = await server.api("GET", `/api/call-records?process=${encodeURIComponent(doomed.run_id)}`);
+  assert(records.total_count === 0, `the deleted run's records: ${records.total_count}`);
+  await page.locator(`tr[data-run="${kept.run_id}"]`).waitFor();
+  await t.shot(page, "runs-deleted");
+});
+
 // ---------------------------------------------------------------------------------------
 check("replay run: the Runs page replays a run's calls in order and shows where it diverged", async (t) => {
   const server = await t.server();

@@ -69,6 +69,11 @@ fn open_database(
     };
     let (mut n_records, mut n_history) = (0, 0);
     let mut settings = crate::service::SettingsLoader::default();
+    // Deleted runs (tombstones): where their records are, and the history entries of each
+    // process so far (to find a deleted run's).
+    let mut forgotten: Vec<u64> = Vec::new();
+    let mut history_of: std::collections::HashMap<String, Vec<u64>> = Default::default();
+    let mut deleted_runs = 0;
     // Records stream through the bounded window (the file keeps them all; listings read
     // the older ones back from it through the index).
     let (store, recovered) = Store::open_with(path, &mut |kind, at, value| match kind {
@@ -87,6 +92,10 @@ fn open_database(
                 Some(entry) => {
                     n_history += 1;
                     let key = entry.index_key();
+                    history_of
+                        .entry(entry.call.process.key())
+                        .or_default()
+                        .push(at);
                     state.records.push_history(entry);
                     key
                 }
@@ -94,11 +103,36 @@ fn open_database(
             }
         }
         RecordKind::Settings => {
+            if let Some(run) = crate::service::deleted_run(&value) {
+                // A deleted run: its records so far go (the store drops its objects itself).
+                if let Some(gone) = processes.remove(run, at) {
+                    forgotten.extend(gone.entries.iter().map(|e| e.loc));
+                }
+                forgotten.extend(history_of.remove(run).unwrap_or_default());
+                state.records.forget_process(run);
+                deleted_runs += 1;
+            }
             settings.add(&value);
             IndexKey::default()
         }
     })
     .map_err(|e| Error::io(format!("cannot open database {}", path.display()), e))?;
+    // The index entries of deleted runs' records, rebuilt with the rest, are marked again.
+    if !forgotten.is_empty() {
+        if let Err(e) = store.forget_records(&forgotten) {
+            log::error!(
+                "database {}: cannot mark deleted records: {e}",
+                path.display()
+            );
+        }
+    }
+    if deleted_runs > 0 {
+        log::info!(
+            "database {}: {deleted_runs} deleted runs ({} records and history entries) left out",
+            path.display(),
+            forgotten.len()
+        );
+    }
     // Records and the store's index then share one copy of each digest.
     for meta in store.list() {
         interner.share(&meta.cid);

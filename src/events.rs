@@ -59,6 +59,8 @@ pub enum EventKind {
     /// A browser origin asked to report calls, or was allowed or denied (the web UI's pending
     /// requests).
     OriginsChanged,
+    /// A run (what one process recorded) was deleted with its records.
+    RunDeleted { run_id: String },
     /// A logpoint wrote a line (`notifications/breakpoint/log` for agents).
     Log {
         seq: u64,
@@ -82,7 +84,7 @@ pub struct Event {
 
 /// Every event's name ([`Event::name`]), in one place: the web UI's scripts (`app.js`,
 /// `events-worker.js`) listen for these and `resync` (a tidy test compares them).
-pub const EVENT_NAMES: [&str; 10] = [
+pub const EVENT_NAMES: [&str; 11] = [
     "execution_paused",
     "execution_resumed",
     "call_completed",
@@ -93,6 +95,7 @@ pub const EVENT_NAMES: [&str; 10] = [
     "external_server",
     "log",
     "origins_changed",
+    "run_deleted",
 ];
 
 impl Event {
@@ -109,6 +112,7 @@ impl Event {
             EventKind::ExternalServer { .. } => "external_server",
             EventKind::Log { .. } => "log",
             EventKind::OriginsChanged => "origins_changed",
+            EventKind::RunDeleted { .. } => "run_deleted",
         }
     }
 
@@ -147,6 +151,7 @@ impl Event {
             EventKind::BreakpointsChanged
             | EventKind::FunctionsChanged
             | EventKind::OriginsChanged => json!({}),
+            EventKind::RunDeleted { run_id } => json!({"run_id": run_id}),
             EventKind::ReplSession {
                 session_id,
                 pause_id,
@@ -348,6 +353,7 @@ mod tests {
                 status: "",
             },
             EventKind::OriginsChanged,
+            EventKind::RunDeleted { run_id: s() },
             EventKind::Log {
                 seq: 0,
                 function_name: s(),

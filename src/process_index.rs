@@ -160,12 +160,16 @@ pub struct ProcessIndex {
     frames: HashMap<(String, i64, String), u32>,
     stacks: Vec<Box<[u32]>>,
     stack_ids: HashMap<Box<[u32]>, u32>,
+    /// Deleted runs: a record of one kept below this place was recorded before its deletion
+    /// and is not noted (it reached the index only after the delete, which removed it).
+    cuts: HashMap<String, u64>,
 }
 
 impl ProcessIndex {
     /// Notes a record kept at `loc`. Records without a process (external MCP calls) are not
-    /// part of any call tree.
-    pub fn note(&mut self, record: &Record, loc: u64) {
+    /// part of any call tree. Answers false for a record of a deleted run kept before its
+    /// deletion (`remove`), which is not noted.
+    pub fn note(&mut self, record: &Record, loc: u64) -> bool {
         let (process, call_id, method, start, end, flags, site, page_url, origin) = match record {
             Record::Call(c) => {
                 let start = c.call_site.timestamp().as_f64().unwrap_or(c.seen_at);
@@ -206,8 +210,11 @@ impl ProcessIndex {
                     None,
                 )
             }
-            Record::Other(_) => return,
+            Record::Other(_) => return true,
         };
+        if !self.cuts.is_empty() && self.cuts.get(&process.key()).is_some_and(|&cut| loc < cut) {
+            return false;
+        }
         let stack = site.get("stack_trace").unwrap_or(&Value::Null);
         let (stack_id, script) = self.stack_of(stack);
         let key = process.key();
@@ -261,6 +268,7 @@ impl ProcessIndex {
             stack: stack_id,
             flags,
         });
+        true
     }
 
     /// Forgets the records kept below `loc` (without a database file: the records that fell
@@ -288,6 +296,23 @@ impl ProcessIndex {
                 .map(|(i, p)| (p.process.key(), i))
                 .collect();
         }
+    }
+
+    /// Forgets the process `key` and its records (a deleted run) kept below `cut` (the place
+    /// of the deletion: its offset in the database file, or the next sequence number of the
+    /// window): answers it, with where its records are kept. Records it notes later at `cut` or
+    /// above start it afresh; those below are not noted. The table of stacks keeps the stacks
+    /// its records had (other processes may share them).
+    pub fn remove(&mut self, key: &str, cut: u64) -> Option<Proc> {
+        self.cuts.insert(key.to_owned(), cut);
+        let at = self.by_key.remove(key)?;
+        let gone = self.procs.remove(at);
+        for i in self.by_key.values_mut() {
+            if *i > at {
+                *i -= 1;
+            }
+        }
+        Some(gone)
     }
 
     /// Records noted in all.
@@ -692,6 +717,31 @@ mod tests {
         // b is called from an unwrapped helper called by a: a's stack is still a suffix.
         let stacks = vec![vec![1, 9], vec![7, 6, 2, 1, 9]];
         assert_eq!(infer(&stacks, &times(2)).0, [None, Some(0)]);
+    }
+
+    #[test]
+    fn a_removed_process_skips_records_kept_before_its_cut() {
+        let rec = |id: &str| Record::Call(Arc::new(crate::records::CallRecord::for_tests("f", id)));
+        let key = crate::records::Process {
+            pid: 1,
+            start_time: 1.0,
+        }
+        .key();
+        let mut index = ProcessIndex::default();
+        assert!(index.note(&rec("a"), 10) && index.note(&rec("b"), 20));
+        let gone = index.remove(&key, 30).expect("known");
+        assert_eq!(
+            gone.entries.iter().map(|e| e.loc).collect::<Vec<_>>(),
+            [10, 20]
+        );
+        assert!(index.get(&key).is_none() && index.is_empty());
+        // Kept before the delete, noted after it: deleted too.
+        assert!(!index.note(&rec("c"), 25));
+        assert!(index.get(&key).is_none());
+        // Recorded after the delete: the run again.
+        assert!(index.note(&rec("d"), 40));
+        assert_eq!(index.get(&key).map(|p| p.entries.len()), Some(1));
+        assert!(index.remove("9+9", 50).is_none());
     }
 
     #[test]

@@ -1388,7 +1388,10 @@ impl RecordFilter<'_> {
 /// The in-memory window of call records and history entries.
 #[derive(Debug)]
 pub struct Records {
-    records: VecDeque<Record>,
+    /// `None`: a record forgotten (`forget_process`); its slot keeps the numbering.
+    records: VecDeque<Option<Record>>,
+    /// Slots of `records` that are `None`.
+    forgotten: usize,
     /// What each record keeps besides its shared parts (`Record::own_weight`), in the order
     /// of `records`.
     weights: VecDeque<u32>,
@@ -1425,6 +1428,7 @@ impl Records {
     pub fn new(max: usize, max_bytes: usize) -> Records {
         Records {
             records: VecDeque::new(),
+            forgotten: 0,
             weights: VecDeque::new(),
             parts: std::collections::HashMap::new(),
             history: VecDeque::new(),
@@ -1462,7 +1466,7 @@ impl Records {
         self.records
             .iter()
             .enumerate()
-            .map(move |(i, r)| (dropped + i as u64, r))
+            .filter_map(move |(i, r)| r.as_ref().map(|r| (dropped + i as u64, r)))
             .filter(move |(seq, _)| hidden.is_empty() || !hidden.contains(seq))
     }
 
@@ -1479,29 +1483,77 @@ impl Records {
             }
             e.0 += 1;
         });
-        self.records.push_back(record);
+        self.records.push_back(Some(record));
         self.weights.push_back(weight);
         self.bytes += weight as usize;
         while self.records.len() > self.max
             || (self.bytes > self.max_bytes && self.records.len() > 1)
         {
-            if let Some(old) = self.records.pop_front() {
-                let (parts, bytes) = (&mut self.parts, &mut self.bytes);
-                old.parts(&mut |(at, _)| {
-                    if let Some(e) = parts.get_mut(&at) {
-                        e.0 -= 1;
-                        if e.0 == 0 {
-                            *bytes -= e.1;
-                            parts.remove(&at);
-                        }
-                    }
-                });
+            match self.records.pop_front() {
+                Some(Some(old)) => self.release(&old),
+                Some(None) => self.forgotten -= 1,
+                None => {}
             }
             self.bytes -= self.weights.pop_front().unwrap_or(0) as usize;
             self.hidden.remove(&self.dropped_records);
             self.dropped_records += 1;
         }
         seq
+    }
+
+    /// Releases the shared parts a record leaving the window held.
+    fn release(&mut self, old: &Record) {
+        let (parts, bytes) = (&mut self.parts, &mut self.bytes);
+        old.parts(&mut |(at, _)| {
+            if let Some(e) = parts.get_mut(&at) {
+                e.0 -= 1;
+                if e.0 == 0 {
+                    *bytes -= e.1;
+                    parts.remove(&at);
+                }
+            }
+        });
+    }
+
+    /// Forgets every record and history entry of the process `key` in the window (their
+    /// memory is freed; the records' numbers stay with their empty slots, which leave the
+    /// window in turn): answers how many records and history entries were forgotten.
+    pub fn forget_process(&mut self, key: &str) -> (usize, usize) {
+        let mut n = 0;
+        for i in 0..self.records.len() {
+            let of_it =
+                matches!(&self.records[i], Some(r) if r.process().is_some_and(|p| p.key() == key));
+            if !of_it {
+                continue;
+            }
+            if let Some(old) = self.records[i].take() {
+                self.release(&old);
+            }
+            if let Some(w) = self.weights.get_mut(i) {
+                self.bytes -= *w as usize;
+                *w = 0;
+            }
+            self.forgotten += 1;
+            n += 1;
+        }
+        let (mut i, mut h) = (0, 0);
+        while i < self.history.len() {
+            if self.history[i].call.process.key() == key {
+                h += 1;
+                self.history.remove(i);
+                if let Some(w) = self.history_weights.remove(i) {
+                    self.history_bytes -= w as usize;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        (n, h)
+    }
+
+    /// The records in memory, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Record> {
+        self.records.iter().flatten()
     }
 
     /// Bytes the records in the window keep (as `Record::weight` estimates them).
@@ -1526,11 +1578,11 @@ impl Records {
 
     /// Records in memory.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.records.len() - self.forgotten
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
     }
 
     /// Records that fell out of the window since start.
@@ -1578,6 +1630,7 @@ impl Records {
                 .range(first..last)
                 .enumerate()
                 .rev()
+                .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
                 .filter(|(i, r)| {
                     (self.hidden.is_empty() || !self.hidden.contains(&(start + *i as u64)))
                         && keep(r)
@@ -1804,6 +1857,42 @@ pub fn snapshots_of(call: &CallRecord, completed: bool) -> Vec<Snapshot<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forgotten_process_leaves_the_window_and_frees_its_bytes() {
+        let mut w = Records::new(10, usize::MAX);
+        let of = |pid: i64, id: &str| {
+            let mut c = CallRecord::for_tests("f", id);
+            c.process.pid = pid;
+            Record::Call(Arc::new(c))
+        };
+        w.push(of(1, "a"));
+        let one = w.bytes();
+        w.push(of(2, "b"));
+        w.push(of(1, "c"));
+        w.push_history(HistoryEntry::new(
+            Sym::new("h"),
+            Arc::new(CallRecord::for_tests("f", "c")),
+        ));
+        let key = Process {
+            pid: 1,
+            start_time: 1.0,
+        }
+        .key();
+        assert_eq!(w.forget_process(&key), (2, 1));
+        assert_eq!(w.len(), 1);
+        assert!(w.bytes() <= one, "{} > {one}", w.bytes());
+        assert!(w.by_call_id("a").is_none() && w.by_call_id("b").is_some());
+        assert_eq!(w.history("f", 0, 10).len(), 0);
+        // The numbering goes on; the empty slots leave the window in turn.
+        assert_eq!(w.next_seq(), 3);
+        assert_eq!(w.before(3, 3, |_| true).found.len(), 1);
+        for n in 0..10 {
+            w.push(of(2, &format!("n{n}")));
+        }
+        assert_eq!((w.len(), w.next_seq(), w.dropped()), (10, 13, 3));
+        assert_eq!(w.forget_process(&key), (0, 0));
+    }
 
     #[test]
     fn a_hidden_record_is_seen_by_no_reader_until_shown_and_leaves_with_the_window() {

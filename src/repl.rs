@@ -157,6 +157,11 @@ impl Default for Repl {
 }
 
 impl Repl {
+    /// Every session kept (open or closed), by id.
+    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.values()
+    }
+
     /// No sessions; at most `max_closed` closed sessions kept.
     pub fn with_max_closed(max_closed: usize) -> Self {
         Repl {

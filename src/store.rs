@@ -58,6 +58,16 @@
 //! open) they have kind 4. The file version stays 2: a version bump would make the previous
 //! server refuse the file.
 //!
+//! Deleting (a run, `service::delete_run`) appends a tombstone, a settings record that may list
+//! objects under [`FORGET_KEY`]: [`Store::forget`] writes and syncs it before anything changes,
+//! then drops those objects from the index (the memory backend frees their bytes; in the file
+//! the bytes stay, unreachable: the log is append-only and nothing compacts it) and marks the
+//! `.idx` entries of the deleted JSON records with kind 5, which no listing asks for. On open
+//! the scan applies a tombstone's [`FORGET_KEY`] where it stands in the log (an object stored
+//! again later is a new object), and the caller, which is handed the tombstone in order with
+//! the records, forgets the records before it and marks their rebuilt index entries again
+//! ([`Store::forget_records`]).
+//!
 //! On open the file is scanned from the start and every record is verified
 //! (record magic, header check, known kind/format, zero reserved bytes, body
 //! within the file, body digest, and for JSON records that the body parses).
@@ -228,6 +238,8 @@ const KIND_CALL_RECORD: u8 = 2;
 const KIND_HISTORY: u8 = 3;
 /// Settings records in the `.idx` file only (on disk they have `KIND_HISTORY`).
 const INDEX_KIND_SETTINGS: u8 = 4;
+/// Records forgotten (`Store::forget`), in the `.idx` file only: no listing asks for this kind.
+const INDEX_KIND_FORGOTTEN: u8 = 5;
 
 const FORMAT_NONE: u8 = 0;
 const FORMAT_DILL: u8 = 1;
@@ -422,6 +434,49 @@ impl State {
         let (_, &i) = self.index.get(digest)?;
         self.entries.get(i as usize)
     }
+
+    /// Drops the blobs named by `cids` (hex CIDs; unknown ones are ignored) from the index and,
+    /// in memory, their bytes: how many were present and their bytes.
+    fn forget(&mut self, cids: &[&str]) -> (usize, u64) {
+        let gone: std::collections::HashSet<[u8; DIGEST_LEN]> = cids
+            .iter()
+            .filter_map(|c| parse_digest(c))
+            .filter(|d| self.index.get(d).is_some())
+            .collect();
+        if gone.is_empty() {
+            return (0, 0);
+        }
+        let mut bytes = 0;
+        self.entries.retain(|e| {
+            let drop = gone.contains(e.cid.digest());
+            if drop {
+                bytes += e.size();
+            }
+            !drop
+        });
+        self.entries.shrink_to_fit();
+        let mut index = CidMap::default();
+        for (i, e) in self.entries.iter().enumerate() {
+            index.insert(e.cid.clone(), i as u32);
+        }
+        self.index = index;
+        (gone.len(), bytes)
+    }
+}
+
+/// The key of a settings record (see [`SETTINGS_KEY`]) that removes objects: `"forget_objects":
+/// [cid, ...]`. The store applies it itself, in the log's order, when the file is opened: the
+/// objects stored before it are dropped from the index (a copy stored again after it is a new
+/// object). Their bytes stay in the file (there is no compaction); no listing or read reaches
+/// them again.
+pub const FORGET_KEY: &str = "forget_objects";
+
+/// The CIDs a settings record removes ([`FORGET_KEY`]), if it is such a record.
+fn forgotten(v: &serde_json::Value) -> Vec<&str> {
+    v.get(FORGET_KEY)
+        .and_then(serde_json::Value::as_array)
+        .map(|a| a.iter().filter_map(serde_json::Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// The content store. See the module documentation.
@@ -918,6 +973,77 @@ impl Store {
         Ok((page, next))
     }
 
+    /// Removes records and objects: writes `tombstone` (a settings record; with a database file,
+    /// durably, before anything changes), then drops the objects it names under
+    /// [`FORGET_KEY`] from the index (in memory, with their bytes; in a file, their bytes
+    /// stay there, unreachable) and marks the index entries of the JSON records at `offsets`
+    /// as forgotten, so no listing walks them again (the `.idx` file is rebuilt at every open;
+    /// the caller forgets the records again when it reads the tombstone back). Answers how many
+    /// objects were dropped, their bytes, and where the tombstone was written (`None` for the
+    /// memory backend).
+    pub fn forget(
+        &self,
+        tombstone: &serde_json::Value,
+        offsets: &[u64],
+    ) -> io::Result<(usize, u64, Option<u64>)> {
+        if !is_settings(tombstone) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "store: a tombstone must be a settings record",
+            ));
+        }
+        let mut at = None;
+        if self.durable {
+            at = self
+                .append_records(&[(RecordKind::Settings, tombstone, IndexKey::default())])?
+                .first()
+                .copied();
+        }
+        let (n, bytes) = self.lock().forget(&forgotten(tombstone));
+        if let Err(e) = self.forget_records(offsets) {
+            log::error!("store index: cannot mark forgotten records: {e}");
+        }
+        Ok((n, bytes, at))
+    }
+
+    /// Marks the index entries of the JSON records at `offsets` as forgotten: listings and
+    /// walks of the index skip them. Answers how many were marked.
+    pub fn forget_records(&self, offsets: &[u64]) -> io::Result<usize> {
+        if offsets.is_empty() {
+            return Ok(0);
+        }
+        let mut sorted = offsets.to_vec();
+        sorted.sort_unstable();
+        let st = self.lock();
+        let Some(index) = st.index_file.as_ref() else {
+            return Ok(0);
+        };
+        let (file, len) = (Arc::clone(&index.file), index.len);
+        let mut buf = vec![0u8; INDEX_CHUNK * INDEX_ENTRY_LEN];
+        let mut start = 0u64;
+        let mut marked = 0;
+        let whole = len - len % INDEX_ENTRY_LEN as u64;
+        while start < whole {
+            let end = (start + buf.len() as u64).min(whole);
+            let chunk = &mut buf[..(end - start) as usize];
+            file.read_exact_at(chunk, start)?;
+            let mut changed = false;
+            for e in chunk.chunks_exact_mut(INDEX_ENTRY_LEN) {
+                let (offset, kind, _) = parse_index_entry(e);
+                if kind != INDEX_KIND_FORGOTTEN && sorted.binary_search(&offset).is_ok() {
+                    e[6] = INDEX_KIND_FORGOTTEN;
+                    changed = true;
+                    marked += 1;
+                }
+            }
+            if changed {
+                file.write_all_at(chunk, start)?;
+            }
+            start = end;
+        }
+        Ok(marked)
+    }
+
     /// Metadata of every blob, in insertion order.
     pub fn list(&self) -> Vec<BlobMeta> {
         crate::lock_rule::assert_unlocked("listing objects");
@@ -1194,7 +1320,12 @@ fn scan(
                     );
                 }
             }
-            Parsed::Json(kind, value) => on_json(at, kind, value)?,
+            Parsed::Json(kind, value) => {
+                if kind == RecordKind::Settings {
+                    state.forget(&forgotten(&value));
+                }
+                on_json(at, kind, value)?
+            }
         }
         pos = end;
     }
@@ -1495,6 +1626,66 @@ mod tests {
         let store = Store::memory();
         assert!(store.path().is_none());
         check_basic_round_trip(&store);
+    }
+
+    #[test]
+    fn a_tombstone_forgets_objects_and_records_and_is_applied_again_on_open() {
+        let dir = TempDir::new("tombstone");
+        let path = dir.file("store.log");
+        let (gone, kept) = (b"only the deleted run".to_vec(), b"shared".to_vec());
+        let tomb = json!({"settings": 1, "delete_run": "1+2", FORGET_KEY: [cid_of(&gone)]});
+        let key = |seq| IndexKey {
+            seq,
+            ..IndexKey::default()
+        };
+        {
+            let (store, _) = Store::open(&path).expect("open new");
+            store
+                .put_blobs(vec![nb(&gone, None), nb(&kept, None)], 1.0)
+                .expect("put");
+            let offsets = store
+                .append_records(&[
+                    (RecordKind::CallRecord, &json!({"n": 1}), key(1)),
+                    (RecordKind::CallRecord, &json!({"n": 2}), key(2)),
+                ])
+                .expect("append");
+            // Not a settings record: refused, nothing changes.
+            assert!(store.forget(&json!({"n": 3}), &offsets[..1]).is_err());
+            assert_eq!(store.len(), 2);
+            let (n, bytes, at) = store.forget(&tomb, &offsets[..1]).expect("forget");
+            assert_eq!((n, bytes), (1, gone.len() as u64));
+            assert!(at.is_some_and(|at| at > offsets[1]), "{at:?}");
+            assert!(store.get(&cid_of(&gone)).expect("get").is_none());
+            assert_eq!(bytes_of(&store, &cid_of(&kept)), kept);
+            assert_eq!(store.list().len(), 1);
+            let (page, total) = store
+                .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+                .expect("walk");
+            assert_eq!((page, total), (vec![offsets[1]], 1));
+            // Stored again after the tombstone: a new object, kept after a reopen.
+            let again = b"stored again".to_vec();
+            let t2 = json!({"settings": 1, FORGET_KEY: [cid_of(&again)]});
+            store.put_blobs(vec![nb(&again, None)], 2.0).expect("put");
+            store.forget(&t2, &[]).expect("forget");
+            store.put_blobs(vec![nb(&again, None)], 3.0).expect("put");
+        }
+        // Reopened (as after a kill): the objects stay forgotten, the tombstone is handed
+        // back in order with the records; the caller marks their index entries again.
+        let (store, rec) = Store::open(&path).expect("reopen");
+        assert!(store.get(&cid_of(&gone)).expect("get").is_none());
+        assert_eq!(bytes_of(&store, &cid_of(&kept)), kept);
+        assert_eq!(bytes_of(&store, &cid_of(b"stored again")), b"stored again");
+        assert_eq!(rec.records.len(), 4, "{:?}", rec.records);
+        assert_eq!(rec.records[2], (RecordKind::Settings, tomb));
+        let (page, _) = store
+            .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+            .expect("walk");
+        assert_eq!(page.len(), 2);
+        assert_eq!(store.forget_records(&page[1..]).expect("mark"), 1);
+        let (after, total) = store
+            .index_page(RecordKind::CallRecord, &|_| true, 0, 10)
+            .expect("walk");
+        assert_eq!((after, total), (vec![page[0]], 1));
     }
 
     #[test]

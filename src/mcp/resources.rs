@@ -170,6 +170,9 @@ pub fn affected(kind: &EventKind) -> Vec<String> {
         | EventKind::ExternalServer { .. }
         | EventKind::Log { .. }
         | EventKind::OriginsChanged => Vec::new(),
+        EventKind::RunDeleted { .. } => {
+            fixed(&["breakpoint://call-history", "breakpoint://status"])
+        }
     }
 }
 

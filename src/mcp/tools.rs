@@ -73,6 +73,7 @@ fn hint_for(code: &str) -> &'static str {
             "Pause a call of that program (breakpoint_add on the function, then breakpoint_wait_for_pause), \
              then replay while it is paused."
         }
+        "run_paused" => "Resume the paused call (breakpoint_continue with the pause_id named), then delete the run.",
         "invalid_args" | "invalid_kwargs" => {
             "Give arguments as JSON values; a stored object that is not a plain value (an instance) cannot be replayed."
         }
@@ -105,6 +106,8 @@ pub struct Tool {
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
     pub read_only: bool,
+    /// It removes recorded data for good (`destructiveHint`).
+    pub destructive: bool,
     pub idempotent: bool,
     /// The longest the tool may block, in seconds (0: it answers at once).
     pub max_block_s: f64,
@@ -123,7 +126,7 @@ impl Tool {
             t["annotations"] = json!({
                 "title": self.title,
                 "readOnlyHint": self.read_only,
-                "destructiveHint": false,
+                "destructiveHint": self.destructive,
                 "idempotentHint": self.idempotent,
                 "openWorldHint": self.name.starts_with("external_"),
             });
@@ -352,6 +355,7 @@ instrumented program creates a breakpoint for every function it wraps.",
             "one_shot": {"type": "array", "items": {"type": "string"}}, "hit_counts": {"type": "object"},
             "enabled": {"type": "object", "additionalProperties": {"type": "boolean"}}, "pausing": {"type": "boolean"}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_list_breakpoints,
@@ -396,6 +400,7 @@ kwargs['name'], result, exception (type name), literals, == != < <= > >= in, not
             "hit_count": {"type": "integer", "minimum": 0},
             "results": {"type": "array", "items": {"type": "object", "anyOf": [{"required": ["status", "function_name"]}, {"required": ["error", "index"]}]}}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_add,
@@ -410,6 +415,7 @@ Note that the program re-creates the breakpoint when it wraps the function again
         output_schema: || json!({"type": "object", "required": ["status", "function_name"], "properties": {
             "status": {"const": "ok"}, "function_name": {"type": "string"}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_remove,
@@ -422,6 +428,7 @@ the global default. Aliases: continue = go, defer/default = yield.",
         input_schema: || fn_and_behavior("stop, go or yield", "stop"),
         output_schema: fn_behavior_out,
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_behavior,
@@ -434,6 +441,7 @@ the global default. Aliases: continue = go, defer/default = yield.",
         input_schema: || fn_and_behavior("stop, go, exception, stop_exception or yield", "exception"),
         output_schema: fn_behavior_out,
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_after_behavior,
@@ -449,6 +457,7 @@ required, see breakpoint_list_functions). An empty replacement_function clears i
         output_schema: || json!({"type": "object", "required": ["status", "function_name", "replacement_function"], "properties": {
             "status": {"const": "ok"}, "function_name": {"type": "string"}, "replacement_function": {"type": "string"}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_replacement,
@@ -466,6 +475,7 @@ losing how it was set up; to stop every pause at once, use breakpoint_set_pausin
         output_schema: || json!({"type": "object", "required": ["status", "function_name", "enabled"], "properties": {
             "status": {"const": "ok"}, "function_name": {"type": "string"}, "enabled": {"type": "boolean"}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_enabled,
@@ -482,6 +492,7 @@ pausing true restores every breakpoint as it was. breakpoint_list_breakpoints sh
         output_schema: || json!({"type": "object", "required": ["status", "pausing"], "properties": {
             "status": {"const": "ok"}, "pausing": {"type": "boolean"}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_pausing,
@@ -494,6 +505,7 @@ after calls), go, exception (pause only after calls that raise), stop_exception.
         input_schema: no_args,
         output_schema: || json!({"type": "object", "required": ["behavior"], "properties": {"behavior": {"enum": ["stop", "go", "exception", "stop_exception"]}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_get_default_behavior,
@@ -509,6 +521,7 @@ freely, 'exception' to catch failures.",
         output_schema: || json!({"type": "object", "required": ["status", "behavior"], "properties": {
             "status": {"const": "ok"}, "behavior": {"enum": ["stop", "go", "exception", "stop_exception"]}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_set_default_behavior,
@@ -523,6 +536,7 @@ breakpoint_continue and breakpoint_repl_eval.",
         input_schema: no_args,
         output_schema: || json!({"type": "object", "required": ["paused"], "properties": {"paused": {"type": "array", "items": pause_out()}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_list_paused,
@@ -554,6 +568,7 @@ breakpoint_list_paused), with that program's other gone pauses (dismissed lists 
             "error": {"const": "pause_not_found"}, "message": {"type": "string"}, "hint": {"type": "string"},
             "dismissed": {"type": "array", "items": {"type": "string"}}}}),
         read_only: false,
+        destructive: false,
         idempotent: false,
         max_block_s: 0.0,
         handler: breakpoint_continue,
@@ -567,6 +582,7 @@ return its result). Returns the pause ids resumed.",
         output_schema: || json!({"type": "object", "required": ["status", "resumed"], "properties": {
             "status": {"const": "ok"}, "resumed": {"type": "array", "items": {"type": "string"}}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: |ctx, _| out(service::continue_all(ctx.shared())),
@@ -583,6 +599,7 @@ return its result). Returns the pause ids resumed.",
             "functions": {"type": "array", "items": {"type": "string"}}, "signatures": {"type": "object"}, "metadata": {"type": "object"},
             "total": {"type": "integer"}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_list_functions,
@@ -606,6 +623,7 @@ The filters are those of GET /api/call-records; a process or search filter reads
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many records."}}}),
         output_schema: call_records_out,
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_get_call_records,
@@ -628,6 +646,7 @@ good one; open a value with breakpoint_inspect_object and its cid. At most 1,000
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_LIMIT, "default": 100, "description": "At most this many aligned pairs."}}}),
         output_schema: compare_runs_out,
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_compare_runs,
@@ -654,6 +673,7 @@ comparing or inspecting it.",
             "total": {"type": "integer", "minimum": 0}, "offset": {"type": "integer", "minimum": 0},
             "limit": {"type": "integer", "minimum": 0}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_list_runs,
@@ -671,9 +691,31 @@ with the database and shown in the web UI's Runs page and the run's call tree.",
         output_schema: || json!({"type": "object", "required": ["status", "run_id", "label", "notes"], "properties": {
             "status": {"const": "ok"}, "run_id": {"type": "string"}, "label": {"type": "string"}, "notes": {"type": "string"}}}),
         read_only: false,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_label_run,
+    },
+    Tool {
+        name: "breakpoint_delete_run",
+        title: "Delete a run and what it recorded",
+        description: "Delete a run (run_id from breakpoint_list_runs) for good: its call records and events, the \
+execution-history entries of its calls, its label and notes, and the stored objects no other record uses (they answer \
+cid_not_found afterwards). With a database file the deletion is on disk before it answers. Refused (run_paused, naming \
+the pause) while one of its calls is paused: resume it first. A program still running may go on calling; what it \
+records afterwards starts the run again under the same run_id. Answers what was removed.",
+        input_schema: || json!({"type": "object", "required": ["run_id"], "properties": {
+            "run_id": {"type": "string", "description": "The run's id (its process key).", "examples": ["1795311683.7211661+16759"]}}}),
+        output_schema: || json!({"type": "object", "required": ["status", "run_id", "records", "history_entries", "objects", "object_bytes", "had_label_or_notes"], "properties": {
+            "status": {"const": "ok"}, "run_id": {"type": "string"},
+            "records": {"type": "integer", "minimum": 0}, "history_entries": {"type": "integer", "minimum": 0},
+            "objects": {"type": "integer", "minimum": 0}, "object_bytes": {"type": "integer", "minimum": 0},
+            "had_label_or_notes": {"type": "boolean"}}}),
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        max_block_s: 0.0,
+        handler: breakpoint_delete_run,
     },
     Tool {
         name: "breakpoint_repl_eval",
@@ -691,6 +733,7 @@ program answers or timeout_s (default 30, at most 55).",
             "session_id": {"type": "string"}, "output": {"type": "string"}, "stdout": {"type": "string"},
             "is_error": {"type": "boolean"}, "result_cid": {"type": ["string", "null"]}}}),
         read_only: false,
+        destructive: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_repl_eval,
@@ -718,6 +761,7 @@ differs from the source (differences, same). Blocks until the program answers or
                 "part": {"type": "string"}, "source": {}, "replay": {}}}},
             "same": {"type": "boolean"}, "record": {"type": "object"}}}),
         read_only: false,
+        destructive: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_replay_call,
@@ -746,6 +790,7 @@ timeout_s (default 30, at most 55) for the whole sequence; the calls left then a
                 "source_id": {"type": "string"}, "error": {}, "message": {}}},
             "truncated": {"type": "boolean"}}}),
         read_only: false,
+        destructive: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_replay_run,
@@ -769,6 +814,7 @@ original server does.",
             "error": {"enum": ["deserialization_failed", "cid_not_found"]}, "message": {"type": "string"},
             "hint": {"type": "string"}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: 0.0,
         handler: breakpoint_inspect_object,
@@ -785,6 +831,7 @@ again to keep waiting. Use it after starting or resuming the program instead of 
         output_schema: || json!({"type": "object", "required": ["paused", "pause", "waited_s"], "properties": {
             "paused": {"type": "boolean"}, "pause": {"anyOf": [{"type": "null"}, pause_out()]}, "waited_s": {"type": "number"}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_wait_for_pause,
@@ -807,6 +854,7 @@ no server is connected yet (a user connects them on the debugger's web UI or wit
                 "auth_state": {"enum": ["none", "required", "authorizing", "authorized", "error"]},
                 "auth": {"type": "object", "properties": {"state": {"type": "string"}, "message": {"type": "string"}, "scopes": {"type": "array", "items": {"type": "string"}}}}}}}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: |ctx, args| external::list_servers(ctx, args),
@@ -824,6 +872,7 @@ to list one server's tools.",
                 "name": {"type": "string"}, "server": {"type": "string"}, "original_name": {"type": "string"},
                 "description": {"type": "string"}, "input_schema": {"type": "object"}}}}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: |ctx, args| external::list_tools(ctx, args),
@@ -845,6 +894,7 @@ whole result). Waits at most the server's timeout_s (default 30 s).",
             "result_size": {"type": "integer"}, "is_error": {"type": "boolean"}, "content": {"type": "array", "items": {"type": "object"}},
             "structured_content": {"type": "object"}, "truncated": {"type": "boolean"}, "note": {"type": "string"}}}),
         read_only: false,
+        destructive: false,
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
         handler: |ctx, args| external::call_tool(ctx, args),
@@ -862,6 +912,7 @@ server, name, description, mime_type. Read one with external_read_resource. A se
                 "description": {"type": ["string", "null"]}, "mime_type": {"type": ["string", "null"]}}}},
             "errors": {"type": "object"}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: |ctx, args| external::list_resources(ctx, args),
@@ -878,6 +929,7 @@ the first text (or base64 blob), mime_type its type, contents the server's full 
             "server": {"type": "string"}, "uri": {"type": "string"}, "content": {"type": ["string", "null"]}, "mime_type": {"type": ["string", "null"]},
             "contents": {"type": "array", "items": {"type": "object"}}}}),
         read_only: true,
+        destructive: false,
         idempotent: true,
         max_block_s: MAX_BLOCK_S,
         handler: |ctx, args| external::read_resource(ctx, args),
@@ -1122,6 +1174,11 @@ fn breakpoint_list_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let limit = usize::try_from(number("limit", 100)).unwrap_or(MAX_PAGE_LIMIT);
     let offset = usize::try_from(number("offset", 0)).unwrap_or(usize::MAX);
     out(service::runs(ctx.shared(), offset, limit))
+}
+
+fn breakpoint_delete_run(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let run_id = required(args, "run_id")?;
+    out(service::delete_run(ctx.shared(), run_id)?)
 }
 
 fn breakpoint_label_run(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
@@ -1488,10 +1545,11 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            28,
+            29,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
              the two switches (breakpoint_set_enabled, breakpoint_set_pausing), \
-             breakpoint_compare_runs, the two of runs (breakpoint_list_runs, breakpoint_label_run), \
+             breakpoint_compare_runs, the three of runs (breakpoint_list_runs, breakpoint_label_run, \
+             breakpoint_delete_run), \
              breakpoint_replay_call, breakpoint_replay_run and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.

@@ -36,7 +36,7 @@ pub use records::*;
 pub use repl::*;
 pub use replay::*;
 pub use runs::*;
-pub use settings::SettingsLoader;
+pub use settings::{deleted_run, SettingsLoader};
 
 use std::borrow::Cow;
 

@@ -31,7 +31,13 @@ const FORGET_EVERY: u64 = 4096;
 pub fn note(shared: &Shared, record: &Record, seq: u64, offset: Option<u64>) {
     if shared.store.is_durable() {
         if let Some(at) = offset {
-            shared.processes().note(record, at);
+            let noted = shared.processes().note(record, at);
+            if !noted {
+                // Written before its run's tombstone: deleted with the run.
+                if let Err(e) = shared.store.forget_records(&[at]) {
+                    log::error!("store index: cannot mark a deleted record: {e}");
+                }
+            }
         }
         return;
     }

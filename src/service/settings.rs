@@ -235,6 +235,10 @@ impl SettingsLoader {
             }
             return;
         }
+        if let Some(run) = m.get(DELETE_RUN_KEY).and_then(Value::as_str) {
+            self.runs.retain(|(r, _)| r != run);
+            return;
+        }
         if let Some(run) = m.get(RUN_KEY) {
             let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
             match run.as_str() {
@@ -374,6 +378,28 @@ const ORIGINS_KEY: &str = "granted_origins";
 /// `{"settings": 1, "run": "<process key>", "label": "...", "notes": "..."}`. A server that
 /// predates it reads it as a version-1 record that changes no breakpoint.
 const RUN_KEY: &str = "run";
+
+/// The key of a settings record that deletes a run (a tombstone): `{"settings": 1,
+/// "delete_run": "<process key>", "forget_objects": [cid, ...]}`. Read back in the log's order,
+/// it removes the run's records stored before it (records after it start the run afresh), its
+/// label and notes, and (the store applies `store::FORGET_KEY` itself) the objects it lists. A
+/// server that predates it reads a version-1 record that changes no breakpoint, so an older
+/// server shows the run again: deletion needs this version.
+pub const DELETE_RUN_KEY: &str = "delete_run";
+
+/// The tombstone of a run (see [`DELETE_RUN_KEY`]).
+pub(crate) fn tombstone(run: &str, forget: &[String]) -> Value {
+    let mut record = Map::new();
+    record.insert(SETTINGS_KEY.into(), json!(VERSION));
+    record.insert(DELETE_RUN_KEY.into(), json!(run));
+    record.insert(crate::store::FORGET_KEY.into(), json!(forget));
+    Value::Object(record)
+}
+
+/// The run a settings record deletes, if it is a tombstone.
+pub fn deleted_run(v: &Value) -> Option<&str> {
+    v.get(DELETE_RUN_KEY)?.as_str()
+}
 
 /// The key of a settings record that holds the note on a call record (whole; "" removed it):
 /// `{"settings": 1, "record_note": "<call id>", "note": "..."}`.

@@ -1,6 +1,7 @@
 //! `/runs`: every run (what one process recorded), newest first, with its label and notes
 //! editable in place (forms that call `POST /api/runs/<id>/label` and `/notes`), each linking
-//! to its call tree.
+//! to its call tree, and a Delete… disclosure whose second button (`DELETE /api/runs/<id>`)
+//! deletes the run: a confirmation step without a script dialog, reachable by keyboard.
 
 use super::markup::{html, markup};
 use super::tree::call_tree_href;
@@ -12,11 +13,14 @@ use crate::urlenc::encode_segment;
 /// Runs shown on one page.
 const PER_PAGE: usize = 100;
 
-/// `/runs`.
+/// `/runs`. Live: the table is keyed by run (one `<tbody>` each), so a new run, a deleted one
+/// or changed counts update the page while a label or notes being typed, and an open Delete…
+/// confirmation, stay with their own run.
 pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
     let offset = param(query, "offset")
         .and_then(|o| o.parse().ok())
         .unwrap_or(0);
+    let listing = service::runs(shared, offset, PER_PAGE);
     View::new(
         "Runs",
         "/runs",
@@ -24,8 +28,10 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
             "<div class=\"bar\"><h1>Runs</h1></div>\
              <p class=\"meta\">A run is what one process of the program recorded, from its first \
              call to its last. Label the ones to find again; notes say what they were.</p>\
-             <div id=\"run-list\" data-live>{}</div>{}",
-            table(shared, offset),
+             <table class=\"list grid runs\" id=\"run-list\" data-live data-keyed data-carry>{}</table>\
+             <div id=\"run-pager\" data-live>{}</div>{}",
+            table(&listing),
+            pager(&listing, offset),
             super::replayed::run_form(shared)
         ),
     )
@@ -40,20 +46,19 @@ fn program(r: &service::Run) -> String {
     }
 }
 
-fn table(shared: &Shared, offset: usize) -> Html {
-    let listing = service::runs(shared, offset, PER_PAGE);
-    if listing.total == 0 {
+fn table(listing: &service::RunListing) -> Html {
+    if listing.runs.is_empty() {
         return Html::lit(
-            "<section class=\"empty\"><h2>No runs recorded yet</h2><p>Each run of an \
-             instrumented program appears here as soon as one of its calls completes.</p>\
-             </section>",
+            "<tbody data-key=\"empty\"><tr><td><section class=\"empty\"><h2>No runs recorded yet</h2>\
+             <p>Each run of an instrumented program appears here as soon as one of its calls \
+             completes.</p></section></td></tr></tbody>",
         );
     }
     let mut out = Html::lit(
-        "<table class=\"list grid runs\"><thead><tr><th scope=\"col\">Run</th><th scope=\"col\">PID</th>\
+        "<thead data-key=\"head\"><tr><th scope=\"col\">Run</th><th scope=\"col\">PID</th>\
          <th scope=\"col\">Started</th><th scope=\"col\">Last call</th><th scope=\"col\" class=\"num\">Calls</th>\
          <th scope=\"col\" class=\"num\">Exceptions</th><th scope=\"col\">Label</th><th scope=\"col\">Notes</th>\
-         </tr></thead><tbody>",
+         </tr></thead>",
     );
     for r in &listing.runs {
         let api = format!("/api/runs/{}", encode_segment(&r.run_id));
@@ -65,7 +70,11 @@ fn table(shared: &Shared, offset: usize) -> Html {
         };
         html!(
             out,
-            "<tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}</td><td data-label=\"PID\">{}</td>\
+            "<tbody data-key=\"run:{}\"><tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}\
+             <details class=\"run-delete\"><summary>Delete…</summary>\
+             <form data-api=\"{}\" data-method=\"DELETE\"><p>Its records, label, notes and the objects only \
+             it used go for good.</p><button type=\"submit\" class=\"danger\">Really delete run {} ({} {})?</button>\
+             <span class=\"error\" role=\"alert\"></span></form></details></td><td data-label=\"PID\">{}</td>\
              <td data-label=\"Started\">{}</td><td data-label=\"Last call\">{}</td>\
              <td class=\"num\" data-label=\"Calls\">{}</td><td class=\"num\" data-label=\"Exceptions\">{}</td>\
              <td data-label=\"Label\"><form class=\"run-edit\" data-api=\"{}/label\"><input name=\"label\" value=\"{}\" \
@@ -73,12 +82,17 @@ fn table(shared: &Shared, offset: usize) -> Html {
              <button type=\"submit\">Save label</button><span class=\"error\" role=\"alert\"></span></form></td>\
              <td data-label=\"Notes\"><form class=\"run-edit\" data-api=\"{}/notes\"><textarea name=\"notes\" rows=\"2\" \
              aria-label=\"Notes on the run of {} (pid {})\">{}</textarea>\
-             <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td></tr>",
+             <button type=\"submit\">Save notes</button><span class=\"error\" role=\"alert\"></span></form></td></tr></tbody>",
+            r.run_id,
             r.run_id,
             call_tree_href(&r.run_id, None),
             r.run_id,
             name,
             label,
+            api,
+            r.run_id,
+            r.calls,
+            if r.calls == 1 { "call" } else { "calls" },
             r.pid,
             time(r.start),
             time(r.end),
@@ -94,7 +108,12 @@ fn table(shared: &Shared, offset: usize) -> Html {
             r.notes,
         );
     }
-    out.push_lit("</tbody></table>");
+    out
+}
+
+/// Links to newer and older runs when they do not fit on one page.
+fn pager(listing: &service::RunListing, offset: usize) -> Html {
+    let mut out = Html::new();
     let shown_to = offset + listing.runs.len();
     if offset > 0 || shown_to < listing.total {
         html!(

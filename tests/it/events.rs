@@ -102,3 +102,36 @@ fn every_transition_is_published_in_order() {
         "stop removes the port file"
     );
 }
+
+#[test]
+fn a_deleted_run_is_published() {
+    let dir = TempDir::new("events-delete");
+    let running = cideldill_server::app::start(Config::for_tests(dir.path().join("port"))).unwrap();
+    let c = Client {
+        port: running.port(),
+    };
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("add", vec![], json!({})),
+    );
+    c.post_ok(
+        "/api/call/complete",
+        &complete_body(start["call_id"].as_str().unwrap(), &json!(1)),
+    );
+    let rx = running.shared().bus.subscribe();
+    let r = c.delete("/api/runs/1795311683.721166%2B16759");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let deleted = next(&rx);
+    assert_eq!(
+        *deleted.kind,
+        EventKind::RunDeleted {
+            run_id: "1795311683.721166+16759".into()
+        }
+    );
+    assert_eq!(deleted.name(), "run_deleted");
+    assert_eq!(
+        deleted.params(),
+        json!({"run_id": "1795311683.721166+16759"})
+    );
+    running.stop();
+}

@@ -13,6 +13,7 @@ mod cli;
 mod compare;
 mod conditions;
 mod debug_client;
+mod delete_run;
 mod demo;
 mod event_stream;
 mod events;

@@ -464,6 +464,20 @@ fn every_tool_result_matches_its_output_schema() {
         "{r}"
     );
     covered.insert("breakpoint_replay_run");
+    // Last, as it removes the run the others used (once nothing of it is paused).
+    s.call_ok("breakpoint_continue_all", json!({}));
+    let r = s.call("breakpoint_delete_run", json!({"run_id": run}));
+    assert_eq!(r["isError"], false, "{r}");
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == "breakpoint_delete_run")
+        .unwrap();
+    assert!(
+        schema::validate(&(tool.output_schema)(), &r["structuredContent"]).is_empty(),
+        "{r}"
+    );
+    covered.insert("breakpoint_replay_run");
+    covered.insert("breakpoint_delete_run");
     // The external_* proxies need external servers: tests/it/upstream.rs checks their schemas.
     let own = TOOLS
         .iter()

@@ -78,6 +78,10 @@ function carry(old, fresh, saved) {
   const twins = formsOf(fresh);
   const active = document.activeElement;
   let focus = null;
+  // A focused <summary> (a disclosure such as a run's Delete…) keeps the focus too.
+  const at = Array.from(old.querySelectorAll("summary")).indexOf(active);
+  const summary = at >= 0 ? fresh.querySelectorAll("summary")[at] : null;
+  if (summary) focus = { el: summary, start: null, end: null };
   for (const [key, form] of formsOf(old)) {
     const twin = twins.get(key);
     if (!twin) continue;
@@ -388,7 +392,14 @@ function concerned(msg) {
   return true;
 }
 
+// The call tree of a run that was deleted has nothing left to show: it goes to the list.
+function deletedHere(msg) {
+  if (!processShown || msg.event !== "run_deleted" || !msg.data) return false;
+  try { return JSON.parse(msg.data).run_id === processShown; } catch (_) { return false; }
+}
+
 function onStream(msg) {
+  if (deletedHere(msg)) { location.href = "/call-tree"; return; }
   if (msg.state === "live") { live.textContent = "live"; schedule(); }
   else if (msg.state === "reconnecting") { live.textContent = "reconnecting…"; }
   else if (msg.event && concerned(msg)) { schedule(); }
@@ -411,7 +422,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "run_deleted", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {
