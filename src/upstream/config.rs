@@ -42,7 +42,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::names::{validate_server_name, NameError, ToolFilter};
-use crate::limits::{UPSTREAM_CALL_TIMEOUT, UPSTREAM_CONNECT_TIMEOUT};
+use crate::limits::UPSTREAM_CALL_TIMEOUT;
 
 /// Auto-reconnect when an entry does not say.
 pub const DEFAULT_AUTO_RECONNECT: bool = true;
@@ -1096,42 +1096,6 @@ pub fn startup_servers(
         None => Vec::new(),
     };
     Ok(Some(merge(file, inline)))
-}
-
-/// The timing constants. The defaults are the design's; tests shorten them.
-#[derive(Clone, Debug)]
-pub struct Timing {
-    /// Spawn or HTTP handshake plus `initialize` plus the first `tools/list`.
-    pub connect_timeout: Duration,
-    /// How often a connected server is pinged.
-    pub ping_interval: Duration,
-    /// How long a ping may take before the connection counts as lost.
-    pub ping_timeout: Duration,
-    /// Delays before each automatic reconnection attempt; its length is the attempt limit.
-    pub backoff: Vec<Duration>,
-    /// Between closing a child's stdin, SIGTERM and SIGKILL.
-    pub kill_grace: Duration,
-}
-
-impl Default for Timing {
-    fn default() -> Timing {
-        Timing {
-            connect_timeout: UPSTREAM_CONNECT_TIMEOUT,
-            ping_interval: Duration::from_secs(15),
-            ping_timeout: Duration::from_secs(10),
-            backoff: [1, 2, 4, 8, 16].map(Duration::from_secs).to_vec(),
-            kill_grace: Duration::from_secs(2),
-        }
-    }
-}
-
-impl Timing {
-    /// The defaults with the backoff schedule scaled so its first delay is `base`
-    /// (1, 2, 4, 8, 16 × base).
-    pub fn with_backoff_base(mut self, base: Duration) -> Timing {
-        self.backoff = [1u32, 2, 4, 8, 16].map(|k| base * k).to_vec();
-        self
-    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Map, Value};
 
 use super::auth::Auth;
-use super::config::{ServerConfig, Timing, Transport, TransportKind};
+use super::config::{ServerConfig, Transport, TransportKind};
 use super::names::{
     catalog_name, check_display_name, check_resource_uri, check_tool_name, validate_server_name,
     Catalog, ExternalNameError, ResolveError,
@@ -30,6 +30,7 @@ use super::names::{
 use super::params::{self, Binding};
 use super::peer::{show_duration, Era, Failure, Initialized, Notice, Peer};
 use super::stdio::{self, Proc};
+use super::timing::Timing;
 use crate::error::ApiError;
 use crate::ids;
 use crate::limits::{UPSTREAM_MAX_CATALOG_BYTES, UPSTREAM_MAX_RESOURCES, UPSTREAM_MAX_TOOLS};
