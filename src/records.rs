@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::intern::{Cid, Interner, Sym, Val};
-use crate::node::Node;
+use crate::node::JsonNode;
 use crate::resolution::Resolution;
 use crate::store::IndexKey;
 
@@ -305,22 +305,22 @@ impl Item {
     }
 
     /// [`Item::parse`] on an item as parsed from a request body.
-    pub fn from_node(interner: &mut Interner, v: &Node<'_>) -> Item {
+    pub fn from_node(interner: &mut Interner, v: &JsonNode<'_>) -> Item {
         let had_data = v.get("data").is_some();
-        if let Node::Obj(entries) = v {
+        if let JsonNode::Obj(entries) = v {
             let known = entries.iter().all(|(k, _)| {
                 matches!(&**k, "cid" | "client_ref" | "data" | "serialization_format")
             });
             let cid = v
                 .get("cid")
-                .and_then(Node::as_str)
+                .and_then(JsonNode::as_str)
                 .and_then(|c| interner.cid_text(c));
             let format = match v.get("serialization_format") {
                 None => Some(Hint::Absent),
                 Some(f) => Hint::parse(Some(&f.to_value())),
             };
             if let (true, Some(cid), Some(format)) = (known, cid, format) {
-                let client_ref = v.get("client_ref").map(Node::to_value);
+                let client_ref = v.get("client_ref").map(JsonNode::to_value);
                 return Item::Std {
                     cid,
                     client_ref: interner.field(client_ref.as_ref()),
@@ -443,21 +443,21 @@ impl CallSite {
     }
 
     /// [`CallSite::parse`] on a call site as parsed from a request body.
-    pub fn from_node(interner: &mut Interner, v: Option<&Node<'_>>) -> CallSite {
+    pub fn from_node(interner: &mut Interner, v: Option<&JsonNode<'_>>) -> CallSite {
         match v {
-            Some(Node::Obj(entries)) => match v.and_then(|o| o.get("timestamp")) {
+            Some(JsonNode::Obj(entries)) => match v.and_then(|o| o.get("timestamp")) {
                 Some(ts) => CallSite {
                     timestamp: Val::unshared(&ts.to_value()),
                     rest: interner.node_object_without(entries, "timestamp"),
                 },
                 None => CallSite {
                     timestamp: Val::Absent,
-                    rest: interner.val(&v.map_or(Value::Null, Node::to_value)),
+                    rest: interner.val(&v.map_or(Value::Null, JsonNode::to_value)),
                 },
             },
             other => CallSite {
                 timestamp: Val::Absent,
-                rest: interner.field(other.map(Node::to_value).as_ref()),
+                rest: interner.field(other.map(JsonNode::to_value).as_ref()),
             },
         }
     }
@@ -1853,14 +1853,14 @@ mod tests {
         let mut i = Interner::default();
         for v in items {
             let text = serde_json::to_vec(&v).unwrap();
-            let node = Node::parse(&text).unwrap();
+            let node = JsonNode::parse(&text).unwrap();
             let (a, b) = (Item::parse(&mut i, &v), Item::from_node(&mut i, &node));
             assert_eq!(a, b, "{v}");
             assert_eq!(a.to_value(), b.to_value(), "{v}");
         }
         for v in sites {
             let text = serde_json::to_vec(&v).unwrap();
-            let node = Node::parse(&text).unwrap();
+            let node = JsonNode::parse(&text).unwrap();
             let a = CallSite::parse(&mut i, Some(&v));
             let b = CallSite::from_node(&mut i, Some(&node));
             assert_eq!(a, b, "{v}");
