@@ -1,3 +1,5 @@
+//! Unit tests of `crate::condition`.
+
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;

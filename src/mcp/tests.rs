@@ -1,3 +1,5 @@
+//! Unit tests of `crate::mcp`.
+
 use super::*;
 use crate::config::Config;
 use crate::state::State;

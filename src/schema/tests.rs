@@ -1,3 +1,5 @@
+//! Unit tests of `crate::schema`.
+
 use super::*;
 use serde_json::json;
 

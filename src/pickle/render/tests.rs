@@ -1,3 +1,5 @@
+//! Unit tests of `crate::pickle::render`.
+
 use super::*;
 
 #[test]

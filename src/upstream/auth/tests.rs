@@ -1,3 +1,5 @@
+//! Unit tests of `crate::upstream::auth`.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of `crate::upstream::config`.
+
 use super::*;
 
 fn no_env(_: &str) -> Option<String> {

@@ -1,3 +1,5 @@
+//! Unit tests of `crate::upstream::http`.
+
 use super::*;
 use crate::upstream::peer::Notice;
 use crate::upstream::sse_parse::testing::{body, header, Server, Stream};

@@ -1,3 +1,5 @@
+//! Unit tests of `crate::upstream::manager`.
+
 use super::*;
 
 fn stdio(name: &str, command: &str) -> ServerConfig {

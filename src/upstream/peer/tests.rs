@@ -1,3 +1,5 @@
+//! Unit tests of `crate::upstream::peer`.
+
 use super::*;
 use std::thread;
 
