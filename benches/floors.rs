@@ -9,7 +9,8 @@ pub(super) struct Trivial {
     pub(super) stop: Arc<AtomicBool>,
 }
 
-pub(super) const TRIVIAL_ANSWER: &str = r#"{"call_id":"bench-1","action":"continue","status":"ok"}"#;
+pub(super) const TRIVIAL_ANSWER: &str =
+    r#"{"call_id":"bench-1","action":"continue","status":"ok"}"#;
 
 impl Trivial {
     pub(super) fn start() -> Res<Trivial> {

@@ -1,4 +1,5 @@
-//! Search over recorded calls: distinct items recorded, search times measured.
+//! Search over recorded calls: distinct items recorded, search times measured, and the search
+//! rows of the table.
 
 use super::*;
 
@@ -14,7 +15,13 @@ pub(super) fn distinct_item(value: &Value, client_ref: u64) -> Value {
 
 /// Records `n` calls whose arguments, keyword argument and result are all values no other
 /// call has, on `threads` threads.
-pub(super) fn record_distinct(port: u16, load: &Load, n: u64, threads: usize, limit: Duration) -> Res<()> {
+pub(super) fn record_distinct(
+    port: u16,
+    load: &Load,
+    n: u64,
+    threads: usize,
+    limit: Duration,
+) -> Res<()> {
     let template: Value = serde_json::from_slice(&load.free[0]).map_err(err("template"))?;
     let next = AtomicU64::new(0);
     let error = Mutex::new(None);
@@ -166,4 +173,158 @@ pub(super) fn search_times(port: u16, n: u64, reps: usize) -> Res<SearchTimes> {
         export_s,
         export_bytes: text.len(),
     })
+}
+
+impl Bench {
+    /// Text search over 100,000 recorded calls, and their JSON Lines export: calls whose
+    /// values are all distinct (every call's arguments, keyword argument and result are new
+    /// pickles, so the search's memory of CIDs saves nothing and every value is rendered from
+    /// the content store) in memory, with `--db`, and with that database reopened with
+    /// `--max-records 1000` (the older records are read back from the file); and the usual
+    /// load (64 argument sets, repeated) in memory. Floors: the same records' shown texts,
+    /// held in this process and lowercased once, scanned with `str::contains` (what an
+    /// in-memory text index of the rendered values would cost at best); and a plain page.
+    pub(super) fn rows_search(&self, t: &mut Table) {
+        let n = self.opts.n(100_000);
+        let reps = self.opts.n(7).max(3) as usize;
+        let db_dir = self.dir("search-db");
+        let db_file = db_dir.join("search.db").display().to_string();
+        let window = 1_000.min(n / 2).max(1);
+        enum Calls {
+            Distinct,
+            Usual,
+            Reopened,
+        }
+        let configs = [
+            (
+                "`--memory`, values all distinct".to_string(),
+                vec!["--memory".to_string()],
+                Calls::Distinct,
+            ),
+            (
+                "`--db`, values all distinct".to_string(),
+                vec!["--db".into(), db_file.clone()],
+                Calls::Distinct,
+            ),
+            (
+                format!(
+                    "`--db` reopened with `--max-records {window}` ({} records read from the file)",
+                    num((n - window) as f64)
+                ),
+                vec![
+                    "--db".into(),
+                    db_file,
+                    "--max-records".into(),
+                    window.to_string(),
+                ],
+                Calls::Reopened,
+            ),
+            (
+                "`--memory`, the usual load (64 argument sets, repeated)".to_string(),
+                vec!["--memory".to_string()],
+                Calls::Usual,
+            ),
+        ];
+        for (mode, args, load) in configs {
+            let dir = match load {
+                Calls::Distinct if args[0] == "--db" => db_dir.clone(),
+                Calls::Reopened => db_dir.clone(),
+                _ => self.dir("search"),
+            };
+            let measured = (|| -> Res<SearchTimes> {
+                let s = Proc::server(&self.opts.server, &dir, &args, false)?;
+                match load {
+                    Calls::Distinct => {
+                        eprintln!("bench:   recording {n} calls with distinct values ({mode})");
+                        record_distinct(s.port, &self.load, n, 16, self.opts.secs(300.0))?;
+                    }
+                    Calls::Usual => {
+                        eprintln!("bench:   recording {n} calls of the usual load ({mode})");
+                        let never = AtomicBool::new(false);
+                        let ran =
+                            run_cycles(s.port, &self.load, 16, 0, n, self.opts.secs(300.0), &never);
+                        if let Some(e) = ran.error {
+                            return Err(e);
+                        }
+                    }
+                    Calls::Reopened => {}
+                }
+                search_times(s.port, n, reps)
+            })();
+            let (ours, floor, page, export) = match measured {
+                Ok(m) => (
+                    Cell {
+                        text: format!(
+                            "{} ms (p99 {}){}",
+                            num(m.search.p50 / 1e3),
+                            num(m.search.p99 / 1e3),
+                            m.note
+                        ),
+                        value: Some(m.search.p50),
+                    },
+                    Some(m.floor),
+                    Some(m.page),
+                    Cell {
+                        text: format!(
+                            "{} s, {} records/s, {} MB",
+                            num(m.export_s),
+                            num(n as f64 / m.export_s),
+                            num(m.export_bytes as f64 / 1e6)
+                        ),
+                        value: None,
+                    },
+                ),
+                Err(e) => (Cell::of(Err(e.clone())), None, None, Cell::of(Err(e))),
+            };
+            let base = || {
+                self.opts
+                    .baseline
+                    .as_ref()
+                    .map(|_| Cell::text("n/a".into()))
+            };
+            let again = ours.clone();
+            t.row(
+                &format!(
+                    "search (`?search=`, a text in no record: every record tested) over {} recorded calls, {mode}, p50",
+                    num(n as f64)
+                ),
+                ours,
+                base(),
+                &floor.map_or("failed".into(), |f| {
+                    format!(
+                        "{} ms (p99 {}) (the same records' shown texts, in memory, lowercased once, `str::contains`)",
+                        num(f.p50 / 1e3),
+                        num(f.p99 / 1e3)
+                    )
+                }),
+                floor.map(|f| f.p50),
+                false,
+                "under the 1.5 s scan budget",
+            );
+            t.row(
+                "the same, beside an unfiltered page",
+                again,
+                base(),
+                &page.map_or("failed".into(), |p| {
+                    format!(
+                        "{} ms (p99 {}) (`GET /api/call-records`, 100 records)",
+                        num(p.p50 / 1e3),
+                        num(p.p99 / 1e3)
+                    )
+                }),
+                page.map(|p| p.p50),
+                false,
+                "(the cost of testing every record)",
+            );
+            t.row(
+                &format!("JSON Lines export of the same records (`?format=jsonl`), {mode}"),
+                export,
+                base(),
+                "—",
+                None,
+                false,
+                "streamed, memory bounded",
+            );
+        }
+    }
 }
