@@ -3,6 +3,11 @@
 //! bytes, however large its stack trace), and whose rendered ("pretty") values are not stored
 //! but computed on demand by a `Render` from the content store. The in-memory window is
 //! bounded; what falls out of it is counted. Pure: no I/O, no locks.
+//!
+//! Long file: one data model. Each record type (call, event, history entry, snapshot) sits
+//! beside its disk form (`from_disk`), its JSON form and the private helpers they share, and
+//! `Records`, the window that holds them, reads those helpers too; a field added to a record is
+//! added here, in one place. Its unit tests are in `records/tests.rs`.
 
 use std::collections::VecDeque;
 use std::fmt;
