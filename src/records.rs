@@ -5,8 +5,9 @@
 //! bounded; what falls out of it is counted. Pure: no I/O, no locks.
 //!
 //! Long file: one data model. Each record type (call, event, history entry, snapshot) sits
-//! beside its disk form (`from_disk`), its JSON form and the private helpers they share, and
-//! `Records`, the window that holds them, reads those helpers too; a field added to a record is
+//! beside its disk form (`from_disk`) and its JSON form; they share private helpers
+//! (`Process::from_disk`), and the filters (`RecordFilter`) read the index-key tag bits that
+//! `Record::index_key` writes (`pid_bits`, `is_client_event_key`). A field added to a record is
 //! added here, in one place. Its unit tests are in `records/tests.rs`.
 
 use std::collections::VecDeque;
