@@ -21,8 +21,8 @@ What it does
                              resize(i, label="item-00i", scale=2): try a conditional
                              breakpoint or a logpoint on it
 
-    The wire traffic follows the real client (see ARCHITECTURE.md, appendix "the wire
-    protocol", sections 0 to 3): GET /api/breakpoints; per wrapped function POST
+    The wire traffic follows the real client (see docs/protocol.md, the wire protocol,
+    sections 0 to 3): GET /api/breakpoints; per wrapped function POST
     /api/breakpoints, POST /api/functions and a `with_debug.register` event; per call the
     spurious `__getattr__('_cideldill_alias_name')` event, POST /api/call/start (CID items,
     data sent only the first time, `cid_not_found` resend), polling of /api/poll/<id> and
@@ -116,6 +116,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -166,7 +167,7 @@ class SetupError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Server URL (ARCHITECTURE.md, the wire protocol, §6)
+# Server URL (docs/protocol.md, §6)
 # ---------------------------------------------------------------------------
 
 
@@ -211,7 +212,7 @@ def resolve_server_url(cli_url: Optional[str]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Placeholders for objects that cannot be pickled (ARCHITECTURE.md, the wire protocol, §4.4)
+# Placeholders for objects that cannot be pickled (docs/protocol.md, §4.4)
 # ---------------------------------------------------------------------------
 
 
@@ -401,7 +402,7 @@ def _iter_attributes(obj: Any):
 
 
 # ---------------------------------------------------------------------------
-# Serialization with CID deduplication (ARCHITECTURE.md, the wire protocol, §3)
+# Serialization with CID deduplication (docs/protocol.md, §3)
 # ---------------------------------------------------------------------------
 
 
@@ -591,7 +592,7 @@ def exception_type_name(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------
-# REPL evaluation inside a paused call (ARCHITECTURE.md, the wire protocol, §2.7 and §2.8)
+# REPL evaluation inside a paused call (docs/protocol.md, §2.7 and §2.8)
 # ---------------------------------------------------------------------------
 
 
@@ -684,7 +685,7 @@ class PauseContext:
 
 
 # ---------------------------------------------------------------------------
-# HTTP client (ARCHITECTURE.md, the wire protocol, §1.1 and §2)
+# HTTP client (docs/protocol.md, §1.1 and §2)
 # ---------------------------------------------------------------------------
 
 
@@ -969,7 +970,7 @@ class DebugClient:
 
     def record_call_start(self, method_name: str, target: Any, target_cid: str,
                           args: tuple, kwargs: dict, call_site: Dict[str, Any],
-                          signature: Optional[str]) -> Dict[str, Any]:
+                          signature: Optional[str], call_type: str = "proxy") -> Dict[str, Any]:
         cid_to_obj: Dict[str, Any] = {}
         payload: Dict[str, Any] = {
             "method_name": method_name,
@@ -978,7 +979,7 @@ class DebugClient:
             "args": [self.item(arg, cid_to_obj) for arg in args],
             "kwargs": {key: self.item(value, cid_to_obj) for key, value in kwargs.items()},
             "call_site": call_site,
-            "call_type": "proxy",
+            "call_type": call_type,
             "process_pid": self.process_pid,
             "process_start_time": self.process_start_time,
         }
@@ -1232,7 +1233,7 @@ def exit_with_server_failure(summary: str, server_url: Optional[str],
 
 
 # ---------------------------------------------------------------------------
-# The proxy: what `with_debug(fn)` returns (ARCHITECTURE.md, the wire protocol, §0 and §2.11)
+# The proxy: what `with_debug(fn)` returns (docs/protocol.md, §0 and §2.11)
 # ---------------------------------------------------------------------------
 
 
@@ -1260,10 +1261,13 @@ class Outcome:
 
 
 class DebugProxy:
-    def __init__(self, client: DebugClient, target: Callable[..., Any], name: str) -> None:
+    def __init__(self, client: DebugClient, target: Callable[..., Any], name: str, *,
+                 inline: bool = False) -> None:
         self._client = client
         self._target = target
         self._name = name
+        # debug_call's one-shot call: no alias lookup event, call_type "inline".
+        self._inline = inline
         self._signature = compute_signature(target)
         self._cid = compute_cid(client.serializer.dumps(target))
         self.last: Optional[Outcome] = None
@@ -1272,25 +1276,27 @@ class DebugProxy:
         client = self._client
         self.last = None
         # The real proxy looks up `_cideldill_alias_name` on itself first; the failed
-        # lookup is reported as an event on every call (ARCHITECTURE.md, the wire protocol, §0, step 3).
+        # lookup is reported as an event on every call (docs/protocol.md, §0, step 3).
         attribute = "_cideldill_alias_name"
-        client.record_event(
-            method_name=f"__getattr__({attribute!r})",
-            status="exception",
-            call_site={"timestamp": time.time(), "target_cid": self._cid,
-                       "stack_trace": build_stack_trace(skip=1)},
-            exception={
-                "type": "AttributeError",
-                "message": f"'{type(self._target).__name__}' object has no attribute "
-                           f"'{attribute}'",
-                "target_type": _type_path(self._target),
-                "requested_attribute": attribute,
-            },
-        )
+        if not self._inline:
+            client.record_event(
+                method_name=f"__getattr__({attribute!r})",
+                status="exception",
+                call_site={"timestamp": time.time(), "target_cid": self._cid,
+                           "stack_trace": build_stack_trace(skip=1)},
+                exception={
+                    "type": "AttributeError",
+                    "message": f"'{type(self._target).__name__}' object has no attribute "
+                               f"'{attribute}'",
+                    "target_type": _type_path(self._target),
+                    "requested_attribute": attribute,
+                },
+            )
         call_site = {"timestamp": time.time(), "target_cid": self._cid,
                      "stack_trace": build_stack_trace(skip=1)}
         action = client.record_call_start(self._name, self._target, self._cid, args, kwargs,
-                                          call_site, self._signature)
+                                          call_site, self._signature,
+                                          "inline" if self._inline else "proxy")
         call_id = action.get("call_id")
         if not call_id:
             raise DebugProtocolError("Missing call_id in response")
@@ -1406,15 +1412,17 @@ class DebugProxy:
             raise DebugProtocolError(f"Unsupported post-completion action: {kind}")
 
 
-def with_debug(client: DebugClient, target: Callable[..., Any]) -> DebugProxy:
-    """Register a callable like cideldill_client.with_debug(target) does."""
-    name = getattr(target, "__name__", None) or f"{type(target).__qualname__}.__call__"
+def _register(client: DebugClient, target: Callable[..., Any], name: str) -> None:
+    """What with_debug and debug_call do on a callable's first encounter: the server's
+    breakpoint and function, the local function registry, a `with_debug.register` event."""
     signature = compute_signature(target)
     client.register_function(name, signature, target)
+    with _registry_lock:
+        _registered_functions[name] = target
     client.record_event(
         method_name="with_debug.register",
         status="registered",
-        call_site={"timestamp": time.time(), "stack_trace": build_stack_trace(skip=1)},
+        call_site={"timestamp": time.time(), "stack_trace": build_stack_trace(skip=2)},
         pretty_args=[{"__cideldill_placeholder__": True, "summary": name,
                       "client_ref": client.client_ref(target)}],
         result={
@@ -1425,7 +1433,71 @@ def with_debug(client: DebugClient, target: Callable[..., Any]) -> DebugProxy:
             "target_type": _type_path(target),
         },
     )
+
+
+def with_debug(client: DebugClient, target: Callable[..., Any]) -> DebugProxy:
+    """Register a callable like cideldill_client.with_debug(target) does."""
+    global _active_client
+    _active_client = client
+    name = getattr(target, "__name__", None) or f"{type(target).__qualname__}.__call__"
+    _register(client, target, name)
     return DebugProxy(client, target, name)
+
+
+# ---------------------------------------------------------------------------
+# The client's importable names: `cideldill_client.debug_call` and the function registry
+# `cideldill_client.function_registry` (where with_debug registers each wrapped callable by
+# name). A REPL evaluation can import them: the server's replay from a pause of another
+# function does. The demo puts its stand-ins under those module names.
+# ---------------------------------------------------------------------------
+
+_registry_lock = threading.Lock()
+_registered_functions: Dict[str, Callable[..., Any]] = {}
+_debug_call_registered: set = set()
+_active_client: Optional[DebugClient] = None
+
+
+def get_function(name: str) -> Optional[Callable[..., Any]]:
+    """cideldill_client.function_registry.get_function: the callable registered as `name`."""
+    with _registry_lock:
+        return _registered_functions.get(name)
+
+
+def debug_call(name_or_func: Any, *args: Any, **kwargs: Any) -> Any:
+    """cideldill_client.debug_call: one call of a callable, reported like a wrapped call
+    (`debug_call("alias", fn, *args)` names it `alias`)."""
+    if isinstance(name_or_func, str):
+        if not args or not callable(args[0]):
+            raise TypeError("debug_call with alias requires a callable as second argument")
+        alias, func, call_args = name_or_func, args[0], args[1:]
+    elif callable(name_or_func):
+        alias, func, call_args = None, name_or_func, args
+    else:
+        raise TypeError("debug_call expects a callable or (alias_str, callable, ...)")
+    if isinstance(func, DebugProxy):
+        func = func._target
+    client = _active_client
+    if client is None:
+        return func(*call_args, **kwargs)
+    name = alias or getattr(func, "__name__", None) or f"{type(func).__qualname__}.__call__"
+    key = (name, id(func))
+    if key not in _debug_call_registered:
+        _register(client, func, name)
+        _debug_call_registered.add(key)
+    return DebugProxy(client, func, name, inline=True)(*call_args, **kwargs)
+
+
+def install_client_modules() -> None:
+    """Makes `import cideldill_client` and `cideldill_client.function_registry` find the
+    demo's stand-ins (in place of an installed client, whose registry would be empty)."""
+    package = types.ModuleType("cideldill_client")
+    registry = types.ModuleType("cideldill_client.function_registry")
+    registry.get_function = get_function  # type: ignore[attr-defined]
+    package.debug_call = debug_call  # type: ignore[attr-defined]
+    package.function_registry = registry  # type: ignore[attr-defined]
+    package.__path__ = []  # type: ignore[attr-defined]  # a package: submodules import
+    sys.modules["cideldill_client"] = package
+    sys.modules["cideldill_client.function_registry"] = registry
 
 
 # ---------------------------------------------------------------------------
@@ -1662,6 +1734,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         log(f"error: {exc}")
         return EXIT_USAGE
     client = DebugClient(server_url, serializer)
+    install_client_modules()
     log(f"serializer: {'dill ' + dill.__version__ if dill else 'pickle'} (protocol 4)")
     client.check_connection()  # with_debug("ON")
 

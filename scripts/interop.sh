@@ -347,7 +347,7 @@ EOF
         fi
         sweep
     }
-    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause","breakpoint_continue_all","breakpoint_compare_runs","breakpoint_set_enabled","breakpoint_set_pausing","external_list_servers","external_list_tools","external_call_tool","external_list_resources","external_read_resource","breakpoint_list_runs","breakpoint_label_run","breakpoint_replay_call"}'
+    TOOLS='{"breakpoint_list_breakpoints","breakpoint_add","breakpoint_remove","breakpoint_set_behavior","breakpoint_set_after_behavior","breakpoint_set_replacement","breakpoint_get_default_behavior","breakpoint_set_default_behavior","breakpoint_list_paused","breakpoint_continue","breakpoint_list_functions","breakpoint_get_call_records","breakpoint_repl_eval","breakpoint_inspect_object","breakpoint_wait_for_pause","breakpoint_continue_all","breakpoint_compare_runs","breakpoint_set_enabled","breakpoint_set_pausing","external_list_servers","external_list_tools","external_call_tool","external_list_resources","external_read_resource","breakpoint_list_runs","breakpoint_label_run","breakpoint_replay_call","breakpoint_replay_run"}'
 
     inspector "tools/list (--strict)" 0 "{t['name'] for t in r['result']['tools']} == $TOOLS" \
         -- --method tools/list --strict

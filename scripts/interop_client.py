@@ -83,7 +83,7 @@ BREAKPOINT_TOOLS = {
     "breakpoint_get_call_records", "breakpoint_repl_eval", "breakpoint_inspect_object",
     "breakpoint_wait_for_pause", "breakpoint_continue_all", "breakpoint_compare_runs",
     "breakpoint_set_enabled", "breakpoint_set_pausing", "breakpoint_list_runs",
-    "breakpoint_label_run", "breakpoint_replay_call",
+    "breakpoint_label_run", "breakpoint_replay_call", "breakpoint_replay_run",
 }
 # The MCP-client proxy tools; scripts/interop_upstream.py exercises them against real servers.
 EXTERNAL_TOOLS = {
@@ -909,6 +909,11 @@ class Runner:
             await self.tool("breakpoint_continue", {"pause_id": replay_pause, "action": "continue"},
                             check=lambda d: need(d.get("status") == "ok", str(d)),
                             label="breakpoint_continue (the replay's pause)")
+            # No call of the program is paused now: the sequence stops at its first call.
+            await self.tool("breakpoint_replay_run",
+                            {"run_id": f"{START_TIME}+{PID}", "call_ids": [call_id], "timeout_s": 5},
+                            check=lambda d: need((d.get("stopped") or {}).get("error") == "no_live_program"
+                                                 and d.get("completed") is False, short(d)))
         await self.tool("breakpoint_remove", {"function_name": "add"},
                         check=lambda d: need(d.get("status") == "ok", str(d)))
 

@@ -2366,7 +2366,8 @@ check("replay: a recorded call is replayed from the call tree's details, with ed
   const table = page.locator("#tree-details table.differences");
   await table.waitFor();
   const text = (await table.innerText()).replace(/\s+/g, " ");
-  assert(/args\[0\] 0 7/.test(text) && /result 0 14/.test(text), `the differences: ${text}`);
+  // The argument is named from resize's signature (x, label, scale=2).
+  assert(/\bx 0 7/.test(text) && /result 0 14/.test(text), `the differences: ${text}`);
   const facts = await page.locator("#tree-details dl.facts").innerText();
   assert(/Replay of/.test(facts) && facts.includes(record.call_id), `the replayed call names its source: ${facts}`);
   assert(/14/.test(await page.locator("#tree-details").innerText()), "the replay's result is shown");
@@ -2389,6 +2390,40 @@ check("replay: a recorded call is replayed from the call tree's details, with ed
 });
 
 // ---------------------------------------------------------------------------------------
+check("replay run: the Runs page replays a run's calls in order and shows where it diverged", async (t) => {
+  const server = await t.server();
+  t.demo(server);
+  // add runs as is, greet is skipped with a fake result (its record says 'hi'); the program
+  // then pauses before divide, and the sequence goes through that pause.
+  for (const [fn, body] of [["add"], ["greet", { action: "skip", fake_result: "hi" }], ["summarize"], ["describe"]]) {
+    await resume(server, await pauseOf(server, fn, "before"), body);
+    await resume(server, await pauseOf(server, fn, "after"));
+  }
+  await pauseOf(server, "divide", "before");
+  const page = await t.page(server, "/runs");
+  const form = page.locator("form.replay-run");
+  await form.waitFor();
+  await t.shot(page, "replay-run-form");
+  await form.getByRole("button", { name: "Replay run" }).click();
+  await page.waitForURL(/\/runs\/replayed\//);
+  const outcome = await page.locator("#replay-outcome").innerText();
+  assert(/Diverged at call 2/.test(outcome) && /greet/.test(outcome), `the outcome: ${outcome}`);
+  const table = (await page.locator("table.differences").innerText()).replace(/\s+/g, " ");
+  assert(/result 'hi' 'Hello, world!'/.test(table), `the differences: ${table}`);
+  const steps = (await page.locator("table.replayed tbody").innerText()).replace(/\s+/g, " ");
+  assert(/1 add recorded replay same 2 greet recorded replay differs/.test(steps), `calls replayed: ${steps}`);
+  await t.shot(page, "replay-run-report");
+  // On a phone the report fits the window.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert(wide <= 390, `the report is ${wide} px wide in a 390 px window`);
+  await t.shot(page, "replay-run-report-phone");
+  // The replay's link opens the new call, compared with its record.
+  await page.getByRole("link", { name: "Open the replay" }).click();
+  await page.waitForURL(/\/call-tree\//);
+  await page.locator("#tree-details table.differences").waitFor();
+});
+
 // Checks: every page, for everyone
 
 const AXE_SOURCE = fs.readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");

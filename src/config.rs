@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::error::Error;
 use crate::ids;
@@ -19,7 +19,7 @@ pub const DEFAULT_PORT: u16 = 5174;
 /// cideldill-server: a breakpoint server for Python programs instrumented with the CID el Dill
 /// client (cideldill_client). Calls of wrapped functions are reported here; the server decides
 /// whether each runs, pauses, is skipped, modified, replaced or raises.
-#[derive(FromArgs, Debug)]
+#[derive(FromArgs, ArgsInfo, Debug)]
 #[argh(
     note = "Environment: CIDELDILL_HOME (data directory, default ~/.cideldill), CIDELDILL_PORT_FILE \
 (port file path), RUST_LOG (log filter on stderr, default info)."
@@ -209,216 +209,399 @@ Usage: cideldill-server [--port <n>] [--db <path> | --memory] [flags]
 pub const EXIT_STATUS: &str =
     "Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.";
 
-/// The groups of `--help`, by face, each with its flags in the order shown. Every flag argh
-/// knows is in exactly one group (a unit test checks it); docs/flags.md has the
-/// same groups (a tidy test checks it).
-pub const FLAG_GROUPS: &[(&str, &[&str])] = &[
-    (
-        "Server and storage",
-        &["--host", "--port", "--db", "--memory", "--port-file"],
-    ),
-    (
-        "Web UI and trust",
-        &["--allow-remote", "--allow-origin", "--source-root"],
-    ),
-    (
-        "Debug clients (the instrumented Python programs)",
-        &[
-            "--poll-interval-ms",
-            "--poll-timeout-ms",
-            "--repl-timeout-s",
+/// A group of flags: a heading of `--help` and of docs/flags.md, its flags in the order shown,
+/// and a sentence docs/flags.md writes after its table (or "").
+pub struct FlagGroup {
+    pub title: &'static str,
+    pub flags: &'static [FlagDoc],
+    pub note: &'static str,
+}
+
+/// One flag as docs/flags.md describes it (markdown): its default and what it does. Its line in
+/// `--help` is argh's own description, the doc comment of its field in `Args`, read through
+/// `argh::ArgsInfo`; the value it takes is the field's `arg_name`.
+pub struct FlagDoc {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+/// THE table of flags, by face: the groups and order of `--help` (`grouped_help`) and the
+/// tables of docs/flags.md (`flags_markdown`, tidy-checked). Every flag argh knows is in exactly
+/// one group, and every flag here is one argh knows (unit-tested).
+pub const FLAGS: &[FlagGroup] = &[
+    FlagGroup {
+        title: "Server and storage",
+        flags: &[
+            FlagDoc {
+                name: "--host",
+                default: "`127.0.0.1`",
+                doc: "Address to bind. A non-loopback address also needs `--allow-remote`.",
+            },
+            FlagDoc {
+                name: "--port",
+                default: "`5174`",
+                doc: "Port; `0` picks a free one. If the port is taken, the server says so and binds a \
+                    free one.",
+            },
+            FlagDoc {
+                name: "--db",
+                default: "new file",
+                doc: "Database file: created if missing, reopened with its objects, call records, \
+                    history and breakpoint settings (breakpoints with their options, behaviors, \
+                    replacements, the default behavior) if present (files of the previous format are \
+                    read and upgraded). An index of its records, `PATH.idx`, lives beside it and is \
+                    rebuilt at every open. Locked while the server runs: a second server on the same \
+                    file exits 1, naming the pid that holds it. Created 0600, its directory 0700. \
+                    Its directory must exist (exit 2 otherwise; the default `$CIDELDILL_HOME/db` is \
+                    created); `:memory:` means `--memory`.",
+            },
+            FlagDoc {
+                name: "--memory",
+                default: "off",
+                doc: "Keep everything in memory.",
+            },
+            FlagDoc {
+                name: "--port-file",
+                default: "see below",
+                doc: "Where the bound port (bare digits) is written, unless it names another live \
+                    server, which keeps it; removed on a clean exit (Ctrl-C, SIGTERM) if this server \
+                    wrote it and it still holds its port. Only a small regular file of digits is \
+                    ever replaced; anything else at the path (other content, a link, a FIFO, a \
+                    device) makes the server exit 1 and is left alone. A secret `PATH.<port>.secret` \
+                    (0600) lies beside it, which `--mcp` checks before joining.",
+            },
         ],
-    ),
-    (
-        "MCP server (AI agents)",
-        &[
-            "--mcp",
-            "--standalone",
-            "--exit-on-stdin-close",
-            "--mcp-sse",
-            "--mcp-page-size",
-            "--mcp-session-idle-s",
+        note: "",
+    },
+    FlagGroup {
+        title: "Web UI and trust",
+        flags: &[
+            FlagDoc {
+                name: "--allow-remote",
+                default: "off",
+                doc: "Allow a non-loopback `--host` (prints a warning; see the trust model).",
+            },
+            FlagDoc {
+                name: "--allow-origin",
+                default: "none",
+                doc: "An extra browser `Origin` (`scheme://host[:port]`, no path; anything else exits \
+                    2) allowed on every endpoint besides the server's own `http://localhost:<port>` \
+                    (repeatable; `*` allows any, as the original did, with a warning at start; other \
+                    origins get 403, and on the browser-client endpoints wait to be allowed in the \
+                    web UI, see the trust model).",
+            },
+            FlagDoc {
+                name: "--source-root",
+                default: "none",
+                doc: "A directory whose source files the web UI's call stack and frame pages may show \
+                    (repeatable; a missing directory exits 2). Without it, any file with a Python or \
+                    JavaScript/TypeScript extension (`.py`, `.pyw`, `.pyi`, `.pyx`, `.pxd`, `.js`, \
+                    `.mjs`, `.cjs`, `.jsx`, `.ts`, `.mts`, `.cts`, `.tsx`) holding text is shown, \
+                    except under `/proc`, `/sys`, `/dev` and `/etc` (after resolving links); with \
+                    it, only such files under one of these directories (a root under `/etc` widens \
+                    the default, any other narrows it).",
+            },
         ],
-    ),
-    (
-        "External MCP servers (this server as an MCP client)",
-        &[
-            "--mcp-clients",
-            "--mcp-clients-config",
-            "--mcp-client",
-            "--mcp-connect-timeout-s",
-            "--mcp-ping-interval-s",
-            "--mcp-backoff-base-s",
+        note: "",
+    },
+    FlagGroup {
+        title: "Debug clients (the instrumented Python programs)",
+        flags: &[
+            FlagDoc {
+                name: "--poll-interval-ms",
+                default: "`100`",
+                doc: "Poll interval the server asks paused clients to use.",
+            },
+            FlagDoc {
+                name: "--poll-timeout-ms",
+                default: "`60000`",
+                doc: "Poll timeout sent to clients (they only log it and keep waiting).",
+            },
+            FlagDoc {
+                name: "--repl-timeout-s",
+                default: "`30`",
+                doc: "How long a REPL eval waits for the paused program.",
+            },
         ],
-    ),
-    (
-        "Limits",
-        &[
-            "--max-body-mb",
-            "--max-records",
-            "--max-records-mb",
-            "--max-connections",
-            "--mcp-max-sessions",
+        note: "",
+    },
+    FlagGroup {
+        title: "MCP server (AI agents)",
+        flags: &[
+            FlagDoc {
+                name: "--mcp",
+                default: "off",
+                doc: "Serve MCP on stdin/stdout for an AI agent. Given no `--db`, `--memory`, `--port` \
+                    or `--standalone`, it joins the server the port file names if one runs; \
+                    otherwise it starts one (see [Use it from an AI agent](mcp.md)).",
+            },
+            FlagDoc {
+                name: "--standalone",
+                default: "off",
+                doc: "Only with `--mcp` (exit 2 otherwise): start a server of its own even when the \
+                    port file names a running one.",
+            },
+            FlagDoc {
+                name: "--exit-on-stdin-close",
+                default: "off",
+                doc: "With `--mcp`, in a server it started: exit when the agent closes stdin.",
+            },
+            FlagDoc {
+                name: "--mcp-sse",
+                default: "off",
+                doc: "Also serve the legacy HTTP+SSE transport at `/mcp/sse`. Streamable HTTP at \
+                    `/mcp` is on without it on a loopback `--host`; on another host this flag turns \
+                    it on too.",
+            },
+            FlagDoc {
+                name: "--mcp-page-size",
+                default: "`100`",
+                doc: "Items per page of MCP list results.",
+            },
+            FlagDoc {
+                name: "--mcp-session-idle-s",
+                default: "`1800`",
+                doc: "A Streamable HTTP session with no request in flight and no stream open for this \
+                    long is closed (its client gets 404 and initializes again).",
+            },
         ],
-    ),
-    ("Information", &["--version", "--help"]),
+        note: "",
+    },
+    FlagGroup {
+        title: "External MCP servers (this server as an MCP client)",
+        flags: &[
+            FlagDoc {
+                name: "--mcp-clients",
+                default: "off",
+                doc: "Connect to the external MCP servers of the default config file (see [External \
+                    MCP servers](mcp.md#external-mcp-servers)); a missing default file means none.",
+            },
+            FlagDoc {
+                name: "--mcp-clients-config",
+                default: "none",
+                doc: "Connect to the external MCP servers of this file (`{\"servers\": …}` or a \
+                    Claude-style `{\"mcpServers\": …}`); a missing file is an error.",
+            },
+            FlagDoc {
+                name: "--mcp-client",
+                default: "none",
+                doc: "Connect to one external MCP server: `NAME:COMMAND ARGS…` (stdio) or `NAME:URL` \
+                    (Streamable HTTP, falling back to legacy SSE). Repeatable; wins over a file \
+                    entry of the same name.",
+            },
+            FlagDoc {
+                name: "--mcp-connect-timeout-s",
+                default: "`30`",
+                doc: "How long an external server may take to start, initialize and list its tools \
+                    (then its status is `error`).",
+            },
+            FlagDoc {
+                name: "--mcp-ping-interval-s",
+                default: "`15`",
+                doc: "Health ping interval for connected external servers.",
+            },
+            FlagDoc {
+                name: "--mcp-backoff-base-s",
+                default: "`1`",
+                doc: "Automatic reconnection waits 1, 2, 4, 8 and 16 times this, then marks the server \
+                    `failed`.",
+            },
+        ],
+        note: "",
+    },
+    FlagGroup {
+        title: "Limits",
+        flags: &[
+            FlagDoc {
+                name: "--max-body-mb",
+                default: "`64`",
+                doc: "Largest request body; larger ones get 413. **A 413 on `/api/call/start` makes \
+                    the Python client exit**, so raise this if your program passes very large \
+                    arguments.",
+            },
+            FlagDoc {
+                name: "--max-records",
+                default: "`100000`",
+                doc: "Call records (and, separately, breakpoint history entries) kept in memory. With \
+                    `--memory` older ones are dropped (`/api/status` counts them in \
+                    `calls_dropped`); with a database file they stay in the file.",
+            },
+            FlagDoc {
+                name: "--max-records-mb",
+                default: "`256`",
+                doc: "Memory the call records kept in memory may take (and, separately, the breakpoint \
+                    history): records are counted by what they keep that no other record shares (a \
+                    typical call a few hundred bytes; large values from events, unusual items or \
+                    external tools count whole); the oldest fall out first, as with `--max-records`.",
+            },
+            FlagDoc {
+                name: "--max-connections",
+                default: "`1024`",
+                doc: "Most open HTTP connections, lowered to fit the open-file limit (the \
+                    [limits table](limits.md) says how many file descriptors each holds); one more is answered 503 and closed.",
+            },
+            FlagDoc {
+                name: "--mcp-max-sessions",
+                default: "`64`",
+                doc: "Most concurrent MCP HTTP sessions (both transports). At the cap, the Streamable \
+                    HTTP session idle longest (no request in flight, no stream open) is closed to \
+                    make room; when every session is in use, `initialize` gets 503.",
+            },
+        ],
+        note: "Every other limit is fixed; the [limits table](limits.md) lists them all.",
+    },
+    FlagGroup {
+        title: "Information",
+        flags: &[
+            FlagDoc {
+                name: "--version",
+                default: "",
+                doc: "Print `cideldill-server <version>` on stdout and exit.",
+            },
+            FlagDoc {
+                name: "--help",
+                default: "",
+                doc: "Print the flags, grouped as here, on stdout and exit.",
+            },
+        ],
+        note: "",
+    },
 ];
 
-/// One flag as argh's help describes it.
-#[derive(Debug, Default)]
-pub struct FlagHelp {
-    /// `--host`.
-    pub name: String,
-    /// The value it takes as argh's usage names it (`<host>`), if any.
-    pub value: Option<String>,
-    /// Its description, in the lines argh wrapped it into (for a start at column 20).
-    pub text: Vec<String>,
-}
-
-/// The parts of argh's help text: the description, every flag, and the notes.
-#[derive(Debug, Default)]
-pub struct ArghHelp {
-    pub description: Vec<String>,
-    pub flags: Vec<FlagHelp>,
-    pub notes: Vec<String>,
-}
-
-/// Where argh starts a flag's description.
+/// Where `--help` starts a flag's description, as argh's own help does.
 const HELP_INDENT: usize = 20;
 
-impl ArghHelp {
-    /// Splits the help text argh writes for `--help`.
-    pub fn parse(help: &str) -> ArghHelp {
-        #[derive(PartialEq)]
-        enum Part {
-            Usage,
-            Description,
-            Options,
-            Notes,
-        }
-        let mut out = ArghHelp::default();
-        let mut values: Vec<(String, String)> = Vec::new();
-        let mut part = Part::Usage;
-        for line in help.lines() {
-            match (line, &part) {
-                ("Options:", _) => part = Part::Options,
-                ("Notes:", _) => part = Part::Notes,
-                ("", Part::Usage) => part = Part::Description,
-                (_, Part::Usage) => {
-                    // `[--host <host>]`: the value names.
-                    for item in line.split('[').skip(1) {
-                        let item = item.split(']').next().unwrap_or_default();
-                        if let Some((flag, value)) = item.split_once(' ') {
-                            values.push((flag.to_owned(), value.to_owned()));
-                        }
-                    }
-                }
-                (_, Part::Description) if !line.is_empty() => out.description.push(line.to_owned()),
-                (_, Part::Options) if line.starts_with("  --") => {
-                    let name = line.split_whitespace().next().unwrap_or_default();
-                    let name = name.trim_end_matches(',').to_owned();
-                    let value = values
-                        .iter()
-                        .find(|(f, _)| *f == name)
-                        .map(|(_, v)| v.clone());
-                    let text = line.get(HELP_INDENT..).unwrap_or("").trim();
-                    let text = if text.is_empty() || !line[..HELP_INDENT].ends_with(' ') {
-                        Vec::new()
-                    } else {
-                        vec![text.to_owned()]
-                    };
-                    out.flags.push(FlagHelp { name, value, text });
-                }
-                (_, Part::Options) => {
-                    if let Some(flag) = out.flags.last_mut() {
-                        if !line.trim().is_empty() {
-                            flag.text.push(line.trim().to_owned());
-                        }
-                    }
-                }
-                (_, Part::Notes) if !line.trim().is_empty() => {
-                    out.notes.push(line.trim().to_owned())
-                }
-                _ => {}
-            }
-        }
-        out
+/// The flags argh knows, from its structured description of `Args` (`--help` included).
+fn argh_flags() -> Vec<&'static argh::FlagInfo<'static>> {
+    Args::get_args_info()
+        .flags
+        .iter()
+        .filter(|f| !f.hidden)
+        .collect()
+}
+
+/// A description as argh's help prints it: `ArgsInfo` gives the text as a format string, braces
+/// doubled.
+fn argh_text(text: &str) -> String {
+    text.replace("{{", "{").replace("}}", "}")
+}
+
+/// The value a flag takes, as `--help` names it (`<origin...>` for a repeatable one), if any.
+fn flag_value(flag: &argh::FlagInfo<'_>) -> Option<String> {
+    match flag.kind {
+        argh::FlagInfoKind::Switch => None,
+        argh::FlagInfoKind::Option { arg_name } => Some(match flag.optionality {
+            argh::Optionality::Repeating => format!("<{arg_name}...>"),
+            _ => format!("<{arg_name}>"),
+        }),
     }
 }
 
-impl FlagHelp {
-    /// The flag with its value, then its description from column 20 (on the next line when the
-    /// two do not fit before it), as argh lays it out.
-    fn render(&self, out: &mut String) {
-        let mut head = format!("  {}", self.name);
-        if let Some(value) = &self.value {
-            head.push(' ');
-            head.push_str(value);
-        }
-        let mut lines = self.text.iter();
-        if head.chars().count() < HELP_INDENT {
-            let first = lines.next().map_or("", String::as_str);
-            out.push_str(format!("{head:HELP_INDENT$}{first}").trim_end());
-        } else {
-            out.push_str(&head);
-        }
+/// One flag of `--help`: its name and value, then its description from column 20 (on the next
+/// line when the two do not fit before it), wrapped at 80 columns.
+fn render_flag(flag: &argh::FlagInfo<'_>, out: &mut String) {
+    let mut line = format!("  {}", flag.long);
+    if let Some(value) = flag_value(flag) {
+        line.push(' ');
+        line.push_str(&value);
+    }
+    if line.chars().count() >= HELP_INDENT {
+        out.push_str(&line);
         out.push('\n');
-        for line in lines {
-            out.push_str(&format!("{:HELP_INDENT$}{line}\n", ""));
+        line.clear();
+    }
+    for word in argh_text(flag.description).split_whitespace() {
+        let len = line.chars().count();
+        if len > HELP_INDENT && len + 1 + word.chars().count() > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
         }
+        let len = line.chars().count();
+        if len < HELP_INDENT {
+            line.push_str(&" ".repeat(HELP_INDENT - len));
+        } else {
+            line.push(' ');
+        }
+        line.push_str(word);
     }
+    out.push_str(line.trim_end());
+    out.push('\n');
 }
 
-/// argh's own help text for `Args` (what `--help` would print without grouping).
-pub fn argh_help() -> String {
-    match Args::from_args(&["cideldill-server"], &["--help"]) {
-        Err(exit) => exit.output,
-        Ok(_) => String::new(),
-    }
-}
-
-/// `--help`: a short usage, the description, then the flags grouped by face as in
-/// `FLAG_GROUPS`, each with the value it takes and argh's own description of it, then the
-/// environment and the exit status. A flag of argh's that no group names (there is none: a
-/// unit test checks) would be listed under "Other" rather than lost.
+/// `--help`: a short usage, the description, then the flags grouped as in `FLAGS`, each with
+/// the value it takes and argh's own description of it, then the environment and the exit
+/// status. A flag of argh's that no group names (there is none: a unit test checks) would be
+/// listed under "Other" rather than lost.
 pub fn grouped_help() -> String {
-    let help = ArghHelp::parse(&argh_help());
+    let info = Args::get_args_info();
+    let flags = argh_flags();
     let mut out = String::new();
     out.push_str(USAGE);
     out.push_str("\n\n");
-    wrap(&help.description.join(" "), 80, &mut out);
-    let mut shown = Vec::new();
-    for (title, flags) in FLAG_GROUPS {
-        out.push_str(&format!("\n{title}:\n"));
-        for flag in help
-            .flags
-            .iter()
-            .filter(|f| flags.contains(&f.name.as_str()))
-        {
-            shown.push(flag.name.as_str());
-        }
-        for name in *flags {
-            if let Some(flag) = help.flags.iter().find(|f| f.name == *name) {
-                flag.render(&mut out);
+    wrap(&argh_text(info.description), 80, &mut out);
+    for group in FLAGS {
+        out.push_str(&format!("\n{}:\n", group.title));
+        for doc in group.flags {
+            if let Some(flag) = flags.iter().find(|f| f.long == doc.name) {
+                render_flag(flag, &mut out);
             }
         }
     }
-    let others: Vec<_> = help
-        .flags
+    let others: Vec<_> = flags
         .iter()
-        .filter(|f| !shown.contains(&f.name.as_str()))
+        .filter(|f| {
+            !FLAGS
+                .iter()
+                .any(|g| g.flags.iter().any(|d| d.name == f.long))
+        })
         .collect();
     if !others.is_empty() {
         out.push_str("\nOther:\n");
         for flag in others {
-            flag.render(&mut out);
+            render_flag(flag, &mut out);
         }
     }
     out.push('\n');
-    for note in &help.notes {
-        wrap(note, 80, &mut out);
+    for note in info.notes {
+        wrap(&argh_text(note), 80, &mut out);
     }
     wrap(EXIT_STATUS, 80, &mut out);
+    out
+}
+
+/// docs/flags.md's tables (between its `flags` markers): a `##` heading and a table per group
+/// of `FLAGS`, each flag with the value it takes (argh's `arg_name`, in capitals).
+pub fn flags_markdown() -> String {
+    let flags = argh_flags();
+    let mut out = String::new();
+    for group in FLAGS {
+        out.push_str(&format!(
+            "## {}\n\n| Flag | Default | Meaning |\n|---|---|---|\n",
+            group.title
+        ));
+        for doc in group.flags {
+            let value = flags
+                .iter()
+                .find(|f| f.long == doc.name)
+                .and_then(|f| match f.kind {
+                    argh::FlagInfoKind::Option { arg_name } => {
+                        Some(format!(" {}", arg_name.to_uppercase()))
+                    }
+                    argh::FlagInfoKind::Switch => None,
+                })
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "| `{}{value}` | {} | {} |\n",
+                doc.name, doc.default, doc.doc
+            ));
+        }
+        if !group.note.is_empty() {
+            out.push_str(&format!("\n{}\n", group.note));
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -894,25 +1077,40 @@ mod tests {
                 text.contains(&format!("(default {value}")),
                 "{flag}: the help does not say (default {value}: {text}"
             );
+            let doc = FLAGS
+                .iter()
+                .flat_map(|g| g.flags)
+                .find(|d| d.name == flag)
+                .unwrap_or_else(|| panic!("{flag} is not in FLAGS"));
+            assert_eq!(
+                doc.default,
+                format!("`{value}`"),
+                "{flag}: docs/flags.md's default"
+            );
         }
     }
 
     #[test]
-    fn every_flag_argh_knows_is_in_exactly_one_help_group() {
-        let help = ArghHelp::parse(&argh_help());
-        let known: Vec<&str> = help.flags.iter().map(|f| f.name.as_str()).collect();
+    fn every_flag_argh_knows_is_in_exactly_one_group_of_the_flag_table() {
+        let known: Vec<&str> = argh_flags().iter().map(|f| f.long).collect();
         assert!(known.len() >= 25, "argh's flags: {known:?}");
         for flag in &known {
-            let groups: Vec<&str> = FLAG_GROUPS
+            let groups: Vec<&str> = FLAGS
                 .iter()
-                .filter(|(_, flags)| flags.contains(flag))
-                .map(|(title, _)| *title)
+                .filter(|g| g.flags.iter().any(|d| d.name == *flag))
+                .map(|g| g.title)
                 .collect();
             assert_eq!(groups.len(), 1, "{flag} is in the groups {groups:?}");
         }
-        for (title, flags) in FLAG_GROUPS {
-            for flag in *flags {
-                assert!(known.contains(flag), "{title}: argh knows no {flag}");
+        for group in FLAGS {
+            for doc in group.flags {
+                assert!(
+                    known.contains(&doc.name),
+                    "{}: argh knows no {}",
+                    group.title,
+                    doc.name
+                );
+                assert!(!doc.doc.is_empty(), "{}: no text", doc.name);
             }
         }
     }
@@ -920,21 +1118,37 @@ mod tests {
     #[test]
     fn grouped_help_shows_each_flag_once_with_its_value_and_argh_description() {
         let help = grouped_help();
-        let argh = ArghHelp::parse(&argh_help());
-        for flag in &argh.flags {
-            assert!(!flag.text.is_empty(), "{flag:?}");
-            let heads = help
-                .lines()
-                .filter(|l| {
-                    l.strip_prefix("  ").is_some_and(|l| {
-                        l.starts_with("--") && l.split_whitespace().next() == Some(&flag.name)
-                    })
-                })
-                .count();
-            assert_eq!(heads, 1, "{}: {help}", flag.name);
-            for line in &flag.text {
-                assert!(help.contains(line.as_str()), "{}: {line}", flag.name);
-            }
+        for flag in argh_flags() {
+            assert!(!flag.description.is_empty(), "{flag:?}");
+            let heads: Vec<usize> = help
+                .match_indices("\n  --")
+                .map(|(at, _)| at + 3)
+                .filter(|at| help[*at..].split_whitespace().next() == Some(flag.long))
+                .collect();
+            assert_eq!(heads.len(), 1, "{}: {help}", flag.long);
+            // The flag's paragraph: up to the next flag or heading.
+            let rest = &help[heads[0]..];
+            let end = rest[1..]
+                .find("\n  --")
+                .map(|e| e + 1)
+                .into_iter()
+                .chain(rest.find("\n\n"))
+                .min()
+                .unwrap_or(rest.len());
+            let shown: Vec<&str> = rest[..end].split_whitespace().collect();
+            let value = flag_value(flag);
+            let head = [Some(flag.long), value.as_deref()];
+            let said: Vec<String> = head
+                .into_iter()
+                .flatten()
+                .map(str::to_owned)
+                .chain(
+                    argh_text(flag.description)
+                        .split_whitespace()
+                        .map(str::to_owned),
+                )
+                .collect();
+            assert_eq!(shown, said, "{}", flag.long);
         }
         assert!(
             help.contains("\n  --host <addr>     address to bind"),
@@ -946,7 +1160,8 @@ mod tests {
             "{help}"
         );
         assert!(!help.contains("\nOther:"), "{help}");
-        for (title, _) in FLAG_GROUPS {
+        for group in FLAGS {
+            let title = group.title;
             assert!(help.contains(&format!("\n{title}:\n")), "{title}");
         }
         assert!(help.starts_with("Usage: cideldill-server "), "{help}");

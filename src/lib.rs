@@ -7,6 +7,7 @@ pub mod error;
 pub mod ids;
 pub mod intern;
 pub mod limits;
+mod lock_rule;
 
 pub mod align;
 pub mod breakpoints;

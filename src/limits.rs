@@ -398,6 +398,8 @@ pub const MAX_REPLAY_LITERAL_DEPTH: usize = 32;
 /// Calls one `POST /api/runs/<run_id>/replay` replays at most (given or taken from the run,
 /// oldest first); more given are refused (400 `too_many_calls`).
 pub const MAX_REPLAY_SEQUENCE: usize = 100;
+/// Reports of replay sequences kept in memory for the web UI (`/runs/replayed/<report_id>`).
+pub const MAX_REPLAY_REPORTS: usize = 20;
 
 // ---- Programs that stop polling (`calls.rs`, `service/pauses.rs`) ----
 
@@ -698,6 +700,13 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "Given `call_ids`: 400 `too_many_calls`. Taken from the run: its first ones \
                   are replayed, and `truncated` is true.",
+    },
+    Limit {
+        what: "Replay sequence reports kept for the web UI (`/runs/replayed/<report_id>`)",
+        value: || count(MAX_REPLAY_REPORTS as u64),
+        flag: None,
+        reached: "The oldest report is forgotten (its page answers 404); the replayed calls stay \
+                  call records.",
     },
     Limit {
         what: "Condition or log message of a breakpoint",

@@ -25,11 +25,30 @@ pub enum JsonNode<'a> {
 }
 
 /// How serde_json hands a number over with its `arbitrary_precision` feature: a one-entry map
-/// with this key and the number's text.
+/// with this key and the number's text. The key is private to serde_json (`number::TOKEN`,
+/// `pub(crate)`), and no public API recognises it: `Number`'s and `Value`'s own visitors
+/// compare against it inside the crate, and `Number::from_string_unchecked` is hidden and
+/// "not public API". The alternatives cost more than they save: deserializing into `Value`
+/// is the allocation this module exists to avoid, and learning the key at run time from
+/// `Number`'s `Serialize` relies on the same private encoding. So the key is written here and
+/// `serde_jsons_private_number_token_is_still_the_one_node_reads` fails the build's tests if a
+/// serde_json release changes it.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Objects with more keys than this find duplicate keys through a hash map.
 const LINEAR_KEYS: usize = 16;
+
+/// The strings of a JSON array, in order (other items skipped; no array: none).
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 impl<'a> JsonNode<'a> {
     /// Parses JSON text; strings without escapes borrow from it.
@@ -292,6 +311,34 @@ mod tests {
             assert!(node.same_as(&value));
             assert_eq!(node.get("k1").and_then(JsonNode::as_str), Some("again"));
         }
+    }
+
+    #[test]
+    fn serde_jsons_private_number_token_is_still_the_one_node_reads() {
+        // If serde_json renamed its number token, numbers would arrive as one-entry objects.
+        let wide = "123456789012345678901234567890";
+        for text in [
+            wide.to_owned(),
+            format!("[{wide}]"),
+            format!("{{\"n\": {wide}}}"),
+        ] {
+            let node = JsonNode::parse(text.as_bytes()).unwrap();
+            let num = match &node {
+                JsonNode::Arr(items) => &items[0],
+                JsonNode::Obj(entries) => &entries[0].1,
+                n => n,
+            };
+            assert!(
+                matches!(num, JsonNode::Num(n) if n.to_string() == wide),
+                "{text}: {num:?}"
+            );
+        }
+        let float = JsonNode::parse(b"-0.5e3").unwrap();
+        assert!(matches!(float, JsonNode::Num(_)), "{float:?}");
+        assert_eq!(
+            float.to_value(),
+            serde_json::from_str::<Value>("-0.5e3").unwrap()
+        );
     }
 
     #[test]

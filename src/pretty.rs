@@ -194,9 +194,97 @@ pub fn is_placeholder(value: &Value) -> bool {
         == Some(true)
 }
 
+/// What two runs' placeholders are compared by: the placeholder (and those nested in its
+/// attributes) without what names one process's object (`object_id`, its memory address, and
+/// `capture_timestamp`), and with memory addresses in its texts (`<X object at 0x7f...>`)
+/// written `0x…`. `None` when `value` holds no placeholder (a plain value is compared as is).
+pub fn placeholder_key(value: &Value) -> Option<Value> {
+    fn walk(v: &Value, inside: bool) -> Value {
+        match v {
+            Value::Object(m) => {
+                let here = inside || is_placeholder(v);
+                Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| {
+                            !(here && matches!(k.as_str(), "object_id" | "capture_timestamp"))
+                        })
+                        .map(|(k, x)| (k.clone(), walk(x, here)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, inside)).collect()),
+            Value::String(s) if inside => Value::String(without_addresses(s)),
+            other => other.clone(),
+        }
+    }
+    fn holds(v: &Value) -> bool {
+        match v {
+            Value::Object(m) => is_placeholder(v) || m.values().any(holds),
+            Value::Array(a) => a.iter().any(holds),
+            _ => false,
+        }
+    }
+    holds(value).then(|| walk(value, false))
+}
+
+/// `text` with each memory address (`0x` and at least 6 hex digits) written `0x…`.
+pub fn without_addresses(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'0' && (b[i + 1] == b'x' || b[i + 1] == b'X') {
+            let digits = b[i + 2..]
+                .iter()
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            if digits >= 6 {
+                out.push_str(&text[copied..i]);
+                out.push_str("0x…");
+                i += 2 + digits;
+                copied = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_are_keyed_without_what_names_one_process() {
+        let run = |id: &str, at: f64, sock: &str| {
+            json!({"__cideldill_placeholder__": true, "type_name": "Channel", "object_id": id,
+                   "capture_timestamp": at, "repr_text": format!("<Channel object at {id}>"),
+                   "attributes": {"sock": {"__cideldill_placeholder__": true, "object_id": sock,
+                                           "repr_text": "<socket.socket fd=3>"}}})
+        };
+        let a = run("0x7fe02325fed0", 1.0, "0x7fe0229ebee0");
+        let b = run("0x7f3c6c87f8d0", 2.0, "0x7f3c6c897ee0");
+        assert_ne!(a, b);
+        assert_eq!(placeholder_key(&a), placeholder_key(&b));
+        assert_eq!(
+            placeholder_key(&a).unwrap()["repr_text"],
+            "<Channel object at 0x…>"
+        );
+        // A real difference in a placeholder's attributes still shows.
+        let mut c = b.clone();
+        c["attributes"]["sock"]["repr_text"] = json!("<socket.socket fd=4>");
+        assert_ne!(placeholder_key(&a), placeholder_key(&c));
+        // Plain values have no key: they are compared as they are.
+        assert_eq!(placeholder_key(&json!("0x7fe02325fed0")), None);
+        assert_eq!(placeholder_key(&json!({"a": [1]})), None);
+        assert_eq!(
+            without_addresses("at 0x1f and 0xABCDEF12!"),
+            "at 0x1f and 0x…!"
+        );
+    }
 
     #[test]
     fn json_payloads_render_as_their_value() {

@@ -1411,6 +1411,9 @@ pub struct Records {
     history_bytes: usize,
     dropped_records: u64,
     dropped_history: u64,
+    /// Records pushed but not yet shown ([`Records::push_hidden`]): written to the database
+    /// after they took their place, shown by [`Records::show`] once written. Readers skip them.
+    hidden: std::collections::HashSet<u64>,
 }
 
 impl Default for Records {
@@ -1438,7 +1441,35 @@ impl Records {
             history_bytes: 0,
             dropped_records: 0,
             dropped_history: 0,
+            hidden: std::collections::HashSet::new(),
         }
+    }
+
+    /// Adds a record that readers do not see until [`Records::show`]: it takes its place (and
+    /// its sequence number) now, so it can be written to the database outside the lock and
+    /// shown only once written. One never shown (its write failed) stays hidden until it falls
+    /// out of the window.
+    pub fn push_hidden(&mut self, record: Record) -> u64 {
+        let seq = self.push(record);
+        if seq >= self.dropped_records {
+            self.hidden.insert(seq);
+        }
+        seq
+    }
+
+    /// Shows a record pushed with [`Records::push_hidden`].
+    pub fn show(&mut self, seq: u64) {
+        self.hidden.remove(&seq);
+    }
+
+    /// The records readers see, oldest first, with their sequence numbers.
+    fn visible(&self) -> impl DoubleEndedIterator<Item = (u64, &Record)> {
+        let (dropped, hidden) = (self.dropped_records, &self.hidden);
+        self.records
+            .iter()
+            .enumerate()
+            .map(move |(i, r)| (dropped + i as u64, r))
+            .filter(move |(seq, _)| hidden.is_empty() || !hidden.contains(seq))
     }
 
     /// Adds a record, the oldest falling out when the window is full (by count or by bytes);
@@ -1473,6 +1504,7 @@ impl Records {
                 });
             }
             self.bytes -= self.weights.pop_front().unwrap_or(0) as usize;
+            self.hidden.remove(&self.dropped_records);
             self.dropped_records += 1;
         }
         seq
@@ -1550,9 +1582,13 @@ impl Records {
             found: self
                 .records
                 .range(first..last)
+                .enumerate()
                 .rev()
-                .filter(|r| keep(r))
-                .cloned()
+                .filter(|(i, r)| {
+                    (self.hidden.is_empty() || !self.hidden.contains(&(start + *i as u64)))
+                        && keep(r)
+                })
+                .map(|(_, r)| r.clone())
                 .collect(),
             reached: start,
             more: start > self.dropped_records,
@@ -1576,7 +1612,7 @@ impl Records {
         let every = filter.with_client_events(ClientEvents::Show);
         let (mut total, mut left_out) = (0, 0);
         let mut page = Vec::new();
-        for r in self.records.iter().rev().filter(|r| every.matches(r)) {
+        for (_, r) in self.visible().rev().filter(|(_, r)| every.matches(r)) {
             if !filter.matches(r) {
                 left_out += 1;
                 continue;
@@ -1591,16 +1627,15 @@ impl Records {
 
     /// The newest record with this call id.
     pub fn by_call_id(&self, call_id: &str) -> Option<Record> {
-        self.records
-            .iter()
+        self.visible()
             .rev()
-            .find(|r| r.call_id_is(call_id))
-            .cloned()
+            .find(|(_, r)| r.call_id_is(call_id))
+            .map(|(_, r)| r.clone())
     }
 
     /// The newest call record with this call id (to link a stored history entry).
     pub fn call_by_id(&self, call_id: &str) -> Option<Arc<CallRecord>> {
-        self.records.iter().rev().find_map(|r| match r {
+        self.visible().rev().find_map(|(_, r)| match r {
             Record::Call(c) if c.call_id.matches(call_id) => Some(c.clone()),
             _ => None,
         })
@@ -1620,15 +1655,15 @@ impl Records {
 
     /// The newest record, if it is a call record.
     pub fn newest_call(&self) -> Option<Arc<CallRecord>> {
-        match self.records.back() {
-            Some(Record::Call(c)) => Some(c.clone()),
+        match self.visible().next_back() {
+            Some((_, Record::Call(c))) => Some(c.clone()),
             _ => None,
         }
     }
 
     /// The call records in memory, oldest first (object snapshots are derived from them).
     pub fn calls(&self) -> impl DoubleEndedIterator<Item = &Arc<CallRecord>> {
-        self.records.iter().filter_map(|r| match r {
+        self.visible().filter_map(|(_, r)| match r {
             Record::Call(c) => Some(c),
             _ => None,
         })

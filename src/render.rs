@@ -85,6 +85,7 @@ impl StoreRender<'_> {
 
     /// The cached value, or the value rendered now and, when `keep`, cached.
     fn through_cache(&self, cid: &Cid, hint: Hint, keep: bool) -> Value {
+        crate::lock_rule::assert_unlocked("rendering a payload");
         let key = (cid.clone(), hint);
         if let Some(v) = self.lock().get(&key) {
             return v;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::limits::MAX_REPLAY_LITERAL_DEPTH;
+use crate::limits::{MAX_REPLAY_LITERAL_DEPTH, MAX_REPLAY_REPORTS};
 use crate::pickle::{bigint, Node, NodeId, Tree};
 
 /// A replay whose evaluation is running in a program (one per process at a time): every call
@@ -20,6 +20,39 @@ pub struct Active {
     pub source: String,
     /// The call id of the replayed call, once it started.
     pub call_id: Option<String>,
+}
+
+/// The newest replay sequences' reports, by id, for the web UI to show after it asked for one
+/// (in memory; at most `MAX_REPLAY_REPORTS`, the oldest forgotten first). The replayed calls
+/// themselves are call records.
+#[derive(Debug, Clone)]
+pub struct Reports<T> {
+    items: std::collections::VecDeque<(String, T)>,
+}
+
+impl<T> Default for Reports<T> {
+    fn default() -> Self {
+        Reports {
+            items: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl<T: Clone> Reports<T> {
+    /// Keeps `report` as `id`, forgetting the oldest past the limit.
+    pub fn keep(&mut self, id: String, report: T) {
+        while self.items.len() >= MAX_REPLAY_REPORTS {
+            self.items.pop_front();
+        }
+        self.items.push_back((id, report));
+    }
+
+    pub fn get(&self, id: &str) -> Option<T> {
+        self.items
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, r)| r.clone())
+    }
 }
 
 /// A Python string literal for `s`, in ASCII only (every other character escaped).
@@ -216,6 +249,20 @@ mod tests {
             .done();
         let tree = crate::pickle::decode(&object, &limits).unwrap();
         assert!(from_pickle(&tree).unwrap_err().contains("object"));
+    }
+
+    #[test]
+    fn reports_keep_the_newest() {
+        let mut r = Reports::default();
+        for i in 0..MAX_REPLAY_REPORTS + 1 {
+            r.keep(i.to_string(), i);
+        }
+        assert_eq!(r.get("0"), None);
+        assert_eq!(r.get("1"), Some(1));
+        assert_eq!(
+            r.get(&MAX_REPLAY_REPORTS.to_string()),
+            Some(MAX_REPLAY_REPORTS)
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::repl::Repl;
 use crate::store::Store;
 use crate::upstream::manager::Manager;
 
-/// All domain data, guarded by one mutex (see ARCHITECTURE.md, "State and locking").
+/// All domain data, guarded by one mutex (see ARCHITECTURE.md, "Threads and the one lock").
 #[derive(Default)]
 pub struct State {
     pub breakpoints: Breakpoints,
@@ -34,6 +34,9 @@ pub struct State {
     pub record_notes: crate::runs::RecordNotes,
     /// Replays whose evaluation runs in a program, by process key (`service::replay`).
     pub replays: std::collections::HashMap<String, crate::replay::Active>,
+    /// The newest replay sequences' reports (wire shape), by report id (shown by
+    /// `/runs/replayed/<id>`).
+    pub replay_reports: crate::replay::Reports<serde_json::Value>,
     next_seq: u64,
     pending_events: Vec<Event>,
 }
@@ -163,6 +166,7 @@ impl Shared {
     /// can panic, so the server keeps serving.
     pub fn lock(&self) -> StateGuard<'_> {
         let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        crate::lock_rule::locked();
         StateGuard {
             guard: Some(guard),
             bus: &self.bus,
@@ -195,7 +199,9 @@ impl Drop for StateGuard<'_> {
             Some(g) => std::mem::take(&mut g.pending_events),
             None => Vec::new(),
         };
-        drop(self.guard.take());
+        if self.guard.take().is_some() {
+            crate::lock_rule::unlocked();
+        }
         self.bus.publish(events);
     }
 }

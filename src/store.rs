@@ -629,6 +629,7 @@ impl Store {
     }
 
     pub fn get(&self, cid: &str) -> io::Result<Option<Blob>> {
+        crate::lock_rule::assert_unlocked("reading an object");
         match parse_digest(cid) {
             Some(d) => self.get_digest(&d),
             None => Ok(None),
@@ -636,6 +637,7 @@ impl Store {
     }
 
     pub fn get_digest(&self, digest: &[u8; DIGEST_LEN]) -> io::Result<Option<Blob>> {
+        crate::lock_rule::assert_unlocked("reading an object");
         let (cid, format, stored_at, offset, len, file) = {
             let st = self.lock();
             let Some(e) = st.find(digest) else {
@@ -683,6 +685,7 @@ impl Store {
     /// are written with one write and one fsync (`sync_data`) before it
     /// returns. Returns how many were new.
     pub fn put_blobs(&self, blobs: Vec<NewBlob>, now: f64) -> io::Result<usize> {
+        crate::lock_rule::assert_unlocked("writing objects");
         let mut st = self.lock();
         let mut seen: CidMap<()> = CidMap::default();
         let fresh: Vec<NewBlob> = blobs
@@ -751,6 +754,7 @@ impl Store {
     /// Appends one JSON record durably (written and fsynced before returning).
     /// The memory backend accepts and discards it.
     pub fn append_record(&self, kind: RecordKind, record: &serde_json::Value) -> io::Result<()> {
+        crate::lock_rule::assert_unlocked("writing a record");
         self.append_records(&[(kind, record, IndexKey::default())])
             .map(|_| ())
     }
@@ -762,6 +766,7 @@ impl Store {
         &self,
         records: &[(RecordKind, &serde_json::Value, IndexKey)],
     ) -> io::Result<Vec<u64>> {
+        crate::lock_rule::assert_unlocked("writing records");
         if !self.durable || records.is_empty() {
             return Ok(Vec::new());
         }
@@ -812,6 +817,7 @@ impl Store {
 
     /// Reads the JSON record that starts at `offset` (an offset from the index).
     pub fn read_record(&self, offset: u64) -> io::Result<(RecordKind, serde_json::Value)> {
+        crate::lock_rule::assert_unlocked("reading a record");
         let (file, len) = {
             let st = self.lock();
             let log = st
@@ -839,6 +845,7 @@ impl Store {
         skip: usize,
         take: usize,
     ) -> io::Result<(Vec<u64>, usize)> {
+        crate::lock_rule::assert_unlocked("reading the index");
         let (file, len) = {
             let st = self.lock();
             match st.index_file.as_ref() {
@@ -880,6 +887,7 @@ impl Store {
         before: Option<u64>,
         take: usize,
     ) -> io::Result<(Vec<u64>, u64)> {
+        crate::lock_rule::assert_unlocked("reading the index");
         let (file, len) = {
             let st = self.lock();
             match st.index_file.as_ref() {
@@ -912,6 +920,7 @@ impl Store {
 
     /// Metadata of every blob, in insertion order.
     pub fn list(&self) -> Vec<BlobMeta> {
+        crate::lock_rule::assert_unlocked("listing objects");
         self.lock()
             .entries
             .iter()

@@ -16,7 +16,7 @@
 // the page (rendering, input, timers) is frozen while one of their calls is paused.
 // The client adds no breakpoints: a call pauses only where one was set (web UI, REST, MCP).
 // No dependencies, no build step.
-// "§N" cites the wire protocol's description, the appendix of the server's ARCHITECTURE.md.
+// "§N" cites the wire protocol's description, section N of the server's docs/protocol.md.
 
 /** Filled in by the server when it serves this file (from the request's Host). */
 const SERVER_URL = "__CIDELDILL_SERVER_URL__";

@@ -617,7 +617,7 @@ The filters are those of GET /api/call-records; a process or search filter reads
 process_key (from the process_key of breakpoint_get_call_records' records). The calls of each run, in call-tree order \
 without the client's own events, are aligned by function and depth, so an inserted or missing call shifts nothing else; \
 each aligned pair is marked same, different_arguments, different_result, different_exception (one or several), \
-only_in_a or only_in_b, comparing the CIDs of the stored values. first_divergence names the first pair that is not \
+only_in_a or only_in_b, comparing the CIDs of the stored values (placeholders of unpicklable objects with their memory addresses left out). first_divergence names the first pair that is not \
 same; counts covers every pair; pairs is one page (offset, limit). Use it to find where a failing run departs from a \
 good one; open a value with breakpoint_inspect_object and its cid. At most 1,000 calls of each run are compared \
 (truncated says when a run has more).",
@@ -721,6 +721,34 @@ differs from the source (differences, same). Blocks until the program answers or
         idempotent: false,
         max_block_s: MAX_BLOCK_S,
         handler: breakpoint_replay_call,
+    },
+    Tool {
+        name: "breakpoint_replay_run",
+        title: "Replay a run's calls in order",
+        description: "Replay sequence: call the recorded calls of a run (run_id from breakpoint_list_runs), or those \
+call_ids names (at most 100), again in order with their recorded arguments, in a live program of that run (or of \
+into_run), as breakpoint_replay_call does one by one. Stops at the first call whose replay differs from its source \
+(divergence: that replay in full, with its differences) or at the first call that cannot be replayed (stopped: its \
+error code and message). The program must have a paused call that still polls. Blocks until the sequence ends or \
+timeout_s (default 30, at most 55) for the whole sequence; the calls left then are reported in stopped.",
+        input_schema: || json!({"type": "object", "required": ["run_id"], "properties": {
+            "run_id": {"type": "string", "description": "The run whose calls are replayed (its process key).", "examples": ["1795311683.7211661+16759"]},
+            "call_ids": {"type": "array", "items": {"type": "string"}, "description": "Only these records, in this order (default: the run's program calls, oldest first)."},
+            "into_run": {"type": "string", "description": "Replay in this run (process_key) instead of run_id."},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 55, "default": 30}}}),
+        output_schema: || json!({"type": "object", "required": ["report_id", "run_id", "into_run", "replayed", "completed", "truncated"], "properties": {
+            "report_id": {"type": "string"}, "run_id": {"type": "string"}, "into_run": {"type": "string"},
+            "replayed": {"type": "array", "items": {"type": "object", "required": ["source_id", "record_id", "same"], "properties": {
+                "source_id": {"type": "string"}, "record_id": {"type": "string"}, "function": {"type": "string"}, "same": {"type": "boolean"}}}},
+            "completed": {"type": "boolean"},
+            "divergence": {"type": ["object", "null"]},
+            "stopped": {"type": ["object", "null"], "properties": {
+                "source_id": {"type": "string"}, "error": {}, "message": {}}},
+            "truncated": {"type": "boolean"}}}),
+        read_only: false,
+        idempotent: false,
+        max_block_s: MAX_BLOCK_S,
+        handler: breakpoint_replay_run,
     },
     Tool {
         name: "breakpoint_inspect_object",
@@ -1155,21 +1183,42 @@ fn breakpoint_compare_runs(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
 
 fn breakpoint_replay_call(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
     let call_id = required(args, "call_id")?;
-    let timeout = Duration::from_secs_f64(
-        args.get("timeout_s")
-            .and_then(Value::as_f64)
-            .unwrap_or(30.0)
-            .clamp(0.001, MAX_BLOCK_S),
-    );
+    let timeout = timeout_arg(args);
     let mut body = serde_json::Map::new();
     for key in ["args", "kwargs", "into_run"] {
         if let Some(v) = args.get(key) {
             body.insert(key.into(), v.clone());
         }
     }
+    let replayed = replay_waiting(ctx, call_id, &body, Instant::now() + timeout, timeout)??;
+    serde_json::to_value(replayed).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
+}
+
+/// `timeout_s` (default 30, at most `MAX_BLOCK_S`).
+fn timeout_arg(args: &Args) -> Duration {
+    Duration::from_secs_f64(
+        args.get("timeout_s")
+            .and_then(Value::as_f64)
+            .unwrap_or(30.0)
+            .clamp(0.001, MAX_BLOCK_S),
+    )
+}
+
+/// One replay, waited on until `deadline` (`total`: the request's whole wait, for progress):
+/// `Err` when the request was cancelled (the replay is given up), else the replay's answer.
+fn replay_waiting(
+    ctx: &Ctx,
+    call_id: &str,
+    body: &serde_json::Map<String, Value>,
+    deadline: Instant,
+    total: Duration,
+) -> Result<Result<service::Replayed, ApiError>, ApiError> {
     let shared = ctx.shared();
-    let started = service::replay_start(shared, call_id, &body)?;
-    let deadline = Instant::now() + timeout;
+    let started = match service::replay_start(shared, call_id, body) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e)),
+    };
+    let timeout = deadline.saturating_duration_since(Instant::now());
     // As breakpoint_repl_eval: a second at a time, so that a program that stops polling ends
     // the wait (410 program_gone) and a cancelled request gives the replay up.
     let evaluated = loop {
@@ -1177,7 +1226,7 @@ fn breakpoint_replay_call(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
         match ctx.wait(
             &started.pending.outcome,
             step,
-            timeout,
+            total,
             "waiting for the program to replay the call",
         ) {
             Some(Ok(outcome)) => {
@@ -1197,8 +1246,34 @@ fn breakpoint_replay_call(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
             }
         }
     };
-    let replayed = service::replay_finish(shared, started, evaluated)?;
-    serde_json::to_value(replayed).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
+    Ok(service::replay_finish(shared, started, evaluated))
+}
+
+fn breakpoint_replay_run(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
+    let run_id = required(args, "run_id")?;
+    let timeout = timeout_arg(args);
+    let deadline = Instant::now() + timeout;
+    let mut body = serde_json::Map::new();
+    for key in ["call_ids", "into_run"] {
+        if let Some(v) = args.get(key) {
+            body.insert(key.into(), v.clone());
+        }
+    }
+    let run = service::replay_run_with(ctx.shared(), run_id, &body, |id, into| {
+        if Instant::now() >= deadline {
+            return Ok(Err(tool_error(
+                "sequence_timeout",
+                format!(
+                    "the sequence used up its timeout_s ({}s) before this call; replay the rest \
+                     with call_ids, or a larger timeout_s (at most {MAX_BLOCK_S})",
+                    timeout.as_secs_f64()
+                ),
+                "",
+            )));
+        }
+        replay_waiting(ctx, id, into, deadline, timeout)
+    })?;
+    serde_json::to_value(run).map_err(|e| ApiError::internal(format!("unserializable: {e}")))
 }
 
 fn breakpoint_repl_eval(ctx: &Ctx, args: &Args) -> Result<Value, ApiError> {
@@ -1413,11 +1488,11 @@ mod tests {
         );
         assert_eq!(
             TOOLS.len(),
-            27,
+            28,
             "the 14 tools of the design, breakpoint_wait_for_pause, breakpoint_continue_all, \
              the two switches (breakpoint_set_enabled, breakpoint_set_pausing), \
              breakpoint_compare_runs, the two of runs (breakpoint_list_runs, breakpoint_label_run), \
-             breakpoint_replay_call and the 5 external_* proxies"
+             breakpoint_replay_call, breakpoint_replay_run and the 5 external_* proxies"
         );
         // The five proxy tools, all prefixed external_.
         let proxies: Vec<&str> = TOOLS

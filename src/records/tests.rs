@@ -2,6 +2,42 @@
 
 use super::*;
 
+#[test]
+fn a_hidden_record_is_seen_by_no_reader_until_shown_and_leaves_with_the_window() {
+    let mut w = Records::new(3, usize::MAX);
+    let call = |id: &str| Record::Call(Arc::new(CallRecord::for_tests("f", id)));
+    w.push(call("a"));
+    let seq = w.push_hidden(call("b"));
+    let every = RecordFilter::default();
+    let ids = |w: &Records| -> Vec<&str> {
+        let page = w.page(&every, 0, 10).0;
+        ["a", "b", "c", "d", "e", "f"]
+            .into_iter()
+            .rev()
+            .filter(|id| page.iter().any(|r| r.call_id_is(id)))
+            .collect()
+    };
+    assert_eq!(ids(&w), ["a"]);
+    assert!(w.by_call_id("b").is_none() && w.call_by_id("b").is_none());
+    assert_eq!(w.calls().count(), 1);
+    assert!(w.newest_call().is_some_and(|c| c.call_id.matches("a")));
+    let step = w.before(u64::MAX, 10, |_| true);
+    assert_eq!(step.found.len(), 1);
+    assert_eq!(w.next_seq(), seq + 1, "it holds its place");
+    w.show(seq);
+    assert_eq!(ids(&w), ["b", "a"]);
+    assert_eq!(w.before(u64::MAX, 10, |_| true).found.len(), 2);
+    // A record never shown stays hidden until it falls out of the window.
+    let lost = w.push_hidden(call("c"));
+    w.push(call("d"));
+    w.push(call("e"));
+    assert_eq!(ids(&w), ["e", "d"]);
+    assert!(w.hidden.contains(&lost));
+    w.push(call("f"));
+    assert_eq!(ids(&w), ["f", "e", "d"]);
+    assert!(w.hidden.is_empty(), "forgotten with its record");
+}
+
 struct NoRender;
 impl Render for NoRender {
     fn item(&self, item: &Item) -> Value {

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::gate::{self, Ending, Verdict};
 use super::{
-    node_pair, node_payload, pair, persist, pretty_pair, py_float, py_int, str_field, timestamp,
+    node_pair, node_payload, pair, pretty_pair, py_float, py_int, str_field, timestamp,
     verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::breakpoints::{Gate, Options, Plan};
@@ -28,7 +28,6 @@ use crate::records::{
 };
 use crate::resolution::{Action, Actor, Resolution};
 use crate::state::{Shared, State};
-use crate::store::RecordKind;
 
 /// The process identity of a request: pid and start time.
 struct Identity {
@@ -662,44 +661,28 @@ pub fn call_complete_from(
         call.set_resolution(Resolution::new(Action::Continue, Actor::PauseLimit, now));
     }
     let call = Arc::new(call);
-    let seq = st.records.push(Record::Call(call.clone()));
-    st.emit(EventKind::CallCompleted {
+    let history = st
+        .breakpoints
+        .contains(&method_name)
+        .then(|| HistoryEntry::new(Sym::new(&ids::uuid4()), call.clone()));
+    let event = EventKind::CallCompleted {
         call_id: call_id.clone(),
         method_name: method_name.clone(),
         status: call.status.as_str().unwrap_or("").to_owned(),
         process_key: Some(call.process.key()),
-    });
-    let mut history = None;
-    if st.breakpoints.contains(&method_name) {
-        let entry = HistoryEntry::new(Sym::new(&ids::uuid4()), call.clone());
-        st.records.push_history(entry.clone());
-        history = Some(entry);
-    }
-    drop(st);
-
-    // Written before the reply: an acknowledged completion survives a crash.
-    if shared.store.is_durable() {
-        let record = Record::Call(call.clone());
-        let mut records = vec![(
-            RecordKind::CallRecord,
-            call.to_disk(),
-            record.index_key(seq),
-        )];
-        if let Some(entry) = &history {
-            records.push((RecordKind::History, entry.to_disk(), entry.index_key()));
-        }
-        match persist(shared, &records) {
-            Ok(at) => super::processes::note(shared, &record, seq, at.first().copied()),
-            Err(e) => {
-                if decision.pause.is_some() {
-                    // The after-pause admitted for this call will not be made.
-                    shared.lock().calls.cancel_pause(&call_id);
-                }
-                return Err(e);
+    };
+    // Written before it is shown and before the reply: an acknowledged completion survives
+    // a crash.
+    let record = Record::Call(call.clone());
+    match super::keep_record(shared, st, record.clone(), history, event) {
+        Ok((seq, at)) => super::processes::note(shared, &record, seq, at),
+        Err(e) => {
+            if decision.pause.is_some() {
+                // The after-pause admitted for this call will not be made.
+                shared.lock().calls.cancel_pause(&call_id);
             }
+            return Err(e);
         }
-    } else {
-        super::processes::note(shared, &Record::Call(call.clone()), seq, None);
     }
 
     let Some(pause) = decision.pause else {
@@ -783,7 +766,6 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
     };
     let record = Record::Event(Arc::new(record));
     let mut st = shared.lock();
-    let seq = st.records.push(record.clone());
     if method_name == "with_debug.register" {
         if let Some(f) = body
             .get("pretty_result")
@@ -798,27 +780,13 @@ pub fn call_event(shared: &Shared, body: &Obj) -> Result<Value, ApiError> {
             st.emit(EventKind::FunctionsChanged);
         }
     }
-    st.emit(EventKind::CallCompleted {
+    let event = EventKind::CallCompleted {
         call_id,
         method_name,
         status,
         process_key: Some(who.key()),
-    });
-    drop(st);
-    let at = if shared.store.is_durable() {
-        persist(
-            shared,
-            &[(
-                RecordKind::CallRecord,
-                record.to_disk(),
-                record.index_key(seq),
-            )],
-        )?
-        .first()
-        .copied()
-    } else {
-        None
     };
+    let (seq, at) = super::keep_record(shared, st, record.clone(), None, event)?;
     super::processes::note(shared, &record, seq, at);
     Ok(json!({"status": "ok"}))
 }
@@ -832,6 +800,41 @@ mod tests {
         body, complete_body, item, paused_call, shared, start, start_body,
     };
     use crate::service::{call_records, set_global, Payloads};
+
+    /// Persist first: when the completion is announced, its record is already in the
+    /// database file (a subscriber reading it then finds it), and readers of the window saw
+    /// nothing before.
+    #[test]
+    fn a_completion_is_announced_only_once_its_record_is_written() {
+        let durable = crate::service::testing::Durable::new(100);
+        let s = &durable.shared;
+        let events = s.bus.subscribe();
+        let (stored, shown) = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                loop {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    let e = events
+                        .recv_timeout(left)
+                        .expect("a call_completed event in time");
+                    if e.name() == "call_completed" {
+                        let stored = s
+                            .store
+                            .index_page(crate::store::RecordKind::CallRecord, &|_| true, 0, 10)
+                            .expect("the index reads")
+                            .1;
+                        let shown = s.lock().records.calls().count();
+                        return (stored, shown);
+                    }
+                }
+            });
+            let answer = start(s, &start_body("add", &[json!(1), json!(2)])).unwrap();
+            let call_id = answer["call_id"].as_str().unwrap().to_owned();
+            crate::service::testing::complete(s, &complete_body(&call_id, &json!(3))).unwrap();
+            watcher.join().unwrap()
+        });
+        assert_eq!((stored, shown), (1, 1), "written, then shown and announced");
+    }
 
     #[test]
     fn a_call_without_a_breakpoint_continues_and_its_completion_is_recorded() {

@@ -13,6 +13,7 @@ use crate::align::{align, Step};
 use crate::error::ApiError;
 use crate::intern::Interner;
 use crate::limits::MAX_COMPARE_CALLS;
+use crate::pretty::{placeholder_key, without_addresses};
 use crate::process_index::CLIENT;
 use crate::records::{Record, Unrendered};
 use crate::state::Shared;
@@ -81,6 +82,8 @@ pub struct ComparedCall {
     pub function: String,
     pub depth: u32,
     pub status: String,
+    /// The function's signature as the program sent it (names the positional arguments).
+    pub signature: Option<String>,
     pub args: Vec<ComparedValue>,
     pub result: Option<ComparedValue>,
     pub exception: Option<ComparedValue>,
@@ -234,15 +237,96 @@ fn run_calls(shared: &Shared, key: &str) -> Option<(RunSide, Vec<Call>)> {
     ))
 }
 
-fn marks(a: &Call, b: &Call) -> Vec<Mark> {
+/// What is compared when the CIDs differ: the rendered values, where a placeholder (an object
+/// the client could not pickle) is keyed without what names one process's object (its memory
+/// address, its capture time: `pretty::placeholder_key`), and a plain value by its CID as
+/// before. The `pickle_error` event's `object_id` is such an address too.
+fn loose(shared: &Shared, c: &Call) -> (Value, Value, Value) {
+    let wire = match &c.record {
+        Record::Call(r) => r.to_json(&shared.render()),
+        Record::Event(e) => e.to_json(),
+        Record::Other(v) => v.as_object().cloned().unwrap_or_default(),
+    };
+    let get = |k: &str| wire.get(k).cloned().unwrap_or(Value::Null);
+    let keyed = |shown: Option<&Value>, strict: Value| match shown.and_then(placeholder_key) {
+        Some(k) => json!({"placeholder": k}),
+        None => strict,
+    };
+    let pickle_error = c.method == "pickle_error";
+    let args = match (&c.args, wire.get("pretty_args"), wire.get("pretty_kwargs")) {
+        (Value::Array(parts), pretty_a, pretty_k) if parts.len() == 2 => {
+            let pos: Vec<Value> = parts[0]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .enumerate()
+                        .map(|(i, v)| keyed(pretty_a.and_then(|p| p.get(i)), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let kw: Vec<Value> = match &parts[1] {
+                Value::Array(pairs) => pairs
+                    .iter()
+                    .map(|pair| {
+                        let name = pair.get(0).and_then(Value::as_str).unwrap_or("");
+                        let v = pair.get(1).cloned().unwrap_or(Value::Null);
+                        let v = match (&v, pickle_error && name == "object_id") {
+                            (Value::String(s), true) => Value::String(without_addresses(s)),
+                            _ => keyed(pretty_k.and_then(|p| p.get(name)), v),
+                        };
+                        json!([name, v])
+                    })
+                    .collect(),
+                Value::Object(m) => m
+                    .iter()
+                    .map(|(name, v)| {
+                        let v = match (v, pickle_error && name == "object_id") {
+                            (Value::String(s), true) => Value::String(without_addresses(s)),
+                            _ => keyed(pretty_k.and_then(|p| p.get(name)), v.clone()),
+                        };
+                        json!([name, v])
+                    })
+                    .collect(),
+                other => vec![other.clone()],
+            };
+            json!([pos, kw])
+        }
+        (other, _, _) => other.clone(),
+    };
+    let result = keyed(wire.get("pretty_result"), c.result.clone());
+    let exception = match get("exception") {
+        e if placeholder_key(&e).is_some() => {
+            json!([get("exception_type"), placeholder_key(&e)])
+        }
+        _ => c.exception.clone(),
+    };
+    (args, result, exception)
+}
+
+fn marks(shared: &Shared, a: &Call, b: &Call) -> Vec<Mark> {
+    let strict = [
+        a.args != b.args,
+        a.result != b.result,
+        a.exception != b.exception,
+    ];
+    let differs = if strict.iter().any(|d| *d) {
+        let (la, lb) = (loose(shared, a), loose(shared, b));
+        [
+            strict[0] && la.0 != lb.0,
+            strict[1] && la.1 != lb.1,
+            strict[2] && la.2 != lb.2,
+        ]
+    } else {
+        strict
+    };
     let mut m = Vec::new();
-    if a.args != b.args {
+    if differs[0] {
         m.push(Mark::DifferentArguments);
     }
-    if a.result != b.result {
+    if differs[1] {
         m.push(Mark::DifferentResult);
     }
-    if a.exception != b.exception {
+    if differs[2] {
         m.push(Mark::DifferentException);
     }
     if m.is_empty() {
@@ -296,6 +380,7 @@ fn shown(shared: &Shared, call: &Call) -> ComparedCall {
         function: call.method.clone(),
         depth: call.depth,
         status,
+        signature: text(wire.get("signature")),
         args,
         result,
         exception,
@@ -352,7 +437,7 @@ pub fn compare_runs(
             Step::OnlyB(j) => (None, calls_b.get(j)),
         };
         let m = match (ca, cb) {
-            (Some(x), Some(y)) => marks(x, y),
+            (Some(x), Some(y)) => marks(shared, x, y),
             (Some(_), None) => vec![Mark::OnlyInA],
             _ => vec![Mark::OnlyInB],
         };

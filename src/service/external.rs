@@ -14,7 +14,7 @@ use crate::events::EventKind;
 use crate::ids;
 use crate::records::Record;
 use crate::state::Shared;
-use crate::store::{Format, NewBlob, RecordKind};
+use crate::store::{Format, NewBlob};
 use crate::upstream::config::parse_runtime;
 use crate::upstream::manager::{CallFailure, CallOutcome, Manager};
 
@@ -145,26 +145,14 @@ fn store_record(
         })?;
     }
     let status = record["status"].as_str().unwrap_or("").to_owned();
-    let stored = Record::Other(Arc::new(record.clone()));
-    let key = {
-        let mut st = shared.lock();
-        let seq = st.records.push(stored.clone());
-        st.emit(EventKind::CallCompleted {
-            call_id: call_id.to_owned(),
-            method_name: tool.to_owned(),
-            status,
-            process_key: None,
-        });
-        stored.index_key(seq)
+    let stored = Record::Other(Arc::new(record));
+    let event = EventKind::CallCompleted {
+        call_id: call_id.to_owned(),
+        method_name: tool.to_owned(),
+        status,
+        process_key: None,
     };
-    shared
-        .store
-        .append_records(&[(RecordKind::CallRecord, &record, key)])
-        .map(|_| ())
-        .map_err(|e| {
-            log::error!("record write failed: {e}");
-            ApiError::storage(&e)
-        })
+    super::keep_record(shared, shared.lock(), stored, None, event).map(|_| ())
 }
 
 /// The first text of a result, shortened, for listings.

@@ -139,6 +139,47 @@ fn persist(
     })
 }
 
+/// Keeps a record for good, persist first: it takes its place in the window hidden (so its
+/// sequence number follows the window's order), is written to the database outside the lock,
+/// and only then is shown, with its history entry, and announced by `event`. So no reader sees
+/// and no event announces a record that a crash could still lose. `st` is the caller's guard:
+/// its change and the record's place are one step. Answers the record's sequence number and
+/// where the database holds it. Without a database the record is shown at once.
+fn keep_record(
+    shared: &Shared,
+    mut st: crate::state::StateGuard<'_>,
+    record: crate::records::Record,
+    history: Option<crate::records::HistoryEntry>,
+    event: crate::events::EventKind,
+) -> Result<(u64, Option<u64>), ApiError> {
+    if !shared.store.is_durable() {
+        let seq = st.records.push(record);
+        if let Some(entry) = history {
+            st.records.push_history(entry);
+        }
+        st.emit(event);
+        return Ok((seq, None));
+    }
+    let seq = st.records.push_hidden(record.clone());
+    drop(st);
+    let mut rows = vec![(
+        RecordKind::CallRecord,
+        record.to_disk(),
+        record.index_key(seq),
+    )];
+    if let Some(entry) = &history {
+        rows.push((RecordKind::History, entry.to_disk(), entry.index_key()));
+    }
+    let at = persist(shared, &rows)?;
+    let mut st = shared.lock();
+    st.records.show(seq);
+    if let Some(entry) = history {
+        st.records.push_history(entry);
+    }
+    st.emit(event);
+    Ok((seq, at.first().copied()))
+}
+
 /// Stored records of `kind` whose index key matches, newest first: a page and the number that
 /// matched. A read error is logged and ends the page early.
 fn read_stored(

@@ -523,33 +523,56 @@ pub struct SeenIn {
 }
 
 /// Where the object `cid` was seen: the open calls and the call records in memory that name
-/// it, newest first, at most `limit`; and how many calls were looked at.
+/// it, newest first, at most `limit`; and how many calls were looked at. The window is read a
+/// step at a time ([`CURSOR_STEP`] records under the lock, examined after it).
 pub fn object_seen_in(shared: &Shared, cid: &str, limit: usize) -> (Vec<SeenIn>, usize) {
     let Some(cid) = Cid::parse(cid) else {
         return (Vec::new(), 0);
     };
-    let st = shared.lock();
-    let mut out = Vec::new();
-    let mut looked = 0;
-    let open = st.calls.open_calls().map(|c| (c, true));
-    let done = st.records.calls().rev().map(|c| (&**c, false));
-    for (call, is_open) in open.chain(done) {
-        looked += 1;
+    let seen = |call: &crate::records::CallRecord, open: bool| {
         let roles = records::roles_of(call, &cid);
-        if roles.is_empty() {
-            continue;
-        }
-        out.push(SeenIn {
+        (!roles.is_empty()).then(|| SeenIn {
             call_id: call.call_id.to_string(),
             method_name: call.method.to_string(),
             process_key: call.process.key(),
             roles,
             at: call.seen_at,
-            open: is_open,
-        });
-        if out.len() >= limit {
+            open,
+        })
+    };
+    // Open calls are looked at under the lock: a few CID comparisons each, and bounded
+    // (`limits::MAX_OPEN_CALLS`); they are not shared, so copying them out would cost more.
+    let (mut out, mut looked) = {
+        let st = shared.lock();
+        let open: Vec<SeenIn> = st
+            .calls
+            .open_calls()
+            .filter_map(|c| seen(c, true))
+            .take(limit)
+            .collect();
+        (open, st.calls.n_open())
+    };
+    let mut before = u64::MAX;
+    while out.len() < limit {
+        let step = shared
+            .lock()
+            .records
+            .before(before, CURSOR_STEP, |r| matches!(r, Record::Call(_)));
+        for r in &step.found {
+            if let Record::Call(call) = r {
+                looked += 1;
+                if let Some(s) = seen(call, false) {
+                    out.push(s);
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+        }
+        if !step.more {
             break;
         }
+        before = step.reached;
     }
     (out, looked)
 }

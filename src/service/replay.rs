@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::Obj;
@@ -16,13 +16,14 @@ use crate::error::ApiError;
 use crate::ids;
 use crate::limits::MAX_REPLAY_SEQUENCE;
 use crate::pickle;
+use crate::pretty::placeholder_key;
 use crate::records::{is_client_event, ClientEvents};
 use crate::replay::{self, Active};
 use crate::state::Shared;
 use crate::store::Format;
 
 /// What differs between the source record and its replay.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Difference {
     /// `args[0]`, `kwargs.y`, `status`, `result`, `exception`.
     pub part: String,
@@ -33,7 +34,7 @@ pub struct Difference {
 }
 
 /// One replayed call.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Replayed {
     /// The record replayed.
     pub source_id: String,
@@ -182,7 +183,7 @@ fn arguments(shared: &Shared, source: &Value, e: &Edits) -> Result<Vec<String>, 
 /// A paused call to replay through: `(pause_id, run_id, its function)`. Live (polling, not
 /// resumed) pauses of Python programs only (a web page evaluates JavaScript); a pause of the
 /// same run and the same function first, then of the same run, then (no `into_run` given) of
-/// the function in another run.
+/// the function in another run, then of another run that recorded calls of the function.
 fn choose_pause(
     shared: &Shared,
     function: &str,
@@ -191,26 +192,78 @@ fn choose_pause(
 ) -> Option<(String, String, String)> {
     let gone_after = super::gone_after_s(shared);
     let now = ids::now();
-    let st = shared.lock();
-    let live: Vec<_> = st
-        .calls
-        .paused()
-        .iter()
-        .filter(|p| !p.is_gone(now, gone_after) && !st.calls.has_action(&p.id))
-        .filter(|p| p.call.origin().is_none() && p.call.page_url.as_str().is_none())
-        .map(|p| {
-            (
-                p.id.clone(),
-                p.call.process.key(),
-                p.method_name().to_owned(),
-            )
-        })
-        .collect();
+    let live: Vec<(String, String, String)> = {
+        let st = shared.lock();
+        st.calls
+            .paused()
+            .iter()
+            .filter(|p| !p.is_gone(now, gone_after) && !st.calls.has_action(&p.id))
+            .filter(|p| p.call.origin().is_none() && p.call.page_url.as_str().is_none())
+            .map(|p| {
+                (
+                    p.id.clone(),
+                    p.call.process.key(),
+                    p.method_name().to_owned(),
+                )
+            })
+            .collect()
+    };
     let pick = |ok: &dyn Fn(&(String, String, String)) -> bool| live.iter().find(|p| ok(p));
-    pick(&|p| p.1 == run && p.2 == function)
+    let found = pick(&|p| p.1 == run && p.2 == function)
         .or_else(|| pick(&|p| p.1 == run))
-        .or_else(|| (!run_given).then(|| pick(&|p| p.2 == function)).flatten())
+        .or_else(|| (!run_given).then(|| pick(&|p| p.2 == function)).flatten());
+    if found.is_some() || run_given {
+        return found.cloned();
+    }
+    // Another live program that recorded calls of the function has it registered.
+    live.iter()
+        .find(|p| {
+            let filter = super::record_filter(
+                |k| match k {
+                    "process" => Some(p.1.as_str()),
+                    "function" => Some(function),
+                    "source" => Some("program"),
+                    _ => None,
+                },
+                ClientEvents::Hide,
+            );
+            filter.is_ok_and(|f| super::call_records(shared, &f, 0, 1).total_count > 0)
+        })
         .cloned()
+}
+
+/// The expression that calls `function` with `literals` from a pause of `paused_fn`. In a
+/// pause of the same function it goes through `self`, the client's proxy: called itself for a
+/// wrapped function, its attribute `name` for a method of a wrapped object.
+/// From a pause of another function, the REPL evaluates in the client's proxy frame, where the
+/// program's names are not seen: the function is found in the client's function registry
+/// (`cideldill_client.function_registry`, where `with_debug` registers every wrapped
+/// function by name) and called through `cideldill_client.debug_call` under its recorded
+/// name, so that the call is reported and recorded like the wrapped one.
+pub fn replay_expression(function: &str, paused_fn: &str, literals: &[String]) -> String {
+    if paused_fn == function {
+        // In the client's wrapper frame `self` is the proxy and `method` what it wraps: for a
+        // wrapped function the proxy itself is called, for a method of a wrapped object the
+        // proxy's attribute `name` (both report the call under the paused name).
+        return format!(
+            "(self if method is object.__getattribute__(self, \"_target\") else \
+             getattr(self, name))({})",
+            literals.join(", ")
+        );
+    }
+    let name = replay::py_str(function);
+    let mut parts = vec![
+        name.clone(),
+        format!(
+            "__import__(\"cideldill_client.function_registry\", fromlist=[\"get_function\"])\
+             .get_function({name})"
+        ),
+    ];
+    parts.extend(literals.iter().cloned());
+    format!(
+        "__import__(\"cideldill_client\").debug_call({})",
+        parts.join(", ")
+    )
 }
 
 /// Removes the replay's mark when the replay ends, however it ends.
@@ -225,12 +278,18 @@ impl Drop for Mark<'_> {
     }
 }
 
-fn no_program(function: &str, run: &str) -> ApiError {
+fn no_program(function: &str, run: &str, run_given: bool) -> ApiError {
+    let elsewhere = if run_given {
+        ""
+    } else {
+        ", nor a program of another run that recorded calls of it"
+    };
     ApiError::conflict(
         "no_live_program",
         format!(
-            "no live program of run {run} is paused, so nothing can run {function}: pause a call \
-             of that program, e.g. with a breakpoint on {function}, then replay"
+            "no live program of run {run} is paused{elsewhere}, so nothing can run {function}: \
+             pause a call of that program (any call: e.g. with a breakpoint on {function}) while \
+             it runs, then replay"
         ),
     )
 }
@@ -337,18 +396,9 @@ pub fn replay_start<'a>(
     let Some((pause_id, run_id, paused_fn)) =
         choose_pause(shared, &function, &run, e.into_run.is_some())
     else {
-        return Err(no_program(&function, &run));
+        return Err(no_program(&function, &run, e.into_run.is_some()));
     };
-    // In the paused call of the same function, `self` is its wrapper (the client's proxy);
-    // elsewhere the function is called by its name, as the paused frame sees it.
-    let callee = if paused_fn == function {
-        "self".to_owned()
-    } else if function.split('.').all(replay::is_identifier) {
-        function.clone()
-    } else {
-        return Err(no_program(&function, &run));
-    };
-    let expression = format!("{callee}({})", literals.join(", "));
+    let expression = replay_expression(&function, &paused_fn, &literals);
     {
         let mut st = shared.lock();
         if st.replays.contains_key(&run_id) {
@@ -417,8 +467,11 @@ pub fn replay_finish(
         return Err(ApiError::conflict(
             "replay_not_run",
             format!(
-                "the program did not call {function} (it answered: {}); pause a call of \
-                 {function} itself, e.g. with a breakpoint on it, then replay",
+                "the program did not call {function} (it answered: {}). From a pause of another \
+                 function, the program reaches {function} only through the client's function \
+                 registry (functions wrapped with with_debug or called with debug_call); a \
+                 method of a wrapped object is reached only from a pause of that method: pause \
+                 a call of {function} itself, e.g. with a breakpoint on it, then replay",
                 evaluated.output
             ),
         ));
@@ -451,13 +504,20 @@ pub fn replay_finish(
 pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
     let mut out = Vec::new();
     let cid = |v: Option<&Value>| v.and_then(|i| i.get("cid")).cloned();
+    // Two placeholders (objects the client could not pickle) alike but for their addresses
+    // are the same (`pretty::placeholder_key`).
+    let alike = |x: Option<&Value>, y: Option<&Value>| {
+        let key = |v: Option<&Value>| v.and_then(placeholder_key);
+        key(x).is_some() && key(x) == key(y)
+    };
     let empty = Vec::new();
     let (aa, ba) = (
         a.get("args").and_then(Value::as_array).unwrap_or(&empty),
         b.get("args").and_then(Value::as_array).unwrap_or(&empty),
     );
     for i in 0..aa.len().max(ba.len()) {
-        if cid(aa.get(i)) != cid(ba.get(i)) {
+        let shown = |r: &Value| r.pointer(&format!("/pretty_args/{i}")).cloned();
+        if cid(aa.get(i)) != cid(ba.get(i)) && !alike(shown(a).as_ref(), shown(b).as_ref()) {
             let at = |r: &Value| {
                 r.pointer(&format!("/pretty_args/{i}"))
                     .cloned()
@@ -483,7 +543,8 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
     names.sort();
     names.dedup();
     for k in names {
-        if cid(ak.get(k)) != cid(bk.get(k)) {
+        let shown = |r: &Value| r.get("pretty_kwargs").and_then(|p| p.get(k)).cloned();
+        if cid(ak.get(k)) != cid(bk.get(k)) && !alike(shown(a).as_ref(), shown(b).as_ref()) {
             let at = |r: &Value| {
                 r.get("pretty_kwargs")
                     .and_then(|p| p.get(k))
@@ -505,7 +566,9 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
             replay: field(b, "status"),
         });
     }
-    if field(a, "result_cid") != field(b, "result_cid") {
+    if field(a, "result_cid") != field(b, "result_cid")
+        && !alike(a.get("pretty_result"), b.get("pretty_result"))
+    {
         out.push(Difference {
             part: "result".into(),
             source: field(a, "pretty_result"),
@@ -524,17 +587,24 @@ pub fn compare(a: &Value, b: &Value) -> Vec<Difference> {
 }
 
 /// One step of a replay sequence, in brief.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Step {
     pub source_id: String,
     pub record_id: String,
+    /// The function called.
+    pub function: String,
     pub same: bool,
 }
 
 /// A replay sequence: the calls replayed in order up to the first divergence.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ReplayedRun {
+    /// This report's id: the web UI shows it at `/runs/replayed/<report_id>` while it is among
+    /// the newest (`limits::MAX_REPLAY_REPORTS`).
+    pub report_id: String,
     pub run_id: String,
+    /// The run the calls were replayed in (`into_run`, or the run itself).
+    pub into_run: String,
     /// The calls replayed the same, in order (the diverging one last, when one diverged).
     pub replayed: Vec<Step>,
     /// Every selected call was replayed and none diverged.
@@ -585,6 +655,21 @@ pub fn replay_run(
     body: &Obj,
     timeout: Duration,
 ) -> Result<ReplayedRun, ApiError> {
+    replay_run_with(shared, run_id, body, |id, into| {
+        Ok(replay_call(shared, id, into, timeout))
+    })
+}
+
+/// A replay sequence whose calls `one` replays (the record id, and the body to replay it
+/// with): `Ok(Ok(..))` a replayed call, `Ok(Err(..))` a call that could not be replayed (the
+/// sequence stops there and reports it), `Err(..)` ends the whole sequence with that error
+/// (e.g. its request was cancelled).
+pub fn replay_run_with(
+    shared: &Shared,
+    run_id: &str,
+    body: &Obj,
+    mut one: impl FnMut(&str, &Obj) -> Result<Result<Replayed, ApiError>, ApiError>,
+) -> Result<ReplayedRun, ApiError> {
     let e = edits(body)?;
     if e.args.is_some() || e.kwargs.is_some() {
         return Err(ApiError::bad_request(
@@ -629,27 +714,32 @@ pub fn replay_run(
             format!("run {run_id} has no recorded calls to replay"),
         ));
     }
+    let into_run = e.into_run.unwrap_or(run_id).to_owned();
     let mut into = Obj::new();
-    into.insert("into_run".into(), json!(e.into_run.unwrap_or(run_id)));
+    into.insert("into_run".into(), json!(into_run));
     let mut out = ReplayedRun {
+        report_id: ids::uuid4(),
         run_id: run_id.to_owned(),
+        into_run,
         replayed: Vec::new(),
         completed: false,
         divergence: None,
         stopped: None,
         truncated,
     };
+    let n = ids.len();
     for id in ids {
-        match replay_call(shared, &id, &into, timeout) {
+        match one(&id, &into)? {
             Ok(r) => {
                 out.replayed.push(Step {
                     source_id: id,
                     record_id: r.record_id.clone(),
+                    function: r.function.clone(),
                     same: r.same,
                 });
                 if !r.same {
                     out.divergence = Some(r);
-                    return Ok(out);
+                    break;
                 }
             }
             Err(err) => {
@@ -658,10 +748,70 @@ pub fn replay_run(
                     "error": err.body.get("error"),
                     "message": err.body.get("message"),
                 }));
-                return Ok(out);
+                break;
             }
         }
     }
-    out.completed = true;
+    out.completed = out.divergence.is_none() && out.stopped.is_none() && out.replayed.len() == n;
+    if let Ok(kept) = serde_json::to_value(&out) {
+        shared
+            .lock()
+            .replay_reports
+            .keep(out.report_id.clone(), kept);
+    }
     Ok(out)
+}
+
+/// A kept replay sequence report (`None` when unknown or forgotten).
+pub fn replay_report(shared: &Shared, report_id: &str) -> Option<ReplayedRun> {
+    let kept = shared.lock().replay_reports.get(report_id)?;
+    serde_json::from_value(kept).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_alike_but_for_their_addresses_are_no_difference() {
+        let ph = |id: &str| json!({"__cideldill_placeholder__": true, "object_id": id, "repr_text": format!("<C at {id}>")});
+        let rec = |cid: &str, id: &str, arg: i64| {
+            json!({"args": [{"cid": format!("c{arg}")}], "pretty_args": [arg.to_string()],
+                   "status": "success", "result_cid": cid, "pretty_result": ph(id)})
+        };
+        assert_eq!(
+            compare(
+                &rec("a", "0x7f0000000001", 1),
+                &rec("b", "0x7f0000000002", 1)
+            ),
+            vec![]
+        );
+        // A plain value that differs still does.
+        let d = compare(
+            &rec("a", "0x7f0000000001", 1),
+            &rec("b", "0x7f0000000002", 2),
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].part, "args[0]");
+    }
+
+    #[test]
+    fn the_same_function_is_called_as_self_another_through_the_client_registry() {
+        let lits = vec!["2".to_owned(), "y=3".to_owned()];
+        assert_eq!(
+            replay_expression("add", "add", &lits),
+            "(self if method is object.__getattribute__(self, \"_target\") else \
+             getattr(self, name))(2, y=3)"
+        );
+        assert_eq!(
+            replay_expression("add", "divide", &lits),
+            "__import__(\"cideldill_client\").debug_call(\"add\", \
+             __import__(\"cideldill_client.function_registry\", fromlist=[\"get_function\"])\
+             .get_function(\"add\"), 2, y=3)"
+        );
+        // Any recorded name is written as a string literal, never as code.
+        let odd = replay_expression("a\"b).x", "divide", &[]);
+        assert!(odd.contains(r#"debug_call("a\"b).x", "#), "{odd}");
+        assert!(odd.ends_with(r#".get_function("a\"b).x"))"#), "{odd}");
+    }
 }

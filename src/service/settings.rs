@@ -252,15 +252,7 @@ impl SettingsLoader {
             return;
         }
         if let Some(list) = m.get(ORIGINS_KEY) {
-            let origins = list
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let origins = crate::node::strings(Some(list));
             self.granted_origins = Some(origins);
             if !m.contains_key("default_behavior") {
                 // A record of the grants only.

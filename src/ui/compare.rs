@@ -106,7 +106,20 @@ fn arg_differs(v: &ComparedValue, i: usize, other: Option<&ComparedCall>) -> boo
         Some(n) => o.args.iter().find(|x| x.name.as_ref() == Some(n)),
         None => o.args.get(i).filter(|x| x.name.is_none()),
     };
+    // The pickle_error event's object_id is the object's address (compared without it).
+    let address = o.function == "pickle_error" && v.name.as_deref() == Some("object_id");
     match peer {
+        Some(p) if address => match (p.shown.as_str(), v.shown.as_str()) {
+            (Some(x), Some(y)) => {
+                crate::pretty::without_addresses(x) != crate::pretty::without_addresses(y)
+            }
+            _ => p.shown != v.shown,
+        },
+        // Placeholders of two processes differ in their addresses only: compared as the
+        // comparison does (`pretty::placeholder_key`).
+        Some(p) if p.cid != v.cid && crate::pretty::placeholder_key(&v.shown).is_some() => {
+            crate::pretty::placeholder_key(&p.shown) != crate::pretty::placeholder_key(&v.shown)
+        }
         Some(p) => p.cid != v.cid || (v.cid.is_none() && p.shown != v.shown),
         None => true,
     }
@@ -143,10 +156,16 @@ fn side(c: Option<&ComparedCall>, other: Option<&ComparedCall>, marks: &[Mark], 
         out.push_lit("<span class=\"muted\">()</span>");
     } else {
         out.push_lit("<dl class=\"args\">");
+        // Positional arguments named from the signature, as in the call tree.
+        let names = c
+            .signature
+            .as_deref()
+            .map(super::paused::positional_names)
+            .unwrap_or_default();
         for (i, a) in c.args.iter().enumerate() {
             let label = match &a.name {
                 Some(n) => n.clone(),
-                None => format!("arg {i}"),
+                None => names.get(i).cloned().unwrap_or_else(|| format!("arg {i}")),
             };
             let what = format!("{} {label}", c.function);
             html!(

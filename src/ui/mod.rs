@@ -19,6 +19,7 @@ pub(crate) mod markup;
 mod object;
 mod paused;
 mod repl;
+mod replayed;
 mod runs;
 mod servers;
 mod source;
@@ -133,6 +134,7 @@ const PAGE_PREFIXES: &[&str] = &[
     "/call-tree",
     "/call-tree/",
     "/runs/compare",
+    "/runs/replayed/",
     "/runs",
     "/callstack/",
     "/frame/",
@@ -170,6 +172,7 @@ pub fn serve(shared: &Shared, path: &str, query: &[(String, String)]) -> Option<
         "/" => Ok(paused::page(shared, query)),
         "/call-tree" => Ok(tree::processes(shared, query)),
         "/runs/compare" | "/runs/compare/" => Ok(compare::page(shared, query)),
+        p if p.starts_with("/runs/replayed/") => replayed::page(shared, p),
         p if p.starts_with("/call-tree/") => tree::process(shared, p, query),
         p if p.starts_with("/callstack/") => source::callstack(shared, p),
         p if p.starts_with("/frame/") => match compat::frame_of_process(shared, p) {

@@ -24,8 +24,9 @@ pub fn page(shared: &Shared, query: &[(String, String)]) -> View {
             "<div class=\"bar\"><h1>Runs</h1></div>\
              <p class=\"meta\">A run is what one process of the program recorded, from its first \
              call to its last. Label the ones to find again; notes say what they were.</p>\
-             <div id=\"run-list\" data-live>{}</div>",
-            table(shared, offset)
+             <div id=\"run-list\" data-live>{}</div>{}",
+            table(shared, offset),
+            super::replayed::run_form(shared)
         ),
     )
 }

@@ -364,16 +364,7 @@ fn load(shared: &Shared, owner: &Owner) -> Option<Stack> {
                     call_tree_href(key, Some(id))
                 );
             }
-            let sessions: Vec<String> = r
-                .get("repl_sessions")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let sessions = crate::node::strings(r.get("repl_sessions"));
             repl_links(&mut meta, &sessions);
             Some(Stack {
                 method: text(r.get("method_name")),

@@ -701,7 +701,8 @@ fn details(
     if let (Some(differences), Some(source)) =
         (replay, sel.get("replay_of").and_then(Value::as_str))
     {
-        compared(&mut out, addr, source, differences);
+        let signature = sel.get("signature").and_then(Value::as_str);
+        compared(&mut out, addr, source, differences, signature);
     }
     if !r.event && !r.client {
         replay_form(&mut out, &r.call_id);
@@ -711,7 +712,13 @@ fn details(
 }
 
 /// What differs between a replayed call and the call it replays.
-fn compared(out: &mut Html, addr: &Addr, source: &str, differences: &[service::Difference]) {
+fn compared(
+    out: &mut Html,
+    addr: &Addr,
+    source: &str,
+    differences: &[service::Difference],
+    signature: Option<&str>,
+) {
     out.push_lit("<h3>Compared with the recorded call</h3>");
     if differences.is_empty() {
         html!(
@@ -731,8 +738,9 @@ fn compared(out: &mut Html, addr: &Addr, source: &str, differences: &[service::D
     for d in differences {
         html!(
             out,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td></tr>",
+            "<tr><th scope=\"row\" title=\"{}\">{}</th><td>{}</td><td>{}</td></tr>",
             d.part,
+            super::replayed::difference_label(&d.part, signature),
             value_html(&d.source, ""),
             value_html(&d.replay, "")
         );

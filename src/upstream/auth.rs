@@ -1115,16 +1115,7 @@ fn discover(server_url: &str, challenge: &Challenge) -> Result<Discovered, Strin
                 }
                 None => canonical_resource(server_url),
             };
-            let scopes = v
-                .get("scopes_supported")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let scopes = crate::node::strings(v.get("scopes_supported"));
             (issuer, resource, scopes)
         }
         // No protected resource metadata: the server's origin is its authorization server

@@ -57,14 +57,15 @@ fn help_prints_the_flags_grouped_by_face_on_stdout() {
         assert!(line.chars().count() <= 80, "a long line: {line}");
     }
     let mut at = 0;
-    for (title, flags) in cideldill_server::config::FLAG_GROUPS {
+    for group in cideldill_server::config::FLAGS {
+        let (title, flags) = (group.title, group.flags.iter().map(|f| f.name));
         let heading = format!("\n{title}:\n");
         let found = help[at..]
             .find(&heading)
             .unwrap_or_else(|| panic!("{title} missing or out of order: {help}"));
         at += found + heading.len();
         let end = help[at..].find("\n\n").map_or(help.len(), |e| at + e);
-        for flag in *flags {
+        for flag in flags {
             assert!(
                 help[at..end].contains(&format!("  {flag}")),
                 "{flag} is not under {title}: {}",

@@ -241,3 +241,41 @@ fn runs_in_a_database_file_are_compared_after_a_restart() {
     let server = Server::start_in(home.path(), &["--db", &db]);
     check(&server.client().get_ok(&path));
 }
+
+#[test]
+fn two_runs_of_the_unchanged_demo_compare_as_the_same() {
+    let server = Server::start(&[]);
+    let c = server.client();
+    c.post_ok("/api/behavior", &json!({"behavior": "go"}));
+    let mut keys = Vec::new();
+    for run in 0..2 {
+        let dir = server.home.join(format!("run-{run}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = crate::demo::demo_on(server.port, &dir, &[]);
+        let status = crate::support::wait_for("the demo to finish", || child.try_wait().unwrap());
+        assert!(status.success(), "{:?}", crate::demo::output_in(&dir, &[]));
+        let page = c.get_ok("/api/call-records?function=describe");
+        let key = page["calls"][0]["process_key"].as_str().unwrap().to_owned();
+        keys.push(key);
+    }
+    assert_ne!(keys[0], keys[1]);
+    // describe(channel) takes an object holding a socket, sent as placeholders whose texts
+    // name memory addresses: compared by type and attributes, the two runs are the same.
+    // (A `+` left in the query reads as a space, which the server takes for the key's `+`.)
+    let r = c.get_ok(&format!("/api/runs/compare?a={}&b={}", keys[0], keys[1]));
+    assert_eq!(r["first_divergence"], Value::Null, "{r}");
+    assert_eq!(r["counts"]["same"], r["total_pairs"], "{r}");
+    // The five calls and the two pickle_error events describe's argument makes the client send
+    // (their object_id is the object's address).
+    assert_eq!(r["total_pairs"], 7, "{r}");
+    // The page: arguments named from the signature, and no value marked as differing.
+    let page = c
+        .get(&format!("/runs/compare?a={}&b={}", keys[0], keys[1]))
+        .text();
+    assert!(
+        page.contains("<dt>x</dt>") && page.contains("<dt>channel</dt>"),
+        "{page}"
+    );
+    assert!(!page.contains("arg 0"), "{page}");
+    assert!(!page.contains("diff-mark"), "{page}");
+}

@@ -410,7 +410,13 @@ fn every_tool_result_matches_its_output_schema() {
                 r["eval_id"].is_string().then_some(r)
             })
         });
-        assert_eq!(req["expr"], "self(2, y=3)");
+        assert_eq!(
+            req["expr"],
+            concat!(
+                "(self if method is object.__getattribute__(self, \"_target\") ",
+                "else getattr(self, name))(2, y=3)"
+            )
+        );
         let start = http.post_ok(
             "/api/call/start",
             &call_start_body(
@@ -437,6 +443,27 @@ fn every_tool_result_matches_its_output_schema() {
         "{r}"
     );
     covered.insert("breakpoint_replay_call");
+    // A sequence naming a record that does not exist stops there (tests/it/replay.rs replays
+    // sequences in a live program).
+    let r = s.call(
+        "breakpoint_replay_run",
+        json!({"run_id": "1795311683.7211661+16759", "call_ids": ["nope"]}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["completed"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"]["stopped"]["error"], "record_not_found",
+        "{r}"
+    );
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == "breakpoint_replay_run")
+        .unwrap();
+    assert!(
+        schema::validate(&(tool.output_schema)(), &r["structuredContent"]).is_empty(),
+        "{r}"
+    );
+    covered.insert("breakpoint_replay_run");
     // The external_* proxies need external servers: tests/it/upstream.rs checks their schemas.
     let own = TOOLS
         .iter()

@@ -7,7 +7,11 @@ use std::process::Child;
 
 use serde_json::{json, Value};
 
-use crate::demo::{demo, output};
+use cideldill_server::mcp::tools::TOOLS;
+use cideldill_server::schema;
+
+use crate::demo::{demo, demo_on, output};
+use crate::mcp_support::McpServer;
 use crate::support::{
     call_start_body, complete_body, item, pause_id, wait_for, Client, Server, TempDir,
 };
@@ -75,7 +79,11 @@ fn a_recorded_call_is_replayed_in_the_live_program_as_recorded_and_edited() {
     assert_eq!(same["same"], true, "{same}");
     assert_eq!(same["differences"], json!([]), "{same}");
     assert_eq!(
-        same["expression"], "self(0, label=\"item-000\", scale=2)",
+        same["expression"],
+        concat!(
+            "(self if method is object.__getattribute__(self, \"_target\") ",
+            "else getattr(self, name))(0, label=\"item-000\", scale=2)"
+        ),
         "{same}"
     );
     let new_id = same["record_id"].as_str().unwrap().to_owned();
@@ -272,7 +280,7 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
     );
     let pause = pause_id(&f);
     // The program: evaluates the replay, makes a call of f meanwhile (which must not pause:
-    // the program is paused itself), and cannot see g.
+    // the program is paused itself), and has no g registered.
     let http = server.client();
     let p = pause.clone();
     let program = std::thread::spawn(move || {
@@ -280,7 +288,14 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
             let r = http.get_ok(&format!("/api/poll-repl/{p}"));
             r["eval_id"].is_string().then_some(r)
         });
-        assert_eq!(req["expr"], "g(1)");
+        // The paused frame is the client's, not the program's: g is looked up in the
+        // client's function registry and called through debug_call.
+        assert_eq!(
+            req["expr"],
+            "__import__(\"cideldill_client\").debug_call(\"g\", \
+             __import__(\"cideldill_client.function_registry\", fromlist=[\"get_function\"])\
+             .get_function(\"g\"), 1)"
+        );
         let nested = http.post_ok(
             "/api/call/start",
             &call_start_body("f", vec![item(&json!(5), 5)], json!({})),
@@ -295,7 +310,8 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
         http.post_ok(
             "/api/call/repl-result",
             &json!({"eval_id": req["eval_id"], "pause_id": p, "session_id": req["session_id"],
-                    "result": "", "stdout": "", "error": "NameError: name 'g' is not defined"}),
+                    "result": "", "stdout": "",
+                    "error": "TypeError: debug_call with alias requires a callable as second argument"}),
         );
     });
     let r = c.post(&format!("/api/call-records/{g_id}/replay"), &json!({}));
@@ -304,7 +320,8 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
     let body = r.json();
     assert_eq!(body["error"], "replay_not_run");
     let message = body["message"].as_str().unwrap();
-    assert!(message.contains("NameError"), "{message}");
+    assert!(message.contains("TypeError: debug_call"), "{message}");
+    assert!(message.contains("function registry"), "{message}");
     assert!(message.contains("breakpoint on it"), "{message}");
     // Once the replay ended, calls pause again as their breakpoints say.
     let again = c.post_ok(
@@ -328,4 +345,191 @@ fn a_program_that_cannot_call_the_function_is_refused_and_its_calls_meanwhile_do
     let page = c.post(&format!("/api/call-records/{h_id}/replay"), &json!({}));
     assert_eq!(page.status, 400);
     assert_eq!(page.json()["error"], "not_replayable");
+}
+
+/// The first live pause of `function` in run `run` (any run when `None`), before its call or
+/// after it.
+fn pause_in(c: &Client, run: Option<&str>, function: &str, after: bool) -> String {
+    wait_for(&format!("a pause of {function}"), || {
+        let paused = c.get_ok("/api/paused");
+        paused["paused"].as_array()?.iter().find_map(|p| {
+            let cd = &p["call_data"];
+            let is_after = cd.get("pretty_result").is_some();
+            let in_run = run.is_none_or(|r| cd["process_key"] == r);
+            (cd["method_name"] == function && is_after == after && in_run)
+                .then(|| p["id"].as_str().map(str::to_owned))
+                .flatten()
+        })
+    })
+}
+
+/// Resumes the demo's default calls (add, greet, summarize, describe) before and after, up to
+/// the pause before `stop` (of run `run`); its id.
+fn run_up_to(c: &Client, run: Option<&str>, stop: &str) -> String {
+    for f in ["add", "greet", "summarize", "describe", "divide"] {
+        if f == stop {
+            return pause_in(c, run, f, false);
+        }
+        resume(
+            c,
+            &pause_in(c, run, f, false),
+            json!({"action": "continue"}),
+        );
+        resume(c, &pause_in(c, run, f, true), json!({"action": "continue"}));
+    }
+    panic!("{stop} is not a call of the demo");
+}
+
+/// The newest program record of `function` (not a replay), in run `run` when given.
+fn newest(c: &Client, function: &str, run: Option<&str>) -> Value {
+    let page = c.get_ok(&format!(
+        "/api/call-records?function={function}&source=program"
+    ));
+    page["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.get("replay_of").is_none() && run.is_none_or(|k| r["process_key"] == k))
+        .cloned()
+        .unwrap_or_else(|| panic!("no record of {function}: {page}"))
+}
+
+#[test]
+fn calls_of_other_functions_are_replayed_through_the_client_registry_also_as_an_mcp_sequence() {
+    let s = McpServer::initialized("2025-11-25");
+    let c = s.http();
+    let mut child = demo_on(s.port, s.home.path(), &[]);
+    // The demo is paused before divide(1, 0), its last call: add, greet, summarize and
+    // describe were recorded.
+    let paused = run_up_to(&c, None, "divide");
+    let add = newest(&c, "add", None);
+    let run = add["process_key"].as_str().unwrap().to_owned();
+    let add_id = add["call_id"].as_str().unwrap();
+
+    // add(2, y=3) replayed from the pause of divide: found in the client's function
+    // registry and called through debug_call, recorded as a replay of the source.
+    let r = c.post_ok(&format!("/api/call-records/{add_id}/replay"), &json!({}));
+    assert_eq!(r["pause_id"], paused.as_str(), "{r}");
+    assert!(
+        r["expression"]
+            .as_str()
+            .unwrap()
+            .starts_with("__import__(\"cideldill_client\").debug_call(\"add\", "),
+        "{r}"
+    );
+    assert_eq!(r["status"], "success", "{r}");
+    assert_eq!(r["result"], "5", "{r}");
+    assert_eq!(r["same"], true, "{r}");
+    assert_eq!(r["record"]["replay_of"], add_id, "{r}");
+    // Edited: a difference in a plain value shows.
+    let r = c.post_ok(
+        &format!("/api/call-records/{add_id}/replay"),
+        &json!({"args": [4]}),
+    );
+    assert_eq!(r["result"], "7", "{r}");
+    let parts: Vec<&str> = r["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["part"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts, ["args[0]", "result"], "{r}");
+
+    // The run as a sequence over MCP: add and greet replay the same through the pause of
+    // divide; summarize takes instances (a dataclass), which have no literal: it stops there.
+    let seq = s.call_ok("breakpoint_replay_run", json!({"run_id": run}));
+    let tool = TOOLS
+        .iter()
+        .find(|t| t.name == "breakpoint_replay_run")
+        .unwrap();
+    let errors = schema::validate(&(tool.output_schema)(), &seq);
+    assert!(errors.is_empty(), "{seq} {errors:?}");
+    let steps = seq["replayed"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{seq}");
+    assert!(steps.iter().all(|st| st["same"] == true), "{seq}");
+    assert_eq!(steps[0]["function"], "add", "{seq}");
+    assert_eq!(steps[1]["function"], "greet", "{seq}");
+    assert_eq!(seq["completed"], false, "{seq}");
+    assert_eq!(seq["stopped"]["error"], "invalid_args", "{seq}");
+    let summarize = newest(&c, "summarize", None);
+    assert_eq!(seq["stopped"]["source_id"], summarize["call_id"], "{seq}");
+    // The web UI's report of that sequence.
+    let report = c.get(&format!(
+        "/runs/replayed/{}",
+        seq["report_id"].as_str().unwrap()
+    ));
+    assert_eq!(report.status, 200);
+    let text = report.text();
+    assert!(text.contains("Stopped after 2 calls"), "{text}");
+    assert!(text.contains("<code>invalid_args</code>"), "{text}");
+    assert_eq!(c.get("/runs/replayed/nope").status, 404);
+    // A function the program did not register (a name no wrapped callable has) is refused
+    // with what to do.
+    let mut body = call_start_body("nowhere", vec![item(&json!(1), 1)], json!({}));
+    body["process_pid"] = add["process_pid"].clone();
+    body["process_start_time"] = add["process_start_time"].clone();
+    let fake = c.post_ok("/api/call/start", &body);
+    let fake_id = fake["call_id"].as_str().unwrap().to_owned();
+    c.post_ok("/api/call/complete", &{
+        let mut b = complete_body(&fake_id, &json!(1));
+        b["process_pid"] = add["process_pid"].clone();
+        b["process_start_time"] = add["process_start_time"].clone();
+        b
+    });
+    let refused = c.post(&format!("/api/call-records/{fake_id}/replay"), &json!({}));
+    assert_eq!(
+        refused.status,
+        409,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    let body = refused.json();
+    assert_eq!(body["error"], "replay_not_run", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("function registry"), "{message}");
+
+    // A second program of the same code, paused before greet; the first one ends. A call of
+    // the first run is replayed in the second, which recorded calls of add.
+    let dir = s.home.path().join("second");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut second = demo_on(s.port, &dir, &[]);
+    wait_for("the first demo to end", || {
+        let paused = c.get_ok("/api/paused");
+        for p in paused["paused"].as_array().unwrap() {
+            if p["call_data"]["process_key"] == run.as_str() {
+                let id = p["id"].as_str().unwrap();
+                c.post(
+                    &format!("/api/paused/{id}/continue"),
+                    &json!({"action": "continue"}),
+                );
+            }
+        }
+        child.try_wait().unwrap()
+    });
+    let paused2 = run_up_to_second(&c, &run, "greet");
+    let r = c.post_ok(&format!("/api/call-records/{add_id}/replay"), &json!({}));
+    assert_eq!(r["pause_id"], paused2.as_str(), "{r}");
+    assert_ne!(r["run_id"], run.as_str(), "{r}");
+    assert_eq!(r["same"], true, "{r}");
+    finish(&c, &mut second);
+}
+
+/// The second demo run (not `first`): resumes add before and after, then its pause before
+/// `stop`.
+fn run_up_to_second(c: &Client, first: &str, stop: &str) -> String {
+    let other = |f: &str, after: bool| {
+        wait_for(&format!("a pause of {f} in the second run"), || {
+            let paused = c.get_ok("/api/paused");
+            paused["paused"].as_array()?.iter().find_map(|p| {
+                let cd = &p["call_data"];
+                let is_after = cd.get("pretty_result").is_some();
+                (cd["method_name"] == f && is_after == after && cd["process_key"] != first)
+                    .then(|| p["id"].as_str().map(str::to_owned))
+                    .flatten()
+            })
+        })
+    };
+    resume(c, &other("add", false), json!({"action": "continue"}));
+    resume(c, &other("add", true), json!({"action": "continue"}));
+    other(stop, false)
 }

@@ -1,7 +1,8 @@
 //! Repository rules as tests: module docs, long files split or explained, one stdout writer, no
 //! skipped tests, the README's REST reference, tool reference and limits table generated from the
 //! tables in the code, every dependency justified, MCP handlers going through `service`, no
-//! citation of outside documents.
+//! citation of outside documents, and ARCHITECTURE.md short, naming every source file and only
+//! paths that exist.
 
 use std::path::{Path, PathBuf};
 
@@ -306,18 +307,31 @@ fn docs_flags_have_the_groups_of_help() {
                 .push(flag);
         }
     }
-    let expected: Vec<(String, Vec<String>)> = cideldill_server::config::FLAG_GROUPS
+    let expected: Vec<(String, Vec<String>)> = cideldill_server::config::FLAGS
         .iter()
-        .map(|(title, flags)| {
+        .map(|group| {
             (
-                title.to_string(),
-                flags.iter().map(|f| f.to_string()).collect(),
+                group.title.to_string(),
+                group.flags.iter().map(|f| f.name.to_string()).collect(),
             )
         })
         .collect();
     assert_eq!(
         groups, expected,
-        "docs/flags.md must have the groups of config::FLAG_GROUPS, in order"
+        "docs/flags.md must have the groups of config::FLAGS, in order"
+    );
+}
+
+#[test]
+fn docs_flags_tables_match_the_flag_table() {
+    let doc = std::fs::read_to_string(root().join("docs/flags.md")).unwrap();
+    let section = between(&doc, "<!-- flags:start -->", "<!-- flags:end -->");
+    let expected = cideldill_server::config::flags_markdown();
+    assert_eq!(
+        section,
+        expected.trim(),
+        "docs/flags.md's flag tables are out of date; replace the block between the markers with:\n{}\n(end of block)",
+        expected.trim()
     );
 }
 
@@ -416,7 +430,7 @@ fn names_a_numbered_seed(line: &str) -> bool {
 #[test]
 fn code_and_docs_cite_no_outside_document() {
     // The code and the docs speak of the project itself: what a comment relies on is said in
-    // its own words or lives in the repository (ARCHITECTURE.md and its protocol appendix).
+    // its own words or lives in the repository (ARCHITECTURE.md, docs/protocol.md).
     // The needles are built from parts so this file does not match itself.
     let needles = [["mcp", "-notes"].concat(), ["seed", " 000"].concat()];
     assert!(names_a_numbered_seed(&["Seeds", " 13, 14"].concat()));
@@ -424,7 +438,7 @@ fn code_and_docs_cite_no_outside_document() {
         "RELIABILITY_SEED 5, a seeded 3, the seed is printed"
     ));
     let mut files = Vec::new();
-    for dir in ["src", "tests", "scripts", "benches"] {
+    for dir in ["src", "tests", "scripts", "benches", "docs"] {
         text_files(&root().join(dir), &mut files);
     }
     for entry in std::fs::read_dir(root()).unwrap() {
@@ -514,4 +528,108 @@ fn the_web_uis_scripts_listen_for_every_event_the_server_sends() {
         got.sort();
         assert_eq!(got, want, "{script}: its EVENTS list");
     }
+}
+
+/// Every file under `dir`, recursively, as paths relative to the repository root with `/`;
+/// not what tools leave beside the sources (hidden files, Python's `__pycache__`, `node_modules`).
+fn all_files(dir: &str, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+        let entry = entry.unwrap();
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        if file_name.starts_with('.') || file_name == "__pycache__" || file_name == "node_modules" {
+            continue;
+        }
+        let name = format!("{dir}/{file_name}");
+        if entry.file_type().unwrap().is_dir() {
+            all_files(&name, out);
+        } else {
+            out.push(name);
+        }
+    }
+}
+
+/// The paths a markdown document names: its `code spans` and link targets (without a
+/// `#fragment`) that start with one of the repository's folders.
+fn named_paths(text: &str) -> Vec<String> {
+    let spans = text.split('`').skip(1).step_by(2).map(str::to_owned);
+    let links = text.split("](").skip(1).filter_map(|rest| {
+        let target = rest.split(')').next()?;
+        Some(target.split('#').next().unwrap_or("").to_owned())
+    });
+    let folders = ["src/", "tests/", "benches/", "scripts/", "docs/", "vendor/"];
+    spans
+        .chain(links)
+        .filter(|p| folders.iter().any(|f| p.starts_with(f)))
+        .collect()
+}
+
+/// Whether `path` matches `pattern`, which has at most one `*` (standing for any text without `/`).
+fn matches_glob(pattern: &str, path: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == path,
+        Some((head, tail)) => {
+            path.len() >= head.len() + tail.len()
+                && path.starts_with(head)
+                && path.ends_with(tail)
+                && !path[head.len()..path.len() - tail.len()].contains('/')
+        }
+    }
+}
+
+#[test]
+fn architecture_md_is_short_and_names_every_source_file() {
+    // The map a newcomer reads first: short enough to read (a reference belongs in docs/), no
+    // line too long to read in an editor, every source file named by its path or by its
+    // folder's (the file's parent folder followed by `/`, a folder below the top one), and
+    // every path it names present, so that it cannot rot.
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    assert!(
+        arch.len() < 40 * 1024,
+        "ARCHITECTURE.md is {} bytes: keep it under 40 KiB (say what is unlikely to change; \
+         reference goes in docs/)",
+        arch.len()
+    );
+    for (i, line) in arch.lines().enumerate() {
+        assert!(
+            line.chars().count() <= 300,
+            "ARCHITECTURE.md:{}: a line of {} characters; break it (at most 300)",
+            i + 1,
+            line.chars().count()
+        );
+    }
+    let named = named_paths(&arch);
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches", "scripts"] {
+        all_files(dir, &mut files);
+    }
+    assert!(files.len() > 150, "found only {} files", files.len());
+    for path in &named {
+        let found = if path.contains('*') {
+            files.iter().any(|f| matches_glob(path, f))
+        } else {
+            root().join(path.trim_end_matches('/')).exists()
+        };
+        assert!(
+            found,
+            "ARCHITECTURE.md names `{path}`, which does not exist"
+        );
+    }
+    let tops = ["src", "tests", "benches", "scripts"];
+    for file in &files {
+        let parent = file.rsplit_once('/').map_or("", |(p, _)| p);
+        let by_folder = !tops.contains(&parent) && named.iter().any(|n| *n == format!("{parent}/"));
+        assert!(
+            by_folder || named.iter().any(|n| n == file),
+            "ARCHITECTURE.md names neither `{file}` nor its folder `{parent}/`: add it to the code map"
+        );
+    }
+}
+
+#[test]
+fn the_architecture_paths_rule_reads_spans_links_and_globs() {
+    let text = "see `src/a.rs` and [b](docs/b.md#x), not `Shared` nor [c](https://c)";
+    assert_eq!(named_paths(text), ["src/a.rs", "docs/b.md"]);
+    assert!(matches_glob("tests/it/mcp_*.rs", "tests/it/mcp_http.rs"));
+    assert!(!matches_glob("tests/it/mcp_*.rs", "tests/it/sub/mcp_x.rs"));
+    assert!(!matches_glob("tests/it/mcp_*.rs", "tests/it/mcp.rs"));
 }

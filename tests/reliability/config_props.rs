@@ -246,9 +246,9 @@ fn inline_flag() -> impl Strategy<Value = String> {
 /// A command line: known flags with hostile values, and strays.
 fn command_line() -> impl Strategy<Value = Vec<String>> {
     // Every flag the server has (its help's groups), and strays.
-    let mut flags: Vec<&'static str> = cideldill_server::config::FLAG_GROUPS
+    let mut flags: Vec<&'static str> = cideldill_server::config::FLAGS
         .iter()
-        .flat_map(|(_, names)| names.iter().copied())
+        .flat_map(|group| group.flags.iter().map(|flag| flag.name))
         .collect();
     flags.extend(["--help", "--version", "-h", "--", "--nope"]);
     let flag = prop::sample::select(flags);

@@ -551,13 +551,14 @@ document.addEventListener("click", (ev) => {
 // JSON; an empty one with data-optional is left out). data-then: "refresh" (refetch the live
 // regions), "go:/path/{field}" (open a page named by a field of the answer), "open:<field>"
 // (open the http(s) URL a field of the answer holds), or "show:<id>"
-// (write the answer into that element). A refusal naming a field marks it (aria-invalid, the
+// (write the answer into that element). A field with data-path fills its {name} in data-api
+// (URL-encoded) instead of going into the body. A refusal naming a field marks it (aria-invalid, the
 // cursor at the mistake); in a form with data-check, the error beside it is the server's
 // rendering of that field's mistake (/breakpoints/check), its position marked in the text.
 function formBody(form) {
   const body = {};
   for (const el of form.elements) {
-    if (!el.name || el.disabled) continue;
+    if (!el.name || el.disabled || el.dataset.path !== undefined) continue;
     if (el.type === "checkbox") { body[el.name] = el.checked; continue; }
     if (el.value.trim() === "" && el.dataset.optional !== undefined) continue;
     if (el.dataset.json !== undefined) {
@@ -603,7 +604,9 @@ async function submitForm(form) {
     buttons.forEach((b) => { b.disabled = true; });
     if (form.dataset.busy && err) err.textContent = "";
     if (form.dataset.busy) form.classList.add("busy");
-    data = await send(form.dataset.api, form.dataset.method || "POST", body);
+    const api = form.dataset.api.replace(/\{(\w+)\}/g, (_, k) =>
+      encodeURIComponent(form.elements[k] ? form.elements[k].value : ""));
+    data = await send(api, form.dataset.method || "POST", body);
     if (err) err.textContent = "";
   } catch (e) {
     if (err) err.textContent = e.message;
