@@ -22,7 +22,8 @@
 //!
 //! Its parts, one file each under `condition/`: `ast` (the syntax tree, printed back by
 //! `Display`), `parse`, `value` (what a condition reads, and how it shows as text), `eval`,
-//! `template` (logpoint messages) and `tests`. Items private to the language are `pub(super)`.
+//! `template` (logpoint messages) and `tests`. Items private to the language are `pub(super)`;
+//! each part starts with `use super::*`, so the imports and constants below are the parts'.
 
 use std::cmp::Ordering;
 use std::fmt::{self, Write as _};
