@@ -11,7 +11,7 @@ use argh::{ArgsInfo, FromArgs};
 use crate::error::Error;
 use crate::ids;
 use crate::upstream::config::ClientFlags;
-use crate::upstream::config::Timing;
+use crate::upstream::timing::Timing;
 
 /// Default port, as the original's.
 pub const DEFAULT_PORT: u16 = 5174;

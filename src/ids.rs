@@ -99,8 +99,9 @@ pub fn utc_iso(epoch: f64) -> String {
     )
 }
 
-/// Howard Hinnant's days-to-civil algorithm: proleptic Gregorian date of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// Howard Hinnant's days-to-civil algorithm: proleptic Gregorian date (year, month, day) of a
+/// day count since 1970-01-01 (negative before it). The crate's one calendar conversion.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -116,6 +117,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_count_to_gregorian_dates_both_sides_of_1970() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(-25_508), (1900, 3, 1));
+        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
+    }
 
     #[test]
     fn utc_times_are_iso_8601() {

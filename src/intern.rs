@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::node::Node;
+use crate::node::JsonNode;
 
 /// A shared string: one pointer wide, compared and hashed by content.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -541,19 +541,19 @@ impl Interner {
 
     /// [`Interner::val`] for a value of a parsed request body: strings are looked up without
     /// copying them first.
-    pub fn node_val(&mut self, n: &Node<'_>) -> Val {
+    pub fn node_val(&mut self, n: &JsonNode<'_>) -> Val {
         match n {
-            Node::Str(s) => match self.cid_text(s) {
+            JsonNode::Str(s) => match self.cid_text(s) {
                 Some(c) => Val::Cid(c),
                 None => Val::Str(self.sym(s)),
             },
-            Node::Arr(_) | Node::Obj(_) => self.node_tree(n),
+            JsonNode::Arr(_) | JsonNode::Obj(_) => self.node_tree(n),
             other => self.val(&other.to_value()),
         }
     }
 
     /// [`Interner::field`] for a parsed request body.
-    pub fn node_field(&mut self, n: Option<&Node<'_>>) -> Val {
+    pub fn node_field(&mut self, n: Option<&JsonNode<'_>>) -> Val {
         n.map_or(Val::Absent, |n| self.node_val(n))
     }
 
@@ -572,7 +572,7 @@ impl Interner {
     }
 
     /// [`Interner::tree`] for a value of a parsed request body.
-    pub fn node_tree(&mut self, n: &Node<'_>) -> Val {
+    pub fn node_tree(&mut self, n: &JsonNode<'_>) -> Val {
         let mut h = TreeHash::new();
         if !h.tree(n) {
             return pack(n);
@@ -596,7 +596,11 @@ impl Interner {
     }
 
     /// [`Interner::object_without`] for the entries of a parsed request object.
-    pub fn node_object_without(&mut self, entries: &[(Cow<'_, str>, Node<'_>)], skip: &str) -> Val {
+    pub fn node_object_without(
+        &mut self,
+        entries: &[(Cow<'_, str>, JsonNode<'_>)],
+        skip: &str,
+    ) -> Val {
         self.share_object(|| {
             entries
                 .iter()
@@ -775,7 +779,7 @@ enum Shape<'a, T> {
     Obj(usize),
 }
 
-/// What the interner reads of a JSON tree: a `Value`, or a request's `Node` (which hashes and
+/// What the interner reads of a JSON tree: a `Value`, or a request's `JsonNode` (which hashes and
 /// compares as the `Value` it stands for).
 trait JsonTree: Sized {
     fn shape(&self) -> Shape<'_, Self>;
@@ -813,31 +817,31 @@ impl JsonTree for Value {
     }
 }
 
-impl<'b> JsonTree for Node<'b> {
-    fn shape(&self) -> Shape<'_, Node<'b>> {
+impl<'b> JsonTree for JsonNode<'b> {
+    fn shape(&self) -> Shape<'_, JsonNode<'b>> {
         match self {
-            Node::Null => Shape::Null,
-            Node::Bool(b) => Shape::Bool(*b),
-            Node::Num(n) => Shape::Num(n),
-            Node::Str(s) => Shape::Str(s),
-            Node::Arr(a) => Shape::Arr(a),
-            Node::Obj(entries) => Shape::Obj(entries.len()),
+            JsonNode::Null => Shape::Null,
+            JsonNode::Bool(b) => Shape::Bool(*b),
+            JsonNode::Num(n) => Shape::Num(n),
+            JsonNode::Str(s) => Shape::Str(s),
+            JsonNode::Arr(a) => Shape::Arr(a),
+            JsonNode::Obj(entries) => Shape::Obj(entries.len()),
         }
     }
 
-    fn entries(&self, f: &mut dyn FnMut(&str, &Node<'b>) -> bool) -> bool {
+    fn entries(&self, f: &mut dyn FnMut(&str, &JsonNode<'b>) -> bool) -> bool {
         match self {
-            Node::Obj(entries) => entries.iter().all(|(k, v)| f(k, v)),
+            JsonNode::Obj(entries) => entries.iter().all(|(k, v)| f(k, v)),
             _ => true,
         }
     }
 
     fn to_value(&self) -> Value {
-        Node::to_value(self)
+        JsonNode::to_value(self)
     }
 
     fn same_as(&self, v: &Value) -> bool {
-        Node::same_as(self, v)
+        JsonNode::same_as(self, v)
     }
 }
 
@@ -874,9 +878,11 @@ mod tests {
         assert_eq!(packed.tree().unwrap().into_owned(), big);
         // From a request body, and without the key an object is kept without.
         let body = big.to_string();
-        let node = Node::parse(body.as_bytes()).unwrap();
+        let node = JsonNode::parse(body.as_bytes()).unwrap();
         assert_eq!(i.node_val(&node), packed);
-        let Node::Obj(entries) = &node else { panic!() };
+        let JsonNode::Obj(entries) = &node else {
+            panic!()
+        };
         let without = i.node_object_without(entries, "s");
         let mut expected = big.clone();
         expected.as_object_mut().unwrap().shift_remove("s");
@@ -959,7 +965,7 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &shared(i.tree(&a.clone()))));
         // The same call site parsed from a request body shares the tree too.
         let text = br#"{"timestamp": 7.0, "stack_trace": [{"lineno": 3}], "target_cid": null}"#;
-        let Node::Obj(entries) = Node::parse(text).unwrap() else {
+        let JsonNode::Obj(entries) = JsonNode::parse(text).unwrap() else {
             panic!()
         };
         assert!(Arc::ptr_eq(
@@ -967,7 +973,7 @@ mod tests {
             &shared(i.node_object_without(&entries, "timestamp"))
         ));
         let text = br#"{"stack_trace": [{"lineno": 3.0}], "target_cid": null, "timestamp": 7}"#;
-        let Node::Obj(entries) = Node::parse(text).unwrap() else {
+        let JsonNode::Obj(entries) = JsonNode::parse(text).unwrap() else {
             panic!()
         };
         let b = shared(i.node_object_without(&entries, "timestamp"));

@@ -1,6 +1,6 @@
-//! `Node`: a JSON tree that borrows its strings from the request body, for the hot request
+//! `JsonNode`: a JSON tree that borrows its strings from the request body, for the hot request
 //! bodies (`/api/call/start`). Parsing the Python client's call reports into
-//! `serde_json::Value` allocates every key, string and map; a `Node` allocates only its arrays,
+//! `serde_json::Value` allocates every key, string and map; a `JsonNode` allocates only its arrays,
 //! objects and numbers, and the handler copies what it keeps. Objects keep their keys in the
 //! order sent; a key sent twice keeps its first place and its last value, as
 //! `serde_json::Map` does. Pure: no I/O.
@@ -15,13 +15,13 @@ use serde_json::{Map, Number, Value};
 
 /// A JSON value whose strings may borrow from the text it was parsed from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Node<'a> {
+pub enum JsonNode<'a> {
     Null,
     Bool(bool),
     Num(Number),
     Str(Cow<'a, str>),
-    Arr(Vec<Node<'a>>),
-    Obj(Vec<(Cow<'a, str>, Node<'a>)>),
+    Arr(Vec<JsonNode<'a>>),
+    Obj(Vec<(Cow<'a, str>, JsonNode<'a>)>),
 }
 
 /// How serde_json hands a number over with its `arbitrary_precision` feature: a one-entry map
@@ -50,56 +50,56 @@ pub fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-impl<'a> Node<'a> {
+impl<'a> JsonNode<'a> {
     /// Parses JSON text; strings without escapes borrow from it.
-    pub fn parse(text: &'a [u8]) -> Result<Node<'a>, serde_json::Error> {
+    pub fn parse(text: &'a [u8]) -> Result<JsonNode<'a>, serde_json::Error> {
         serde_json::from_slice(text)
     }
 
     /// The same value, owning its strings.
-    pub fn from_value(v: Value) -> Node<'static> {
+    pub fn from_value(v: Value) -> JsonNode<'static> {
         match v {
-            Value::Null => Node::Null,
-            Value::Bool(b) => Node::Bool(b),
-            Value::Number(n) => Node::Num(n),
-            Value::String(s) => Node::Str(Cow::Owned(s)),
-            Value::Array(a) => Node::Arr(a.into_iter().map(Node::from_value).collect()),
-            Value::Object(m) => Node::Obj(
+            Value::Null => JsonNode::Null,
+            Value::Bool(b) => JsonNode::Bool(b),
+            Value::Number(n) => JsonNode::Num(n),
+            Value::String(s) => JsonNode::Str(Cow::Owned(s)),
+            Value::Array(a) => JsonNode::Arr(a.into_iter().map(JsonNode::from_value).collect()),
+            Value::Object(m) => JsonNode::Obj(
                 m.into_iter()
-                    .map(|(k, v)| (Cow::Owned(k), Node::from_value(v)))
+                    .map(|(k, v)| (Cow::Owned(k), JsonNode::from_value(v)))
                     .collect(),
             ),
         }
     }
 
     /// A field of an object (`None` for other nodes and missing keys).
-    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+    pub fn get(&self, key: &str) -> Option<&JsonNode<'a>> {
         match self {
-            Node::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            JsonNode::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Node::Str(s) => Some(s),
+            JsonNode::Str(s) => Some(s),
             _ => None,
         }
     }
 
     pub fn is_null(&self) -> bool {
-        matches!(self, Node::Null)
+        matches!(self, JsonNode::Null)
     }
 
     /// The same value as a `serde_json::Value`.
     pub fn to_value(&self) -> Value {
         match self {
-            Node::Null => Value::Null,
-            Node::Bool(b) => Value::Bool(*b),
-            Node::Num(n) => Value::Number(n.clone()),
-            Node::Str(s) => Value::String(s.to_string()),
-            Node::Arr(a) => Value::Array(a.iter().map(Node::to_value).collect()),
-            Node::Obj(entries) => Value::Object(
+            JsonNode::Null => Value::Null,
+            JsonNode::Bool(b) => Value::Bool(*b),
+            JsonNode::Num(n) => Value::Number(n.clone()),
+            JsonNode::Str(s) => Value::String(s.to_string()),
+            JsonNode::Arr(a) => Value::Array(a.iter().map(JsonNode::to_value).collect()),
+            JsonNode::Obj(entries) => Value::Object(
                 entries
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_value()))
@@ -111,14 +111,14 @@ impl<'a> Node<'a> {
     /// Whether this node and a `Value` are the same JSON, keys in the same order.
     pub fn same_as(&self, v: &Value) -> bool {
         match (self, v) {
-            (Node::Null, Value::Null) => true,
-            (Node::Bool(a), Value::Bool(b)) => a == b,
-            (Node::Num(a), Value::Number(b)) => a == b,
-            (Node::Str(a), Value::String(b)) => a == b,
-            (Node::Arr(a), Value::Array(b)) => {
+            (JsonNode::Null, Value::Null) => true,
+            (JsonNode::Bool(a), Value::Bool(b)) => a == b,
+            (JsonNode::Num(a), Value::Number(b)) => a == b,
+            (JsonNode::Str(a), Value::String(b)) => a == b,
+            (JsonNode::Arr(a), Value::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y))
             }
-            (Node::Obj(a), Value::Object(b)) => {
+            (JsonNode::Obj(a), Value::Object(b)) => {
                 a.len() == b.len()
                     && a.iter()
                         .zip(b)
@@ -129,28 +129,28 @@ impl<'a> Node<'a> {
     }
 }
 
-impl fmt::Display for Node<'_> {
+impl fmt::Display for JsonNode<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.to_value(), f)
     }
 }
 
 /// Written as the JSON it stands for, without building a `Value` first.
-impl Serialize for Node<'_> {
+impl Serialize for JsonNode<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Node::Null => s.serialize_unit(),
-            Node::Bool(b) => s.serialize_bool(*b),
-            Node::Num(n) => n.serialize(s),
-            Node::Str(t) => s.serialize_str(t),
-            Node::Arr(a) => s.collect_seq(a),
-            Node::Obj(entries) => s.collect_map(entries.iter().map(|(k, v)| (&**k, v))),
+            JsonNode::Null => s.serialize_unit(),
+            JsonNode::Bool(b) => s.serialize_bool(*b),
+            JsonNode::Num(n) => n.serialize(s),
+            JsonNode::Str(t) => s.serialize_str(t),
+            JsonNode::Arr(a) => s.collect_seq(a),
+            JsonNode::Obj(entries) => s.collect_map(entries.iter().map(|(k, v)| (&**k, v))),
         }
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node<'a>, D::Error> {
+impl<'de: 'a, 'a> Deserialize<'de> for JsonNode<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JsonNode<'a>, D::Error> {
         d.deserialize_any(NodeVisitor)
     }
 }
@@ -183,65 +183,65 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 struct NodeVisitor;
 
 impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node<'de>;
+    type Value = JsonNode<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
-        Ok(Node::Null)
+    fn visit_unit<E: de::Error>(self) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Null)
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Node<'de>, E> {
-        Ok(Node::Null)
+    fn visit_none<E: de::Error>(self) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Null)
     }
 
-    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Node<'de>, E> {
-        Ok(Node::Bool(b))
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Bool(b))
     }
 
-    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Node<'de>, E> {
-        Ok(Node::Num(n.into()))
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Num(n.into()))
     }
 
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Node<'de>, E> {
-        Ok(Node::Num(n.into()))
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Num(n.into()))
     }
 
-    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Node<'de>, E> {
-        Ok(Number::from_f64(n).map_or(Node::Null, Node::Num))
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<JsonNode<'de>, E> {
+        Ok(Number::from_f64(n).map_or(JsonNode::Null, JsonNode::Num))
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Node<'de>, E> {
-        Ok(Node::Str(Cow::Borrowed(s)))
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Str(Cow::Borrowed(s)))
     }
 
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Node<'de>, E> {
-        Ok(Node::Str(Cow::Owned(s.to_owned())))
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Str(Cow::Owned(s.to_owned())))
     }
 
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Node<'de>, E> {
-        Ok(Node::Str(Cow::Owned(s)))
+    fn visit_string<E: de::Error>(self, s: String) -> Result<JsonNode<'de>, E> {
+        Ok(JsonNode::Str(Cow::Owned(s)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonNode<'de>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
         while let Some(x) = seq.next_element()? {
             items.push(x);
         }
-        Ok(Node::Arr(items))
+        Ok(JsonNode::Arr(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
-        let mut entries: Vec<(Cow<'de, str>, Node<'de>)> = Vec::new();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonNode<'de>, A::Error> {
+        let mut entries: Vec<(Cow<'de, str>, JsonNode<'de>)> = Vec::new();
         let mut index: Option<HashMap<String, usize>> = None;
         while let Some(Text(key)) = map.next_key()? {
             if entries.is_empty() && key == NUMBER_TOKEN {
                 let text: String = map.next_value()?;
-                return text.parse().map(Node::Num).map_err(de::Error::custom);
+                return text.parse().map(JsonNode::Num).map_err(de::Error::custom);
             }
-            let value: Node<'de> = map.next_value()?;
+            let value: JsonNode<'de> = map.next_value()?;
             // A repeated key keeps its first place and takes the last value.
             let found = match &mut index {
                 Some(ix) => ix.get(&*key).copied(),
@@ -265,7 +265,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
                 }
             }
         }
-        Ok(Node::Obj(entries))
+        Ok(JsonNode::Obj(entries))
     }
 }
 
@@ -278,13 +278,13 @@ mod tests {
     fn parses_to_the_same_json_as_value_and_borrows_plain_strings() {
         let text = br#"{"a": [1, -2, 3.5, 1e400, 123456789012345678901234567890, true, null],
             "b": {"c": "plain", "d": "esc\"aped\u00e9"}, "": {}}"#;
-        let node = Node::parse(text).unwrap();
+        let node = JsonNode::parse(text).unwrap();
         let value: Value = serde_json::from_slice(text).unwrap();
         assert_eq!(node.to_value(), value);
         assert!(node.same_as(&value));
         assert!(matches!(
             node.get("b").and_then(|b| b.get("c")),
-            Some(Node::Str(Cow::Borrowed("plain")))
+            Some(JsonNode::Str(Cow::Borrowed("plain")))
         ));
         assert_eq!(
             node.get("b").unwrap().get("d").unwrap().as_str(),
@@ -294,7 +294,7 @@ mod tests {
             node.to_value()["a"][4].to_string(),
             "123456789012345678901234567890"
         );
-        assert_eq!(Node::from_value(value.clone()), node);
+        assert_eq!(JsonNode::from_value(value.clone()), node);
     }
 
     #[test]
@@ -305,11 +305,11 @@ mod tests {
                 text.push_str(&format!("\"k{i}\": {i}, "));
             }
             text.push_str("\"k1\": \"again\", \"k0\": [0]}");
-            let node = Node::parse(text.as_bytes()).unwrap();
+            let node = JsonNode::parse(text.as_bytes()).unwrap();
             let value: Value = serde_json::from_str(&text).unwrap();
             assert_eq!(node.to_value(), value);
             assert!(node.same_as(&value));
-            assert_eq!(node.get("k1").and_then(Node::as_str), Some("again"));
+            assert_eq!(node.get("k1").and_then(JsonNode::as_str), Some("again"));
         }
     }
 
@@ -322,19 +322,19 @@ mod tests {
             format!("[{wide}]"),
             format!("{{\"n\": {wide}}}"),
         ] {
-            let node = Node::parse(text.as_bytes()).unwrap();
+            let node = JsonNode::parse(text.as_bytes()).unwrap();
             let num = match &node {
-                Node::Arr(items) => &items[0],
-                Node::Obj(entries) => &entries[0].1,
+                JsonNode::Arr(items) => &items[0],
+                JsonNode::Obj(entries) => &entries[0].1,
                 n => n,
             };
             assert!(
-                matches!(num, Node::Num(n) if n.to_string() == wide),
+                matches!(num, JsonNode::Num(n) if n.to_string() == wide),
                 "{text}: {num:?}"
             );
         }
-        let float = Node::parse(b"-0.5e3").unwrap();
-        assert!(matches!(float, Node::Num(_)), "{float:?}");
+        let float = JsonNode::parse(b"-0.5e3").unwrap();
+        assert!(matches!(float, JsonNode::Num(_)), "{float:?}");
         assert_eq!(
             float.to_value(),
             serde_json::from_str::<Value>("-0.5e3").unwrap()
@@ -343,11 +343,11 @@ mod tests {
 
     #[test]
     fn order_and_shape_matter_for_sameness() {
-        let node = Node::parse(br#"{"a": 1, "b": 2}"#).unwrap();
+        let node = JsonNode::parse(br#"{"a": 1, "b": 2}"#).unwrap();
         assert!(node.same_as(&json!({"a": 1, "b": 2})));
         assert!(!node.same_as(&json!({"b": 2, "a": 1})));
         assert!(!node.same_as(&json!({"a": 1})));
         assert!(!node.same_as(&json!([1, 2])));
-        assert!(!Node::parse(b"1").unwrap().same_as(&json!(1.0)));
+        assert!(!JsonNode::parse(b"1").unwrap().same_as(&json!(1.0)));
     }
 }

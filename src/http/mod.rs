@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::mcp::Mcp;
-use crate::node::Node;
+use crate::node::JsonNode;
 use crate::state::Shared;
 
 pub use guard::Policy;
@@ -91,18 +91,18 @@ impl Req {
 
     /// The body as a JSON object whose strings borrow from the body (for the hot
     /// `/api/call/start`); the same rules and errors as [`Req::json`].
-    pub fn node(&self) -> Result<Node<'_>, ApiError> {
+    pub fn node(&self) -> Result<JsonNode<'_>, ApiError> {
         if self.body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Node::Obj(Vec::new()));
+            return Ok(JsonNode::Obj(Vec::new()));
         }
-        let node = match Node::parse(&self.body) {
+        let node = match JsonNode::parse(&self.body) {
             Ok(node) => node,
             Err(_) => parse_json_tolerant(&self.body)
-                .map(Node::from_value)
+                .map(JsonNode::from_value)
                 .map_err(|err| invalid_json(&err))?,
         };
         match node {
-            Node::Obj(_) => Ok(node),
+            JsonNode::Obj(_) => Ok(node),
             other => Err(not_an_object(&other.to_value())),
         }
     }

@@ -5,6 +5,10 @@
 //! content store) and shape JSON from its typed results; they never see a transport. Results
 //! never carry base64 payloads: items keep their CID and rendered value. The `external_*`
 //! entries call `external.rs`, which knows nothing of this table.
+//!
+//! Long file: the table and its handlers (named like their tools) are read and changed
+//! together, one tool at a time: its entry, its schemas and its handler in one file, with the
+//! table's invariant tests (and the tool count) at its end.
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //!   indices pointing at the same node. Nothing is reference counted, nothing leaks.
 //! * Every opcode costs O(1) amortized plus the bytes it reads or the stack items it consumes,
 //!   so decoding time is linear in the input.
-//! * Memory is accounted as it is reserved (`Budget`): every `Vec` growth is checked *before*
+//! * Memory is accounted as it is reserved (`MemoryBudget`): every `Vec` growth is checked *before*
 //!   it happens against `Limits::max_memory(len)` (8 x input + 1 MiB by default, less a small
 //!   reserve), so a hostile pickle gets `PickleError::MemoryLimit` instead of an allocation.
 //! * The mark stack is bounded by `Limits::max_depth`, the memo by `Limits::max_memo`.
@@ -171,12 +171,12 @@ const RESERVE: usize = 64 * 1024;
 const SPARSE_MEMO_COST: usize = 48;
 
 /// Tracks heap bytes reserved by the decoder against the budget.
-struct Budget {
+struct MemoryBudget {
     used: usize,
     limit: usize,
 }
 
-impl Budget {
+impl MemoryBudget {
     fn charge(&mut self, bytes: usize, at: usize) -> Result<(), PickleError> {
         let used = self.used.saturating_add(bytes);
         if used > self.limit {
@@ -226,7 +226,7 @@ impl Memo {
         &mut self,
         key: u64,
         val: NodeId,
-        budget: &mut Budget,
+        budget: &mut MemoryBudget,
         limits: &Limits,
         at: usize,
     ) -> Result<(), PickleError> {
@@ -282,7 +282,7 @@ struct Machine<'a> {
     stack: Vec<NodeId>,
     marks: Vec<usize>,
     memo: Memo,
-    budget: Budget,
+    budget: MemoryBudget,
     limits: &'a Limits,
     protocol: u8,
     extra_state: Vec<(NodeId, NodeId)>,
@@ -306,7 +306,7 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
             sparse: HashMap::new(),
             count: 0,
         },
-        budget: Budget {
+        budget: MemoryBudget {
             used: 0,
             limit: limits.max_memory(bytes.len()).saturating_sub(RESERVE),
         },

@@ -20,7 +20,7 @@ use crate::events::EventKind;
 use crate::ids;
 use crate::intern::{Sym, Val};
 use crate::limits;
-use crate::node::Node;
+use crate::node::JsonNode;
 use crate::pretty;
 use crate::records::{
     CallId, CallRecord, CallSite, EventRecord, ExceptionInfo, Hint, HistoryEntry, Item, Process,
@@ -81,12 +81,12 @@ fn poll_action(shared: &Shared, pause_id: &str) -> Obj {
 
 /// The items of a call start, in the order the original scans them for missing CIDs.
 fn call_items<'a, 'b>(
-    target: Option<&'b Node<'a>>,
-    args: &'b [Node<'a>],
-    kwargs: &'b [(Cow<'a, str>, Node<'a>)],
-) -> Vec<&'b Node<'a>> {
+    target: Option<&'b JsonNode<'a>>,
+    args: &'b [JsonNode<'a>],
+    kwargs: &'b [(Cow<'a, str>, JsonNode<'a>)],
+) -> Vec<&'b JsonNode<'a>> {
     let mut items = Vec::with_capacity(1 + args.len() + kwargs.len());
-    if let Some(t @ Node::Obj(m)) = target {
+    if let Some(t @ JsonNode::Obj(m)) = target {
         if !m.is_empty() {
             items.push(t);
         }
@@ -96,7 +96,7 @@ fn call_items<'a, 'b>(
     items
 }
 
-fn has_data(item: &Node<'_>) -> bool {
+fn has_data(item: &JsonNode<'_>) -> bool {
     item.get("data").is_some_and(|d| !d.is_null())
 }
 
@@ -118,27 +118,27 @@ pub(crate) fn not_yours(what: &str, e: &NotYours) -> ApiError {
 
 #[cfg(test)]
 /// `POST /api/call/start` (protocol doc §2.5), for a request without a browser origin.
-pub fn call_start(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+pub fn call_start(shared: &Shared, body: &JsonNode<'_>) -> Result<Value, ApiError> {
     call_start_from(shared, body, None)
 }
 
-/// `POST /api/call/start` (protocol doc §2.5), on the body as parsed by `Node::parse` (the
+/// `POST /api/call/start` (protocol doc §2.5), on the body as parsed by `JsonNode::parse` (the
 /// hottest request: its items and call site are read without copying the body into a
 /// `Value` first). `origin`: the page's `Origin`, which the call and its pauses carry (only
 /// requests from that origin may complete or poll them).
 pub fn call_start_from(
     shared: &Shared,
-    body: &Node<'_>,
+    body: &JsonNode<'_>,
     origin: Option<&str>,
 ) -> Result<Value, ApiError> {
     let fitted = super::fields::fit_node(body)?;
     let body = fitted.as_ref().unwrap_or(body);
-    let scalar = |key: &str| body.get(key).map(Node::to_value);
+    let scalar = |key: &str| body.get(key).map(JsonNode::to_value);
     let who = identity_of(
         scalar("process_pid").as_ref(),
         scalar("process_start_time").as_ref(),
     )?;
-    let method_name = match body.get("method_name").and_then(Node::as_str) {
+    let method_name = match body.get("method_name").and_then(JsonNode::as_str) {
         Some(m) if !m.is_empty() => m.to_owned(),
         _ => {
             return Err(ApiError::bad_request(
@@ -147,9 +147,9 @@ pub fn call_start_from(
             ))
         }
     };
-    let args: &[Node<'_>] = match body.get("args") {
-        None | Some(Node::Null) => &[],
-        Some(Node::Arr(a)) => a,
+    let args: &[JsonNode<'_>] = match body.get("args") {
+        None | Some(JsonNode::Null) => &[],
+        Some(JsonNode::Arr(a)) => a,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_payload",
@@ -157,9 +157,9 @@ pub fn call_start_from(
             ))
         }
     };
-    let kwargs: &[(Cow<'_, str>, Node<'_>)] = match body.get("kwargs") {
-        None | Some(Node::Null) => &[],
-        Some(Node::Obj(k)) => k,
+    let kwargs: &[(Cow<'_, str>, JsonNode<'_>)] = match body.get("kwargs") {
+        None | Some(JsonNode::Null) => &[],
+        Some(JsonNode::Obj(k)) => k,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_payload",
@@ -170,8 +170,8 @@ pub fn call_start_from(
     let target = body.get("target").filter(|t| !t.is_null());
     // Checked before anything is stored or a call id is used (the original checks it after).
     let preferred_format = match body.get("preferred_format") {
-        None | Some(Node::Null) => "dill",
-        Some(Node::Str(s)) if s == "dill" || s == "json" => s,
+        None | Some(JsonNode::Null) => "dill",
+        Some(JsonNode::Str(s)) if s == "dill" || s == "json" => s,
         Some(other) => {
             return Err(ApiError::bad_request(
                 "invalid_preferred_format",
@@ -190,7 +190,7 @@ pub fn call_start_from(
         .collect();
     let mut missing: Vec<&str> = Vec::new();
     for item in &items {
-        if let Some(cid) = item.get("cid").and_then(Node::as_str) {
+        if let Some(cid) = item.get("cid").and_then(JsonNode::as_str) {
             if !has_data(item)
                 && !provided.contains(&cid)
                 && !missing.contains(&cid)
@@ -484,7 +484,7 @@ fn shown_exception(shared: &Shared, body: &Obj) -> Value {
 
 #[cfg(test)]
 /// `POST /api/call/complete` (protocol doc §2.9), for a request without a browser origin.
-pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError> {
+pub fn call_complete(shared: &Shared, body: &JsonNode<'_>) -> Result<Value, ApiError> {
     call_complete_from(shared, body, None)
 }
 
@@ -493,14 +493,14 @@ pub fn call_complete(shared: &Shared, body: &Node<'_>) -> Result<Value, ApiError
 /// anyone else gets 403 `not_owner` and nothing changes.
 pub fn call_complete_from(
     shared: &Shared,
-    body: &Node<'_>,
+    body: &JsonNode<'_>,
     origin: Option<&str>,
 ) -> Result<Value, ApiError> {
     let fitted = super::fields::fit_node(body)?;
     let body = fitted.as_ref().unwrap_or(body);
     let call_id = match body.get("call_id") {
-        Some(Node::Str(c)) if !c.is_empty() => c.to_string(),
-        Some(Node::Num(n)) => n.to_string(),
+        Some(JsonNode::Str(c)) if !c.is_empty() => c.to_string(),
+        Some(JsonNode::Num(n)) => n.to_string(),
         _ => {
             return Err(ApiError::bad_request(
                 "missing_call_id",
@@ -508,7 +508,7 @@ pub fn call_complete_from(
             ))
         }
     };
-    let scalar = |key: &str| body.get(key).map(Node::to_value);
+    let scalar = |key: &str| body.get(key).map(JsonNode::to_value);
     let who = identity_of(
         scalar("process_pid").as_ref(),
         scalar("process_start_time").as_ref(),
@@ -528,18 +528,18 @@ pub fn call_complete_from(
     )?;
 
     let now = ids::now();
-    let value = |key: &str| body.get(key).map(Node::to_value);
+    let value = |key: &str| body.get(key).map(JsonNode::to_value);
     let completed_at = value("timestamp")
         .as_ref()
         .and_then(py_float)
         .filter(|t| t.is_finite())
         .unwrap_or(now);
-    let status = body.get("status").and_then(Node::as_str);
+    let status = body.get("status").and_then(JsonNode::as_str);
     let is_exception = body.get("exception_cid").is_some_and(|c| !c.is_null())
         || !matches!(status, None | Some("success"));
-    let exception = match body.get("exception_type").and_then(Node::as_str) {
+    let exception = match body.get("exception_type").and_then(JsonNode::as_str) {
         // Only a failed call carries these: read them as JSON then.
-        None if body.get("exception_cid").is_none_or(Node::is_null) => Value::Null,
+        None if body.get("exception_cid").is_none_or(JsonNode::is_null) => Value::Null,
         _ => {
             let Value::Object(fields) = body.to_value() else {
                 return Err(ApiError::internal(
@@ -583,11 +583,11 @@ pub fn call_complete_from(
             let ending = Ending {
                 result: body
                     .get("result_cid")
-                    .and_then(Node::as_str)
+                    .and_then(JsonNode::as_str)
                     .map(|cid| (cid, result_format)),
                 exception_type: is_exception.then(|| {
                     body.get("exception_type")
-                        .and_then(Node::as_str)
+                        .and_then(JsonNode::as_str)
                         .unwrap_or("Exception")
                 }),
             };
@@ -988,11 +988,11 @@ mod tests {
         let s = shared();
         let page = Some("http://localhost:3000");
         let text = serde_json::to_string(&start_body("f", &[json!(1)])).unwrap();
-        let answer = call_start_from(&s, &Node::parse(text.as_bytes()).unwrap(), page).unwrap();
+        let answer = call_start_from(&s, &JsonNode::parse(text.as_bytes()).unwrap(), page).unwrap();
         let call_id = answer["call_id"].as_str().unwrap().to_owned();
         let try_complete = |b: &Obj, origin: Option<&str>| {
             let text = serde_json::to_string(b).unwrap();
-            call_complete_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin)
+            call_complete_from(&s, &JsonNode::parse(text.as_bytes()).unwrap(), origin)
         };
         let good = complete_body(&call_id, &json!(2));
         let e = try_complete(&good, None).unwrap_err();
@@ -1039,11 +1039,11 @@ mod tests {
         let page = Some("http://evil.example");
         let start_as = |origin: Option<&str>| {
             let text = serde_json::to_string(&start_body("f", &[json!(1)])).unwrap();
-            call_start_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin).unwrap()
+            call_start_from(&s, &JsonNode::parse(text.as_bytes()).unwrap(), origin).unwrap()
         };
         let complete_as = |call_id: &str, origin: Option<&str>| {
             let text = serde_json::to_string(&complete_body(call_id, &json!(2))).unwrap();
-            call_complete_from(&s, &Node::parse(text.as_bytes()).unwrap(), origin).unwrap()
+            call_complete_from(&s, &JsonNode::parse(text.as_bytes()).unwrap(), origin).unwrap()
         };
         let mut pauses = Vec::new();
         for _ in 0..MAX_PAUSES_PER_ORIGIN {

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::limits::{MAX_CLIENT_FIELD_BYTES, MAX_FUNCTION_NAME_BYTES};
-use crate::node::Node;
+use crate::node::JsonNode;
 
 use super::Obj;
 
@@ -105,11 +105,11 @@ const CUT_REPL_KEYS: &[&str] = &["result", "stdout", "error"];
 
 /// `check_node`, after cutting the long texts of `CUT_KEYS` (see there): `Some` body when
 /// something was cut, to be used instead of `body`.
-pub fn fit_node<'a>(body: &Node<'a>) -> Result<Option<Node<'a>>, ApiError> {
-    let over = |k: &str, v: &Node<'_>| {
+pub fn fit_node<'a>(body: &JsonNode<'a>) -> Result<Option<JsonNode<'a>>, ApiError> {
+    let over = |k: &str, v: &JsonNode<'_>| {
         CUT_KEYS.contains(&k) && node_len(v, MAX_CLIENT_FIELD_BYTES + 1) > MAX_CLIENT_FIELD_BYTES
     };
-    let Node::Obj(entries) = body else {
+    let JsonNode::Obj(entries) = body else {
         return Ok(None);
     };
     if !entries.iter().any(|(k, v)| over(k, v)) {
@@ -122,7 +122,7 @@ pub fn fit_node<'a>(body: &Node<'a>) -> Result<Option<Node<'a>>, ApiError> {
             *v = cut_node(k, v);
         }
     }
-    let fitted = Node::Obj(entries);
+    let fitted = JsonNode::Obj(entries);
     check_node(&fitted)?;
     Ok(Some(fitted))
 }
@@ -158,10 +158,10 @@ fn cut_text(s: &str) -> String {
     format!("{}...<cut: {} bytes>", &s[..keep], s.len() - keep)
 }
 
-fn cut_node<'a>(key: &str, v: &Node<'a>) -> Node<'a> {
+fn cut_node<'a>(key: &str, v: &JsonNode<'a>) -> JsonNode<'a> {
     match v {
-        Node::Str(s) => Node::Str(Cow::Owned(cut_text(s))),
-        Node::Obj(site) if key == "call_site" => {
+        JsonNode::Str(s) => JsonNode::Str(Cow::Owned(cut_text(s))),
+        JsonNode::Obj(site) if key == "call_site" => {
             let others: usize = site
                 .iter()
                 .filter(|(k, _)| k != "stack_trace")
@@ -171,7 +171,7 @@ fn cut_node<'a>(key: &str, v: &Node<'a>) -> Node<'a> {
             let site = site
                 .iter()
                 .map(|(k, x)| match x {
-                    Node::Arr(frames) if k == "stack_trace" => {
+                    JsonNode::Arr(frames) if k == "stack_trace" => {
                         let mut kept = Vec::new();
                         for f in frames {
                             let len = node_len(f, budget + 1) + 1;
@@ -181,20 +181,20 @@ fn cut_node<'a>(key: &str, v: &Node<'a>) -> Node<'a> {
                             budget -= len;
                             kept.push(f.clone());
                         }
-                        (k.clone(), Node::Arr(kept))
+                        (k.clone(), JsonNode::Arr(kept))
                     }
                     _ => (k.clone(), x.clone()),
                 })
                 .collect();
-            Node::Obj(site)
+            JsonNode::Obj(site)
         }
         other => other.clone(),
     }
 }
 
-/// Checks a body parsed as a `Node` (`/api/call/start`, `/api/call/complete`).
-pub fn check_node(body: &Node<'_>) -> Result<(), ApiError> {
-    let Node::Obj(entries) = body else {
+/// Checks a body parsed as a `JsonNode` (`/api/call/start`, `/api/call/complete`).
+pub fn check_node(body: &JsonNode<'_>) -> Result<(), ApiError> {
+    let JsonNode::Obj(entries) = body else {
         return Ok(());
     };
     for (key, value) in entries {
@@ -211,17 +211,17 @@ pub fn check_node(body: &Node<'_>) -> Result<(), ApiError> {
         if len > max {
             return Err(too_long(key, len, max));
         }
-        if let (true, Node::Str(name)) = (FUNCTION_NAME_KEYS.contains(&key), value) {
+        if let (true, JsonNode::Str(name)) = (FUNCTION_NAME_KEYS.contains(&key), value) {
             check_function_name(key, name)?;
         }
     }
     Ok(())
 }
 
-fn check_node_items(key: &str, value: &Node<'_>) -> Result<(), ApiError> {
-    let check_item = |name: &str, item: &Node<'_>| -> Result<(), ApiError> {
+fn check_node_items(key: &str, value: &JsonNode<'_>) -> Result<(), ApiError> {
+    let check_item = |name: &str, item: &JsonNode<'_>| -> Result<(), ApiError> {
         match item {
-            Node::Obj(fields) => {
+            JsonNode::Obj(fields) => {
                 for (k, v) in fields {
                     if &**k == "data" {
                         continue;
@@ -247,12 +247,12 @@ fn check_node_items(key: &str, value: &Node<'_>) -> Result<(), ApiError> {
         }
     };
     match value {
-        Node::Arr(items) => {
+        JsonNode::Arr(items) => {
             for (n, item) in items.iter().enumerate() {
                 check_item(&format!("{key}[{n}]"), item)?;
             }
         }
-        Node::Obj(entries) if key == "kwargs" => {
+        JsonNode::Obj(entries) if key == "kwargs" => {
             for (name, item) in entries {
                 if name.len() > MAX_FUNCTION_NAME_BYTES {
                     return Err(too_long(
@@ -273,7 +273,7 @@ fn check_node_items(key: &str, value: &Node<'_>) -> Result<(), ApiError> {
 /// `/api/call/repl-result`).
 pub fn check_obj(body: &Obj) -> Result<(), ApiError> {
     // The same rules as `check_node`; bodies parsed as `Value` are the rarer ones, so they are
-    // walked as `Node`s without copying their strings.
+    // walked as `JsonNode`s without copying their strings.
     for (key, value) in body {
         if is_payload_key(key) {
             continue;
@@ -292,16 +292,16 @@ pub fn check_obj(body: &Obj) -> Result<(), ApiError> {
 }
 
 /// About the length of a node as JSON text (escapes not counted), counting stops past `stop`.
-fn node_len(n: &Node<'_>, stop: usize) -> usize {
-    fn walk(n: &Node<'_>, total: &mut usize, stop: usize) {
+fn node_len(n: &JsonNode<'_>, stop: usize) -> usize {
+    fn walk(n: &JsonNode<'_>, total: &mut usize, stop: usize) {
         if *total > stop {
             return;
         }
         match n {
-            Node::Null | Node::Bool(_) => *total += 5,
-            Node::Num(x) => *total += x.as_str().len(),
-            Node::Str(s) => *total += s.len() + 2,
-            Node::Arr(a) => {
+            JsonNode::Null | JsonNode::Bool(_) => *total += 5,
+            JsonNode::Num(x) => *total += x.as_str().len(),
+            JsonNode::Str(s) => *total += s.len() + 2,
+            JsonNode::Arr(a) => {
                 *total += 2;
                 for x in a {
                     *total += 1;
@@ -311,7 +311,7 @@ fn node_len(n: &Node<'_>, stop: usize) -> usize {
                     }
                 }
             }
-            Node::Obj(entries) => {
+            JsonNode::Obj(entries) => {
                 *total += 2;
                 for (k, v) in entries {
                     *total += k.len() + 4;
@@ -327,7 +327,7 @@ fn node_len(n: &Node<'_>, stop: usize) -> usize {
     walk(n, &mut total, stop);
     // A bare string counts its text only (the limit is on the name, not its quotes).
     match n {
-        Node::Str(s) => s.len(),
+        JsonNode::Str(s) => s.len(),
         _ => total,
     }
 }
@@ -377,8 +377,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn node(v: Value) -> Node<'static> {
-        Node::from_value(v)
+    fn node(v: Value) -> JsonNode<'static> {
+        JsonNode::from_value(v)
     }
 
     #[test]
@@ -421,16 +421,16 @@ mod tests {
         let fitted = fit_node(&body).unwrap().expect("cut");
         let msg = fitted
             .get("exception_message")
-            .and_then(Node::as_str)
+            .and_then(JsonNode::as_str)
             .unwrap();
         assert!(msg.len() <= MAX_CLIENT_FIELD_BYTES && msg.ends_with(" bytes>"));
         let site = fitted.get("call_site").unwrap();
-        let Some(Node::Arr(kept)) = site.get("stack_trace") else {
+        let Some(JsonNode::Arr(kept)) = site.get("stack_trace") else {
             panic!("a stack")
         };
         assert!(kept.len() > 1000 && kept.len() < 40_000, "{}", kept.len());
         assert_eq!(
-            kept[0].get("lineno").map(Node::to_value),
+            kept[0].get("lineno").map(JsonNode::to_value),
             Some(json!(0)),
             "innermost"
         );

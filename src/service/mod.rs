@@ -46,7 +46,7 @@ use serde_json::{json, Map, Value};
 use crate::cas;
 use crate::error::ApiError;
 use crate::ids;
-use crate::node::Node;
+use crate::node::JsonNode;
 use crate::state::Shared;
 use crate::store::{Format, IndexKey, NewBlob, RecordKind};
 
@@ -252,26 +252,26 @@ const EXCEPTION: PairKeys = [
 ];
 
 /// [`pair`] on a body as parsed from a request.
-fn node_pair<'a>(body: &'a Node<'a>, [cid, data, format]: PairKeys) -> Payload<'a> {
+fn node_pair<'a>(body: &'a JsonNode<'a>, [cid, data, format]: PairKeys) -> Payload<'a> {
     Payload {
-        cid: body.get(cid).and_then(Node::as_str),
+        cid: body.get(cid).and_then(JsonNode::as_str),
         data: node_data(body.get(data)),
         format: body.get(format).map(|f| Cow::Owned(f.to_value())),
     }
 }
 
-fn node_data<'a>(data: Option<&'a Node<'a>>) -> cas::Data<'a> {
+fn node_data<'a>(data: Option<&'a JsonNode<'a>>) -> cas::Data<'a> {
     match data {
-        None | Some(Node::Null) => cas::Data::Missing,
-        Some(Node::Str(text)) => cas::Data::Text(text),
+        None | Some(JsonNode::Null) => cas::Data::Missing,
+        Some(JsonNode::Str(text)) => cas::Data::Text(text),
         Some(_) => cas::Data::NotText,
     }
 }
 
 /// The payload of an item as parsed from a request body.
-fn node_payload<'a>(item: &'a Node<'a>) -> Payload<'a> {
+fn node_payload<'a>(item: &'a JsonNode<'a>) -> Payload<'a> {
     Payload {
-        cid: item.get("cid").and_then(Node::as_str),
+        cid: item.get("cid").and_then(JsonNode::as_str),
         data: node_data(item.get("data")),
         format: item
             .get("serialization_format")

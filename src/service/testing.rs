@@ -13,13 +13,19 @@ use crate::store::Store;
 /// `call_start` on a body given as a JSON object (parsed as the route parses it).
 pub fn start(shared: &Shared, body: &Obj) -> Result<Value, crate::error::ApiError> {
     let text = serde_json::to_vec(body).expect("a JSON body");
-    super::call_start(shared, &crate::node::Node::parse(&text).expect("parses"))
+    super::call_start(
+        shared,
+        &crate::node::JsonNode::parse(&text).expect("parses"),
+    )
 }
 
 /// `call_complete` on a body given as a JSON object (parsed as the route parses it).
 pub fn complete(shared: &Shared, body: &Obj) -> Result<Value, crate::error::ApiError> {
     let text = serde_json::to_vec(body).expect("a JSON body");
-    super::call_complete(shared, &crate::node::Node::parse(&text).expect("parses"))
+    super::call_complete(
+        shared,
+        &crate::node::JsonNode::parse(&text).expect("parses"),
+    )
 }
 
 /// A fresh in-memory server state.

@@ -624,19 +624,11 @@ pub fn time(at: f64) -> Html {
     )
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds (civil-from-days, proleptic Gregorian).
+/// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds (proleptic Gregorian; before 1970 too).
 pub fn iso_utc(at: f64) -> String {
     let secs = if at.is_finite() { at.floor() as i64 } else { 0 };
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::ids::civil_from_days(days);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,

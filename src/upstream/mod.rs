@@ -12,6 +12,7 @@
 //! - [`stdio`], [`http`], [`sse`] (with [`sse_parse`]): the transports; `crate::sys`: process-group
 //!   signals, the crate's one `unsafe` module.
 //! - [`manager`]: the servers, their statuses, routing, health and reconnection.
+//! - [`timing`]: connect timeout, ping interval and timeout, reconnection backoff, kill grace.
 //!
 //! Nothing here knows the server's state: `crate::service::external` holds the operations the
 //! REST API and the `external_*` MCP tools share (calls recorded into the state and the store).
@@ -26,3 +27,4 @@ pub mod peer;
 pub mod sse;
 pub mod sse_parse;
 pub mod stdio;
+pub mod timing;

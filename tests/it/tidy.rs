@@ -1,7 +1,8 @@
-//! Repository rules as tests: module docs, one stdout writer, no skipped tests, the README's
-//! REST reference, tool reference and limits table generated from the tables in the code, every
-//! dependency justified, MCP handlers going through `service`, no citation of outside documents,
-//! and ARCHITECTURE.md short, naming every source file and only paths that exist.
+//! Repository rules as tests: module docs, long files split or explained, one stdout writer, no
+//! skipped tests, the README's REST reference, tool reference and limits table generated from the
+//! tables in the code, every dependency justified, MCP handlers going through `service`, no
+//! citation of outside documents, and ARCHITECTURE.md short, naming every source file and only
+//! paths that exist.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +40,31 @@ fn every_source_file_starts_with_a_module_doc() {
             path.display()
         );
     }
+}
+
+/// Lines a source file may have before it must be split or say why it stays whole.
+const LONG_FILE_LINES: usize = 1_500;
+
+#[test]
+fn long_source_files_are_split_or_say_why_they_stay_whole() {
+    // A file doing several jobs is split along its seams: `x.rs` keeps its place and its parts
+    // (and its unit tests, `x/tests.rs`) go in the folder `x/` beside it. A file that stays
+    // longer says why in its module doc, in a line starting `//! Long file:`.
+    let mut long = Vec::new();
+    for (path, text) in sources("src").into_iter().chain(sources("benches")) {
+        let lines = text.lines().count();
+        let says_why = text
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .any(|l| l.starts_with("//! Long file:"));
+        if lines > LONG_FILE_LINES && !says_why {
+            long.push(format!("{} ({lines} lines)", path.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {LONG_FILE_LINES} lines without a `//! Long file:` reason in the module doc: {long:?}"
+    );
 }
 
 #[test]
