@@ -25,6 +25,20 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Splits a query string into decoded pairs (`+` is a space, as in forms; a key without `=`
+/// has an empty value).
+pub fn parse_query(query: &str) -> Vec<(String, String)> {
+    let dec = |s: &str| percent_decode(&s.replace('+', " "));
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (dec(k), dec(v))
+        })
+        .collect()
+}
+
 /// Percent-encodes a path segment: every byte but unreserved ASCII.
 pub fn encode_segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -41,6 +55,19 @@ pub fn encode_segment(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_strings_split_into_decoded_pairs() {
+        assert_eq!(
+            parse_query("limit=5&function=a+b&x&&code=a%2Bb"),
+            [
+                ("limit".into(), "5".into()),
+                ("function".into(), "a b".into()),
+                ("x".into(), String::new()),
+                ("code".into(), "a+b".into()),
+            ]
+        );
+    }
 
     #[test]
     fn percent_decoding() {

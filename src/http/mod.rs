@@ -375,7 +375,7 @@ impl Head {
         header: impl Fn(&'static str) -> Option<String>,
     ) -> Head {
         let (path, query) = match url.split_once('?') {
-            Some((p, q)) => (p.to_owned(), parse_query(q)),
+            Some((p, q)) => (p.to_owned(), crate::urlenc::parse_query(q)),
             None => (url.to_owned(), Vec::new()),
         };
         let method = method.to_ascii_uppercase();
@@ -840,19 +840,6 @@ fn read_body(rq: &mut tiny_http::Request, cap: u64) -> Result<Vec<u8>, Reply> {
     }
 }
 
-fn parse_query(q: &str) -> Vec<(String, String)> {
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (
-                crate::urlenc::percent_decode(&k.replace('+', " ")),
-                crate::urlenc::percent_decode(&v.replace('+', " ")),
-            )
-        })
-        .collect()
-}
-
 /// The landing answer at `/` until the web UI exists.
 fn index(shared: &Shared) -> Value {
     let mut v = crate::service::status(shared);
@@ -875,18 +862,6 @@ mod tests {
         assert_eq!(access, Access::Anyone);
         let ok = guarded("GET", "/x", || (Reply::empty(204), Access::Guarded));
         assert_eq!(ok.0.status, 204);
-    }
-
-    #[test]
-    fn query_parsing() {
-        assert_eq!(
-            parse_query("limit=5&function=a+b&x"),
-            vec![
-                ("limit".into(), "5".into()),
-                ("function".into(), "a b".into()),
-                ("x".into(), String::new())
-            ]
-        );
     }
 
     #[test]

@@ -358,19 +358,6 @@ pub fn parse_token_response(
     })
 }
 
-/// Splits a query string into decoded pairs (`+` is a space, as in forms).
-pub fn parse_query(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            let dec = |s: &str| crate::urlenc::percent_decode(&s.replace('+', " "));
-            (dec(k), dec(v))
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The state of each server.
 

@@ -100,14 +100,6 @@ fn authorization_urls_encode_their_values() {
         with_query("https://as/a?x=1", &[("k", "v")]),
         "https://as/a?x=1&k=v"
     );
-    assert_eq!(
-        parse_query("code=a%2Bb&state=s+t&empty"),
-        [
-            ("code".into(), "a+b".into()),
-            ("state".into(), "s t".into()),
-            ("empty".into(), "".into())
-        ]
-    );
 }
 
 #[test]
