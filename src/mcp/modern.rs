@@ -29,7 +29,9 @@ use crate::jsonrpc::{Request, RequestId, RpcError, INVALID_PARAMS, METHOD_NOT_FO
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 /// Request `_meta` key: the client's capabilities for this request.
 pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-/// Request `_meta` key (optional): the client's name and version.
+/// Request `_meta` key (optional): the client's name and version (not read: sessions of this
+/// era have no client to name).
+#[cfg(test)]
 pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// Request `_meta` key (optional): the lowest level of `notifications/message` the client wants
 /// for this request (a listen stream: for as long as it is open); none without it.

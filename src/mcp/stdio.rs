@@ -32,9 +32,6 @@ pub struct Stdio {
     /// Send `Outgoing::Close` here to stop the writer after it has drained.
     pub out_tx: Sender<Outgoing>,
     pub writer: JoinHandle<()>,
-    /// The first reading thread (reading may move to pool threads). Never joined: a blocking
-    /// read cannot be interrupted portably.
-    pub reader: JoinHandle<()>,
 }
 
 /// Starts both threads over the process's stdin and stdout.
@@ -70,14 +67,12 @@ where
         running: Joiner::default(),
         on_eof: Box::new(on_eof),
     };
-    let reader = thread::Builder::new()
+    // The first reading thread (reading may move to pool threads) is detached, never
+    // joined: a blocking read cannot be interrupted portably.
+    thread::Builder::new()
         .name("stdio-in".into())
         .spawn(move || reader.run())?;
-    Ok(Stdio {
-        out_tx,
-        writer,
-        reader,
-    })
+    Ok(Stdio { out_tx, writer })
 }
 
 /// Stdout, shared by `stdio-out` and by `stdio-in` for the answers it gives itself.

@@ -115,10 +115,6 @@ pub struct Tree {
     pub nodes: Vec<Node>,
     /// The value `STOP` returned.
     pub root: NodeId,
-    /// The protocol announced by `PROTO` (0 when absent).
-    pub protocol: u8,
-    /// `BUILD` states applied to nodes that are not objects (e.g. a class), in order.
-    pub extra_state: Vec<(NodeId, NodeId)>,
     /// Lookups memoized while rendering (class descriptions, dict keys), so that a class or
     /// dict shared by many nodes is examined once.
     pub(super) lookups: super::render::Lookups,
@@ -320,8 +316,6 @@ pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Tree, PickleError> {
     Ok(Tree {
         nodes: m.nodes,
         root,
-        protocol: m.protocol,
-        extra_state: m.extra_state,
         lookups: super::render::Lookups::new(
             bytes
                 .len()

@@ -63,6 +63,7 @@ pub(super) const POST_LIMIT: Duration = Duration::from_secs(30);
 
 /// Connects a Streamable HTTP transport to `url` for `peer` and attaches it. Nothing is sent
 /// yet: the caller runs [`Peer::initialize`], and [`Peer::shutdown`] closes the link.
+#[cfg(test)]
 pub fn connect(
     peer: &Arc<Peer>,
     url: &str,

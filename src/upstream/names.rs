@@ -299,6 +299,7 @@ impl Catalog {
     }
 
     /// Builds a catalog from (server, tool) pairs.
+    #[cfg(test)]
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Catalog {
         let mut c = Catalog::new();
         for (s, t) in pairs {
@@ -308,6 +309,7 @@ impl Catalog {
     }
 
     /// All catalog names (`server/tool`), sorted by server then tool.
+    #[cfg(test)]
     pub fn names(&self) -> Vec<String> {
         self.servers
             .iter()

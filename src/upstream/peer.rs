@@ -698,6 +698,7 @@ impl Peer {
     }
 
     /// A paginated list (`tools/list`, `resources/list`, …): every page's `key` items.
+    #[cfg(test)]
     pub fn list_all(
         self: &Arc<Self>,
         method: &str,
