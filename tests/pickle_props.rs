@@ -9,20 +9,19 @@
 //! `corpus_renders_as_python` checks the renderer against `tests/fixtures/pickles/corpus.jsonl`
 //! (made by real Python and dill).
 //!
-//! The counting allocator is `tests/reliability/alloc.rs`, shared with the reliability suite
-//! (the one place of the tests that allows `unsafe`; the crate lint is `deny`, not `forbid`,
-//! for that reason).
-#[path = "reliability/alloc.rs"]
-mod alloc;
+//! The counting allocator is the test support crate's (`tests/support/src/alloc.rs`), shared
+//! with the reliability suite.
 
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use cideldill_server::limits::{RENDER_MEMORY_PER_INPUT_BYTE, RENDER_MEMORY_SLACK};
 use cideldill_server::pickle::{self, Limits};
+use cideldill_test_support::alloc::{self, peak_during};
 use proptest::prelude::*;
 
-use alloc::peak_during;
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 /// The stated memory bound of decoding and rendering `len` input bytes.
 fn render_memory_bound(len: usize) -> usize {

@@ -1,12 +1,17 @@
 //! Builds protocol 4 pickles opcode by opcode, for tests: the unit tests of shared values
-//! (`amplify_tests.rs`) and, included by path, the integration tests that send such pickles to
-//! the real server (`tests/it/render_limits.rs`). Compiled into the crate only for its tests;
-//! it names nothing of the crate, so it compiles in both.
+//! (`src/pickle/amplify_tests.rs`) and the integration tests that send such pickles to the real
+//! server (`tests/it/render_limits.rs`).
 
 /// A pickle under construction: the bytes so far and the number of memo entries put.
 pub struct P {
     b: Vec<u8>,
     memo: u32,
+}
+
+impl Default for P {
+    fn default() -> Self {
+        P::new()
+    }
 }
 
 impl P {
