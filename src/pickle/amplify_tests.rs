@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::budget::JSON_MARKER;
-use super::builder::P;
+use super::builder::{amplifying, P};
 use super::reader::node_reads;
 use super::{exact_json, pretty, repr, type_name, view, Limits};
 
@@ -60,6 +60,32 @@ fn render_all(bytes: &[u8]) -> Shown {
         );
     }
     shown
+}
+
+/// The node reads of every rendering of `bytes` (repr, pretty, view, exact JSON, type name),
+/// stopped at the first read past `MAX_READS_PER_BUDGET_UNIT` per unit of their budgets.
+fn render_counted(bytes: &[u8]) {
+    let limits = Limits::default();
+    let budgets =
+        4 * limits.render_budget(bytes.len()) + limits.view_budget(bytes.len()) + bytes.len();
+    node_reads::at_most(MAX_READS_PER_BUDGET_UNIT * budgets as u64, || {
+        let _ = repr(bytes);
+        let _ = pretty(bytes);
+        let _ = view(bytes);
+        let _ = exact_json(bytes, 256);
+        let _ = type_name(bytes);
+    });
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 48, ..Default::default() })]
+
+    /// Generated pickles sharing values level upon level (`tests/pickle_props.rs` bounds the
+    /// memory of the same renderings): work within the same bound as the shapes below.
+    #[test]
+    fn amplifying_pickles_render_within_their_work_bound(bytes in amplifying()) {
+        render_counted(&bytes);
+    }
 }
 
 fn cut_marked(v: &Value) -> bool {
