@@ -1,17 +1,20 @@
 //! Regression tests for values shared through the pickle memo: each shape below used to be
 //! copied out once per reference (output exponential in the input) or examined again at every
 //! visit (time quadratic or exponential in the input). Every rendering of each must now stay
-//! within the render budget of its input and finish quickly, with a marker where it was cut.
-
-use std::time::{Duration, Instant};
+//! within the render budget of its input, with a marker where it was cut, and do work
+//! proportional to that budget: counted as node reads of the tree, not timed.
 
 use serde_json::Value;
 
 use super::budget::JSON_MARKER;
-use super::builder::P;
+use super::builder::{amplifying, P};
+use super::reader::node_reads;
 use super::{exact_json, pretty, repr, type_name, view, Limits};
 
-/// What each rendering of `bytes` produced, checked against the budget and a deadline.
+/// Node reads allowed per unit of render budget (see `render_all`).
+const MAX_READS_PER_BUDGET_UNIT: u64 = 4;
+
+/// What each rendering of `bytes` produced, checked against the budget, its work counted.
 struct Shown {
     repr: String,
     pretty: Value,
@@ -21,22 +24,24 @@ struct Shown {
 fn render_all(bytes: &[u8]) -> Shown {
     let budget = Limits::default().render_budget(bytes.len());
     let view_budget = Limits::default().view_budget(bytes.len());
-    let start = Instant::now();
-    let shown = Shown {
-        repr: repr(bytes).unwrap_or_else(|e| e.to_string()),
-        pretty: pretty(bytes),
-        view: view(bytes),
-    };
-    let _ = exact_json(bytes, 256);
-    let _ = type_name(bytes);
-    let took = start.elapsed();
-    // Unoptimized test builds are slow; every shape here takes milliseconds when optimized and
-    // took minutes or ran out of memory before the budget.
-    assert!(
-        took < Duration::from_secs(10),
-        "took {took:?} for {} input bytes",
-        bytes.len()
-    );
+    // Work, counted as node reads (not time, which a loaded machine or an unoptimized build
+    // stretches): the four budgeted renderings (repr, pretty, exact JSON, type name) and the
+    // view each spend at most their budget of node visits, and a visit reads a few nodes (its
+    // children's kinds, a dict's keys: under 2 per unit of budget for every shape here). Each
+    // shape examined again at every visit read hundreds to millions of times more; the count
+    // stops such a rendering at the first read past the bound.
+    let budgets = 4 * budget + view_budget + bytes.len();
+    let bound = MAX_READS_PER_BUDGET_UNIT * budgets as u64;
+    let (shown, _reads) = node_reads::at_most(bound, || {
+        let shown = Shown {
+            repr: repr(bytes).unwrap_or_else(|e| e.to_string()),
+            pretty: pretty(bytes),
+            view: view(bytes),
+        };
+        let _ = exact_json(bytes, 256);
+        let _ = type_name(bytes);
+        shown
+    });
     // Text is at most the budget (plus the marker and one overshooting token); JSON forms
     // charge each value more than its text, except for quotes and escapes.
     assert!(
@@ -55,6 +60,32 @@ fn render_all(bytes: &[u8]) -> Shown {
         );
     }
     shown
+}
+
+/// The node reads of every rendering of `bytes` (repr, pretty, view, exact JSON, type name),
+/// stopped at the first read past `MAX_READS_PER_BUDGET_UNIT` per unit of their budgets.
+fn render_counted(bytes: &[u8]) {
+    let limits = Limits::default();
+    let budgets =
+        4 * limits.render_budget(bytes.len()) + limits.view_budget(bytes.len()) + bytes.len();
+    node_reads::at_most(MAX_READS_PER_BUDGET_UNIT * budgets as u64, || {
+        let _ = repr(bytes);
+        let _ = pretty(bytes);
+        let _ = view(bytes);
+        let _ = exact_json(bytes, 256);
+        let _ = type_name(bytes);
+    });
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 48, ..Default::default() })]
+
+    /// Generated pickles sharing values level upon level (`tests/pickle_props.rs` bounds the
+    /// memory of the same renderings): work within the same bound as the shapes below.
+    #[test]
+    fn amplifying_pickles_render_within_their_work_bound(bytes in amplifying()) {
+        render_counted(&bytes);
+    }
 }
 
 fn cut_marked(v: &Value) -> bool {

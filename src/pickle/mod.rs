@@ -24,10 +24,10 @@
 mod amplify_tests;
 pub mod bigint;
 pub mod budget;
-// The short forms are for the integration tests, which include this file by path.
+// The pickle builder of the tests (in the test support crate), under its old name for the unit
+// tests of other modules.
 #[cfg(test)]
-#[allow(dead_code)]
-pub(crate) mod builder;
+pub(crate) use cideldill_test_support::pickle_builder as builder;
 mod compat;
 pub mod reader;
 pub mod render;

@@ -121,8 +121,11 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// The node with this id, if any.
+    /// The node with this id, if any. The renderers read nodes only through here (test builds
+    /// count the reads, see [`node_reads`]).
     pub fn get(&self, id: NodeId) -> Option<&Node> {
+        #[cfg(test)]
+        node_reads::count();
         self.nodes.get(id as usize)
     }
 
@@ -157,6 +160,43 @@ impl Tree {
             Node::Object(o) => Some(o),
             _ => None,
         }
+    }
+}
+
+/// The work a rendering does, counted in test builds as node reads ([`Tree::get`]) on this
+/// thread: a measure of work that a loaded machine or an unoptimized build does not change, for
+/// the tests that bound the work of renderings of shared values. A limit stops a runaway
+/// rendering at once (a panic naming the limit) instead of letting it run for minutes.
+#[cfg(test)]
+pub(crate) mod node_reads {
+    use std::cell::Cell;
+
+    thread_local! {
+        static READS: Cell<u64> = const { Cell::new(0) };
+        static LIMIT: Cell<u64> = const { Cell::new(u64::MAX) };
+    }
+
+    pub(super) fn count() {
+        let n = READS.with(|r| {
+            let n = r.get().saturating_add(1);
+            r.set(n);
+            n
+        });
+        let limit = LIMIT.with(Cell::get);
+        if n > limit {
+            LIMIT.with(|l| l.set(u64::MAX));
+            panic!("more than {limit} node reads");
+        }
+    }
+
+    /// Runs `f` and returns its result with the number of node reads it made on this thread;
+    /// panics at the first read past `limit`.
+    pub fn at_most<T>(limit: u64, f: impl FnOnce() -> T) -> (T, u64) {
+        READS.with(|r| r.set(0));
+        LIMIT.with(|l| l.set(limit));
+        let out = f();
+        LIMIT.with(|l| l.set(u64::MAX));
+        (out, READS.with(Cell::get))
     }
 }
 

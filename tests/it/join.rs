@@ -290,11 +290,14 @@ fn a_modern_client_joins_through_the_bridge() {
     assert_eq!(ack["params"]["_meta"][sub_key], listen, "{ack}");
     // A blocking call cancelled from stdin: its stream is closed, it gets no answer, and the
     // server stops waiting (the next pause goes to the next waiter).
-    let cancelled = agent.start_request(
-        "tools/call",
-        with_env(json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50}})),
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let mut wait =
+        with_env(json!({"name": "breakpoint_wait_for_pause", "arguments": {"timeout_s": 50}}));
+    wait["_meta"]["progressToken"] = json!("waiting");
+    let cancelled = agent.start_request("tools/call", wait);
+    // Its first progress notification: the server is waiting (a cancellation sent earlier
+    // could pass the request on its way).
+    let progress = agent.notification("notifications/progress");
+    assert_eq!(progress["params"]["progressToken"], "waiting", "{progress}");
     agent.notify("notifications/cancelled", json!({"requestId": cancelled}));
     let c = server.client();
     let stderr = || server.stderr();
@@ -324,7 +327,11 @@ fn a_modern_client_joins_through_the_bridge() {
         .is_none());
     // Cancelling the listen stream ends it.
     agent.notify("notifications/cancelled", json!({"requestId": listen}));
-    std::thread::sleep(Duration::from_millis(600));
+    crate::support::wait_for("the server to see the listen stream closed", || {
+        stderr()
+            .contains(&format!("listen stream {listen} closed by its client"))
+            .then_some(())
+    });
     let cont = agent.request(
         "tools/call",
         with_env(json!({"name": "breakpoint_continue", "arguments": {"pause_id": p}})),

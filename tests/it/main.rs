@@ -2,11 +2,8 @@
 //! and talks HTTP to it, with a deadline on every wait.
 #![allow(clippy::print_stdout, clippy::print_stderr, dead_code)]
 
-mod support;
-
-/// The pickle builder of the crate's own tests (`src/pickle/builder.rs`), one copy for both.
-#[path = "../../src/pickle/builder.rs"]
-mod pickle_builder;
+// The shared test support crate (`tests/support`), under the names the tests use.
+use cideldill_test_support::{pickle_builder, server as support};
 
 mod call_protocol;
 mod cli;

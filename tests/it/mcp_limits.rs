@@ -80,6 +80,7 @@ fn abandoned_streamable_sessions_expire_after_the_idle_timeout() {
     );
     // Past the timeout, a session is gone at its next lookup if the timer did not close it.
     let idle = streamable_session(s.port, "2025-11-25");
+    // The idleness under test: past the 1 s of --mcp-session-idle-s, not a synchronisation.
     std::thread::sleep(Duration::from_millis(1100));
     assert_eq!(ping(s.port, &idle), 404);
     assert_eq!(ping(s.port, &keeper), 200);

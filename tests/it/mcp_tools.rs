@@ -606,6 +606,8 @@ fn without_mcp_nothing_is_written_to_stdout_and_a_chosen_port_works_with_mcp() {
         let mut stdin = child.stdin.take().unwrap();
         let _ = stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
     }
+    // An absence is tested: 200 ms in which an MCP reader of stdin (there must be none) would
+    // have answered the ping (a server with --mcp answers one in a few milliseconds).
     std::thread::sleep(std::time::Duration::from_millis(200));
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();

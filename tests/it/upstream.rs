@@ -92,6 +92,15 @@ fn connect_body(name: &str, args: &[&str]) -> Value {
     json!({"name": name, "command": fx(), "args": args})
 }
 
+/// Waits until the fixture has logged (relayed into the server's log, read by `log`) receiving
+/// `n` tools/call requests: the call is then in flight upstream, not still queued in the server.
+fn wait_fixture_received_calls(log: impl Fn() -> String, n: usize) {
+    wait_for(
+        &format!("the fixture to log {n} tools/call request(s)"),
+        || (log().matches("(stderr): fixture: tools/call").count() >= n).then_some(()),
+    );
+}
+
 // Status, catalog entries, results (text, structured, several parts) and call records with the
 // result stored by CID.
 #[test]
@@ -519,6 +528,8 @@ fn without_auto_reconnect_a_lost_server_stays_disconnected() {
     c.post_ok("/api/mcp-clients/connect", &body);
     let _ = call(&c, "once/crash", json!({}));
     wait_status(&c, "once", "disconnected");
+    // The absence of a reconnection is what is tested: 600 ms is twelve times the backoff base
+    // (0.05 s), time for several attempts had auto_reconnect been ignored.
     thread::sleep(Duration::from_millis(600));
     let st = &clients(&c)["once"];
     assert_eq!(st["status"], "disconnected");
@@ -722,15 +733,24 @@ fn disconnect_fails_in_flight_calls_and_reconnect_restores_the_tools() {
         let r = call(&Client { port }, "fx/never", json!({}));
         (r.status, r.json(), t0.elapsed())
     });
-    thread::sleep(Duration::from_millis(300));
+    // Disconnect only once the fixture has the request: a call not yet sent would fail too,
+    // with another error (server_not_connected), which is not what this test is about.
+    wait_fixture_received_calls(|| s.stderr(), 1);
     assert_eq!(
         c.post_ok("/api/mcp-clients/fx/disconnect", &json!({})),
         json!({"status": "ok", "name": "fx"})
     );
     let (status, body, took) = inflight.join().unwrap();
-    assert_eq!(status, 502, "{body}");
+    assert_eq!(
+        (status, body["error"].clone()),
+        (502, json!("call_failed")),
+        "{body}"
+    );
     assert!(
-        body["message"].as_str().unwrap().contains("disconnected"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("disconnected during the call"),
         "{body}"
     );
     assert!(took < Duration::from_secs(5));
@@ -775,7 +795,7 @@ fn stopping_the_server_leaves_no_child_or_grandchild_even_mid_call() {
     assert!(!process_gone(pid) && !process_gone(grandchild));
     let port = s.port;
     let _inflight = thread::spawn(move || call(&Client { port }, "fx/never", json!({})));
-    thread::sleep(Duration::from_millis(200));
+    wait_fixture_received_calls(|| s.stderr(), 1);
     let t0 = Instant::now();
     let status = s.signal_and_wait("-TERM");
     assert!(status.success(), "{status}");
@@ -1046,7 +1066,8 @@ fn cancelling_external_call_tool_cancels_the_upstream_call() {
         "tools/call",
         json!({"name": "external_call_tool", "arguments": {"tool": "fx/slow", "arguments": {"ms": 20000}}}),
     );
-    thread::sleep(Duration::from_millis(300));
+    // Cancel once the upstream call is in flight, so the cancellation has a request to follow.
+    wait_fixture_received_calls(|| m.stderr(), 1);
     m.notify(
         "notifications/cancelled",
         json!({"requestId": id, "reason": "user gave up"}),

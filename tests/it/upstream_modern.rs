@@ -225,10 +225,10 @@ fn a_modern_servers_list_changes_are_followed_through_subscriptions_listen() {
         "{r}"
     );
     // The listen request is open (acknowledged) before the list changes.
-    let until = Instant::now() + Duration::from_secs(10);
-    while stats(&c, "mod")["methods"]["subscriptions/listen"] != 1 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(
+        "the fixture to see the subscriptions/listen request",
+        || (stats(&c, "mod")["methods"]["subscriptions/listen"] == 1).then_some(()),
+    );
     let r = c.post_ok(
         "/api/mcp-tools/call",
         &json!({"tool": "mod/notify_change", "arguments": {}}),

@@ -23,13 +23,12 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 use crate::alloc::peak_during;
-use crate::props::{config, hostile_string, json_value, mangled, number, within_cap};
+use crate::props::{config, hostile_string, json_value, mangled, number};
 
 pub const CONFIG_FACTOR: usize = 64;
 pub const CONFIG_SLACK: usize = 64 * 1024;
 const ENV_VALUE_MAX: usize = 64;
 const PER_INPUT: Duration = Duration::from_secs(1);
-const CAP: Duration = Duration::from_secs(5);
 
 /// The environment the expansions see: a few variables, one empty, values up to 64 bytes.
 fn env(name: &str) -> Option<String> {
@@ -304,93 +303,81 @@ proptest! {
 
     #[test]
     fn any_config_file_text_parses_or_fails_cleanly(text in config_text()) {
-        if within_cap(CAP) {
-            let parsed = bounded("parse_file", text.len(), || parse_file(&text, &env))?;
-            match parsed {
-                Ok(servers) => valid(&servers)?,
-                Err(e) => prop_assert!(!e.to_string().is_empty()),
-            }
+        let parsed = bounded("parse_file", text.len(), || parse_file(&text, &env))?;
+        match parsed {
+            Ok(servers) => valid(&servers)?,
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 
     #[test]
     fn any_inline_flag_parses_or_fails_cleanly(flag in inline_flag()) {
-        if within_cap(CAP) {
-            let parsed = bounded("parse_inline", flag.len(), || parse_inline(&flag, &env))?;
-            match parsed {
-                Ok(server) => valid(&[server])?,
-                Err(e) => prop_assert!(!e.to_string().is_empty()),
-            }
+        let parsed = bounded("parse_inline", flag.len(), || parse_inline(&flag, &env))?;
+        match parsed {
+            Ok(server) => valid(&[server])?,
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 
     #[test]
     fn any_connect_body_parses_or_fails_cleanly(body in entry(), name in prop::option::of(server_name())) {
-        if within_cap(CAP) {
-            let mut body = match body {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            if let Some(n) = name {
-                body.insert("name".into(), Value::String(n));
-            }
-            let len = Value::Object(body.clone()).to_string().len();
-            let parsed = bounded("parse_runtime", len, || parse_runtime(&body, &env))?;
-            match parsed {
-                Ok(server) => valid(&[server])?,
-                Err(e) => prop_assert!(!e.to_string().is_empty()),
-            }
+        let mut body = match body {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        if let Some(n) = name {
+            body.insert("name".into(), Value::String(n));
+        }
+        let len = Value::Object(body.clone()).to_string().len();
+        let parsed = bounded("parse_runtime", len, || parse_runtime(&body, &env))?;
+        match parsed {
+            Ok(server) => valid(&[server])?,
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 
     #[test]
     fn expansion_is_bounded_by_its_variables(text in expandable()) {
-        if within_cap(CAP) {
-            let out = bounded("expand_vars", text.len(), || expand_vars(&text, &env))?;
-            if let Ok(out) = out {
-                // Each `${…}` is at least 4 bytes and becomes at most ENV_VALUE_MAX bytes, or
-                // its default, which is part of the text.
-                let n_vars = text.matches("${").count();
-                prop_assert!(
-                    out.len() <= text.len() + n_vars * ENV_VALUE_MAX,
-                    "{text:?} expanded to {} bytes",
-                    out.len()
-                );
-            }
+        let out = bounded("expand_vars", text.len(), || expand_vars(&text, &env))?;
+        if let Ok(out) = out {
+            // Each `${…}` is at least 4 bytes and becomes at most ENV_VALUE_MAX bytes, or
+            // its default, which is part of the text.
+            let n_vars = text.matches("${").count();
+            prop_assert!(
+                out.len() <= text.len() + n_vars * ENV_VALUE_MAX,
+                "{text:?} expanded to {} bytes",
+                out.len()
+            );
         }
     }
 
     #[test]
     fn tool_filter_globs_answer_quickly(pattern in "[a*?]{0,40}", name in "[ab]{0,200}") {
-        if within_cap(CAP) {
-            bounded("glob_match", pattern.len() + name.len(), || glob_match(&pattern, &name))?;
-        }
+        bounded("glob_match", pattern.len() + name.len(), || glob_match(&pattern, &name))?;
     }
 
     #[test]
     fn any_command_line_resolves_or_fails_cleanly(argv in command_line()) {
-        if within_cap(CAP) {
-            let len = argv.iter().map(|a| a.len() + 1).sum::<usize>();
-            let words: Vec<&str> = argv.iter().map(String::as_str).collect();
-            let env_vars = Env {
-                home: Some("/home/tester".into()),
-                cideldill_home: None,
-                cideldill_port_file: None,
-                cideldill_mcp_clients_config: None,
-            };
-            let resolved = bounded("the command line", len, || {
-                Args::from_args(&["cideldill-server"], &words)
-                    .map(|args| Config::from_args(&args, &env_vars, 1_795_311_683.5).map(|c| (args, c)))
-            })?;
-            match resolved {
-                Err(exit) => prop_assert!(!exit.output.is_empty()),
-                Ok(Err(e)) => prop_assert!(!e.to_string().is_empty()),
-                Ok(Ok((args, cfg))) => {
-                    prop_assert!(cfg.max_body_bytes >= 1 << 20);
-                    prop_assert!(!cfg.repl_timeout.is_zero() || args.repl_timeout_s < 1e-9);
-                    let flags: &ClientFlags = &cfg.mcp_clients;
-                    let _ = bounded("plan", len, || plan(flags, &env))?;
-                }
+        let len = argv.iter().map(|a| a.len() + 1).sum::<usize>();
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let env_vars = Env {
+            home: Some("/home/tester".into()),
+            cideldill_home: None,
+            cideldill_port_file: None,
+            cideldill_mcp_clients_config: None,
+        };
+        let resolved = bounded("the command line", len, || {
+            Args::from_args(&["cideldill-server"], &words)
+                .map(|args| Config::from_args(&args, &env_vars, 1_795_311_683.5).map(|c| (args, c)))
+        })?;
+        match resolved {
+            Err(exit) => prop_assert!(!exit.output.is_empty()),
+            Ok(Err(e)) => prop_assert!(!e.to_string().is_empty()),
+            Ok(Ok((args, cfg))) => {
+                prop_assert!(cfg.max_body_bytes >= 1 << 20);
+                prop_assert!(!cfg.repl_timeout.is_zero() || args.repl_timeout_s < 1e-9);
+                let flags: &ClientFlags = &cfg.mcp_clients;
+                let _ = bounded("plan", len, || plan(flags, &env))?;
             }
         }
     }

@@ -1,8 +1,8 @@
-//! What the reliability tests need beyond `tests/it/support.rs`: a server process with its MCP
-//! stdio session open to many threads at once (`Proc`, `StdioRpc`), a Streamable HTTP MCP client
-//! (`McpHttp`), and a raw HTTP exchange that tells a dropped connection from an answer and never
-//! reads an event stream to its end (`exchange`). Process facts read from `/proc`, signals and
-//! raw requests come from `tests/it/support.rs`. Every wait has a deadline.
+//! What the reliability tests need beyond the test support crate's `server`: a server process
+//! with its MCP stdio session open to many threads at once (`Proc`, `StdioRpc`), a Streamable
+//! HTTP MCP client (`McpHttp`), and a raw HTTP exchange that tells a dropped connection from an
+//! answer and never reads an event stream to its end (`exchange`). Process facts read from
+//! `/proc`, signals and raw requests come from that module. Every wait has a deadline.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,23 +4,20 @@
 //! and under hostile input (the JSON-RPC framing and the configuration parsers in process, the
 //! HTTP routes and the MCP stdio transport against the real binary, path traversal on every
 //! path parameter). Liveness, not speed: every wait has a deadline of seconds to tens of
-//! seconds, and every property test has a fixed case count and a time cap.
+//! seconds, and every property test and fuzzer checks its fixed case count in full (no time cap
+//! lets cases pass unchecked).
 //!
-//! Its own test binary for two reasons: it installs a counting global allocator (`alloc.rs`) to
-//! bound the memory of the in-process parsers, and its load test should not share two cores with
-//! the hundreds of tests of `it`. It shares `tests/it/support.rs` (spawning the server, the HTTP
-//! client, protocol items) and the benchmark's load generator (`benches/load/mod.rs`).
+//! Its own test binary for two reasons: it installs a counting global allocator to bound the memory of the in-process parsers, and its load test should not share two cores with
+//! the hundreds of tests of `it`. From the test support crate (`tests/support`) it uses the
+//! server support (spawning the server, the HTTP client, protocol items), the counting allocator
+//! and the benchmark's load generator.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "../it/support.rs"]
-#[allow(dead_code)]
-mod support;
+use cideldill_test_support::{alloc, load as loadgen, server as support};
 
-#[path = "../../benches/load/mod.rs"]
-#[allow(dead_code)]
-mod loadgen;
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
-mod alloc;
 mod harness;
 mod props;
 

@@ -10,7 +10,7 @@
 //! largest request sent plus `HTTP_SLACK_KIB` over its level after start-up; and after the run
 //! the server has logged no panic.
 //!
-//! A fixed case count with a time cap; the failures are collected (one example per method, route
+//! A fixed case count, every case sent (each within its own deadline); the failures are collected (one example per method, route
 //! and kind of failure) rather than stopping at the first, so one run reports every kind found.
 //! `RELIABILITY_SEED` (hex) replays a run; the seed is printed. The defects this fuzzer found
 //! each have their own regression test below.
@@ -36,11 +36,9 @@ pub const HTTP_FACTOR: u64 = 64;
 /// ...plus this, over the level after start-up (worker threads, caches, allocator slack).
 pub const HTTP_SLACK_KIB: u64 = 48 * 1024;
 const PER_REQUEST: Duration = Duration::from_secs(10);
+/// Requests a run sends, all of them (5,000 take about 6 s on 2 cores under load), unless the
+/// server exits.
 const CASES: usize = 5000;
-const CAP: Duration = Duration::from_secs(25);
-/// The fewest requests a run sends before its time cap may end it (5,000 take about 6 s on 2
-/// cores under load): a slow run cannot pass having sent almost nothing.
-const MIN_SENT: usize = 2000;
 
 /// One endpoint: its method, path pattern (`{x}` is a parameter) and query parameter names.
 #[derive(Clone, Debug)]
@@ -538,7 +536,7 @@ fn hostile_requests_get_clear_answers_in_bounded_time_and_memory() {
     let (t0, mut sent, mut largest) = (Instant::now(), 0usize, 0u64);
     let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
     let mut over_memory = false;
-    while sent < CASES && t0.elapsed() < CAP {
+    while sent < CASES {
         let req = strategy.new_tree(&mut runner).expect("a request").current();
         let bytes = request_bytes(port, &req.method, &req.target, &req.headers, &req.body);
         largest = largest.max(bytes.len() as u64);
@@ -573,10 +571,6 @@ fn hostile_requests_get_clear_answers_in_bounded_time_and_memory() {
     eprintln!(
         "routes: {sent} requests in {:.1?}, statuses {statuses:?}, largest {largest} bytes",
         t0.elapsed()
-    );
-    assert!(
-        sent >= MIN_SENT || !failures.is_empty(),
-        "routes: only {sent} requests within the time cap of {CAP:?} (at least {MIN_SENT})"
     );
     let panics = new_panics(&log);
     let report: Vec<String> = failures

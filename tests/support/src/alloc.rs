@@ -1,15 +1,17 @@
 //! A counting global allocator: per-thread current and peak bytes, so a test measures the memory
 //! one call of a parser costs while other tests run on other threads.
 //!
-//! It is also `tests/pickle_props.rs`'s allocator (included by path). A global allocator cannot be
-//! written without `unsafe`; this file is the place of the tests that allows it (tidy-checked). The allocator only counts bytes and delegates
-//! every call to `System`.
+//! A binary installs it with `#[global_allocator] static ALLOC: Counting = Counting;` (the
+//! reliability suite and `tests/pickle_props.rs` do). A global allocator cannot be written without
+//! `unsafe`; this file is the place of the tests that allows it (tidy-checked). The allocator
+//! only counts bytes and delegates every call to `System`.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-struct Counting;
+/// The counting allocator (a unit struct: the counts are thread-locals).
+pub struct Counting;
 
 thread_local! {
     static CURRENT: Cell<usize> = const { Cell::new(0) };
@@ -56,9 +58,6 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// Runs `f` and returns its result with the peak bytes it held above the level it started at
 /// (counted on this thread only).

@@ -1,8 +1,8 @@
 //! Test support: start the real binary on port 0 with a private home and port file, talk HTTP
 //! to it with a tiny blocking client, build protocol items; the process facts of `/proc` and
 //! signals; raw HTTP (request bytes, a response head read with a deadline, an answer whose body
-//! is still to come). Every wait has a deadline. Shared by both integration test binaries: the
-//! reliability suite includes this file by path.
+//! is still to come). Every wait has a deadline. The binaries are found beside the running test
+//! binary ([`binary`]), where cargo builds them for the package's integration tests.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -84,7 +84,7 @@ impl Server {
             Instant::now().elapsed().as_nanos() ^ rand_u32() as u128
         ));
         let stderr = std::fs::File::create(&stderr_path).expect("stderr log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cideldill-server"));
+        let mut cmd = Command::new(binary("cideldill-server"));
         if !args.contains(&"--port") {
             cmd.args(["--port", "0"]);
         }
@@ -398,8 +398,7 @@ pub fn pause_id(action: &Value) -> String {
 
 /// The pickle bytes of a named line of the fixture corpus (real dill output).
 pub fn corpus_pickle(name: &str) -> Vec<u8> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pickles/corpus.jsonl");
+    let path = repo_root().join("tests/fixtures/pickles/corpus.jsonl");
     let text = std::fs::read_to_string(path).expect("fixture corpus");
     let line = text
         .lines()
@@ -421,10 +420,34 @@ pub fn raw_item(bytes: &[u8], client_ref: u64) -> Value {
 // ---------------------------------------------------------------------------------------------
 // Processes.
 
+/// The repository's root directory (this crate is `tests/support` in it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The path of one of the package's executables (`cideldill-server`,
+/// `cideldill-fixture-mcp-server`): cargo builds them for the package's integration tests into
+/// the directory above the test binary's own (`target/<profile>/` above
+/// `target/<profile>/deps/`). Panics, naming the path, when it is not there.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the path of the running test binary");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary is in target/<profile>/deps");
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is not built (cargo builds it for the integration tests of cideldill-server)",
+        path.display()
+    );
+    path
+}
+
 /// The fixture MCP server's executable (`tests/fixtures/mcp_server.rs`), which cargo builds
 /// with the tests.
 pub fn fixture_server_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_cideldill-fixture-mcp-server"))
+    binary("cideldill-fixture-mcp-server")
 }
 
 /// Waits for a server just spawned to write its port to `port_file`, within the deadline. If it
