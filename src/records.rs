@@ -500,6 +500,20 @@ pub struct ExceptionInfo {
     pub traceback: Val,
 }
 
+impl ExceptionInfo {
+    /// Its fields, each a shared value.
+    fn vals(&self) -> [&Val; 6] {
+        [
+            &self.shown,
+            &self.cid,
+            &self.client_ref,
+            &self.exception_type,
+            &self.message,
+            &self.traceback,
+        ]
+    }
+}
+
 /// One call through `/api/call/start` and, once completed, `/api/call/complete`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {
@@ -577,14 +591,7 @@ impl CallRecord {
             }
         }
         if let Some(e) = &self.exception {
-            for v in [
-                &e.shown,
-                &e.cid,
-                &e.client_ref,
-                &e.exception_type,
-                &e.message,
-                &e.traceback,
-            ] {
+            for v in e.vals() {
                 if let Some(p) = v.part() {
                     part(p);
                 }
@@ -621,17 +628,7 @@ impl CallRecord {
             + vals.iter().map(|v| v.weight()).sum::<usize>()
             + self.exception.as_ref().map_or(0, |e| {
                 std::mem::size_of::<ExceptionInfo>()
-                    + [
-                        &e.shown,
-                        &e.cid,
-                        &e.client_ref,
-                        &e.exception_type,
-                        &e.message,
-                        &e.traceback,
-                    ]
-                    .iter()
-                    .map(|v| v.weight())
-                    .sum::<usize>()
+                    + e.vals().iter().map(|v| v.weight()).sum::<usize>()
             })
             + self.repl_sessions.len() * std::mem::size_of::<Sym>()
             + self.notes.as_ref().map_or(0, |n| n.weight())

@@ -890,6 +890,12 @@ impl Store {
         }
     }
 
+    /// The index file and its length now (no index: none).
+    fn index_snapshot(&self) -> Option<(Arc<File>, u64)> {
+        let st = self.lock();
+        st.index_file.as_ref().map(|i| (Arc::clone(&i.file), i.len))
+    }
+
     /// Walks the index from the newest entry back: the offsets of the records of `kind` whose
     /// key `matches`, skipping the first `skip` matches and keeping `take`, and how many match
     /// in all. Reads the index file, not the records.
@@ -901,12 +907,8 @@ impl Store {
         take: usize,
     ) -> io::Result<(Vec<u64>, usize)> {
         crate::lock_rule::assert_unlocked("reading the index");
-        let (file, len) = {
-            let st = self.lock();
-            match st.index_file.as_ref() {
-                Some(i) => (Arc::clone(&i.file), i.len),
-                None => return Ok((Vec::new(), 0)),
-            }
+        let Some((file, len)) = self.index_snapshot() else {
+            return Ok((Vec::new(), 0));
         };
         let want = index_kind(kind);
         let mut total = 0;
@@ -943,12 +945,8 @@ impl Store {
         take: usize,
     ) -> io::Result<(Vec<u64>, u64)> {
         crate::lock_rule::assert_unlocked("reading the index");
-        let (file, len) = {
-            let st = self.lock();
-            match st.index_file.as_ref() {
-                Some(i) => (Arc::clone(&i.file), i.len),
-                None => return Ok((Vec::new(), 0)),
-            }
+        let Some((file, len)) = self.index_snapshot() else {
+            return Ok((Vec::new(), 0));
         };
         let newest = len / INDEX_ENTRY_LEN as u64;
         let mut next = before.map_or(newest, |b| b.min(newest));

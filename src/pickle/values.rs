@@ -195,29 +195,11 @@ impl<'t> Formatter<'t> {
             let v = match dict_get(t, d, field) {
                 None => Value::Null,
                 Some(v) => match field {
-                    "attributes" => {
-                        let pairs = dict_pairs(t, v);
-                        let mut a = Map::new();
-                        for (i, &(k, val)) in pairs.iter().take(MAX_ITEMS).enumerate() {
-                            if self.budget.is_cut() {
-                                a.insert(CUT_KEY.into(), more(pairs.len().min(MAX_ITEMS) - i));
-                                break;
-                            }
-                            let key = self.key(k);
-                            let fv = self.server_value(val, depth);
-                            a.insert(key, fv);
-                        }
-                        if pairs.len() > MAX_ITEMS {
-                            a.insert(
-                                "__skipped__".into(),
-                                json!(format!(
-                                    "{} more attributes skipped",
-                                    pairs.len() - MAX_ITEMS
-                                )),
-                            );
-                        }
-                        Value::Object(a)
-                    }
+                    "attributes" => self.pairs_map(
+                        dict_pairs(t, v),
+                        |f, val| f.server_value(val, depth),
+                        |n| json!(format!("{n} more attributes skipped")),
+                    ),
                     "failed_attributes" => {
                         let pairs = dict_pairs(t, v);
                         let mut a = Map::new();
@@ -300,25 +282,11 @@ impl<'t> Formatter<'t> {
             return Value::String(self.repr(id));
         }
         match t.get(id) {
-            Some(Node::Dict(d)) => {
-                let mut m = Map::new();
-                for (i, &(k, v)) in d.iter().take(MAX_ITEMS).enumerate() {
-                    if self.budget.is_cut() {
-                        m.insert(CUT_KEY.into(), more(d.len().min(MAX_ITEMS) - i));
-                        break;
-                    }
-                    let key = self.key(k);
-                    let fv = self.server_value(v, depth + 1);
-                    m.insert(key, fv);
-                }
-                if d.len() > MAX_ITEMS {
-                    m.insert(
-                        "__skipped__".into(),
-                        json!(format!("{} more items skipped", d.len() - MAX_ITEMS)),
-                    );
-                }
-                Value::Object(m)
-            }
+            Some(Node::Dict(d)) => self.pairs_map(
+                d,
+                |f, v| f.server_value(v, depth + 1),
+                |n| json!(format!("{n} more items skipped")),
+            ),
             Some(Node::List(_) | Node::Tuple(_)) => {
                 let all = items(t, id);
                 let shown = all.get(..MAX_ITEMS).unwrap_or(all);
@@ -335,6 +303,31 @@ impl<'t> Formatter<'t> {
             Some(Node::FrozenSet(s)) => self.set(s, depth),
             _ => Value::String(self.repr(id)),
         }
+    }
+
+    /// The first [`MAX_ITEMS`] pairs as an object, each value made by `value`; a cut budget
+    /// ends it with [`CUT_KEY`] (how many were left), and `skipped` writes the note under
+    /// `__skipped__` of the pairs past [`MAX_ITEMS`].
+    fn pairs_map(
+        &mut self,
+        pairs: &[(NodeId, NodeId)],
+        mut value: impl FnMut(&mut Self, NodeId) -> Value,
+        skipped: impl Fn(usize) -> Value,
+    ) -> Value {
+        let mut m = Map::new();
+        for (i, &(k, v)) in pairs.iter().take(MAX_ITEMS).enumerate() {
+            if self.budget.is_cut() {
+                m.insert(CUT_KEY.into(), more(pairs.len().min(MAX_ITEMS) - i));
+                break;
+            }
+            let key = self.key(k);
+            let fv = value(self, v);
+            m.insert(key, fv);
+        }
+        if pairs.len() > MAX_ITEMS {
+            m.insert("__skipped__".into(), skipped(pairs.len() - MAX_ITEMS));
+        }
+        Value::Object(m)
     }
 
     fn set(&mut self, s: &[NodeId], depth: usize) -> Value {
@@ -520,22 +513,7 @@ impl<'t> Formatter<'t> {
                 }
                 Value::Array(out)
             }
-            Node::Dict(d) => {
-                let mut m = Map::new();
-                for (i, &(k, v)) in d.iter().take(MAX_ITEMS).enumerate() {
-                    if self.budget.is_cut() {
-                        m.insert(CUT_KEY.into(), more(d.len().min(MAX_ITEMS) - i));
-                        break;
-                    }
-                    let key = self.key(k);
-                    let fv = self.value(v, depth, level + 1);
-                    m.insert(key, fv);
-                }
-                if d.len() > MAX_ITEMS {
-                    m.insert("__skipped__".into(), json!(d.len() - MAX_ITEMS));
-                }
-                Value::Object(m)
-            }
+            Node::Dict(d) => self.pairs_map(d, |f, v| f.value(v, depth, level + 1), |n| json!(n)),
             Node::Set(s) => self.set(s, 0),
             Node::FrozenSet(s) => self.set(s, 0),
             Node::Object(_) => match kind(t, id) {

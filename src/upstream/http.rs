@@ -410,15 +410,7 @@ impl Shared {
                     if e.get("code").and_then(Value::as_i64)
                         == Some(UNSUPPORTED_PROTOCOL_VERSION) =>
                 {
-                    Failure::Rpc {
-                        code: UNSUPPORTED_PROTOCOL_VERSION,
-                        message: e
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        data: e.get("data").cloned(),
-                    }
+                    Failure::rpc(&e)
                 }
                 error => Failure::Http {
                     status,

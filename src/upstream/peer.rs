@@ -236,6 +236,21 @@ pub enum Failure {
     InputRequired(Vec<String>),
 }
 
+impl Failure {
+    /// A JSON-RPC `error` object as a failure (a missing code reads as 0).
+    pub fn rpc(error: &Value) -> Failure {
+        Failure::Rpc {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            data: error.get("data").cloned(),
+        }
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -882,15 +897,7 @@ impl Peer {
             (None, Some(id)) => {
                 let reply = match (obj.get("result"), obj.get("error")) {
                     (Some(r), None) => Ok(r.clone()),
-                    (_, Some(e)) => Err(Failure::Rpc {
-                        code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
-                        message: e
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        data: e.get("data").cloned(),
-                    }),
+                    (_, Some(e)) => Err(Failure::rpc(e)),
                     (None, None) => Err(Failure::Invalid(
                         "a response with neither result nor error".into(),
                     )),

@@ -493,17 +493,22 @@ mod tests {
         assert_eq!(got, ["short", "<26>", "ok", "last"]);
     }
 
-    #[test]
-    fn a_child_that_ignores_stdin_eof_is_terminated_with_its_group() {
-        let peer = Peer::new("t", |_| {});
-        let args = vec!["-c".to_owned(), "sleep 60 & sleep 60".to_owned()];
+    /// A child running `sh -c script`.
+    fn sh(peer: &Arc<Peer>, script: &str) -> Arc<Proc> {
+        let args = vec!["-c".to_owned(), script.to_owned()];
         let spec = Spawn {
             command: "sh",
             args: &args,
             env: &[],
             cwd: None,
         };
-        let proc = spawn(&peer, &spec, Duration::from_millis(200)).unwrap();
+        spawn(peer, &spec, Duration::from_millis(200)).unwrap()
+    }
+
+    #[test]
+    fn a_child_that_ignores_stdin_eof_is_terminated_with_its_group() {
+        let peer = Peer::new("t", |_| {});
+        let proc = sh(&peer, "sleep 60 & sleep 60");
         let pid = proc.pid();
         let t0 = Instant::now();
         proc.stop();
@@ -519,14 +524,7 @@ mod tests {
     #[test]
     fn a_child_that_never_reads_fails_sends_at_once_and_still_stops() {
         let peer = Peer::new("t", |_| {});
-        let args = vec!["-c".to_owned(), "exec sleep 60".to_owned()];
-        let spec = Spawn {
-            command: "sh",
-            args: &args,
-            env: &[],
-            cwd: None,
-        };
-        let proc = spawn(&peer, &spec, Duration::from_millis(200)).unwrap();
+        let proc = sh(&peer, "exec sleep 60");
         let big =
             serde_json::json!({"jsonrpc": "2.0", "method": "x", "params": "y".repeat(64 * 1024)});
         let t0 = Instant::now();
