@@ -900,16 +900,13 @@ impl CallRecord {
 }
 
 impl CallRecord {
-    /// A call of `method` with no items, as tests of other modules need one.
-    #[cfg(test)]
-    pub fn for_tests(method: &str, call_id: &str) -> CallRecord {
+    /// A call of `method` by `process` started at `at`, with no items and nothing else known
+    /// yet (a call start fills in what its request says).
+    pub fn started(call_id: CallId, method: Sym, process: Process, at: f64) -> CallRecord {
         CallRecord {
-            call_id: CallId::parse(call_id),
-            method: Sym::new(method),
-            process: Process {
-                pid: 1,
-                start_time: 1.0,
-            },
+            call_id,
+            method,
+            process,
             target: None,
             args: Box::default(),
             kwargs: Box::default(),
@@ -918,10 +915,10 @@ impl CallRecord {
             page_url: Val::Null,
             preferred_json: false,
             paused_before: false,
-            seen_at: 0.0,
-            done_at: 0.0,
+            seen_at: at,
+            done_at: at,
             status: Val::Null,
-            completed_at: 0.0,
+            completed_at: at,
             result_cid: Val::Null,
             result_client_ref: Val::Null,
             result_format: Hint::Absent,
@@ -930,21 +927,22 @@ impl CallRecord {
             notes: None,
         }
     }
+
+    /// A call of `method` with no items, as tests of other modules need one.
+    #[cfg(test)]
+    pub fn for_tests(method: &str, call_id: &str) -> CallRecord {
+        let process = Process {
+            pid: 1,
+            start_time: 1.0,
+        };
+        CallRecord::started(CallId::parse(call_id), Sym::new(method), process, 0.0)
+    }
 }
 
 impl ExceptionInfo {
     /// Whether every field is null (a success).
     pub fn is_null(&self) -> bool {
-        [
-            &self.shown,
-            &self.cid,
-            &self.client_ref,
-            &self.exception_type,
-            &self.message,
-            &self.traceback,
-        ]
-        .iter()
-        .all(|v| v.is_null())
+        self.vals().iter().all(|v| v.is_null())
     }
 
     fn null() -> ExceptionInfo {

@@ -284,7 +284,11 @@ fn the_window_is_bounded_and_counts_what_it_drops() {
 
 /// A client event of `method` with `status`, from process 7.
 fn event(i: &mut Interner, n: usize, method: &str, status: &str) -> Record {
-    Record::Event(Arc::new(EventRecord {
+    Record::Event(Arc::new(event_record(i, n, method, status)))
+}
+
+fn event_record(i: &mut Interner, n: usize, method: &str, status: &str) -> EventRecord {
+    EventRecord {
         call_id: Val::Str(Sym::new(&format!("e{n}"))),
         method: i.sym(method),
         status: i.sym(status),
@@ -303,7 +307,7 @@ fn event(i: &mut Interner, n: usize, method: &str, status: &str) -> Record {
         exception_cid: Val::Null,
         pretty_result: Val::Null,
         exception: Val::Null,
-    }))
+    }
 }
 
 #[test]
@@ -398,24 +402,12 @@ fn the_window_is_bounded_by_bytes_counting_shared_parts_once() {
     for n in 0..64 {
         let args = json!([format!("{n}{}", "x".repeat(64 << 10))]);
         let event = EventRecord {
-            call_id: Val::Str(Sym::new(&format!("e{n}"))),
-            method: i.sym("f"),
-            status: i.sym("event"),
             pretty_args: i.val(&args),
-            pretty_kwargs: Val::Null,
-            signature: Val::Null,
-            call_site: CallSite::parse(&mut i, None),
-            page_url: Val::Null,
-            event_type: Val::Null,
             process: Process {
                 pid: 1,
                 start_time: 1.5,
             },
-            at: 1.0,
-            result_cid: Val::Null,
-            exception_cid: Val::Null,
-            pretty_result: Val::Null,
-            exception: Val::Null,
+            ..event_record(&mut i, n, "f", "event")
         };
         rs.push(Record::Event(Arc::new(event)));
     }

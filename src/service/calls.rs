@@ -223,10 +223,8 @@ pub fn call_start_from(
             .iter()
             .map(|(name, x)| (i.sym(name), Item::from_node(i, x)))
             .collect();
+        let method = interner.sym(&method_name);
         CallRecord {
-            call_id: CallId::Ours { at: now, n: 0 },
-            method: interner.sym(&method_name),
-            process: who.process(),
             target: target.map(|t| Item::from_node(&mut interner, t)),
             args: parsed_args,
             kwargs: parsed_kwargs,
@@ -234,17 +232,7 @@ pub fn call_start_from(
             call_site: CallSite::from_node(&mut interner, body.get("call_site")),
             page_url: interner.field(scalar("page_url").as_ref()).or_null(),
             preferred_json: preferred_format == "json",
-            paused_before: false,
-            seen_at: now,
-            done_at: now,
-            status: Val::Null,
-            completed_at: now,
-            result_cid: Val::Null,
-            result_client_ref: Val::Null,
-            result_format: Hint::Absent,
-            exception: None,
-            repl_sessions: Box::default(),
-            notes: None,
+            ..CallRecord::started(CallId::Ours { at: now, n: 0 }, method, who.process(), now)
         }
     };
 
