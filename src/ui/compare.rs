@@ -16,7 +16,7 @@ use crate::state::Shared;
 use crate::urlenc::encode_segment;
 
 /// The page's address for a page of pairs from `offset`.
-fn href(a: &str, b: &str, offset: usize) -> String {
+pub(super) fn href(a: &str, b: &str, offset: usize) -> String {
     let mut h = format!(
         "/runs/compare?a={}&b={}",
         encode_segment(a),

@@ -60,14 +60,27 @@ fn table(listing: &service::RunListing) -> Html {
          <th scope=\"col\" class=\"num\">Exceptions</th><th scope=\"col\">Label</th><th scope=\"col\">Notes</th>\
          </tr></thead>",
     );
-    for r in &listing.runs {
+    for (i, r) in listing.runs.iter().enumerate() {
         let api = format!("/api/runs/{}", encode_segment(&r.run_id));
         let name = program(r);
-        let label = if r.label.is_empty() {
+        let mut label = if r.label.is_empty() {
             Html::new()
         } else {
             markup!(" <span class=\"badge run-label\">{}</span>", r.label)
         };
+        // The run of the same program before it on this page, to compare with.
+        let before = listing.runs[i + 1..]
+            .iter()
+            .find(|o| (&o.program, &o.page_url) == (&r.program, &r.page_url));
+        if let Some(o) = before {
+            html!(
+                label,
+                " <a class=\"run-compare\" href=\"{}\" title=\"Compare run {} with run {}\">Compare with the run before</a>",
+                super::compare::href(&o.run_id, &r.run_id, 0),
+                o.run_id,
+                r.run_id
+            );
+        }
         html!(
             out,
             "<tbody data-key=\"run:{}\"><tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}\

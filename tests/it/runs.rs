@@ -359,6 +359,15 @@ fn the_runs_page_lists_runs_with_their_forms_and_the_call_tree_shows_label_and_n
     );
     assert!(page.contains(">before &amp; after</textarea>"));
     assert!(!page.contains("<b>baseline"));
+    // The newer run links to its comparison with the run of the same program before it; the
+    // oldest has none.
+    let compare = format!("href=\"/runs/compare?a={}&amp;b={}\"", url(&old), url(&new));
+    let at_link = page.find(&compare).expect(&page);
+    assert!(
+        at_new < at_link && at_link < at_old,
+        "in the newer run's row"
+    );
+    assert_eq!(page.matches("class=\"run-compare\"").count(), 1);
     let tree = c.get(&format!("/call-tree/{enc}")).text();
     assert!(tree.contains("<span class=\"badge run-label\">&lt;b&gt;baseline&lt;/b&gt;</span>"));
     assert!(tree.contains("<p class=\"run-notes\">before &amp; after</p>"));
