@@ -412,6 +412,46 @@ fn module_layers_point_one_way() {
     }
 }
 
+#[test]
+fn the_pure_parts_name_only_pure_modules() {
+    // The pickle reader and the condition language take bytes or values in and give values
+    // out: they may name only each other, the limits table and the pickle writer (no state,
+    // store, service or face). An allow-list, so a new dependency is a decision made here.
+    let rules: &[(&str, &[&str])] = &[
+        ("src/pickle", &["pickle", "limits", "pickle_write"]),
+        (
+            "src/condition",
+            &["condition", "pickle", "limits", "pickle_write"],
+        ),
+    ];
+    for (place, allowed) in rules {
+        let mut files = sources(place);
+        files.push({
+            let p = root().join(format!("{place}.rs"));
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            (p, text)
+        });
+        assert!(files.len() > 1, "{place}: no files");
+        for (path, text) in files {
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for (at, _) in code.match_indices("crate::") {
+                    let name: String = code[at + 7..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    assert!(
+                        allowed.contains(&name.as_str()),
+                        "{}:{}: names crate::{name}, outside what a pure part may use: {line}",
+                        path.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every UTF-8 file under `dir`, recursively (binary fixtures are skipped).
 fn text_files(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
