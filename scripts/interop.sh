@@ -68,7 +68,8 @@
 #   Environment: CIDELDILL_SERVER_BIN (binary to test, default target/debug/cideldill-server),
 #   CIDELDILL_INTEROP_CACHE (peer cache, default <repo>/.cache/interop),
 #   INTEROP_RUST_LOG (server log filter for the Python peers, default warn),
-#   INTEROP_TIMEOUT (seconds each peer run may take, default 120).
+#   INTEROP_TIMEOUT (seconds each peer run may take, default 120),
+#   CIDELDILL_INSTALL_ONLY=1 (install the peers and the conformance suite, run nothing).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -231,6 +232,14 @@ if [ "$HAVE_NODE" = 1 ]; then
     install_npm_peers || { fail "install @modelcontextprotocol/{$(echo $NPM_PEERS | tr ' ' ,)}@$NPM_PEERS_V"; HAVE_UPSTREAM=0; }
 fi
 install_time || { fail "install mcp-server-time==$TIME_V"; HAVE_UPSTREAM=0; }
+
+# CIDELDILL_INSTALL_ONLY=1: install the peers (and the conformance suite's) and stop, so that
+# scripts/test.sh can fetch them while the Rust tests run.
+if [ "${CIDELDILL_INSTALL_ONLY:-0}" = 1 ]; then
+    sh "$ROOT/scripts/conformance.sh" || true
+    echo "interop: installs done ($FAILED failed)"
+    exit 0
+fi
 
 # ---------------------------------------------------------------------------------------
 # 2. The binary

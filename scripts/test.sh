@@ -18,6 +18,15 @@ cd "$(dirname "$0")/.."
 
 command -v python3 >/dev/null || { echo "scripts/test.sh: python3 is required" >&2; exit 1; }
 
+# The peers of the last two steps (PyPI, npm, Debian's Chromium) are installed on first use;
+# they are fetched now, in the background, while the Rust steps run (network more than CPU),
+# and waited for before those steps, which would otherwise fetch them then.
+mkdir -p .cache
+(CIDELDILL_INSTALL_ONLY=1 nice -n 19 sh scripts/interop.sh
+    CIDELDILL_INSTALL_ONLY=1 nice -n 19 sh scripts/ui_test.sh) >.cache/prefetch.log 2>&1 &
+prefetch=$!
+trap 'kill "$prefetch" 2>/dev/null || true' EXIT
+
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test
@@ -37,5 +46,6 @@ expected="cideldill-server $(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | h
 cargo clippy --features tls --all-targets --quiet -- -D warnings
 cargo build --features tls --quiet
 cargo build --quiet
+wait "$prefetch" || true
 sh scripts/interop.sh
 sh scripts/ui_test.sh

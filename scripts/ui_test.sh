@@ -92,6 +92,8 @@ if ! installed playwright-core "$PLAYWRIGHT" || ! installed axe-core "$AXE"; the
     installed playwright-core "$PLAYWRIGHT" || give_up "install playwright-core@$PLAYWRIGHT"
     installed axe-core "$AXE" || give_up "install axe-core@$AXE"
 fi
+# CIDELDILL_INSTALL_ONLY=1: Chromium and the npm packages installed, nothing run.
+[ "${CIDELDILL_INSTALL_ONLY:-0}" = 1 ] && exit 0
 
 # ---------------------------------------------------------------------------------------
 # 2. The binary
