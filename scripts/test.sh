@@ -27,9 +27,16 @@ mkdir -p .cache
 prefetch=$!
 trap 'kill "$prefetch" 2>/dev/null || true' EXIT
 
-cargo fmt --check
-cargo clippy --all-targets --quiet -- -D warnings
-cargo test
+# Each step says how long it took (stderr), to see where the time goes.
+timed() {
+    t0=$(date +%s)
+    "$@"
+    echo "test.sh: $* took $(($(date +%s) - t0)) s" >&2
+}
+
+timed cargo fmt --check
+timed cargo clippy --all-targets --quiet -- -D warnings
+timed cargo test
 # The vendored tiny_http's patches, each against a real server (vendor/tiny_http/PATCHES.md).
 cargo test --quiet -p tiny_http
 # The README's install command, into .cache/install (--debug and --target-dir reuse the build
@@ -43,9 +50,9 @@ expected="cideldill-server $(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | h
 }
 # https to external MCP servers is an optional feature (rustls): it must keep building and pass
 # its lints; the default build comes last so the interop peers run the default binary.
-cargo clippy --features tls --all-targets --quiet -- -D warnings
-cargo build --features tls --quiet
-cargo build --quiet
-wait "$prefetch" || true
-sh scripts/interop.sh
-sh scripts/ui_test.sh
+timed cargo clippy --features tls --all-targets --quiet -- -D warnings
+timed cargo build --features tls --quiet
+timed cargo build --quiet
+timed wait "$prefetch" || true
+timed sh scripts/interop.sh
+timed sh scripts/ui_test.sh

@@ -2389,7 +2389,7 @@ check("replay: a recorded call is replayed from the call tree's details, with ed
   assert(left.length === 1, `pauses left: ${left.length}`);
 });
 
-check("runs: a new run appears on the open Runs page without a reload", async (t) => {
+check("runs: a new run, and a label set elsewhere, appear on the open Runs page without a reload", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });
   const page = await t.page(server, "/runs");
@@ -2411,6 +2411,10 @@ check("runs: a new run appears on the open Runs page without a reload", async (t
   await waitFor(async () => await rows.count() === 2, { what: "the second run listed live" });
   const typed = await page.locator(`tr[data-run="${listed[0].run_id}"] input[name="label"]`).inputValue();
   assert(typed === "typing", `what was typed survives the refresh: ${typed}`);
+  // A label set elsewhere (another tab, an agent) shows without a reload.
+  const newest = (await server.api("GET", "/api/runs")).runs[0].run_id;
+  await server.api("POST", `/api/runs/${encodeURIComponent(newest)}/label`, { label: "from an agent" });
+  await page.locator(`tr[data-run="${newest}"] .run-label`, { hasText: "from an agent" }).waitFor({ timeout: 5_000 });
   assert(loads === 0, `the page was loaded again ${loads} time(s)`);
   assert(await page.evaluate(() => window.sameDocument) === "yes", "the page was reloaded");
   await t.shot(page, "runs-live");

@@ -61,6 +61,8 @@ pub enum EventKind {
     OriginsChanged,
     /// A run (what one process recorded) was deleted with its records.
     RunDeleted { run_id: String },
+    /// A run's label or notes changed.
+    RunChanged { run_id: String },
     /// A logpoint wrote a line (`notifications/breakpoint/log` for agents).
     Log {
         seq: u64,
@@ -84,7 +86,7 @@ pub struct Event {
 
 /// Every event's name ([`Event::name`]), in one place: the web UI's scripts (`app.js`,
 /// `events-worker.js`) listen for these and `resync` (a tidy test compares them).
-pub const EVENT_NAMES: [&str; 11] = [
+pub const EVENT_NAMES: [&str; 12] = [
     "execution_paused",
     "execution_resumed",
     "call_completed",
@@ -96,6 +98,7 @@ pub const EVENT_NAMES: [&str; 11] = [
     "log",
     "origins_changed",
     "run_deleted",
+    "run_changed",
 ];
 
 impl Event {
@@ -113,6 +116,7 @@ impl Event {
             EventKind::Log { .. } => "log",
             EventKind::OriginsChanged => "origins_changed",
             EventKind::RunDeleted { .. } => "run_deleted",
+            EventKind::RunChanged { .. } => "run_changed",
         }
     }
 
@@ -151,7 +155,9 @@ impl Event {
             EventKind::BreakpointsChanged
             | EventKind::FunctionsChanged
             | EventKind::OriginsChanged => json!({}),
-            EventKind::RunDeleted { run_id } => json!({"run_id": run_id}),
+            EventKind::RunDeleted { run_id } | EventKind::RunChanged { run_id } => {
+                json!({"run_id": run_id})
+            }
             EventKind::ReplSession {
                 session_id,
                 pause_id,
@@ -354,6 +360,7 @@ mod tests {
             },
             EventKind::OriginsChanged,
             EventKind::RunDeleted { run_id: s() },
+            EventKind::RunChanged { run_id: s() },
             EventKind::Log {
                 seq: 0,
                 function_name: s(),

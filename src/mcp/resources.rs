@@ -169,7 +169,8 @@ pub fn affected(kind: &EventKind) -> Vec<String> {
         | EventKind::ReplOutput { .. }
         | EventKind::ExternalServer { .. }
         | EventKind::Log { .. }
-        | EventKind::OriginsChanged => Vec::new(),
+        | EventKind::OriginsChanged
+        | EventKind::RunChanged { .. } => Vec::new(),
         EventKind::RunDeleted { .. } => {
             fixed(&["breakpoint://call-history", "breakpoint://status"])
         }

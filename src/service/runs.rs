@@ -131,6 +131,9 @@ pub fn label_run(
             m.notes = n;
         }
     })?;
+    shared.lock().emit(crate::events::EventKind::RunChanged {
+        run_id: run_id.to_owned(),
+    });
     Ok(RunLabelled {
         status: super::Ack::Ok,
         run_id: run_id.to_owned(),

@@ -360,8 +360,11 @@ fn page_events(nav: &str) -> Option<&'static str> {
         "/mcp-servers" => Some("execution_paused execution_resumed external_server"),
         "/functions" => Some("execution_paused execution_resumed functions_changed"),
         "/repls" => Some("execution_paused execution_resumed repl_session repl_output"),
-        // A run appears, grows or ends with the records; it goes when deleted.
-        "/runs" => Some("execution_paused execution_resumed call_completed run_deleted"),
+        // A run appears, grows or ends with the records; it goes when deleted; its label and
+        // notes change from any face.
+        "/runs" => {
+            Some("execution_paused execution_resumed call_completed run_deleted run_changed")
+        }
         _ => None,
     }
 }

@@ -286,9 +286,9 @@ fn the_runs_page_is_live_keyed_by_run_and_offers_a_confirmed_delete() {
     );
     assert!(
         empty.contains(
-            "data-events=\"execution_paused execution_resumed call_completed run_deleted\""
+            "data-events=\"execution_paused execution_resumed call_completed run_deleted run_changed\""
         ),
-        "the page refreshes on new records and deleted runs"
+        "the page refreshes on new records, deleted runs and changed labels or notes"
     );
     assert!(empty.contains("<tbody data-key=\"empty\">"));
     let (old, _) = two_runs(&c);

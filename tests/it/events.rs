@@ -104,7 +104,7 @@ fn every_transition_is_published_in_order() {
 }
 
 #[test]
-fn a_deleted_run_is_published() {
+fn a_labelled_and_a_deleted_run_are_published() {
     let dir = TempDir::new("events-delete");
     let running = cideldill_server::app::start(Config::for_tests(dir.path().join("port"))).unwrap();
     let c = Client {
@@ -119,6 +119,17 @@ fn a_deleted_run_is_published() {
         &complete_body(start["call_id"].as_str().unwrap(), &json!(1)),
     );
     let rx = running.shared().bus.subscribe();
+    // A new label (from any face) is told, so open Runs pages refresh.
+    c.post_ok(
+        "/api/runs/1795311683.721166%2B16759/label",
+        &json!({"label": "baseline"}),
+    );
+    let changed = next(&rx);
+    assert_eq!(changed.name(), "run_changed");
+    assert_eq!(
+        changed.params(),
+        json!({"run_id": "1795311683.721166+16759"})
+    );
     let r = c.delete("/api/runs/1795311683.721166%2B16759");
     assert_eq!(r.status, 200, "{}", r.text());
     let deleted = next(&rx);

@@ -586,6 +586,31 @@ fn the_web_uis_scripts_listen_for_every_event_the_server_sends() {
     }
 }
 
+/// The event stream's documentation names every event: its route's summary (docs/rest.md's
+/// table) and docs/rest.md's paragraph on watching the session.
+#[test]
+fn the_event_streams_docs_name_every_event() {
+    let route = cideldill_server::http::ROUTES
+        .iter()
+        .find(|r| r.path == "/api/events")
+        .expect("the event stream's route");
+    let rest = std::fs::read_to_string(root().join("docs/rest.md")).unwrap();
+    let watch = rest
+        .lines()
+        .find(|l| l.starts_with("Watch the session live"))
+        .expect("docs/rest.md's paragraph on /api/events");
+    for name in cideldill_server::events::EVENT_NAMES {
+        assert!(
+            route.summary.contains(name),
+            "the /api/events summary lacks {name}"
+        );
+        assert!(
+            watch.contains(&format!("`{name}`")),
+            "docs/rest.md's paragraph on /api/events lacks `{name}`"
+        );
+    }
+}
+
 /// Every file under `dir`, recursively, as paths relative to the repository root with `/`;
 /// not what tools leave beside the sources (hidden files, Python's `__pycache__`, `node_modules`).
 fn all_files(dir: &str, out: &mut Vec<String>) {

@@ -422,7 +422,7 @@ function connect() {
 }
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "run_deleted", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "run_deleted", "run_changed", "resync"];
 
 // --- "paused 5 s ago", in the browser's own clock ---
 function ago(seconds) {

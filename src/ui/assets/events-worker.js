@@ -8,7 +8,7 @@ let source = null;
 let state = "reconnecting";
 
 const EVENTS = ["execution_paused", "execution_resumed", "call_completed", "breakpoints_changed",
-                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "run_deleted", "resync"];
+                "functions_changed", "repl_session", "repl_output", "external_server", "log", "origins_changed", "run_deleted", "run_changed", "resync"];
 
 function broadcast(msg) {
   for (const port of ports) port.postMessage(msg);
