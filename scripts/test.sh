@@ -38,10 +38,10 @@ timed cargo fmt --check
 timed cargo clippy --all-targets --quiet -- -D warnings
 timed cargo test
 # The vendored tiny_http's patches, each against a real server (vendor/tiny_http/PATCHES.md).
-cargo test --quiet -p tiny_http
+timed cargo test --quiet -p tiny_http
 # The README's install command, into .cache/install (--debug and --target-dir reuse the build
 # above, so this takes a second); the installed binary must run.
-cargo install --quiet --locked --path . --bin cideldill-server --debug --root .cache/install --target-dir target
+timed cargo install --quiet --locked --path . --bin cideldill-server --debug --root .cache/install --target-dir target
 version=$(.cache/install/bin/cideldill-server --version)
 expected="cideldill-server $(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
 [ "$version" = "$expected" ] || {

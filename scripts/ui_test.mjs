@@ -2001,8 +2001,12 @@ check("call tree: another program's calls cost the page nothing; its own process
   };
   await call("first", mine);
   const page = await t.page(server, "/call-tree");
+  // Only the process page's own fragments count: the list page's refresh on going live may
+  // still finish after this listener is attached.
   let fetched = 0;
-  page.on("requestfinished", (r) => { if (r.url().includes("fragment=1")) fetched += 1; });
+  page.on("requestfinished", (r) => {
+    if (r.url().includes("/call-tree/") && r.url().includes("fragment=1")) fetched += 1;
+  });
   await page.locator(`table a[href*="4100"]`).first().click();
   await page.waitForURL(/\/call-tree\/.+/);
   await pageLive(page);
