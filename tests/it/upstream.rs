@@ -46,11 +46,13 @@ fn with_fixture(flags: &str, extra: &[&str]) -> Server {
     s
 }
 
-fn clients(c: &Client) -> Value {
+/// The external servers as `GET /api/mcp-clients` lists them.
+pub(crate) fn clients(c: &Client) -> Value {
     c.get_ok("/api/mcp-clients")["clients"].clone()
 }
 
-fn wait_status(c: &Client, name: &str, status: &str) -> Value {
+/// Waits until the external server `name` has `status`; answers its entry.
+pub(crate) fn wait_status(c: &Client, name: &str, status: &str) -> Value {
     wait_for(&format!("{name} to be {status}"), || {
         let all = clients(c);
         (all[name]["status"] == status).then(|| all[name].clone())

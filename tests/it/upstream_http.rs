@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use serde_json::{json, Value};
 
-use crate::support::{wait_for, Client, Server};
+use crate::support::{wait_for, Server};
+use crate::upstream::{clients, wait_status};
 
 /// One request as the fixture saw it.
 #[derive(Clone, Debug)]
@@ -132,17 +133,6 @@ impl Stream {
         let _ = self.0.write_all(b"0\r\n\r\n");
         let _ = self.0.flush();
     }
-}
-
-fn clients(c: &Client) -> Value {
-    c.get_ok("/api/mcp-clients")["clients"].clone()
-}
-
-fn wait_status(c: &Client, name: &str, status: &str) -> Value {
-    wait_for(&format!("{name} to be {status}"), || {
-        let all = clients(c);
-        (all[name]["status"] == status).then(|| all[name].clone())
-    })
 }
 
 // A legacy server closes the response stream of a call right after a priming event (id,

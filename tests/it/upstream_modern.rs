@@ -8,20 +8,14 @@ use serde_json::{json, Value};
 
 use crate::mcp_support::{tool_json, McpServer};
 use crate::support::{fixture_server_path, wait_for, Client, Server};
+use crate::upstream::wait_status;
 
 fn fx() -> String {
     fixture_server_path().display().to_string()
 }
 
-fn clients(c: &Client) -> Value {
-    c.get_ok("/api/mcp-clients")["clients"].clone()
-}
-
 fn wait_connected(c: &Client, name: &str) -> Value {
-    wait_for(&format!("{name} to be connected"), || {
-        let all = clients(c);
-        (all[name]["status"] == "connected").then(|| all[name].clone())
-    })
+    wait_status(c, name, "connected")
 }
 
 /// What the modern fixture saw so far (its `stats` tool).
