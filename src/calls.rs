@@ -129,6 +129,34 @@ pub struct NotYours {
     pub owner_origin: Option<String>,
 }
 
+/// What a completion says of the process that sends it (`process_pid`, `process_start_time`).
+/// Each field is a claim only when sent: an absent (or null) field claims nothing, so a REST
+/// caller or a page that omits both is judged by its origin alone (the random call id is the
+/// capability); a field that is sent must be the call's, and one that is not a number
+/// contradicts every call.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ProcessClaim {
+    /// `None`: not sent; `Some(None)`: sent, but not an integer.
+    pub pid: Option<Option<i64>>,
+    /// `None`: not sent; `Some(None)`: sent, but not a finite number.
+    pub start_time: Option<Option<f64>>,
+}
+
+impl ProcessClaim {
+    /// The claim of a process that sent both fields.
+    pub fn of(p: &Process) -> ProcessClaim {
+        ProcessClaim {
+            pid: Some(Some(p.pid)),
+            start_time: Some(Some(p.start_time)),
+        }
+    }
+
+    fn contradicts(&self, p: &Process) -> bool {
+        self.pid.is_some_and(|v| v != Some(p.pid))
+            || self.start_time.is_some_and(|v| v != Some(p.start_time))
+    }
+}
+
 /// An origin as compared: trimmed, without a trailing slash, lowercase.
 fn norm_origin(o: &str) -> String {
     o.trim().trim_end_matches('/').to_ascii_lowercase()
@@ -451,20 +479,21 @@ impl Calls {
         }
     }
 
-    /// Whether a completion from `origin` and `process` may complete the open call `call_id`:
-    /// it must come from the origin and the process that started it. Unknown ids pass (their
-    /// completion records nothing).
+    /// Whether a completion from `origin` that claims `process` may complete the open call
+    /// `call_id`: it must come from the origin that started it (a program: none; a page: the
+    /// same origin), and what it says of its process must not contradict the call's (omitted
+    /// fields claim nothing). Unknown ids pass (their completion records nothing).
     pub fn check_call_owner(
         &self,
         call_id: &str,
         origin: Option<&str>,
-        process: Option<&Process>,
+        process: &ProcessClaim,
     ) -> Result<(), NotYours> {
         let Some(open) = self.open.get(call_id) else {
             return Ok(());
         };
         same_origin(open.call.origin(), origin)?;
-        if process != Some(&open.call.process) {
+        if process.contradicts(&open.call.process) {
             return Err(NotYours {
                 owner_origin: open.call.origin().map(str::to_owned),
             });
@@ -704,17 +733,31 @@ mod tests {
             pid: 1,
             start_time: 2.0,
         };
-        assert!(c.check_call_owner("c1", other, Some(&me)).is_err());
-        assert!(c
-            .check_call_owner("c1", Some("http://localhost:3000"), Some(&them))
-            .is_err());
-        assert!(c
-            .check_call_owner("c1", Some("http://localhost:3000"), None)
-            .is_err());
-        assert!(c
-            .check_call_owner("c1", Some("http://localhost:3000"), Some(&me))
-            .is_ok());
-        assert!(c.check_call_owner("unknown", other, None).is_ok());
+        let page = Some("http://localhost:3000");
+        let (me, them) = (ProcessClaim::of(&me), ProcessClaim::of(&them));
+        let silent = ProcessClaim::default();
+        assert!(c.check_call_owner("c1", other, &me).is_err());
+        assert!(c.check_call_owner("c1", other, &silent).is_err());
+        assert!(c.check_call_owner("c1", None, &me).is_err(), "a program");
+        assert!(c.check_call_owner("c1", page, &them).is_err());
+        let pid_only = ProcessClaim {
+            pid: Some(Some(1)),
+            start_time: None,
+        };
+        let wrong_pid = ProcessClaim {
+            pid: Some(Some(2)),
+            start_time: None,
+        };
+        let bad_pid = ProcessClaim {
+            pid: Some(None),
+            ..me
+        };
+        assert!(c.check_call_owner("c1", page, &wrong_pid).is_err());
+        assert!(c.check_call_owner("c1", page, &bad_pid).is_err());
+        assert!(c.check_call_owner("c1", page, &pid_only).is_ok());
+        assert!(c.check_call_owner("c1", page, &silent).is_ok());
+        assert!(c.check_call_owner("c1", page, &me).is_ok());
+        assert!(c.check_call_owner("unknown", other, &silent).is_ok());
         // An orphan belongs to the origin that polled it first.
         assert_eq!(c.poll("zz", None, 3.0), Ok(None));
         assert!(c.poll("zz", other, 3.0).is_err());

@@ -14,7 +14,7 @@ use super::{
     verify_and_store, Obj, EXCEPTION, RESULT,
 };
 use crate::breakpoints::{Gate, Options, Plan};
-use crate::calls::{NotYours, PauseCause, When};
+use crate::calls::{NotYours, PauseCause, ProcessClaim, When};
 use crate::error::ApiError;
 use crate::events::EventKind;
 use crate::ids;
@@ -110,8 +110,8 @@ pub(crate) fn not_yours(what: &str, e: &NotYours) -> ApiError {
         403,
         "not_owner",
         format!(
-            "this {what} belongs to {owner}: only the process and origin that started it may \
-             complete it, poll it or answer its REPL"
+            "this {what} belongs to {owner}: only requests from where it started may complete it, \
+             poll it or answer its REPL, and process fields, where sent, must be its own"
         ),
     )
 }
@@ -477,8 +477,10 @@ pub fn call_complete(shared: &Shared, body: &JsonNode<'_>) -> Result<Value, ApiE
 }
 
 /// `POST /api/call/complete` (protocol doc §2.9) from `origin`: an open call is completed only
-/// by the origin and the process (`process_pid`, `process_start_time`) that started it;
-/// anyone else gets 403 `not_owner` and nothing changes.
+/// from the origin that started it (a program: no browser origin), by a request whose
+/// `process_pid` and `process_start_time`, where sent, are the call's (`ProcessClaim`; REST
+/// callers and the original's browser client omit them); anyone else gets 403 `not_owner`
+/// and nothing changes.
 pub fn call_complete_from(
     shared: &Shared,
     body: &JsonNode<'_>,
@@ -496,16 +498,18 @@ pub fn call_complete_from(
             ))
         }
     };
-    let scalar = |key: &str| body.get(key).map(JsonNode::to_value);
-    let who = identity_of(
-        scalar("process_pid").as_ref(),
-        scalar("process_start_time").as_ref(),
-    )
-    .ok()
-    .map(|w| w.process());
+    let claim = |key: &str| {
+        body.get(key)
+            .filter(|v| !v.is_null())
+            .map(JsonNode::to_value)
+    };
+    let who = ProcessClaim {
+        pid: claim("process_pid").map(|v| py_int(&v)),
+        start_time: claim("process_start_time").map(|v| py_float(&v).filter(|t| t.is_finite())),
+    };
     let owned = |st: &State| {
         st.calls
-            .check_call_owner(&call_id, origin, who.as_ref())
+            .check_call_owner(&call_id, origin, &who)
             .map_err(|e| not_yours("call", &e))
     };
     // Checked before anything is stored, and again when the call is taken.
@@ -994,18 +998,32 @@ mod tests {
             try_complete(&other_pid, page).unwrap_err().code(),
             "not_owner"
         );
-        let mut no_identity = good.clone();
-        no_identity.remove("process_start_time");
+        let mut bad_start = good.clone();
+        bad_start.remove("process_pid");
+        bad_start.insert("process_start_time".into(), json!("yesterday"));
         assert_eq!(
-            try_complete(&no_identity, page).unwrap_err().code(),
-            "not_owner"
+            try_complete(&bad_start, page).unwrap_err().code(),
+            "not_owner",
+            "a field that is sent must be the call's"
+        );
+        let mut silent = good.clone();
+        silent.remove("process_pid");
+        silent.remove("process_start_time");
+        assert_eq!(
+            try_complete(&silent, None).unwrap_err().code(),
+            "not_owner",
+            "omitted fields do not make a program the page"
         );
         assert_eq!(s.lock().calls.n_open(), 1, "refusals change nothing");
         assert_eq!(
             call_records(&s, &RecordFilter::default(), 0, 10).total_count,
             0
         );
-        assert_eq!(try_complete(&good, page).unwrap(), json!({"status": "ok"}));
+        // From the page that started it, omitted process fields claim nothing.
+        assert_eq!(
+            try_complete(&silent, page).unwrap(),
+            json!({"status": "ok"})
+        );
         let page_rec = call_records(&s, &RecordFilter::default(), 0, 10);
         assert_eq!(page_rec.calls[0]["origin"], "http://localhost:3000");
     }

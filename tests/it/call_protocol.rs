@@ -955,3 +955,87 @@ fn a_request_declaring_an_absurd_body_does_not_take_the_server_down() {
     });
     assert_eq!(status, 200);
 }
+
+/// REST callers and the original's browser client complete a call without `process_pid` and
+/// `process_start_time`: from where the call came from (a program: no browser origin), the
+/// random call id is enough, as the original accepts it; whatever is sent must still be the
+/// call's.
+#[test]
+fn a_completion_without_process_fields_is_accepted_from_where_the_call_came() {
+    let server = Server::start(&["--memory"]);
+    let c = server.client();
+    let silent = |call_id: &str, result: &Value| {
+        let mut b = complete_body(call_id, result);
+        let m = b.as_object_mut().unwrap();
+        m.remove("process_pid");
+        m.remove("process_start_time");
+        b
+    };
+    let start = |name: &str| {
+        let mut body = call_start_body(name, vec![item(&json!(2), 2)], json!({}));
+        body["process_pid"] = json!(4242);
+        body["process_start_time"] = json!(123.456);
+        c.post_ok("/api/call/start", &body)
+    };
+
+    // A plain call: ok, recorded with the process of its start.
+    let a = start("plain");
+    let call_id = a["call_id"].as_str().unwrap();
+    assert_eq!(
+        c.post_ok("/api/call/complete", &silent(call_id, &json!(5))),
+        json!({"status": "ok"})
+    );
+    let recs = c.get_ok("/api/call-records?function=plain")["calls"].clone();
+    assert_eq!(recs[0]["process_pid"], 4242, "{recs}");
+    assert_eq!(recs[0]["process_start_time"], 123.456);
+
+    // Only one field, the call's own: accepted too.
+    let a = start("plain");
+    let mut pid_only = silent(a["call_id"].as_str().unwrap(), &json!(5));
+    pid_only["process_pid"] = json!(4242);
+    assert_eq!(c.post_ok("/api/call/complete", &pid_only)["status"], "ok");
+
+    // An after-breakpoint pauses: the answer is a poll action.
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "after", "behavior": "go", "after_behavior": "stop"}),
+    );
+    let a = start("after");
+    assert_eq!(a["action"], "continue", "{a}");
+    let done = c.post_ok(
+        "/api/call/complete",
+        &silent(a["call_id"].as_str().unwrap(), &json!(5)),
+    );
+    assert_eq!(done["action"], "poll", "{done}");
+    let paused = c.get_ok("/api/paused")["paused"].clone();
+    assert_eq!(paused.as_array().unwrap().len(), 1, "{paused}");
+    assert_eq!(paused[0]["when"], "after");
+
+    // A result whose CID is not its data's: 400 cid_mismatch, as the original answers.
+    let a = start("plain");
+    let mut wrong = silent(a["call_id"].as_str().unwrap(), &json!(5));
+    wrong["result_cid"] = json!("0".repeat(128));
+    assert_eq!(
+        c.post_err("/api/call/complete", &wrong, 400)["error"],
+        "cid_mismatch"
+    );
+
+    // Fields that are sent and contradict the call's are still refused, one at a time.
+    let a = start("plain");
+    let id = a["call_id"].as_str().unwrap();
+    for (field, value) in [
+        ("process_pid", json!(4243)),
+        ("process_start_time", json!(123.457)),
+        ("process_pid", json!("x")),
+    ] {
+        let mut b = silent(id, &json!(5));
+        b[field] = value;
+        let e = c.post_err("/api/call/complete", &b, 403);
+        assert_eq!(e["error"], "not_owner", "{field}: {e}");
+    }
+    assert_eq!(
+        c.post_ok("/api/call/complete", &silent(id, &json!(5)))["status"],
+        "ok",
+        "the refusals changed nothing"
+    );
+}

@@ -137,9 +137,17 @@ fn a_known_call_id_completes_only_from_its_process_and_origin() {
     let mut other_start = good.clone();
     other_start["process_start_time"] = json!(1795311683.7);
     variants.push(("another start time", other_start, None));
-    let mut no_identity = good.clone();
-    no_identity.as_object_mut().unwrap().remove("process_pid");
-    variants.push(("no process identity", no_identity, None));
+    let mut partial = good.clone();
+    partial.as_object_mut().unwrap().remove("process_pid");
+    partial["process_start_time"] = json!(1795311683.7);
+    variants.push(("only a start time, another one", partial, None));
+    let mut unreadable = good.clone();
+    unreadable["process_pid"] = json!("not a pid");
+    variants.push(("a pid that is not a number", unreadable, None));
+    let mut silent = good.clone();
+    silent.as_object_mut().unwrap().remove("process_pid");
+    silent.as_object_mut().unwrap().remove("process_start_time");
+    variants.push(("a page without process fields", silent, Some(PAGE)));
     // A page (granted, so only the owner check stands) with the program's exact identity.
     variants.push((
         "a page with the program's identity",
