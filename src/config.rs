@@ -45,7 +45,7 @@ pub struct Args {
 
     /// database file (append-only log; created if missing, in a directory that must exist;
     /// reopened with its objects, records, history and breakpoints if present; :memory: means
-    /// --memory). Default: a new file $CIDELDILL_HOME/db/cideldill-<timestamp>.db (home
+    /// --memory). Default: a new file $CIDELDILL_HOME/db/cideldill-<timestamp>-<pid>.db (home
     /// default ~/.cideldill, whose db directory is created)
     #[argh(option, arg_name = "path")]
     pub db: Option<PathBuf>,
@@ -695,6 +695,9 @@ pub struct Env {
     pub cideldill_home: Option<PathBuf>,
     pub cideldill_port_file: Option<PathBuf>,
     pub cideldill_mcp_clients_config: Option<PathBuf>,
+    /// This process's id: it names the default database with the time, so two servers
+    /// started in the same microsecond (two tests, a script) never pick the same file.
+    pub pid: u32,
 }
 
 impl Env {
@@ -710,6 +713,7 @@ impl Env {
             cideldill_home: var("CIDELDILL_HOME"),
             cideldill_port_file: var("CIDELDILL_PORT_FILE"),
             cideldill_mcp_clients_config: var(crate::upstream::config::CONFIG_ENV_VAR),
+            pid: std::process::id(),
         }
     }
 
@@ -904,7 +908,7 @@ impl Config {
         } else if let Some(db) = &args.db {
             Database::File(env.expand(db))
         } else {
-            let name = format!("cideldill-{}.db", ids::file_timestamp(now));
+            let name = format!("cideldill-{}-{}.db", ids::file_timestamp(now), env.pid);
             Database::File(env.data_home().join("db").join(name))
         };
         Ok(Config {
@@ -1192,7 +1196,7 @@ mod tests {
         assert_eq!(c.port_file, PathBuf::from("/home/u/.cideldill/port"));
         assert_eq!(
             c.database,
-            Database::File("/home/u/.cideldill/db/cideldill-19700101-000000-000000.db".into())
+            Database::File("/home/u/.cideldill/db/cideldill-19700101-000000-000000-0.db".into())
         );
     }
 

@@ -807,3 +807,70 @@ fn settings_changed_through_mcp_tools_survive_a_restart() {
     assert_eq!(listing["breakpoint_after_behaviors"]["f"], "exception");
     assert_eq!(c.get_ok("/api/behavior"), json!({"behavior": "go"}));
 }
+
+/// Two servers started at once with the same `--port`, the same home and their own port files
+/// (the original's `test_server_falls_back_if_port_occupied`): in either order, each binds,
+/// writes its own port file and says which port it took; one has the port asked for. Both
+/// write a database by default, so their default database files must differ (they were
+/// named by the start time alone, and two starts in one microsecond made the second refuse
+/// the first's file).
+#[test]
+fn two_servers_asking_for_one_port_at_once_both_start_and_say_where() {
+    use crate::support::{binary, wait_for_port};
+    use std::process::{Command, Stdio};
+    for round in 0..40 {
+        let home = TempDir::new("two-at-once");
+        let asked = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let spawn = |name: &str| {
+            let port_file = home.path().join(name);
+            let stderr_path = home.path().join(format!("{name}.stderr"));
+            let child = Command::new(binary("cideldill-server"))
+                .args(["--port", &asked.to_string(), "--port-file"])
+                .arg(&port_file)
+                .env("CIDELDILL_HOME", home.path())
+                .env("RUST_LOG", "info")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&stderr_path).unwrap())
+                .spawn()
+                .unwrap();
+            (child, port_file, stderr_path)
+        };
+        let mut servers = [spawn("port"), spawn("port2")];
+        let ports: Vec<u16> = servers
+            .iter_mut()
+            .map(|(child, file, err)| wait_for_port(child, file, err))
+            .collect();
+        assert!(
+            ports.contains(&asked),
+            "round {round}: {ports:?}, asked {asked}"
+        );
+        assert_ne!(ports[0], ports[1], "round {round}");
+        for ((child, _, err), port) in servers.iter_mut().zip(&ports) {
+            let said = std::fs::read_to_string(&*err).unwrap();
+            assert!(
+                said.contains(&format!("http://127.0.0.1:{port}")),
+                "round {round}: the banner names the port it took:\n{said}"
+            );
+            if *port != asked {
+                assert!(
+                    said.contains(&format!("Port {asked} is occupied, using free port {port}")),
+                    "round {round}:\n{said}"
+                );
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let dbs = std::fs::read_dir(home.path().join("db"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".db")
+            })
+            .count();
+        assert_eq!(dbs, 2, "round {round}: one database file each");
+    }
+}
