@@ -2536,7 +2536,7 @@ async function everyPage(t) {
     repls: "/repls", repl: `/repl/${encodeURIComponent(session)}`, "mcp-servers": "/mcp-servers",
     functions: "/functions", errors: "/com-errors", objects: "/objects", object: `/object/${cid}`,
     callstack: site, frame: `/frame/${encodeURIComponent(id)}/0`, history: "/breakpoint/add/history",
-    "repl-help": "/repl-help", compare, "not-found": "/nope", runs: "/runs",
+    "repl-help": "/repl-help", compare, "not-found": "/nope", runs: "/runs", docs: "/docs",
   };
 }
 
@@ -2604,6 +2604,43 @@ check("live: a new pause is announced, and a selection in another card survives 
   assert(fetched === 0, `${fetched} refreshes for calls the page does not show`);
   assert(await card.evaluate((c) => c.__kept === true), "the card was replaced");
   await t.shot(page, "paused-two-programs");
+});
+
+check("docs: every operation of the OpenAPI document, sent from the page", async (t) => {
+  const server = await t.server();
+  const page = await t.page(server, "/docs");
+  const spec = await server.api("GET", "/openapi.json");
+  const ops = Object.values(spec.paths).reduce((n, o) => n + Object.keys(o).length, 0);
+  assert(await page.locator("details.op").count() === ops, `the page lists every one of the ${ops} operations`);
+  // A GET: its answer is shown, as JSON.
+  const list = page.locator("details#op-get_api_breakpoints");
+  await list.locator("summary").click();
+  await list.getByRole("button", { name: "Send GET" }).click();
+  const answer = list.locator(".try-answer");
+  await waitFor(async () => /: 200 /.test(await answer.locator("strong").textContent()), { what: "the GET's status" });
+  assert((await answer.locator("pre").textContent()).includes('"breakpoints"'), "the GET's answer is shown");
+  // A POST with a body that is not JSON is not sent; then with one, it is, and it acts.
+  const add = page.locator("details#op-post_api_breakpoints");
+  await add.locator("summary").click();
+  const body = add.locator('textarea[data-in="body"]');
+  await body.fill("{function_name: nope");
+  await add.getByRole("button", { name: "Send POST" }).click();
+  await waitFor(async () => /not JSON/.test(await add.locator(".try-answer").textContent()), { what: "the refusal of a bad body" });
+  assert(await body.getAttribute("aria-invalid") === "true", "the body field is marked invalid");
+  await body.fill('{"function_name": "from_docs"}');
+  await add.getByRole("button", { name: "Send POST" }).click();
+  await waitFor(async () => /: 200 /.test(await add.locator(".try-answer strong").textContent()), { what: "the POST's status" });
+  const bps = await server.api("GET", "/api/breakpoints");
+  assert(bps.breakpoints.includes("from_docs"), `the POST from the page added the breakpoint: ${JSON.stringify(bps.breakpoints)}`);
+  // A path parameter fills the path: an unknown name answers its 404 error, shown as failed.
+  const one = page.locator("details#op-post_api_runs_run_id_label");
+  await one.locator("summary").click();
+  await one.locator('input[data-name="run_id"]').fill("no such/run");
+  await one.locator('textarea[data-in="body"]').fill('{"label": "x"}');
+  await one.getByRole("button", { name: "Send POST" }).click();
+  await waitFor(async () => /no%20such%2Frun\/label: 404 /.test(await one.locator(".try-answer strong").textContent()), { what: "the unknown run's 404" });
+  assert(await one.locator(".try-answer").evaluate((e) => e.classList.contains("failed")), "an error answer is marked failed");
+  await t.shot(page, "docs-try-it");
 });
 
 check("keys: ? opens the keyboard help on every page, Escape closes it", async (t) => {

@@ -474,16 +474,8 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
             || (path == "/" && crate::ui::wants_html(head.accept.as_deref())));
     if page_path {
         let page = if matches!(path, "/docs" | "/docs/") {
-            let rows: Vec<crate::ui::ApiRow> = routes::ROUTES
-                .iter()
-                .map(|r| crate::ui::ApiRow {
-                    method: r.method,
-                    path: r.path,
-                    summary: r.summary,
-                    query: r.query,
-                })
-                .collect();
-            Some(crate::ui::api_docs(shared, &rows, &head.query))
+            let spec = routes::openapi_for(head.host.as_deref());
+            Some(crate::ui::api_docs(shared, &spec, &head.query))
         } else {
             crate::ui::serve(shared, path, &head.query)
         };

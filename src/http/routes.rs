@@ -373,6 +373,11 @@ pub fn reference_markdown() -> String {
 
 /// The OpenAPI document of the route table.
 fn openapi_document(r: &Req) -> Value {
+    openapi_for(r.host.as_deref())
+}
+
+/// The OpenAPI document of the route table, its server named by `host` (the request's Host).
+pub(super) fn openapi_for(host: Option<&str>) -> Value {
     let endpoints: Vec<Endpoint> = ROUTES
         .iter()
         .map(|r| Endpoint {
@@ -382,7 +387,7 @@ fn openapi_document(r: &Req) -> Value {
             query: r.query,
         })
         .collect();
-    openapi::document(r.host.as_deref(), &endpoints)
+    openapi::document(host, &endpoints)
 }
 
 #[cfg(test)]

@@ -219,45 +219,211 @@ pub fn repl_help() -> View {
     View::new("REPL help", "/repls", main)
 }
 
-/// One REST endpoint as `/docs` lists it (the HTTP face hands them over from its route table).
-pub struct ApiRow {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub summary: &'static str,
-    /// Query parameters: name and description.
-    pub query: &'static [(&'static str, &'static str)],
-}
-
-/// `/docs`: every REST endpoint of the route table (the one the OpenAPI document is built
-/// from), with its parameters.
-pub fn docs(rows: &[ApiRow]) -> View {
-    let mut out = Html::lit(
+/// `/docs`: the OpenAPI document of `/openapi.json` (built from the route table) as a page:
+/// every operation with its parameters, request body and answers, each with a form that sends
+/// it from this page (`app.js`, `form[data-try]`). The page is this server's own origin, so
+/// what it sends passes the same trust rules as every other page of the web UI; nothing is
+/// loaded from anywhere else.
+pub fn docs(spec: &Value) -> View {
+    let title = spec["info"]["title"].as_str().unwrap_or("REST API");
+    let version = spec["info"]["version"].as_str().unwrap_or("");
+    let mut out = markup!(
         "<div class=\"bar\"><h1>REST API</h1><a href=\"/openapi.json\">OpenAPI document</a></div>\
-         <p class=\"meta\">Every endpoint of this server, as <a href=\"/openapi.json\">/openapi.json</a> \
-         describes it (also at <code>/api/openapi.json</code>). Bodies and answers are JSON, but for \
-         the browser debug client's script.</p>\
-         <div class=\"table-wrap\"><table class=\"grid\"><thead><tr><th scope=\"col\">Method</th>\
-         <th scope=\"col\">Path</th><th scope=\"col\">What it does</th></tr></thead><tbody>",
+         <p class=\"meta\">{} {}: every operation that <a href=\"/openapi.json\">/openapi.json</a> \
+         describes (also at <code>/api/openapi.json</code>), OpenAPI {}. Open one to read its \
+         parameters and answers and to send it from this page: <b>Send</b> makes the request \
+         as this page (this server's own origin) and shows the answer. Bodies and answers are \
+         JSON, but for the browser debug client's script.</p>",
+        title,
+        version,
+        spec["openapi"].as_str().unwrap_or("")
     );
-    for r in rows {
-        let mut about = Html::text(r.summary);
-        if !r.query.is_empty() {
-            about.push_lit("<ul>");
-            for (name, description) in r.query {
-                html!(about, "<li><code>?{}</code>: {}</li>", name, description);
-            }
-            about.push_lit("</ul>");
+    let Some(paths) = spec["paths"].as_object() else {
+        out.push_lit("<p class=\"empty\">The document lists no operations.</p>");
+        return View::new("API", "", out);
+    };
+    // Grouped by the first segment after /api (the original's addresses and the rest apart).
+    let group_of = |path: &str| -> String {
+        let mut segs = path.trim_start_matches('/').split('/');
+        match (segs.next(), segs.next()) {
+            (Some("api"), Some(g)) if !g.starts_with('{') => format!("/api/{g}"),
+            (Some(first), _) => format!("/{first}"),
+            _ => "/".to_owned(),
         }
+    };
+    let mut groups: Vec<(String, Vec<(&String, &Value)>)> = Vec::new();
+    for (path, ops) in paths {
+        let g = group_of(path);
+        match groups.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, v)) => v.push((path, ops)),
+            None => groups.push((g, vec![(path, ops)])),
+        }
+    }
+    let n_ops: usize = paths
+        .values()
+        .map(|o| o.as_object().map_or(0, |m| m.len()))
+        .sum();
+    html!(
+        out,
+        "<nav class=\"toc\" aria-label=\"Groups of operations\"><p>{} operations in {} groups:</p><ul>",
+        n_ops,
+        groups.len()
+    );
+    for (g, _) in &groups {
         html!(
             out,
-            "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
-            r.method,
-            r.path,
-            about
+            "<li><a href=\"#{}\"><code>{}</code></a></li>",
+            group_id(g),
+            g
         );
     }
-    out.push_lit("</tbody></table></div>");
+    out.push_lit("</ul></nav>");
+    for (g, entries) in &groups {
+        html!(out, "<h2 id=\"{}\"><code>{}</code></h2>", group_id(g), g);
+        for (path, ops) in entries {
+            let Some(ops) = ops.as_object() else { continue };
+            for (method, op) in ops {
+                out.push(&operation(path, method, op));
+            }
+        }
+    }
     View::new("API", "", out)
+}
+
+fn group_id(group: &str) -> String {
+    let slug: String = group
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("g{slug}")
+}
+
+/// One operation of the OpenAPI document: what it is, and a form that sends it.
+fn operation(path: &str, method: &str, op: &Value) -> Html {
+    let verb = method.to_ascii_uppercase();
+    let summary = op["summary"].as_str().unwrap_or("");
+    let id = op["operationId"].as_str().unwrap_or("");
+    let mut out = markup!(
+        "<details class=\"op\" id=\"op-{}\"><summary><code class=\"verb verb-{}\">{}</code> \
+         <code>{}</code> <span class=\"op-summary\">{}</span></summary><div class=\"op-body\">",
+        id,
+        method,
+        verb,
+        path,
+        summary
+    );
+    let params: Vec<&Value> = op["parameters"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    // Without scripts, a GET without path parameters still works as a plain form.
+    if verb == "GET" && !path.contains('{') {
+        html!(
+            out,
+            "<form class=\"try\" data-try data-method=\"{}\" data-path=\"{}\" method=\"get\" action=\"{}\">",
+            verb,
+            path,
+            path
+        );
+    } else {
+        html!(
+            out,
+            "<form class=\"try\" data-try data-method=\"{}\" data-path=\"{}\">",
+            verb,
+            path
+        );
+    }
+    if params.is_empty() {
+        out.push_lit("<p class=\"meta\">No parameters.</p>");
+    } else {
+        out.push_lit("<fieldset><legend>Parameters</legend>");
+        for p in &params {
+            let name = p["name"].as_str().unwrap_or("");
+            let place = p["in"].as_str().unwrap_or("query");
+            let required = p["required"].as_bool().unwrap_or(false);
+            let field = format!("{id}-{place}-{name}");
+            html!(
+                out,
+                "<div class=\"param\"><label for=\"{}\"><code>{}</code> <span class=\"meta\">{}{}, {}</span></label>",
+                field,
+                name,
+                place,
+                if required { ", required" } else { "" },
+                p["schema"]["type"].as_str().unwrap_or("string"),
+            );
+            // A query parameter keeps its name, so that a GET form sends it without scripts.
+            let name_attr = if place == "query" {
+                markup!(" name=\"{}\"", name)
+            } else {
+                Html::new()
+            };
+            let required_attr = Html::lit(if required { " required" } else { "" });
+            html!(
+                out,
+                "<input id=\"{}\" data-in=\"{}\" data-name=\"{}\"{}{}>",
+                field,
+                place,
+                name,
+                name_attr,
+                required_attr
+            );
+            if let Some(d) = p["description"].as_str() {
+                html!(out, "<p class=\"meta\">{}</p>", d);
+            }
+            out.push_lit("</div>");
+        }
+        out.push_lit("</fieldset>");
+    }
+    if let Some(body) = op.get("requestBody") {
+        let schema = &body["content"]["application/json"]["schema"];
+        html!(
+            out,
+            "<div class=\"param\"><label for=\"{}-body\">Request body <span class=\"meta\">\
+             application/json, {}{}; the summary above names its fields</span></label>\
+             <textarea id=\"{}-body\" data-in=\"body\" rows=\"3\" spellcheck=\"false\">{{}}</textarea></div>",
+            id,
+            schema["type"].as_str().unwrap_or("any"),
+            if body["required"].as_bool() == Some(true) { ", required" } else { ", optional" },
+            id
+        );
+    }
+    html!(
+        out,
+        "<div class=\"actions\"><button type=\"submit\">Send {}</button></div></form>\
+         <div class=\"try-answer\" aria-live=\"polite\" hidden></div>",
+        verb
+    );
+    out.push_lit("<h3>Answers</h3><ul class=\"answers\">");
+    if let Some(responses) = op["responses"].as_object() {
+        for (code, r) in responses {
+            let types: Vec<String> = r["content"]
+                .as_object()
+                .map(|c| {
+                    c.iter()
+                        .map(|(t, v)| {
+                            let schema = &v["schema"];
+                            match (schema["type"].as_str(), schema["$ref"].as_str()) {
+                                (Some(ty), _) => format!("{t} ({ty})"),
+                                (None, Some(r)) => {
+                                    format!("{t} ({})", r.rsplit('/').next().unwrap_or(r))
+                                }
+                                _ => t.clone(),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            html!(
+                out,
+                "<li><code>{}</code> {}: {}</li>",
+                code,
+                r["description"].as_str().unwrap_or(""),
+                types.join(", ")
+            );
+        }
+    }
+    out.push_lit("</ul></div></details>");
+    out
 }
 
 /// `/frame/call/<process_key>/<call_id>/<i>`: the page of `/frame/call/<call_id>/<i>` (call ids
@@ -380,26 +546,50 @@ mod tests {
     }
 
     #[test]
-    fn the_docs_list_every_route_escaped() {
-        let rows = [
-            ApiRow {
-                method: "GET",
-                path: "/api/a",
-                summary: "lists <a>",
-                query: &[("limit", "page <size>")],
+    fn the_docs_show_every_operation_escaped_with_a_form() {
+        let spec = serde_json::json!({
+            "openapi": "3.1.0",
+            "info": {"title": "T", "version": "1"},
+            "paths": {
+                "/api/a": {"get": {"summary": "lists <a>", "operationId": "get_api_a",
+                    "parameters": [{"name": "limit", "in": "query", "description": "page <size>",
+                                    "schema": {"type": "string"}}],
+                    "responses": {"200": {"description": "Success",
+                        "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+                "/api/b/{x}": {"post": {"summary": "b", "operationId": "post_api_b_x",
+                    "parameters": [{"name": "x", "in": "path", "required": true,
+                                    "schema": {"type": "string"}}],
+                    "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                    "responses": {}}},
             },
-            ApiRow {
-                method: "POST",
-                path: "/api/b/{x}",
-                summary: "b",
-                query: &[],
-            },
-        ];
-        let html = docs(&rows).main;
-        for r in &rows {
-            assert!(html.contains(&crate::ui::esc(r.path)), "{}", r.path);
-        }
+        });
+        let html = docs(&spec).main.into_string();
+        assert!(html.contains("<code>/api/a</code>") && html.contains("<code>/api/b/{x}</code>"));
         assert!(html.contains("lists &lt;a&gt;") && html.contains("page &lt;size&gt;"));
+        assert!(
+            html.contains("data-method=\"POST\" data-path=\"/api/b/{x}\""),
+            "{html}"
+        );
+        assert!(
+            html.contains("data-in=\"path\" data-name=\"x\" required>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("data-path=\"/api/b/{x}\">"),
+            "no plain-form fallback for a POST"
+        );
+        assert!(
+            html.contains("method=\"get\" action=\"/api/a\""),
+            "a GET works without scripts"
+        );
+        assert!(html.contains("data-in=\"query\" data-name=\"limit\" name=\"limit\""));
+        assert!(html.contains("data-in=\"body\""), "a POST has a body field");
+        assert_eq!(
+            html.matches("data-in=\"body\"").count(),
+            1,
+            "a GET has none"
+        );
+        assert!(html.contains("2 operations in 2 groups"), "{html}");
         assert!(!html.contains("<script"));
     }
 }

@@ -29,7 +29,8 @@ impl Html {
         Html(s.to_owned())
     }
 
-    /// Text, escaped.
+    /// Text, escaped (the `html!` and `markup!` macros escape their arguments in place).
+    #[cfg(test)]
     pub fn text(s: &str) -> Html {
         let mut out = Html::with_capacity(s.len() + 8);
         out.push_text(s);

@@ -13,7 +13,6 @@ mod calls;
 mod compare;
 mod compat;
 mod highlight;
-pub use compat::ApiRow;
 mod lists;
 pub(crate) mod markup;
 mod object;
@@ -226,9 +225,9 @@ pub fn not_found_page(shared: &Shared, path: &str) -> Page {
 }
 
 /// `/docs`: the REST endpoints the HTTP face lists from its route table, as a page.
-pub fn api_docs(shared: &Shared, rows: &[ApiRow], query: &[(String, String)]) -> Page {
+pub fn api_docs(shared: &Shared, spec: &Value, query: &[(String, String)]) -> Page {
     let fragment = query.iter().any(|(k, v)| k == "fragment" && v == "1");
-    render(shared, Ok(compat::docs(rows)), fragment)
+    render(shared, Ok(compat::docs(spec)), fragment)
 }
 
 /// A page's answer in the layout (or as the fragment the live pages fetch).

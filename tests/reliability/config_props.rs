@@ -365,6 +365,7 @@ proptest! {
             cideldill_home: None,
             cideldill_port_file: None,
             cideldill_mcp_clients_config: None,
+            pid: 4711,
         };
         let resolved = bounded("the command line", len, || {
             Args::from_args(&["cideldill-server"], &words)

@@ -697,6 +697,59 @@ document.addEventListener("submit", (ev) => {
   submitForm(form);
 });
 
+// /docs: each operation's form sends its request from this page (this server's own origin, so
+// the same trust rules as every page) and shows the status and the answer. Path parameters
+// fill the braces of the path; query parameters left empty are not sent; the body must be JSON.
+document.addEventListener("submit", async (ev) => {
+  const form = ev.target.closest("form[data-try]");
+  if (!form) return;
+  ev.preventDefault();
+  const out = form.nextElementSibling;
+  const show = (status, text, failed) => {
+    out.hidden = false;
+    out.classList.toggle("failed", failed);
+    const head = document.createElement("strong");
+    head.textContent = status;
+    const pre = document.createElement("pre");
+    pre.className = "value";
+    pre.textContent = text;
+    out.replaceChildren(head, pre);
+  };
+  let path = form.dataset.path;
+  const query = new URLSearchParams();
+  let body;
+  for (const el of form.querySelectorAll("[data-in]")) {
+    const where = el.dataset.in;
+    if (where === "path") path = path.replace("{" + el.dataset.name + "}", encodeURIComponent(el.value));
+    else if (where === "query" && el.value !== "") query.append(el.dataset.name, el.value);
+    else if (where === "body" && el.value.trim() !== "") {
+      try { JSON.parse(el.value); } catch (e) {
+        el.setAttribute("aria-invalid", "true");
+        show("Not sent", "The request body is not JSON: " + e.message, true);
+        return;
+      }
+      el.removeAttribute("aria-invalid");
+      body = el.value;
+    }
+  }
+  const url = path + (query.toString() ? "?" + query : "");
+  const method = form.dataset.method;
+  const button = form.querySelector("button");
+  button.disabled = true;
+  try {
+    const headers = body === undefined ? {} : { "Content-Type": "application/json" };
+    const r = await fetch(url, { method, headers, body });
+    const type = r.headers.get("Content-Type") || "";
+    let text = await r.text();
+    if (type.includes("json")) { try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { /* as sent */ } }
+    show(method + " " + url + ": " + r.status + " " + r.statusText, text, !r.ok);
+  } catch (e) {
+    show(method + " " + url + ": not answered", String(e), true);
+  } finally {
+    button.disabled = false;
+  }
+});
+
 // A choice applies at once when made with the pointer. Arrow keys on a closed select pass
 // through every value on the way: those apply only on Enter or when the select loses the
 // focus, so that a live program gets the one value chosen, not each one passed.
