@@ -8,7 +8,9 @@ pre-registered credentials or the tool calls to make). This script:
 
   1. starts cideldill-server (CIDELDILL_SERVER_BIN) with --memory --port 0 and the suite's
      server as the one external MCP server `conf` (a servers file; with an `oauth` object
-     when the context carries client_id / client_secret / scope),
+     when the context carries client_id / client_secret / scope, and for auth/basic-cimd
+     the `client_metadata_url` of the suite's metadata document, as a person who hosts one
+     configures it),
   2. waits until `conf` is connected (GET /api/mcp-clients); when its `auth` state is
      `required`, authorizes: POST /api/mcp-clients/conf/authorize, then a GET of the
      authorization URL that follows redirects to our own /oauth/callback, then waits again,
@@ -43,6 +45,8 @@ TOOL_ARGS = {"add_numbers": {"a": 2, "b": 3}}
 # json-schema-2020-12-preservation: echo the focal tool's inputSchema as we received it.
 FOCAL_TOOL = "json_schema_2020_12_tool"
 ECHO_TOOL = "json_schema_echo"
+# auth/basic-cimd: the client ID metadata document the suite expects a client to name.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
 def log(msg):
@@ -72,6 +76,11 @@ class Run:
     def start(self):
         entry = {"url": self.url}
         oauth = {k: self.context[k] for k in ("client_id", "client_secret", "scope") if k in self.context}
+        if self.scenario == "auth/basic-cimd":
+            # A person whose authorization server takes client ID metadata documents hosts one
+            # and names it in the entry (this server cannot serve one an authorization server
+            # can fetch: docs/mcp.md); the suite's document is at this fixed address.
+            oauth["client_metadata_url"] = CIMD_URL
         if oauth:
             entry["oauth"] = oauth
         config = os.path.join(self.home, "servers.json")

@@ -725,12 +725,22 @@ impl Auth {
         Some(s)
     }
 
-    /// The `auth` object of a server (`{"state": "none"}` for one never seen over HTTP).
+    /// The `auth` object of a server (`{"state": "none"}` for one never seen over HTTP). One
+    /// that a person must authorize (again) names how to start it: `authorize_url`, the
+    /// address to `POST` (`authorize_method`), which answers the `authorization_url` to open.
     pub fn describe(&self, name: &str) -> Value {
-        match lock(&self.servers).get(name) {
+        let mut v = match lock(&self.servers).get(name) {
             Some(s) => s.describe(),
-            None => json!({"state": "none"}),
+            None => return json!({"state": "none"}),
+        };
+        if matches!(v["state"].as_str(), Some("required" | "error")) {
+            v["authorize_url"] = json!(format!(
+                "/api/mcp-clients/{}/authorize",
+                encode_segment(name)
+            ));
+            v["authorize_method"] = json!("POST");
         }
+        v
     }
 
     /// Writes the token file (atomically, 0600) with `server`'s entry updated.

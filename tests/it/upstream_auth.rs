@@ -154,6 +154,13 @@ fn a_protected_server_is_authorized_in_the_browser_refreshed_stepped_up_and_kept
             .contains("needs authorization"),
         "{before}"
     );
+    // It names the action that starts the authorization, and that action works.
+    let auth = &before["auth"];
+    assert_eq!(
+        auth["authorize_url"], "/api/mcp-clients/prot/authorize",
+        "{before}"
+    );
+    assert_eq!(auth["authorize_method"], "POST", "{before}");
     let r = call(&c, "prot/whoami");
     assert_eq!(r.status, 502, "{}", r.text());
     assert_eq!(r.json()["error"], "server_not_connected");
@@ -184,6 +191,7 @@ fn a_protected_server_is_authorized_in_the_browser_refreshed_stepped_up_and_kept
     assert!(page.contains("Authorized"), "{page}");
     let after = wait_auth(&c, "prot", "connected", "authorized");
     assert_eq!(after["auth"]["scopes"], json!(["mcp:read"]));
+    assert!(after["auth"].get("authorize_url").is_none(), "{after}");
     let r = call(&c, "prot/whoami");
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(
