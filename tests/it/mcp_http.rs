@@ -330,6 +330,15 @@ impl Legacy {
         })
     }
 
+    /// The handshake without the custom notifications' capability.
+    fn init_plain(&mut self) -> &mut Legacy {
+        let r = self.request("initialize", initialize("2024-11-05")["params"].clone());
+        assert_eq!(r["result"]["protocolVersion"], "2024-11-05", "{r}");
+        assert_eq!(self.post(&initialized_note()).status, 202);
+        assert_eq!(self.request("ping", json!({}))["result"], json!({}));
+        self
+    }
+
     /// The handshake, declaring the custom notifications (these tests watch pauses through
     /// them). The notification is handled after its 202; the ping round trip that follows makes
     /// it all but certain the session counts as initialized for broadcasts.
@@ -539,6 +548,81 @@ fn a_pause_reaches_two_legacy_sessions_and_a_streamable_get_stream() {
         assert_eq!(n["params"]["pause_reason"], "breakpoint");
         assert!(n.get("id").is_none(), "a notification: {n}");
     }
+}
+
+/// The custom `notifications/breakpoint/*` go to a client that declared their capability and
+/// to no other, on every transport alike: legacy HTTP+SSE, a Streamable HTTP session's GET
+/// stream and stdio. (The server's own capabilities in the `initialize` answer name those
+/// methods; on a legacy stream that answer arrives as an event, which is not a notification.)
+/// Each stream is read up to the `resources/list_changed` the same pause sends after them.
+#[test]
+fn custom_notifications_follow_one_rule_on_every_transport() {
+    let s = Server::start(&["--mcp-sse"]);
+    let mut plain_sse = Legacy::connect(s.port);
+    plain_sse.init_plain();
+    let mut custom_sse = Legacy::connect(s.port);
+    custom_sse.init();
+    let plain_sid = streamable_session(s.port, "2025-11-25");
+    let mut plain_get = get_stream(s.port, &plain_sid);
+    let custom_sid = streamable_session_custom(s.port, "2025-11-25");
+    let mut custom_get = get_stream(s.port, &custom_sid);
+    let plain_stdio = McpServer::beside(&s, &[]);
+    plain_stdio.request("initialize", initialize("2025-11-25")["params"].clone());
+    plain_stdio.send(&initialized_note());
+    let custom_stdio = McpServer::beside(&s, &[]);
+    custom_stdio.request(
+        "initialize",
+        initialize_custom("2025-11-25")["params"].clone(),
+    );
+    custom_stdio.send(&initialized_note());
+    assert_eq!(plain_stdio.request("ping", json!({}))["result"], json!({}));
+    assert_eq!(custom_stdio.request("ping", json!({}))["result"], json!({}));
+
+    let app = s.client();
+    add_breakpoint(&app, "add");
+    let (p, _) = hit(&app, "add");
+    let listed = |m: &Value| m["method"] == "notifications/resources/list_changed";
+    let custom = |m: &Value| {
+        m["method"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("notifications/breakpoint/"))
+    };
+    for (what, stream, declared) in [
+        ("legacy SSE", &mut plain_sse.sse, false),
+        ("legacy SSE", &mut custom_sse.sse, true),
+        ("Streamable HTTP", &mut plain_get, false),
+        ("Streamable HTTP", &mut custom_get, true),
+    ] {
+        stream.message(deadline(), listed);
+        let seen: Vec<&Value> = stream
+            .pending
+            .iter()
+            .map(|(m, _)| m)
+            .filter(|m| custom(m))
+            .collect();
+        if declared {
+            assert!(
+                seen.iter().any(|m| is_paused(&p)(m)),
+                "{what}, declared: no execution_paused before list_changed: {seen:?}"
+            );
+        } else {
+            assert!(seen.is_empty(), "{what}, not declared, got {seen:?}");
+        }
+    }
+    let note = custom_stdio.notification("notifications/breakpoint/execution_paused");
+    assert_eq!(note["params"]["pause_id"], p.as_str());
+    let before_list = std::cell::RefCell::new(Vec::new());
+    plain_stdio
+        .take(deadline(), |m| {
+            before_list.borrow_mut().push(m.clone());
+            listed(m)
+        })
+        .expect("stdio: list_changed");
+    let before_list = before_list.into_inner();
+    assert!(
+        !before_list.iter().any(custom),
+        "stdio, not declared, got {before_list:?}"
+    );
 }
 
 #[test]
