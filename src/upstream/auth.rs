@@ -388,6 +388,17 @@ impl State {
     }
 }
 
+/// The scopes of several space-separated lists, each once, in the order first named.
+fn scope_union<'a>(lists: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for s in lists.into_iter().flat_map(str::split_whitespace) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out.join(" ")
+}
+
 /// How the client authenticates at the token endpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct ClientInfo {
@@ -444,6 +455,9 @@ struct Inner {
     challenge: Option<Challenge>,
     tokens: Option<Tokens>,
     grant: Option<Grant>,
+    /// The scope the last authorization asked for: a step-up asks for it again with the new
+    /// one, so that what was granted before is not dropped.
+    requested_scope: Option<String>,
 }
 
 impl ServerAuth {
@@ -718,6 +732,7 @@ impl Auth {
                 challenge: None,
                 tokens,
                 grant,
+                requested_scope: None,
             }),
             refreshing: Mutex::new(()),
         });
@@ -807,6 +822,23 @@ impl Auth {
                 let s = discovered.scopes_supported.join(" ");
                 (!s.is_empty()).then_some(s)
             });
+        // A step-up (403 insufficient_scope) asks for the new scope together with what was
+        // asked for and granted before, so the new token does not lose them.
+        let scope = {
+            let inner = lock(&server.inner);
+            let before = [
+                inner.requested_scope.as_deref(),
+                inner.tokens.as_ref().and_then(|t| t.scope.as_deref()),
+            ];
+            let step_up = challenge.error.as_deref() == Some("insufficient_scope");
+            match scope {
+                Some(s) if step_up => Some(scope_union(
+                    before.into_iter().flatten().chain([s.as_str()]),
+                )),
+                other => other,
+            }
+        };
+        lock(&server.inner).requested_scope = scope.clone();
         let pkce = Pkce::new();
         let state = ids::random_hex(16);
         let mut params = vec![

@@ -291,6 +291,22 @@ fn a_protected_server_is_authorized_in_the_browser_refreshed_stepped_up_and_kept
     wait_auth(&c, "prot", "connected", "authorized");
     let r = call(&c, "prot/admin");
     assert_eq!(r.status, 200, "{}", r.text());
+    // A challenge that names only the new scope: the new authorization asks for it with
+    // everything asked for before, so the tools that worked still work.
+    let r = call(&c, "prot/audit");
+    assert_ne!(r.status, 200, "{}", r.text());
+    assert_eq!(server(&c, "prot")["auth"]["state"], "required");
+    let (url, page, _) = authorize_in_browser(&c, "prot");
+    assert!(
+        url.contains("scope=mcp%3Aread%20mcp%3Aadmin%20mcp%3Aaudit"),
+        "{url}"
+    );
+    assert!(page.contains("Authorized"), "{page}");
+    wait_auth(&c, "prot", "connected", "authorized");
+    for tool in ["prot/audit", "prot/admin", "prot/whoami"] {
+        let r = call(&c, tool);
+        assert_eq!(r.status, 200, "{tool}: {}", r.text());
+    }
     assert_eq!(fx.stats()["registrations"], 1, "the registration is reused");
 
     let log = s.stderr();
@@ -308,8 +324,8 @@ fn a_protected_server_is_authorized_in_the_browser_refreshed_stepped_up_and_kept
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         fx.stats()["authorizations"],
-        2,
-        "no new authorization after the restart"
+        3,
+        "no new authorization after the restart (three before it: the first and two step-ups)"
     );
 }
 
