@@ -47,6 +47,14 @@ pub enum Kind<'t> {
     Other,
 }
 
+/// The modules whose `UnpicklablePlaceholder` dataclass the client pickles when its own
+/// placeholder pickler cannot be used (the client's and the original server's copies).
+const PLACEHOLDER_CLASS_MODULES: [&str; 3] = [
+    "cideldill_client.serialization_common",
+    "cideldill_server.serialization_common",
+    "cideldill_client.custom_picklers",
+];
+
 /// Classifies a node.
 pub fn kind(t: &Tree, id: NodeId) -> Kind<'_> {
     let Some(o) = t.object_of(id) else {
@@ -62,6 +70,18 @@ pub fn kind(t: &Tree, id: NodeId) -> Kind<'_> {
         }
     }
     if let Some(cls) = render::type_info(t, o.callable, 8) {
+        // The client's fallback placeholder, a dataclass pickled by reference (`NEWOBJ`, then
+        // its fields as the `BUILD` state): the same fields as the reduced form's dict.
+        if &*cls.qualname == "UnpicklablePlaceholder"
+            && PLACEHOLDER_CLASS_MODULES.contains(&&*cls.module)
+            && matches!(o.kind, ObjKind::NewObj | ObjKind::Reduce)
+        {
+            if let Some(&d) = o.state.last() {
+                if matches!(t.get(d), Some(Node::Dict(_))) {
+                    return Kind::Placeholder(d);
+                }
+            }
+        }
         if cls.exception && matches!(o.kind, ObjKind::Reduce | ObjKind::NewObj | ObjKind::Inst) {
             return Kind::Exception(cls, items(t, o.args), o.state.last().copied());
         }
@@ -530,4 +550,28 @@ impl<'t> Formatter<'t> {
 
 fn is_os_error(cls: &TypeInfo) -> bool {
     cls.name().ends_with("Error") && render::exception_args_is_os(cls)
+}
+
+#[cfg(test)]
+mod tests {
+    /// `dill.dumps` of the client's `serialization_common.UnpicklablePlaceholder` dataclass
+    /// (dill 0.4.1): shown as the placeholder dict, as the reduced form is.
+    #[test]
+    fn the_placeholder_dataclass_is_a_placeholder() {
+        const B64: &str = "gASVegEAAAAAAACMJWNpZGVsZGlsbF9jbGllbnQuc2VyaWFsaXphdGlvbl9jb21tb26UjBZVbnBpY2tsYWJsZVBsYWNlaG9sZGVylJOUKYGUfZQojAl0eXBlX25hbWWUjAJDRpSMBm1vZHVsZZSMAW2UjAhxdWFsbmFtZZRoBowJb2JqZWN0X2lklIwDMHgxlIwJcmVwcl90ZXh0lIwEPENGPpSMCHN0cl90ZXh0lE6MCmF0dHJpYnV0ZXOUfZSMAWGUSwFzjBFmYWlsZWRfYXR0cmlidXRlc5R9lIwBYpSMDFR5cGVFcnJvcjogeJRzjAxwaWNrbGVfZXJyb3KUjA1UeXBlRXJyb3I6IG5vlIwPcGlja2xlX2F0dGVtcHRzlF2UjARkaWxslGGMEWNhcHR1cmVfdGltZXN0YW1wlEc/+AAAAAAAAIwFZGVwdGiUSwCMC29iamVjdF9uYW1llIwKYXNzZXRfdG9vbJSMC29iamVjdF9wYXRolIwEbS5DRpR1Yi4=";
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(B64)
+            .expect("base64");
+        let p = crate::pickle::pretty(&bytes);
+        assert_eq!(p["__cideldill_placeholder__"], true, "{p}");
+        assert_eq!(p["object_name"], "asset_tool", "{p}");
+        assert_eq!(p["object_path"], "m.CF");
+        assert_eq!(p["attributes"]["a"], 1, "{p}");
+        assert_eq!(p["failed_attributes"]["b"], "'TypeError: x'", "{p}");
+        assert_eq!(
+            p["summary"], "<Unpicklable asset_tool m.CF attrs=1 failed=1 error=TypeError: no>",
+            "{p}"
+        );
+    }
 }
