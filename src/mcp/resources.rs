@@ -89,12 +89,7 @@ fn content(shared: &Shared, uri: &str) -> Option<Value> {
             json!({"breakpoints": s.breakpoints, "paused": s.paused, "total_calls": s.total_calls,
                    "pausing": s.pausing})
         }
-        "breakpoint://breakpoints" => {
-            let l = service::breakpoints(shared);
-            json!({"breakpoints": l.breakpoints, "behaviors": l.breakpoint_behaviors,
-                   "after_behaviors": l.breakpoint_after_behaviors, "replacements": l.breakpoint_replacements,
-                   "enabled": l.breakpoint_enabled, "pausing": l.pausing})
-        }
+        "breakpoint://breakpoints" => super::tools::breakpoints_view(shared),
         "breakpoint://paused" => {
             serde_json::to_value(service::paused(shared, Payloads::Omitted)).ok()?
         }

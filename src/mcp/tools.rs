@@ -955,8 +955,14 @@ fn out<T: Serialize>(result: T) -> Result<Value, ApiError> {
 }
 
 fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
-    let l = service::breakpoints(ctx.shared());
-    Ok(json!({
+    Ok(breakpoints_view(ctx.shared()))
+}
+
+/// What `breakpoint_list_breakpoints` answers, and the `breakpoint://breakpoints` resource
+/// holds: one view, so the tool and the resource never disagree.
+pub(super) fn breakpoints_view(shared: &crate::state::Shared) -> Value {
+    let l = service::breakpoints(shared);
+    json!({
         "breakpoints": l.breakpoints,
         "behaviors": l.breakpoint_behaviors,
         "after_behaviors": l.breakpoint_after_behaviors,
@@ -968,7 +974,7 @@ fn breakpoint_list_breakpoints(ctx: &Ctx, _: &Args) -> Result<Value, ApiError> {
         "hit_counts": l.breakpoint_hit_counts,
         "enabled": l.breakpoint_enabled,
         "pausing": l.pausing,
-    }))
+    })
 }
 
 fn invalid_behavior(value: &str, names: &[&str]) -> ApiError {

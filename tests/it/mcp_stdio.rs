@@ -686,6 +686,18 @@ fn resources_list_read_templates_and_subscriptions() {
     s.call_ok("breakpoint_add", json!({"function_name": "add"}));
     let updated = s.notification("notifications/resources/updated");
     assert_eq!(updated["params"]["uri"], "breakpoint://status");
+    // The breakpoints resource is what the tool answers, options included.
+    s.call_ok(
+        "breakpoint_add",
+        json!({"function_name": "add", "condition": "args[0] > 1"}),
+    );
+    let read = s.request("resources/read", json!({"uri": "breakpoint://breakpoints"}))["result"]
+        ["contents"][0]["text"]
+        .clone();
+    let resource: Value = serde_json::from_str(read.as_str().unwrap()).unwrap();
+    let tool = s.call_ok("breakpoint_list_breakpoints", json!({}));
+    assert_eq!(resource, tool);
+    assert_eq!(resource["conditions"]["add"], "args[0] > 1", "{resource}");
     let (p, _) = start_paused_call(&s, "add");
     s.notification("notifications/resources/list_changed");
     let list = s.request("resources/list", json!({}))["result"]["resources"].clone();
