@@ -2287,6 +2287,8 @@ check("compare runs: two runs of the demo side by side, the divergence marked, a
   await recordCall(server, runs[0], "greet", ["world"]);
   await recordCall(server, runs[1], "log", ["extra"]);
   await recordCall(server, runs[1], "greet", ["there"]);
+  // The first run is labelled: the pickers and the header name it so, its key beside it.
+  await server.api("POST", `/api/runs/${encodeURIComponent(runs[0].process_key)}/label`, { label: "before the fix" });
   const page = await t.page(server, "/call-tree");
   await page.locator("a", { hasText: "Compare two runs" }).click();
   await page.waitForURL(/\/runs\/compare/);
@@ -2295,6 +2297,11 @@ check("compare runs: two runs of the demo side by side, the divergence marked, a
   await page.locator("form.compare-pick button").click();
   await page.waitForURL(/[?&]b=/);
   await page.locator(".first-divergence a").waitFor();
+  const header = await page.locator("p.runs").innerText();
+  assert(header.startsWith(`Run A before the fix ${runs[0].process_key} (`), `the header names run A by its label: ${header}`);
+  const option = await page.locator('select[name="a"] option:checked').innerText();
+  assert(option.startsWith("before the fix · demo_app.py") && option.endsWith(runs[0].process_key), `run A's choice: ${option}`);
+  assert(await page.locator('nav a[aria-current="page"]').innerText() === "Runs", "the navigation marks Runs");
   await page.locator("table.compare tr.diff", { hasText: "only in run B" }).filter({ hasText: "log" }).waitFor();
   const changed = page.locator("table.compare tr.diff", { hasText: "different arguments" }).filter({ hasText: "there" });
   await changed.waitFor();
