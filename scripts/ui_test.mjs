@@ -2123,6 +2123,51 @@ check("calls: filter, search and export the calls of the finished demo", async (
   await t.shot(page, "calls-search");
 });
 
+check("calls: at 1,400 px a row is one line, its id shortened with a copy button that copies it whole", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const demo = t.demo(server);
+  await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  await demo.waitForExit();
+  const proc = (await server.api("GET", "/api/call-records?function=add&limit=1")).calls[0];
+  for (let i = 0; i < 30; i++) await recordCall(server, proc, "scale", [i, `item-${i}`]);
+  const page = await t.page(server, "/calls", {
+    fresh: true,
+    context: { viewport: { width: 1400, height: 900 }, permissions: ["clipboard-read", "clipboard-write"] },
+  });
+  await page.locator("table.calls tbody tr").nth(36).waitFor();
+  const rows = await page.evaluate(() => Array.from(document.querySelectorAll("table.calls tbody tr")).map((tr) => ({
+    fn: tr.querySelector(".fn").textContent,
+    height: tr.getBoundingClientRect().height,
+    id: tr.dataset.callId,
+    shown: tr.querySelector("code.id").textContent,
+    title: tr.querySelector("code.id").title,
+  })));
+  const line = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector("table.calls td.when")).lineHeight) || 20);
+  await t.shot(page, "calls-1400");
+  // A call with short arguments and result is one line (its time, call, status, arguments
+  // and result side by side, under two lines of text however they wrap).
+  const short = rows.filter((r) => ["scale", "add", "greet"].includes(r.fn));
+  assert(short.length === 32, `the short calls: ${short.length}`);
+  const tall = short.filter((r) => r.height >= 48);
+  assert(tall.length === 0, `rows 48 px or taller: ${JSON.stringify(tall)} (a line is ${line} px)`);
+  for (const r of rows) {
+    assert(r.shown.length <= 22 && r.shown.endsWith("…") && r.id.startsWith(r.shown.slice(0, -1)),
+      `the id is a prefix with an ellipsis: ${r.shown} of ${r.id}`);
+    assert(r.title === `call id ${r.id}`, `the whole id in the title: ${r.title}`);
+  }
+  // The copy button, from the keyboard: the whole id on the clipboard, no dialog.
+  const first = page.locator("table.calls tbody tr").first();
+  const copy = first.getByRole("button", { name: "Copy the call id" });
+  await copy.focus();
+  await page.keyboard.press("Enter");
+  await waitFor(async () => (await copy.getAttribute("data-copied")) === "yes", { what: "the button to say copied" });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert(copied === rows[0].id, `copied ${copied}, not ${rows[0].id}`);
+  const total = rows.reduce((sum, r) => sum + r.height, 0);
+  return `${rows.length} rows ${Math.round(total)} px tall, the short ones at most ${Math.max(...short.map((r) => r.height)).toFixed(1)} px`;
+});
+
 check("calls: the client's own events are hidden with a count, shown muted on request; the status is a choice; a long value stays in its row", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });
