@@ -1482,6 +1482,29 @@ check("breakpoints: a breakpoint added through the form is hit", async (t) => {
   await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
 });
 
+check("breakpoints: every row's Replace with is one width; every header cell has a name (axe, every impact)", async (t) => {
+  const server = await t.server();
+  // Functions whose replacements are named short and long, and one with none.
+  const functions = { f: "(a)", g: "(a)", a_replacement_with_a_much_longer_name: "(a)", h: "(b, c)" };
+  for (const [name, signature] of Object.entries(functions)) {
+    await server.api("POST", "/api/functions", { function_name: name, signature });
+    await server.api("POST", "/api/breakpoints", { function_name: name, signature });
+  }
+  const page = await t.page(server, "/breakpoints", { fresh: true, context: { viewport: SIZES.desktop } });
+  await page.locator('tr[data-breakpoint="h"]').waitFor();
+  const widths = await page.evaluate(() => Array.from(document.querySelectorAll('select[name="replacement_function"]'))
+    .map((s) => [s.closest("tr").dataset.breakpoint, s.options.length, s.getBoundingClientRect().width]));
+  assert(widths.length === 4, `four Replace with choices: ${JSON.stringify(widths)}`);
+  assert(new Set(widths.map((w) => w[2])).size === 1, `Replace with widths differ: ${JSON.stringify(widths)}`);
+  assert(new Set(widths.map((w) => w[1])).size > 1, `the choices offer different functions: ${JSON.stringify(widths)}`);
+  await t.shot(page, "breakpoints-replace-width");
+  await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] }))
+    .violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`));
+  assert(!found.some((v) => /^empty-table-header|\((serious|critical)\)/.test(v)), `axe on /breakpoints:\n  ${found.join("\n  ")}`);
+  return found.length ? `other axe findings: ${found.join("; ")}` : "no axe violation of any impact";
+});
+
 check("breakpoints: a name made of dots or escaped dots changes only its own row, never the global default", async (t) => {
   const server = await t.server();
   // `.` and `..` are refused (a browser resolves them in a URL path, even as %2E%2E); names
