@@ -566,11 +566,7 @@ fn row(
     out.push_lit("</div>");
     out.push(&super::resolution_html(function, m));
     if let Some(source) = text("replay_of") {
-        html!(
-            out,
-            "<p class=\"meta\">Replay of <code class=\"id\">{}</code></p>",
-            source
-        );
+        html!(out, "<p class=\"meta\">Replay of {}</p>", short_id(source));
     }
     if let Some(line) = text("log") {
         html!(
