@@ -1482,6 +1482,29 @@ check("breakpoints: a breakpoint added through the form is hit", async (t) => {
   await demo.waitForLine(/^divide\(1, 0\) raised ZeroDivisionError/);
 });
 
+check("breakpoints: every row's Replace with is one width; every header cell has a name (axe, every impact)", async (t) => {
+  const server = await t.server();
+  // Functions whose replacements are named short and long, and one with none.
+  const functions = { f: "(a)", g: "(a)", a_replacement_with_a_much_longer_name: "(a)", h: "(b, c)" };
+  for (const [name, signature] of Object.entries(functions)) {
+    await server.api("POST", "/api/functions", { function_name: name, signature });
+    await server.api("POST", "/api/breakpoints", { function_name: name, signature });
+  }
+  const page = await t.page(server, "/breakpoints", { fresh: true, context: { viewport: SIZES.desktop } });
+  await page.locator('tr[data-breakpoint="h"]').waitFor();
+  const widths = await page.evaluate(() => Array.from(document.querySelectorAll('select[name="replacement_function"]'))
+    .map((s) => [s.closest("tr").dataset.breakpoint, s.options.length, s.getBoundingClientRect().width]));
+  assert(widths.length === 4, `four Replace with choices: ${JSON.stringify(widths)}`);
+  assert(new Set(widths.map((w) => w[2])).size === 1, `Replace with widths differ: ${JSON.stringify(widths)}`);
+  assert(new Set(widths.map((w) => w[1])).size > 1, `the choices offer different functions: ${JSON.stringify(widths)}`);
+  await t.shot(page, "breakpoints-replace-width");
+  await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] }))
+    .violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`));
+  assert(!found.some((v) => /^empty-table-header|\((serious|critical)\)/.test(v)), `axe on /breakpoints:\n  ${found.join("\n  ")}`);
+  return found.length ? `other axe findings: ${found.join("; ")}` : "no axe violation of any impact";
+});
+
 check("breakpoints: a name made of dots or escaped dots changes only its own row, never the global default", async (t) => {
   const server = await t.server();
   // `.` and `..` are refused (a browser resolves them in a URL path, even as %2E%2E); names
@@ -2123,6 +2146,51 @@ check("calls: filter, search and export the calls of the finished demo", async (
   await t.shot(page, "calls-search");
 });
 
+check("calls: at 1,400 px a row is one line, its id shortened with a copy button that copies it whole", async (t) => {
+  const server = await t.server();
+  await server.api("POST", "/api/behavior", { behavior: "go" });
+  const demo = t.demo(server);
+  await demo.waitForLine(/^divide\(1, 0\) raised/, 30_000);
+  await demo.waitForExit();
+  const proc = (await server.api("GET", "/api/call-records?function=add&limit=1")).calls[0];
+  for (let i = 0; i < 30; i++) await recordCall(server, proc, "scale", [i, `item-${i}`]);
+  const page = await t.page(server, "/calls", {
+    fresh: true,
+    context: { viewport: { width: 1400, height: 900 }, permissions: ["clipboard-read", "clipboard-write"] },
+  });
+  await page.locator("table.calls tbody tr").nth(36).waitFor();
+  const rows = await page.evaluate(() => Array.from(document.querySelectorAll("table.calls tbody tr")).map((tr) => ({
+    fn: tr.querySelector(".fn").textContent,
+    height: tr.getBoundingClientRect().height,
+    id: tr.dataset.callId,
+    shown: tr.querySelector("code.id").textContent,
+    title: tr.querySelector("code.id").title,
+  })));
+  const line = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector("table.calls td.when")).lineHeight) || 20);
+  await t.shot(page, "calls-1400");
+  // A call with short arguments and result is one line (its time, call, status, arguments
+  // and result side by side, under two lines of text however they wrap).
+  const short = rows.filter((r) => ["scale", "add", "greet"].includes(r.fn));
+  assert(short.length === 32, `the short calls: ${short.length}`);
+  const tall = short.filter((r) => r.height >= 48);
+  assert(tall.length === 0, `rows 48 px or taller: ${JSON.stringify(tall)} (a line is ${line} px)`);
+  for (const r of rows) {
+    assert(r.shown.length <= 22 && r.shown.endsWith("…") && r.id.startsWith(r.shown.slice(0, -1)),
+      `the id is a prefix with an ellipsis: ${r.shown} of ${r.id}`);
+    assert(r.title === `call id ${r.id}`, `the whole id in the title: ${r.title}`);
+  }
+  // The copy button, from the keyboard: the whole id on the clipboard, no dialog.
+  const first = page.locator("table.calls tbody tr").first();
+  const copy = first.getByRole("button", { name: "Copy the call id" });
+  await copy.focus();
+  await page.keyboard.press("Enter");
+  await waitFor(async () => (await copy.getAttribute("data-copied")) === "yes", { what: "the button to say copied" });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert(copied === rows[0].id, `copied ${copied}, not ${rows[0].id}`);
+  const total = rows.reduce((sum, r) => sum + r.height, 0);
+  return `${rows.length} rows ${Math.round(total)} px tall, the short ones at most ${Math.max(...short.map((r) => r.height)).toFixed(1)} px`;
+});
+
 check("calls: the client's own events are hidden with a count, shown muted on request; the status is a choice; a long value stays in its row", async (t) => {
   const server = await t.server();
   await server.api("POST", "/api/behavior", { behavior: "go" });
@@ -2287,6 +2355,8 @@ check("compare runs: two runs of the demo side by side, the divergence marked, a
   await recordCall(server, runs[0], "greet", ["world"]);
   await recordCall(server, runs[1], "log", ["extra"]);
   await recordCall(server, runs[1], "greet", ["there"]);
+  // The first run is labelled: the pickers and the header name it so, its key beside it.
+  await server.api("POST", `/api/runs/${encodeURIComponent(runs[0].process_key)}/label`, { label: "before the fix" });
   const page = await t.page(server, "/call-tree");
   await page.locator("a", { hasText: "Compare two runs" }).click();
   await page.waitForURL(/\/runs\/compare/);
@@ -2295,6 +2365,11 @@ check("compare runs: two runs of the demo side by side, the divergence marked, a
   await page.locator("form.compare-pick button").click();
   await page.waitForURL(/[?&]b=/);
   await page.locator(".first-divergence a").waitFor();
+  const header = await page.locator("p.runs").innerText();
+  assert(header.startsWith(`Run A before the fix ${runs[0].process_key} (`), `the header names run A by its label: ${header}`);
+  const option = await page.locator('select[name="a"] option:checked').innerText();
+  assert(option.startsWith("before the fix · demo_app.py") && option.endsWith(runs[0].process_key), `run A's choice: ${option}`);
+  assert(await page.locator('nav a[aria-current="page"]').innerText() === "Runs", "the navigation marks Runs");
   await page.locator("table.compare tr.diff", { hasText: "only in run B" }).filter({ hasText: "log" }).waitFor();
   const changed = page.locator("table.compare tr.diff", { hasText: "different arguments" }).filter({ hasText: "there" });
   await changed.waitFor();

@@ -245,7 +245,12 @@ pub const MAX_PROCESSES_LISTED: usize = 500;
 /// table holds at most this squared (about 2 MB), so it answers within a fraction of a second.
 pub const MAX_COMPARE_CALLS: usize = 1000;
 /// Aligned pairs the web UI's comparison of two runs shows at a time.
-pub const COMPARE_PAGE_PAIRS: usize = 200;
+pub const COMPARE_PAGE_PAIRS: usize = 50;
+/// Bytes of one page of the web UI's comparison of two runs: its rows stop short of it (each
+/// value cut to a preview, each side to its first arguments), whatever the runs hold.
+pub const COMPARE_PAGE_BYTES: usize = 256 * 1024;
+/// Runs the comparison page's pickers offer (the newest, and the two compared).
+pub const COMPARE_PICKER_RUNS: usize = 50;
 /// Largest `limit` (page size) of a REST or MCP listing; a larger one is refused.
 pub const MAX_PAGE_LIMIT: usize = 1000;
 /// Largest page of the web UI's call records (a larger `limit` is cut to it).
@@ -841,7 +846,19 @@ pub const TABLE: &[Limit] = &[
         what: "Aligned pairs the comparison page shows at a time",
         value: || count(COMPARE_PAGE_PAIRS as u64),
         flag: None,
-        reached: "The page links to the earlier and later pairs.",
+        reached: "The page opens a few pairs before the first divergence and links to the first, earlier and later pairs.",
+    },
+    Limit {
+        what: "Bytes of one page of the comparison of two runs",
+        value: || bytes(COMPARE_PAGE_BYTES as u64),
+        flag: None,
+        reached: "The page ends at the last pair that fits and links to the later ones; values are previews linking to their object pages.",
+    },
+    Limit {
+        what: "Runs the comparison page's pickers offer",
+        value: || count(COMPARE_PICKER_RUNS as u64),
+        flag: None,
+        reached: "The newest are offered, with the two compared; any run is compared through its address.",
     },
     Limit {
         what: "Breakpoints added by one request (a list)",

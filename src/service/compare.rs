@@ -34,6 +34,8 @@ pub enum Mark {
 #[derive(Serialize, Debug, Clone)]
 pub struct RunSide {
     pub run_id: String,
+    /// Its label (empty when it has none: `runs.rs`).
+    pub label: String,
     pub script: Option<String>,
     pub page_url: Option<String>,
     /// Its calls (without the client's own events), and how many of them were compared.
@@ -191,6 +193,7 @@ fn run_calls(shared: &Shared, key: &str) -> Option<(RunSide, Vec<Call>)> {
             }
         }
         let side = RunSide {
+            label: String::new(),
             run_id: summary.key,
             script: summary.script,
             page_url: summary.page_url,
@@ -215,9 +218,11 @@ fn run_calls(shared: &Shared, key: &str) -> Option<(RunSide, Vec<Call>)> {
             })
         })
         .collect();
+    let label = shared.lock().runs.get(key).label;
     Some((
         RunSide {
             compared: calls.len(),
+            label,
             ..side
         },
         calls,
@@ -387,6 +392,16 @@ fn run_id(value: Option<&str>, field: &str) -> Result<String, ApiError> {
     }
 }
 
+/// Where a page of aligned pairs starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStart {
+    /// At this pair (from 0).
+    At(usize),
+    /// This many pairs before the first divergence (at the first pair when there is none), so
+    /// that the page opens on what differs and its neighbourhood.
+    BeforeFirstDivergence(usize),
+}
+
 /// Compares the runs `a` and `b` (process keys): `limit` aligned pairs from `offset`. 400 for a
 /// blank id, 404 `run_not_found` (naming the parameter) for a run with no records.
 pub fn compare_runs(
@@ -394,6 +409,17 @@ pub fn compare_runs(
     a: Option<&str>,
     b: Option<&str>,
     offset: usize,
+    limit: usize,
+) -> Result<RunComparison, ApiError> {
+    compare_runs_from(shared, a, b, PageStart::At(offset), limit)
+}
+
+/// [`compare_runs`] with a page that may start around the first divergence.
+pub fn compare_runs_from(
+    shared: &Shared,
+    a: Option<&str>,
+    b: Option<&str>,
+    start: PageStart,
     limit: usize,
 ) -> Result<RunComparison, ApiError> {
     let (ka, kb) = (run_id(a, "a")?, run_id(b, "b")?);
@@ -416,7 +442,9 @@ pub fn compare_runs(
     let steps = align(&keys_a, &keys_b);
     let mut counts = CompareCounts::default();
     let mut first_divergence = None;
-    let mut pairs = Vec::new();
+    // Every pair is marked (the counts and the first divergence cover all); only the page's
+    // pairs are rendered.
+    let mut marked = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
         let (ca, cb) = match *step {
             Step::Both(i, j) => (calls_a.get(i), calls_b.get(j)),
@@ -446,16 +474,27 @@ pub fn compare_runs(
                 marks: m.clone(),
             });
         }
-        if index >= offset && pairs.len() < limit {
-            pairs.push(AlignedPair {
-                index,
-                function,
-                marks: m,
-                a: ca.map(|c| shown(shared, c)),
-                b: cb.map(|c| shown(shared, c)),
-            });
-        }
+        marked.push((ca, cb, function, m));
     }
+    let offset = match start {
+        PageStart::At(offset) => offset,
+        PageStart::BeforeFirstDivergence(before) => first_divergence
+            .as_ref()
+            .map_or(0, |d| d.index.saturating_sub(before)),
+    };
+    let pairs = marked
+        .into_iter()
+        .enumerate()
+        .skip(offset)
+        .take(limit)
+        .map(|(index, (ca, cb, function, marks))| AlignedPair {
+            index,
+            function,
+            marks,
+            a: ca.map(|c| shown(shared, c)),
+            b: cb.map(|c| shown(shared, c)),
+        })
+        .collect();
     Ok(RunComparison {
         truncated: side_a.calls > side_a.compared || side_b.calls > side_b.compared,
         a: side_a,
@@ -533,6 +572,33 @@ mod tests {
         assert_eq!(e.code(), "missing_parameter");
         let e = compare_runs(&s, Some(&key(1)), Some("9+9"), 0, 1).unwrap_err();
         assert_eq!(e.code(), "run_not_found");
+    }
+
+    #[test]
+    fn a_page_can_start_before_the_first_divergence() {
+        let s = shared();
+        for i in 0..20 {
+            call(&s, 1, "f", i, 10.0 + i as f64, None);
+            call(
+                &s,
+                2,
+                "f",
+                if i == 12 { 99 } else { i },
+                10.0 + i as f64,
+                None,
+            );
+        }
+        let around = PageStart::BeforeFirstDivergence(3);
+        let c = compare_runs_from(&s, Some(&key(1)), Some(&key(2)), around, 5).unwrap();
+        assert_eq!(c.first_divergence.as_ref().map(|d| d.index), Some(12));
+        assert_eq!(c.offset, 9);
+        let shown: Vec<usize> = c.pairs.iter().map(|p| p.index).collect();
+        assert_eq!(shown, [9, 10, 11, 12, 13]);
+        assert_eq!(c.counts.different_arguments, 1);
+        // No divergence: the first page; and the runs' labels come along.
+        let c = compare_runs_from(&s, Some(&key(1)), Some(&key(1)), around, 5).unwrap();
+        assert_eq!((c.offset, c.pairs[0].index), (0, 0));
+        assert_eq!(c.a.label, "");
     }
 
     #[test]

@@ -55,15 +55,22 @@ pub struct ProcessListing {
     pub processes: Vec<ProcessSummary>,
     /// Processes not listed (beyond `MAX_PROCESSES_LISTED`).
     pub more: usize,
+    /// Each listed process's run label, in the same order (empty when it has none).
+    pub labels: Vec<String>,
 }
 
 pub fn processes(shared: &Shared) -> ProcessListing {
     let mut all = shared.processes().summaries();
     let more = all.len().saturating_sub(MAX_PROCESSES_LISTED);
     all.truncate(MAX_PROCESSES_LISTED);
+    let labels = {
+        let st = shared.lock();
+        all.iter().map(|p| st.runs.get(&p.key).label).collect()
+    };
     ProcessListing {
         processes: all,
         more,
+        labels,
     }
 }
 

@@ -245,7 +245,8 @@ fn table(
         "<thead data-key=\"head\"><tr><th scope=\"col\"><span class=\"visually-hidden\">On</span></th>\
          <th scope=\"col\">Function</th>\
          <th scope=\"col\">Before the call</th><th scope=\"col\">After the call</th>\
-         <th scope=\"col\">Replace with</th><th scope=\"col\">Hits</th><th scope=\"col\"></th></tr></thead>",
+         <th scope=\"col\">Replace with</th><th scope=\"col\">Hits</th>\
+         <th scope=\"col\"><span class=\"visually-hidden\">Actions</span></th></tr></thead>",
     );
     for name in &listing.breakpoints {
         let before = listing

@@ -473,7 +473,7 @@ fn row(
     }
     html!(
         out,
-        "</td><td class=\"what\"><a class=\"fn\" href=\"{}\" title=\"Only calls of this \
+        "</td><td class=\"what\"><div class=\"what-line\"><a class=\"fn\" href=\"{}\" title=\"Only calls of this \
          function\">{}</a>",
         link("/calls", &[("function", function)]),
         function
@@ -514,9 +514,8 @@ fn row(
     }
     html!(
         out,
-        "<code class=\"id\" title=\"call id\">{}</code></td><td class=\"status\"><span \
-         class=\"badge {}\">{}</span>",
-        call_id,
+        "{}</div></td><td class=\"status\"><span class=\"badge {}\">{}</span>",
+        short_id(&call_id),
         if client {
             "client"
         } else {
@@ -548,16 +547,10 @@ fn row(
         };
         arguments(out, m, &names);
     }
-    out.push_lit("</td><td>");
+    // The outcome and its Replay on one line; then what the debugger did, and what it replays.
+    out.push_lit("</td><td><div class=\"outcome-line\"><div class=\"result\">");
     outcome(out, m, client);
-    out.push(&super::resolution_html(function, m));
-    if let Some(source) = text("replay_of") {
-        html!(
-            out,
-            "<p class=\"meta\">Replay of <code class=\"id\">{}</code></p>",
-            source
-        );
-    }
+    out.push_lit("</div>");
     // A program's call (not an event) can be called again in its live program.
     if !external && !client && m.contains_key("args") && !m.contains_key("event_type") {
         html!(
@@ -569,6 +562,11 @@ fn row(
              <span class=\"error\" role=\"alert\"></span></form>",
             crate::urlenc::encode_segment(call_id.as_ref())
         );
+    }
+    out.push_lit("</div>");
+    out.push(&super::resolution_html(function, m));
+    if let Some(source) = text("replay_of") {
+        html!(out, "<p class=\"meta\">Replay of {}</p>", short_id(source));
     }
     if let Some(line) = text("log") {
         html!(
@@ -585,6 +583,27 @@ fn row(
         );
     }
     out.push_lit("</td></tr>");
+}
+
+/// Characters of a call id the row shows (the id is in its title and its copy button).
+const ID_CHARS: usize = 21;
+
+/// A call id shortened as a browser's developer tools do (a prefix and an ellipsis), the whole
+/// id in its title, and a button that copies the whole id (`app.js`, no dialog).
+fn short_id(id: &str) -> Html {
+    let shown = match id.char_indices().nth(ID_CHARS) {
+        Some((i, _)) => format!("{}…", &id[..i]),
+        None => id.to_owned(),
+    };
+    markup!(
+        "<span class=\"call-id\"><code class=\"id\" title=\"call id {}\">{}</code>\
+         <button type=\"button\" class=\"copy\" data-copy=\"{}\" title=\"Copy the call id {}\" \
+         aria-label=\"Copy the call id\">copy</button></span>",
+        id,
+        shown,
+        id,
+        id
+    )
 }
 
 fn status_class(status: &str, m: &Map<String, Value>) -> &'static str {
@@ -663,10 +682,12 @@ fn values(out: &mut Html, v: Option<&Value>, cid: Option<&Value>) {
     }
 }
 
+/// One argument: its name and value, grouped (a `div` in the `dl`) so that a row's arguments
+/// flow on one line when they fit.
 fn entry(out: &mut Html, name: &str, text: &str, cid: Option<&Value>) {
-    html!(out, "<dt>{}</dt><dd>", name);
+    html!(out, "<div class=\"arg\"><dt>{}</dt><dd>", name);
     value_text(out, text, cid);
-    out.push_lit("</dd>");
+    out.push_lit("</dd></div>");
 }
 
 /// A shown value, linking to `/object/<cid>` when it has one.

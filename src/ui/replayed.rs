@@ -98,21 +98,21 @@ pub fn page(shared: &Shared, path: &str) -> Answer {
         "/runs",
         markup!(
             "<div class=\"bar\"><h1>Replay of a run</h1></div>{}",
-            report(&r)
+            report(shared, &r)
         ),
     ))
 }
 
-fn report(r: &ReplayedRun) -> Html {
+fn report(shared: &Shared, r: &ReplayedRun) -> Html {
     let mut out = Html::new();
     html!(
         out,
-        "<p class=\"meta\">Run <a href=\"{}\"><code>{}</code></a>, replayed in the live program \
-         of run <a href=\"{}\"><code>{}</code></a>. <a href=\"/runs\">All runs</a></p>",
+        "<p class=\"meta\">Run <a href=\"{}\">{}</a>, replayed in the live program \
+         of run <a href=\"{}\">{}</a>. <a href=\"/runs\">All runs</a></p>",
         call_tree_href(&r.run_id, None),
-        r.run_id,
+        super::runs::run_name(shared, &r.run_id),
         call_tree_href(&r.into_run, None),
-        r.into_run
+        super::runs::run_name(shared, &r.into_run)
     );
     let n = r.replayed.len();
     let calls = |k: usize| if k == 1 { "call" } else { "calls" };

@@ -76,17 +76,23 @@ fn table(listing: &service::RunListing) -> Html {
             html!(
                 label,
                 " <a class=\"run-compare\" href=\"{}\" title=\"Compare run {} with run {}\">Compare with the run before</a>",
-                super::compare::href(&o.run_id, &r.run_id, 0),
+                super::compare::href(&o.run_id, &r.run_id, None),
                 o.run_id,
                 r.run_id
             );
         }
+        // The run as the confirmation names it: by its label when it has one.
+        let doomed = if r.label.is_empty() {
+            r.run_id.clone()
+        } else {
+            format!("“{}”", r.label)
+        };
         html!(
             out,
             "<tbody data-key=\"run:{}\"><tr data-run=\"{}\"><td><a href=\"{}\" title=\"run {}\">{}</a>{}\
              <details class=\"run-delete\"><summary>Delete…</summary>\
              <form data-api=\"{}\" data-method=\"DELETE\"><p>Its records, label, notes and the objects only \
-             it used go for good.</p><button type=\"submit\" class=\"danger\">Really delete run {} ({} {})?</button>\
+             it used go for good.</p><button type=\"submit\" class=\"danger\" title=\"run {}\">Really delete run {} ({} {})?</button>\
              <span class=\"error\" role=\"alert\"></span></form></details></td><td data-label=\"PID\">{}</td>\
              <td data-label=\"Started\">{}</td><td data-label=\"Last call\">{}</td>\
              <td class=\"num\" data-label=\"Calls\">{}</td><td class=\"num\" data-label=\"Exceptions\">{}</td>\
@@ -104,6 +110,7 @@ fn table(listing: &service::RunListing) -> Html {
             label,
             api,
             r.run_id,
+            doomed,
             r.calls,
             if r.calls == 1 { "call" } else { "calls" },
             r.pid,
@@ -149,6 +156,20 @@ fn pager(listing: &service::RunListing, offset: usize) -> Html {
         out.push_lit("</nav>");
     }
     out
+}
+
+/// A run as a person names it: by its label when it has one, with its key beside it in small
+/// print (its key alone otherwise).
+pub fn run_name(shared: &Shared, run_id: &str) -> Html {
+    match service::run_meta(shared, run_id) {
+        Some(meta) if !meta.label.is_empty() => markup!(
+            "<span class=\"run-name\" title=\"run {}\">{}</span> <small class=\"run-key\">{}</small>",
+            run_id,
+            meta.label,
+            run_id
+        ),
+        _ => markup!("<code>{}</code>", run_id),
+    }
 }
 
 /// The label and notes of a run, for its call tree page (nothing when it has none).

@@ -98,11 +98,12 @@ fn process_table(shared: &Shared, filter: &str) -> Html {
          <th>Last call</th><th class=\"num\">Records</th></tr></thead>\
          <tbody id=\"process-rows\">",
     );
-    for p in &listing.processes {
+    for (p, run_label) in listing.processes.iter().zip(&listing.labels) {
         let name = program(p);
         let text = format!(
-            "{} {} {} {}",
+            "{} {} {} {} {}",
             name,
+            run_label,
             p.key,
             p.pid,
             p.origin.as_deref().unwrap_or("")
@@ -112,10 +113,17 @@ fn process_table(shared: &Shared, filter: &str) -> Html {
         } else {
             Html::lit(" hidden")
         };
-        let origin = match &p.origin {
+        let mut origin = match &p.origin {
             Some(o) => markup!(" <span class=\"badge origin\">page origin {}</span>", o),
             None => Html::new(),
         };
+        if !run_label.is_empty() {
+            html!(
+                origin,
+                " <span class=\"badge run-label\">{}</span>",
+                run_label
+            );
+        }
         html!(
             out,
             "<tr data-text=\"{}\"{}><td><a href=\"{}\" title=\"process {}\">{}</a>{}</td><td>{}</td>\

@@ -279,3 +279,180 @@ fn two_runs_of_the_unchanged_demo_compare_as_the_same() {
     assert!(!page.contains("arg 0"), "{page}");
     assert!(!page.contains("diff-mark"), "{page}");
 }
+
+fn enc(key: &str) -> String {
+    key.replace('+', "%2B")
+}
+
+#[test]
+fn the_compare_page_names_labelled_runs_by_their_labels_under_runs() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    run(&c, 41, 2, false);
+    run(&c, 42, 5, true);
+    c.post_ok(
+        &format!("/api/runs/{}/label", enc(&key(41))),
+        &json!({"label": "baseline <b>"}),
+    );
+    let page = html(&c, &format!("/runs/compare?a={}&b={}", key(41), key(42)));
+    // The navigation marks Runs, not the call tree.
+    assert!(
+        page.contains("<a href=\"/runs\" aria-current=\"page\">Runs</a>"),
+        "{page}"
+    );
+    assert!(!page.contains("<a href=\"/call-tree\" aria-current"));
+    // The pickers: the label first, the key still there.
+    assert!(
+        page.contains(&format!(
+            "<option value=\"{0}\" selected>baseline &lt;b&gt; · app.py · pid 41 · 3 calls · {0}</option>",
+            key(41)
+        )),
+        "{page}"
+    );
+    // The header: the label, the key in small print beside it; an unlabelled run by its key.
+    assert!(
+        page.contains(&format!(
+            "title=\"run {0}\">baseline &lt;b&gt;</a> <small class=\"run-key\">{0}</small>",
+            key(41)
+        )),
+        "{page}"
+    );
+    assert!(page.contains(&format!("<code>{}</code></a> (4 calls)", key(42))));
+    // The Runs page's confirmation and the call tree's list name it by its label too.
+    let runs = html(&c, "/runs");
+    assert!(
+        runs.contains("Really delete run “baseline &lt;b&gt;” (3 calls)?"),
+        "{runs}"
+    );
+    let tree = html(&c, "/call-tree");
+    assert!(
+        tree.contains("<span class=\"badge run-label\">baseline &lt;b&gt;</span>"),
+        "{tree}"
+    );
+    // A bad offset is said so, not a panic or a silent first page.
+    let page = html(
+        &c,
+        &format!("/runs/compare?a={}&b={}&offset=-3", key(41), key(42)),
+    );
+    assert!(
+        page.contains("role=\"alert\">offset must be a number of pairs"),
+        "{page}"
+    );
+}
+
+/// Runs of `n` calls of process 51 and 52 (in parallel), each call's argument a 300-character
+/// text; run 52's call `diverge` passes another one.
+fn long_runs(c: &Client, n: usize, diverge: usize) {
+    std::thread::scope(|scope| {
+        for pid in [51i64, 52] {
+            let c = Client { port: c.port };
+            scope.spawn(move || {
+                for i in 0..n {
+                    let t = 1000.0 * pid as f64 + i as f64;
+                    let mut arg = format!("{i:05}:{}", "x".repeat(294));
+                    if pid == 52 && i == diverge {
+                        arg = format!("{i:05}:{}", "y".repeat(294));
+                    }
+                    let id = begin(&c, pid, "step", &[json!(arg)], t, json!([]));
+                    finish(&c, pid, &id, &json!(i), t + 0.5);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_comparison_of_long_runs_opens_at_its_first_divergence_in_pages_under_256_kib() {
+    const BOUND: usize = 256 * 1024;
+    let s = Server::start(&[]);
+    let c = s.client();
+    // More calls than are compared (the first 1,000 of each run), as in runs of 25,000 calls:
+    // the pages are those of the calls compared.
+    let n = 1200;
+    let diverge = 700;
+    long_runs(&c, n, diverge);
+    let (a, b) = (key(51), key(52));
+    let at = |extra: &str| html(&c, &format!("/runs/compare?a={a}&b={b}{extra}"));
+    let first = at("");
+    assert!(first.len() < BOUND, "{} bytes", first.len());
+    assert!(
+        first.contains(&format!(
+            "First divergence: <a href=\"#pair-{diverge}\">pair {}, step</a>",
+            diverge + 1
+        )),
+        "the first divergence is on the first page"
+    );
+    assert!(first.contains(&format!("id=\"pair-{diverge}\" class=\"diff\"")));
+    // Its neighbourhood: the pairs just before it, then the ones after.
+    assert!(first.contains(&format!("id=\"pair-{}\" class=\"same\"", diverge - 1)));
+    assert!(first.contains(&format!("id=\"pair-{}\" class=\"same\"", diverge + 1)));
+    assert!(!first.contains("id=\"pair-0\""));
+    assert!(first.contains("Only the first 1000 calls of each run are compared."));
+    // Links to the pages around it, each under the bound too.
+    let from = diverge - 5;
+    assert!(
+        first.contains(&format!("<span>pairs {}–", from + 1)),
+        "{first}"
+    );
+    let link = |page: &str, name: &str| -> String {
+        let end = page
+            .find(&format!("\">{name}</a>"))
+            .unwrap_or_else(|| panic!("{name} in {page}"));
+        let start = page[..end].rfind("href=\"").unwrap() + "href=\"".len();
+        page[start..end].replace("&amp;", "&")
+    };
+    assert_eq!(
+        link(&first, "First pairs"),
+        format!("/runs/compare?a={}&b={}&offset=0", enc(&a), enc(&b))
+    );
+    let later = html(&c, &link(&first, "Later pairs"));
+    assert!(later.len() < BOUND, "{} bytes", later.len());
+    assert!(!later.contains(&format!("id=\"pair-{diverge}\"")));
+    assert!(later.contains("First divergence: <a href=\"/runs/compare?a="));
+    let earlier = html(&c, &link(&first, "Earlier pairs"));
+    assert!(earlier.len() < BOUND && earlier.contains(&format!("id=\"pair-{}\"", from - 1)));
+    let start = at("&offset=0");
+    assert!(start.len() < BOUND && start.contains("id=\"pair-0\" class=\"same\""));
+    let last = at("&offset=999");
+    assert!(
+        last.len() < BOUND && last.contains("id=\"pair-999\"") && !last.contains("Later pairs")
+    );
+    // The REST answer keeps its own paging (offset and limit, from the first pair).
+    let r = c.get_ok(&format!(
+        "/api/runs/compare?a={}&b={}&limit=3",
+        enc(&a),
+        enc(&b)
+    ));
+    assert_eq!(
+        (r["offset"].as_u64(), r["pairs"].as_array().unwrap().len()),
+        (Some(0), 3)
+    );
+    assert_eq!(r["first_divergence"]["index"], diverge);
+}
+
+#[test]
+fn a_page_of_huge_values_stays_under_256_kib() {
+    const BOUND: usize = 256 * 1024;
+    let s = Server::start(&[]);
+    let c = s.client();
+    let long_name = format!("f{}", "n".repeat(3000));
+    for pid in [61i64, 62] {
+        for i in 0..30 {
+            let t = 1000.0 * pid as f64 + i as f64;
+            let args: Vec<Value> = (0..20)
+                .map(|k| json!(format!("{pid}{i}{k}{}", "\"<&".repeat(7000))))
+                .collect();
+            let id = begin(&c, pid, &long_name, &args, t, json!([]));
+            finish(&c, pid, &id, &json!("r".repeat(50_000)), t + 0.5);
+        }
+    }
+    for offset in ["", "&offset=0", "&offset=17"] {
+        let page = html(
+            &c,
+            &format!("/runs/compare?a={}&b={}{offset}", key(61), key(62)),
+        );
+        assert!(page.len() < BOUND, "{offset}: {} bytes", page.len());
+        assert!(page.contains("its object page shows all"), "{offset}");
+        assert!(page.contains("and 8 more arguments"), "{offset}");
+    }
+}

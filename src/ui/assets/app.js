@@ -322,6 +322,33 @@ document.addEventListener("click", (ev) => {
   refresh();
 });
 
+// --- Copy buttons (button[data-copy]): the whole text to the clipboard, said on the button ---
+// The clipboard API where the page is a secure context (localhost is); else a selected,
+// off-screen textarea and the copy command. No dialog either way.
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try { await navigator.clipboard.writeText(text); return true; } catch (_) { /* fall back */ }
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "offscreen";
+  document.body.appendChild(area);
+  area.select();
+  let ok = false;
+  try { ok = document.execCommand("copy"); } catch (_) { ok = false; }
+  area.remove();
+  return ok;
+}
+document.addEventListener("click", async (ev) => {
+  const b = ev.target.closest && ev.target.closest("button[data-copy]");
+  if (!b) return;
+  const ok = await copyText(b.dataset.copy);
+  b.dataset.copied = ok ? "yes" : "no";
+  announce(ok ? "Copied" : "Could not copy: select the text in the tooltip instead");
+  setTimeout(() => { delete b.dataset.copied; }, 1500);
+});
+
 // --- the keyboard help: ? or the header's Keys button ---
 function showHelp() {
   const d = document.getElementById("help");
