@@ -63,8 +63,10 @@ How to run it
 
     Options:
         --server URL   server URL (else $CIDELDILL_SERVER_URL, else the port file
-                       $CIDELDILL_PORT_FILE, $CIDELDILL_HOME/port or ~/.cideldill/port,
-                       else http://localhost:5174); only localhost, 127.0.0.1 and ::1
+                       --port-file PATH, $CIDELDILL_PORT_FILE, $CIDELDILL_HOME/port or
+                       ~/.cideldill/port, else http://localhost:5174); only localhost,
+                       127.0.0.1 and ::1
+        --port-file PATH  the port file of a server started with --port-file PATH
         --loop N       run the sequence of calls N times (default 1)
         --dill         pickle with dill (as the real client does) instead of the
                        standard pickle module
@@ -171,8 +173,12 @@ class SetupError(Exception):
 # ---------------------------------------------------------------------------
 
 
+# The port file named by --port-file, which wins over the environment (set in main).
+PORT_FILE_OPTION: Optional[str] = None
+
+
 def port_file_path() -> Path:
-    explicit = os.environ.get("CIDELDILL_PORT_FILE")
+    explicit = PORT_FILE_OPTION or os.environ.get("CIDELDILL_PORT_FILE")
     if explicit:
         return Path(os.path.expanduser(explicit))
     home = os.environ.get("CIDELDILL_HOME")
@@ -1212,6 +1218,10 @@ def exit_with_server_failure(summary: str, server_url: Optional[str],
     ]
     if server_url:
         lines.append(f"- Server URL: {server_url}")
+    if not os.environ.get("CIDELDILL_SERVER_URL"):
+        port = read_port_file()
+        found = f"names port {port}" if port else "not there, or holds no port"
+        lines.append(f"- Port file: {port_file_path()} ({found})")
     if error is not None:
         lines.append(f"- Exception: {type(error).__name__}: {error}")
     lines += [
@@ -1223,7 +1233,8 @@ def exit_with_server_failure(summary: str, server_url: Optional[str],
         "",
         "Potential fixes:",
         "1. Start the breakpoint server and retry.",
-        "2. Set CIDELDILL_SERVER_URL to the correct URL.",
+        "2. Pass --server URL (the server's banner prints it), or --port-file PATH for a",
+        "   server started with --port-file PATH, or set CIDELDILL_SERVER_URL.",
         "3. Ensure the port is exposed and firewall rules allow access.",
         "",
         "Exiting now.",
@@ -1702,6 +1713,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         description="A demo app instrumented like cideldill_client: its calls pause on "
                     "the breakpoint server until you resume them.")
     parser.add_argument("--server", metavar="URL", help="breakpoint server URL (localhost only)")
+    parser.add_argument("--port-file", metavar="PATH",
+                        help="the port file of a server started with --port-file PATH")
     parser.add_argument("--loop", metavar="N", type=int, default=1,
                         help="run the sequence of calls N times (default 1)")
     parser.add_argument("--dill", action="store_true",
@@ -1711,6 +1724,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--self-test", action="store_true",
                         help="check the pickle/CID building offline and exit")
     options = parser.parse_args(argv)
+    global PORT_FILE_OPTION
+    PORT_FILE_OPTION = options.port_file
     if options.loop < 1:
         parser.error("--loop must be at least 1")
     if options.items < 0:

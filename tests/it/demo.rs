@@ -173,3 +173,66 @@ fn check_summarize(server: &Server, out: &str) {
         assert_eq!(obj["value"], *expected);
     }
 }
+
+/// A server started with `--port-file` elsewhere: the demo finds it with the same flag, and
+/// without it says which port file it read and how to name the server.
+#[test]
+fn the_demo_finds_a_server_by_its_port_file_or_says_where_it_looked() {
+    use crate::support::{binary, wait_for_port, TempDir};
+    let home = TempDir::new("demo-port-file");
+    let port_file = home.path().join("elsewhere").join("pf");
+    let err_path = home.path().join("server.stderr");
+    let mut child = Command::new(binary("cideldill-server"))
+        .args(["--memory", "--port", "0", "--port-file"])
+        .arg(&port_file)
+        .env("CIDELDILL_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let port = wait_for_port(&mut child, &port_file, &err_path);
+    let c = Client { port };
+    c.post_ok("/api/behavior", &json!({"behavior": "go"}));
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/demo_app.py");
+    let run = |args: &[&str]| {
+        Command::new("python3")
+            .arg(&script)
+            .args(args)
+            .env("CIDELDILL_HOME", home.path())
+            .env_remove("CIDELDILL_SERVER_URL")
+            .env_remove("CIDELDILL_PORT_FILE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 must be installed to run the demo")
+    };
+    let found = run(&["--port-file", port_file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&found.stderr).into_owned()
+        + &String::from_utf8_lossy(&found.stdout);
+    assert!(found.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("talking to http://localhost:{port}")),
+        "{text}"
+    );
+    // Without the flag it reads $CIDELDILL_HOME/port, which this server did not write: one
+    // left there names a port nobody listens on (not 5174, which another test may hold).
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let default = home.path().join("port");
+    std::fs::write(&default, dead.to_string()).unwrap();
+    let lost = run(&[]);
+    let text = String::from_utf8_lossy(&lost.stderr).into_owned();
+    assert!(!lost.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Port file: {} (names port {dead})",
+            default.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("--port-file PATH"), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
