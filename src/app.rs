@@ -52,8 +52,8 @@ pub struct Running {
     mcp: Arc<Mcp>,
     notifier: Option<(Sender<()>, JoinHandle<()>)>,
     stdio: Option<stdio::Stdio>,
-    /// Whether this server wrote the port file (and so removes it at exit).
-    owns_port_file: bool,
+    /// The port file this server wrote (and so removes at exit).
+    owns_port_file: Option<port_file::Written>,
 }
 
 /// Opens the store and rebuilds the persisted part of the state.
@@ -262,6 +262,12 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         .map_err(|e| Error::io("cannot read the bound address", e))?
         .port();
     let port_file = config.port_file.clone();
+    // The data directory's own `port` is where only the debugger's servers write.
+    let unmarked = if port_file == config.home.join("port") {
+        port_file::Unmarked::Stale
+    } else {
+        port_file::Unmarked::Refuse
+    };
     let secret = port_file::Secret::new(port)
         .map_err(|e| Error::io("cannot make the port file's secret", e))?;
     let shared = Shared::with_interner(config, store, state, interner);
@@ -331,11 +337,11 @@ pub fn start_with(config: Config, announce: impl FnOnce(&[String])) -> Result<Ru
         mcp,
         notifier: Some(notifier),
         stdio: None,
-        owns_port_file: false,
+        owns_port_file: None,
     };
     announce(&running.banner());
-    match port_file::claim(&port_file, &secret) {
-        Ok(port_file::Claim::Owned) => running.owns_port_file = true,
+    match port_file::claim(&port_file, &secret, unmarked) {
+        Ok(port_file::Claim::Owned(written)) => running.owns_port_file = Some(written),
         Ok(port_file::Claim::Other(other)) => log::warn!(
             "the port file {} names another running server ({}, pid {}); it is left to that \
              server, so debug clients that find the server through the port file talk to it, \
@@ -544,8 +550,8 @@ impl Running {
             let _ = io.out_tx.send(Outgoing::Close);
             let _ = io.writer.join();
         }
-        if self.owns_port_file {
-            port_file::release(&self.shared.config.port_file, self.port);
+        if let Some(written) = self.owns_port_file.take() {
+            port_file::release(&self.shared.config.port_file, self.port, written);
         }
     }
 }

@@ -73,6 +73,15 @@ pub enum EventKind {
     },
 }
 
+impl EventKind {
+    /// A notice says only that something must be read again (`origins_changed`, which refused
+    /// pages cause): the newest one tells as much as all of them, so the replay keeps only it,
+    /// apart from the session's events.
+    pub fn is_notice(&self) -> bool {
+        matches!(self, EventKind::OriginsChanged)
+    }
+}
+
 /// One event with its sequence number. Its kind is shared: an event is copied to every
 /// subscriber's queue and into the replay buffer, and every copy shares one allocation of what
 /// it says (the texts a client chose are bounded: names and ids by
@@ -195,8 +204,13 @@ pub struct Bus {
 #[derive(Default)]
 struct Subscribers {
     list: Vec<Subscriber>,
-    /// The last `REPLAY_EVENTS` events published, in publishing order.
+    /// The last `REPLAY_EVENTS` events published, in publishing order, notices apart.
     recent: VecDeque<Event>,
+    /// The highest sequence number that `recent` no longer keeps.
+    evicted: u64,
+    /// The newest notice ([`EventKind::is_notice`]): kept apart, so that a flood of them
+    /// never pushes another event out of the replay; one tells as much as many.
+    notice: Option<Event>,
 }
 
 struct Subscriber {
@@ -257,17 +271,16 @@ impl Bus {
     /// kept.
     pub fn replay_after(&self, seq: u64) -> Result<Vec<Event>, Gap> {
         let subs = self.lock();
+        if subs.evicted > seq {
+            return Err(Gap);
+        }
         let mut after: Vec<Event> = subs
             .recent
             .iter()
+            .chain(subs.notice.iter())
             .filter(|e| e.seq > seq)
             .cloned()
             .collect();
-        let oldest = subs.recent.iter().map(|e| e.seq).min();
-        let newest = subs.recent.iter().map(|e| e.seq).max();
-        if newest.is_some_and(|n| n > seq) && oldest.is_some_and(|o| o > seq + 1) {
-            return Err(Gap);
-        }
         after.sort_by_key(|e| e.seq);
         Ok(after)
     }
@@ -306,8 +319,16 @@ impl Bus {
         });
         // Kept for replay by moving them in: no copy when nobody listens.
         for e in events {
+            if e.kind.is_notice() {
+                if subs.notice.as_ref().is_none_or(|n| n.seq < e.seq) {
+                    subs.notice = Some(e);
+                }
+                continue;
+            }
             if subs.recent.len() == REPLAY_EVENTS {
-                subs.recent.pop_front();
+                if let Some(old) = subs.recent.pop_front() {
+                    subs.evicted = subs.evicted.max(old.seq);
+                }
             }
             subs.recent.push_back(e);
         }
@@ -438,6 +459,35 @@ mod tests {
         let last = REPLAY_EVENTS as u64 + 10;
         assert_eq!(seqs(bus.replay_after(last - 1)), Ok(vec![last]));
         assert_eq!(seqs(bus.replay_after(last)), Ok(vec![]));
+    }
+
+    #[test]
+    fn notices_are_replayed_apart_and_never_push_the_sessions_events_out() {
+        let bus = Bus::default();
+        let notice = |seq| Event {
+            seq,
+            kind: EventKind::OriginsChanged.into(),
+        };
+        bus.publish(vec![ev(1), notice(2), ev(3)]);
+        let seqs =
+            |r: Result<Vec<Event>, Gap>| r.map(|v| v.iter().map(|e| e.seq).collect::<Vec<_>>());
+        assert_eq!(seqs(bus.replay_after(0)), Ok(vec![1, 2, 3]));
+        // A flood of notices, many more than the replay keeps.
+        let flood = 4..(4 + 3 * REPLAY_EVENTS as u64);
+        let last = flood.end - 1;
+        bus.publish(flood.map(notice).collect());
+        assert_eq!(
+            seqs(bus.replay_after(0)),
+            Ok(vec![1, 3, last]),
+            "the sessions' events stay, with the newest notice"
+        );
+        assert_eq!(seqs(bus.replay_after(3)), Ok(vec![last]));
+        assert_eq!(seqs(bus.replay_after(last)), Ok(vec![]));
+        // Events of the session past the replay's size still make a gap.
+        let next = last + 1;
+        bus.publish((next..next + REPLAY_EVENTS as u64 + 1).map(ev).collect());
+        assert_eq!(bus.replay_after(last), Err(Gap));
+        assert_eq!(bus.replay_after(next).map(|v| v.len()), Ok(REPLAY_EVENTS));
     }
 
     #[test]

@@ -96,6 +96,15 @@ pub const MAX_PENDING_ORIGINS: usize = 16;
 /// Browser origins granted in the web UI (kept with `--db`).
 pub const MAX_GRANTED_ORIGINS: usize = 64;
 pub const MAX_ORIGIN_BYTES: usize = 256;
+/// `origins_changed` events caused by refused pages: at most one per this interval (the
+/// first at once, the changes since in one event at its end).
+pub const ORIGINS_EVENT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Warnings about refused requests (421, 403) logged per window; the others are counted and
+/// summarised in one line when the window is over.
+pub const REFUSAL_LOG_LINES: usize = 8;
+pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+/// Longest request target, `Host` or `Origin` a log line shows (the rest is cut).
+pub const LOGGED_URL_BYTES: usize = 256;
 pub const MAX_ORPHAN_ID_BYTES: usize = 256;
 /// Com-error reports kept (the original kept the last 500), and the bytes they may take in all;
 /// a report over `MAX_COM_ERROR_REPORT_BYTES` has its long strings cut, then its `payload`
@@ -564,6 +573,30 @@ pub const TABLE: &[Limit] = &[
         flag: None,
         reached: "The oldest request (or denial) is forgotten; a longer origin is refused \
                   without being listed.",
+    },
+    Limit {
+        what: "`origins_changed` events caused by refused pages",
+        value: || format!("1 every {}", secs(ORIGINS_EVENT_INTERVAL)),
+        flag: None,
+        reached: "The changes since the last one are told in one event at the end of the \
+                  interval. These events are replayed apart from the others (only the newest is \
+                  kept), so they never push a pause or any other event out of the replay.",
+    },
+    Limit {
+        what: "Warnings about refused requests (421, 403) in the log",
+        value: || {
+            format!(
+                "{} every {}, each naming at most {} of the request target, `Host` or \
+                 `Origin`",
+                count(REFUSAL_LOG_LINES as u64),
+                secs(REFUSAL_LOG_WINDOW),
+                bytes(LOGGED_URL_BYTES as u64)
+            )
+        },
+        flag: None,
+        reached: "The others are counted and summarised in one line (\"N more refused requests \
+                  from M origins ... were not logged\") when the window is over; every log line \
+                  cuts a longer target and redacts secrets in the query.",
     },
     Limit {
         what: "Browser origins granted in the web UI",

@@ -6,13 +6,18 @@
 //!
 //! Bounded: `MAX_PENDING_ORIGINS` pending requests and as many denials (the oldest is
 //! forgotten), `MAX_GRANTED_ORIGINS` grants (one more is refused), origins of at most
-//! `MAX_ORIGIN_BYTES`.
+//! `MAX_ORIGIN_BYTES`. What refused requests make the web UI hear is bounded too: a change of
+//! the pending list is told (`origins_changed`) at most once per `ORIGINS_EVENT_INTERVAL`, the
+//! changes since in one event at its end (`notice_due`, `take_notice`).
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::limits::{MAX_GRANTED_ORIGINS, MAX_ORIGIN_BYTES, MAX_PENDING_ORIGINS};
+use crate::limits::{
+    MAX_GRANTED_ORIGINS, MAX_ORIGIN_BYTES, MAX_PENDING_ORIGINS, ORIGINS_EVENT_INTERVAL,
+};
 
 /// An origin that asked and was refused, waiting for the user's answer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -32,6 +37,15 @@ pub struct Origins {
     granted: Vec<String>,
     pending: VecDeque<Pending>,
     denied: VecDeque<String>,
+    /// `origins_changed` for the pending list, at most once per `ORIGINS_EVENT_INTERVAL`.
+    notice: Notice,
+}
+
+/// When the pending list's change was last told, and whether a change since waits.
+#[derive(Debug, Default)]
+struct Notice {
+    told: Option<Instant>,
+    waiting: bool,
 }
 
 /// Why a grant was refused.
@@ -108,6 +122,41 @@ impl Origins {
         true
     }
 
+    /// The pending list changed at `now`: whether to tell it now (else it waits for
+    /// `notice_due`).
+    pub fn tell_change(&mut self, now: Instant) -> bool {
+        let free = self
+            .notice
+            .told
+            .is_none_or(|t| now.saturating_duration_since(t) >= ORIGINS_EVENT_INTERVAL);
+        if free && !self.notice.waiting {
+            self.notice.told = Some(now);
+            return true;
+        }
+        self.notice.waiting = true;
+        false
+    }
+
+    /// When a waiting change is to be told.
+    pub fn notice_due(&self) -> Option<Instant> {
+        self.notice
+            .waiting
+            .then(|| self.notice.told.map(|t| t + ORIGINS_EVENT_INTERVAL))
+            .flatten()
+    }
+
+    /// Whether a waiting change is due at `now`: it then counts as told.
+    pub fn take_notice(&mut self, now: Instant) -> bool {
+        if self.notice_due().is_some_and(|due| now >= due) {
+            self.notice = Notice {
+                told: Some(now),
+                waiting: false,
+            };
+            return true;
+        }
+        false
+    }
+
     /// Grants `origin` (for this session; the caller persists it).
     pub fn allow(&mut self, origin: &str) -> Result<String, GrantError> {
         let o = normalize(origin).ok_or_else(|| GrantError::Invalid(origin.to_owned()))?;
@@ -175,6 +224,31 @@ mod tests {
         }
         let long = format!("http://{}", "a".repeat(MAX_ORIGIN_BYTES));
         assert_eq!(normalize(&long), None);
+    }
+
+    #[test]
+    fn changes_of_the_pending_list_are_told_at_most_once_per_interval() {
+        let mut o = Origins::default();
+        let t0 = Instant::now();
+        assert!(o.tell_change(t0), "the first at once");
+        assert_eq!(o.notice_due(), None);
+        for i in 1..1000 {
+            let now = t0 + ORIGINS_EVENT_INTERVAL * i / 2000;
+            assert!(!o.tell_change(now), "the rest wait");
+        }
+        let due = t0 + ORIGINS_EVENT_INTERVAL;
+        assert_eq!(o.notice_due(), Some(due));
+        assert!(!o.take_notice(due - ORIGINS_EVENT_INTERVAL / 10), "not yet");
+        assert!(o.take_notice(due), "told once at the end of the interval");
+        assert!(!o.take_notice(due), "and only once");
+        assert_eq!(o.notice_due(), None);
+        // Still within an interval of the last one told: it waits again.
+        assert!(!o.tell_change(due));
+        assert_eq!(o.notice_due(), Some(due + ORIGINS_EVENT_INTERVAL));
+        // Long after, with nothing waiting, a change is told at once.
+        let mut quiet = Origins::default();
+        assert!(quiet.tell_change(t0));
+        assert!(quiet.tell_change(t0 + ORIGINS_EVENT_INTERVAL));
     }
 
     #[test]

@@ -9,10 +9,18 @@
 //!
 //! What may be replaced: only a small regular file (not a link, not a FIFO or device: its type
 //! is read without following links before anything opens it, and it is opened without
-//! blocking) that holds digits and whitespace. Anything else at that path is refused with a
-//! message that names it, and the server does not start (it never deletes a file it did not
-//! write). A port file is stale, and replaced, when the server it names cannot prove that it
-//! is ours.
+//! blocking) that holds digits and whitespace, and that a server of ours wrote. The port file
+//! must stay bare digits (the Python client reads `int(text.strip())`), so what marks it as
+//! ours is beside it: the secret file of the port it names (below), a private file of our own
+//! user's. A file of digits without it (another program's pid file, say) is not ours, and is
+//! refused like anything else, except at the data directory's own `port`, where only the
+//! debugger's servers write (the original one too, which wrote no secret and never removed its
+//! file): there it is taken as a stale port file. Anything refused is named in the message, left
+//! alone, and the server does not start. A port file is stale, and replaced, when the server it
+//! names cannot prove that it is ours.
+//!
+//! At exit a server removes the port file only if it is still the very file it wrote (the same
+//! file system and inode, read when it was written) and still names its port.
 //!
 //! The proof: before the port file, the server writes a random 32-byte secret, in hex, to
 //! `<port file>.<port>.secret` (created new, 0600, never following a link). Whoever asks
@@ -60,10 +68,40 @@ impl Running {
 /// What became of the port file when a server started.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// This server wrote it; it removes it at exit.
-    Owned,
+    /// This server wrote it (this file); it removes it at exit.
+    Owned(Written),
     /// It names another live server, and was left alone.
     Other(Running),
+}
+
+/// The port file a server wrote: its file system, inode and change time, so that it removes
+/// that file and no other put in its place (a new file may get a freed inode number again, not
+/// the same change time too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    dev: u64,
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+impl Written {
+    fn of(meta: &std::fs::Metadata) -> Written {
+        Written {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// Whether a file of digits that no server of ours marked may be replaced (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmarked {
+    /// The data directory's own `port`: a stale port file, the original server's perhaps.
+    Stale,
+    /// Any other path: not ours, refused.
+    Refuse,
 }
 
 /// The secret a server proves itself with (see the module documentation).
@@ -366,36 +404,65 @@ fn write_secret(path: &Path, secret: &Secret) -> io::Result<()> {
     crate::files::write_new(&at, text.as_bytes())
 }
 
+/// Why a file of digits is not replaced: no server of ours marked it.
+fn unmarked(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} holds digits, but no server of ours wrote it (there is no secret file of ours \
+             beside it: it may be another program's file, such as a pid file); it is left alone \
+             (remove it if it is a stale port file, or choose another --port-file or \
+             CIDELDILL_PORT_FILE)",
+            path.display()
+        ),
+    )
+}
+
+/// Whether what `found` at `path` may be replaced: a port file a server of ours marked, or,
+/// where `unmarked` allows it, any file of digits. `Err` says why not.
+fn replaceable(path: &Path, found: &Found, unmarked_ok: Unmarked) -> io::Result<()> {
+    let marked = match found {
+        Found::Missing => return Ok(()),
+        Found::Foreign(what) => return Err(foreign(path, what)),
+        Found::Port(p) => read_secret(path, *p).is_some(),
+        Found::Digits => false,
+    };
+    if marked || unmarked_ok == Unmarked::Stale {
+        Ok(())
+    } else {
+        Err(unmarked(path))
+    }
+}
+
 /// Claims the port file for the server holding `secret` (see the module documentation).
-pub fn claim(path: &Path, secret: &Secret) -> io::Result<Claim> {
+pub fn claim(path: &Path, secret: &Secret, unmarked_ok: Unmarked) -> io::Result<Claim> {
     let port = secret.port;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::files::create_dirs(dir)?;
     }
-    // Refuse what is not a port file before writing anything beside it.
-    if let Found::Foreign(what) = inspect(path)? {
-        return Err(foreign(path, &what));
-    }
+    // Refuse what is not a port file of ours before writing anything beside it.
+    replaceable(path, &inspect(path)?, unmarked_ok)?;
     write_secret(path, secret)?;
-    let claimed = claim_file(path, port);
-    if !matches!(claimed, Ok(Claim::Owned)) {
+    let claimed = claim_file(path, port, unmarked_ok);
+    if !matches!(claimed, Ok(Claim::Owned(_))) {
         remove_own(&secret_path(path, port));
     }
     claimed
 }
 
-fn claim_file(path: &Path, port: u16) -> io::Result<Claim> {
+fn claim_file(path: &Path, port: u16, unmarked_ok: Unmarked) -> io::Result<Claim> {
     // Two rounds: a stale file is removed once, then the claim is tried again; losing that
     // second race to another new server leaves the file to it.
     for _ in 0..2 {
-        if create_new(path, port)? {
-            return Ok(Claim::Owned);
+        if let Some(written) = create_new(path, port)? {
+            return Ok(Claim::Owned(written));
         }
-        let named = match inspect(path)? {
-            Found::Foreign(what) => return Err(foreign(path, &what)),
+        let found = inspect(path)?;
+        replaceable(path, &found, unmarked_ok)?;
+        let named = match found {
             Found::Missing => continue,
             Found::Port(p) => Some(p),
-            Found::Digits => None,
+            Found::Digits | Found::Foreign(_) => None,
         };
         match running_server(path) {
             Some(other) if other.pid != std::process::id() => return Ok(Claim::Other(other)),
@@ -421,23 +488,35 @@ fn claim_file(path: &Path, port: u16) -> io::Result<Claim> {
     }
 }
 
-/// Creates the file holding `port`, whole, unless it exists (false then).
-fn create_new(path: &Path, port: u16) -> io::Result<bool> {
+/// Creates the file holding `port`, whole, unless it exists (`None` then); the file written.
+fn create_new(path: &Path, port: u16) -> io::Result<Option<Written>> {
     let tmp = temporary_beside(path);
     // A temporary file left by a killed process of the same pid.
     remove_own(&tmp);
     // Compat: bare digits, no newline.
     crate::files::write_new(&tmp, port.to_string().as_bytes())?;
+    // The link is the same file: read through this handle once the links are made, since
+    // making them changes the file's change time.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp);
     let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Ok(()) => {
+            let meta = match file.and_then(|f| f.metadata()) {
+                Ok(meta) => meta,
+                Err(_) => std::fs::symlink_metadata(path)?,
+            };
+            Ok(Some(Written::of(&meta)))
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
         // A file system without hard links: create-new, then write (a reader may briefly see
         // an empty file, which clients retry).
         Err(_) => match crate::files::write_new(path, port.to_string().as_bytes()) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Ok(()) => std::fs::symlink_metadata(path).map(|m| Some(Written::of(&m))),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
             Err(e) => Err(e),
         },
     }
@@ -449,13 +528,20 @@ fn temporary_beside(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Removes the port file if it still names `port` (a server removes only the file it wrote),
-/// and the secret of the server on `port`.
-pub fn release(path: &Path, port: u16) {
-    if read(path) == Some(port) {
+/// Removes the port file if it is still the file `written` and names `port` (a server removes
+/// only the file it wrote, not one put in its place), and the secret of the server on `port`.
+pub fn release(path: &Path, port: u16, written: Written) {
+    let same =
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && Written::of(&m) == written);
+    if same && read(path) == Some(port) {
         if let Err(e) = std::fs::remove_file(path) {
             log::warn!("could not remove port file {}: {e}", path.display());
         }
+    } else if std::fs::symlink_metadata(path).is_ok() {
+        log::info!(
+            "the port file {} is no longer the one this server wrote; it is left alone",
+            path.display()
+        );
     }
     remove_own(&secret_path(path, port));
 }
@@ -476,36 +562,38 @@ mod tests {
         std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
     }
 
+    fn owned(claim: io::Result<Claim>) -> Written {
+        match claim {
+            Ok(Claim::Owned(written)) => written,
+            other => panic!("not claimed: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_missing_or_stale_file_is_claimed_whole_and_released_only_by_its_owner() {
         let d = dir("claim");
         let path = d.join("sub").join("port");
         let s1 = Secret::new(40001).unwrap();
-        assert_eq!(claim(&path, &s1).unwrap(), Claim::Owned);
+        let w1 = owned(claim(&path, &s1, Unmarked::Refuse));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "40001");
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&secret_path(&path, 40001)), 0o600);
         assert_eq!(mode(&d.join("sub")), 0o700);
-        // Port 1 answers nothing of ours: the file is stale and replaced.
+        // Port 1 answers nothing of ours: at the data directory's own port file, the file is
+        // stale and replaced.
         std::fs::write(&path, "1\n").unwrap();
-        assert_eq!(
-            claim(&path, &Secret::new(40002).unwrap()).unwrap(),
-            Claim::Owned
-        );
+        let w2 = owned(claim(&path, &Secret::new(40002).unwrap(), Unmarked::Stale));
         assert_eq!(read(&path), Some(40002));
         // Not ours to remove once it names another port.
-        release(&path, 40001);
+        release(&path, 40001, w1);
         assert!(path.exists());
         assert!(!secret_path(&path, 40001).exists());
-        release(&path, 40002);
+        release(&path, 40002, w2);
         assert!(!path.exists());
         assert!(!secret_path(&path, 40002).exists());
         // Digits that are no port are stale too; no temporary file is left behind.
         std::fs::write(&path, "0").unwrap();
-        assert_eq!(
-            claim(&path, &Secret::new(40003).unwrap()).unwrap(),
-            Claim::Owned
-        );
+        owned(claim(&path, &Secret::new(40003).unwrap(), Unmarked::Stale));
         let mut names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -516,17 +604,77 @@ mod tests {
     }
 
     #[test]
+    fn digits_that_no_server_of_ours_marked_are_refused_unless_in_the_data_directory() {
+        let d = dir("unmarked");
+        let path = d.join("other.pid");
+        for digits in ["4242\n", "40010", "0", " 31337 "] {
+            std::fs::write(&path, digits).unwrap();
+            let err = claim(&path, &Secret::new(40010).unwrap(), Unmarked::Refuse).unwrap_err();
+            assert!(
+                err.to_string().contains("no server of ours wrote it"),
+                "{err}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), digits);
+            let mut names: Vec<_> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            assert_eq!(names, ["other.pid"], "nothing written beside it");
+        }
+        // A port file of ours left by a killed server (its secret beside it) is replaced.
+        std::fs::remove_file(&path).unwrap();
+        let killed = Secret::new(40011).unwrap();
+        owned(claim(&path, &killed, Unmarked::Refuse));
+        let w = owned(claim(&path, &Secret::new(40012).unwrap(), Unmarked::Refuse));
+        assert_eq!(read(&path), Some(40012));
+        assert!(
+            !secret_path(&path, 40011).exists(),
+            "the stale secret goes too"
+        );
+        // A secret that is not ours alone marks nothing.
+        release(&path, 40012, w);
+        std::fs::write(&path, "40013").unwrap();
+        let fake = secret_path(&path, 40013);
+        std::fs::write(&fake, "ab".repeat(32)).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(claim(&path, &Secret::new(40014).unwrap(), Unmarked::Refuse).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "40013");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn only_the_very_file_written_is_removed() {
+        let d = dir("release");
+        let path = d.join("port");
+        let w = owned(claim(&path, &Secret::new(40020).unwrap(), Unmarked::Refuse));
+        // Replaced by another file with the same digits (another program's, written anew).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "40020").unwrap();
+        release(&path, 40020, w);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "40020");
+        assert!(!secret_path(&path, 40020).exists(), "our own secret goes");
+        // Rewritten in place with other digits: left alone too.
+        std::fs::remove_file(&path).unwrap();
+        let w = owned(claim(&path, &Secret::new(40021).unwrap(), Unmarked::Refuse));
+        std::fs::write(&path, "7").unwrap();
+        release(&path, 40021, w);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "7");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn what_is_not_a_port_file_is_refused_and_left_alone() {
         let d = dir("foreign");
         let path = d.join("port");
         std::fs::write(&path, "not a port").unwrap();
-        let err = claim(&path, &Secret::new(40004).unwrap()).unwrap_err();
+        let err = claim(&path, &Secret::new(40004).unwrap(), Unmarked::Stale).unwrap_err();
         assert!(err.to_string().contains("not a port file"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a port");
         assert!(!secret_path(&path, 40004).exists());
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(d.join("elsewhere"), &path).unwrap();
-        assert!(claim(&path, &Secret::new(40005).unwrap()).is_err());
+        assert!(claim(&path, &Secret::new(40005).unwrap(), Unmarked::Stale).is_err());
         assert!(std::fs::symlink_metadata(&path)
             .unwrap()
             .file_type()

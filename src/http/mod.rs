@@ -8,6 +8,7 @@ mod debug_client;
 mod events;
 mod export;
 pub mod guard;
+mod logging;
 mod mcp_http;
 mod openapi;
 pub mod routes;
@@ -16,7 +17,7 @@ mod stream;
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -226,6 +227,93 @@ pub struct Face {
     policy: Policy,
     /// The MCP core, with `--mcp-sse`.
     mcp: Option<Arc<Mcp>>,
+    refusals: Refusals,
+}
+
+/// What refused requests may cost: their warnings go through the rate limit of
+/// `logging::RefusalLog`, and what waits (the summary of the warnings left out, a coalesced
+/// `origins_changed`) is flushed by the `refusals` thread when it is due.
+pub(crate) struct Refusals {
+    log: Arc<Mutex<logging::RefusalLog>>,
+    /// Wakes the `refusals` thread; it ends when this is dropped (with the HTTP server).
+    wake: crossbeam_channel::Sender<()>,
+}
+
+impl Refusals {
+    /// Starts the `refusals` thread for `shared`.
+    fn start(shared: &Arc<Shared>) -> std::io::Result<Refusals> {
+        let log = Arc::new(Mutex::new(logging::RefusalLog::default()));
+        let (wake, woken) = crossbeam_channel::bounded(1);
+        let (flushed, weak) = (Arc::clone(&log), Arc::downgrade(shared));
+        thread::Builder::new()
+            .name("refusals".into())
+            .spawn(move || flush_refusals(&weak, &flushed, &woken))?;
+        Ok(Refusals { log, wake })
+    }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, logging::RefusalLog> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Logs the warning `line` about a refused request from `origin`, unless the rate limit
+    /// says to count it only.
+    fn warn(&self, origin: Option<&str>, line: impl FnOnce() -> String) {
+        let note = self.log().note(Instant::now(), origin);
+        match note {
+            logging::Note::Log(summary) => {
+                if let Some(summary) = summary {
+                    log::warn!("{summary}");
+                }
+                log::warn!("{}", line());
+            }
+            logging::Note::Quiet => self.wake(),
+        }
+    }
+
+    /// Something waits to be flushed.
+    fn wake(&self) {
+        let _ = self.wake.try_send(());
+    }
+}
+
+/// The `refusals` thread: sleeps until something waits, then until it is due, and flushes it
+/// (the summary of the warnings left out, a coalesced `origins_changed`).
+fn flush_refusals(
+    shared: &Weak<Shared>,
+    log: &Mutex<logging::RefusalLog>,
+    woken: &crossbeam_channel::Receiver<()>,
+) {
+    let log = || log.lock().unwrap_or_else(|e| e.into_inner());
+    while woken.recv().is_ok() {
+        loop {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let origins_due = shared.lock().origins.notice_due();
+            let log_due = log().due();
+            let Some(due) = [origins_due, log_due].into_iter().flatten().min() else {
+                break;
+            };
+            let now = Instant::now();
+            if due > now {
+                drop(shared);
+                // A timer: woken early by new work, it looks again.
+                if let Err(crossbeam_channel::RecvTimeoutError::Disconnected) =
+                    woken.recv_timeout(due - now)
+                {
+                    return;
+                }
+                continue;
+            }
+            if let Some(summary) = log().take_due(now) {
+                log::warn!("{summary}");
+            }
+            let mut st = shared.lock();
+            if st.origins.take_notice(now) {
+                st.emit(crate::events::EventKind::OriginsChanged);
+            }
+        }
+    }
 }
 
 /// Counts a request as being answered while it lives.
@@ -260,10 +348,12 @@ pub fn spawn_http(
              original server"
         );
     }
+    let refusals = Refusals::start(&shared)?;
     let face = Face {
         shared,
         policy,
         mcp,
+        refusals,
     };
     let busy = Arc::new(AtomicUsize::new(0));
     let closing = Arc::new(AtomicBool::new(false));
@@ -280,7 +370,7 @@ pub fn spawn_http(
         }
         // `handle` answers every panic of a handler itself; tiny_http closes the connection
         // if something around them panics.
-        handle(&face.shared, face.mcp.as_ref(), &face.policy, rq);
+        handle(&face, rq);
     });
     let limits = tiny_http::Limits {
         max_head_bytes: crate::limits::MAX_REQUEST_HEAD_BYTES,
@@ -365,7 +455,21 @@ pub(crate) struct Head {
     pub fetch_site: Option<String>,
     pub fetch_mode: Option<String>,
     pub fetch_dest: Option<String>,
+    /// A header of `TRUST_HEADERS` that the request gives more than once.
+    pub repeated: Option<&'static str>,
 }
+
+/// The headers the trust rules read: a request must give each at most once, since which copy
+/// counts would depend on who reads it (this server read the first; a proxy, a browser or
+/// another server may read the last or join them).
+pub(crate) const TRUST_HEADERS: [&str; 6] = [
+    "Host",
+    "Origin",
+    "Sec-Fetch-Site",
+    "Sec-Fetch-Mode",
+    "Sec-Fetch-Dest",
+    "Access-Control-Request-Method",
+];
 
 impl Head {
     /// From the request line and a lookup of the headers the face reads.
@@ -394,13 +498,19 @@ impl Head {
             fetch_site: header("Sec-Fetch-Site").map(|v| v.trim().to_ascii_lowercase()),
             fetch_mode: header("Sec-Fetch-Mode").map(|v| v.trim().to_ascii_lowercase()),
             fetch_dest: header("Sec-Fetch-Dest").map(|v| v.trim().to_ascii_lowercase()),
+            repeated: None,
         }
     }
 
     fn of(rq: &tiny_http::Request) -> Head {
-        Head::new(rq.method().as_str(), rq.url(), |name| {
+        let mut head = Head::new(rq.method().as_str(), rq.url(), |name| {
             header_value(rq, name)
-        })
+        });
+        head.repeated = TRUST_HEADERS
+            .iter()
+            .copied()
+            .find(|name| rq.headers().iter().filter(|h| h.field.equiv(name)).count() > 1);
+        head
     }
 }
 
@@ -418,28 +528,61 @@ pub(crate) enum Decision {
     Route { checked: Option<Access> },
 }
 
-/// Host check, MCP paths, origin check, pages, the debug client script, the event stream and
-/// the export, in that order: everything decided from the head alone.
-fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision {
+/// Repeated trust headers, host check, MCP paths, origin check, pages, the debug client
+/// script, the event stream and the export, in that order: everything decided from the head
+/// alone.
+fn decide(
+    shared: &Shared,
+    mcp: bool,
+    policy: &Policy,
+    refusals: &Refusals,
+    head: &Head,
+) -> Decision {
     let (method, path) = (head.method.as_str(), head.path.as_str());
+    if let Some(name) = head.repeated {
+        refusals.warn(head.origin.as_deref(), || {
+            format!(
+                "http: refused {method} {}: the {name} header is given more than once",
+                logging::loggable(&head.url)
+            )
+        });
+        let message = format!(
+            "the {name} header is given more than once; the rules of this server read it, so \
+             it must be given once"
+        );
+        if mcp && mcp_http::is_mcp_path(path) {
+            let body = json!({"jsonrpc": "2.0", "id": null,
+                              "error": {"code": crate::jsonrpc::INVALID_REQUEST,
+                                        "message": format!("Bad Request: {message}")}});
+            return Decision::Answer(Reply::json(400, &body));
+        }
+        return Decision::Answer(Reply::error(&ApiError::bad_request(
+            "duplicate_header",
+            message,
+        )));
+    }
     if head.url == "*" && method == "OPTIONS" {
         // A client asking about the server as a whole.
         return Decision::Answer(Reply::empty(204));
     }
     if !policy.host_allowed(head.host.as_deref()) {
         // DNS rebinding: a page of another site, resolved to this machine, names its own host.
-        log::warn!(
-            "http: refused {method} {} for Host {:?}",
-            head.url,
-            head.host
-        );
+        refusals.warn(head.origin.as_deref(), || {
+            format!(
+                "http: refused {method} {} for Host {:?}",
+                logging::loggable(&head.url),
+                head.host
+                    .as_deref()
+                    .map(|h| logging::loggable_value("Host", h))
+            )
+        });
         return Decision::Answer(Reply::error(&ApiError::new(
             421,
             "misdirected_request",
             "this server only answers to localhost names (DNS-rebinding protection)",
         )));
     }
-    if let Some(refused) = cross_site_without_origin(mcp, head) {
+    if let Some(refused) = cross_site_without_origin(mcp, refusals, head) {
         return Decision::Answer(refused);
     }
     if mcp && mcp_http::is_mcp_path(path) {
@@ -451,11 +594,13 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
     let checked = (head.origin.is_some() || method == "OPTIONS")
         .then(|| routes::access(asked.as_deref().unwrap_or(method), path));
     if checked == Some(Access::Guarded) && !policy.origin_allowed(head.origin.as_deref()) {
-        log::warn!(
-            "http: refused {method} {} from origin {:?}",
-            head.url,
-            head.origin.as_deref().unwrap_or("")
-        );
+        refusals.warn(head.origin.as_deref(), || {
+            format!(
+                "http: refused {method} {} from origin {:?}",
+                logging::loggable(&head.url),
+                logging::loggable_value("Origin", head.origin.as_deref().unwrap_or(""))
+            )
+        });
         let refused = ApiError::new(
             403,
             "origin_not_allowed",
@@ -466,7 +611,7 @@ fn decide(shared: &Shared, mcp: bool, policy: &Policy, head: &Head) -> Decision 
     if let (Some(origin), Some(Access::Anyone)) = (head.origin.as_deref(), checked) {
         let open = method == "OPTIONS" || path == debug_client::PATH;
         if !open && !page_granted(shared, policy, origin) {
-            return Decision::Answer(refuse_page(shared, origin, method, head));
+            return Decision::Answer(refuse_page(shared, refusals, origin, method, head));
         }
     }
     let page_path = matches!(method, "GET" | "HEAD")
@@ -517,23 +662,38 @@ fn page_granted(shared: &Shared, policy: &Policy, origin: &str) -> bool {
 /// The 403 of a browser-client request from an origin nobody granted: the origin becomes a
 /// pending request in the web UI (unless it was denied), and the answer carries the CORS
 /// headers, so that the page's script (the debug client) can read why.
-fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Reply {
-    let asked = {
+///
+/// What it costs is bounded: the pending list by `MAX_PENDING_ORIGINS`, its `origins_changed`
+/// by `ORIGINS_EVENT_INTERVAL` (the `refusals` thread tells a waiting change), its warning by
+/// the refusals' rate limit (a repeated request of a pending origin is not warned about).
+fn refuse_page(
+    shared: &Shared,
+    refusals: &Refusals,
+    origin: &str,
+    method: &str,
+    head: &Head,
+) -> Reply {
+    let (asked, told) = {
         let mut st = shared.lock();
         let new = st.origins.refused(origin, &head.path, crate::ids::now());
-        if new {
+        let told = new && st.origins.tell_change(Instant::now());
+        if told {
             st.emit(crate::events::EventKind::OriginsChanged);
         }
-        new
+        (new, told)
     };
+    if asked && !told {
+        refusals.wake();
+    }
     if asked {
-        log::warn!(
-            "http: refused {method} {} from origin {origin:?}: not granted; allow it in the web \
-             UI (Paused page) or with --allow-origin",
-            head.url
-        );
-    } else {
-        log::debug!("http: refused {method} {} from origin {origin:?}", head.url);
+        refusals.warn(Some(origin), || {
+            format!(
+                "http: refused {method} {} from origin {:?}: not granted; allow it in the web UI \
+                 (Paused page) or with --allow-origin",
+                logging::loggable(&head.url),
+                logging::loggable_value("Origin", origin)
+            )
+        });
     }
     let shown: String = origin
         .chars()
@@ -563,7 +723,7 @@ fn refuse_page(shared: &Shared, origin: &str, method: &str, head: &Head) -> Repl
 /// it would pass for a program (no `Origin`): the debug client always sends its `Origin`, and
 /// programs send no fetch metadata. The debug client script is served to every request, and a
 /// person following a link to a page of the web UI (a top-level navigation) is not refused.
-fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
+fn cross_site_without_origin(mcp: bool, refusals: &Refusals, head: &Head) -> Option<Reply> {
     if head.origin.is_some()
         || !matches!(head.fetch_site.as_deref(), Some("cross-site" | "same-site"))
     {
@@ -581,11 +741,14 @@ fn cross_site_without_origin(mcp: bool, head: &Head) -> Option<Reply> {
     if navigation && !is_mcp {
         return None;
     }
-    log::warn!(
-        "http: refused {method} {} sent for another site without an Origin (Sec-Fetch-Site: {})",
-        head.url,
-        head.fetch_site.as_deref().unwrap_or("")
-    );
+    refusals.warn(None, || {
+        format!(
+            "http: refused {method} {} sent for another site without an Origin (Sec-Fetch-Site: \
+             {})",
+            logging::loggable(&head.url),
+            logging::loggable_value("Sec-Fetch-Site", head.fetch_site.as_deref().unwrap_or(""))
+        )
+    });
     let message = "this endpoint refuses requests a browser sent for another site \
                    (Sec-Fetch-Site cross-site or same-site) without an Origin header";
     if is_mcp && mcp {
@@ -669,17 +832,15 @@ fn join_proof(shared: &Shared, req: &Req, reply: &mut Reply) {
     }
 }
 
-/// Answers a request.
-fn handle(shared: &Shared, mcp: Option<&Arc<Mcp>>, policy: &Policy, mut rq: tiny_http::Request) {
+/// Answers a request. Every line it logs names the request through `logging::loggable`
+/// (secrets in the query redacted, the rest cut).
+fn handle(face: &Face, mut rq: tiny_http::Request) {
+    let (shared, mcp, policy) = (&*face.shared, face.mcp.as_ref(), &face.policy);
     let started = Instant::now();
     let head = Head::of(&rq);
-    let (method, mut url) = (head.method.clone(), head.url.clone());
-    if head.path == "/oauth/callback" && url.contains('?') {
-        // The authorization code and state stay out of the log.
-        url = "/oauth/callback?…".to_owned();
-    }
+    let (method, url) = (head.method.clone(), logging::loggable(&head.url));
     let ms = || started.elapsed().as_secs_f64() * 1e3;
-    match decide(shared, mcp.is_some(), policy, &head) {
+    match decide(shared, mcp.is_some(), policy, &face.refusals, &head) {
         Decision::Answer(reply) => {
             let status = reply.status;
             send(rq, reply, &[]);
@@ -786,7 +947,10 @@ fn guarded(method: &str, url: &str, f: impl FnOnce() -> (Reply, Access)) -> (Rep
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        log::error!("http: handler panicked on {method} {url}: {what}");
+        log::error!(
+            "http: handler panicked on {method} {}: {what}",
+            logging::loggable(url)
+        );
         let reply = Reply::error(&ApiError::internal(
             "internal error while handling the request (logged)",
         ));

@@ -341,7 +341,11 @@ fn route_to(shared: &Shared, req: &mut Req, access: &mut Access) -> Reply {
         Ok(v) => Reply::json(200, &v),
         Err(e) => {
             if e.status >= 500 {
-                log::warn!("http: {} {} -> {e}", req.method, req.path);
+                log::warn!(
+                    "http: {} {} -> {e}",
+                    req.method,
+                    super::logging::loggable(&req.path)
+                );
             }
             Reply::error(&e)
         }

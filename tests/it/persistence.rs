@@ -874,3 +874,160 @@ fn two_servers_asking_for_one_port_at_once_both_start_and_say_where() {
         assert_eq!(dbs, 2, "round {round}: one database file each");
     }
 }
+
+/// A server started with `--port-file port_file` (in `home`); its stderr goes to a file in
+/// `home`.
+struct Custom {
+    child: std::process::Child,
+    stderr: PathBuf,
+}
+
+impl Custom {
+    fn spawn(home: &Path, port_file: &Path) -> Custom {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stderr = home.join(format!("stderr-{n}.log"));
+        let child = std::process::Command::new(crate::support::binary("cideldill-server"))
+            .args(["--memory", "--port", "0", "--port-file"])
+            .arg(port_file)
+            .env("CIDELDILL_HOME", home.join("data"))
+            .env_remove("CIDELDILL_PORT_FILE")
+            .env("RUST_LOG", "info")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("start cideldill-server");
+        Custom { child, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// The exit status, within the deadline.
+    fn exit(&mut self) -> std::process::ExitStatus {
+        let until = std::time::Instant::now() + crate::support::deadline();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "no exit: {}",
+                self.stderr()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until the port file names this server, and returns its port.
+    fn port(&mut self, port_file: &Path) -> u16 {
+        let pid = self.child.id();
+        crate::support::poll_until(crate::support::deadline(), || {
+            let port: u16 = std::fs::read_to_string(port_file)
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            // A killed server's port answers nothing.
+            crate::support::connect(port, crate::support::deadline())?;
+            let status = crate::support::Client { port }.get("/api/status");
+            (status.status == 200 && status.json()["pid"] == pid).then_some(port)
+        })
+        .unwrap_or_else(|| panic!("no port file naming this server: {}", self.stderr()))
+    }
+
+    fn stop(&mut self) {
+        crate::support::signal(self.child.id(), "-TERM");
+        assert!(self.exit().success(), "{}", self.stderr());
+    }
+}
+
+impl Drop for Custom {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A `--port-file` naming another program's file of digits (a pid file): it was overwritten,
+/// then deleted at exit. Now the server refuses it (exit 1, naming it) and writes nothing.
+#[test]
+fn a_file_of_digits_that_we_did_not_write_is_refused_and_left_alone() {
+    let home = TempDir::new("portfile-pid");
+    let run = home.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let pid_file = run.join("service.pid");
+    for digits in ["4242\n", "4242", "0", "65535", " 17 \n"] {
+        std::fs::write(&pid_file, digits).unwrap();
+        let mut s = Custom::spawn(home.path(), &pid_file);
+        let status = s.exit();
+        assert_eq!(status.code(), Some(1), "{digits:?}: {}", s.stderr());
+        let err = s.stderr();
+        assert!(
+            err.contains(&pid_file.display().to_string()) && err.contains("no server of ours"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&pid_file).unwrap(), digits);
+        assert_eq!(names_in(&run), ["service.pid"], "nothing written beside it");
+    }
+}
+
+/// A server removes the port file it wrote, and only that one: not a file with the same
+/// digits put in its place. A port file of ours left by a killed server (its secret beside
+/// it) is still taken over at any path.
+#[test]
+fn a_server_removes_only_the_port_file_it_wrote() {
+    let home = TempDir::new("portfile-own");
+    let run = home.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let port_file = run.join("debugger.port");
+    // Variant: untouched, it goes at exit with its secret.
+    let mut s = Custom::spawn(home.path(), &port_file);
+    let port = s.port(&port_file);
+    assert_eq!(
+        names_in(&run),
+        [
+            "debugger.port".to_owned(),
+            format!("debugger.port.{port}.secret")
+        ]
+    );
+    s.stop();
+    assert_eq!(names_in(&run), Vec::<String>::new());
+    // Variant: replaced by another program's file holding the same digits.
+    let mut s = Custom::spawn(home.path(), &port_file);
+    let port = s.port(&port_file);
+    std::fs::remove_file(&port_file).unwrap();
+    std::fs::write(&port_file, port.to_string()).unwrap();
+    s.stop();
+    assert_eq!(
+        std::fs::read_to_string(&port_file).unwrap(),
+        port.to_string()
+    );
+    assert_eq!(names_in(&run), ["debugger.port"], "only our secret went");
+    std::fs::remove_file(&port_file).unwrap();
+    // Variant: a killed server's port file is ours, and the next server takes it over.
+    let mut killed = Custom::spawn(home.path(), &port_file);
+    let old = killed.port(&port_file);
+    crate::support::signal(killed.child.id(), "-KILL");
+    killed.exit();
+    let mut next = Custom::spawn(home.path(), &port_file);
+    let new = next.port(&port_file);
+    assert_ne!(new, old);
+    assert!(
+        !run.join(format!("debugger.port.{old}.secret")).exists(),
+        "the stale secret goes"
+    );
+    next.stop();
+    assert_eq!(names_in(&run), Vec::<String>::new());
+}

@@ -347,3 +347,213 @@ fn the_pages_are_html_with_a_strict_policy_and_scripts_still_get_json() {
     );
     assert_eq!(r.status, 403);
 }
+
+/// Secrets planted in the query of every kind of request, accepted or refused: none reaches
+/// the log, at the debug level that logs every request. The OAuth callback's refusals (a
+/// foreign `Origin`, a non-loopback `Host`, a cross-site request without `Origin`, a
+/// cross-site fetch that is no document navigation) logged its whole query, `code` and `state`
+/// included; only the accepted one was redacted.
+#[test]
+fn secrets_in_a_query_never_reach_the_log_whatever_the_answer() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let code = "PLANTED-CODE-7f3a";
+    let state = "PLANTED-STATE-91c2";
+    let callback = format!("/oauth/callback?code={code}&state={state}&iss=x");
+    let host = format!("127.0.0.1:{}", s.port);
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, u16);
+    let cases: Vec<Case> = vec![
+        (
+            "foreign origin",
+            vec![("Origin", "http://evil.example")],
+            403,
+        ),
+        ("non-loopback host", vec![("Host", "evil.example")], 421),
+        (
+            "cross-site without origin",
+            vec![
+                ("Sec-Fetch-Site", "cross-site"),
+                ("Sec-Fetch-Mode", "no-cors"),
+                ("Sec-Fetch-Dest", "image"),
+            ],
+            403,
+        ),
+        (
+            "a fetch that is no document",
+            vec![
+                ("Sec-Fetch-Site", "cross-site"),
+                ("Sec-Fetch-Mode", "navigate"),
+                ("Accept", "text/html"),
+            ],
+            403,
+        ),
+        (
+            "a repeated origin",
+            vec![("Origin", "http://evil.example"), ("Origin", &host)],
+            400,
+        ),
+        ("accepted", vec![("Accept", "text/html")], 200),
+    ];
+    for (what, headers, status) in &cases {
+        let r = send(&c, "GET", &callback, headers);
+        assert_eq!(r.status, *status, "{what}: {}", r.text());
+    }
+    // Other secrets, on other paths and answers: a page refused on a browser-client endpoint,
+    // a guarded endpoint, a 404, MCP, and a header that is never logged.
+    let others = [
+        "access_token",
+        "refresh_token",
+        "token",
+        "client_secret",
+        "password",
+    ];
+    for (i, name) in others.iter().enumerate() {
+        let secret = format!("PLANTED-{i}-{name}");
+        for (path, headers, status) in [
+            ("/api/poll/x", vec![("Origin", "http://evil.example")], 403),
+            ("/api/status", vec![("Origin", "http://evil.example")], 403),
+            (
+                "/api/status",
+                vec![("Authorization", "Bearer PLANTED-AUTH")],
+                200,
+            ),
+            ("/api/no-such-thing", vec![], 404),
+        ] {
+            let target = format!("{path}?a=1&{name}={secret}");
+            let r = send(&c, "GET", &target, &headers);
+            assert_eq!(r.status, status, "{target}: {}", r.text());
+        }
+    }
+    // Everything was logged, and named, with the secrets redacted.
+    let log = crate::support::wait_for("the last request in the log", || {
+        let log = s.stderr();
+        log.contains("/api/no-such-thing?a=1&[password redacted]")
+            .then_some(log)
+    });
+    assert!(
+        log.contains("/oauth/callback?[code redacted]&[state redacted]&iss=x"),
+        "{log}"
+    );
+    assert!(!log.contains("code="), "no authorization code at all");
+    for planted in ["PLANTED-CODE", "PLANTED-STATE", "PLANTED-AUTH"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(
+            others
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("PLANTED-{i}-{n}")),
+        )
+    {
+        assert!(!log.contains(&planted), "{planted} is in the log:\n{log}");
+    }
+}
+
+/// A header that the trust rules read, given twice: which one counted depended on who read it
+/// (this server read the first). Such a request is refused before any rule is applied, on
+/// every kind of endpoint, with raw requests naming both copies.
+#[test]
+fn a_request_repeating_a_trust_header_is_refused_before_any_rule() {
+    let s = Server::start(&["--memory"]);
+    let c = s.client();
+    let own = format!("http://127.0.0.1:{}", s.port);
+    let host = format!("127.0.0.1:{}", s.port);
+    let evil = "http://evil.example";
+    let header_pairs: Vec<(&str, [&str; 2])> = vec![
+        // The first copy is the one that would have passed.
+        ("Origin", [own.as_str(), evil]),
+        ("Origin", [evil, own.as_str()]),
+        ("Origin", [own.as_str(), own.as_str()]),
+        ("Host", [host.as_str(), "evil.example"]),
+        ("Host", ["evil.example", host.as_str()]),
+        ("Sec-Fetch-Site", ["same-origin", "cross-site"]),
+        ("Sec-Fetch-Mode", ["navigate", "no-cors"]),
+        ("Sec-Fetch-Dest", ["document", "image"]),
+        ("Access-Control-Request-Method", ["GET", "POST"]),
+    ];
+    let endpoints = [
+        ("GET", "/api/status"),
+        ("POST", "/api/paused/x/continue"),
+        ("POST", "/api/call/start"),
+        ("GET", "/calls"),
+        ("OPTIONS", "/api/breakpoints"),
+    ];
+    for (name, [first, second]) in &header_pairs {
+        for (method, path) in endpoints {
+            // Also in another case and with the copies apart.
+            let lower = name.to_ascii_lowercase();
+            let mut headers = vec![
+                (*name, *first),
+                ("Accept", "*/*"),
+                (lower.as_str(), *second),
+            ];
+            if *name != "Host" {
+                headers.insert(0, ("Host", host.as_str()));
+            }
+            let r = send(&c, method, path, &headers);
+            assert_eq!(
+                r.status,
+                400,
+                "{name} twice on {method} {path}: {}",
+                r.text()
+            );
+            let e = r.json();
+            assert_eq!(e["error"], "duplicate_header", "{e}");
+            assert!(
+                e["message"].as_str().unwrap().contains(name),
+                "names the header: {e}"
+            );
+            assert_eq!(
+                r.header("Access-Control-Allow-Origin"),
+                None,
+                "no CORS grant"
+            );
+        }
+    }
+    // MCP over HTTP answers with a JSON-RPC error.
+    let r = send(
+        &c,
+        "POST",
+        "/mcp",
+        &[("Origin", own.as_str()), ("Origin", evil)],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let e = r.json();
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("Origin"));
+    // The event stream refuses it too, before it opens.
+    assert_eq!(
+        status_of(
+            &c,
+            "GET",
+            "/api/events",
+            &[
+                ("Sec-Fetch-Site", "same-origin"),
+                ("Sec-Fetch-Site", "cross-site")
+            ]
+        ),
+        400
+    );
+    // Nothing was started, and a single copy of each is still answered as before.
+    assert_eq!(c.get_ok("/api/paused")["paused"], json!([]));
+    assert_eq!(
+        send(&c, "GET", "/api/status", &[("Origin", own.as_str())]).status,
+        200
+    );
+    assert_eq!(
+        send(&c, "GET", "/api/status", &[("Origin", evil)]).status,
+        403
+    );
+    assert_eq!(
+        send(&c, "GET", "/api/status", &[("Host", "evil.example")]).status,
+        421
+    );
+    // Headers the rules do not read may repeat.
+    let r = send(
+        &c,
+        "GET",
+        "/api/status",
+        &[("Accept", "*/*"), ("Accept", "*/*")],
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}

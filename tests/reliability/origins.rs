@@ -11,12 +11,14 @@
 //! `--db`); and the guarded endpoints, the event stream, the export and MCP refuse requests
 //! with `Sec-Fetch-Site: cross-site` or `same-site` that carry no `Origin`.
 
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::support::{
-    call_start_body, http, item, open_response, raw_request, Client, Resp, Server, TempDir,
+    call_start_body, connect, content_length, deadline, http, item, open_response, pause_id,
+    poll_until, raw_request, read_head, Client, OpenResponse, Resp, Server, TempDir,
 };
 
 const EVIL: &str = "http://evil.example";
@@ -304,4 +306,247 @@ fn images_of_another_site_cannot_hold_the_mcp_listens_or_start_searches() {
         None,
     );
     assert_eq!(r.status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A page that keeps being refused. The pending list keeps 16 origins, so a page cycling 17 made
+// every refused request new: each wrote a warning with its whole request target (5,000
+// requests with 64 KiB targets grew stderr by 286.5 MiB in 11.6 s) and published
+// `origins_changed` (20,000 requests sent 10,744 events to a reader in 2.6 s, then `resync`
+// ended its stream; 2,000 pushed a real `execution_paused` out of the replay, so a reader
+// reconnecting with `Last-Event-ID` lost it).
+
+/// One event of a stream, as read: id, name, data.
+struct StreamEvent {
+    id: Option<u64>,
+    name: String,
+    data: String,
+}
+
+/// Reads the next event of an open stream (comments and chunk sizes skipped); `None` when it
+/// ends or nothing comes within the stream's read timeout.
+fn next_event(body: &mut std::io::BufReader<std::net::TcpStream>) -> Option<StreamEvent> {
+    use std::io::BufRead;
+    let (mut id, mut name, mut data) = (None, String::new(), String::new());
+    loop {
+        let mut line = String::new();
+        if body.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.parse().ok();
+        } else if let Some(v) = line.strip_prefix("event: ") {
+            name = v.to_owned();
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data.push_str(v);
+        } else if line.is_empty() && !name.is_empty() {
+            return Some(StreamEvent { id, name, data });
+        }
+    }
+}
+
+fn open_events(port: u16, last_event_id: Option<u64>) -> OpenResponse {
+    let id = last_event_id.map(|i| i.to_string());
+    let mut headers = vec![("Accept", "text/event-stream")];
+    if let Some(id) = &id {
+        headers.push(("Last-Event-ID", id));
+    }
+    let req = raw_request(port, "GET", "/api/events", &headers, None);
+    let open = open_response(port, &req, deadline());
+    assert_eq!(open.status, 200);
+    open
+}
+
+/// Sends `n` refused requests of a page, the origins cycling through `origins` of them, each
+/// with a request target of about `target_bytes`, from `connections` kept-alive connections;
+/// every answer must be the 403 a page can read.
+fn flood(port: u16, connections: usize, origins: usize, n: usize, target_bytes: usize) {
+    let threads: Vec<_> = (0..connections)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut sock = connect(port, deadline()).expect("connect");
+                let pad = "x".repeat(target_bytes);
+                for i in (t..n).step_by(connections) {
+                    let origin = format!("http://site{}.example", i % origins);
+                    let target = format!("/api/poll/{pad}?n={i}");
+                    let req = raw_request(port, "GET", &target, &[("Origin", &origin)], None);
+                    sock.write_all(&req).expect("send");
+                    let (status, head) =
+                        read_head(&sock, Instant::now() + deadline()).expect("an answer");
+                    assert_eq!(status, 403, "{head}");
+                    let mut body = vec![0; content_length(&head)];
+                    sock.read_exact(&mut body).expect("the body");
+                    assert!(
+                        String::from_utf8_lossy(&body).contains("origin_not_allowed"),
+                        "{}",
+                        String::from_utf8_lossy(&body)
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a flood thread");
+    }
+}
+
+/// The refusal lines of a log: the warnings naming a refused request, and the requests the
+/// summaries say were left out.
+fn refusal_lines(log: &str) -> (usize, u64) {
+    let warned = log
+        .lines()
+        .filter(|l| l.contains("http: refused GET /api/poll/"))
+        .count();
+    let summarised = log
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("http: ")?;
+            let (n, _) = rest.split_once(" more refused requests from ")?;
+            n.parse::<u64>().ok()
+        })
+        .sum();
+    (warned, summarised)
+}
+
+#[test]
+fn a_page_cycling_origins_costs_bounded_log_bytes_and_events_and_loses_no_pause() {
+    let home = TempDir::new("refusal-flood");
+    // The default log level: what a user's terminal gets.
+    let s = Server::start_in_env(home.path(), &["--memory"], &[("RUST_LOG", "info")]);
+    let c = s.client();
+    // A real pause, before the flood, seen by a live reader.
+    let mut live = open_events(s.port, None);
+    c.post_ok("/api/breakpoints", &json!({"function_name": "add"}));
+    let start = c.post_ok(
+        "/api/call/start",
+        &call_start_body("add", vec![item(&json!(1), 1)], json!({})),
+    );
+    let paused_id = pause_id(&start);
+    let paused_seq = loop {
+        let e = next_event(&mut live.body).expect("execution_paused on the live stream");
+        if e.name == "execution_paused" {
+            assert!(e.data.contains(&paused_id), "{}", e.data);
+            break e.id.expect("an event id");
+        }
+    };
+    // The live reader counts what the flood sends it, until the event that follows the flood.
+    let reader = std::thread::spawn(move || {
+        let mut names: Vec<String> = Vec::new();
+        while let Some(e) = next_event(&mut live.body) {
+            if e.name == "breakpoints_changed" {
+                return Ok(names);
+            }
+            names.push(e.name);
+            if names.last().is_some_and(|n| n == "resync") {
+                return Err(names);
+            }
+        }
+        Err(names)
+    });
+    let before = s.stderr().len();
+    // One connection, the origins in turn: each request finds its origin pushed out of the
+    // pending list, so every one is new.
+    let (n, origins) = (20_000, 17);
+    let began = Instant::now();
+    flood(s.port, 1, origins, n, 4096);
+    let took = began.elapsed();
+    c.post_ok(
+        "/api/breakpoints",
+        &json!({"function_name": "after_the_flood"}),
+    );
+    let names = reader
+        .join()
+        .expect("the reader")
+        .unwrap_or_else(|names| panic!("the live stream ended: {names:?}"));
+    // Events: one origins_changed per interval at most, the first at once and the last at the
+    // end of its interval.
+    let interval = cideldill_server::limits::ORIGINS_EVENT_INTERVAL;
+    let bound = (took.as_secs_f64() / interval.as_secs_f64()).ceil() as usize + 2;
+    let told = names.iter().filter(|n| *n == "origins_changed").count();
+    assert!(
+        told >= 1,
+        "the web UI hears of the pending pages: {names:?}"
+    );
+    assert!(
+        told <= bound,
+        "{told} origins_changed in {took:?} (at most {bound})"
+    );
+    assert_eq!(names.len(), told, "nothing else: {names:?}");
+    // The pending list is bounded, and its last change is told once its interval is over.
+    let pending = c.get_ok("/api/origins")["pending"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(pending, cideldill_server::limits::MAX_PENDING_ORIGINS);
+    let mut late = open_events(s.port, Some(paused_seq - 1));
+    let replayed = next_event(&mut late.body).expect("the replay");
+    assert_eq!(
+        (replayed.name.as_str(), replayed.id),
+        ("execution_paused", Some(paused_seq)),
+        "the pause made before the flood is replayed: {}",
+        replayed.data
+    );
+    assert!(replayed.data.contains(&paused_id), "{}", replayed.data);
+    // Then the event that followed the flood, and one origins_changed for all of it (the
+    // newest, kept apart), in the order of their ids.
+    let mut rest = Vec::new();
+    while !(rest.iter().any(|n| n == "breakpoints_changed")
+        && rest.iter().any(|n| n == "origins_changed"))
+    {
+        let e = next_event(&mut late.body).unwrap_or_else(|| panic!("the replay: {rest:?}"));
+        rest.push(e.name);
+    }
+    assert_eq!(rest.len(), 2, "one notice tells them all: {rest:?}");
+    // Log bytes: a few warnings, each cut, and summaries that count every other refusal.
+    let window = cideldill_server::limits::REFUSAL_LOG_WINDOW;
+    let log = poll_until(deadline() + window, || {
+        let log = s.stderr()[before..].to_owned();
+        let (warned, summarised) = refusal_lines(&log);
+        (warned as u64 + summarised == n as u64).then_some(log)
+    })
+    .unwrap_or_else(|| {
+        let log = s.stderr()[before..].to_owned();
+        panic!(
+            "refusals not all counted ({:?}): {log}",
+            refusal_lines(&log)
+        )
+    });
+    let windows = (took + window).as_secs_f64() / window.as_secs_f64();
+    let lines = cideldill_server::limits::REFUSAL_LOG_LINES;
+    let (warned, _) = refusal_lines(&log);
+    assert!(
+        warned as f64 <= (windows.ceil() + 1.0) * lines as f64,
+        "{warned} warnings in {took:?}"
+    );
+    assert!(
+        log.len() < 64 << 10,
+        "{} bytes of log for {n} refused requests",
+        log.len()
+    );
+    assert!(!log.contains(&"x".repeat(1024)), "targets are cut");
+    assert!(log.contains(&format!("from {origins} origins")), "{log}");
+    println!(
+        "refusal flood: {n} requests from {origins} origins in {took:?}: {} bytes of log \
+         ({warned} warnings), {} events to a live reader ({told} origins_changed)",
+        log.len(),
+        names.len()
+    );
+}
+
+#[test]
+fn at_debug_level_each_refused_request_costs_one_short_line() {
+    let s = Server::start(&[]);
+    let c = s.client();
+    let before = s.stderr().len();
+    let n = 2_000;
+    flood(c.port, 4, 17, n, 16 << 10);
+    let log = s.stderr()[before..].to_owned();
+    let per_request = log.len() / n;
+    assert!(per_request < 512, "{per_request} bytes of log per request");
+    assert!(!log.contains(&"x".repeat(1024)), "targets are cut");
+    println!(
+        "refusal flood at debug level: {n} requests, {} bytes of log",
+        log.len()
+    );
 }
