@@ -101,7 +101,7 @@ pub const MAX_ORIGIN_BYTES: usize = 256;
 pub const ORIGINS_EVENT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// Warnings about refused requests (421, 403) logged per window; the others are counted and
 /// summarised in one line when the window is over.
-pub const REFUSAL_LOG_LINES: usize = 8;
+pub const REFUSAL_LOG_LINES: usize = 32;
 pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 /// Longest request target, `Host` or `Origin` a log line shows (the rest is cut).
 pub const LOGGED_URL_BYTES: usize = 256;
